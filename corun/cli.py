@@ -1,0 +1,79 @@
+"""The `corun` command line. Heavy packages load only inside the commands that need them."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from spec import SpecError
+
+
+def _presets(_: argparse.Namespace) -> int:
+    from corun.format import table
+    from spec import GPU_KINDS, LINKS, MODEL_PRESETS, PIPELINE_PRESETS, pipeline_preset
+
+    print("hardware (--hardware):")
+    print(table(["name", "gpu", "SMs", "HBM GB", "copy TB/s"],
+                [[k, g.name, g.sm_count, f"{g.hbm_bytes / 1e9:.0f}", f"{g.copy_bytes_per_s / 1e12:.2f}"]
+                 for k, g in GPU_KINDS.items()]))
+    print("\ninterconnects (--interconnect):")
+    print(table(["name", "link", "GB/s per direction"],
+                [[k, v.name, f"{v.bytes_per_s / 1e9:.0f}"] for k, v in LINKS.items()]))
+    print("\nmodels (--model):")
+    print(table(["name", "tables", "rows (M)", "interaction", "optimizer"],
+                [[k, len(m.tables), f"{sum(t.rows for t in m.tables) / 1e6:.1f}",
+                  m.interaction.value, m.optimizer.value] for k, m in MODEL_PRESETS.items()]))
+    print("\npipelines (--pipeline):")
+    rows = []
+    for k in PIPELINE_PRESETS:
+        p = pipeline_preset(k)
+        rows.append([k, len(p.nodes), len(p.dense_outputs), len(p.sparse_outputs)])
+    print(table(["name", "op nodes", "dense", "sparse"], rows))
+    return 0
+
+
+def _simulate(args: argparse.Namespace) -> int:
+    from corun import simulate_cmd
+
+    return simulate_cmd.run(args)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="corun", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("presets", help="list hardware, model and pipeline presets").set_defaults(
+        func=_presets)
+    from corun.simulate_cmd import add_arguments
+
+    p = sub.add_parser("simulate", help="predict strategies with the simulator")
+    add_arguments(p)
+    p.set_defaults(func=_simulate)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        if getattr(args, "config", None):
+            from corun.workload import read_config
+
+            for key, value in read_config(args.config).items():
+                if not _typed(argv, key):  # an option on the command line wins
+                    setattr(args, key, value)
+        return args.func(args)
+    except SpecError as e:
+        print(f"corun: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("corun: interrupted", file=sys.stderr)
+        return 130
+
+
+def _typed(argv: list[str] | None, dest: str) -> bool:
+    flag = "--" + dest.replace("_", "-")
+    return any(a == flag or a.startswith(flag + "=") for a in (argv or sys.argv[1:]))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

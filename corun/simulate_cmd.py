@@ -1,0 +1,115 @@
+"""`corun simulate`: predict one strategy or compare them all."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from corun.format import table
+from corun.workload import resolve_hardware, resolve_model, resolve_pipeline
+from sim import EmbeddingComm, Scenario, SimResult, Strategy, StrategyKind, parse_strategy
+from sim import simulate
+from spec import Hardware, Plan, Prediction, SpecError
+from spec.serde import dumps, load, save, write_atomic
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--config", help="YAML/JSON file with any of these options")
+    p.add_argument("--hardware", default="h200", help="v100, a100, h100, h200 or a file")
+    p.add_argument("--gpus", type=int, default=1)
+    p.add_argument("--interconnect", help="intra-node link preset (nvlink4, pcie5, ...)")
+    p.add_argument("--host-cores", type=int, help="host CPU cores (default 16 per GPU)")
+    p.add_argument("--model", default="criteo-kaggle", help="model preset or file")
+    p.add_argument("--pipeline", default="kaggle", help="pipeline preset or file")
+    p.add_argument("--batch", type=int, help="batch per GPU (default: the model's)")
+    p.add_argument("--strategy", default="all",
+                   help="ideal, cpu:N, gpu-sequential, gpu-overlap, plan, or all")
+    p.add_argument("--plan", help="Plan file (for --strategy plan, or added to all)")
+    p.add_argument("--iterations", type=int, default=30)
+    p.add_argument("--warmup", type=int, default=5)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--jitter", type=float, default=0.0,
+                   help="coefficient of variation of durations (0: deterministic times)")
+    p.add_argument("--embedding-comm", default="collective", choices=["collective", "pgas"])
+    p.add_argument("--json", action="store_true", help="print Prediction JSON")
+    p.add_argument("--trace", help="write the Chrome trace here (one strategy)")
+    p.add_argument("--out", help="directory for predictions, traces and summary.md")
+    p.add_argument("--quiet", action="store_true")
+
+
+def strategies_for(text: str, hw: Hardware, plan: Plan | None) -> list[Strategy]:
+    if text == "all":
+        cores = hw.host_cpu_cores
+        counts = sorted({max(1, cores // 4), max(1, cores // 2), cores})
+        out = [Strategy(StrategyKind.IDEAL)] + [Strategy(StrategyKind.CPU, c) for c in counts]
+        out += [Strategy(StrategyKind.GPU_SEQUENTIAL), Strategy(StrategyKind.GPU_OVERLAP)]
+        if plan is not None:
+            out.append(Strategy(StrategyKind.PLAN, plan=plan))
+        return out
+    if text == "plan":
+        if plan is None:
+            raise SpecError("--plan", None, "a Plan file when --strategy is plan")
+        return [Strategy(StrategyKind.PLAN, plan=plan)]
+    return [parse_strategy(text, hw)]
+
+
+def comparison_table(preds: list[Prediction]) -> str:
+    ideal = next((p for p in preds if p.strategy == "ideal"), None)
+    rows = []
+    for p in preds:
+        pct = f"{100 * p.throughput_samples_per_s / ideal.throughput_samples_per_s:.1f}%" \
+            if ideal else "-"
+        rows.append([p.strategy, f"{p.iteration_time_ms:.3f}", f"{p.throughput_samples_per_s:,.0f}",
+                     pct, f"{p.stall_ms_per_iteration:.3f}",
+                     f"{100 * min(p.gpu_utilisation):.0f}%"])
+    return table(["strategy", "iteration ms", "samples/s", "of ideal", "stall ms",
+                  "min GPU busy"], rows)
+
+
+def run(args: argparse.Namespace) -> int:
+    hw = resolve_hardware(args.hardware, args.gpus, args.interconnect, args.host_cores)
+    model = resolve_model(args.model, args.batch)
+    pipeline = resolve_pipeline(args.pipeline)
+    plan = load(Plan, args.plan) if args.plan else None
+    strategies = strategies_for(args.strategy, hw, plan)
+    if args.trace and len(strategies) > 1:
+        raise SpecError("--trace", args.trace, "one strategy (use --out DIR for all)")
+    comm = EmbeddingComm(args.embedding_comm)
+    results: list[SimResult] = []
+    for i, s in enumerate(strategies):
+        if not args.quiet:
+            print(f"[{i + 1}/{len(strategies)}] simulating {s.label} ...", file=sys.stderr)
+        sc = Scenario(hw, model, pipeline, s, iterations=args.iterations, warmup=args.warmup,
+                      seed=args.seed, jitter_cv=args.jitter, embedding_comm=comm)
+        results.append(simulate(sc))
+    preds = [r.prediction for r in results]
+    if args.trace:
+        results[0].write_trace(args.trace)
+    if args.out:
+        write_outputs(Path(args.out), results)
+    if args.json:
+        docs = [dumps(p) for p in preds]
+        print(json.dumps(docs[0] if len(docs) == 1 else docs, indent=1))
+    else:
+        print(f"{model.name} / {pipeline.name} on {hw.gpu_count} x {hw.gpu.name}, batch "
+              f"{model.batch_per_gpu} per GPU, cost model {results[0].compiled.cost_model}")
+        print(comparison_table(preds))
+    return 0
+
+
+def write_outputs(out: Path, results: list[SimResult]) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    for r in results:
+        label = r.prediction.strategy.replace(":", "-")
+        save(r.prediction, out / f"prediction-{label}.json")
+        r.write_trace(out / f"trace-{label}.json")
+    preds = [r.prediction for r in results]
+    p0 = preds[0]
+    text = (f"# Predicted strategies: {p0.model} / {p0.pipeline} on {p0.gpu_count} x "
+            f"{p0.hardware}\n\nBatch {p0.batch_per_gpu} per GPU; cost model "
+            f"{p0.provenance.cost_model}; commit {p0.provenance.git_commit}; "
+            f"{p0.iterations} simulated iterations.\n\n```\n{comparison_table(preds)}\n```\n\n"
+            "Open a `trace-*.json` in https://ui.perfetto.dev or chrome://tracing.\n")
+    write_atomic(out / "summary.md", text)

@@ -1,0 +1,51 @@
+"""Resolve what the user named (presets, files, config) into spec values."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from spec import Hardware, Model, Pipeline, SpecError, hardware_preset, model_preset
+from spec import pipeline_preset
+from spec.serde import from_jsonable, loads, read_document
+
+CONFIG_KEYS = ("hardware", "gpus", "interconnect", "host_cores", "model", "pipeline", "batch",
+               "strategy", "plan", "iterations", "warmup", "seed", "jitter", "embedding_comm")
+
+
+def read_config(path: str) -> dict[str, Any]:
+    """A YAML/JSON mapping of the CLI's options; unknown keys are errors."""
+    doc = read_document(path)
+    if not isinstance(doc, dict):
+        raise SpecError(path, type(doc).__name__, "a mapping of options")
+    for k in doc:
+        if k not in CONFIG_KEYS:
+            raise SpecError(f"{path}: {k}", doc[k], f"one of {', '.join(CONFIG_KEYS)}")
+    return doc
+
+
+def _spec_value(cls: type, value: Any, preset: Any, what: str) -> Any:
+    """A preset name, a path to a saved spec file, or an inline mapping."""
+    if isinstance(value, dict):
+        return from_jsonable(cls, value, what)
+    if isinstance(value, str) and Path(value).suffix in (".json", ".yaml", ".yml"):
+        return loads(cls, read_document(value), value)
+    return preset(value)
+
+
+def resolve_hardware(name: Any, gpus: int, interconnect: str | None,
+                     host_cores: int | None) -> Hardware:
+    if isinstance(name, str) and Path(name).suffix not in (".json", ".yaml", ".yml"):
+        return hardware_preset(name, gpus, host_cores, interconnect)
+    hw = _spec_value(Hardware, name, None, "hardware")
+    return hw.with_gpus(gpus) if gpus != hw.gpu_count else hw
+
+
+def resolve_model(name: Any, batch: int | None) -> Model:
+    model = _spec_value(Model, name, model_preset, "model")
+    return replace(model, batch_per_gpu=batch) if batch is not None else model
+
+
+def resolve_pipeline(name: Any) -> Pipeline:
+    return _spec_value(Pipeline, name, pipeline_preset, "pipeline")

@@ -1,0 +1,42 @@
+"""Collective and one-sided communication times over a modelled link.
+
+Formulas: ring all-reduce (Patarasuk & Yuan 2009; NCCL's ring): 2(n-1) steps each
+moving bytes/n, so 2(n-1)/n x bytes / bandwidth + 2(n-1) x latency. All-to-all over a
+switch (NVSwitch, or a fat-tree network): every GPU sends and receives at once, so the
+time is the busier direction of the busiest GPU over its link, plus one latency per
+peer message batch (NCCL issues all peers' sends together: one latency).
+"""
+
+from __future__ import annotations
+
+from spec import Link
+
+
+def ring_allreduce_ms(nbytes: float, n: int, link: Link) -> float:
+    if n <= 1:
+        return 0.0
+    steps = 2 * (n - 1)
+    return steps / n * nbytes / link.bytes_per_s * 1e3 + steps * link.latency_us * 1e-3
+
+
+def all_to_all_ms(send_bytes: list[float], recv_bytes: list[float], link: Link) -> float:
+    """Every GPU's send and receive volume; the slowest direction of the slowest GPU sets
+    the time."""
+    if len(send_bytes) <= 1:
+        return 0.0
+    busiest = max(max(s, r) for s, r in zip(send_bytes, recv_bytes))
+    return busiest / link.bytes_per_s * 1e3 + link.latency_us * 1e-3
+
+
+PGAS_PUT_EFFICIENCY = 0.8
+"""Share of link bandwidth fine-grained one-sided puts reach: an estimate. The SC'24
+PGAS paper's gains come from overlap and from removing the collective's
+synchronisation, not from higher bandwidth; puts of one pooled row are smaller than a
+collective's chunks, so they get somewhat less of the link."""
+
+
+def pgas_exposed_ms(send_bytes: float, recv_bytes: float, overlap_ms: float,
+                    link: Link) -> float:
+    """Time one-sided puts add after the compute they overlap with (`overlap_ms`) ends."""
+    transfer = max(send_bytes, recv_bytes) / (link.bytes_per_s * PGAS_PUT_EFFICIENCY) * 1e3
+    return max(0.0, transfer - overlap_ms) + link.latency_us * 1e-3

@@ -1,0 +1,90 @@
+"""The cost model's vocabulary: the work a stage or kernel does, and the interface.
+
+Read this file first. Work descriptions are hardware-independent counts (FLOPs,
+bytes, elements); a `CostModel` turns them into milliseconds on a `Hardware`.
+The analytic model implements it now; the learned model (issue 5) will too.
+"""
+
+from __future__ import annotations
+
+import abc
+import enum
+from dataclasses import dataclass
+
+from spec import Hardware, OpKind, Precision, Stage
+
+
+class Comm(enum.Enum):
+    """How a stage uses the links."""
+
+    NONE = "none"
+    ALL_TO_ALL = "all-to-all"
+    ALL_REDUCE = "all-reduce"
+
+
+@dataclass(frozen=True)
+class StageWork:
+    """What one GPU does in one training stage of one iteration."""
+
+    stage: Stage
+    flops: float
+    hbm_bytes: float
+    precision: Precision
+    kernels: int
+    """Kernel launches the stage makes (each costs a launch latency)."""
+    parallelism: float
+    """Independent threads the stage can keep busy (for its occupancy)."""
+    comm: Comm = Comm.NONE
+    send_bytes: float = 0.0
+    recv_bytes: float = 0.0
+
+
+@dataclass(frozen=True)
+class KernelWork:
+    """What one fused preprocessing kernel does on one GPU for one batch."""
+
+    name: str
+    rows: int
+    elements: float
+    """Sum over its op nodes of the values each reads."""
+    int_ops: float
+    """Estimated integer/float instructions over all elements."""
+    hbm_bytes: float
+    """Bytes read from and written to device memory (intermediates of fused chains stay
+    in registers)."""
+    ops: tuple[OpKind, ...]
+    blocks: int
+    threads_per_block: int
+    registers_per_thread: int = 40
+    node_count: int = 1
+
+
+@dataclass(frozen=True)
+class CoRunEffect:
+    """Slowdown factors (>= 1) while a kernel and a stage share the GPU."""
+
+    stage_factor: float
+    kernel_factor: float
+
+
+class CostModel(abc.ABC):
+    """Times on a given hardware. Implementations must be pure and deterministic."""
+
+    name: str = "abstract"
+
+    @abc.abstractmethod
+    def stage_ms(self, work: StageWork, hw: Hardware) -> float:
+        """Standalone compute time of a stage (collective link time excluded)."""
+
+    @abc.abstractmethod
+    def kernel_ms(self, work: KernelWork, hw: Hardware) -> float:
+        """Standalone time of a preprocessing kernel, launch included."""
+
+    @abc.abstractmethod
+    def corun(self, kernel: KernelWork, stage: StageWork, hw: Hardware,
+              training_priority_high: bool) -> CoRunEffect:
+        """How much each slows while they overlap."""
+
+    @abc.abstractmethod
+    def cpu_batch_ms(self, kernel: KernelWork) -> float:
+        """One host core's time to run the kernel's nodes over its rows."""

@@ -1,0 +1,231 @@
+"""The SimPy event loop: training and preprocessing streams on every GPU, collectives,
+host copies, and CPU workers feeding a bounded queue.
+
+Co-running is a fluid model: while a preprocessing kernel overlaps a training stage,
+each progresses at 1/factor of its standalone rate (factors from the cost model);
+rates change only when one of them ends. During collectives and stalls the kernel runs
+alone. One preprocessing stream per GPU: its kernels run one at a time, in plan order,
+each once its releasing stage has started.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import simpy
+
+from sim.scenario import Compiled, GpuTables
+from sim.trace import COPY, PREPROCESS, TRAINING, WAIT, Span
+
+
+@dataclass
+class RunLog:
+    """Raw outcome of one run, per GPU and iteration."""
+
+    iteration_start_ms: list[list[float]]
+    iteration_end_ms: list[list[float]]
+    stall_ms: list[list[float]]
+    busy_ms: list[list[float]]
+    stage_ms: list[list[list[float]]]
+    """[gpu][iteration][stage position] wall time of the stage (barrier wait excluded)."""
+    kernel_ms: list[list[list[float]]]
+    """[gpu][iteration][kernel index] wall time from start to end."""
+    spans: list[Span]
+    end_ms: float
+
+
+class _Barrier:
+    """All GPUs arrive, then all leave together."""
+
+    def __init__(self, env: simpy.Environment, parties: int) -> None:
+        self.env, self.parties, self.count = env, parties, 0
+        self.event = env.event()
+
+    def arrive(self) -> simpy.Event:
+        self.count += 1
+        if self.count == self.parties:
+            self.event.succeed()
+        return self.event
+
+
+class _PreStream:
+    """The preprocessing stream of one GPU for one iteration's kernels."""
+
+    def __init__(self, gpu: int, tables: GpuTables, it: int, noise: np.ndarray,
+                 spans: list[Span], kernel_ms: list[float]) -> None:
+        self.gpu, self.it, self.spans, self.kernel_ms = gpu, it, spans, kernel_ms
+        self.kernels = [k for k in tables.kernels if k.release_pos >= 0]
+        self.index = [i for i, k in enumerate(tables.kernels) if k.release_pos >= 0]
+        self.noise = noise
+        self.next = 0
+        self.remaining = 0.0  # standalone ms left of the active kernel
+        self.active = -1
+        self.started = 0.0
+
+    def start_ready(self, now: float, pos: int) -> None:
+        if self.active < 0 and self.next < len(self.kernels) and \
+                self.kernels[self.next].release_pos <= pos:
+            self.active = self.next
+            self.next += 1
+            self.remaining = self.kernels[self.active].alone_ms * self.noise[self.active]
+            self.started = now
+
+    def finish(self, now: float) -> None:
+        k = self.kernels[self.active]
+        self.spans.append(Span(self.gpu, PREPROCESS, k.name, self.it, self.started, now))
+        self.kernel_ms[self.index[self.active]] = now - self.started
+        self.active = -1
+
+    def advance_alone(self, t0: float, t1: float, pos: int) -> None:
+        """Run kernels alone from t0 to t1 (during a barrier, a collective or a stall)."""
+        now = t0
+        self.start_ready(now, pos)
+        while self.active >= 0 and now + self.remaining <= t1:
+            now += self.remaining
+            self.finish(now)
+            self.start_ready(now, pos)
+        if self.active >= 0:
+            self.remaining -= t1 - now
+
+    def drain_ms(self, now: float, pos: int) -> float:
+        """Time to finish every kernel left, alone, from `now`."""
+        t = now
+        self.start_ready(t, pos)
+        while self.active >= 0:
+            t += self.remaining
+            self.finish(t)
+            self.start_ready(t, pos)
+        return t - now
+
+
+def run(compiled: Compiled) -> RunLog:
+    """Simulate warm-up plus measured iterations; deterministic for a given seed."""
+    sc = compiled.scenario
+    n = sc.hardware.gpu_count
+    iters = sc.warmup + sc.iterations
+    rng = np.random.default_rng(sc.seed)
+    n_stages = len(compiled.gpus[0].stages)
+    n_kernels = max((len(g.kernels) for g in compiled.gpus), default=0)
+
+    def noise(shape: tuple[int, ...]) -> np.ndarray:
+        if sc.jitter_cv == 0:
+            return np.ones(shape)
+        sigma = np.sqrt(np.log1p(sc.jitter_cv**2))
+        return rng.lognormal(-sigma**2 / 2, sigma, size=shape)
+
+    stage_noise = noise((n, iters, n_stages)).tolist()
+    comm_noise = noise((iters, n_stages)).tolist()
+    kernel_noise = noise((n, iters, max(n_kernels, 1)))
+    cpu_noise = noise((iters * n + 1,)).tolist()
+
+    env = simpy.Environment()
+    spans: list[Span] = []
+    log = RunLog([[0.0] * iters for _ in range(n)], [[0.0] * iters for _ in range(n)],
+                 [[0.0] * iters for _ in range(n)], [[0.0] * iters for _ in range(n)],
+                 [[[0.0] * n_stages for _ in range(iters)] for _ in range(n)],
+                 [[[0.0] * n_kernels for _ in range(iters)] for _ in range(n)], spans, 0.0)
+    barriers: dict[tuple[int, int], _Barrier] = {}
+    ready = [simpy.Store(env, capacity=2) for _ in range(n)]
+    cpu_ms = compiled.cpu_batch_ms
+    queue = simpy.Store(env, capacity=sc.queue_depth_per_gpu * n) if cpu_ms > 0 else None
+
+    def barrier(it: int, pos: int) -> simpy.Event:
+        key = (it, pos)
+        if key not in barriers:
+            barriers[key] = _Barrier(env, n)
+        return barriers[key].arrive()
+
+    def cpu_worker(w: int, workers: int):
+        b = w
+        while b < iters * n:
+            t0 = env.now
+            yield env.timeout(cpu_ms * cpu_noise[b])
+            spans.append(Span(-1, w, "preprocess", b // n, t0, env.now))
+            yield queue.put(b)
+            b += workers
+
+    def loader(g: int, tables: GpuTables):
+        """Brings each batch's inputs over the host link into a double buffer."""
+        for it in range(iters + 1):
+            if queue is not None:
+                yield queue.get()
+            t0 = env.now
+            yield env.timeout(tables.h2d_ms)
+            spans.append(Span(g, COPY, "h2d", it, t0, env.now))
+            yield ready[g].put(it)
+
+    def gpu(g: int, tables: GpuTables):
+        before = [k for k in tables.kernels if k.release_pos < 0]
+        stage_ms, comm_ms, pre_ms = tables.stage_ms, tables.comm_ms, tables.pre_barrier_ms
+        names = [s.value for s in tables.stages]
+        for it in range(iters):
+            start = env.now
+            log.iteration_start_ms[g][it] = start
+            busy = 0.0
+            yield ready[g].get()  # this iteration's inputs (and the next batch's raw data)
+            if env.now > start:
+                spans.append(Span(g, WAIT, "wait for input", it, start, env.now))
+            stall = env.now - start
+            knoise = kernel_noise[g, it]
+            pre = _PreStream(g, tables, it, knoise[len(before):], spans, log.kernel_ms[g][it])
+            for i, k in enumerate(before):  # on the training stream, before stage 0
+                t0 = env.now
+                yield env.timeout(k.alone_ms * knoise[i])
+                spans.append(Span(g, TRAINING, k.name, it, t0, env.now))
+                log.kernel_ms[g][it][i] = env.now - t0
+                busy += env.now - t0
+            for pos in range(n_stages):
+                t0 = env.now
+                if comm_ms[pos] > 0 or pre_ms[pos] > 0 or (n > 1 and tables.stages[pos]
+                                                           .is_collective):
+                    if pre_ms[pos] > 0:
+                        yield env.timeout(pre_ms[pos] * stage_noise[g][it][pos])
+                    t_arrive = env.now
+                    yield barrier(it, pos)
+                    if env.now > t_arrive:
+                        spans.append(Span(g, WAIT, "barrier", it, t_arrive, env.now))
+                    t_comm = env.now
+                    yield env.timeout(comm_ms[pos] * comm_noise[it][pos])
+                    pre.advance_alone(t0, env.now, pos)
+                    spans.append(Span(g, TRAINING, names[pos], it, t_comm, env.now))
+                    log.stage_ms[g][it][pos] = env.now - t_comm + (t_arrive - t0)
+                    busy += env.now - t_comm + (t_arrive - t0)
+                    continue
+                left = stage_ms[pos] * stage_noise[g][it][pos]
+                pre.start_ready(env.now, pos)
+                while left > 1e-12:
+                    if pre.active < 0:
+                        yield env.timeout(left)
+                        break
+                    f_s, f_k = pre.kernels[pre.active].effects[pos]
+                    t_stage, t_kernel = left * f_s, pre.remaining * f_k
+                    dt = min(t_stage, t_kernel)
+                    yield env.timeout(dt)
+                    left -= dt / f_s
+                    pre.remaining -= dt / f_k
+                    if t_kernel <= t_stage:
+                        pre.finish(env.now)
+                        pre.start_ready(env.now, pos)
+                spans.append(Span(g, TRAINING, names[pos], it, t0, env.now))
+                log.stage_ms[g][it][pos] = env.now - t0
+                busy += env.now - t0
+            drain = pre.drain_ms(env.now, n_stages)
+            if drain > 0:  # the next batch is not preprocessed yet: the trainer waits
+                spans.append(Span(g, WAIT, "wait for preprocessing", it, env.now,
+                                  env.now + drain))
+                yield env.timeout(drain)
+            log.stall_ms[g][it] = stall + drain
+            log.iteration_end_ms[g][it] = env.now
+            log.busy_ms[g][it] = busy
+
+    if queue is not None:
+        workers = sc.strategy.cpu_workers or sc.hardware.host_cpu_cores
+        for w in range(workers):
+            env.process(cpu_worker(w, workers))
+    for g in range(n):
+        env.process(loader(g, compiled.gpus[g]))
+        env.process(gpu(g, compiled.gpus[g]))
+    env.run()
+    log.end_ms = env.now
+    return log

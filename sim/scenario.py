@@ -1,0 +1,190 @@
+"""A scenario, and its compilation into lookup tables the event loop reads.
+
+Following Vidur, every cost-model call happens here, once, before the event loop; the
+hot path only indexes tuples.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+from costmodel import CostModel, Sharding, kernel_work, shard_tables, stage_work
+from costmodel.comm import all_to_all_ms, pgas_exposed_ms, ring_allreduce_ms
+from costmodel.types import Comm, KernelWork, StageWork
+from spec import Hardware, Mapping, Model, Pipeline, Plan, SpecError, Stage, stages_for
+from spec.errors import require, require_int_range
+from sim.strategy import Strategy, StrategyKind, strategy_plan
+
+
+class EmbeddingComm(enum.Enum):
+    """How pooled embeddings reach the data-parallel GPUs."""
+
+    COLLECTIVE = "collective"
+    """NCCL-style all-to-all after the lookup, every GPU synchronised."""
+    PGAS = "pgas"
+    """One-sided puts issued during the lookup (SC'24 PGAS paper's mechanism)."""
+
+
+@dataclass(frozen=True)
+class Scenario:
+    hardware: Hardware
+    model: Model
+    pipeline: Pipeline
+    strategy: Strategy
+    iterations: int = 30
+    warmup: int = 5
+    seed: int = 0
+    jitter_cv: float = 0.0
+    """Coefficient of variation of lognormal noise on every duration (0: exact)."""
+    embedding_comm: EmbeddingComm = EmbeddingComm.COLLECTIVE
+    queue_depth_per_gpu: int = 4
+    """Preprocessed batches the CPU workers may run ahead, per GPU."""
+
+    def __post_init__(self) -> None:
+        require_int_range("iterations", self.iterations, 1, 1_000_000)
+        require_int_range("warmup", self.warmup, 0, 1_000_000)
+        require(0 <= self.jitter_cv <= 0.5, "jitter_cv", self.jitter_cv, "a number in [0, 0.5]")
+        require_int_range("queue_depth_per_gpu", self.queue_depth_per_gpu, 1, 1024)
+        self.pipeline.check_model(self.model)
+
+
+@dataclass(frozen=True)
+class KernelRun:
+    """One fused kernel on one GPU, as the event loop needs it."""
+
+    name: str
+    release_pos: int
+    """Index of the releasing stage in the GPU's stage list; -1: before the iteration."""
+    alone_ms: float
+    effects: tuple[tuple[float, float], ...]
+    """Per stage position: (stage slowdown factor, kernel slowdown factor)."""
+
+
+@dataclass
+class GpuTables:
+    stages: tuple[Stage, ...]
+    stage_ms: tuple[float, ...]
+    """Standalone compute time per stage (0 for collectives)."""
+    comm_ms: tuple[float, ...]
+    """Per stage: link time after the barrier (collective), 0 otherwise."""
+    pre_barrier_ms: tuple[float, ...]
+    """Per stage: time spent before the barrier (PGAS puts left after their overlap)."""
+    kernels: tuple[KernelRun, ...]
+    h2d_ms: float
+    """Host-to-device copy of one batch's inputs for this GPU."""
+
+
+@dataclass
+class Compiled:
+    scenario: Scenario
+    plan: Plan
+    sharding: Sharding
+    gpus: list[GpuTables]
+    cpu_batch_ms: float
+    """One worker's time to preprocess one GPU's batch on the host (0: no CPU work)."""
+    cost_model: str
+    notes: list[str] = field(default_factory=list)
+
+
+def _owner_mapped_tables(plan: Plan, pipeline: Pipeline, sharding: Sharding) -> frozenset[str]:
+    tables = {s.node: s.table for s in pipeline.sparse_outputs}
+    out = set()
+    for feature, mapping in plan.feature_mapping.items():
+        if feature not in tables:
+            raise SpecError(f"plan.feature_mapping.{feature}", mapping.value,
+                            "keys that are sparse output nodes of the pipeline")
+        if mapping is Mapping.OWNER:
+            out.add(tables[feature])
+    feature_of = pipeline.feature_of()
+    for i, k in enumerate(plan.kernels):
+        for n in k.nodes:
+            f = feature_of.get(n)
+            owner_kernel = k.gpu is not None
+            owner_feature = f in tables and plan.mapping_of(f) is Mapping.OWNER
+            require(owner_kernel == owner_feature, f"plan.kernels[{i}].gpu", k.gpu,
+                    f"a GPU index exactly when node {n!r} belongs to an owner-mapped feature")
+            if owner_kernel:
+                table = tables[f]  # type: ignore[index]
+                require(sharding.owner[table] == k.gpu, f"plan.kernels[{i}].gpu", k.gpu,
+                        f"the owner of table {table!r} (GPU {sharding.owner[table]})")
+    return frozenset(out)
+
+
+def _effect(cm: CostModel, kw: KernelWork, work: StageWork, hw: Hardware,
+            priority: bool) -> tuple[float, float]:
+    """(stage factor, kernel factor); collectives are taken as free of interference
+    (NCCL kernels use few SMs and wait on the links)."""
+    if work.comm is not Comm.NONE:
+        return 1.0, 1.0
+    e = cm.corun(kw, work, hw, priority)
+    return e.stage_factor, e.kernel_factor
+
+
+def compile_scenario(sc: Scenario, cm: CostModel) -> Compiled:
+    """Turn a scenario into per-GPU duration tables (all cost-model calls happen here)."""
+    hw, model, pipeline = sc.hardware, sc.model, sc.pipeline
+    plan = strategy_plan(sc.strategy, pipeline, model.name, hw)
+    sharding = shard_tables(model, hw, plan.table_owner or None)
+    owner_mapped = _owner_mapped_tables(plan, pipeline, sharding)
+    stages = stages_for(hw.gpu_count)
+    works = [stage_work(model, hw, sharding, g, owner_mapped) for g in range(hw.gpu_count)]
+    link = hw.collective_link
+    pgas = sc.embedding_comm is EmbeddingComm.PGAS
+    comm: dict[Stage, float] = {}
+    for s in stages:
+        w0 = works[0][s]
+        if w0.comm is Comm.ALL_REDUCE:
+            comm[s] = ring_allreduce_ms(w0.send_bytes, hw.gpu_count, link)
+        elif w0.comm is Comm.ALL_TO_ALL and not (pgas and s in (Stage.EMB_A2A_FWD,
+                                                                  Stage.EMB_A2A_BWD)):
+            comm[s] = all_to_all_ms([w[s].send_bytes for w in works],
+                                    [w[s].recv_bytes for w in works], link)
+    rows_local = model.batch_per_gpu
+    raw_cols: dict[str, float] = {c.name: c.bytes_per_row() for c in pipeline.inputs}
+    cols = pipeline.columns
+    gpus = []
+    for g in range(hw.gpu_count):
+        w = works[g]
+        stage_ms = tuple(0.0 if w[s].comm is not Comm.NONE else cm.stage_ms(w[s], hw)
+                         for s in stages)
+        pre = []
+        for s in stages:
+            if pgas and s is Stage.EMB_A2A_FWD:
+                pre.append(pgas_exposed_ms(w[s].send_bytes, w[s].recv_bytes,
+                                           stage_ms[stages.index(Stage.EMB_FWD)], link))
+            elif pgas and s is Stage.EMB_A2A_BWD:
+                pre.append(pgas_exposed_ms(w[s].send_bytes, w[s].recv_bytes,
+                                           stage_ms[stages.index(Stage.BOTTOM_MLP_BWD)], link))
+            else:
+                pre.append(0.0)
+        kernels = []
+        copy_bytes = 0.0
+        for k in plan.kernels:
+            if k.gpu is not None and k.gpu != g:
+                continue
+            rows = rows_local if k.gpu is None else rows_local * hw.gpu_count
+            kw = kernel_work(pipeline, k.name, k.nodes, rows, k.blocks, k.threads_per_block)
+            effects = tuple(_effect(cm, kw, w[s], hw, plan.training_priority_high)
+                            for s in stages)
+            pos = -1 if k.release is None else stages.index(k.release)
+            kernels.append(KernelRun(k.name, pos, cm.kernel_ms(kw, hw), effects))
+            copy_bytes += rows * sum(raw_cols[pipeline.node_by_name[n].input]
+                                     for n in k.nodes
+                                     if pipeline.node_by_name[n].input in raw_cols)
+        cpu_set = set(plan.cpu_nodes)
+        outputs = set(pipeline.dense_outputs) | {s.node for s in pipeline.sparse_outputs}
+        for n in plan.cpu_nodes:  # what the host hands the GPU: CPU results used on GPU
+            if n in outputs or any(c not in cpu_set for c in pipeline.consumers[n]):
+                copy_bytes += rows_local * cols[n].bytes_per_row()
+        kernels.sort(key=lambda r: r.release_pos)  # stable: plan order within a stage
+        gpus.append(GpuTables(stages, stage_ms, tuple(comm.get(s, 0.0) for s in stages),
+                              tuple(pre), tuple(kernels), hw.host_link.transfer_ms(copy_bytes)))
+    cpu_ms = 0.0
+    if plan.cpu_nodes:
+        kw = kernel_work(pipeline, "cpu", plan.cpu_nodes, rows_local, 1, 32)
+        cpu_ms = cm.cpu_batch_ms(kw)
+    notes = []
+    if sc.strategy.kind is StrategyKind.CPU and sc.strategy.cpu_workers > hw.host_cpu_cores:
+        notes.append("more CPU workers than host cores")
+    return Compiled(sc, plan, sharding, gpus, cpu_ms, cm.name, notes)

@@ -1,0 +1,93 @@
+"""Run a scenario and summarise it as a Prediction."""
+
+from __future__ import annotations
+
+import datetime
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from costmodel import AnalyticCostModel, CostModel
+from sim.engine import RunLog, run
+from sim.scenario import Compiled, Scenario, compile_scenario
+from sim.trace import chrome_trace
+from spec import KernelTime, Prediction, Provenance, StageTime
+from spec.serde import write_atomic
+
+VERSION = "0.1.0"
+
+
+def git_commit() -> str:
+    """The checkout's commit, or 'unknown' outside a git checkout."""
+    try:
+        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                             text=True, timeout=5, cwd=Path(__file__).resolve().parent)
+        return out.stdout.strip() or "unknown"
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+@dataclass
+class SimResult:
+    compiled: Compiled
+    log: RunLog
+    prediction: Prediction
+
+    def chrome_trace(self) -> str:
+        sc = self.compiled.scenario
+        title = f"{sc.strategy.label} {sc.model.name}/{sc.pipeline.name} on " \
+                f"{sc.hardware.gpu_count}x {sc.hardware.gpu.name}"
+        return chrome_trace(self.log.spans, sc.hardware.gpu_count, title)
+
+    def write_trace(self, path: str | Path) -> None:
+        write_atomic(path, self.chrome_trace())
+
+
+def _summarise(compiled: Compiled, log: RunLog, commit: str) -> Prediction:
+    sc = compiled.scenario
+    n, w = sc.hardware.gpu_count, sc.warmup
+    measured = slice(w, w + sc.iterations)
+    # An iteration ends when its slowest GPU ends (collectives keep them together).
+    starts = np.array(log.iteration_start_ms)[:, measured].min(axis=0)
+    ends = np.array(log.iteration_end_ms)[:, measured].max(axis=0)
+    it_ms = float(np.median(ends - starts))
+    stall = float(np.median(np.array(log.stall_ms)[:, measured].mean(axis=0)))
+    stage_arr = np.array(log.stage_ms)[:, measured, :]  # gpu, iter, stage
+    stages = []
+    for pos, s in enumerate(compiled.gpus[0].stages):
+        alone = float(np.mean([g.stage_ms[pos] + g.comm_ms[pos] + g.pre_barrier_ms[pos]
+                               for g in compiled.gpus]))
+        stages.append(StageTime(s.value, float(np.median(stage_arr[:, :, pos].mean(axis=0))),
+                                alone))
+    kernels = []
+    kernel_arr = np.array(log.kernel_ms, dtype=float)
+    for g, tables in enumerate(compiled.gpus):
+        for i, k in enumerate(tables.kernels):
+            stage = "before" if k.release_pos < 0 else tables.stages[k.release_pos].value
+            name = k.name if n == 1 else f"gpu{g}/{k.name}"
+            kernels.append(KernelTime(name, float(np.median(kernel_arr[g, measured, i])),
+                                      k.alone_ms, stage))
+    busy = np.array(log.busy_ms)[:, measured].sum(axis=1)
+    span = float(ends[-1] - starts[0])
+    util = tuple(float(b / span) if span > 0 else 0.0 for b in busy)
+    prov = Provenance(VERSION, commit, compiled.cost_model, sc.hardware.gpu.name,
+                      datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                      sc.seed)
+    global_batch = sc.model.batch_per_gpu * n
+    return Prediction(
+        strategy=sc.strategy.label, model=sc.model.name, pipeline=sc.pipeline.name,
+        hardware=sc.hardware.gpu.name, gpu_count=n, batch_per_gpu=sc.model.batch_per_gpu,
+        iterations=sc.iterations, iteration_time_ms=it_ms,
+        throughput_samples_per_s=global_batch / it_ms * 1e3, stall_ms_per_iteration=stall,
+        stages=tuple(stages), kernels=tuple(kernels), gpu_utilisation=util, provenance=prov,
+        notes=tuple(compiled.notes))
+
+
+def simulate(scenario: Scenario, cost_model: CostModel | None = None,
+             commit: str | None = None) -> SimResult:
+    """Compile the scenario with `cost_model` (analytic by default), run it, summarise."""
+    compiled = compile_scenario(scenario, cost_model or AnalyticCostModel())
+    log = run(compiled)
+    return SimResult(compiled, log, _summarise(compiled, log, commit or git_commit()))

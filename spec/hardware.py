@@ -1,0 +1,245 @@
+"""Hardware: GPU kinds with their ceilings, links, and the machine they form.
+
+Every preset number carries its source in `sources`. Datasheet numbers are leads;
+the H200 ceilings `copy_bytes_per_s` and `gemm_bf16_flops_per_s` were measured on
+the lent H200 machine (../shared/GPU.md, device/KINDS.md, 2026-10-28 and 2026-11-04).
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field, replace
+
+from spec.errors import SpecError, require, require_int_range, require_positive
+
+
+class Precision(enum.Enum):
+    """Arithmetic precision a model's dense layers run in."""
+
+    FP32 = "fp32"
+    TF32 = "tf32"
+    BF16 = "bf16"
+
+
+@dataclass(frozen=True)
+class GpuKind:
+    """One GPU model's resources and ceilings (dense, no sparsity)."""
+
+    name: str
+    sm_count: int
+    max_threads_per_sm: int
+    max_blocks_per_sm: int
+    registers_per_sm: int
+    shared_mem_per_sm_bytes: int
+    hbm_bytes: int
+    hbm_bytes_per_s: float
+    l2_bytes: int
+    boost_clock_hz: float
+    fp32_flops_per_s: float
+    tf32_flops_per_s: float | None
+    bf16_flops_per_s: float | None
+    copy_bytes_per_s: float
+    """Device-to-device copy ceiling, bytes read + written per second."""
+    gemm_bf16_flops_per_s: float | None
+    """Achievable large bf16 GEMM rate (None where the GPU has no bf16)."""
+    sources: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        require(bool(self.name), "name", self.name, "a non-empty string")
+        for f in ("sm_count", "max_threads_per_sm", "max_blocks_per_sm", "registers_per_sm",
+                  "shared_mem_per_sm_bytes", "hbm_bytes", "l2_bytes"):
+            require_int_range(f, getattr(self, f), 1)
+        for f in ("hbm_bytes_per_s", "boost_clock_hz", "fp32_flops_per_s", "copy_bytes_per_s"):
+            require_positive(f, getattr(self, f))
+        for f in ("tf32_flops_per_s", "bf16_flops_per_s", "gemm_bf16_flops_per_s"):
+            if getattr(self, f) is not None:
+                require_positive(f, getattr(self, f))
+        require(self.copy_bytes_per_s <= 2 * self.hbm_bytes_per_s, "copy_bytes_per_s",
+                self.copy_bytes_per_s, f"at most 2 x hbm_bytes_per_s = {2 * self.hbm_bytes_per_s:g}"
+                " (a copy reads and writes)")
+
+    @property
+    def int32_ops_per_s(self) -> float:
+        """Integer add/logic rate: 64 lanes per SM per clock (CUDA Programming Guide, cc 7-9)."""
+        return self.sm_count * 64 * self.boost_clock_hz
+
+    @property
+    def max_resident_threads(self) -> int:
+        return self.sm_count * self.max_threads_per_sm
+
+    def peak_flops_per_s(self, precision: Precision) -> float:
+        """Dense peak for `precision`; an error where the GPU lacks it."""
+        if precision is Precision.FP32:
+            return self.fp32_flops_per_s
+        value = self.tf32_flops_per_s if precision is Precision.TF32 else self.bf16_flops_per_s
+        if value is None:
+            raise SpecError("model.precision", precision.value,
+                            f"a precision {self.name} supports (it has no {precision.value})")
+        return value
+
+
+class LinkKind(enum.Enum):
+    NVLINK = "nvlink"
+    NVLINK_C2C = "nvlink-c2c"
+    PCIE = "pcie"
+    NETWORK = "network"
+
+
+@dataclass(frozen=True)
+class Link:
+    """A link as one GPU sees it: bandwidth per direction and one-message latency."""
+
+    kind: LinkKind
+    name: str
+    bytes_per_s: float
+    latency_us: float
+    source: str = ""
+
+    def __post_init__(self) -> None:
+        require_positive("bytes_per_s", self.bytes_per_s)
+        require(self.latency_us >= 0, "latency_us", self.latency_us, "a number >= 0")
+
+    def transfer_ms(self, nbytes: float) -> float:
+        return self.latency_us * 1e-3 + nbytes / self.bytes_per_s * 1e3
+
+
+@dataclass(frozen=True)
+class Hardware:
+    """The machine a plan runs on: GPU kind and count, links, host cores."""
+
+    gpu: GpuKind
+    gpu_count: int
+    gpus_per_node: int
+    intra_node: Link
+    """GPU-to-GPU link inside a node (per GPU, per direction)."""
+    inter_node: Link
+    """Network per GPU between nodes."""
+    host_link: Link
+    """Host-to-GPU link per GPU (raw batches cross it)."""
+    host_cpu_cores: int
+    """CPU cores available to preprocessing, for the whole machine."""
+
+    def __post_init__(self) -> None:
+        require_int_range("gpu_count", self.gpu_count, 1, 4096)
+        require_int_range("gpus_per_node", self.gpus_per_node, 1, 64)
+        require(self.gpu_count <= self.gpus_per_node or self.gpu_count % self.gpus_per_node == 0,
+                "gpu_count", self.gpu_count,
+                f"at most gpus_per_node ({self.gpus_per_node}) or a multiple of it")
+        require_int_range("host_cpu_cores", self.host_cpu_cores, 1)
+
+    @property
+    def nodes(self) -> int:
+        return max(1, self.gpu_count // self.gpus_per_node)
+
+    @property
+    def collective_link(self) -> Link:
+        """The slowest link a collective over all GPUs crosses."""
+        return self.intra_node if self.nodes == 1 else self.inter_node
+
+    def with_gpus(self, gpu_count: int) -> Hardware:
+        """The same machine with another GPU count (cores scale per GPU)."""
+        per_gpu = max(1, self.host_cpu_cores // self.gpu_count)
+        return replace(self, gpu_count=gpu_count, host_cpu_cores=per_gpu * gpu_count)
+
+
+_DS_V100 = "NVIDIA V100 datasheet (SXM2 32GB), 2020; CUDA C Programming Guide, cc 7.0 table"
+_DS_A100 = "NVIDIA A100 datasheet (SXM4 80GB), 2021; CUDA C Programming Guide, cc 8.0 table"
+_DS_H100 = "NVIDIA H100 datasheet (SXM5), 2023; CUDA C Programming Guide, cc 9.0 table"
+_DS_H200 = "NVIDIA H200 datasheet (SXM), 2024; CUDA C Programming Guide, cc 9.0 table"
+_EST_COPY = "estimate: 0.9 x datasheet HBM bandwidth x 2 (the H200 ratio measured here was 0.9)"
+_EST_GEMM = "estimate: 0.8 x datasheet bf16 peak (the H200 ratio measured here was 0.80)"
+
+_TB = 1e12
+_GB = 10**9
+
+GPU_KINDS: dict[str, GpuKind] = {
+    "v100": GpuKind(
+        name="V100-SXM2-32GB", sm_count=80, max_threads_per_sm=2048, max_blocks_per_sm=32,
+        registers_per_sm=65536, shared_mem_per_sm_bytes=96 * 1024, hbm_bytes=32 * 2**30,
+        hbm_bytes_per_s=900 * _GB, l2_bytes=6 * 2**20, boost_clock_hz=1530e6,
+        fp32_flops_per_s=15.7 * _TB,
+        tf32_flops_per_s=None, bf16_flops_per_s=None, copy_bytes_per_s=2 * 0.9 * 900 * _GB,
+        gemm_bf16_flops_per_s=None,
+        sources={"*": _DS_V100, "copy_bytes_per_s": _EST_COPY,
+                 "bf16_flops_per_s": "V100 has no bf16 or tf32 (fp16 tensor cores only)"}),
+    "a100": GpuKind(
+        name="A100-SXM4-80GB", sm_count=108, max_threads_per_sm=2048, max_blocks_per_sm=32,
+        registers_per_sm=65536, shared_mem_per_sm_bytes=164 * 1024, hbm_bytes=80 * _GB,
+        hbm_bytes_per_s=2039 * _GB, l2_bytes=40 * 2**20, boost_clock_hz=1410e6,
+        fp32_flops_per_s=19.5 * _TB,
+        tf32_flops_per_s=156 * _TB, bf16_flops_per_s=312 * _TB,
+        copy_bytes_per_s=2 * 0.9 * 2039 * _GB, gemm_bf16_flops_per_s=0.8 * 312 * _TB,
+        sources={"*": _DS_A100, "copy_bytes_per_s": _EST_COPY,
+                 "gemm_bf16_flops_per_s": _EST_GEMM}),
+    "h100": GpuKind(
+        name="H100-SXM", sm_count=132, max_threads_per_sm=2048, max_blocks_per_sm=32,
+        registers_per_sm=65536, shared_mem_per_sm_bytes=228 * 1024, hbm_bytes=80 * _GB,
+        hbm_bytes_per_s=3350 * _GB, l2_bytes=50 * 2**20, boost_clock_hz=1980e6,
+        fp32_flops_per_s=66.9 * _TB,
+        tf32_flops_per_s=494.7 * _TB, bf16_flops_per_s=989.4 * _TB,
+        copy_bytes_per_s=2 * 0.9 * 3350 * _GB, gemm_bf16_flops_per_s=0.8 * 989.4 * _TB,
+        sources={"*": _DS_H100, "copy_bytes_per_s": _EST_COPY,
+                 "gemm_bf16_flops_per_s": _EST_GEMM}),
+    "h200": GpuKind(
+        name="H200", sm_count=132, max_threads_per_sm=2048, max_blocks_per_sm=32,
+        registers_per_sm=65536, shared_mem_per_sm_bytes=228 * 1024, hbm_bytes=141 * _GB,
+        hbm_bytes_per_s=4800 * _GB, l2_bytes=60 * 2**20, boost_clock_hz=1980e6,
+        fp32_flops_per_s=66.9 * _TB,
+        tf32_flops_per_s=494.7 * _TB, bf16_flops_per_s=989.4 * _TB,
+        copy_bytes_per_s=4.3 * _TB, gemm_bf16_flops_per_s=790 * _TB,
+        sources={"*": _DS_H200,
+                 "l2_bytes": "measured: torch.cuda.get_device_properties on the lent H200, 60 MB",
+                 "sm_count": "measured: 132 SMs reported by PyTorch on the lent H200",
+                 "boost_clock_hz": "measured: nvidia-smi SM clock 1980 MHz under load (KINDS.md)",
+                 "copy_bytes_per_s": "measured: D2D copy 8.6 GB in 2.0 ms on the lent H200 "
+                                     "(device/KINDS.md 2026-10-28, 2026-11-04)",
+                 "gemm_bf16_flops_per_s": "measured: 8192^3 bf16 matmul 769-798 TFLOP/s on the "
+                                          "lent H200 (device/KINDS.md)"}),
+}
+
+# Per-direction bandwidth per GPU. Latencies are typical small-message figures.
+LINKS: dict[str, Link] = {
+    "nvlink2": Link(LinkKind.NVLINK, "NVLink 2 (V100 SXM2)", 150 * _GB, 5.0,
+                    "NVIDIA V100 datasheet: 300 GB/s total NVLink per GPU, half per direction"),
+    "nvlink3": Link(LinkKind.NVLINK, "NVLink 3 (A100 SXM4)", 300 * _GB, 5.0,
+                    "NVIDIA A100 datasheet: 600 GB/s total per GPU, half per direction"),
+    "nvlink4": Link(LinkKind.NVLINK, "NVLink 4 (H100/H200 SXM)", 450 * _GB, 5.0,
+                    "NVIDIA H100/H200 datasheets: 900 GB/s total per GPU, half per direction"),
+    "pcie3": Link(LinkKind.PCIE, "PCIe 3.0 x16", 13 * _GB, 10.0,
+                  "PCIe 3.0 x16: 15.75 GB/s raw, ~13 GB/s achieved (typical bandwidthTest)"),
+    "pcie4": Link(LinkKind.PCIE, "PCIe 4.0 x16", 26 * _GB, 10.0,
+                  "PCIe 4.0 x16: 31.5 GB/s raw, ~26 GB/s achieved (typical bandwidthTest)"),
+    "pcie5": Link(LinkKind.PCIE, "PCIe 5.0 x16", 52 * _GB, 10.0,
+                  "PCIe 5.0 x16: 63 GB/s raw, ~52 GB/s achieved (typical bandwidthTest)"),
+    "ib-hdr": Link(LinkKind.NETWORK, "InfiniBand HDR 200 Gb/s per GPU", 25 * _GB, 3.0,
+                   "InfiniBand HDR: 200 Gb/s per port, one port per GPU (DGX A100)"),
+    "ib-ndr": Link(LinkKind.NETWORK, "InfiniBand NDR 400 Gb/s per GPU", 50 * _GB, 3.0,
+                   "InfiniBand NDR: 400 Gb/s per port, one port per GPU (DGX H100)"),
+}
+
+# gpu preset -> (intra-node, inter-node, host link, gpus per node)
+_SYSTEMS: dict[str, tuple[str, str, str, int]] = {
+    "v100": ("nvlink2", "ib-hdr", "pcie3", 8),
+    "a100": ("nvlink3", "ib-hdr", "pcie4", 8),
+    "h100": ("nvlink4", "ib-ndr", "pcie5", 8),
+    "h200": ("nvlink4", "ib-ndr", "pcie5", 8),
+}
+
+HOST_CORES_PER_GPU = 16
+"""Source: the lent H200 machines have 16 cores per GPU (device/KINDS.md: 16, 32, 64, 128)."""
+
+
+def hardware_preset(name: str, gpus: int = 1, host_cpu_cores: int | None = None,
+                    intra_node: str | None = None) -> Hardware:
+    """An HGX-style node of `name` GPUs (8 per node, NVLink inside, InfiniBand between)."""
+    key = name.lower()
+    if key not in GPU_KINDS:
+        raise SpecError("hardware", name, f"one of {', '.join(GPU_KINDS)}")
+    nvl, net, host, per_node = _SYSTEMS[key]
+    if intra_node is not None and intra_node not in LINKS:
+        raise SpecError("interconnect", intra_node, f"one of {', '.join(LINKS)}")
+    require_int_range("gpus", gpus, 1, 4096)
+    cores = host_cpu_cores if host_cpu_cores is not None else HOST_CORES_PER_GPU * gpus
+    return Hardware(gpu=GPU_KINDS[key], gpu_count=gpus, gpus_per_node=per_node,
+                    intra_node=LINKS[intra_node or nvl], inter_node=LINKS[net],
+                    host_link=LINKS[host], host_cpu_cores=cores)

@@ -1,0 +1,160 @@
+"""Model: a DLRM's shape (tables, MLPs, interaction, optimizer, batch) and the presets.
+
+Preset numbers are facts from the RAP artifact and the MLPerf DLRM-DCNv2 reference
+(../shared/OPS.md, "Reference pipelines").
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+from spec.errors import SpecError, require, require_int_range, require_positive
+from spec.hardware import Precision
+
+
+class Interaction(enum.Enum):
+    DOT = "dot"
+    DCN_V2 = "dcn-v2"
+
+
+class Optimizer(enum.Enum):
+    SGD = "sgd"
+    ADAGRAD = "adagrad"
+    ROWWISE_ADAGRAD = "rowwise-adagrad"
+
+
+@dataclass(frozen=True)
+class Table:
+    """One embedding table; `pooling` is the mean number of ids looked up per sample."""
+
+    name: str
+    rows: int
+    dim: int
+    pooling: float = 1.0
+
+    def __post_init__(self) -> None:
+        require(bool(self.name), "name", self.name, "a non-empty string")
+        require_int_range("rows", self.rows, 1)
+        require_int_range("dim", self.dim, 1, 65536)
+        require_positive("pooling", self.pooling)
+
+
+@dataclass(frozen=True)
+class Model:
+    """A DLRM. Dense features go through the bottom MLP, sparse ones through tables."""
+
+    name: str
+    dense_features: int
+    tables: tuple[Table, ...]
+    bottom_mlp: tuple[int, ...]
+    top_mlp: tuple[int, ...]
+    interaction: Interaction = Interaction.DOT
+    dcn_layers: int = 3
+    dcn_low_rank: int = 512
+    optimizer: Optimizer = Optimizer.SGD
+    learning_rate: float = 0.01
+    batch_per_gpu: int = 4096
+    precision: Precision = Precision.FP32
+    sparse_gradients: bool = True
+
+    def __post_init__(self) -> None:
+        require_int_range("dense_features", self.dense_features, 1)
+        require(len(self.tables) >= 1, "tables", len(self.tables), "at least one table")
+        names = [t.name for t in self.tables]
+        dup = sorted({n for n in names if names.count(n) > 1})
+        require(not dup, "tables", dup, "unique table names")
+        dims = {t.dim for t in self.tables}
+        require(len(dims) == 1, "tables", sorted(dims), "one embedding dim shared by all tables")
+        for f in ("bottom_mlp", "top_mlp"):
+            layers = getattr(self, f)
+            require(len(layers) >= 1, f, layers, "at least one layer")
+            for i, w in enumerate(layers):
+                require_int_range(f"{f}[{i}]", w, 1)
+        require(self.bottom_mlp[-1] == self.embedding_dim, "bottom_mlp[-1]", self.bottom_mlp[-1],
+                f"equal to the embedding dim {self.embedding_dim} (its output joins the "
+                "embeddings in the interaction)")
+        require(self.top_mlp[-1] == 1, "top_mlp[-1]", self.top_mlp[-1], "1 (one logit per sample)")
+        require_int_range("dcn_layers", self.dcn_layers, 1, 64)
+        require_int_range("dcn_low_rank", self.dcn_low_rank, 1)
+        require(0 < self.learning_rate < 100, "learning_rate", self.learning_rate,
+                "a number in (0, 100)")
+        require_int_range("batch_per_gpu", self.batch_per_gpu, 1, 1 << 24)
+
+    @property
+    def embedding_dim(self) -> int:
+        return self.tables[0].dim
+
+    @property
+    def features(self) -> int:
+        """Vectors entering the interaction: one per table plus the bottom MLP's."""
+        return len(self.tables) + 1
+
+    @property
+    def interaction_out(self) -> int:
+        """Width of the top MLP's input."""
+        d = self.embedding_dim
+        if self.interaction is Interaction.DOT:
+            f = self.features
+            return d + f * (f - 1) // 2
+        return self.features * d
+
+    def table(self, name: str) -> Table:
+        for t in self.tables:
+            if t.name == name:
+                return t
+        raise SpecError("table", name, f"one of the model's tables ({len(self.tables)})")
+
+
+KAGGLE_ROWS = (1460, 583, 10131227, 2202608, 305, 24, 12517, 633, 3, 93145, 5683, 8351593,
+               3194, 27, 14992, 5461306, 10, 5652, 2173, 4, 7046547, 18, 15, 286181, 105, 142572)
+TERABYTE_ROWS = (45833188, 36746, 17245, 7413, 20243, 3, 7114, 1441, 62, 29275261, 1572176,
+                 345138, 10, 2209, 11267, 128, 4, 974, 14, 48937457, 11316796, 40094537, 452104,
+                 12606, 104, 35)
+MLPERF_ROWS = (40000000, 39060, 17295, 7424, 20265, 3, 7122, 1543, 63, 40000000, 3067956,
+               405282, 10, 2209, 11938, 155, 4, 976, 14, 40000000, 40000000, 40000000, 590152,
+               12973, 108, 36)
+MLPERF_MULTI_HOT = (3, 2, 1, 2, 6, 1, 1, 1, 1, 7, 3, 8, 1, 6, 9, 5, 1, 1, 1, 12, 100, 27, 10,
+                    3, 1, 1)
+BUCKET_TABLE_ROWS = 65536
+"""The bucketize feature's table and the wide pipelines' tables (OPS.md)."""
+DIM = 128
+
+
+def _criteo(name: str, rows: tuple[int, ...], top: tuple[int, ...]) -> Model:
+    tables = tuple(Table(f"cat_{k}", r, DIM) for k, r in enumerate(rows))
+    tables += (Table("int_0_bucket", BUCKET_TABLE_ROWS, DIM),)
+    return Model(name=name, dense_features=13, tables=tables, bottom_mlp=(512, 256, 128),
+                 top_mlp=top)
+
+
+def _wide(name: str, dense: int, sparse: int) -> Model:
+    tables = tuple(Table(f"cat_{k}", BUCKET_TABLE_ROWS, DIM) for k in range(sparse))
+    return Model(name=name, dense_features=dense, tables=tables, bottom_mlp=(512, 256, 128),
+                 top_mlp=(1024, 1024, 512, 256, 1))
+
+
+def _mlperf() -> Model:
+    # Embeddings use row-wise Adagrad, as the MLPerf reference (TorchRec/FBGEMM) does;
+    # full Adagrad state would double the 105 GB of tables and not fit one H200.
+    tables = tuple(Table(f"cat_{k}", r, DIM, float(h))
+                   for k, (r, h) in enumerate(zip(MLPERF_ROWS, MLPERF_MULTI_HOT)))
+    return Model(name="mlperf-dcnv2", dense_features=13, tables=tables,
+                 bottom_mlp=(512, 256, 128), top_mlp=(1024, 1024, 512, 256, 1),
+                 interaction=Interaction.DCN_V2, dcn_layers=3, dcn_low_rank=512,
+                 optimizer=Optimizer.ROWWISE_ADAGRAD, learning_rate=0.005)
+
+
+MODEL_PRESETS: dict[str, Model] = {
+    "criteo-kaggle": _criteo("criteo-kaggle", KAGGLE_ROWS, (1024, 1024, 512, 1)),
+    "criteo-terabyte": _criteo("criteo-terabyte", TERABYTE_ROWS, (1024, 1024, 512, 256, 1)),
+    "wide-2x": _wide("wide-2x", 26, 52),
+    "wide-4x": _wide("wide-4x", 52, 104),
+    "mlperf-dcnv2": _mlperf(),
+}
+
+
+def model_preset(name: str) -> Model:
+    if name not in MODEL_PRESETS:
+        raise SpecError("model", name, f"one of {', '.join(MODEL_PRESETS)}")
+    return MODEL_PRESETS[name]

@@ -1,0 +1,137 @@
+"""Plan: where each op node runs, how nodes are fused into kernels, and when they run."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+from spec.errors import SpecError, require, require_int_range
+from spec.pipeline import Pipeline
+from spec.stages import Stage, stages_for
+
+
+class Mapping(enum.Enum):
+    """Which device preprocesses a feature."""
+
+    OWNER = "owner"
+    """The GPU owning the feature's table, over the global batch (no input all-to-all)."""
+    LOCAL = "local"
+    """Every GPU over its local batch (ids then cross the input all-to-all)."""
+    CPU = "cpu"
+    """Host worker processes."""
+
+
+BEFORE_ITERATION = "before"
+"""A kernel's `stage` when it runs alone on the training stream before stage 0."""
+
+
+@dataclass(frozen=True)
+class FusedKernel:
+    """Op nodes launched as one horizontally fused kernel, and when it runs.
+
+    `gpu` None means every GPU runs it over its local batch; an int means only that GPU
+    runs it, over the global batch (owner mapping). `stage` is the training stage whose
+    start releases it, or BEFORE_ITERATION.
+    """
+
+    name: str
+    nodes: tuple[str, ...]
+    stage: str
+    blocks: int = 264
+    threads_per_block: int = 256
+    gpu: int | None = None
+
+    def __post_init__(self) -> None:
+        require(len(self.nodes) >= 1, "nodes", self.nodes, "at least one op node")
+        require_int_range("blocks", self.blocks, 1, 2**31 - 1)
+        require(self.threads_per_block in (32, 64, 128, 256, 512, 1024), "threads_per_block",
+                self.threads_per_block, "one of 32, 64, 128, 256, 512, 1024")
+        allowed = [BEFORE_ITERATION] + [s.value for s in Stage]
+        require(self.stage in allowed, "stage", self.stage, f"one of {', '.join(allowed)}")
+
+    @property
+    def release(self) -> Stage | None:
+        return None if self.stage == BEFORE_ITERATION else Stage(self.stage)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A complete preprocessing plan for one pipeline on `gpu_count` GPUs."""
+
+    pipeline: str
+    model: str
+    gpu_count: int
+    kernels: tuple[FusedKernel, ...]
+    cpu_nodes: tuple[str, ...] = ()
+    feature_mapping: dict[str, Mapping] = field(default_factory=dict)
+    """Sparse feature (its output node) -> mapping; features not listed are LOCAL."""
+    training_priority_high: bool = True
+    """Training stream at higher priority than the preprocessing stream."""
+    table_owner: dict[str, int] = field(default_factory=dict)
+    """Table -> owning GPU; empty means the default balancer decides."""
+
+    def __post_init__(self) -> None:
+        require_int_range("gpu_count", self.gpu_count, 1, 4096)
+        names = [k.name for k in self.kernels]
+        dup = sorted({n for n in names if names.count(n) > 1})
+        require(not dup, "kernels", dup, "unique kernel names")
+        for i, k in enumerate(self.kernels):
+            if k.gpu is not None:
+                require(0 <= k.gpu < self.gpu_count, f"kernels[{i}].gpu", k.gpu,
+                        f"an integer in [0, {self.gpu_count - 1}] or null")
+            if k.release is not None:
+                require(k.release in stages_for(self.gpu_count), f"kernels[{i}].stage", k.stage,
+                        f"a stage that exists with {self.gpu_count} GPU(s)")
+        for t, g in self.table_owner.items():
+            require(0 <= g < self.gpu_count, f"table_owner.{t}", g,
+                    f"an integer in [0, {self.gpu_count - 1}]")
+
+    def check_pipeline(self, pipeline: Pipeline) -> None:
+        """Every node runs exactly once, after the node it reads."""
+        require(self.pipeline == pipeline.name, "plan.pipeline", self.pipeline,
+                f"the pipeline it runs with ({pipeline.name!r})")
+        where: dict[str, tuple[int, str]] = {}
+        for i, k in enumerate(self.kernels):
+            for n in k.nodes:
+                require(n in pipeline.node_by_name, f"plan.kernels[{i}].nodes", n,
+                        f"a node of pipeline {pipeline.name!r}")
+                require(n not in where, f"plan.kernels[{i}].nodes", n,
+                        f"a node in one kernel only (also in {where.get(n, ('', ''))[1]!r})")
+                where[n] = (i, k.name)
+        for n in self.cpu_nodes:
+            require(n in pipeline.node_by_name, "plan.cpu_nodes", n,
+                    f"a node of pipeline {pipeline.name!r}")
+            require(n not in where, "plan.cpu_nodes", n, "a node not also in a GPU kernel")
+            where[n] = (-1, "cpu")
+        missing = [n.name for n in pipeline.nodes if n.name not in where]
+        require(not missing, "plan", missing[:3],
+                f"every op node placed ({len(missing)} of {len(pipeline.nodes)} are not)")
+        order = {s: i for i, s in enumerate(stages_for(self.gpu_count))}
+        for node in pipeline.nodes:
+            if node.input not in pipeline.node_by_name:
+                continue
+            ki, kname = where[node.name]
+            pi, pname = where[node.input]
+            if ki == pi:
+                continue  # same kernel (a fused chain) or both on the CPU
+            require(pi == -1 or ki != -1, "plan.cpu_nodes", node.name,
+                    f"a node whose input {node.input!r} is also on the CPU")
+            if pi == -1:
+                continue
+            mine, theirs = self.kernels[ki], self.kernels[pi]
+            pos_m = -1 if mine.release is None else order[mine.release]
+            pos_t = -1 if theirs.release is None else order[theirs.release]
+            require(pos_t < pos_m or (pos_t == pos_m and pi < ki), f"plan.kernels[{ki}]",
+                    kname, f"to run after kernel {pname!r}, which produces {node.input!r}")
+
+    def mapping_of(self, feature: str) -> Mapping:
+        return self.feature_mapping.get(feature, Mapping.LOCAL)
+
+
+def one_kernel_plan(pipeline: Pipeline, model: str, gpu_count: int, stage: str,
+                    blocks: int = 264, threads_per_block: int = 256) -> Plan:
+    """All nodes in one horizontally fused kernel on every GPU, released at `stage`."""
+    if stage != BEFORE_ITERATION and Stage(stage) not in stages_for(gpu_count):
+        raise SpecError("stage", stage, f"a stage that exists with {gpu_count} GPU(s)")
+    kernel = FusedKernel("all", tuple(pipeline.order), stage, blocks, threads_per_block)
+    return Plan(pipeline.name, model, gpu_count, (kernel,))

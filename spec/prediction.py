@@ -1,0 +1,56 @@
+"""Prediction: what the simulator says a strategy will do, with provenance."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """Where a number came from: tool version, git commit, cost model, inputs."""
+
+    corun_version: str
+    git_commit: str
+    cost_model: str
+    hardware: str
+    created_utc: str
+    seed: int
+
+
+@dataclass(frozen=True)
+class StageTime:
+    stage: str
+    time_ms: float
+    """Median over simulated iterations, mean over GPUs, of the stage's wall time."""
+    standalone_ms: float
+    """Its time with nothing co-running."""
+
+
+@dataclass(frozen=True)
+class KernelTime:
+    kernel: str
+    time_ms: float
+    standalone_ms: float
+    stage: str
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """Predicted steady-state behaviour of one strategy."""
+
+    strategy: str
+    model: str
+    pipeline: str
+    hardware: str
+    gpu_count: int
+    batch_per_gpu: int
+    iterations: int
+    iteration_time_ms: float
+    throughput_samples_per_s: float
+    stall_ms_per_iteration: float
+    stages: tuple[StageTime, ...]
+    kernels: tuple[KernelTime, ...]
+    gpu_utilisation: tuple[float, ...]
+    """Per GPU: the share of the iteration its training stream was busy."""
+    provenance: Provenance
+    notes: tuple[str, ...] = field(default_factory=tuple)

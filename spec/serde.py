@@ -1,0 +1,192 @@
+"""Generic conversion between frozen dataclasses and JSON-able dicts, with schema versions.
+
+Files carry `{"schema": "corun.<kind>/<version>", ...}`; loading checks the kind and the
+version, rejects unknown and missing keys with the field's path, and lets each type's
+`__post_init__` validate values (its SpecError gets the path prefixed).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import json
+import os
+import tempfile
+import types
+import typing
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+
+from spec.errors import SpecError
+
+T = TypeVar("T")
+
+SCHEMA_VERSION = 1
+
+
+def to_jsonable(obj: Any) -> Any:
+    """A dataclass tree as plain dicts, lists, strings and numbers."""
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: to_jsonable(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, enum.Enum):
+        return obj.value
+    if isinstance(obj, tuple | list):
+        return [to_jsonable(x) for x in obj]
+    if isinstance(obj, dict):
+        return {str(to_jsonable(k)): to_jsonable(v) for k, v in obj.items()}
+    return obj
+
+
+def from_jsonable(cls: type[T], data: Any, path: str = "") -> T:
+    """Build `cls` from plain data; errors name the path of the bad field."""
+    return _convert(cls, data, path or cls.__name__.lower())
+
+
+def _convert(tp: Any, data: Any, path: str) -> Any:
+    origin = typing.get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        args = typing.get_args(tp)
+        if data is None and type(None) in args:
+            return None
+        non_none = [a for a in args if a is not type(None)]
+        if len(non_none) == 1:
+            return _convert(non_none[0], data, path)
+        for a in non_none:  # first alternative that accepts the value
+            try:
+                return _convert(a, data, path)
+            except SpecError:
+                continue
+        raise SpecError(path, data, f"one of {non_none}")
+    if origin is tuple:
+        args = typing.get_args(tp)
+        if not isinstance(data, list | tuple):
+            raise SpecError(path, data, "a list")
+        if len(args) == 2 and args[1] is Ellipsis:
+            return tuple(_convert(args[0], x, f"{path}[{i}]") for i, x in enumerate(data))
+        if len(args) != len(data):
+            raise SpecError(path, data, f"a list of {len(args)} items")
+        return tuple(_convert(a, x, f"{path}[{i}]") for i, (a, x) in enumerate(zip(args, data)))
+    if origin is dict:
+        kt, vt = typing.get_args(tp)
+        if not isinstance(data, dict):
+            raise SpecError(path, data, "a mapping")
+        return {_convert(kt, k, f"{path}.{k}"): _convert(vt, v, f"{path}.{k}")
+                for k, v in data.items()}
+    if dataclasses.is_dataclass(tp):
+        return _convert_dataclass(tp, data, path)
+    if isinstance(tp, type) and issubclass(tp, enum.Enum):
+        try:
+            return tp(data)
+        except ValueError:
+            allowed = ", ".join(repr(m.value) for m in tp)
+            raise SpecError(path, data, f"one of {allowed}") from None
+    if tp is float:
+        if isinstance(data, bool) or not isinstance(data, int | float):
+            raise SpecError(path, data, "a number")
+        return float(data)
+    if tp is int:
+        if isinstance(data, bool) or not isinstance(data, int):
+            raise SpecError(path, data, "an integer")
+        return data
+    if tp is bool:
+        if not isinstance(data, bool):
+            raise SpecError(path, data, "true or false")
+        return data
+    if tp is str:
+        if not isinstance(data, str):
+            raise SpecError(path, data, "a string")
+        return data
+    if tp is Any:
+        return data
+    raise TypeError(f"unsupported type {tp!r} at {path}")
+
+
+def _convert_dataclass(cls: Any, data: Any, path: str) -> Any:
+    if not isinstance(data, dict):
+        raise SpecError(path, data, f"a mapping of {cls.__name__} fields")
+    hints = typing.get_type_hints(cls)
+    fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
+    unknown = sorted(set(data) - set(fields))
+    if unknown:
+        raise SpecError(f"{path}.{unknown[0]}", data[unknown[0]],
+                        f"not a field of {cls.__name__}; fields: {', '.join(fields)}")
+    kwargs = {}
+    for name, f in fields.items():
+        if name in data:
+            kwargs[name] = _convert(hints[name], data[name], f"{path}.{name}")
+        elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+            raise SpecError(f"{path}.{name}", None, "required field is missing")
+    try:
+        return cls(**kwargs)
+    except SpecError as e:
+        raise e.within(path) from None
+
+
+def schema_tag(cls: type) -> str:
+    return f"corun.{cls.__name__.lower()}/{SCHEMA_VERSION}"
+
+
+def dumps(obj: Any) -> dict[str, Any]:
+    """The document for `obj`: its fields plus the schema tag."""
+    return {"schema": schema_tag(type(obj)), **to_jsonable(obj)}
+
+
+def loads(cls: type[T], doc: Any, source: str = "") -> T:
+    """Check the schema tag of `doc`, then build `cls` from the rest."""
+    where = source or cls.__name__.lower()
+    if not isinstance(doc, dict):
+        raise SpecError(where, type(doc).__name__, f"a mapping with schema {schema_tag(cls)}")
+    tag = doc.get("schema")
+    if tag != schema_tag(cls):
+        raise SpecError(f"{where}.schema", tag, f"must be {schema_tag(cls)!r}")
+    body = {k: v for k, v in doc.items() if k != "schema"}
+    return from_jsonable(cls, body, cls.__name__.lower())
+
+
+def write_atomic(path: str | Path, text: str) -> None:
+    """Write `text` to `path` through a temp file and a rename: never half-written."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _is_yaml(path: Path) -> bool:
+    return path.suffix.lower() in (".yaml", ".yml")
+
+
+def save(obj: Any, path: str | Path) -> None:
+    """Save a spec object as JSON or YAML (by suffix), atomically."""
+    path = Path(path)
+    doc = dumps(obj)
+    text = yaml.safe_dump(doc, sort_keys=False) if _is_yaml(path) else json.dumps(doc, indent=1)
+    write_atomic(path, text + ("" if text.endswith("\n") else "\n"))
+
+
+def read_document(path: str | Path) -> Any:
+    """Parse a JSON or YAML file; a parse failure names the file."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as e:
+        raise SpecError(str(path), None, f"a readable file ({e.strerror})") from None
+    try:
+        return yaml.safe_load(text) if _is_yaml(path) else json.loads(text)
+    except (json.JSONDecodeError, yaml.YAMLError) as e:
+        raise SpecError(str(path), None, f"valid {'YAML' if _is_yaml(path) else 'JSON'}: {e}") \
+            from None
+
+
+def load(cls: type[T], path: str | Path) -> T:
+    """Load a spec object saved by `save`."""
+    return loads(cls, read_document(path), str(path))
