@@ -13,16 +13,44 @@ def _presets(_: argparse.Namespace) -> int:
     from spec import GPU_KINDS, LINKS, MODEL_PRESETS, PIPELINE_PRESETS, pipeline_preset
 
     print("hardware (--hardware):")
-    print(table(["name", "gpu", "SMs", "HBM GB", "copy TB/s"],
-                [[k, g.name, g.sm_count, f"{g.hbm_bytes / 1e9:.0f}", f"{g.copy_bytes_per_s / 1e12:.2f}"]
-                 for k, g in GPU_KINDS.items()]))
+    print(
+        table(
+            ["name", "gpu", "SMs", "HBM GB", "copy TB/s"],
+            [
+                [
+                    k,
+                    g.name,
+                    g.sm_count,
+                    f"{g.hbm_bytes / 1e9:.0f}",
+                    f"{g.copy_bytes_per_s / 1e12:.2f}",
+                ]
+                for k, g in GPU_KINDS.items()
+            ],
+        )
+    )
     print("\ninterconnects (--interconnect):")
-    print(table(["name", "link", "GB/s per direction"],
-                [[k, v.name, f"{v.bytes_per_s / 1e9:.0f}"] for k, v in LINKS.items()]))
+    print(
+        table(
+            ["name", "link", "GB/s per direction"],
+            [[k, v.name, f"{v.bytes_per_s / 1e9:.0f}"] for k, v in LINKS.items()],
+        )
+    )
     print("\nmodels (--model):")
-    print(table(["name", "tables", "rows (M)", "interaction", "optimizer"],
-                [[k, len(m.tables), f"{sum(t.rows for t in m.tables) / 1e6:.1f}",
-                  m.interaction.value, m.optimizer.value] for k, m in MODEL_PRESETS.items()]))
+    print(
+        table(
+            ["name", "tables", "rows (M)", "interaction", "optimizer"],
+            [
+                [
+                    k,
+                    len(m.tables),
+                    f"{sum(t.rows for t in m.tables) / 1e6:.1f}",
+                    m.interaction.value,
+                    m.optimizer.value,
+                ]
+                for k, m in MODEL_PRESETS.items()
+            ],
+        )
+    )
     print("\npipelines (--pipeline):")
     rows = []
     for k in PIPELINE_PRESETS:
@@ -42,7 +70,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="corun", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("presets", help="list hardware, model and pipeline presets").set_defaults(
-        func=_presets)
+        func=_presets
+    )
     from corun.simulate_cmd import add_arguments
 
     p = sub.add_parser("simulate", help="predict strategies with the simulator")

@@ -9,8 +9,7 @@ from pathlib import Path
 
 from corun.format import table
 from corun.workload import resolve_hardware, resolve_model, resolve_pipeline
-from sim import EmbeddingComm, Scenario, SimResult, Strategy, StrategyKind, parse_strategy
-from sim import simulate
+from sim import EmbeddingComm, Scenario, SimResult, Strategy, StrategyKind, parse_strategy, simulate
 from spec import Hardware, Plan, Prediction, SpecError
 from spec.serde import dumps, load, save, write_atomic
 

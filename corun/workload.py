@@ -6,8 +6,15 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from spec import Hardware, Model, Pipeline, SpecError, hardware_preset, model_preset
-from spec import pipeline_preset
+from spec import (
+    Hardware,
+    Model,
+    Pipeline,
+    SpecError,
+    hardware_preset,
+    model_preset,
+    pipeline_preset,
+)
 from spec.serde import from_jsonable, loads, read_document
 
 CONFIG_KEYS = ("hardware", "gpus", "interconnect", "host_cores", "model", "pipeline", "batch",

@@ -28,11 +28,12 @@ def all_to_all_ms(send_bytes: list[float], recv_bytes: list[float], link: Link) 
     return busiest / link.bytes_per_s * 1e3 + link.latency_us * 1e-3
 
 
-PGAS_PUT_EFFICIENCY = 0.8
-"""Share of link bandwidth fine-grained one-sided puts reach: an estimate. The SC'24
-PGAS paper's gains come from overlap and from removing the collective's
-synchronisation, not from higher bandwidth; puts of one pooled row are smaller than a
-collective's chunks, so they get somewhat less of the link."""
+PGAS_PUT_EFFICIENCY = 1.0
+"""Share of link bandwidth the puts reach. An assumption, not a fit: in the SC'24 PGAS
+paper the lookup kernel stores each pooled row straight into the peer's buffer, so the
+gain comes from overlapping the transfer with the lookup and from each GPU sending as
+soon as its own lookup ends (no wait for the slowest GPU to reach a collective), not
+from a faster link. Lower it to model small-message inefficiency."""
 
 
 def pgas_exposed_ms(send_bytes: float, recv_bytes: float, overlap_ms: float,

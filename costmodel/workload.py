@@ -67,7 +67,6 @@ def stage_work(model: Model, hw: Hardware, sharding: Sharding, gpu: int,
     prec = model.precision
     mine = set(sharding.tables_on(gpu))
     tables = {t.name: t for t in model.tables}
-    ids_local = sum(t.pooling for t in model.tables)  # ids per sample, all tables
     ids_mine = sum(tables[t].pooling for t in mine)
     lookups = g_batch * ids_mine  # rows gathered
     bag_threads = g_batch * len(mine) * d  # one thread per output element

@@ -33,6 +33,8 @@ class RunLog:
     """[gpu][iteration][kernel index] wall time from start to end."""
     spans: list[Span]
     end_ms: float
+    events: int = 0
+    """SimPy events scheduled (for the benchmark)."""
 
 
 class _Barrier:
@@ -228,4 +230,5 @@ def run(compiled: Compiled) -> RunLog:
         env.process(gpu(g, compiled.gpus[g]))
     env.run()
     log.end_ms = env.now
+    log.events = next(env._eid)  # SimPy numbers every scheduled event from this counter
     return log

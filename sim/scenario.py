@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 from costmodel import CostModel, Sharding, kernel_work, shard_tables, stage_work
 from costmodel.comm import all_to_all_ms, pgas_exposed_ms, ring_allreduce_ms
 from costmodel.types import Comm, KernelWork, StageWork
+from sim.strategy import Strategy, StrategyKind, strategy_plan
 from spec import Hardware, Mapping, Model, Pipeline, Plan, SpecError, Stage, stages_for
 from spec.errors import require, require_int_range
-from sim.strategy import Strategy, StrategyKind, strategy_plan
 
 
 class EmbeddingComm(enum.Enum):

@@ -5,8 +5,16 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from spec import BEFORE_ITERATION, FusedKernel, Hardware, Pipeline, Plan, SpecError, Stage
-from spec import stages_for
+from spec import (
+    BEFORE_ITERATION,
+    FusedKernel,
+    Hardware,
+    Pipeline,
+    Plan,
+    SpecError,
+    Stage,
+    stages_for,
+)
 
 
 class StrategyKind(enum.Enum):

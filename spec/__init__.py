@@ -1,8 +1,16 @@
 """The shared vocabulary: validated, frozen value types. Imports nothing else of ours."""
 
 from spec.errors import SpecError
-from spec.hardware import GPU_KINDS, LINKS, GpuKind, Hardware, Link, LinkKind, Precision
-from spec.hardware import hardware_preset
+from spec.hardware import (
+    GPU_KINDS,
+    LINKS,
+    GpuKind,
+    Hardware,
+    Link,
+    LinkKind,
+    Precision,
+    hardware_preset,
+)
 from spec.model import MODEL_PRESETS, Interaction, Model, Optimizer, Table, model_preset
 from spec.pipeline import Column, DType, OpKind, OpNode, Pipeline, Shape, SparseOutput
 from spec.pipelines import DEFAULT_MODEL_FOR, PIPELINE_PRESETS, pipeline_preset
@@ -12,10 +20,43 @@ from spec.serde import load, save
 from spec.stages import STAGE_ORDER, Stage, stages_for
 
 __all__ = [
-    "BEFORE_ITERATION", "Column", "DEFAULT_MODEL_FOR", "DType", "FusedKernel", "GPU_KINDS",
-    "GpuKind", "Hardware", "Interaction", "KernelTime", "LINKS", "Link", "LinkKind", "MODEL_PRESETS",
-    "Mapping", "Model", "OpKind", "OpNode", "Optimizer", "PIPELINE_PRESETS", "Pipeline", "Plan",
-    "Precision", "Prediction", "Provenance", "STAGE_ORDER", "Shape", "SparseOutput", "SpecError",
-    "Stage", "StageTime", "Table", "hardware_preset", "load", "model_preset", "one_kernel_plan",
-    "pipeline_preset", "save", "stages_for",
+    "BEFORE_ITERATION",
+    "Column",
+    "DEFAULT_MODEL_FOR",
+    "DType",
+    "FusedKernel",
+    "GPU_KINDS",
+    "GpuKind",
+    "Hardware",
+    "Interaction",
+    "KernelTime",
+    "LINKS",
+    "Link",
+    "LinkKind",
+    "MODEL_PRESETS",
+    "Mapping",
+    "Model",
+    "OpKind",
+    "OpNode",
+    "Optimizer",
+    "PIPELINE_PRESETS",
+    "Pipeline",
+    "Plan",
+    "Precision",
+    "Prediction",
+    "Provenance",
+    "STAGE_ORDER",
+    "Shape",
+    "SparseOutput",
+    "SpecError",
+    "Stage",
+    "StageTime",
+    "Table",
+    "hardware_preset",
+    "load",
+    "model_preset",
+    "one_kernel_plan",
+    "pipeline_preset",
+    "save",
+    "stages_for",
 ]

@@ -32,10 +32,11 @@ class _Builder:
 
 
 def criteo(name: str, rows: tuple[int, ...]) -> Pipeline:
-    """`kaggle` / `terabyte`: 105 nodes (OPS.md)."""
+    """`kaggle` / `terabyte`: 105 nodes with 26 tables (OPS.md); fewer `rows`, fewer features."""
     b = _Builder()
     fill_int = [b.add(f"fill_int_{k}", OpKind.FILL_NULL, f"int_{k}", value=0) for k in range(13)]
-    fill_cat = [b.add(f"fill_cat_{k}", OpKind.FILL_NULL, f"cat_{k}", value=0) for k in range(26)]
+    fill_cat = [b.add(f"fill_cat_{k}", OpKind.FILL_NULL, f"cat_{k}", value=0)
+                for k in range(len(rows))]
     bucket = b.add("bucket_int_0", OpKind.BUCKETIZE, fill_int[0], borders=[0.5, 1.0, 1.5])
     sparse = []
     for k, r in enumerate(rows):
@@ -43,7 +44,7 @@ def criteo(name: str, rows: tuple[int, ...]) -> Pipeline:
         sparse.append(SparseOutput(b.add(f"first_cat_{k}", OpKind.FIRSTX, h, x=1), f"cat_{k}"))
     sparse.append(SparseOutput(bucket, "int_0_bucket"))
     dense = [b.add(f"logit_int_{k}", OpKind.LOGIT, fill_int[k], eps=EPS) for k in range(13)]
-    inputs = tuple(_dense(k) for k in range(13)) + tuple(_sparse(k) for k in range(26))
+    inputs = tuple(_dense(k) for k in range(13)) + tuple(_sparse(k) for k in range(len(rows)))
     return Pipeline(name, inputs, tuple(b.nodes), tuple(dense), tuple(sparse))
 
 

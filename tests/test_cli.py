@@ -1,0 +1,140 @@
+"""The corun command, called in-process with tiny sizes."""
+
+import json
+
+import pytest
+import yaml
+
+from corun.cli import main
+
+
+def test_presets(capsys):
+    assert main(["presets"]) == 0
+    out = capsys.readouterr().out
+    for name in ("h200", "criteo-kaggle", "mlperf-dcnv2", "wide-4x", "multihot", "nvlink4"):
+        assert name in out
+
+
+def test_simulate_all_table(capsys):
+    assert main(["simulate", "--gpus", "2", "--iterations", "3", "--warmup", "1"]) == 0
+    out = capsys.readouterr()
+    for label in ("ideal", "cpu:8", "cpu:32", "gpu-sequential", "gpu-overlap", "100.0%"):
+        assert label in out.out
+    assert "[1/6] simulating ideal" in out.err
+
+
+def test_simulate_json_and_trace(tmp_path, capsys):
+    trace = tmp_path / "t.json"
+    assert (
+        main(
+            [
+                "simulate",
+                "--strategy",
+                "cpu:4",
+                "--json",
+                "--quiet",
+                "--iterations",
+                "4",
+                "--trace",
+                str(trace),
+            ]
+        )
+        == 0
+    )
+    cap = capsys.readouterr()
+    doc = json.loads(cap.out)
+    assert doc["schema"] == "corun.prediction/1" and doc["strategy"] == "cpu:4"
+    assert doc["iterations"] == 4 and cap.err == ""
+    events = json.loads(trace.read_text())["traceEvents"]
+    assert any(e.get("name") == "top_mlp_fwd" for e in events)
+
+
+def test_config_file_and_override(tmp_path, capsys):
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(
+        yaml.safe_dump(
+            {
+                "hardware": "a100",
+                "gpus": 2,
+                "model": "wide-2x",
+                "pipeline": "wide-2x",
+                "strategy": "ideal",
+                "iterations": 3,
+            }
+        )
+    )
+    assert main(["simulate", "--config", str(cfg), "--json", "--quiet", "--batch", "1024"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert (doc["hardware"], doc["gpu_count"], doc["model"]) == ("A100-SXM4-80GB", 2, "wide-2x")
+    assert doc["batch_per_gpu"] == 1024
+
+
+def test_out_dir(tmp_path):
+    assert main(["simulate", "--quiet", "--iterations", "3", "--out", str(tmp_path)]) == 0
+    names = sorted(p.name for p in tmp_path.iterdir())
+    assert "summary.md" in names and "prediction-ideal.json" in names
+    assert "trace-gpu-overlap.json" in names
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["simulate", "--strategy", "cpu:0"], "cpu:N with N an integer in [1, 16]"),
+        (["simulate", "--strategy", "magic"], "strategy = 'magic': one of ideal"),
+        (
+            ["simulate", "--model", "criteo-kaggle", "--pipeline", "wide-2x"],
+            "13 dense features, as model 'criteo-kaggle' has",
+        ),
+        (["simulate", "--batch", "0"], "batch_per_gpu = 0"),
+        (["simulate", "--hardware", "tpu"], "hardware = 'tpu'"),
+        (
+            [
+                "simulate",
+                "--model",
+                "criteo-terabyte",
+                "--pipeline",
+                "terabyte",
+                "--hardware",
+                "v100",
+            ],
+            "GB short",
+        ),
+        (["simulate", "--strategy", "plan"], "a Plan file when --strategy is plan"),
+    ],
+)
+def test_errors_exit_2_with_message(argv, message, capsys):
+    assert main(argv + ["--quiet"]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_bad_config_key(tmp_path, capsys):
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("gpus: 2\ncolour: blue\n")
+    assert main(["simulate", "--config", str(cfg)]) == 2
+    assert "colour" in capsys.readouterr().err
+
+
+def test_plan_file(tmp_path, capsys):
+    import spec
+    from spec.serde import save
+
+    p = spec.pipeline_preset("kaggle")
+    path = tmp_path / "plan.json"
+    save(spec.one_kernel_plan(p, "criteo-kaggle", 1, "top_mlp_bwd"), path)
+    assert (
+        main(
+            [
+                "simulate",
+                "--strategy",
+                "plan",
+                "--plan",
+                str(path),
+                "--json",
+                "--quiet",
+                "--iterations",
+                "3",
+            ]
+        )
+        == 0
+    )
+    assert json.loads(capsys.readouterr().out)["strategy"] == "plan:kaggle"

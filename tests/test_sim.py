@@ -1,0 +1,223 @@
+"""Simulator: invariants on random small scenarios, closed forms, and determinism."""
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+import spec
+from costmodel import AnalyticCostModel, shard_tables, stage_work
+from costmodel.comm import all_to_all_ms, ring_allreduce_ms
+from sim import EmbeddingComm, Scenario, Strategy, StrategyKind, parse_strategy, simulate
+from sim.trace import PREPROCESS, TRAINING
+from spec import Stage, stages_for
+
+
+def small_model(tables: int, batch: int) -> spec.Model:
+    ts = tuple(spec.Table(f"cat_{k}", 1000 + 37 * k, 16) for k in range(tables))
+    ts += (spec.Table("int_0_bucket", 65536, 16),)
+    return spec.Model("small", 13, ts, (32, 16), (32, 1), batch_per_gpu=batch)
+
+
+def small_scenario(rng: np.random.Generator) -> Scenario:
+    gpus = int(rng.choice([1, 2, 3, 4]))
+    sparse = int(rng.integers(3, 8))
+    model = small_model(sparse, int(rng.choice([64, 512, 4096])))
+    p = spec.pipelines.criteo("small", tuple(t.rows for t in model.tables[:-1]))
+    hw = spec.hardware_preset(str(rng.choice(["a100", "h200"])), gpus)
+    kind = rng.choice(["ideal", "cpu", "gpu-sequential", "gpu-overlap", "plan"])
+    if kind == "cpu":
+        strategy = parse_strategy(f"cpu:{rng.integers(1, hw.host_cpu_cores + 1)}", hw)
+    elif kind == "plan":
+        strategy = Strategy(StrategyKind.PLAN, plan=random_plan(p, gpus, rng))
+    else:
+        strategy = parse_strategy(str(kind), hw)
+    return Scenario(
+        hw,
+        model,
+        p,
+        strategy,
+        iterations=int(rng.integers(2, 6)),
+        warmup=1,
+        seed=int(rng.integers(1000)),
+        jitter_cv=float(rng.choice([0.0, 0.1])),
+        embedding_comm=EmbeddingComm(rng.choice(["collective", "pgas"])),
+    )
+
+
+def random_plan(p: spec.Pipeline, gpus: int, rng: np.random.Generator) -> spec.Plan:
+    """Each feature's chain in a kernel at a random stage, dependencies kept in order."""
+    stages = [s.value for s in stages_for(gpus)]
+    kernels = []
+    for i, out in enumerate(list(p.dense_outputs) + [s.node for s in p.sparse_outputs]):
+        chain = []
+        cur = out
+        while cur in p.node_by_name:
+            chain.append(cur)
+            cur = p.node_by_name[cur].input
+        kernels.append((int(rng.integers(len(stages))), i, tuple(reversed(chain))))
+    kernels.sort()
+    placed: set[str] = set()
+    fused = []
+    for pos, i, chain in kernels:
+        nodes = tuple(n for n in chain if n not in placed)
+        placed.update(nodes)
+        if nodes:
+            fused.append(
+                spec.FusedKernel(f"k{i}", nodes, stages[pos], blocks=int(rng.integers(1, 2000)))
+            )
+    return spec.Plan(p.name, "small", gpus, tuple(fused))
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_invariants_on_random_scenarios(seed):
+    sc = small_scenario(np.random.default_rng(seed))
+    r = simulate(sc, commit="test")
+    n, iters = sc.hardware.gpu_count, sc.warmup + sc.iterations
+    order = [s.value for s in stages_for(n)]
+    spans = r.log.spans
+    for g in range(n):
+        training = [s for s in spans if s.gpu == g and s.lane == TRAINING]
+        stage_spans = [s for s in training if s.name in order]
+        # every stage of every iteration exactly once, in order
+        assert [(s.iteration, s.name) for s in stage_spans] == [
+            (i, name) for i in range(iters) for name in order
+        ]
+        for lane in (TRAINING, PREPROCESS):
+            lane_spans = sorted(
+                (s for s in spans if s.gpu == g and s.lane == lane), key=lambda s: s.start_ms
+            )
+            for a, b in zip(lane_spans, lane_spans[1:]):
+                assert a.end_ms <= b.start_ms + 1e-9, (a, b)  # nothing overlaps on a stream
+            assert all(s.end_ms >= s.start_ms for s in lane_spans)
+        # each kernel runs exactly once per iteration on this GPU
+        kernels = [k.name for k in r.compiled.gpus[g].kernels]
+        ran = sorted((s.iteration, s.name) for s in spans if s.gpu == g and s.name in kernels)
+        assert ran == sorted((i, k) for i in range(iters) for k in kernels)
+    if n > 1:  # collectives start together on all GPUs
+        for name in ("input_a2a", "grad_allreduce"):
+            for it in range(iters):
+                starts = {
+                    round(s.start_ms, 9)
+                    for s in spans
+                    if s.name == name and s.iteration == it and s.lane == TRAINING
+                }
+                assert len(starts) == 1
+    # no op node preprocessed twice or never
+    placed = [n for k in r.compiled.plan.kernels for n in k.nodes] + list(r.compiled.plan.cpu_nodes)
+    if sc.strategy.kind is not StrategyKind.IDEAL:
+        assert sorted(placed) == sorted(sc.pipeline.node_by_name)
+    assert r.prediction.iteration_time_ms > 0
+
+
+def test_ideal_one_gpu_is_sum_of_stages(h200, kaggle_model, kaggle):
+    r = simulate(Scenario(h200, kaggle_model, kaggle, Strategy(StrategyKind.IDEAL)), commit="t")
+    cm = AnalyticCostModel()
+    work = stage_work(kaggle_model, h200, shard_tables(kaggle_model, h200), 0)
+    expected = sum(cm.stage_ms(w, h200) for w in work.values())
+    assert r.prediction.iteration_time_ms == pytest.approx(expected, rel=1e-12)
+    assert r.prediction.stall_ms_per_iteration == 0
+
+
+def test_ring_allreduce_closed_form():
+    link = spec.LINKS["nvlink4"]
+    nbytes, n = 64e6, 8
+    expected = (
+        2 * (n - 1) / n * nbytes / link.bytes_per_s * 1e3 + 2 * (n - 1) * link.latency_us / 1e3
+    )
+    assert ring_allreduce_ms(nbytes, n, link) == pytest.approx(expected)
+    assert ring_allreduce_ms(nbytes, 1, link) == 0.0
+    assert all_to_all_ms([1e6, 3e6], [2e6, 1e6], link) == pytest.approx(
+        3e6 / link.bytes_per_s * 1e3 + link.latency_us / 1e3
+    )
+
+
+def test_allreduce_stage_in_simulation_matches_formula(kaggle_model, kaggle):
+    hw = spec.hardware_preset("h200", 4)
+    r = simulate(Scenario(hw, kaggle_model, kaggle, Strategy(StrategyKind.IDEAL)), commit="t")
+    from costmodel.workload import dense_params
+
+    expected = ring_allreduce_ms(4 * dense_params(kaggle_model), 4, hw.intra_node)
+    got = next(s for s in r.prediction.stages if s.stage == "grad_allreduce")
+    assert got.time_ms == pytest.approx(expected)
+
+
+def test_cpu_throughput_grows_to_ideal_and_never_exceeds(kaggle, kaggle_model):
+    hw = spec.hardware_preset("h200", 2, host_cpu_cores=64)
+    model = replace(kaggle_model, batch_per_gpu=8192)
+    ideal = simulate(Scenario(hw, model, kaggle, Strategy(StrategyKind.IDEAL)), commit="t")
+    tputs = []
+    for n in (1, 2, 4, 8, 16, 32, 64):
+        r = simulate(Scenario(hw, model, kaggle, Strategy(StrategyKind.CPU, n)), commit="t")
+        tputs.append(r.prediction.throughput_samples_per_s)
+    best = ideal.prediction.throughput_samples_per_s
+    assert all(b >= a * (1 - 1e-9) for a, b in zip(tputs, tputs[1:]))
+    assert all(t <= best * (1 + 1e-9) for t in tputs)
+    assert tputs[0] < 0.5 * best
+    assert tputs[-1] == pytest.approx(best, rel=1e-6)
+
+
+def test_overlap_and_plan_between_sequential_and_ideal(h200, kaggle, kaggle_model):
+    def tput(strategy):
+        return simulate(
+            Scenario(h200, kaggle_model, kaggle, strategy), commit="t"
+        ).prediction.throughput_samples_per_s
+
+    ideal = tput(Strategy(StrategyKind.IDEAL))
+    seq = tput(Strategy(StrategyKind.GPU_SEQUENTIAL))
+    plan = spec.one_kernel_plan(kaggle, kaggle_model.name, 1, "top_mlp_fwd")
+    planned = tput(Strategy(StrategyKind.PLAN, plan=plan))
+    assert seq < planned <= ideal
+
+
+def test_deterministic_for_a_seed(kaggle, kaggle_model):
+    hw = spec.hardware_preset("h200", 4)
+    sc = Scenario(hw, kaggle_model, kaggle, Strategy(StrategyKind.CPU, 8), jitter_cv=0.1, seed=7)
+    a, b = simulate(sc, commit="t"), simulate(sc, commit="t")
+    assert a.log.spans == b.log.spans
+    c = simulate(replace(sc, seed=8), commit="t")
+    assert c.log.spans != a.log.spans
+
+
+def test_pgas_hides_embedding_all_to_all():
+    model = spec.model_preset("criteo-terabyte")
+    p = spec.pipeline_preset("terabyte")
+    hw = spec.hardware_preset("h200", 4, intra_node="pcie5")  # a slow link makes comm matter
+    times = {}
+    for comm in EmbeddingComm:
+        r = simulate(
+            Scenario(hw, model, p, Strategy(StrategyKind.IDEAL), embedding_comm=comm), commit="t"
+        )
+        times[comm] = r.prediction.iteration_time_ms
+    assert times[EmbeddingComm.PGAS] < times[EmbeddingComm.COLLECTIVE]
+
+
+def test_owner_mapping_removes_input_all_to_all_bytes(kaggle, kaggle_model):
+    hw = spec.hardware_preset("h200", 2)
+    sh = shard_tables(kaggle_model, hw)
+    every = frozenset(t.name for t in kaggle_model.tables)
+    local = stage_work(kaggle_model, hw, sh, 0)[Stage.INPUT_A2A]
+    owner = stage_work(kaggle_model, hw, sh, 0, owner_mapped=every)[Stage.INPUT_A2A]
+    assert local.send_bytes > 0 and owner.send_bytes == 0 and owner.recv_bytes == 0
+
+
+def test_owner_kernel_must_run_on_owner(kaggle, kaggle_model):
+    hw = spec.hardware_preset("h200", 2)
+    owner = shard_tables(kaggle_model, hw).owner["cat_0"]
+    chain = ("fill_cat_0", "hash_cat_0", "first_cat_0")
+    rest = tuple(n for n in kaggle.order if n not in chain)
+    kernels = (
+        spec.FusedKernel("rest", rest, "emb_fwd"),
+        spec.FusedKernel("c0", chain, "emb_fwd", gpu=1 - owner),
+    )
+    plan = spec.Plan(
+        "kaggle", kaggle_model.name, 2, kernels, feature_mapping={"first_cat_0": spec.Mapping.OWNER}
+    )
+    with pytest.raises(spec.SpecError, match=f"the owner of table 'cat_0' \\(GPU {owner}\\)"):
+        simulate(Scenario(hw, kaggle_model, kaggle, Strategy(StrategyKind.PLAN, plan=plan)))
+    ok = replace(plan, kernels=(kernels[0], replace(kernels[1], gpu=owner)))
+    r = simulate(
+        Scenario(hw, kaggle_model, kaggle, Strategy(StrategyKind.PLAN, plan=ok)), commit="t"
+    )
+    assert len(r.compiled.gpus[owner].kernels) == 2
+    assert len(r.compiled.gpus[1 - owner].kernels) == 1

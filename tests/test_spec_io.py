@@ -1,0 +1,54 @@
+"""Spec values survive JSON and YAML, and files are written atomically."""
+
+import os
+
+import pytest
+
+import spec
+from spec.serde import load, save, write_atomic
+
+
+@pytest.mark.parametrize("suffix", [".json", ".yaml"])
+@pytest.mark.parametrize("make", [
+    lambda: spec.pipeline_preset("wide-2x"),
+    lambda: spec.model_preset("mlperf-dcnv2"),
+    lambda: spec.hardware_preset("a100", 8),
+    lambda: spec.one_kernel_plan(spec.pipeline_preset("kaggle"), "criteo-kaggle", 1, "emb_fwd"),
+])
+def test_round_trip(tmp_path, suffix, make):
+    obj = make()
+    path = tmp_path / f"x{suffix}"
+    save(obj, path)
+    assert load(type(obj), path) == obj
+
+
+def test_preset_node_counts():
+    counts = {k: len(spec.pipeline_preset(k).nodes) for k in spec.PIPELINE_PRESETS}
+    assert counts == {"kaggle": 105, "terabyte": 105, "wide-2x": 221, "wide-4x": 442,
+                      "multihot": 104}
+    for k, m in spec.DEFAULT_MODEL_FOR.items():
+        spec.pipeline_preset(k).check_model(spec.model_preset(m))
+
+
+def test_mlperf_model_size():
+    m = spec.model_preset("mlperf-dcnv2")
+    rows = sum(t.rows for t in m.tables)
+    assert 204e6 < rows < 205e6  # OPS.md: about 204 M rows
+    assert 104e9 < rows * 128 * 4 < 106e9  # 105 GB in fp32 at dim 128
+
+
+def test_write_atomic_keeps_old_file_on_failure(tmp_path):
+    path = tmp_path / "out.json"
+    path.write_text("old")
+
+    class Boom(str):
+        def __str__(self):
+            raise RuntimeError
+
+    with pytest.raises(TypeError):
+        write_atomic(path, 123)  # type: ignore[arg-type]
+    assert path.read_text() == "old"
+    assert [p.name for p in tmp_path.iterdir()] == ["out.json"]
+    write_atomic(path, "new")
+    assert path.read_text() == "new"
+    assert not any(n.endswith(".tmp") for n in os.listdir(tmp_path))
