@@ -49,14 +49,7 @@ def _occupancy(threads: float, hw: Hardware) -> float:
 
 
 def kernel_occupancy(work: KernelWork, hw: Hardware) -> float:
-    """Resident threads over the GPU's maximum, limited by registers per thread."""
-    g = hw.gpu
-    per_sm_by_regs = g.registers_per_sm // max(work.registers_per_thread, 1)
-    per_sm = min(g.max_threads_per_sm, per_sm_by_regs,
-                 g.max_blocks_per_sm * work.threads_per_block)
-    per_sm = (per_sm // work.threads_per_block) * work.threads_per_block
-    resident = min(work.blocks * work.threads_per_block, per_sm * g.sm_count)
-    return resident / g.max_resident_threads
+    return hw.gpu.occupancy(work.blocks, work.threads_per_block, work.registers_per_thread)
 
 
 class AnalyticCostModel(CostModel):

@@ -67,6 +67,16 @@ class GpuKind:
     def max_resident_threads(self) -> int:
         return self.sm_count * self.max_threads_per_sm
 
+    def occupancy(self, blocks: int, threads_per_block: int, registers_per_thread: int) -> float:
+        """Resident threads over the maximum for a launch: the CUDA occupancy calculator's
+        thread, block and register limits (shared memory unused by our kernels)."""
+        regs = max(registers_per_thread, 1)
+        per_sm = min(self.max_threads_per_sm, self.registers_per_sm // regs,
+                     self.max_blocks_per_sm * threads_per_block)
+        per_sm = (per_sm // threads_per_block) * threads_per_block
+        resident = min(blocks * threads_per_block, per_sm * self.sm_count)
+        return resident / self.max_resident_threads
+
     def peak_flops_per_s(self, precision: Precision) -> float:
         """Dense peak for `precision`; an error where the GPU lacks it."""
         if precision is Precision.FP32:

@@ -1,0 +1,1 @@
+"""The real thing: operators, fused kernels, data; torch and numba live only here."""

@@ -1,0 +1,66 @@
+"""Split a group of op nodes into chains: source column -> nodes -> sink column.
+
+A sink is a node of the group whose output is needed outside it (a pipeline output or
+an input of a node in another group); it is written to device memory. Nodes inside a
+chain stay in registers. A node on two chains' paths (fill_int_0 feeding both logit and
+bucketize) is recomputed in each: cheaper than a round trip through memory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from spec import Column, OpKind, OpNode, Pipeline, Shape, SpecError
+
+
+@dataclass(frozen=True)
+class Chain:
+    source: str
+    nodes: tuple[OpNode, ...]
+    sink: str
+
+    def signature(self, cols: dict[str, Column]) -> tuple:
+        """What the generated code depends on: types and op kinds, never parameter values."""
+        src = cols[self.source]
+        ops = tuple((n.op.value, n.params.get("to")) if n.op is OpKind.CAST else n.op.value
+                    for n in self.nodes)
+        sink = cols[self.sink]
+        return (src.dtype.value, src.shape.value, src.nullable, ops, sink.dtype.value,
+                sink.shape.value)
+
+
+def sinks_of(pipeline: Pipeline, group: Iterable[str]) -> list[str]:
+    inside = set(group)
+    outputs = set(pipeline.dense_outputs) | {s.node for s in pipeline.sparse_outputs}
+    return [n for n in pipeline.order if n in inside and
+            (n in outputs or any(c not in inside for c in pipeline.consumers[n]))]
+
+
+def chains_of(pipeline: Pipeline, group: Iterable[str]) -> list[Chain]:
+    group = list(group)
+    inside = set(group)
+    for n in group:
+        if n not in pipeline.node_by_name:
+            raise SpecError("group", n, f"a node of pipeline {pipeline.name!r}")
+    chains = []
+    for sink in sinks_of(pipeline, group):
+        path = []
+        cur = sink
+        while cur in inside:
+            node = pipeline.node_by_name[cur]
+            path.append(node)
+            cur = node.input
+        chains.append(Chain(cur, tuple(reversed(path)), sink))
+    return chains
+
+
+def sources_of(chains: Iterable[Chain]) -> list[str]:
+    seen: dict[str, None] = {}
+    for c in chains:
+        seen.setdefault(c.source, None)
+    return list(seen)
+
+
+def is_list(col: Column) -> bool:
+    return col.shape is Shape.LIST

@@ -1,0 +1,189 @@
+"""Generate the source of a horizontally fused kernel from chain signatures.
+
+One generator serves four uses: per-op CUDA kernels (one-node groups), fused CUDA
+kernels, and the same two as Numba CPU `njit(parallel=True)` functions. The CUDA grid
+is 2-D: y over the group's chains (slots), x grid-striding over rows. Data lives in
+typed pools addressed by per-column descriptors, so every kernel has the same
+parameter list and kernels are cached by signature alone; operator parameters live in
+per-slot device arrays.
+
+Per slot, params: fpar[slot, 2k + {0,1}] and ipar[slot, 3k + {0,1,2}] for op k:
+  fill_null f0/i0 value; sigrid_hash i0 salt, i1 max_value; bucketize i0 start, i1 count
+  in aux_f; logit f0 eps; boxcox f0 lambda; clamp(_list) f0/f1 lo/hi (i0/i1 for ints);
+  firstx i0 x; onehot f0 low, f1 high, i0 num_classes; ngram i0 n; mapid i0 start,
+  i1 count in aux_i.
+Descriptors: desc[col] = (values base, offsets base or -1, validity base or -1).
+"""
+
+from __future__ import annotations
+
+FLOAT_POOL, INT_POOL = "f32", "i64"
+
+PARAMS = "desc, f32, i64, offs, valid, fpar, ipar, aux_f, aux_i, slot_sig, slot_src, slot_dst, rows"
+
+
+def _pool(dtype: str) -> str:
+    return FLOAT_POOL if dtype == "float32" else INT_POOL
+
+
+def _zero(dtype: str) -> str:
+    return "np.float32(0.0)" if dtype == "float32" else "np.int64(0)"
+
+
+def _op_name(op: object) -> str:
+    return op[0] if isinstance(op, tuple) else op  # type: ignore[index,return-value]
+
+
+def _dtypes(sig: tuple) -> list[str]:
+    """Value dtype after each op (index 0: the source)."""
+    src_dtype, _, _, ops, _, _ = sig
+    out = ["float32" if src_dtype == "float32" else "int64"]
+    for op in ops:
+        name = _op_name(op)
+        cur = out[-1]
+        if name == "cast":
+            cur = "float32" if op[1] == "float32" else "int64"
+        elif name in ("sigrid_hash", "bucketize", "onehot", "mapid"):
+            cur = "int64"
+        out.append(cur)
+    return out
+
+
+def length_lines(p: str, sig: tuple) -> list[str]:
+    """Code computing {p}L0..{p}LK (list lengths after each op) and {p}null for row r."""
+    _, src_shape, nullable, ops, _, _ = sig
+    lines = []
+    if src_shape == "list":
+        lines += [f"{p}ob = desc[src, 1]",
+                  f"{p}st = offs[{p}ob + r]",
+                  f"{p}L0 = offs[{p}ob + r + 1] - {p}st"]
+    else:
+        lines += [f"{p}st = r", f"{p}L0 = 1"]
+    lines.append(f"{p}null = valid[desc[src, 2] + r] == 0" if nullable else f"{p}null = False")
+    for k, op in enumerate(ops, start=1):
+        name, prev = _op_name(op), f"{p}L{k - 1}"
+        if name == "fill_null" and src_shape == "list":
+            lines.append(f"{p}L{k} = 1 if {p}null else {prev}")
+        elif name == "firstx":
+            lines.append(f"{p}x{k} = ipar[slot, {3 * (k - 1)}]")
+            lines.append(f"{p}L{k} = min({prev}, max({p}x{k}, 0))")
+        elif name == "ngram":
+            lines.append(f"{p}L{k} = ngram_length(ipar[slot, {3 * (k - 1)}], {prev})")
+        elif name == "onehot":
+            lines.append(f"{p}L{k} = ipar[slot, {3 * (k - 1)}]")
+        else:
+            lines.append(f"{p}L{k} = {prev}")
+    return lines
+
+
+def value_lines(p: str, sig: tuple) -> list[str]:
+    """Code computing {p}v{K}, the chain's value at output index j of row r."""
+    src_dtype, src_shape, _, ops, _, _ = sig
+    dts = _dtypes(sig)
+    K = len(ops)
+    lines = [f"{p}i{K} = j"]
+    for k in range(K, 0, -1):  # output index -> input index, through the shape ops
+        name = _op_name(ops[k - 1])
+        if name == "ngram":
+            lines.append(f"{p}i{k - 1} = ngram_source({p}i{k}, ipar[slot, {3 * (k - 1)}], "
+                         f"{p}L{k - 1})")
+        elif name == "onehot":
+            lines.append(f"{p}oh{k} = {p}i{k}")
+            lines.append(f"{p}i{k - 1} = 0")
+        else:
+            lines.append(f"{p}i{k - 1} = {p}i{k}")
+    pool = _pool(src_dtype)
+    if src_shape == "list":
+        lines.append(f"{p}v0 = {pool}[desc[src, 0] + {p}st + {p}i0] if {p}i0 < {p}L0 "
+                     f"else {_zero(dts[0])}")
+    else:
+        lines.append(f"{p}v0 = {pool}[desc[src, 0] + r]")
+    for k, op in enumerate(ops, start=1):
+        name, v, f, i = _op_name(op), f"{p}v{k - 1}", 2 * (k - 1), 3 * (k - 1)
+        out = f"{p}v{k}"
+        if name == "fill_null":
+            fill = f"fpar[slot, {f}]" if dts[k] == "float32" else f"ipar[slot, {i}]"
+            cast = "np.float32" if dts[k] == "float32" else "np.int64"
+            lines.append(f"{out} = {cast}({fill}) if {p}null else {v}")
+        elif name == "cast":
+            if dts[k] == "float32":
+                lines.append(f"{out} = np.float32({v})")
+            elif dts[k - 1] == "float32":
+                lines.append(f"{out} = round_to_int64({v})")
+            else:
+                lines.append(f"{out} = np.int64({v})")
+        elif name == "sigrid_hash":
+            lines.append(f"{out} = sigrid_hash({v}, ipar[slot, {i}], ipar[slot, {i + 1}])")
+        elif name == "bucketize":
+            lines.append(f"{out} = bucketize(np.float64({v}), aux_f, ipar[slot, {i}], "
+                         f"ipar[slot, {i + 1}])")
+        elif name == "logit":
+            lines.append(f"{out} = logit({v}, fpar[slot, {f}])")
+        elif name == "boxcox":
+            lines.append(f"{out} = boxcox({v}, fpar[slot, {f}])")
+        elif name in ("clamp", "clamp_list"):
+            if dts[k] == "float32":
+                lo, hi = f"np.float32(fpar[slot, {f}])", f"np.float32(fpar[slot, {f + 1}])"
+            else:
+                lo, hi = f"ipar[slot, {i}]", f"ipar[slot, {i + 1}]"
+            lines.append(f"{p}a{k} = {lo} if {v} < {lo} else {v}")
+            lines.append(f"{out} = {hi} if {p}a{k} > {hi} else {p}a{k}")
+        elif name == "mapid":
+            lines.append(f"{out} = mapid({v}, aux_i, ipar[slot, {i}], ipar[slot, {i + 1}])")
+        elif name == "onehot":
+            lines.append(f"{p}c{k} = onehot_class(np.float32({v}), fpar[slot, {f}], "
+                         f"fpar[slot, {f + 1}], ipar[slot, {i}]) if {p}L{k - 1} > 0 "
+                         "else np.int64(0)")
+            lines.append(f"{out} = np.int64(1) if {p}oh{k} == {p}c{k} else np.int64(0)")
+        else:  # firstx, ngram: values pass through
+            lines.append(f"{out} = {v}")
+    return lines
+
+
+def chain_body(p: str, sig: tuple, part: str) -> list[str]:
+    """Statements for one row r of one chain. part: 'lengths' or 'values'."""
+    *_, ops, sink_dtype, sink_shape = sig
+    K = len(ops)
+    lines = length_lines(p, sig)
+    if part == "lengths":
+        if sink_shape == "list":
+            lines.append(f"offs[desc[dst, 1] + r + 1] = {p}L{K}")
+        return lines
+    pool = _pool(sink_dtype)
+    if sink_shape == "list":
+        lines.append(f"{p}ost = desc[dst, 0] + offs[desc[dst, 1] + r]")
+        lines.append(f"for j in range({p}L{K}):")
+        lines += ["    " + s for s in value_lines(p, sig)]
+        lines.append(f"    {pool}[{p}ost + j] = {p}v{K}")
+    else:
+        lines.append("j = 0")
+        lines += value_lines(p, sig)
+        lines.append(f"{pool}[desc[dst, 0] + r] = {p}v{K}")
+    return lines
+
+
+def kernel_source(signatures: list[tuple], part: str, target: str, name: str) -> str:
+    """Source of one kernel over `signatures` (slot_sig[slot] indexes this list).
+
+    target 'cuda': grid y = slot, grid-stride over rows in x.
+    target 'cpu': a serial loop over slots, prange over rows.
+    """
+    out = [f"def {name}({PARAMS}):"]
+    if target == "cuda":
+        out += ["    slot = cuda.blockIdx.y",
+                "    first = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x",
+                "    stride = cuda.gridDim.x * cuda.blockDim.x"]
+        indent = "    "
+    else:
+        out += ["    for slot in range(slot_sig.shape[0]):"]
+        indent = "        "
+    out += [f"{indent}sig = slot_sig[slot]", f"{indent}src = slot_src[slot]",
+            f"{indent}dst = slot_dst[slot]"]
+    for s, sig in enumerate(signatures):
+        out.append(f"{indent}{'if' if s == 0 else 'elif'} sig == {s}:")
+        loop = "range(first, rows, stride)" if target == "cuda" else "prange(rows)"
+        out.append(f"{indent}    for r in {loop}:")
+        out += [f"{indent}        {line}" for line in chain_body(f"s{s}_", sig, part)]
+    if len(out) and not signatures:
+        out.append(f"{indent}pass")
+    return "\n".join(out) + "\n"

@@ -1,0 +1,130 @@
+"""Run a whole Pipeline: NumPy reference, Numba CPU, or CUDA from fused groups.
+
+All paths produce the trainer's inputs: dense float32 [rows, n_dense] and, per sparse
+feature, values + offsets (TorchRec KeyedJaggedTensor layout), plus every column.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from backend.columns import ColumnData
+from backend.fusion import FusedGroup
+from backend.pools import HostPools, Layout
+from backend.reference import run_reference
+from spec import Pipeline, SpecError
+
+
+@dataclass(frozen=True, eq=False)
+class TrainerInputs:
+    dense: np.ndarray
+    """float32 [rows, n_dense]."""
+    sparse: dict[str, ColumnData]
+    """table name -> int64 values + offsets."""
+
+
+def trainer_inputs(pipeline: Pipeline, cols: Mapping[str, ColumnData]) -> TrainerInputs:
+    dense = np.stack([cols[n].values for n in pipeline.dense_outputs], axis=1)
+    sparse = {}
+    for s in pipeline.sparse_outputs:
+        c = cols[s.node]
+        off = c.offsets if c.offsets is not None else np.arange(len(c.values) + 1, dtype=np.int64)
+        sparse[s.table] = ColumnData(c.values.astype(np.int64), off)
+    return TrainerInputs(dense.astype(np.float32), sparse)
+
+
+def check_groups(pipeline: Pipeline, groups: Sequence[Sequence[str]]) -> None:
+    """Every node in exactly one group, groups in an order that respects dependencies."""
+    seen: dict[str, int] = {}
+    for g, nodes in enumerate(groups):
+        for n in nodes:
+            if n not in pipeline.node_by_name:
+                raise SpecError(f"groups[{g}]", n, f"a node of pipeline {pipeline.name!r}")
+            if n in seen:
+                raise SpecError(f"groups[{g}]", n, f"a node in one group (also groups[{seen[n]}])")
+            seen[n] = g
+    missing = [n for n in pipeline.order if n not in seen]
+    if missing:
+        raise SpecError("groups", missing[:3], f"every node in a group ({len(missing)} are not)")
+    for n in pipeline.nodes:
+        src = n.input
+        if src in seen and seen[src] > seen[n.name]:
+            raise SpecError(f"groups[{seen[n.name]}]", n.name,
+                            f"after the group computing its input {src!r} (groups[{seen[src]}])")
+
+
+class PipelineProgram:
+    """Fused groups bound to a pool layout for one batch shape."""
+
+    def __init__(self, pipeline: Pipeline, groups: Sequence[FusedGroup],
+                 inputs: Mapping[str, ColumnData]) -> None:
+        check_groups(pipeline, [g.nodes for g in groups])
+        self.pipeline, self.groups = pipeline, list(groups)
+        rows = next(iter(inputs.values())).rows
+        self.layout = Layout(pipeline, rows)
+        for c in pipeline.inputs:
+            data = inputs[c.name]
+            data.check(c, c.name)
+            if data.rows != rows:
+                raise SpecError(f"inputs.{c.name}", data.rows, f"{rows} rows like the others")
+            self.layout.add(c.name, len(data.values))
+        for g in self.groups:
+            self.layout.add_group(g.chains)
+        self.desc = self.layout.descriptors()
+        self.bound = [g.bind(self.layout) for g in self.groups]
+        self.host = HostPools(self.layout)
+        for c in pipeline.inputs:
+            self.host.pack(c.name, inputs[c.name])
+
+    def _scan_host(self, offs: np.ndarray, group: FusedGroup) -> None:
+        base, count = group.list_offsets_block(self.layout)
+        if count:
+            block = offs[base : base + count * (self.layout.rows + 1)].reshape(count, -1)
+            block[:, 0] = 0
+            np.cumsum(block[:, 1:], axis=1, out=block[:, 1:])
+
+    def run_cpu(self) -> dict[str, ColumnData]:
+        """Numba CPU: each group's kernels run with prange over rows on all cores."""
+        h = self.host
+        for g, (src, dst) in zip(self.groups, self.bound):
+            args = (self.desc, h.f32, h.i64, h.offs, h.valid, g.fpar, g.ipar, g.aux_f, g.aux_i,
+                    g.slot_sig, src, dst, self.layout.rows)
+            if g.has_lists:
+                g.kernel("lengths", "cpu")(*args)
+                self._scan_host(h.offs, g)
+            g.kernel("values", "cpu")(*args)
+        return self.outputs()
+
+    def run_cuda_simulated(self) -> dict[str, ColumnData]:
+        """CUDA kernels under NUMBA_ENABLE_CUDASIM: the pools stay NumPy arrays."""
+        h = self.host
+        for g, (src, dst) in zip(self.groups, self.bound):
+            args = (self.desc, h.f32, h.i64, h.offs, h.valid, g.fpar, g.ipar, g.aux_f, g.aux_i,
+                    g.slot_sig, src, dst, self.layout.rows)
+            grid, threads = g.grid(), g.threads
+            if g.has_lists:
+                g.kernel("lengths", "cuda")[grid, threads](*args)
+                self._scan_host(h.offs, g)
+            g.kernel("values", "cuda")[grid, threads](*args)
+        return self.outputs()
+
+    def outputs(self) -> dict[str, ColumnData]:
+        return {n: self.host.unpack(n) for n in self.layout.names
+                if n in self.pipeline.node_by_name}
+
+
+def one_group(pipeline: Pipeline, **launch: int) -> list[FusedGroup]:
+    return [FusedGroup(pipeline, pipeline.order, "all", **launch)]
+
+
+def per_node_groups(pipeline: Pipeline, **launch: int) -> list[FusedGroup]:
+    """Unfused: one kernel per op node, every intermediate through memory."""
+    return [FusedGroup(pipeline, [n], n, **launch) for n in pipeline.order]
+
+
+def run_numpy(pipeline: Pipeline, inputs: Mapping[str, ColumnData]) -> dict[str, ColumnData]:
+    return {k: v for k, v in run_reference(pipeline, inputs).items()
+            if k in pipeline.node_by_name}

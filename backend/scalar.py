@@ -1,0 +1,145 @@
+"""Scalar operator logic written once, for Numba CPU, Numba-CUDA and the CUDA simulator.
+
+`register_jitable` makes each function callable from `njit` and `cuda.jit` code and
+plain Python (the simulator). 64-bit arithmetic uses explicit uint64 casts so that
+the simulator, which follows NumPy scalar rules, wraps instead of raising.
+Semantics: ../shared/OPS.md (Velox's).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import uint64
+from numba.extending import register_jitable
+
+M64 = 0xFFFFFFFFFFFFFFFF
+K_MUL = 0x9DDFEA08EB382D69
+
+
+@register_jitable
+def twang_mix64(k):
+    k = uint64(k)
+    k = uint64((~k) + uint64(k << uint64(21)))
+    k = k ^ (k >> uint64(24))
+    k = uint64(k + uint64(k << uint64(3)) + uint64(k << uint64(8)))
+    k = k ^ (k >> uint64(14))
+    k = uint64(k + uint64(k << uint64(2)) + uint64(k << uint64(4)))
+    k = k ^ (k >> uint64(28))
+    k = uint64(k + uint64(k << uint64(31)))
+    return k
+
+
+@register_jitable
+def hash128to64(upper, lower):
+    kmul = uint64(0x9DDFEA08EB382D69)
+    a = uint64((uint64(lower) ^ uint64(upper)) * kmul)
+    a = a ^ (a >> uint64(47))
+    b = uint64((uint64(upper) ^ a) * kmul)
+    b = b ^ (b >> uint64(47))
+    return uint64(b * kmul)
+
+
+@register_jitable
+def sigrid_hash(x, salt, max_value):
+    """Velox sigrid_hash of int64 `x`; max_value >= 1 is checked at pipeline build."""
+    if max_value == 1:
+        return np.int64(0)
+    h = hash128to64(uint64(np.int64(salt)), twang_mix64(uint64(np.int64(x))))
+    s = np.int64(h)  # reinterpret the 64 bits as signed
+    r = s % np.int64(max_value)  # Python semantics: floor-mod, result in [0, m)
+    return np.int64(r)
+
+
+@register_jitable
+def bucketize(v, borders, start, n):
+    """Velox bucketize of float64 `v` against borders[start:start+n] (non-decreasing)."""
+    if v != v:
+        return np.int64(1) if n >= 2 else np.int64(0)
+    lo = 0
+    hi = n
+    while lo < hi:  # first index with borders[i] >= v
+        mid = (lo + hi) // 2
+        if borders[start + mid] < v:
+            lo = mid + 1
+        else:
+            hi = mid
+    i = lo
+    if i >= n - 1:
+        return np.int64(i)
+    if v < borders[start + i + 1]:
+        return np.int64(i)
+    return np.int64(i + 1)
+
+
+@register_jitable
+def logit(v, eps):
+    """float32 in, float32 out; the logarithm is taken in float64 and rounded once."""
+    e = np.float32(eps)
+    one = np.float32(1.0)
+    hi = np.float32(one - e)
+    t = v
+    if t < e:
+        t = e
+    if t > hi:
+        t = hi
+    r = np.float32(t / np.float32(one - t))
+    return np.float32(math.log(np.float64(r)))
+
+
+@register_jitable
+def boxcox(v, lam):
+    """float32; v <= 0 and NaN pass through. Powers in float64, rounded to float32."""
+    if not (v > np.float32(0.0)):
+        return v
+    if lam == 0.0:
+        return np.float32(math.log(np.float64(v)))
+    p = np.float32(math.pow(np.float64(v), np.float64(np.float32(lam))))
+    return np.float32(np.float32(p - np.float32(1.0)) / np.float32(lam))
+
+
+@register_jitable
+def onehot_class(v, low, high, num_classes):
+    """Class of float32 `v`: trunc((v - low) / step), out of range (or NaN) -> 0."""
+    step = np.float32(np.float32(np.float32(high) - np.float32(low)) / np.float32(num_classes))
+    q = np.float32(np.float32(v - np.float32(low)) / step)
+    if not (q >= np.float32(0.0)) or q >= np.float32(num_classes):
+        return np.int64(0)
+    return np.int64(q)
+
+
+@register_jitable
+def mapid(v, table, start, n):
+    if v < 0 or v >= n:
+        return np.int64(0)
+    return np.int64(table[start + v])
+
+
+@register_jitable
+def round_to_int64(v):
+    """float -> int64: round half away from zero (Presto CAST), NaN -> 0, saturating."""
+    if v != v:
+        return np.int64(0)
+    x = np.float64(v)
+    if x >= 9.2233720368547758e18:
+        return np.int64(9223372036854775807)
+    if x <= -9.2233720368547758e18:
+        return np.int64(-9223372036854775807 - 1)
+    r = math.floor(abs(x) + 0.5)
+    return np.int64(r) if x >= 0 else np.int64(-r)
+
+
+@register_jitable
+def ngram_source(j, n, length):
+    """Input index of output element j of ngram(n) over a list of `length`."""
+    m = n if n < length else length
+    return j // m + j % m
+
+
+@register_jitable
+def ngram_length(n, length):
+    if length <= 0:
+        return 0
+    m = n if n < length else length
+    return (length - m + 1) * m
