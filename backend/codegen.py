@@ -7,8 +7,8 @@ typed pools addressed by per-column descriptors, so every kernel has the same
 parameter list and kernels are cached by signature alone; operator parameters live in
 per-slot device arrays.
 
-Per slot, params: fpar[slot, 2k + {0,1}] and ipar[slot, 3k + {0,1,2}] for op k:
-  fill_null f0/i0 value; sigrid_hash i0 salt, i1 max_value; bucketize i0 start, i1 count
+Per slot, params: fpar[slot, 2k + {0,1}] and ipar[slot, 4k + {0,1,2,3}] for op k:
+  fill_null f0/i0 value; sigrid_hash i0 salt, i1 max_value, i2/i3 division magic/shift; bucketize i0 start, i1 count
   in aux_f; logit f0 eps; boxcox f0 lambda; clamp(_list) f0/f1 lo/hi (i0/i1 for ints);
   firstx i0 x; onehot f0 low, f1 high, i0 num_classes; ngram i0 n; mapid i0 start,
   i1 count in aux_i.
@@ -65,18 +65,18 @@ def length_lines(p: str, sig: tuple) -> list[str]:
         if name == "fill_null" and src_shape == "list":
             lines.append(f"{p}L{k} = 1 if {p}null else {prev}")
         elif name == "firstx":
-            lines.append(f"{p}x{k} = ipar[slot, {3 * (k - 1)}]")
+            lines.append(f"{p}x{k} = ipar[slot, {4 * (k - 1)}]")
             lines.append(f"{p}L{k} = min({prev}, max({p}x{k}, 0))")
         elif name == "ngram":
-            lines.append(f"{p}L{k} = ngram_length(ipar[slot, {3 * (k - 1)}], {prev})")
+            lines.append(f"{p}L{k} = ngram_length(ipar[slot, {4 * (k - 1)}], {prev})")
         elif name == "onehot":
-            lines.append(f"{p}L{k} = ipar[slot, {3 * (k - 1)}]")
+            lines.append(f"{p}L{k} = ipar[slot, {4 * (k - 1)}]")
         else:
             lines.append(f"{p}L{k} = {prev}")
     return lines
 
 
-def value_lines(p: str, sig: tuple) -> list[str]:
+def value_lines(p: str, sig: tuple, division: str) -> list[str]:
     """Code computing {p}v{K}, the chain's value at output index j of row r."""
     src_dtype, src_shape, _, ops, _, _ = sig
     dts = _dtypes(sig)
@@ -85,7 +85,7 @@ def value_lines(p: str, sig: tuple) -> list[str]:
     for k in range(K, 0, -1):  # output index -> input index, through the shape ops
         name = _op_name(ops[k - 1])
         if name == "ngram":
-            lines.append(f"{p}i{k - 1} = ngram_source({p}i{k}, ipar[slot, {3 * (k - 1)}], "
+            lines.append(f"{p}i{k - 1} = ngram_source({p}i{k}, ipar[slot, {4 * (k - 1)}], "
                          f"{p}L{k - 1})")
         elif name == "onehot":
             lines.append(f"{p}oh{k} = {p}i{k}")
@@ -99,7 +99,7 @@ def value_lines(p: str, sig: tuple) -> list[str]:
     else:
         lines.append(f"{p}v0 = {pool}[desc[src, 0] + r]")
     for k, op in enumerate(ops, start=1):
-        name, v, f, i = _op_name(op), f"{p}v{k - 1}", 2 * (k - 1), 3 * (k - 1)
+        name, v, f, i = _op_name(op), f"{p}v{k - 1}", 2 * (k - 1), 4 * (k - 1)
         out = f"{p}v{k}"
         if name == "fill_null":
             fill = f"fpar[slot, {f}]" if dts[k] == "float32" else f"ipar[slot, {i}]"
@@ -112,6 +112,9 @@ def value_lines(p: str, sig: tuple) -> list[str]:
                 lines.append(f"{out} = round_to_int64({v})")
             else:
                 lines.append(f"{out} = np.int64({v})")
+        elif name == "sigrid_hash" and division == "magic":
+            lines.append(f"{out} = sigrid_hash_magic({v}, ipar[slot, {i}], ipar[slot, {i + 1}], "
+                         f"ipar[slot, {i + 2}], ipar[slot, {i + 3}])")
         elif name == "sigrid_hash":
             lines.append(f"{out} = sigrid_hash({v}, ipar[slot, {i}], ipar[slot, {i + 1}])")
         elif name == "bucketize":
@@ -140,7 +143,7 @@ def value_lines(p: str, sig: tuple) -> list[str]:
     return lines
 
 
-def chain_body(p: str, sig: tuple, part: str) -> list[str]:
+def chain_body(p: str, sig: tuple, part: str, division: str) -> list[str]:
     """Statements for one row r of one chain. part: 'lengths' or 'values'."""
     *_, ops, sink_dtype, sink_shape = sig
     K = len(ops)
@@ -153,20 +156,22 @@ def chain_body(p: str, sig: tuple, part: str) -> list[str]:
     if sink_shape == "list":
         lines.append(f"{p}ost = desc[dst, 0] + offs[desc[dst, 1] + r]")
         lines.append(f"for j in range({p}L{K}):")
-        lines += ["    " + s for s in value_lines(p, sig)]
+        lines += ["    " + s for s in value_lines(p, sig, division)]
         lines.append(f"    {pool}[{p}ost + j] = {p}v{K}")
     else:
         lines.append("j = 0")
-        lines += value_lines(p, sig)
+        lines += value_lines(p, sig, division)
         lines.append(f"{pool}[desc[dst, 0] + r] = {p}v{K}")
     return lines
 
 
-def kernel_source(signatures: list[tuple], part: str, target: str, name: str) -> str:
+def kernel_source(signatures: list[tuple], part: str, target: str, name: str,
+                  division: str = "magic") -> str:
     """Source of one kernel over `signatures` (slot_sig[slot] indexes this list).
 
     target 'cuda': grid y = slot, grid-stride over rows in x.
     target 'cpu': a serial loop over slots, prange over rows.
+    division 'magic': sigrid_hash's floor-mod by multiply-and-shift; 'mod': a 64-bit `%`.
     """
     out = [f"def {name}({PARAMS}):"]
     if target == "cuda":
@@ -183,7 +188,7 @@ def kernel_source(signatures: list[tuple], part: str, target: str, name: str) ->
         out.append(f"{indent}{'if' if s == 0 else 'elif'} sig == {s}:")
         loop = "range(first, rows, stride)" if target == "cuda" else "prange(rows)"
         out.append(f"{indent}    for r in {loop}:")
-        out += [f"{indent}        {line}" for line in chain_body(f"s{s}_", sig, part)]
+        out += [f"{indent}        {line}" for line in chain_body(f"s{s}_", sig, part, division)]
     if len(out) and not signatures:
         out.append(f"{indent}pass")
     return "\n".join(out) + "\n"

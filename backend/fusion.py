@@ -15,8 +15,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from backend import compat  # noqa: F401  (before the first CUDA compile)
-from backend import scalar
+from backend import (
+    compat,  # noqa: F401  (before the first CUDA compile)
+    scalar,
+)
 from backend.chains import Chain, chains_of
 from backend.codegen import kernel_source
 from backend.pools import Layout
@@ -25,18 +27,18 @@ from spec import OpKind, Pipeline
 _CACHE: dict[tuple, object] = {}
 
 
-def _compile(signatures: tuple, part: str, target: str) -> object:
-    key = (signatures, part, target)
+def _compile(signatures: tuple, part: str, target: str, division: str) -> object:
+    key = (signatures, part, target, division)
     if key in _CACHE:
         return _CACHE[key]
     import numba
     from numba import cuda, prange
 
     name = f"corun_{part}_{target}_{len(_CACHE)}"
-    src = kernel_source(list(signatures), part, target, name)
+    src = kernel_source(list(signatures), part, target, name, division)
     ns: dict = {"np": np, "cuda": cuda, "prange": prange, "min": min, "max": max}
     for fn in ("sigrid_hash", "bucketize", "logit", "boxcox", "onehot_class", "mapid",
-               "round_to_int64", "ngram_source", "ngram_length"):
+               "round_to_int64", "ngram_source", "ngram_length", "sigrid_hash_magic"):
         ns[fn] = getattr(scalar, fn)
     exec(compile(src, f"<corun generated {name}>", "exec"), ns)
     fn = ns[name]
@@ -50,12 +52,13 @@ def _params(chain: Chain, aux_f: list[float], aux_i: list[int]) -> tuple[list[fl
     i: list[int] = []
     for node in chain.nodes:
         p = node.params
-        fk, ik = [0.0, 0.0], [0, 0, 0]
+        fk, ik = [0.0, 0.0], [0, 0, 0, 0]
         if node.op is OpKind.FILL_NULL:
             fk[0] = float(p["value"])
             ik[0] = int(p["value"]) if float(p["value"]).is_integer() else 0
         elif node.op is OpKind.SIGRID_HASH:
             ik[0], ik[1] = p["salt"], p["max_value"]
+            ik[2], ik[3] = scalar.division_magic(p["max_value"])
         elif node.op is OpKind.BUCKETIZE:
             ik[0], ik[1] = len(aux_f), len(p["borders"])
             aux_f.extend(float(b) for b in p["borders"])
@@ -86,8 +89,11 @@ class FusedGroup:
     """One fused kernel (pair) over a group of op nodes."""
 
     def __init__(self, pipeline: Pipeline, nodes: Sequence[str], name: str = "group",
-                 blocks: int = 1056, threads_per_block: int = 256) -> None:
-        self.pipeline, self.name = pipeline, name
+                 blocks: int = 1056, threads_per_block: int = 256,
+                 division: str = "magic") -> None:
+        if division not in ("magic", "mod"):
+            raise ValueError(f"division = {division!r}: 'magic' or 'mod'")
+        self.pipeline, self.name, self.division = pipeline, name, division
         self.blocks, self.threads = blocks, threads_per_block
         self.nodes = tuple(nodes)
         self.chains = chains_of(pipeline, nodes)
@@ -100,7 +106,7 @@ class FusedGroup:
         aux_f: list[float] = []
         aux_i: list[int] = []
         self.fpar = np.zeros((len(self.chains), 2 * width), np.float64)
-        self.ipar = np.zeros((len(self.chains), 3 * width), np.int64)
+        self.ipar = np.zeros((len(self.chains), 4 * width), np.int64)
         for k, ch in enumerate(self.chains):
             f, i = _params(ch, aux_f, aux_i)
             self.fpar[k, : len(f)] = f
@@ -133,7 +139,7 @@ class FusedGroup:
         return bases[0], len(bases)
 
     def kernel(self, part: str, target: str) -> object:
-        return _compile(self.signatures, part, target)
+        return _compile(self.signatures, part, target, self.division)
 
     def registers_per_thread(self) -> int | None:
         """Registers of the compiled values kernel (None in the simulator or before launch)."""

@@ -92,10 +92,20 @@ def cast_ref(v: np.ndarray, to: str) -> np.ndarray:
         return v.astype(np.int64)
     x = v.astype(np.float64)
     r = np.where(np.isnan(x), 0, np.sign(x) * np.floor(np.abs(x) + 0.5))
-    r = np.clip(r, -9.2233720368547758e18, 9.2233720368547758e18)
-    out = np.where(r >= 9.2233720368547758e18, np.iinfo(np.int64).max,
-                   r.astype(np.int64, casting="unsafe"))
-    return np.where(r <= -9.2233720368547758e18, np.iinfo(np.int64).min, out).astype(np.int64)
+    limit = 9.2233720368547758e18  # 2^63: beyond it the cast saturates
+    inside = np.clip(r, -limit / 2, limit / 2).astype(np.int64)
+    out = np.where(r >= limit, np.iinfo(np.int64).max, inside)
+    out = np.where(r <= -limit, np.iinfo(np.int64).min, out)
+    big = (np.abs(r) > limit / 2) & (np.abs(r) < limit)  # exact in float64, cast separately
+    out[big] = [int(x) for x in r[big]]
+    return out.astype(np.int64)
+
+
+def _gather(off: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """Indices of the first lengths[r] values of each row r."""
+    starts = np.repeat(off[:-1], lengths)
+    within = np.arange(int(lengths.sum())) - np.repeat(_from_lengths(lengths)[:-1], lengths)
+    return (starts + within).astype(np.int64)
 
 
 def _from_lengths(lengths: np.ndarray) -> np.ndarray:
@@ -114,11 +124,10 @@ def apply_op(op: OpKind, p: Mapping[str, Any], col: ColumnData) -> ColumnData:
         if off is None:
             return ColumnData(np.where(col.valid, v, fill).astype(v.dtype))
         lengths = np.where(col.valid, np.diff(off), 1)
-        out = np.full(int(lengths.sum()), fill, v.dtype)
         new_off = _from_lengths(lengths)
+        out = np.full(int(new_off[-1]), fill, v.dtype)
         keep = np.repeat(col.valid, lengths)
-        out[keep] = v[np.concatenate([np.arange(off[r], off[r + 1])
-                                      for r in np.nonzero(col.valid)[0]] or [np.zeros(0, int)])]
+        out[keep] = v[_gather(off, np.where(col.valid, lengths, 0))]
         return ColumnData(out, new_off)
     elementwise = {
         OpKind.CAST: lambda x: cast_ref(x, p["to"]),
@@ -134,20 +143,16 @@ def apply_op(op: OpKind, p: Mapping[str, Any], col: ColumnData) -> ColumnData:
         return ColumnData(elementwise[op](v), off)
     if op is OpKind.FIRSTX:
         lengths = np.minimum(np.diff(off), max(p["x"], 0))
-        idx = np.concatenate([np.arange(off[r], off[r] + lengths[r]) for r in range(len(lengths))]
-                             or [np.zeros(0, int)]).astype(np.int64)
-        return ColumnData(v[idx], _from_lengths(lengths))
+        return ColumnData(v[_gather(off, lengths)], _from_lengths(lengths))
     if op is OpKind.NGRAM:
-        n = p["n"]
-        rows = []
-        for r in range(len(off) - 1):
-            lst = v[off[r] : off[r + 1]]
-            m = min(n, len(lst))
-            rows.append(np.concatenate([lst[i : i + m] for i in range(len(lst) - m + 1)])
-                        if len(lst) else lst)
-        lengths = np.array([len(x) for x in rows], np.int64)
-        vals = np.concatenate(rows) if rows else np.zeros(0, v.dtype)
-        return ColumnData(vals.astype(v.dtype), _from_lengths(lengths))
+        lengths = np.diff(off)
+        m = np.minimum(p["n"], lengths)
+        out_len = np.where(lengths > 0, (lengths - m + 1) * m, 0)
+        new_off = _from_lengths(out_len)
+        row = np.repeat(np.arange(len(lengths)), out_len)
+        j = np.arange(new_off[-1]) - new_off[row]
+        src = off[row] + j // m[row] + j % m[row]
+        return ColumnData(v[src], new_off)
     if op is OpKind.ONEHOT:
         c = p["num_classes"]
         if off is None:

@@ -143,3 +143,53 @@ def ngram_length(n, length):
         return 0
     m = n if n < length else length
     return (length - m + 1) * m
+
+
+@register_jitable
+def umulhi64(a, b):
+    """High 64 bits of the 128-bit product of two uint64 (schoolbook on 32-bit halves)."""
+    mask = uint64(0xFFFFFFFF)
+    a = uint64(a)
+    b = uint64(b)
+    a_lo = a & mask
+    a_hi = a >> uint64(32)
+    b_lo = b & mask
+    b_hi = b >> uint64(32)
+    p0 = uint64(a_lo * b_lo)
+    p1 = uint64(a_lo * b_hi)
+    p2 = uint64(a_hi * b_lo)
+    p3 = uint64(a_hi * b_hi)
+    mid = uint64((p0 >> uint64(32)) + (p1 & mask) + (p2 & mask))
+    return uint64(p3 + (p1 >> uint64(32)) + (p2 >> uint64(32)) + (mid >> uint64(32)))
+
+
+@register_jitable
+def umod_magic(n, d, magic, shift):
+    """n mod d for d >= 2 by multiply-and-shift (Granlund & Montgomery 1994, fig. 4.1);
+    `magic`, `shift` come from `division_magic(d)`."""
+    n = uint64(n)
+    t = umulhi64(uint64(np.int64(magic)), n)
+    q = uint64((t + ((n - t) >> uint64(1))) >> uint64(shift))
+    return uint64(n - uint64(q * uint64(d)))
+
+
+@register_jitable
+def sigrid_hash_magic(x, salt, max_value, magic, shift):
+    """sigrid_hash with Velox's multiply-and-shift floor-mod instead of a 64-bit `%`."""
+    if max_value == 1:
+        return np.int64(0)
+    h = hash128to64(uint64(np.int64(salt)), twang_mix64(uint64(np.int64(x))))
+    d = uint64(max_value)
+    if np.int64(h) >= 0:
+        return np.int64(umod_magic(h, d, magic, shift))
+    # floor-mod of a negative s: d - 1 - ((-s - 1) mod d), and -s - 1 is ~s
+    return np.int64(d - uint64(1) - umod_magic(~h, d, magic, shift))
+
+
+def division_magic(d: int) -> tuple[int, int]:
+    """(magic as a wrapped int64, shift) for `umod_magic` by d >= 2 (host side)."""
+    if d < 2:
+        return 0, 0
+    ell = (d - 1).bit_length()  # ceil(log2 d)
+    magic = ((1 << 64) * ((1 << ell) - d)) // d + 1
+    return (magic - (1 << 64) if magic >= 1 << 63 else magic), ell - 1

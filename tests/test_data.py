@@ -1,0 +1,74 @@
+"""Criteo-format reader and the synthetic generator."""
+
+import numpy as np
+import pytest
+
+import spec
+from backend.data import DataError, ReadStats, read_criteo, synthetic_inputs, write_criteo_tsv
+from backend.runner import run_numpy
+
+
+@pytest.fixture
+def tsv(tmp_path):
+    path = tmp_path / "day_0"
+    write_criteo_tsv(path, 250, np.random.default_rng(3), null_rate=0.2)
+    return path
+
+
+def test_reader_streams_chunks(tsv):
+    chunks = list(read_criteo(tsv, chunk_rows=100))
+    assert [c.rows for c in chunks] == [100, 100, 50]
+    assert [c.first_line for c in chunks] == [1, 101, 201]
+    lines = tsv.read_text().splitlines()
+    c = chunks[1]
+    fields = lines[100 + 7].split("\t")  # row 7 of the second chunk
+    assert c.labels[7] == int(fields[0])
+    assert c.columns["int_3"].valid[7] == (fields[4] != "")
+    if fields[4]:
+        assert c.columns["int_3"].values[7] == float(fields[4])
+    cat = c.columns["cat_5"]
+    assert list(cat.row(7)) == ([int(fields[19], 16)] if fields[19] else [])
+    # the chunk feeds the kaggle pipeline as is
+    p = spec.pipeline_preset("kaggle")
+    out = run_numpy(p, c.columns)
+    assert (out["first_cat_0"].values < 1460).all()
+
+
+@pytest.mark.parametrize("mutate, column, problem", [
+    (lambda f: f[:-1], "*", "39 tab-separated fields, expected 40"),
+    (lambda f: f[:3] + ["1.5"] + f[4:], "int_2", "'1.5' is not an integer"),
+    (lambda f: f[:20] + ["zz12"] + f[21:], "cat_6", "'zz12' is not hexadecimal"),
+    (lambda f: ["2"] + f[1:], "label", "2 is not 0 or 1"),
+])
+def test_malformed_line_names_file_line_column(tmp_path, tsv, mutate, column, problem):
+    lines = tsv.read_text().splitlines()
+    lines[41] = "\t".join(mutate(lines[41].split("\t")))
+    bad = tmp_path / "bad.tsv"
+    bad.write_text("\n".join(lines) + "\n")
+    with pytest.raises(DataError) as e:
+        list(read_criteo(bad, chunk_rows=64))
+    assert (e.value.line, e.value.column) == (42, column)
+    assert str(e.value) == f"{bad}:42: column {column}: {problem}"
+    stats = ReadStats()
+    chunks = list(read_criteo(bad, chunk_rows=64, skip_bad_lines=True, stats=stats))
+    assert stats.skipped == 1 and stats.lines == 250 and sum(c.rows for c in chunks) == 249
+    good = list(read_criteo(tsv, chunk_rows=64))
+    # the rows after the bad line are the file's next rows, not shifted
+    assert chunks[0].columns["cat_0"].values[41] == good[0].columns["cat_0"].values[42]
+
+
+def test_synthetic_is_seeded_and_shaped():
+    p = spec.pipeline_preset("multihot")
+    a = synthetic_inputs(p, 2000, np.random.default_rng(5))
+    b = synthetic_inputs(p, 2000, np.random.default_rng(5))
+    c = synthetic_inputs(p, 2000, np.random.default_rng(6))
+    assert all(np.array_equal(a[k].values, b[k].values) for k in a)
+    assert not np.array_equal(a["cat_0"].values, c["cat_0"].values)
+    col = a["cat_20"]  # multi-hot size 100: raw lists of 200 ids
+    lengths = np.diff(col.offsets)
+    assert set(lengths[col.valid]) == {200} and set(lengths[~col.valid]) <= {0}
+    rates = [1 - a[f"int_{k}"].valid.mean() for k in range(13)]
+    assert 0 <= min(rates) and max(rates) < 0.5 and np.std(rates) > 0.02
+    ids = a["cat_3"].values
+    _, counts = np.unique(ids, return_counts=True)
+    assert counts.max() > 20 * np.median(counts)  # skewed: a few ids are very common

@@ -1,0 +1,139 @@
+"""Every op, plain and in fused groups, equals the NumPy reference through the Numba CPU
+kernels and the CUDA simulator (NUMBA_ENABLE_CUDASIM=1, set in conftest)."""
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import spec
+from backend.columns import ColumnData
+from backend.data import synthetic_inputs
+from backend.fusion import FusedGroup
+from tests.opkit import (
+    FLOAT_SCALAR_NULL,
+    INT_LIST_NULL,
+    OpKind,
+    OpNode,
+    compare_all,
+    list_column,
+    pipeline_of,
+)
+
+I64 = st.integers(-(2**63), 2**63 - 1)
+SMALL = st.integers(-20, 40)
+FLOATS = st.floats(width=32, allow_nan=True, allow_infinity=True)
+BORDERS = [0.5, 1.0, 1.0, 1.5, 16.0]
+SETTINGS = settings(max_examples=20, deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+# (op, params) for list ops on int64 lists, each after fill_null
+LIST_OPS = [
+    (OpKind.SIGRID_HASH, {"salt": 3, "max_value": 1000}),
+    (OpKind.SIGRID_HASH, {"salt": -(2**40), "max_value": 1}),
+    (OpKind.BUCKETIZE, {"borders": BORDERS}),
+    (OpKind.CLAMP_LIST, {"lo": -3, "hi": 16}),
+    (OpKind.FIRSTX, {"x": 2}),
+    (OpKind.FIRSTX, {"x": 0}),
+    (OpKind.ONEHOT, {"low": 0, "high": 16, "num_classes": 5}),
+    (OpKind.NGRAM, {"n": 3}),
+    (OpKind.MAPID, {"map": [5, -7, 9, 2**62]}),
+    (OpKind.CAST, {"to": "float32"}),
+]
+SCALAR_OPS = [
+    (OpKind.LOGIT, {"eps": 1e-5}),
+    (OpKind.BOXCOX, {"lambda": 1e-5}),
+    (OpKind.BOXCOX, {"lambda": 0.0}),
+    (OpKind.BOXCOX, {"lambda": -0.5}),
+    (OpKind.CLAMP, {"lo": 0.5, "hi": 2.0}),
+    (OpKind.CLAMP, {"lo": 3.0, "hi": 1.0}),
+    (OpKind.BUCKETIZE, {"borders": BORDERS}),
+    (OpKind.ONEHOT, {"low": -1.0, "high": 1.0, "num_classes": 4}),
+    (OpKind.CAST, {"to": "int64"}),
+]
+
+
+def _list_op_pipeline(op, params):
+    fill = OpNode("f", OpKind.FILL_NULL, "x", {"value": 7})
+    node = OpNode("n", op, "f", params)
+    tail = []
+    if op is OpKind.CAST:  # float lists are not a pipeline output: bring it back to int
+        tail = [OpNode("back", OpKind.CAST, "n", {"to": "int64"})]
+    out = tail[-1].name if tail else "n"
+    return pipeline_of([fill, node] + tail, INT_LIST_NULL, [out])
+
+
+def _scalar_op_pipeline(op, params):
+    fill = OpNode("f", OpKind.FILL_NULL, "x", {"value": 0.25})
+    node = OpNode("n", op, "f", params)
+    return pipeline_of([fill, node], FLOAT_SCALAR_NULL, ["n"])
+
+
+lists = st.lists(st.lists(st.one_of(SMALL, I64), max_size=7), min_size=1, max_size=24)
+
+
+@pytest.mark.parametrize("op, params", LIST_OPS, ids=lambda x: str(x)[:40])
+@SETTINGS
+@given(data=lists, nulls=st.lists(st.booleans(), min_size=24, max_size=24))
+def test_list_op(op, params, data, nulls):
+    p = _list_op_pipeline(op, params)
+    col = list_column(data, valid=[not n for n in nulls[: len(data)]])
+    order = list(p.order)
+    compare_all(p, {"x": col}, [order])  # fused chain: fill_null -> op (-> cast)
+    compare_all(p, {"x": col}, [[n] for n in order])  # one plain kernel per op
+
+
+@pytest.mark.parametrize("op, params", SCALAR_OPS, ids=lambda x: str(x)[:40])
+@SETTINGS
+@given(values=st.lists(st.one_of(FLOATS, st.sampled_from(BORDERS + [1e-5, 1 - 1e-5, -1.0])),
+                       min_size=1, max_size=30),
+       nulls=st.lists(st.booleans(), min_size=30, max_size=30))
+def test_scalar_op(op, params, values, nulls):
+    p = _scalar_op_pipeline(op, params)
+    valid = np.array([not n for n in nulls[: len(values)]])
+    col = ColumnData(np.array(values, np.float32), None, valid)
+    compare_all(p, {"x": col}, [list(p.order)])
+    compare_all(p, {"x": col}, [[n] for n in p.order])
+
+
+@pytest.mark.parametrize("division", ["magic", "mod"])
+def test_dependent_chain_keeps_intermediates_in_registers(division):
+    """fill_null -> sigrid_hash -> firstx fused: one sink, nothing else materialised."""
+    p = pipeline_of([OpNode("f", OpKind.FILL_NULL, "x", {"value": 0}),
+                     OpNode("h", OpKind.SIGRID_HASH, "f", {"salt": 0, "max_value": 50}),
+                     OpNode("o", OpKind.FIRSTX, "h", {"x": 1})], INT_LIST_NULL, ["o"])
+    g = FusedGroup(p, p.order)
+    assert [c.sink for c in g.chains] == ["o"] and len(g.chains[0].nodes) == 3
+    rng = np.random.default_rng(1)
+    data = [list(rng.integers(-5, 5, rng.integers(0, 4))) for _ in range(200)]
+    compare_all(p, {"x": list_column(data, valid=list(rng.random(200) > 0.3))}, [p.order],
+                division=division)
+
+
+@pytest.mark.parametrize("name", ["kaggle", "wide-2x", "multihot"])
+def test_preset_pipelines_fused_and_split(name):
+    """Mixed op types in one kernel; and the pipeline split into several groups."""
+    p = spec.pipeline_preset(name)
+    rng = np.random.default_rng(7)
+    inputs = synthetic_inputs(p, 120, rng, vary_lengths=True)
+    compare_all(p, inputs, [list(p.order)], blocks=5, threads=32)
+    # split: every fill_null in a first group, the rest in a second (intermediates in memory)
+    fills = [n for n in p.order if n.startswith("fill_")]
+    rest = [n for n in p.order if not n.startswith("fill_")]
+    compare_all(p, inputs, [fills, rest], blocks=2, threads=64)
+
+
+def test_kernel_cache_shared_by_same_shape():
+    p = spec.pipeline_preset("kaggle")
+    a = FusedGroup(p, ["fill_cat_0", "hash_cat_0", "first_cat_0"])
+    b = FusedGroup(p, ["fill_cat_5", "hash_cat_5", "first_cat_5"])
+    assert a.signatures == b.signatures
+    assert a.kernel("values", "cpu") is b.kernel("values", "cpu")
+    assert not np.array_equal(a.ipar, b.ipar)  # different max_value, same kernel
+
+
+def test_occupancy_from_registers():
+    gpu = spec.GPU_KINDS["h200"]
+    assert gpu.occupancy(132 * 8, 256, 32) == 1.0
+    assert gpu.occupancy(132 * 8, 256, 64) == 0.5  # 64 regs: 1024 threads per SM
+    assert gpu.occupancy(66, 256, 32) == pytest.approx(66 * 256 / (132 * 2048))
