@@ -8,7 +8,8 @@ parameter list and kernels are cached by signature alone; operator parameters li
 per-slot device arrays.
 
 Per slot, params: fpar[slot, 2k + {0,1}] and ipar[slot, 4k + {0,1,2,3}] for op k:
-  fill_null f0/i0 value; sigrid_hash i0 salt, i1 max_value, i2/i3 division magic/shift; bucketize i0 start, i1 count
+  fill_null f0/i0 value; sigrid_hash i0 salt, i1 max_value, i2/i3 division magic and
+  shift; bucketize i0 start, i1 count
   in aux_f; logit f0 eps; boxcox f0 lambda; clamp(_list) f0/f1 lo/hi (i0/i1 for ints);
   firstx i0 x; onehot f0 low, f1 high, i0 num_classes; ngram i0 n; mapid i0 start,
   i1 count in aux_i.

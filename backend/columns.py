@@ -78,3 +78,16 @@ def equal(a: ColumnData, b: ColumnData, max_ulp: int = 1) -> tuple[bool, int]:
     el = int(np.nonzero(bad_el)[0][0])
     row = el if not a.is_list else int(np.searchsorted(a.offsets, el, side="right") - 1)
     return False, row
+
+
+def take_rows(col: ColumnData, rows: np.ndarray) -> ColumnData:
+    """The given rows of a column, in that order (for sampled checks)."""
+    valid = None if col.valid is None else col.valid[rows]
+    if col.offsets is None:
+        return ColumnData(col.values[rows], None, valid)
+    lengths = col.offsets[rows + 1] - col.offsets[rows]
+    off = np.zeros(len(rows) + 1, np.int64)
+    np.cumsum(lengths, out=off[1:])
+    starts = np.repeat(col.offsets[rows], lengths)
+    within = np.arange(int(off[-1])) - np.repeat(off[:-1], lengths)
+    return ColumnData(col.values[starts + within], off, valid)

@@ -111,6 +111,10 @@ class PipelineProgram:
             g.kernel("values", "cuda")[grid, threads](*args)
         return self.outputs()
 
+    def to_device(self) -> DeviceState:
+        """Copy pools and per-group parameters to the GPU (real CUDA only)."""
+        return DeviceState(self)
+
     def outputs(self) -> dict[str, ColumnData]:
         return {n: self.host.unpack(n) for n in self.layout.names
                 if n in self.pipeline.node_by_name}
@@ -128,3 +132,49 @@ def per_node_groups(pipeline: Pipeline, **launch: int) -> list[FusedGroup]:
 def run_numpy(pipeline: Pipeline, inputs: Mapping[str, ColumnData]) -> dict[str, ColumnData]:
     return {k: v for k, v in run_reference(pipeline, inputs).items()
             if k in pipeline.node_by_name}
+
+
+class DeviceState:
+    """A program's pools and parameters on the GPU, ready to launch repeatedly.
+
+    The row-wise prefix sum of list offsets runs through PyTorch (`torch.cumsum` on a
+    zero-copy view of the Numba array), on the same stream as the kernels."""
+
+    def __init__(self, program: PipelineProgram) -> None:
+        from numba import cuda
+
+        self.program = program
+        h = program.host
+        self.pools = {k: cuda.to_device(getattr(h, k)) for k in ("f32", "i64", "offs", "valid")}
+        self.desc = cuda.to_device(program.desc)
+        self.groups = []
+        for g, (src, dst) in zip(program.groups, program.bound):
+            arrs = [cuda.to_device(a) for a in (g.fpar, g.ipar, g.aux_f, g.aux_i, g.slot_sig,
+                                                src, dst)]
+            self.groups.append((g, arrs, g.list_offsets_block(program.layout)))
+
+    def launches_per_batch(self) -> int:
+        """Kernel launches one batch costs: values, plus lengths and a scan for lists."""
+        return sum(1 + (2 if g.has_lists else 0) for g, _, _ in self.groups)
+
+    def run(self, stream=0) -> None:
+        """Launch every group once on `stream` (a Numba stream, 0 = default)."""
+        import torch
+
+        p = self.pools
+        rows = self.program.layout.rows
+        offs_t = torch.as_tensor(p["offs"], device="cuda")
+        for g, arrs, (base, count) in self.groups:
+            args = (self.desc, p["f32"], p["i64"], p["offs"], p["valid"], *arrs, rows)
+            grid = g.grid()
+            if g.has_lists:
+                g.kernel("lengths", "cuda")[grid, g.threads, stream](*args)
+                block = offs_t[base : base + count * (rows + 1)].view(count, rows + 1)
+                block[:, 1:] = torch.cumsum(block[:, 1:], dim=1)
+            g.kernel("values", "cuda")[grid, g.threads, stream](*args)
+
+    def outputs(self) -> dict[str, ColumnData]:
+        h = self.program.host
+        for k, dev in self.pools.items():
+            dev.copy_to_host(getattr(h, k))
+        return self.program.outputs()

@@ -1,0 +1,310 @@
+"""Operators and fused pipelines on the GPU against CPU baselines, checked, then timed.
+
+One command on the H200 (see README):
+  python bench/ops_gpu.py --out $OUT
+Writes ops_h200.json (every record, as it goes) and prints a summary. Locally,
+`--dry-run` runs the same steps tiny under the CUDA simulator.
+
+Method: the copy ceiling (device-to-device, bytes read + written) is measured first in
+the same run. Every kernel's output is compared with the NumPy reference before it is
+timed. GPU times are CUDA events around each run of a program (all of its launches),
+after warm-up, median over repetitions, on random inputs. Bytes are the minimum a
+program must move: raw inputs read once (values, offsets, validity), outputs written
+once (values, offsets).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from backend.columns import ColumnData, equal, take_rows  # noqa: E402
+from backend.data import synthetic_inputs  # noqa: E402
+from backend.fusion import FusedGroup  # noqa: E402
+from backend.runner import PipelineProgram, run_numpy  # noqa: E402
+from spec import Column, DType, OpKind, OpNode, Pipeline, Shape, SparseOutput  # noqa: E402
+from spec import pipeline_preset  # noqa: E402
+
+PIPELINES = ["kaggle", "terabyte", "wide-2x", "wide-4x", "multihot"]
+LAUNCH: dict[str, int] = {}
+"""Launch shape for every group but the launch-shape sweep; tiny under the simulator."""
+
+
+def single_op(op: OpKind, params: dict, mean_length: float = 1.0) -> Pipeline:
+    """A one-node pipeline over a non-null column (fill_null reads a nullable one)."""
+    floaty = op in (OpKind.LOGIT, OpKind.BOXCOX, OpKind.CLAMP, OpKind.BUCKETIZE, OpKind.CAST)
+    if floaty:
+        col = Column("x", DType.FLOAT32, Shape.SCALAR, nullable=False)
+    else:
+        col = Column("x", DType.INT64, Shape.LIST, nullable=op is OpKind.FILL_NULL,
+                     mean_length=mean_length)
+    node = OpNode("n", op, "x", params)
+    from spec.pipeline import output_column
+
+    out = output_column(op, params, col, "n", "n")
+    dense = ("n",) if out.dtype is DType.FLOAT32 else ()
+    sparse = () if dense else (SparseOutput("n", "t"),)
+    return Pipeline(f"op-{op.value}", (col,), (node,), dense, sparse)
+
+
+OPS = [
+    (OpKind.FILL_NULL, {"value": 0}, 1.0),
+    (OpKind.CAST, {"to": "int64"}, 1.0),
+    (OpKind.SIGRID_HASH, {"salt": 0, "max_value": 10131227}, 1.0),
+    (OpKind.BUCKETIZE, {"borders": [0.5, 1.0, 1.5, 4.0, 16.0, 64.0]}, 1.0),
+    (OpKind.LOGIT, {"eps": 1e-5}, 1.0),
+    (OpKind.BOXCOX, {"lambda": 1e-5}, 1.0),
+    (OpKind.CLAMP, {"lo": 0.0, "hi": 16.0}, 1.0),
+    (OpKind.CLAMP_LIST, {"lo": 0, "hi": 16}, 1.0),
+    (OpKind.FIRSTX, {"x": 2}, 3.0),
+    (OpKind.ONEHOT, {"low": 0, "high": 16, "num_classes": 5}, 1.0),
+    (OpKind.NGRAM, {"n": 3}, 5.0),
+    (OpKind.MAPID, {"map": list(range(1000, 1100))}, 1.0),
+]
+
+
+def nbytes(cols: dict[str, ColumnData], names) -> int:
+    total = 0
+    for n in names:
+        c = cols[n]
+        total += c.values.nbytes
+        total += 0 if c.offsets is None else c.offsets.nbytes
+        total += 0 if c.valid is None else c.rows
+    return total
+
+
+class Bench:
+    def __init__(self, out: Path, dry: bool, reps: int) -> None:
+        self.out, self.dry, self.reps = out, dry, reps
+        self.records: list[dict] = []
+        self.rng = np.random.default_rng(2026)
+        out.mkdir(parents=True, exist_ok=True)
+
+    def save(self, rec: dict) -> None:
+        rec["t_s"] = round(time.time() - T0, 1)
+        self.records.append(rec)
+        print(json.dumps(rec), flush=True)
+        (self.out / "ops_h200.json").write_text(json.dumps(self.records, indent=1))
+
+    def run_gpu(self, prog: PipelineProgram) -> tuple[dict[str, ColumnData], list[float], int]:
+        """Outputs of one run, then per-run times (ms) of `reps` timed runs, and launches."""
+        if self.dry:
+            out = prog.run_cuda_simulated()
+            return out, [float("nan")], sum(1 + 2 * g.has_lists for g in prog.groups)
+        import torch
+
+        dev = prog.to_device()
+        dev.run()
+        torch.cuda.synchronize()
+        out = dev.outputs()
+        for _ in range(3):
+            dev.run()
+        times = []
+        for _ in range(self.reps):
+            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            a.record()
+            dev.run()
+            b.record()
+            b.synchronize()
+            times.append(a.elapsed_time(b))
+        return out, times, dev.launches_per_batch()
+
+
+def copy_ceiling(b: Bench) -> float:
+    if b.dry:
+        return 4.3e12
+    import torch
+
+    n = 2 << 30
+    src = torch.randint(0, 255, (n,), dtype=torch.uint8, device="cuda")
+    dst = torch.empty_like(src)
+    times = []
+    for i in range(25):
+        a, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        dst.copy_(src)
+        e.record()
+        e.synchronize()
+        if i >= 5:
+            times.append(a.elapsed_time(e))
+    ms = statistics.median(times)
+    bw = 2 * n / (ms * 1e-3)
+    b.save({"kind": "ceiling", "copy_bytes": 2 * n, "ms": ms, "bytes_per_s": bw})
+    del src, dst
+    return bw
+
+
+def check(ref: dict[str, ColumnData], got: dict[str, ColumnData], rows=None) -> list[str]:
+    bad = []
+    for name, r in ref.items():
+        if name not in got:
+            continue
+        g = got[name] if rows is None else take_rows(got[name], rows)
+        ok, row = equal(r, g)
+        if not ok:
+            bad.append(f"{name}@{row}")
+    return bad
+
+
+def bench_ops(b: Bench, bw: float, check_rows: int, sizes: list[int]) -> None:
+    for op, params, mean_len in OPS:
+        p = single_op(op, params, mean_len)
+        inp = synthetic_inputs(p, check_rows, b.rng, vary_lengths=True, zipf_a=0)
+        if op in (OpKind.LOGIT,):  # logit's interesting range is (0, 1)
+            inp["x"] = ColumnData(b.rng.random(check_rows).astype(np.float32))
+        g = [FusedGroup(p, ["n"], "n", **LAUNCH)]
+        out, _, _ = b.run_gpu(PipelineProgram(p, g, inp))
+        bad = check(run_numpy(p, inp), out)
+        b.save({"kind": "op-check", "op": op.value, "rows": check_rows, "mismatches": bad})
+        for rows in sizes:
+            inp = synthetic_inputs(p, rows, b.rng, vary_lengths=True, zipf_a=0)
+            out, times, launches = b.run_gpu(PipelineProgram(p, g, inp))
+            moved = nbytes(inp, ["x"]) + nbytes(out, ["n"])
+            ms = statistics.median(times)
+            b.save({"kind": "op-time", "op": op.value, "rows": rows, "ms": ms,
+                    "p10_ms": float(np.percentile(times, 10)),
+                    "p90_ms": float(np.percentile(times, 90)), "bytes": moved,
+                    "bw_fraction": moved / (ms * 1e-3) / bw, "launches": launches})
+
+
+def bench_pipelines(b: Bench, bw: float, check_rows: int, sizes: list[int],
+                    sample: int) -> None:
+    for name in PIPELINES:
+        p = pipeline_preset(name)
+        rows = check_rows if name != "multihot" else min(check_rows, 2_097_152)
+        inp = synthetic_inputs(p, rows, b.rng, zipf_a=0)
+        out, _, _ = b.run_gpu(PipelineProgram(p, [FusedGroup(p, p.order, "all", **LAUNCH)],
+                                              inp))
+        pick = np.sort(b.rng.choice(rows, min(sample, rows), replace=False))
+        sub = {k: take_rows(v, pick) for k, v in inp.items()}
+        bad = check(run_numpy(p, sub), out, pick)
+        b.save({"kind": "pipeline-check", "pipeline": name, "rows": rows,
+                "checked_rows": len(pick), "outputs": len(out), "mismatches": bad[:10]})
+        del out, inp
+        for rows in sizes:
+            inp = synthetic_inputs(p, rows, b.rng, zipf_a=0)
+            variants = {"fused": [FusedGroup(p, p.order, "all", **LAUNCH)],
+                        "fused-mod": [FusedGroup(p, p.order, "all", division="mod", **LAUNCH)],
+                        "unfused": [FusedGroup(p, [n], n, **LAUNCH) for n in p.order]}
+            for label, groups in variants.items():
+                out, times, launches = b.run_gpu(PipelineProgram(p, groups, inp))
+                outputs = list(p.dense_outputs) + [s.node for s in p.sparse_outputs]
+                moved = nbytes(inp, [c.name for c in p.inputs]) + nbytes(out, outputs)
+                ms = statistics.median(times)
+                regs = groups[0].registers_per_thread() if label != "unfused" else None
+                b.save({"kind": "pipeline-time", "pipeline": name, "variant": label,
+                        "rows": rows, "ms": ms, "p10_ms": float(np.percentile(times, 10)),
+                        "p90_ms": float(np.percentile(times, 90)), "bytes": moved,
+                        "bw_fraction": moved / (ms * 1e-3) / bw, "launches": launches,
+                        "registers": regs})
+
+
+def bench_launch_shapes(b: Bench, bw: float, rows: int) -> None:
+    p = pipeline_preset("kaggle")
+    inp = synthetic_inputs(p, rows, b.rng, zipf_a=0)
+    for threads in (128, 256, 512) if not b.dry else (32,):
+        for blocks in (132, 528, 1056, 4224, 16896) if not b.dry else (2,):
+            g = [FusedGroup(p, p.order, "all", blocks=blocks, threads_per_block=threads)]
+            out, times, _ = b.run_gpu(PipelineProgram(p, g, inp))
+            outputs = list(p.dense_outputs) + [s.node for s in p.sparse_outputs]
+            moved = nbytes(inp, [c.name for c in p.inputs]) + nbytes(out, outputs)
+            ms = statistics.median(times)
+            b.save({"kind": "launch-shape", "pipeline": "kaggle", "rows": rows,
+                    "blocks": blocks, "threads": threads, "ms": ms,
+                    "bw_fraction": moved / (ms * 1e-3) / bw})
+
+
+def bench_cpu(b: Bench, plan: list[tuple[str, int]]) -> None:
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    try:
+        import polars_pipelines as pp
+    except ImportError:
+        pp = None
+    for name, rows in plan:
+        p = pipeline_preset(name)
+        inp = synthetic_inputs(p, rows, b.rng, zipf_a=0)
+        t = time.perf_counter()
+        ref = run_numpy(p, inp)
+        b.save({"kind": "cpu", "pipeline": name, "rows": rows, "engine": "numpy-1core",
+                "ms": (time.perf_counter() - t) * 1e3, "mismatches": []})
+        prog = PipelineProgram(p, [FusedGroup(p, p.order, "all")], inp)
+        out = prog.run_cpu()  # compiles
+        times = []
+        for _ in range(3):
+            t = time.perf_counter()
+            prog.run_cpu()
+            times.append((time.perf_counter() - t) * 1e3)
+        import numba
+
+        b.save({"kind": "cpu", "pipeline": name, "rows": rows,
+                "engine": f"numba-{numba.config.NUMBA_NUM_THREADS}threads",
+                "ms": statistics.median(times), "mismatches": check(ref, out)})
+        if pp is not None and pp.supports(p):
+            import polars as pl
+
+            df = pp.frame(p, inp)
+            times = []
+            for _ in range(3):
+                t = time.perf_counter()
+                res = pp.run(p, df)
+                times.append((time.perf_counter() - t) * 1e3)
+            bad = check(ref, pp.to_columns(res))
+            b.save({"kind": "cpu", "pipeline": name, "rows": rows,
+                    "engine": f"polars-{pl.__version__}-{pl.thread_pool_size()}threads",
+                    "ms": statistics.median(times), "mismatches": bad})
+
+
+T0 = time.time()
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--out", default=os.environ.get("OUT", "out/ops"))
+    ap.add_argument("--dry-run", action="store_true")
+    ap.add_argument("--only", default="ceiling,ops,pipelines,shapes,cpu")
+    args = ap.parse_args(argv)
+    dry = args.dry_run
+    if dry:
+        LAUNCH.update(blocks=2, threads_per_block=32)
+    b = Bench(Path(args.out), dry, reps=3 if dry else 30)
+    info = {"kind": "env", "python": platform.python_version(), "cpus": os.cpu_count(),
+            "argv": sys.argv}
+    if not dry:
+        import numba
+        import torch
+
+        info.update(torch=torch.__version__, numba=numba.__version__,
+                    gpu=torch.cuda.get_device_name(), numpy=np.__version__)
+    b.save(info)
+    only = set(args.only.split(","))
+    check_rows = 2000 if dry else 10_000_000
+    sizes = [300, 1000] if dry else [65_536, 4_194_304]
+    bw = copy_ceiling(b) if "ceiling" in only else 4.3e12
+    if "ops" in only:
+        bench_ops(b, bw, check_rows, sizes)
+    if "pipelines" in only:
+        bench_pipelines(b, bw, 1000 if dry else check_rows, sizes[:1] if dry else sizes,
+                        200 if dry else 200_000)
+    if "shapes" in only:
+        bench_launch_shapes(b, bw, 500 if dry else 4_194_304)
+    if "cpu" in only:
+        big = 500 if dry else 4_194_304
+        small = 300 if dry else 65_536
+        bench_cpu(b, [("kaggle", big), ("terabyte", big), ("kaggle", small),
+                      ("wide-2x", small), ("wide-4x", small), ("multihot", small)])
+    print(f"done in {time.time() - T0:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
