@@ -96,11 +96,15 @@ class Bench:
         print(json.dumps(rec), flush=True)
         (self.out / "ops_h200.json").write_text(json.dumps(self.records, indent=1))
 
-    def run_gpu(self, prog: PipelineProgram) -> tuple[dict[str, ColumnData], list[float], int]:
-        """Outputs of one run, then per-run times (ms) of `reps` timed runs, and launches."""
+    def run_gpu(self, prog: PipelineProgram, breakdown: bool = False
+                ) -> tuple[dict[str, ColumnData], dict]:
+        """Outputs of one run, then timings: `ms` from events around each run (host launch
+        gaps included, as a Python host sees it) and `device_ms` from runs queued behind
+        a GPU spin so that the events see device time only."""
         if self.dry:
             out = prog.run_cuda_simulated()
-            return out, [float("nan")], sum(1 + 2 * g.has_lists for g in prog.groups)
+            launches = sum(1 + 3 * g.has_lists for g in prog.groups)
+            return out, {"ms": float("nan"), "device_ms": float("nan"), "launches": launches}
         import torch
 
         dev = prog.to_device()
@@ -109,6 +113,11 @@ class Bench:
         out = dev.outputs()
         for _ in range(3):
             dev.run()
+        torch.cuda.synchronize()
+        t = time.perf_counter()
+        dev.run()
+        host_ms = (time.perf_counter() - t) * 1e3
+        torch.cuda.synchronize()
         times = []
         for _ in range(self.reps):
             a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -117,7 +126,43 @@ class Bench:
             b.record()
             b.synchronize()
             times.append(a.elapsed_time(b))
-        return out, times, dev.launches_per_batch()
+        n = max(3, min(self.reps, int(200 / max(host_ms, 1e-3))))
+        dev_times = []
+        for _ in range(5):
+            spin_ms = 2 * n * host_ms + 2
+            torch.cuda._sleep(int(spin_ms * 1e-3 * 2.0e9))  # ~2 GHz SM clock
+            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            t = time.perf_counter()
+            a.record()
+            for _ in range(n):
+                dev.run()
+            b.record()
+            enqueue_ms = (time.perf_counter() - t) * 1e3
+            b.synchronize()
+            dev_times.append(a.elapsed_time(b) / n)
+        timing = {"ms": statistics.median(times), "p10_ms": float(np.percentile(times, 10)),
+                  "p90_ms": float(np.percentile(times, 90)),
+                  "device_ms": statistics.median(dev_times), "host_enqueue_ms": host_ms,
+                  "device_runs": n, "spin_covered_enqueue": enqueue_ms < spin_ms,
+                  "launches": dev.launches_per_batch()}
+        if breakdown:
+            steps: dict[str, list[float]] = {}
+            for _ in range(self.reps):
+                events = [(None, torch.cuda.Event(enable_timing=True))]
+                events[0][1].record()
+
+                def mark(step, group, events=events):
+                    e = torch.cuda.Event(enable_timing=True)
+                    e.record()
+                    events.append((step, e))
+
+                torch.cuda._sleep(int((host_ms + 2) * 1e-3 * 2.0e9))
+                dev.run(mark=mark)
+                events[-1][1].synchronize()
+                for (_, e0), (step, e1) in zip(events, events[1:]):
+                    steps.setdefault(step, []).append(e0.elapsed_time(e1))
+            timing["breakdown_ms"] = {k: statistics.median(v) for k, v in steps.items()}
+        return out, timing
 
 
 def copy_ceiling(b: Bench) -> float:
@@ -163,18 +208,15 @@ def bench_ops(b: Bench, bw: float, check_rows: int, sizes: list[int]) -> None:
         if op in (OpKind.LOGIT,):  # logit's interesting range is (0, 1)
             inp["x"] = ColumnData(b.rng.random(check_rows).astype(np.float32))
         g = [FusedGroup(p, ["n"], "n", **LAUNCH)]
-        out, _, _ = b.run_gpu(PipelineProgram(p, g, inp))
+        out, _ = b.run_gpu(PipelineProgram(p, g, inp))
         bad = check(run_numpy(p, inp), out)
         b.save({"kind": "op-check", "op": op.value, "rows": check_rows, "mismatches": bad})
         for rows in sizes:
             inp = synthetic_inputs(p, rows, b.rng, vary_lengths=True, zipf_a=0)
-            out, times, launches = b.run_gpu(PipelineProgram(p, g, inp))
+            out, timing = b.run_gpu(PipelineProgram(p, g, inp))
             moved = nbytes(inp, ["x"]) + nbytes(out, ["n"])
-            ms = statistics.median(times)
-            b.save({"kind": "op-time", "op": op.value, "rows": rows, "ms": ms,
-                    "p10_ms": float(np.percentile(times, 10)),
-                    "p90_ms": float(np.percentile(times, 90)), "bytes": moved,
-                    "bw_fraction": moved / (ms * 1e-3) / bw, "launches": launches})
+            b.save({"kind": "op-time", "op": op.value, "rows": rows, "bytes": moved, **timing,
+                    "bw_fraction": moved / (timing["device_ms"] * 1e-3) / bw})
 
 
 def bench_pipelines(b: Bench, bw: float, check_rows: int, sizes: list[int],
@@ -183,8 +225,7 @@ def bench_pipelines(b: Bench, bw: float, check_rows: int, sizes: list[int],
         p = pipeline_preset(name)
         rows = check_rows if name != "multihot" else min(check_rows, 2_097_152)
         inp = synthetic_inputs(p, rows, b.rng, zipf_a=0)
-        out, _, _ = b.run_gpu(PipelineProgram(p, [FusedGroup(p, p.order, "all", **LAUNCH)],
-                                              inp))
+        out, _ = b.run_gpu(PipelineProgram(p, [FusedGroup(p, p.order, "all", **LAUNCH)], inp))
         pick = np.sort(b.rng.choice(rows, min(sample, rows), replace=False))
         sub = {k: take_rows(v, pick) for k, v in inp.items()}
         bad = check(run_numpy(p, sub), out, pick)
@@ -197,31 +238,28 @@ def bench_pipelines(b: Bench, bw: float, check_rows: int, sizes: list[int],
                         "fused-mod": [FusedGroup(p, p.order, "all", division="mod", **LAUNCH)],
                         "unfused": [FusedGroup(p, [n], n, **LAUNCH) for n in p.order]}
             for label, groups in variants.items():
-                out, times, launches = b.run_gpu(PipelineProgram(p, groups, inp))
+                out, timing = b.run_gpu(PipelineProgram(p, groups, inp),
+                                        breakdown=label == "fused")
                 outputs = list(p.dense_outputs) + [s.node for s in p.sparse_outputs]
                 moved = nbytes(inp, [c.name for c in p.inputs]) + nbytes(out, outputs)
-                ms = statistics.median(times)
                 regs = groups[0].registers_per_thread() if label != "unfused" else None
                 b.save({"kind": "pipeline-time", "pipeline": name, "variant": label,
-                        "rows": rows, "ms": ms, "p10_ms": float(np.percentile(times, 10)),
-                        "p90_ms": float(np.percentile(times, 90)), "bytes": moved,
-                        "bw_fraction": moved / (ms * 1e-3) / bw, "launches": launches,
-                        "registers": regs})
+                        "rows": rows, "bytes": moved, **timing, "registers": regs,
+                        "bw_fraction": moved / (timing["device_ms"] * 1e-3) / bw})
 
 
 def bench_launch_shapes(b: Bench, bw: float, rows: int) -> None:
     p = pipeline_preset("kaggle")
     inp = synthetic_inputs(p, rows, b.rng, zipf_a=0)
-    for threads in (128, 256, 512) if not b.dry else (32,):
-        for blocks in (132, 528, 1056, 4224, 16896) if not b.dry else (2,):
-            g = [FusedGroup(p, p.order, "all", blocks=blocks, threads_per_block=threads)]
-            out, times, _ = b.run_gpu(PipelineProgram(p, g, inp))
-            outputs = list(p.dense_outputs) + [s.node for s in p.sparse_outputs]
-            moved = nbytes(inp, [c.name for c in p.inputs]) + nbytes(out, outputs)
-            ms = statistics.median(times)
-            b.save({"kind": "launch-shape", "pipeline": "kaggle", "rows": rows,
-                    "blocks": blocks, "threads": threads, "ms": ms,
-                    "bw_fraction": moved / (ms * 1e-3) / bw})
+    shapes = [(256, bl) for bl in (132, 528, 1056, 4224, 16896)] + [(128, 1056), (512, 1056)]
+    for threads, blocks in shapes if not b.dry else [(32, 2)]:
+        g = [FusedGroup(p, p.order, "all", blocks=blocks, threads_per_block=threads)]
+        out, timing = b.run_gpu(PipelineProgram(p, g, inp))
+        outputs = list(p.dense_outputs) + [s.node for s in p.sparse_outputs]
+        moved = nbytes(inp, [c.name for c in p.inputs]) + nbytes(out, outputs)
+        b.save({"kind": "launch-shape", "pipeline": "kaggle", "rows": rows, "blocks": blocks,
+                "threads": threads, **timing, "registers": g[0].registers_per_thread(),
+                "bw_fraction": moved / (timing["device_ms"] * 1e-3) / bw})
 
 
 def bench_cpu(b: Bench, plan: list[tuple[str, int]]) -> None:
