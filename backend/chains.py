@@ -14,6 +14,12 @@ from dataclasses import dataclass
 from spec import Column, OpKind, OpNode, Pipeline, Shape, SpecError
 
 
+WARP_ROW_MIN_LENGTH = 4.0
+"""Lists at least this long on average get a warp per row, lanes striding over the
+elements (coalesced loads); shorter ones a thread per row. The H200 measured the
+multihot pipeline's values kernel at 10% of copy bandwidth with a thread per row."""
+
+
 @dataclass(frozen=True)
 class Chain:
     source: str
@@ -21,13 +27,18 @@ class Chain:
     sink: str
 
     def signature(self, cols: dict[str, Column]) -> tuple:
-        """What the generated code depends on: types and op kinds, never parameter values."""
+        """What the generated code depends on: types, op kinds and the thread mapping,
+        never parameter values."""
         src = cols[self.source]
         ops = tuple((n.op.value, n.params.get("to")) if n.op is OpKind.CAST else n.op.value
                     for n in self.nodes)
         sink = cols[self.sink]
+        longest = max(src.mean_length, sink.mean_length,
+                      *(cols[n.name].mean_length for n in self.nodes))
+        mapping = "warp" if sink.shape is Shape.LIST and longest >= WARP_ROW_MIN_LENGTH \
+            else "thread"
         return (src.dtype.value, src.shape.value, src.nullable, ops, sink.dtype.value,
-                sink.shape.value)
+                sink.shape.value, mapping)
 
 
 def sinks_of(pipeline: Pipeline, group: Iterable[str]) -> list[str]:

@@ -37,7 +37,7 @@ def _op_name(op: object) -> str:
 
 def _dtypes(sig: tuple) -> list[str]:
     """Value dtype after each op (index 0: the source)."""
-    src_dtype, _, _, ops, _, _ = sig
+    src_dtype, _, _, ops, *_ = sig
     out = ["float32" if src_dtype == "float32" else "int64"]
     for op in ops:
         name = _op_name(op)
@@ -52,7 +52,7 @@ def _dtypes(sig: tuple) -> list[str]:
 
 def length_lines(p: str, sig: tuple) -> list[str]:
     """Code computing {p}L0..{p}LK (list lengths after each op) and {p}null for row r."""
-    _, src_shape, nullable, ops, _, _ = sig
+    _, src_shape, nullable, ops, *_ = sig
     lines = []
     if src_shape == "list":
         lines += [f"{p}ob = desc[src, 1]",
@@ -79,7 +79,7 @@ def length_lines(p: str, sig: tuple) -> list[str]:
 
 def value_lines(p: str, sig: tuple, division: str) -> list[str]:
     """Code computing {p}v{K}, the chain's value at output index j of row r."""
-    src_dtype, src_shape, _, ops, _, _ = sig
+    src_dtype, src_shape, _, ops, *_ = sig
     dts = _dtypes(sig)
     K = len(ops)
     lines = [f"{p}i{K} = j"]
@@ -144,9 +144,11 @@ def value_lines(p: str, sig: tuple, division: str) -> list[str]:
     return lines
 
 
-def chain_body(p: str, sig: tuple, part: str, division: str) -> list[str]:
-    """Statements for one row r of one chain. part: 'lengths' or 'values'."""
-    *_, ops, sink_dtype, sink_shape = sig
+def chain_body(p: str, sig: tuple, part: str, division: str, lanes: bool = False
+               ) -> list[str]:
+    """Statements for one row r of one chain. part: 'lengths' or 'values'. With `lanes`,
+    the row's elements are split over the 32 lanes of a warp (lane, lane + 32, ...)."""
+    ops, sink_dtype, sink_shape = sig[3], sig[4], sig[5]
     K = len(ops)
     lines = length_lines(p, sig)
     if part == "lengths":
@@ -156,7 +158,8 @@ def chain_body(p: str, sig: tuple, part: str, division: str) -> list[str]:
     pool = _pool(sink_dtype)
     if sink_shape == "list":
         lines.append(f"{p}ost = desc[dst, 0] + offs[desc[dst, 1] + r]")
-        lines.append(f"for j in range({p}L{K}):")
+        lines.append(f"for j in range(lane, {p}L{K}, 32):" if lanes else
+                     f"for j in range({p}L{K}):")
         lines += ["    " + s for s in value_lines(p, sig, division)]
         lines.append(f"    {pool}[{p}ost + j] = {p}v{K}")
     else:
@@ -187,9 +190,15 @@ def kernel_source(signatures: list[tuple], part: str, target: str, name: str,
             f"{indent}dst = slot_dst[slot]"]
     for s, sig in enumerate(signatures):
         out.append(f"{indent}{'if' if s == 0 else 'elif'} sig == {s}:")
-        loop = "range(first, rows, stride)" if target == "cuda" else "prange(rows)"
+        warp = target == "cuda" and part == "values" and sig[6] == "warp"
+        if warp:  # a warp per row: rows stride by warps, elements by lanes
+            out.append(f"{indent}    lane = first % 32")
+            loop = "range(first // 32, rows, stride // 32)"
+        else:
+            loop = "range(first, rows, stride)" if target == "cuda" else "prange(rows)"
         out.append(f"{indent}    for r in {loop}:")
-        out += [f"{indent}        {line}" for line in chain_body(f"s{s}_", sig, part, division)]
+        out += [f"{indent}        {line}"
+                for line in chain_body(f"s{s}_", sig, part, division, lanes=warp)]
     if len(out) and not signatures:
         out.append(f"{indent}pass")
     return "\n".join(out) + "\n"

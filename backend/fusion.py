@@ -101,7 +101,7 @@ class FusedGroup:
         sigs = [c.signature(cols) for c in self.chains]
         self.signatures = tuple(sorted(set(sigs), key=repr))
         self.slot_sig = np.array([self.signatures.index(s) for s in sigs], np.int64)
-        self.has_lists = any(s[-1] == "list" for s in self.signatures)
+        self.has_lists = any(s[5] == "list" for s in self.signatures)
         width = max(len(c.nodes) for c in self.chains)
         aux_f: list[float] = []
         aux_i: list[int] = []

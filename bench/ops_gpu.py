@@ -220,7 +220,7 @@ def bench_ops(b: Bench, bw: float, check_rows: int, sizes: list[int]) -> None:
 
 
 def bench_pipelines(b: Bench, bw: float, check_rows: int, sizes: list[int],
-                    sample: int, names: list[str]) -> None:
+                    sample: int, names: list[str], keep: list[str]) -> None:
     for name in names:
         p = pipeline_preset(name)
         rows = check_rows if name != "multihot" else min(check_rows, 2_097_152)
@@ -240,6 +240,7 @@ def bench_pipelines(b: Bench, bw: float, check_rows: int, sizes: list[int],
             if len(p.nodes) > 300 and rows > 1_000_000:
                 # 442 materialised columns at 4M rows exhausted the host (run 2): skip
                 del variants["unfused"]
+            variants = {k: v for k, v in variants.items() if k in keep}
             for label, groups in variants.items():
                 out, timing = b.run_gpu(PipelineProgram(p, groups, inp),
                                         breakdown=label == "fused")
@@ -314,6 +315,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--dry-run", action="store_true")
     ap.add_argument("--only", default="ceiling,ops,pipelines,shapes,cpu")
     ap.add_argument("--pipelines", default=",".join(PIPELINES))
+    ap.add_argument("--variants", default="fused,fused-mod,unfused")
     args = ap.parse_args(argv)
     dry = args.dry_run
     if dry:
@@ -336,7 +338,8 @@ def main(argv: list[str] | None = None) -> int:
         bench_ops(b, bw, check_rows, sizes)
     if "pipelines" in only:
         bench_pipelines(b, bw, 1000 if dry else check_rows, sizes[:1] if dry else sizes,
-                        200 if dry else 200_000, args.pipelines.split(","))
+                        200 if dry else 200_000, args.pipelines.split(","),
+                        args.variants.split(","))
     if "shapes" in only:
         bench_launch_shapes(b, bw, 500 if dry else 4_194_304)
     if "cpu" in only:
