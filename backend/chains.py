@@ -14,10 +14,13 @@ from dataclasses import dataclass
 from spec import Column, OpKind, OpNode, Pipeline, Shape, SpecError
 
 
-WARP_ROW_MIN_LENGTH = 4.0
-"""Lists at least this long on average get a warp per row, lanes striding over the
-elements (coalesced loads); shorter ones a thread per row. The H200 measured the
-multihot pipeline's values kernel at 10% of copy bandwidth with a thread per row."""
+WARP_ROW_MIN_LENGTH = 16.0
+"""Sinks whose lists hold at least this many values on average get a warp per row, lanes
+striding over the output elements (coalesced); shorter ones a thread per row. On the
+H200 the multihot values kernel ran at 10% of copy bandwidth with a thread per row, and
+choosing the warp mapping by the longest list anywhere in the chain (threshold 4) made
+multihot 1.8x and wide-2x 8.7x slower: lanes stride over the sink, so a short sink
+leaves most lanes idle (bench/results/raw/ops_h200_run4.json)."""
 
 
 @dataclass(frozen=True)
@@ -33,10 +36,8 @@ class Chain:
         ops = tuple((n.op.value, n.params.get("to")) if n.op is OpKind.CAST else n.op.value
                     for n in self.nodes)
         sink = cols[self.sink]
-        longest = max(src.mean_length, sink.mean_length,
-                      *(cols[n.name].mean_length for n in self.nodes))
-        mapping = "warp" if sink.shape is Shape.LIST and longest >= WARP_ROW_MIN_LENGTH \
-            else "thread"
+        long_sink = sink.shape is Shape.LIST and sink.mean_length >= WARP_ROW_MIN_LENGTH
+        mapping = "warp" if long_sink else "thread"
         return (src.dtype.value, src.shape.value, src.nullable, ops, sink.dtype.value,
                 sink.shape.value, mapping)
 
