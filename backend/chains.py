@@ -14,13 +14,16 @@ from dataclasses import dataclass
 from spec import Column, OpKind, OpNode, Pipeline, Shape, SpecError
 
 
-WARP_ROW_MIN_LENGTH = 16.0
+WARP_ROW_MIN_LENGTH = float("inf")
 """Sinks whose lists hold at least this many values on average get a warp per row, lanes
 striding over the output elements (coalesced); shorter ones a thread per row. On the
 H200 the multihot values kernel ran at 10% of copy bandwidth with a thread per row, and
 choosing the warp mapping by the longest list anywhere in the chain (threshold 4) made
 multihot 1.8x and wide-2x 8.7x slower: lanes stride over the sink, so a short sink
-leaves most lanes idle (bench/results/raw/ops_h200_run4.json)."""
+leaves most lanes idle (bench/results/raw/ops_h200_run4.json). With threshold 16 only
+multihot's 100- and 27-id sinks took it and multihot still ran slower (62.7 vs 40.4 ms at
+4M rows, run5 vs run3): so it is off by default (infinite threshold); the tests turn it
+on to keep it correct."""
 
 
 @dataclass(frozen=True)
@@ -28,6 +31,11 @@ class Chain:
     source: str
     nodes: tuple[OpNode, ...]
     sink: str
+
+    def work(self, cols: dict[str, Column]) -> float:
+        """Relative work per row: values touched per op (for sizing its share of blocks)."""
+        return sum(max(cols[n.input].mean_length, cols[n.name].mean_length, 1.0)
+                   for n in self.nodes)
 
     def signature(self, cols: dict[str, Column]) -> tuple:
         """What the generated code depends on: types, op kinds and the thread mapping,

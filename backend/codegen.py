@@ -20,7 +20,8 @@ from __future__ import annotations
 
 FLOAT_POOL, INT_POOL = "f32", "i64"
 
-PARAMS = "desc, f32, i64, offs, valid, fpar, ipar, aux_f, aux_i, slot_sig, slot_src, slot_dst, rows"
+PARAMS = ("desc, f32, i64, offs, valid, fpar, ipar, aux_f, aux_i, slot_sig, slot_src, slot_dst, "
+          "block_slot, slot_block0, slot_nblocks, rows")
 
 
 def _pool(dtype: str) -> str:
@@ -173,15 +174,18 @@ def kernel_source(signatures: list[tuple], part: str, target: str, name: str,
                   division: str = "magic") -> str:
     """Source of one kernel over `signatures` (slot_sig[slot] indexes this list).
 
-    target 'cuda': grid y = slot, grid-stride over rows in x.
+    target 'cuda': a 1-D grid; block b serves slot block_slot[b], whose blocks
+      slot_block0[slot] .. + slot_nblocks[slot] grid-stride over its rows. Slots get blocks
+      in proportion to their work, so a long-list slot is not left running alone.
     target 'cpu': a serial loop over slots, prange over rows.
     division 'magic': sigrid_hash's floor-mod by multiply-and-shift; 'mod': a 64-bit `%`.
     """
     out = [f"def {name}({PARAMS}):"]
     if target == "cuda":
-        out += ["    slot = cuda.blockIdx.y",
-                "    first = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x",
-                "    stride = cuda.gridDim.x * cuda.blockDim.x"]
+        out += ["    slot = block_slot[cuda.blockIdx.x]",
+                "    first = (cuda.blockIdx.x - slot_block0[slot]) * cuda.blockDim.x"
+                " + cuda.threadIdx.x",
+                "    stride = slot_nblocks[slot] * cuda.blockDim.x"]
         indent = "    "
     else:
         out += ["    for slot in range(slot_sig.shape[0]):"]

@@ -111,6 +111,12 @@ class FusedGroup:
             f, i = _params(ch, aux_f, aux_i)
             self.fpar[k, : len(f)] = f
             self.ipar[k, : len(i)] = i
+        # Blocks per slot in proportion to the slot's work, at least one each.
+        work = np.array([c.work(cols) for c in self.chains])
+        share = np.maximum(1, np.floor(blocks * work / work.sum())).astype(np.int64)
+        self.slot_nblocks = share
+        self.slot_block0 = np.concatenate([[0], np.cumsum(share)[:-1]]).astype(np.int64)
+        self.block_slot = np.repeat(np.arange(len(share)), share).astype(np.int64)
         self.aux_f = np.array(aux_f or [0.0], np.float64)
         self.aux_i = np.array(aux_i or [0], np.int64)
 
@@ -118,9 +124,9 @@ class FusedGroup:
     def slots(self) -> int:
         return len(self.chains)
 
-    def grid(self) -> tuple[int, int]:
-        """(blocks over rows, slots): `blocks` is the launch's total block count."""
-        return max(1, -(-self.blocks // self.slots)), self.slots
+    def grid(self) -> int:
+        """Blocks in the launch: `blocks`, but at least one per slot."""
+        return int(self.slot_nblocks.sum())
 
     def bind(self, layout: Layout) -> tuple[np.ndarray, np.ndarray]:
         src = np.array([layout.index(c.source) for c in self.chains], np.int64)

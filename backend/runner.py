@@ -91,7 +91,8 @@ class PipelineProgram:
         h = self.host
         for g, (src, dst) in zip(self.groups, self.bound):
             args = (self.desc, h.f32, h.i64, h.offs, h.valid, g.fpar, g.ipar, g.aux_f, g.aux_i,
-                    g.slot_sig, src, dst, self.layout.rows)
+                    g.slot_sig, src, dst, g.block_slot, g.slot_block0, g.slot_nblocks,
+                    self.layout.rows)
             if g.has_lists:
                 g.kernel("lengths", "cpu")(*args)
                 self._scan_host(h.offs, g)
@@ -103,7 +104,8 @@ class PipelineProgram:
         h = self.host
         for g, (src, dst) in zip(self.groups, self.bound):
             args = (self.desc, h.f32, h.i64, h.offs, h.valid, g.fpar, g.ipar, g.aux_f, g.aux_i,
-                    g.slot_sig, src, dst, self.layout.rows)
+                    g.slot_sig, src, dst, g.block_slot, g.slot_block0, g.slot_nblocks,
+                    self.layout.rows)
             grid, threads = g.grid(), g.threads
             if g.has_lists:
                 g.kernel("lengths", "cuda")[grid, threads](*args)
@@ -150,7 +152,8 @@ class DeviceState:
         self.groups = []
         for g, (src, dst) in zip(program.groups, program.bound):
             arrs = [cuda.to_device(a) for a in (g.fpar, g.ipar, g.aux_f, g.aux_i, g.slot_sig,
-                                                src, dst)]
+                                                src, dst, g.block_slot, g.slot_block0,
+                                                g.slot_nblocks)]
             self.groups.append((g, arrs, g.list_offsets_block(program.layout)))
         self._scan_buf = None
 

@@ -316,6 +316,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", default="ceiling,ops,pipelines,shapes,cpu")
     ap.add_argument("--pipelines", default=",".join(PIPELINES))
     ap.add_argument("--variants", default="fused,fused-mod,unfused")
+    ap.add_argument("--check-rows", type=int, default=10_000_000)
     args = ap.parse_args(argv)
     dry = args.dry_run
     if dry:
@@ -331,7 +332,7 @@ def main(argv: list[str] | None = None) -> int:
                     gpu=torch.cuda.get_device_name(), numpy=np.__version__)
     b.save(info)
     only = set(args.only.split(","))
-    check_rows = 2000 if dry else 10_000_000
+    check_rows = 2000 if dry else args.check_rows
     sizes = [300, 1000] if dry else [65_536, 4_194_304]
     bw = copy_ceiling(b) if "ceiling" in only else 4.3e12
     if "ops" in only:

@@ -137,3 +137,25 @@ def test_occupancy_from_registers():
     assert gpu.occupancy(132 * 8, 256, 32) == 1.0
     assert gpu.occupancy(132 * 8, 256, 64) == 0.5  # 64 regs: 1024 threads per SM
     assert gpu.occupancy(66, 256, 32) == pytest.approx(66 * 256 / (132 * 2048))
+
+
+def test_warp_per_row_mapping_when_enabled(monkeypatch):
+    """The warp mapping is off by default (H200 measurements); it must stay correct."""
+    import backend.chains
+
+    monkeypatch.setattr(backend.chains, "WARP_ROW_MIN_LENGTH", 4.0)
+    p = spec.pipeline_preset("multihot")
+    g = FusedGroup(p, p.order)
+    assert any(s[6] == "warp" for s in g.signatures)
+    inputs = synthetic_inputs(p, 60, np.random.default_rng(3), vary_lengths=True)
+    compare_all(p, inputs, [list(p.order)], blocks=6, threads=64)
+
+
+def test_blocks_follow_work():
+    p = spec.pipeline_preset("multihot")
+    g = FusedGroup(p, p.order, blocks=1000)
+    heavy = [i for i, c in enumerate(g.chains) if c.sink == "first_cat_20"][0]
+    light = [i for i, c in enumerate(g.chains) if c.sink == "first_cat_2"][0]
+    assert g.slot_nblocks[heavy] > 20 * g.slot_nblocks[light] >= 20
+    assert g.grid() == g.slot_nblocks.sum() == len(g.block_slot)
+    assert (np.diff(g.block_slot) >= 0).all()
