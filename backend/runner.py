@@ -90,27 +90,24 @@ class PipelineProgram:
         """Numba CPU: each group's kernels run with prange over rows on all cores."""
         h = self.host
         for g, (src, dst) in zip(self.groups, self.bound):
-            args = (self.desc, h.f32, h.i64, h.offs, h.valid, g.fpar, g.ipar, g.aux_f, g.aux_i,
-                    g.slot_sig, src, dst, g.block_slot, g.slot_block0, g.slot_nblocks,
-                    self.layout.rows)
-            if g.has_lists:
-                g.kernel("lengths", "cpu")(*args)
-                self._scan_host(h.offs, g)
-            g.kernel("values", "cpu")(*args)
+            for part in ("lengths", "values") if g.has_lists else ("values",):
+                args = (self.desc, h.f32, h.i64, h.offs, h.valid, g.fpar, g.ipar, g.aux_f,
+                        g.aux_i, g.slot_sig, src, dst, *g.block_maps[part], self.layout.rows)
+                g.kernel(part, "cpu")(*args)
+                if part == "lengths":
+                    self._scan_host(h.offs, g)
         return self.outputs()
 
     def run_cuda_simulated(self) -> dict[str, ColumnData]:
         """CUDA kernels under NUMBA_ENABLE_CUDASIM: the pools stay NumPy arrays."""
         h = self.host
         for g, (src, dst) in zip(self.groups, self.bound):
-            args = (self.desc, h.f32, h.i64, h.offs, h.valid, g.fpar, g.ipar, g.aux_f, g.aux_i,
-                    g.slot_sig, src, dst, g.block_slot, g.slot_block0, g.slot_nblocks,
-                    self.layout.rows)
-            grid, threads = g.grid(), g.threads
-            if g.has_lists:
-                g.kernel("lengths", "cuda")[grid, threads](*args)
-                self._scan_host(h.offs, g)
-            g.kernel("values", "cuda")[grid, threads](*args)
+            for part in ("lengths", "values") if g.has_lists else ("values",):
+                args = (self.desc, h.f32, h.i64, h.offs, h.valid, g.fpar, g.ipar, g.aux_f,
+                        g.aux_i, g.slot_sig, src, dst, *g.block_maps[part], self.layout.rows)
+                g.kernel(part, "cuda")[g.grid(part), g.threads](*args)
+                if part == "lengths":
+                    self._scan_host(h.offs, g)
         return self.outputs()
 
     def to_device(self) -> DeviceState:
@@ -152,8 +149,9 @@ class DeviceState:
         self.groups = []
         for g, (src, dst) in zip(program.groups, program.bound):
             arrs = [cuda.to_device(a) for a in (g.fpar, g.ipar, g.aux_f, g.aux_i, g.slot_sig,
-                                                src, dst, g.block_slot, g.slot_block0,
-                                                g.slot_nblocks)]
+                                                src, dst)]
+            maps = {part: [cuda.to_device(a) for a in m] for part, m in g.block_maps.items()}
+            arrs = (arrs, maps)
             self.groups.append((g, arrs, g.list_offsets_block(program.layout)))
         self._scan_buf = None
 
@@ -171,19 +169,17 @@ class DeviceState:
         p = self.pools
         rows = self.program.layout.rows
         offs_t = torch.as_tensor(p["offs"], device="cuda")
-        for g, arrs, (base, count) in self.groups:
-            args = (self.desc, p["f32"], p["i64"], p["offs"], p["valid"], *arrs, rows)
-            grid = g.grid()
-            if g.has_lists:
-                g.kernel("lengths", "cuda")[grid, g.threads, stream](*args)
+        for g, (arrs, maps), (base, count) in self.groups:
+            for part in ("lengths", "values") if g.has_lists else ("values",):
+                args = (self.desc, p["f32"], p["i64"], p["offs"], p["valid"], *arrs,
+                        *maps[part], rows)
+                g.kernel(part, "cuda")[g.grid(part), g.threads, stream](*args)
                 if mark is not None:
-                    mark("lengths", g.name)
-                self._scan(offs_t[base : base + count * (rows + 1)], count, rows)
-                if mark is not None:
-                    mark("scan", g.name)
-            g.kernel("values", "cuda")[grid, g.threads, stream](*args)
-            if mark is not None:
-                mark("values", g.name)
+                    mark(part, g.name)
+                if part == "lengths":
+                    self._scan(offs_t[base : base + count * (rows + 1)], count, rows)
+                    if mark is not None:
+                        mark("scan", g.name)
 
     def _scan(self, flat, count: int, rows: int) -> None:
         import torch

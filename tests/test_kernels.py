@@ -156,6 +156,9 @@ def test_blocks_follow_work():
     g = FusedGroup(p, p.order, blocks=1000)
     heavy = [i for i, c in enumerate(g.chains) if c.sink == "first_cat_20"][0]
     light = [i for i, c in enumerate(g.chains) if c.sink == "first_cat_2"][0]
-    assert g.slot_nblocks[heavy] > 20 * g.slot_nblocks[light] >= 20
-    assert g.grid() == g.slot_nblocks.sum() == len(g.block_slot)
-    assert (np.diff(g.block_slot) >= 0).all()
+    block_slot, first, count = g.block_maps["values"]
+    assert count[heavy] > 20 * count[light] >= 20
+    assert g.grid("values") == count.sum() == len(block_slot)
+    assert (np.diff(block_slot) >= 0).all() and (first == np.cumsum(count) - count).all()
+    _, _, even = g.block_maps["lengths"]
+    assert even.max() - even.min() <= 1  # the lengths pass costs the same in every slot
