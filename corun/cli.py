@@ -66,6 +66,12 @@ def _simulate(args: argparse.Namespace) -> int:
     return simulate_cmd.run(args)
 
 
+def _preprocess(args: argparse.Namespace) -> int:
+    from corun import preprocess_cmd
+
+    return preprocess_cmd.run(args)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="corun", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -77,6 +83,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("simulate", help="predict strategies with the simulator")
     add_arguments(p)
     p.set_defaults(func=_simulate)
+    from corun.preprocess_cmd import add_arguments as preprocess_arguments
+
+    p = sub.add_parser("preprocess", help="run a pipeline over Criteo-format or synthetic "
+                       "data, checked against the reference")
+    preprocess_arguments(p)
+    p.set_defaults(func=_preprocess)
     return parser
 
 

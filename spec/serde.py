@@ -145,14 +145,14 @@ def loads(cls: type[T], doc: Any, source: str = "") -> T:
     return from_jsonable(cls, body, cls.__name__.lower())
 
 
-def write_atomic(path: str | Path, text: str) -> None:
-    """Write `text` to `path` through a temp file and a rename: never half-written."""
+def write_atomic(path: str | Path, data: str | bytes) -> None:
+    """Write `data` to `path` through a temp file and a rename: never half-written."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
+        with os.fdopen(fd, "wb" if isinstance(data, bytes) else "w") as f:
+            f.write(data)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
