@@ -13,7 +13,6 @@ from dataclasses import dataclass
 
 from spec import Column, OpKind, OpNode, Pipeline, Shape, SpecError
 
-
 WARP_ROW_MIN_LENGTH = float("inf")
 """Sinks whose lists hold at least this many values on average get a warp per row, lanes
 striding over the output elements (coalesced); shorter ones a thread per row. On the

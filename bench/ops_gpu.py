@@ -32,8 +32,16 @@ from backend.columns import ColumnData, equal, take_rows  # noqa: E402
 from backend.data import synthetic_inputs  # noqa: E402
 from backend.fusion import FusedGroup  # noqa: E402
 from backend.runner import PipelineProgram, run_numpy  # noqa: E402
-from spec import Column, DType, OpKind, OpNode, Pipeline, Shape, SparseOutput  # noqa: E402
-from spec import pipeline_preset  # noqa: E402
+from spec import (  # noqa: E402
+    Column,
+    DType,
+    OpKind,
+    OpNode,
+    Pipeline,
+    Shape,
+    SparseOutput,
+    pipeline_preset,  # noqa: E402
+)
 
 PIPELINES = ["kaggle", "terabyte", "wide-2x", "wide-4x", "multihot"]
 LAUNCH: dict[str, int] = {}
