@@ -19,12 +19,15 @@ gathers of 512-byte rows, elementwise ops): an estimate."""
 STAGE_KERNEL_LAUNCH_MS = 0.006
 """Device-side gap per kernel of a training stage: ~5-7 us back-to-back launch latency
 on Hopper (a common microbenchmark figure), an estimate."""
-PRE_KERNEL_LAUNCH_MS = 0.07
-"""Host time to launch one Numba-CUDA kernel: ../shared/GPU.md measured ~0.07 ms on the
-H200 (and ~0.1 ms per launch over 27 launches)."""
-PRE_BANDWIDTH_EFFICIENCY = 0.66
-"""Share of the copy ceiling a fused, feature-major preprocessing kernel reaches:
-../shared/GPU.md measured 66% on the H200 at 4M rows."""
+PRE_KERNEL_LAUNCH_MS = 0.25
+"""Host time to launch one fused group (lengths kernel, offsets scan, values kernel):
+measured on the H200, a fused kaggle group at 65,536 rows takes 0.26-0.29 ms of wall time
+for 0.07 ms of device time, and 0.23-0.32 ms to enqueue (bench/results/ops_h200.md,
+runs 3 and 6)."""
+PRE_BANDWIDTH_EFFICIENCY = 0.25
+"""Share of the copy ceiling our fused preprocessing groups reach at 4M rows on the H200,
+offsets included: kaggle 25%, terabyte 25%, wide-2x/4x 21% (bench/results/ops_h200.md;
+multihot's long lists reach 13%, which this constant does not capture)."""
 OCCUPANCY_TO_SATURATE = 0.5
 """Occupancy a memory-bound kernel needs to reach its bandwidth: an estimate (Little's
 law with ~600 ns HBM latency and 8-byte loads on Hopper)."""
