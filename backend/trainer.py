@@ -1,0 +1,251 @@
+"""A PyTorch DLRM built from a `Model` spec, run as explicit, separately timed stages.
+
+All tables live in one weight matrix and one `embedding_bag` call looks up every table
+(one kernel, not one per table). Forward pieces are joined through detached leaves, so
+the backward runs stage by stage (top MLP, interaction, bottom MLP, embeddings) with a
+clock mark between stages: CUDA events on a GPU, the host clock (after a sync) on the
+CPU. Single process here; the multi-GPU stages (all-to-alls, all-reduce) come with the
+distributed trainer.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from spec import Interaction, Model, Optimizer, Precision, Stage
+
+ADAGRAD_EPS = 1e-8
+TRAINING_STAGES = (Stage.EMB_FWD, Stage.BOTTOM_MLP_FWD, Stage.INTERACTION_FWD,
+                   Stage.TOP_MLP_FWD, Stage.TOP_MLP_BWD, Stage.INTERACTION_BWD,
+                   Stage.BOTTOM_MLP_BWD, Stage.EMB_BWD, Stage.OPTIMIZER)
+
+
+@dataclass
+class Batch:
+    """One batch as the trainer takes it: ids are global rows of the stacked tables,
+    table-major (all of table 0's bags, then table 1's, ...)."""
+
+    dense: torch.Tensor  # float32 [B, n_dense]
+    ids: torch.Tensor  # int64 [total ids]
+    offsets: torch.Tensor  # int64 [T * B + 1], include_last_offset layout
+    labels: torch.Tensor  # float32 [B]
+
+    def to(self, device: torch.device, non_blocking: bool = False) -> Batch:
+        return Batch(*(t.to(device, non_blocking=non_blocking)
+                       for t in (self.dense, self.ids, self.offsets, self.labels)))
+
+
+def batch_from_tables(dense: np.ndarray, tables: Sequence[tuple[np.ndarray, np.ndarray]],
+                      row_base: Sequence[int], labels: np.ndarray) -> Batch:
+    """Stack per-table (values, offsets) into the trainer's table-major layout."""
+    ids, offs, base = [], [np.zeros(1, np.int64)], 0
+    for (values, offsets), rb in zip(tables, row_base):
+        ids.append(values.astype(np.int64) + rb)
+        offs.append(offsets[1:].astype(np.int64) + base)
+        base += int(offsets[-1])
+    return Batch(torch.from_numpy(np.ascontiguousarray(dense, np.float32)),
+                 torch.from_numpy(np.concatenate(ids)), torch.from_numpy(np.concatenate(offs)),
+                 torch.from_numpy(labels.astype(np.float32)))
+
+
+def _mlp(widths: Sequence[int], relu_last: bool) -> nn.Sequential:
+    layers: list[nn.Module] = []
+    for i, (a, b) in enumerate(zip(widths, widths[1:])):
+        layers.append(nn.Linear(a, b))
+        if relu_last or i < len(widths) - 2:
+            layers.append(nn.ReLU())
+    return nn.Sequential(*layers)
+
+
+class DotInteraction(nn.Module):
+    """Pairwise dot products of the F vectors (strict lower triangle), after the bottom
+    MLP's output: width d + F(F-1)/2."""
+
+    def __init__(self, features: int) -> None:
+        super().__init__()
+        rows, cols = torch.tril_indices(features, features, offset=-1)
+        self.register_buffer("rows", rows, persistent=False)
+        self.register_buffer("cols", cols, persistent=False)
+
+    def forward(self, bottom: torch.Tensor, emb: torch.Tensor) -> torch.Tensor:
+        x = torch.cat([bottom.unsqueeze(1), emb], dim=1)  # [B, F, d]
+        z = torch.bmm(x, x.transpose(1, 2))
+        return torch.cat([bottom, z[:, self.rows, self.cols]], dim=1)
+
+
+class DCNv2Interaction(nn.Module):
+    """DCN-v2 cross layers with low-rank weights: x_{l+1} = x0 * (U V x_l + b) + x_l."""
+
+    def __init__(self, width: int, layers: int, rank: int) -> None:
+        super().__init__()
+        self.v = nn.ModuleList(nn.Linear(width, rank, bias=False) for _ in range(layers))
+        self.u = nn.ModuleList(nn.Linear(rank, width) for _ in range(layers))
+
+    def forward(self, bottom: torch.Tensor, emb: torch.Tensor) -> torch.Tensor:
+        x0 = torch.cat([bottom.unsqueeze(1), emb], dim=1).flatten(1)
+        x = x0
+        for v, u in zip(self.v, self.u):
+            x = x0 * u(v(x)) + x
+        return x
+
+
+class DLRM(nn.Module):
+    """Embedding tables stacked in one matrix, bottom MLP, interaction, top MLP."""
+
+    def __init__(self, model: Model, generator: torch.Generator) -> None:
+        super().__init__()
+        self.spec = model
+        rows = [t.rows for t in model.tables]
+        self.register_buffer("row_base", torch.tensor(np.concatenate([[0], np.cumsum(rows)[:-1]]),
+                                                      dtype=torch.int64), persistent=False)
+        d = model.embedding_dim
+        bound = 1.0 / np.sqrt(d)
+        weight = torch.empty(sum(rows), d)
+        weight.uniform_(-bound, bound, generator=generator)
+        self.embedding = nn.Parameter(weight)
+        self.bottom = _mlp((model.dense_features,) + model.bottom_mlp, relu_last=True)
+        if model.interaction is Interaction.DOT:
+            self.interaction: nn.Module = DotInteraction(model.features)
+        else:
+            self.interaction = DCNv2Interaction(model.features * d, model.dcn_layers,
+                                                model.dcn_low_rank)
+        self.top = _mlp((model.interaction_out,) + model.top_mlp, relu_last=False)
+        for mod in (self.bottom, self.interaction, self.top):
+            for p in mod.parameters():
+                if p.dim() == 2:
+                    nn.init.xavier_uniform_(p, generator=generator)
+                else:
+                    nn.init.zeros_(p)
+
+    def lookup(self, batch: Batch) -> torch.Tensor:
+        """[B, T, d] pooled embeddings, one embedding_bag for all tables."""
+        b, t = batch.dense.shape[0], len(self.spec.tables)
+        pooled = F.embedding_bag(batch.ids, self.embedding, batch.offsets, mode="sum",
+                                 sparse=self.spec.sparse_gradients, include_last_offset=True)
+        return pooled.view(t, b, -1).transpose(0, 1)
+
+
+class Clock:
+    """Marks stage boundaries: CUDA events on a GPU, the host clock on the CPU."""
+
+    def __init__(self, device: torch.device) -> None:
+        self.cuda = device.type == "cuda"
+        self.marks: list[tuple[Stage | None, object]] = []
+
+    def mark(self, stage: Stage | None) -> None:
+        if self.cuda:
+            e = torch.cuda.Event(enable_timing=True)
+            e.record()
+            self.marks.append((stage, e))
+        else:
+            self.marks.append((stage, time.perf_counter()))
+
+    def stage_ms(self) -> dict[Stage, float]:
+        """Milliseconds of each marked stage (call after the step has finished)."""
+        out: dict[Stage, float] = {}
+        for (_, a), (stage, b) in zip(self.marks, self.marks[1:]):
+            if stage is None:
+                continue
+            ms = a.elapsed_time(b) if self.cuda else (b - a) * 1e3  # type: ignore[union-attr]
+            out[stage] = out.get(stage, 0.0) + ms
+        return out
+
+
+class Trainer:
+    """One DLRM and its optimizer; `step` trains on one batch and returns stage times."""
+
+    def __init__(self, model: Model, device: torch.device | str = "cpu", seed: int = 0) -> None:
+        self.device = torch.device(device)
+        gen = torch.Generator().manual_seed(seed)
+        self.net = DLRM(model, gen).to(self.device)
+        self.spec = model
+        dense_params = [p for n, p in self.net.named_parameters() if n != "embedding"]
+        lr = model.learning_rate
+        if model.optimizer is Optimizer.SGD:
+            self.dense_opt: torch.optim.Optimizer = torch.optim.SGD(dense_params, lr=lr)
+        else:
+            self.dense_opt = torch.optim.Adagrad(dense_params, lr=lr, eps=ADAGRAD_EPS)
+        emb = self.net.embedding
+        if model.optimizer is Optimizer.ROWWISE_ADAGRAD:
+            self.row_state = torch.zeros(emb.shape[0], device=self.device)
+        elif model.optimizer is Optimizer.ADAGRAD:
+            self.row_state = torch.zeros_like(emb)
+        if model.precision is Precision.TF32 and self.device.type == "cuda":
+            torch.backends.cuda.matmul.allow_tf32 = True
+
+    def _autocast(self):
+        enabled = self.spec.precision is Precision.BF16
+        return torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=enabled)
+
+    @torch.no_grad()
+    def _update_embedding(self) -> None:
+        """Plain SGD, or (row-wise) Adagrad, on the touched rows (sparse) or all (dense)."""
+        w, g = self.net.embedding, self.net.embedding.grad
+        lr, opt = self.spec.learning_rate, self.spec.optimizer
+        if g.is_sparse:
+            g = g.coalesce()
+            rows, vals = g.indices()[0], g.values()
+        else:
+            rows, vals = None, g
+        if opt is Optimizer.SGD:
+            step = vals
+        elif opt is Optimizer.ROWWISE_ADAGRAD:
+            state = self.row_state if rows is None else self.row_state[rows]
+            state = state + vals.pow(2).mean(dim=1)
+            if rows is None:
+                self.row_state.copy_(state)
+            else:
+                self.row_state[rows] = state
+            step = vals / (state.sqrt() + ADAGRAD_EPS).unsqueeze(1)
+        else:
+            state = (self.row_state if rows is None else self.row_state[rows]) + vals.pow(2)
+            if rows is None:
+                self.row_state.copy_(state)
+            else:
+                self.row_state[rows] = state
+            step = vals / (state.sqrt() + ADAGRAD_EPS)
+        if rows is None:
+            w.sub_(lr * step)
+        else:
+            w.index_add_(0, rows, step, alpha=-lr)
+        w.grad = None
+
+    def step(self, batch: Batch, clock: Clock | None = None) -> torch.Tensor:
+        """Train on one batch; returns the loss (a tensor: reading it would sync the GPU).
+        Stage boundaries go to `clock`."""
+        mark = clock.mark if clock is not None else (lambda stage: None)
+        net = self.net
+        mark(None)
+        with self._autocast():
+            emb = net.lookup(batch)
+            mark(Stage.EMB_FWD)
+            emb_leaf = emb.detach().requires_grad_()
+            bottom = net.bottom(batch.dense)
+            mark(Stage.BOTTOM_MLP_FWD)
+            bottom_leaf = bottom.detach().requires_grad_()
+            z = net.interaction(bottom_leaf, emb_leaf)
+            mark(Stage.INTERACTION_FWD)
+            z_leaf = z.detach().requires_grad_()
+            logits = net.top(z_leaf).squeeze(1)
+            loss = F.binary_cross_entropy_with_logits(logits.float(), batch.labels)
+            mark(Stage.TOP_MLP_FWD)
+        loss.backward()
+        mark(Stage.TOP_MLP_BWD)
+        z.backward(z_leaf.grad)
+        mark(Stage.INTERACTION_BWD)
+        bottom.backward(bottom_leaf.grad)
+        mark(Stage.BOTTOM_MLP_BWD)
+        emb.backward(emb_leaf.grad)
+        mark(Stage.EMB_BWD)
+        self.dense_opt.step()
+        self.dense_opt.zero_grad(set_to_none=True)
+        self._update_embedding()
+        mark(Stage.OPTIMIZER)
+        return loss.detach()

@@ -1,0 +1,136 @@
+"""The DLRM trainer on the CPU: same maths as plain PyTorch, stages timed in order."""
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import spec  # noqa: E402
+from backend.trainer import (  # noqa: E402
+    TRAINING_STAGES,
+    Batch,
+    Clock,
+    Trainer,
+    batch_from_tables,
+)
+
+
+def tiny_model(**change) -> spec.Model:
+    tables = tuple(spec.Table(f"t{k}", r, 8, p) for k, (r, p) in
+                   enumerate([(50, 1.0), (7, 2.0), (300, 3.0)]))
+    m = spec.Model("tiny", 4, tables, (16, 8), (16, 8, 1), batch_per_gpu=32,
+                   learning_rate=0.1)
+    return replace(m, **change)
+
+
+def random_batch(model: spec.Model, rng: np.random.Generator, b: int | None = None) -> Batch:
+    b = b or model.batch_per_gpu
+    tables, base = [], [0]
+    for t in model.tables:
+        lengths = rng.poisson(t.pooling, b)
+        off = np.concatenate([[0], np.cumsum(lengths)])
+        tables.append((rng.integers(0, t.rows, off[-1]), off))
+        base.append(base[-1] + t.rows)
+    dense = rng.normal(size=(b, model.dense_features)).astype(np.float32)
+    labels = (dense[:, 0] > 0).astype(np.float32)  # learnable from the dense features
+    return batch_from_tables(dense, tables, base[:-1], labels)
+
+
+def test_one_lookup_equals_embedding_bag_per_table():
+    model = tiny_model()
+    tr = Trainer(model)
+    batch = random_batch(model, np.random.default_rng(0))
+    got = tr.net.lookup(batch)
+    w = tr.net.embedding.detach()
+    t_count, b = len(model.tables), model.batch_per_gpu
+    base = 0
+    for k, t in enumerate(model.tables):
+        bag = torch.nn.EmbeddingBag(t.rows, t.dim, mode="sum", include_last_offset=True)
+        bag.weight.data.copy_(w[base : base + t.rows])
+        offs = batch.offsets[k * b : (k + 1) * b + 1]
+        ids = batch.ids[offs[0] : offs[-1]] - base
+        want = bag(ids, offs - offs[0])
+        assert torch.allclose(got[:, k, :], want, atol=1e-6)
+        base += t.rows
+    assert got.shape == (b, t_count, 8)
+
+
+@pytest.mark.parametrize("interaction", [spec.Interaction.DOT, spec.Interaction.DCN_V2])
+def test_staged_backward_equals_plain_autograd(interaction):
+    model = tiny_model(interaction=interaction, dcn_layers=2, dcn_low_rank=4,
+                       sparse_gradients=False)
+    a, b = Trainer(model, seed=3), Trainer(model, seed=3)
+    batch = random_batch(model, np.random.default_rng(1))
+    a.step(batch)
+    # the same step with one backward over the whole graph
+    net = b.net
+    logits = net.top(net.interaction(net.bottom(batch.dense), net.lookup(batch))).squeeze(1)
+    loss = torch.nn.functional.binary_cross_entropy_with_logits(logits, batch.labels)
+    loss.backward()
+    with torch.no_grad():
+        for p in net.parameters():
+            p -= model.learning_rate * p.grad
+    for (name, pa), (_, pb) in zip(a.net.named_parameters(), net.named_parameters()):
+        assert torch.allclose(pa, pb, atol=1e-6), name
+
+
+@pytest.mark.parametrize("optimizer", list(spec.Optimizer))
+def test_sparse_and_dense_gradients_give_the_same_update(optimizer):
+    batch = random_batch(tiny_model(), np.random.default_rng(2))
+    weights = []
+    for sparse in (True, False):
+        tr = Trainer(tiny_model(optimizer=optimizer, sparse_gradients=sparse), seed=5)
+        for _ in range(3):
+            tr.step(batch)
+        weights.append(tr.net.embedding.detach().clone())
+    assert torch.allclose(weights[0], weights[1], atol=1e-5)
+
+
+def test_rowwise_adagrad_formula():
+    model = tiny_model(optimizer=spec.Optimizer.ROWWISE_ADAGRAD)
+    tr = Trainer(model, seed=1)
+    batch = random_batch(model, np.random.default_rng(4))
+    w0 = tr.net.embedding.detach().clone()
+    # the gradient the step will apply, computed independently
+    ref = Trainer(replace(model, sparse_gradients=False), seed=1)
+    net = ref.net
+    logits = net.top(net.interaction(net.bottom(batch.dense), net.lookup(batch))).squeeze(1)
+    torch.nn.functional.binary_cross_entropy_with_logits(logits, batch.labels).backward()
+    g = net.embedding.grad
+    state = g.pow(2).mean(1)
+    touched = torch.unique(batch.ids)
+    want = w0.clone()
+    want[touched] -= model.learning_rate * g[touched] / (state[touched].sqrt() + 1e-8)[:, None]
+    tr.step(batch)
+    assert torch.allclose(tr.net.embedding.detach(), want, atol=1e-6)
+
+
+@pytest.mark.parametrize("optimizer", list(spec.Optimizer))
+def test_loss_falls(optimizer):
+    model = tiny_model(optimizer=optimizer)
+    tr = Trainer(model, seed=0)
+    rng = np.random.default_rng(7)
+    losses = [float(tr.step(random_batch(model, rng))) for _ in range(60)]
+    assert np.mean(losses[-10:]) < 0.8 * np.mean(losses[:10])
+
+
+def test_clock_marks_every_stage_in_order():
+    model = tiny_model()
+    tr = Trainer(model)
+    clock = Clock(torch.device("cpu"))
+    tr.step(random_batch(model, np.random.default_rng(0)), clock)
+    times = clock.stage_ms()
+    assert tuple(times) == TRAINING_STAGES
+    assert all(t >= 0 for t in times.values())
+
+
+def test_preset_shapes_build():
+    for name in ("criteo-kaggle", "mlperf-dcnv2"):
+        m = spec.model_preset(name)
+        small = replace(m, tables=tuple(replace(t, rows=10) for t in m.tables), batch_per_gpu=4)
+        tr = Trainer(small)
+        z = tr.net.interaction(torch.zeros(4, m.embedding_dim),
+                               torch.zeros(4, len(m.tables), m.embedding_dim))
+        assert z.shape == (4, m.interaction_out)
