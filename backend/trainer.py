@@ -97,18 +97,25 @@ class DCNv2Interaction(nn.Module):
 
 
 class DLRM(nn.Module):
-    """Embedding tables stacked in one matrix, bottom MLP, interaction, top MLP."""
+    """Embedding tables stacked in one matrix, bottom MLP, interaction, top MLP.
 
-    def __init__(self, model: Model, generator: torch.Generator) -> None:
+    `tables` selects the tables this process holds (all by default). Each table is
+    initialised from its own seed, so a table has the same values wherever it lives."""
+
+    def __init__(self, model: Model, seed: int, tables: Sequence[int] | None = None) -> None:
         super().__init__()
         self.spec = model
-        rows = [t.rows for t in model.tables]
-        self.register_buffer("row_base", torch.tensor(np.concatenate([[0], np.cumsum(rows)[:-1]]),
-                                                      dtype=torch.int64), persistent=False)
+        self.tables = list(range(len(model.tables))) if tables is None else list(tables)
+        rows = [model.tables[k].rows for k in self.tables]
+        base = np.concatenate([[0], np.cumsum(rows)[:-1]]) if rows else np.zeros(0)
+        self.register_buffer("row_base", torch.tensor(base, dtype=torch.int64),
+                             persistent=False)
         d = model.embedding_dim
         bound = 1.0 / np.sqrt(d)
         weight = torch.empty(sum(rows), d)
-        weight.uniform_(-bound, bound, generator=generator)
+        for k, r0, n in zip(self.tables, base, rows):
+            gen = torch.Generator().manual_seed(seed * 1_000_003 + k + 1)
+            weight[int(r0) : int(r0) + n].uniform_(-bound, bound, generator=gen)
         self.embedding = nn.Parameter(weight)
         self.bottom = _mlp((model.dense_features,) + model.bottom_mlp, relu_last=True)
         if model.interaction is Interaction.DOT:
@@ -117,19 +124,23 @@ class DLRM(nn.Module):
             self.interaction = DCNv2Interaction(model.features * d, model.dcn_layers,
                                                 model.dcn_low_rank)
         self.top = _mlp((model.interaction_out,) + model.top_mlp, relu_last=False)
+        gen = torch.Generator().manual_seed(seed)
         for mod in (self.bottom, self.interaction, self.top):
             for p in mod.parameters():
                 if p.dim() == 2:
-                    nn.init.xavier_uniform_(p, generator=generator)
+                    nn.init.xavier_uniform_(p, generator=gen)
                 else:
                     nn.init.zeros_(p)
+
+    def pool(self, ids: torch.Tensor, offsets: torch.Tensor) -> torch.Tensor:
+        """Sum-pooled bags of the held tables: ids are rows of the stacked matrix."""
+        return F.embedding_bag(ids, self.embedding, offsets, mode="sum",
+                               sparse=self.spec.sparse_gradients, include_last_offset=True)
 
     def lookup(self, batch: Batch) -> torch.Tensor:
         """[B, T, d] pooled embeddings, one embedding_bag for all tables."""
         b, t = batch.dense.shape[0], len(self.spec.tables)
-        pooled = F.embedding_bag(batch.ids, self.embedding, batch.offsets, mode="sum",
-                                 sparse=self.spec.sparse_gradients, include_last_offset=True)
-        return pooled.view(t, b, -1).transpose(0, 1)
+        return self.pool(batch.ids, batch.offsets).view(t, b, -1).transpose(0, 1)
 
 
 class Clock:
@@ -161,10 +172,10 @@ class Clock:
 class Trainer:
     """One DLRM and its optimizer; `step` trains on one batch and returns stage times."""
 
-    def __init__(self, model: Model, device: torch.device | str = "cpu", seed: int = 0) -> None:
+    def __init__(self, model: Model, device: torch.device | str = "cpu", seed: int = 0,
+                 tables: Sequence[int] | None = None) -> None:
         self.device = torch.device(device)
-        gen = torch.Generator().manual_seed(seed)
-        self.net = DLRM(model, gen).to(self.device)
+        self.net = DLRM(model, seed, tables).to(self.device)
         self.spec = model
         dense_params = [p for n, p in self.net.named_parameters() if n != "embedding"]
         lr = model.learning_rate
@@ -217,35 +228,48 @@ class Trainer:
             w.index_add_(0, rows, step, alpha=-lr)
         w.grad = None
 
-    def step(self, batch: Batch, clock: Clock | None = None) -> torch.Tensor:
-        """Train on one batch; returns the loss (a tensor: reading it would sync the GPU).
-        Stage boundaries go to `clock`."""
-        mark = clock.mark if clock is not None else (lambda stage: None)
+    def dense_forward_backward(self, emb: torch.Tensor, dense: torch.Tensor,
+                               labels: torch.Tensor, mark, scale: float = 1.0
+                               ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Bottom MLP, interaction, top MLP forward and backward on pooled embeddings
+        `emb` [B, T, d]; returns (loss, gradient of emb). The loss backpropagated is
+        scaled by `scale` (1/world in data parallel)."""
         net = self.net
-        mark(None)
         with self._autocast():
-            emb = net.lookup(batch)
-            mark(Stage.EMB_FWD)
             emb_leaf = emb.detach().requires_grad_()
-            bottom = net.bottom(batch.dense)
+            bottom = net.bottom(dense)
             mark(Stage.BOTTOM_MLP_FWD)
             bottom_leaf = bottom.detach().requires_grad_()
             z = net.interaction(bottom_leaf, emb_leaf)
             mark(Stage.INTERACTION_FWD)
             z_leaf = z.detach().requires_grad_()
             logits = net.top(z_leaf).squeeze(1)
-            loss = F.binary_cross_entropy_with_logits(logits.float(), batch.labels)
+            loss = F.binary_cross_entropy_with_logits(logits.float(), labels)
             mark(Stage.TOP_MLP_FWD)
-        loss.backward()
+        (loss * scale).backward()
         mark(Stage.TOP_MLP_BWD)
         z.backward(z_leaf.grad)
         mark(Stage.INTERACTION_BWD)
         bottom.backward(bottom_leaf.grad)
         mark(Stage.BOTTOM_MLP_BWD)
-        emb.backward(emb_leaf.grad)
+        return loss.detach(), emb_leaf.grad
+
+    def step(self, batch: Batch, clock: Clock | None = None) -> torch.Tensor:
+        """Train on one batch; returns the loss (a tensor: reading it would sync the GPU).
+        Stage boundaries go to `clock`."""
+        mark = clock.mark if clock is not None else (lambda stage: None)
+        mark(None)
+        with self._autocast():
+            emb = self.net.lookup(batch)
+        mark(Stage.EMB_FWD)
+        loss, grad = self.dense_forward_backward(emb, batch.dense, batch.labels, mark)
+        emb.backward(grad)
         mark(Stage.EMB_BWD)
+        self.optimize()
+        mark(Stage.OPTIMIZER)
+        return loss
+
+    def optimize(self) -> None:
         self.dense_opt.step()
         self.dense_opt.zero_grad(set_to_none=True)
         self._update_embedding()
-        mark(Stage.OPTIMIZER)
-        return loss.detach()

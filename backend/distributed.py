@@ -1,0 +1,106 @@
+"""Multi-process DLRM: tables sharded whole across ranks, MLPs data-parallel.
+
+Each rank holds the tables it owns and trains on its local batch. Stages (each marked
+on the clock): input all-to-all (ids to the tables' owners), embedding forward over the
+global batch, embedding all-to-all (pooled vectors back to the data-parallel layout),
+the dense forward/backward of `Trainer`, the reverse embedding all-to-all, embedding
+backward, gradient all-reduce of the MLPs, optimizer. torch.distributed with NCCL on
+GPUs (launched with torchrun) and gloo on the CPU for tests. Each rank's loss is scaled
+by 1/world so that the summed gradients equal the global batch's mean gradient, and a
+step equals the single-process step on the concatenated batches.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+import torch.distributed as dist
+
+from backend.trainer import Clock, Trainer
+from spec import Model, Stage
+
+
+@dataclass
+class LocalBatch:
+    """One rank's rows: dense, labels, and per table (in model order) ids and lengths."""
+
+    dense: torch.Tensor  # float32 [B, n_dense]
+    labels: torch.Tensor  # float32 [B]
+    ids: list[torch.Tensor]  # per table: int64 local table rows
+    lengths: list[torch.Tensor]  # per table: int64 [B]
+
+
+def _a2a(send: torch.Tensor, send_splits: list[int], recv_splits: list[int]) -> torch.Tensor:
+    out = send.new_empty((sum(recv_splits),) + tuple(send.shape[1:]))
+    dist.all_to_all_single(out, send.contiguous(), recv_splits, send_splits)
+    return out
+
+
+class DistributedTrainer(Trainer):
+    """The rank's shard of a table-wise sharded DLRM (`owner`: table index -> rank)."""
+
+    def __init__(self, model: Model, owner: Sequence[int], device: torch.device | str = "cpu",
+                 seed: int = 0) -> None:
+        self.rank, self.world = dist.get_rank(), dist.get_world_size()
+        self.owner = list(owner)
+        self.mine = [k for k, r in enumerate(self.owner) if r == self.rank]
+        super().__init__(model, device, seed, tables=self.mine)
+        # table order after the embedding all-to-all: rank 0's tables, then rank 1's, ...
+        self.arrival = [k for r in range(self.world) for k, o in enumerate(self.owner) if o == r]
+        self.to_model_order = torch.tensor([self.arrival.index(k) for k in range(len(owner))])
+        self.owned_by = [sum(1 for o in self.owner if o == r) for r in range(self.world)]
+
+    def _input_a2a(self, batch: LocalBatch) -> tuple[torch.Tensor, torch.Tensor]:
+        """Send each table's ids and lengths to its owner; return, for my tables over the
+        global batch, table-major ids (rows of my stacked matrix) and bag offsets."""
+        b, n, mine = batch.dense.shape[0], self.world, len(self.mine)
+        by_rank = [[k for k in range(len(self.owner)) if self.owner[k] == r] for r in range(n)]
+        send_ids = torch.cat([batch.ids[k] for r in range(n) for k in by_rank[r]])
+        send_len = torch.cat([batch.lengths[k] for r in range(n) for k in by_rank[r]])
+        id_counts = [int(sum(batch.ids[k].numel() for k in by_rank[r])) for r in range(n)]
+        counts = torch.tensor(id_counts, dtype=torch.int64)
+        recv_counts = _a2a(counts, [1] * n, [1] * n).tolist()
+        ids = _a2a(send_ids, id_counts, recv_counts)
+        lengths = _a2a(send_len, [len(by_rank[r]) * b for r in range(n)], [mine * b] * n)
+        lengths = lengths.view(n, mine, b)  # [source, my table, row]
+        per = lengths.sum(dim=2)  # ids per (source, table)
+        pieces = torch.split(ids, per.flatten().tolist())
+        base = self.net.row_base.to(ids.device)
+        table_major = [pieces[s * mine + j] + base[j] for j in range(mine) for s in range(n)]
+        flat_len = lengths.transpose(0, 1).reshape(-1)  # [my table, source, row]
+        offsets = torch.zeros(flat_len.numel() + 1, dtype=torch.int64, device=ids.device)
+        torch.cumsum(flat_len, 0, out=offsets[1:])
+        cat = torch.cat(table_major) if table_major else ids
+        return cat, offsets
+
+    def step(self, batch: LocalBatch, clock: Clock | None = None) -> torch.Tensor:
+        mark = clock.mark if clock is not None else (lambda stage: None)
+        b, n, d = batch.dense.shape[0], self.world, self.spec.embedding_dim
+        mine, tables = len(self.mine), len(self.owner)
+        mark(None)
+        ids, offsets = self._input_a2a(batch)
+        mark(Stage.INPUT_A2A)
+        pooled = self.net.pool(ids, offsets).view(mine, n, b, d)  # my tables, global batch
+        mark(Stage.EMB_FWD)
+        send = pooled.detach().transpose(0, 1).reshape(-1, d)  # [source rank][table][row]
+        recv = _a2a(send, [mine * b] * n, [c * b for c in self.owned_by])
+        emb = recv.view(tables, b, d)[self.to_model_order].transpose(0, 1)  # [B, T, d]
+        mark(Stage.EMB_A2A_FWD)
+        loss, grad = self.dense_forward_backward(emb, batch.dense, batch.labels, mark,
+                                                 scale=1.0 / n)
+        back = grad.transpose(0, 1)[torch.argsort(self.to_model_order)].reshape(-1, d)
+        grad_pooled = _a2a(back, [c * b for c in self.owned_by], [mine * b] * n)
+        mark(Stage.EMB_A2A_BWD)
+        pooled.backward(grad_pooled.view(n, mine, b, d).transpose(0, 1))
+        mark(Stage.EMB_BWD)
+        dense = [p for name, p in self.net.named_parameters() if name != "embedding"]
+        flat = torch.cat([p.grad.flatten() for p in dense])
+        dist.all_reduce(flat)
+        for p, g in zip(dense, torch.split(flat, [p.numel() for p in dense])):
+            p.grad.copy_(g.view_as(p))
+        mark(Stage.GRAD_ALLREDUCE)
+        self.optimize()
+        mark(Stage.OPTIMIZER)
+        return loss
