@@ -102,8 +102,10 @@ class DLRM(nn.Module):
     `tables` selects the tables this process holds (all by default). Each table is
     initialised from its own seed, so a table has the same values wherever it lives."""
 
-    def __init__(self, model: Model, seed: int, tables: Sequence[int] | None = None) -> None:
+    def __init__(self, model: Model, seed: int, tables: Sequence[int] | None = None,
+                 device: torch.device | str = "cpu") -> None:
         super().__init__()
+        device = torch.device(device)
         self.spec = model
         self.tables = list(range(len(model.tables))) if tables is None else list(tables)
         rows = [model.tables[k].rows for k in self.tables]
@@ -112,9 +114,9 @@ class DLRM(nn.Module):
                              persistent=False)
         d = model.embedding_dim
         bound = 1.0 / np.sqrt(d)
-        weight = torch.empty(sum(rows), d)
+        weight = torch.empty(sum(rows), d, device=device)  # made where it lives: 100 GB fit
         for k, r0, n in zip(self.tables, base, rows):
-            gen = torch.Generator().manual_seed(seed * 1_000_003 + k + 1)
+            gen = torch.Generator(device).manual_seed(seed * 1_000_003 + k + 1)
             weight[int(r0) : int(r0) + n].uniform_(-bound, bound, generator=gen)
         self.embedding = nn.Parameter(weight)
         self.bottom = _mlp((model.dense_features,) + model.bottom_mlp, relu_last=True)
@@ -175,7 +177,7 @@ class Trainer:
     def __init__(self, model: Model, device: torch.device | str = "cpu", seed: int = 0,
                  tables: Sequence[int] | None = None) -> None:
         self.device = torch.device(device)
-        self.net = DLRM(model, seed, tables).to(self.device)
+        self.net = DLRM(model, seed, tables, self.device).to(self.device)
         self.spec = model
         dense_params = [p for n, p in self.net.named_parameters() if n != "embedding"]
         lr = model.learning_rate

@@ -11,6 +11,7 @@ from spec.hardware import (
     Precision,
     hardware_preset,
 )
+from spec.measurement import Measurement, Spread
 from spec.model import MODEL_PRESETS, Interaction, Model, Optimizer, Table, model_preset
 from spec.pipeline import Column, DType, OpKind, OpNode, Pipeline, Shape, SparseOutput
 from spec.pipelines import DEFAULT_MODEL_FOR, PIPELINE_PRESETS, pipeline_preset
@@ -34,6 +35,7 @@ __all__ = [
     "Link",
     "LinkKind",
     "MODEL_PRESETS",
+    "Measurement",
     "Mapping",
     "Model",
     "OpKind",
@@ -48,6 +50,7 @@ __all__ = [
     "STAGE_ORDER",
     "Shape",
     "SparseOutput",
+    "Spread",
     "SpecError",
     "Stage",
     "StageTime",

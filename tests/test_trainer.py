@@ -134,3 +134,21 @@ def test_preset_shapes_build():
         z = tr.net.interaction(torch.zeros(4, m.embedding_dim),
                                torch.zeros(4, len(m.tables), m.embedding_dim))
         assert z.shape == (4, m.interaction_out)
+
+
+@pytest.mark.parametrize("sparse", [True, False])
+def test_naive_baseline_computes_the_same_step(sparse):
+    """The per-table EmbeddingBag baseline and our trainer agree after SGD steps."""
+    from backend.naive import NaiveTrainer
+
+    model = tiny_model(sparse_gradients=sparse)
+    ours, naive = Trainer(model, seed=9), NaiveTrainer(model, seed=9)
+    rng = np.random.default_rng(5)
+    for _ in range(3):
+        batch = random_batch(model, rng)
+        a, b = float(ours.step(batch)), float(naive.step(batch))
+        assert a == pytest.approx(b, abs=1e-6)
+    w = ours.net.embedding.detach()
+    for k, bag in enumerate(naive.net.bags):
+        r0 = int(ours.net.row_base[k])
+        assert torch.allclose(w[r0 : r0 + bag.weight.shape[0]], bag.weight, atol=1e-6)

@@ -1,0 +1,164 @@
+"""Our DLRM trainer against a straightforward PyTorch DLRM, `ideal` strategy (inputs
+preprocessed ahead of time and replayed), with per-stage CUDA-event times.
+
+On the H200: python bench/trainer_gpu.py --out $OUT
+Locally:     python bench/trainer_gpu.py --dry-run   (tiny tables, CPU, host clock)
+
+For each model preset and batch: ours with the preset's optimizer, then ours and the
+baseline (one nn.EmbeddingBag per table, plain autograd) both with SGD on the same
+batches, so the two differ only in how they are built. Each result is a Measurement
+(spec/measurement.py) written atomically; a summary prints last.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import torch  # noqa: E402
+
+import spec  # noqa: E402
+from backend.data import synthetic_inputs  # noqa: E402
+from backend.fusion import FusedGroup  # noqa: E402
+from backend.naive import NaiveTrainer  # noqa: E402
+from backend.runner import PipelineProgram, trainer_inputs  # noqa: E402
+from backend.trainer import Batch, Clock, Trainer, batch_from_tables  # noqa: E402
+from spec.serde import save  # noqa: E402
+
+CASES = [("criteo-kaggle", "kaggle"), ("criteo-terabyte", "terabyte"),
+         ("mlperf-dcnv2", "multihot")]
+
+
+def spread(xs: list[float]) -> spec.Spread:
+    return spec.Spread(statistics.median(xs), float(np.percentile(xs, 10)),
+                       float(np.percentile(xs, 90)))
+
+
+def make_batches(model: spec.Model, pipeline: spec.Pipeline, n: int, rng) -> list[Batch]:
+    """`n` distinct preprocessed batches (Numba CPU pipeline), labels at random."""
+    base = np.concatenate([[0], np.cumsum([t.rows for t in model.tables])[:-1]])
+    group = [FusedGroup(pipeline, pipeline.order, "all")]
+    out = []
+    for _ in range(n):
+        raw = synthetic_inputs(pipeline, model.batch_per_gpu, rng, zipf_a=1.1)
+        ti = trainer_inputs(pipeline, PipelineProgram(pipeline, group, raw).run_cpu())
+        tables = [(ti.sparse[t.name].values, ti.sparse[t.name].offsets) for t in model.tables]
+        labels = (rng.random(model.batch_per_gpu) < 0.25).astype(np.float32)
+        out.append(batch_from_tables(ti.dense, tables, base, labels))
+    return out
+
+
+def time_steps(step, batches: list[Batch], device, warmup: int, iters: int, staged: bool):
+    """Per-iteration times (ms) and, when `staged`, per-stage times."""
+    times, stages = [], {}
+    for i in range(warmup + iters):
+        batch = batches[i % len(batches)]
+        clock = Clock(device)
+        clock.mark(None)
+        if staged:
+            step(batch, clock)
+        else:
+            step(batch)
+        clock.mark(spec.Stage.OPTIMIZER)  # whole iteration for the unstaged baseline
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+        if i < warmup:
+            continue
+        marks = clock.marks
+        first, last = marks[0][1], marks[-1][1]
+        times.append(first.elapsed_time(last) if device.type == "cuda" else
+                     (last - first) * 1e3)
+        if staged:
+            for s, ms in clock.stage_ms().items():
+                stages.setdefault(s.value, []).append(ms)
+    return times, stages
+
+
+def measure(label, model, pipeline_name, step, batches, device, args, staged, versions):
+    times, stages = time_steps(step, batches, device, args.warmup, args.iterations, staged)
+    it = spread(times)
+    return spec.Measurement(
+        strategy=label, model=model.name, pipeline=pipeline_name,
+        hardware=torch.cuda.get_device_name() if device.type == "cuda" else platform.machine(),
+        gpu_count=1, batch_per_gpu=model.batch_per_gpu, iterations=args.iterations,
+        warmup=args.warmup, iteration=it,
+        throughput_samples_per_s=model.batch_per_gpu / it.median_ms * 1e3,
+        stall_ms_per_iteration=0.0, stages={k: spread(v) for k, v in stages.items()},
+        kernels={}, checked_rows=0, versions=versions, git_commit=_commit(),
+        command=" ".join(sys.argv))
+
+
+def _commit() -> str:
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                              text=True, timeout=5).stdout.strip() or "unknown"
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--out", default=os.environ.get("OUT", "out/trainer"))
+    ap.add_argument("--dry-run", action="store_true")
+    ap.add_argument("--batches", default="4096,8192")
+    ap.add_argument("--iterations", type=int, default=200)
+    ap.add_argument("--warmup", type=int, default=20)
+    args = ap.parse_args(argv)
+    device = torch.device("cpu" if args.dry_run else "cuda")
+    if args.dry_run:
+        args.iterations, args.warmup, args.batches = 5, 2, "64"
+    versions = {"torch": torch.__version__, "numpy": np.__version__,
+                "python": platform.python_version()}
+    out = Path(args.out)
+    rng = np.random.default_rng(0)
+    summary = []
+    for model_name, pipe_name in CASES:
+        for b in (int(x) for x in args.batches.split(",")):
+            model = replace(spec.model_preset(model_name), batch_per_gpu=b)
+            if args.dry_run:
+                model = replace(model, tables=tuple(replace(t, rows=min(t.rows, 5000))
+                                                    for t in model.tables))
+            pipeline = spec.pipeline_preset(pipe_name)
+            if args.dry_run:  # hash into the shrunken tables
+                nodes = tuple(replace(n, params={**n.params, "max_value": min(
+                    n.params["max_value"], 5000)}) if n.op is spec.OpKind.SIGRID_HASH else n
+                    for n in pipeline.nodes)
+                pipeline = replace(pipeline, nodes=nodes)
+            batches = [x.to(device) for x in make_batches(model, pipeline, 4, rng)]
+            runs = [("ideal", model, True)]
+            sgd = replace(model, optimizer=spec.Optimizer.SGD)
+            if model.optimizer is not spec.Optimizer.SGD:
+                runs.append(("ideal-sgd", sgd, True))
+            runs.append(("naive-sgd", sgd, False))
+            for label, m, staged in runs:
+                t0 = time.time()
+                trainer = Trainer(m, device) if staged else NaiveTrainer(m, device,
+                                                                         same_init=False)
+                meas = measure(label, m, pipe_name, trainer.step, batches, device, args,
+                               staged, versions)
+                save(meas, out / f"{model_name}-b{b}-{label}.json")
+                summary.append((model_name, b, label, meas.iteration.median_ms,
+                                meas.throughput_samples_per_s, time.time() - t0))
+                print(summary[-1], flush=True)
+                del trainer
+                if device.type == "cuda":
+                    torch.cuda.empty_cache()
+    print(f"{'model':<16} {'batch':>5} {'run':<10} {'iter ms':>8} {'samples/s':>11}")
+    for m, b, label, ms, tput, _ in summary:
+        print(f"{m:<16} {b:>5} {label:<10} {ms:>8.3f} {tput:>11,.0f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

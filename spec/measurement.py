@@ -1,0 +1,38 @@
+"""Measurement: what a run on real hardware did, with the numbers' spread and origin."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Spread:
+    """Median, 10th and 90th percentile over the timed iterations, in milliseconds."""
+
+    median_ms: float
+    p10_ms: float
+    p90_ms: float
+
+
+@dataclass(frozen=True)
+class Measurement:
+    strategy: str
+    model: str
+    pipeline: str
+    hardware: str
+    """The device as detected (e.g. torch.cuda.get_device_name)."""
+    gpu_count: int
+    batch_per_gpu: int
+    iterations: int
+    warmup: int
+    iteration: Spread
+    throughput_samples_per_s: float
+    stall_ms_per_iteration: float
+    stages: dict[str, Spread]
+    kernels: dict[str, Spread]
+    checked_rows: int
+    """Preprocessed rows compared with the NumPy reference during the run."""
+    versions: dict[str, str]
+    git_commit: str
+    command: str
+    notes: tuple[str, ...] = field(default_factory=tuple)
