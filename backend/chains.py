@@ -50,10 +50,7 @@ class Chain:
 
 
 def sinks_of(pipeline: Pipeline, group: Iterable[str]) -> list[str]:
-    inside = set(group)
-    outputs = set(pipeline.dense_outputs) | {s.node for s in pipeline.sparse_outputs}
-    return [n for n in pipeline.order if n in inside and
-            (n in outputs or any(c not in inside for c in pipeline.consumers[n]))]
+    return pipeline.sinks(group)
 
 
 def chains_of(pipeline: Pipeline, group: Iterable[str]) -> list[Chain]:

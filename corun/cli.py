@@ -72,6 +72,12 @@ def _preprocess(args: argparse.Namespace) -> int:
     return preprocess_cmd.run(args)
 
 
+def _plan(args: argparse.Namespace) -> int:
+    from corun import plan_cmd
+
+    return plan_cmd.run(args)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="corun", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -83,6 +89,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("simulate", help="predict strategies with the simulator")
     add_arguments(p)
     p.set_defaults(func=_simulate)
+    from corun.plan_cmd import add_arguments as plan_arguments
+
+    p = sub.add_parser("plan", help="search the best plan and compare it with every strategy")
+    plan_arguments(p)
+    p.set_defaults(func=_plan)
     from corun.preprocess_cmd import add_arguments as preprocess_arguments
 
     p = sub.add_parser("preprocess", help="run a pipeline over Criteo-format or synthetic "

@@ -77,7 +77,7 @@ class AnalyticCostModel(CostModel):
     def kernel_ms(self, work: KernelWork, hw: Hardware) -> float:
         return PRE_KERNEL_LAUNCH_MS + self.kernel_device_ms(work, hw)
 
-    def _stage_demand(self, work: StageWork, hw: Hardware) -> tuple[float, float]:
+    def stage_demand(self, work: StageWork, hw: Hardware) -> tuple[float, float]:
         """(share of bandwidth, share of SM slots) the stage uses alone."""
         t = self.stage_ms(work, hw) * 1e-3
         bw = min(1.0, work.hbm_bytes / (t * hw.gpu.copy_bytes_per_s)) if t > 0 else 0.0
@@ -85,7 +85,7 @@ class AnalyticCostModel(CostModel):
 
     def corun(self, kernel: KernelWork, stage: StageWork, hw: Hardware,
               training_priority_high: bool) -> CoRunEffect:
-        bw_s, sm_s = self._stage_demand(stage, hw)
+        bw_s, sm_s = self.stage_demand(stage, hw)
         t_k = self.kernel_device_ms(kernel, hw) * 1e-3
         bw_k = min(1.0, kernel.hbm_bytes / (t_k * hw.gpu.copy_bytes_per_s)) if t_k > 0 else 0.0
         sm_k = kernel_occupancy(kernel, hw)

@@ -30,9 +30,13 @@ class Strategy:
     kind: StrategyKind
     cpu_workers: int = 0
     plan: Plan | None = None
+    name: str = ""
+    """A label for a plan strategy (e.g. which planner made it)."""
 
     @property
     def label(self) -> str:
+        if self.name:
+            return self.name
         if self.kind is StrategyKind.CPU:
             return f"cpu:{self.cpu_workers}"
         if self.kind is StrategyKind.PLAN and self.plan is not None:

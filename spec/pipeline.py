@@ -323,6 +323,15 @@ class Pipeline:
                             "a dense output that feeds the model: list it in dense_outputs "
                             "or remove the node")
 
+    def sinks(self, group) -> list[str]:
+        """Nodes of `group` whose output is needed outside it (a pipeline output or an
+        input of a node elsewhere): what a fused kernel over `group` writes, one chain
+        (and at least one block) each."""
+        inside = set(group)
+        outputs = set(self.dense_outputs) | {s.node for s in self.sparse_outputs}
+        return [n for n in self.order if n in inside and
+                (n in outputs or any(c not in inside for c in self.consumers[n]))]
+
     def feature_of(self) -> dict[str, str]:
         """Node name -> the output (feature) it contributes to; dense features too."""
         owner: dict[str, str] = {}

@@ -103,6 +103,11 @@ class Plan:
                     f"a node of pipeline {pipeline.name!r}")
             require(n not in where, "plan.cpu_nodes", n, "a node not also in a GPU kernel")
             where[n] = (-1, "cpu")
+        for i, k in enumerate(self.kernels):
+            chains = len(pipeline.sinks(k.nodes))
+            require(k.blocks >= chains, f"plan.kernels[{i}].blocks", k.blocks,
+                    f"at least the kernel's {chains} chains (a fused kernel gives each at "
+                    "least one block)")
         missing = [n.name for n in pipeline.nodes if n.name not in where]
         require(not missing, "plan", missing[:3],
                 f"every op node placed ({len(missing)} of {len(pipeline.nodes)} are not)")

@@ -1,0 +1,69 @@
+"""Planner speed and quality in simulation (analytic cost model), on this machine.
+
+Run: python bench/plan_speed.py  ->  bench/results/plan_speed.json
+For each case: wall time of RAP's heuristic and of corun's search (until it converges or
+hits --time-limit), plans simulated, and each plan's predicted throughput as a share of
+`ideal` next to gpu-sequential's, all from the same simulator.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import time
+from dataclasses import replace
+
+import spec
+from planner import LocalSearch, RapProposer, SimJudge
+from sim import Scenario, Strategy, StrategyKind, simulate
+from sim.simulate import git_commit
+from spec.serde import write_atomic
+
+CASES = [("kaggle", 1), ("terabyte", 1), ("kaggle", 8), ("terabyte", 8), ("wide-2x", 1),
+         ("wide-4x", 1), ("wide-4x", 8), ("multihot", 1)]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--time-limit", type=float, default=60.0)
+    ap.add_argument("--out", default="bench/results/plan_speed.json")
+    args = ap.parse_args(argv)
+    rows = []
+    for pipe, gpus in CASES:
+        hw = spec.hardware_preset("h200", gpus)
+        model = spec.model_preset(spec.DEFAULT_MODEL_FOR[pipe])
+        sc = Scenario(hw, model, spec.pipeline_preset(pipe), Strategy(StrategyKind.IDEAL))
+        ideal = simulate(sc, commit="bench").prediction.throughput_samples_per_s
+        seq = simulate(replace(sc, strategy=Strategy(StrategyKind.GPU_SEQUENTIAL)),
+                       commit="bench").prediction.throughput_samples_per_s
+        judge = SimJudge(sc)
+        t0 = time.perf_counter()
+        rap = RapProposer().propose(judge, args.time_limit)
+        t_rap = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        ours = LocalSearch().propose(judge, args.time_limit)
+        t_ours = time.perf_counter() - t0
+        # re-judge both with the full-length simulation used for reports
+        full = {}
+        for name, j in (("rap", rap), ("corun", ours)):
+            s = replace(sc, strategy=Strategy(StrategyKind.PLAN, plan=j.plan, name=name))
+            full[name] = simulate(s, commit="bench").prediction.throughput_samples_per_s
+        rows.append({"pipeline": pipe, "gpus": gpus, "rap_s": t_rap, "corun_s": t_ours,
+                     "plans_simulated": judge.evaluations, "corun_kernels": len(ours.plan.kernels),
+                     "rap_kernels": len(rap.plan.kernels),
+                     "gpu_sequential_of_ideal": seq / ideal, "rap_of_ideal": full["rap"] / ideal,
+                     "corun_of_ideal": full["corun"] / ideal})
+        r = rows[-1]
+        print(f"{pipe:<9} {gpus} GPU  corun {t_ours:6.2f} s ({r['plans_simulated']} plans)  "
+              f"seq {r['gpu_sequential_of_ideal']:.3f}  rap {r['rap_of_ideal']:.3f}  "
+              f"corun {r['corun_of_ideal']:.3f} of ideal", flush=True)
+    doc = {"command": "python bench/plan_speed.py", "commit": git_commit(),
+           "machine": f"{platform.machine()}, {platform.python_version()}",
+           "cost_model": "analytic", "time_limit_s": args.time_limit, "results": rows}
+    write_atomic(args.out, json.dumps(doc, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

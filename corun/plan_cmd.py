@@ -1,0 +1,90 @@
+"""`corun plan`: search the plan, compare it with every strategy, write plan and report."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from spec import SpecError
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--config", help="YAML/JSON file with any of these options")
+    p.add_argument("--hardware", default="h200")
+    p.add_argument("--gpus", type=int, default=1)
+    p.add_argument("--interconnect")
+    p.add_argument("--host-cores", type=int)
+    p.add_argument("--model", default="criteo-kaggle")
+    p.add_argument("--pipeline", default="kaggle")
+    p.add_argument("--batch", type=int)
+    p.add_argument("--time-limit", type=float, default=5.0, help="search seconds")
+    p.add_argument("--iterations", type=int, default=30)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--embedding-comm", default="collective", choices=["collective", "pgas"])
+    p.add_argument("-o", "--output", help="write the chosen Plan here")
+    p.add_argument("--out", help="directory for plan, predictions, traces and summary.md")
+    p.add_argument("--trace", help="write the chosen plan's Chrome trace here")
+    p.add_argument("--json", action="store_true", help="print the Predictions as JSON")
+    p.add_argument("--quiet", action="store_true")
+
+
+def run(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
+    from corun.format import table
+    from corun.simulate_cmd import comparison_table, strategies_for, write_outputs
+    from corun.workload import resolve_hardware, resolve_model, resolve_pipeline
+    from planner import LocalSearch, RapProposer, SimJudge
+    from sim import EmbeddingComm, Scenario, Strategy, StrategyKind, simulate
+    from spec.serde import dumps, save
+
+    if args.time_limit <= 0:
+        raise SpecError("--time-limit", args.time_limit, "a number of seconds > 0")
+    hw = resolve_hardware(args.hardware, args.gpus, args.interconnect, args.host_cores)
+    model = resolve_model(args.model, args.batch)
+    pipeline = resolve_pipeline(args.pipeline)
+    base = Scenario(hw, model, pipeline, Strategy(StrategyKind.IDEAL),
+                    iterations=args.iterations, seed=args.seed,
+                    embedding_comm=EmbeddingComm(args.embedding_comm))
+    say = (lambda *a: None) if args.quiet else (lambda *a: print(*a, file=sys.stderr))
+    judge = SimJudge(base)
+
+    def progress(evals, best):
+        say(f"  {evals} plans simulated, best {best.throughput_samples_per_s:,.0f} samples/s "
+            f"({len(best.plan.kernels)} kernels)")
+
+    say(f"planning {model.name}/{pipeline.name} on {hw.gpu_count} x {hw.gpu.name} "
+        f"(time limit {args.time_limit:g} s) ...")
+    rap = RapProposer().propose(judge, args.time_limit)
+    chosen = LocalSearch(progress).propose(judge, args.time_limit)
+    say(f"searched {judge.evaluations} plans")
+    strategies = strategies_for("all", hw, None)
+    strategies += [Strategy(StrategyKind.PLAN, plan=rap.plan, name="rap"),
+                   Strategy(StrategyKind.PLAN, plan=chosen.plan, name="corun")]
+    results = []
+    for i, s in enumerate(strategies):
+        say(f"[{i + 1}/{len(strategies)}] simulating {s.label} ...")
+        results.append(simulate(replace(base, strategy=s)))
+    preds = [r.prediction for r in results]
+    if args.output:
+        save(chosen.plan, args.output)
+    if args.out:
+        write_outputs(Path(args.out), results)
+        save(chosen.plan, Path(args.out) / "plan.json")
+    if args.trace:
+        results[-1].write_trace(args.trace)
+    if args.json:
+        print(json.dumps([dumps(p) for p in preds], indent=1))
+        return 0
+    print(f"{model.name} / {pipeline.name} on {hw.gpu_count} x {hw.gpu.name}, batch "
+          f"{model.batch_per_gpu} per GPU, cost model {results[0].compiled.cost_model}")
+    print(comparison_table(preds))
+    kt = {k.kernel: k for k in preds[-1].kernels}
+    rows = [[k.name, k.stage, len(k.nodes), k.blocks, k.threads_per_block,
+             f"{kt[k.name].standalone_ms:.3f}" if k.name in kt else "-"]
+            for k in chosen.plan.kernels]
+    print("\nchosen plan (corun):")
+    print(table(["kernel", "released at", "op nodes", "blocks", "threads", "alone ms"], rows))
+    return 0

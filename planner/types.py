@@ -1,0 +1,38 @@
+"""The planner's vocabulary and interfaces (read this file first).
+
+A plan is judged by simulating it (sim + costmodel); the search only proposes. Units are
+the pipeline's independent node sets (weakly connected components: a feature's chain,
+with shared prefixes kept together), so any grouping of units into kernels is valid.
+"""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass
+
+from spec import Plan
+
+
+@dataclass(frozen=True)
+class Judged:
+    """A plan with its predicted throughput (higher is better)."""
+
+    plan: Plan
+    throughput_samples_per_s: float
+    iteration_ms: float
+
+
+class Judge(abc.ABC):
+    """Predicts a plan's throughput; implementations cache by plan."""
+
+    @abc.abstractmethod
+    def judge(self, plan: Plan) -> Judged: ...
+
+
+class Proposer(abc.ABC):
+    """Produces a plan for the judge's scenario within `time_limit_s`."""
+
+    name: str = "abstract"
+
+    @abc.abstractmethod
+    def propose(self, judge: Judge, time_limit_s: float) -> Judged: ...
