@@ -32,8 +32,12 @@ class Draft:
 class LocalSearch(Proposer):
     name = "corun"
 
-    def __init__(self, progress: Callable[[int, Judged], None] | None = None) -> None:
+    def __init__(self, progress: Callable[[int, Judged], None] | None = None,
+                 tune_launch: bool = True) -> None:
         self.progress = progress
+        self.tune_launch = tune_launch
+        """False keeps every kernel at the default launch shape (to compare with the
+        MILP, which decides fusion and schedule only)."""
 
     def propose(self, judge: Judge, time_limit_s: float) -> Judged:
         assert isinstance(judge, SimJudge)
@@ -67,7 +71,7 @@ class LocalSearch(Proposer):
         best = score(best_drafts)
         while time.monotonic() < deadline:
             improved = None
-            for cand in self._neighbours(best_drafts, stages):
+            for cand in self._neighbours(best_drafts, stages, self.tune_launch):
                 if time.monotonic() >= deadline:
                     break
                 if not valid(cand):
@@ -84,7 +88,7 @@ class LocalSearch(Proposer):
         return best
 
     @staticmethod
-    def _neighbours(drafts: list[Draft], stages: list[str]):
+    def _neighbours(drafts: list[Draft], stages: list[str], tune_launch: bool):
         for i, d in enumerate(drafts):
             rest = drafts[:i] + drafts[i + 1 :]
             for s in stages:
@@ -96,7 +100,7 @@ class LocalSearch(Proposer):
                 for s in stages:
                     yield rest + [Draft(a, d.stage, d.blocks, d.threads),
                                   Draft(b, s, d.blocks, d.threads)]
-            for f in (2, 0.5):
+            for f in (2, 0.5) if tune_launch else ():
                 nb = int(d.blocks * f)
                 if 1 <= nb <= 1 << 16:
                     yield rest + [Draft(d.units, d.stage, nb, d.threads)]

@@ -84,3 +84,17 @@ def test_plan_cli(tmp_path, capsys):
     assert main(["plan", "--time-limit", "1", "--iterations", "3", "--json", "--quiet"]) == 0
     docs = json.loads(capsys.readouterr().out)
     assert [d["strategy"] for d in docs][-2:] == ["rap", "corun"]
+
+
+def test_search_within_one_percent_of_the_milp():
+    """Deciding what the MILP decides (fusion, stages; default launch shape), the local
+    search reaches the exact optimum's simulated throughput within 1%."""
+    from planner.milp import solve
+
+    j = SimJudge(scenario("kaggle", 1))
+    exact = solve(j)
+    exact.judged.plan.check_pipeline(j.scenario.pipeline)
+    ours = LocalSearch(tune_launch=False).propose(j, 30.0)
+    assert ours.throughput_samples_per_s >= 0.99 * exact.judged.throughput_samples_per_s
+    with pytest.raises(spec.SpecError, match="1 for the exact MILP"):
+        solve(SimJudge(scenario("kaggle", 2)))
