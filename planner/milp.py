@@ -92,7 +92,7 @@ def solve(judge: SimJudge, time_limit_s: float = 60.0) -> MilpResult:
         integral[col] = 1
         if s == 0:
             cost[col] = PRE_KERNEL_LAUNCH_MS
-    for (s, j), col in ix.p.items():
+    for (_, j), col in ix.p.items():
         cost[col] = slots[j][1]
     for col in ix.d.values():
         cost[col] = 1.0
@@ -106,7 +106,7 @@ def solve(judge: SimJudge, time_limit_s: float = 60.0) -> MilpResult:
 
     for u in range(nu):  # every unit in exactly one kernel
         add({ix.x[u, s]: 1 for s in range(ns)}, 1, 1)
-    for (u, s), col in ix.x.items():  # x[u, s] <= y[s]
+    for (_, s), col in ix.x.items():  # x[u, s] <= y[s]
         add({col: 1, ix.y[s]: -1}, -np.inf, 0)
     for s in range(1, ns):  # work done in stages + drained = the kernel's time
         coefs = {ix.p[s, j]: 1 for j in range(s, ns)}
