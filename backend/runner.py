@@ -88,24 +88,21 @@ class PipelineProgram:
 
     def run_cpu(self) -> dict[str, ColumnData]:
         """Numba CPU: each group's kernels run with prange over rows on all cores."""
-        h = self.host
-        for g, (src, dst) in zip(self.groups, self.bound):
-            for part in ("lengths", "values") if g.has_lists else ("values",):
-                args = (self.desc, h.f32, h.i64, h.offs, h.valid, g.fpar, g.ipar, g.aux_f,
-                        g.aux_i, g.slot_sig, src, dst, *g.block_maps[part], self.layout.rows)
-                g.kernel(part, "cpu")(*args)
-                if part == "lengths":
-                    self._scan_host(h.offs, g)
-        return self.outputs()
+        return self._run_on_host("cpu")
 
     def run_cuda_simulated(self) -> dict[str, ColumnData]:
         """CUDA kernels under NUMBA_ENABLE_CUDASIM: the pools stay NumPy arrays."""
+        return self._run_on_host("cuda")
+
+    def _run_on_host(self, target: str) -> dict[str, ColumnData]:
         h = self.host
         for g, (src, dst) in zip(self.groups, self.bound):
             for part in ("lengths", "values") if g.has_lists else ("values",):
                 args = (self.desc, h.f32, h.i64, h.offs, h.valid, g.fpar, g.ipar, g.aux_f,
                         g.aux_i, g.slot_sig, src, dst, *g.block_maps[part], self.layout.rows)
-                g.kernel(part, "cuda")[g.grid(part), g.threads](*args)
+                kernel = g.kernel(part, target)
+                launch = kernel if target == "cpu" else kernel[g.grid(part), g.threads]
+                launch(*args)
                 if part == "lengths":
                     self._scan_host(h.offs, g)
         return self.outputs()
