@@ -69,14 +69,3 @@ def chains_of(pipeline: Pipeline, group: Iterable[str]) -> list[Chain]:
             cur = node.input
         chains.append(Chain(cur, tuple(reversed(path)), sink))
     return chains
-
-
-def sources_of(chains: Iterable[Chain]) -> list[str]:
-    seen: dict[str, None] = {}
-    for c in chains:
-        seen.setdefault(c.source, None)
-    return list(seen)
-
-
-def is_list(col: Column) -> bool:
-    return col.shape is Shape.LIST

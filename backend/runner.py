@@ -116,15 +116,6 @@ class PipelineProgram:
                 if n in self.pipeline.node_by_name}
 
 
-def one_group(pipeline: Pipeline, **launch: int) -> list[FusedGroup]:
-    return [FusedGroup(pipeline, pipeline.order, "all", **launch)]
-
-
-def per_node_groups(pipeline: Pipeline, **launch: int) -> list[FusedGroup]:
-    """Unfused: one kernel per op node, every intermediate through memory."""
-    return [FusedGroup(pipeline, [n], n, **launch) for n in pipeline.order]
-
-
 def run_numpy(pipeline: Pipeline, inputs: Mapping[str, ColumnData]) -> dict[str, ColumnData]:
     return {k: v for k, v in run_reference(pipeline, inputs).items()
             if k in pipeline.node_by_name}

@@ -12,7 +12,6 @@ from spec import (
     Pipeline,
     Plan,
     SpecError,
-    Stage,
     stages_for,
 )
 
@@ -92,9 +91,4 @@ def strategy_plan(strategy: Strategy, pipeline: Pipeline, model_name: str,
     return Plan(pipeline.name, model_name, n, (k,), training_priority_high=False)
 
 
-def uses_preprocessing(strategy: Strategy) -> bool:
-    return strategy.kind is not StrategyKind.IDEAL
-
-
-__all__ = ["Stage", "Strategy", "StrategyKind", "default_launch", "parse_strategy",
-           "strategy_plan", "uses_preprocessing"]
+__all__ = ["Strategy", "StrategyKind", "default_launch", "parse_strategy", "strategy_plan"]

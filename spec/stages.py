@@ -24,10 +24,6 @@ class Stage(enum.Enum):
     def is_collective(self) -> bool:
         return self in COLLECTIVES
 
-    @property
-    def multi_gpu_only(self) -> bool:
-        return self in COLLECTIVES
-
 
 STAGE_ORDER: tuple[Stage, ...] = tuple(Stage)
 COLLECTIVES = frozenset({Stage.INPUT_A2A, Stage.EMB_A2A_FWD, Stage.EMB_A2A_BWD,
