@@ -78,6 +78,16 @@ def _plan(args: argparse.Namespace) -> int:
     return plan_cmd.run(args)
 
 
+def _report(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from reports.summary import report
+
+    path = report(args.files, Path(args.output))
+    print(f"wrote {path}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="corun", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -94,6 +104,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("plan", help="search the best plan and compare it with every strategy")
     plan_arguments(p)
     p.set_defaults(func=_plan)
+    p = sub.add_parser("report", help="figures and a Markdown summary from prediction and "
+                       "measurement files")
+    p.add_argument("files", nargs="+", help="Prediction and Measurement JSON files")
+    p.add_argument("-o", "--output", required=True, help="output directory")
+    p.set_defaults(func=_report)
     from corun.preprocess_cmd import add_arguments as preprocess_arguments
 
     p = sub.add_parser("preprocess", help="run a pipeline over Criteo-format or synthetic "

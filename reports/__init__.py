@@ -1,0 +1,1 @@
+"""Pictures and tables from Prediction and Measurement files; never runs a model."""

@@ -1,0 +1,71 @@
+"""Read Prediction and Measurement files and pair them by what they describe."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from spec import Measurement, Prediction, SpecError
+from spec.serde import loads, read_document
+
+
+@dataclass(frozen=True)
+class Pair:
+    prediction: Prediction
+    measurement: Measurement
+
+    @property
+    def label(self) -> str:
+        m = self.measurement
+        return f"{m.model}/{m.pipeline} b{m.batch_per_gpu} x{m.gpu_count} {m.strategy}"
+
+
+def key(x: Prediction | Measurement) -> tuple:
+    return (x.strategy, x.model, x.pipeline, x.batch_per_gpu, x.gpu_count)
+
+
+def load_files(paths: list[str]) -> tuple[list[Prediction], list[Measurement]]:
+    """Each file by its schema tag; anything else is an error naming the file."""
+    preds, meas = [], []
+    for path in paths:
+        doc = read_document(path)
+        tag = doc.get("schema") if isinstance(doc, dict) else None
+        if tag == "corun.prediction/1":
+            preds.append(loads(Prediction, doc, str(path)))
+        elif tag == "corun.measurement/1":
+            meas.append(loads(Measurement, doc, str(path)))
+        else:
+            raise SpecError(f"{path}.schema", tag,
+                            "'corun.prediction/1' or 'corun.measurement/1'")
+    return preds, meas
+
+
+def pair_up(preds: list[Prediction], meas: list[Measurement]) -> list[Pair]:
+    """Match each measurement to the prediction of the same strategy, model, pipeline,
+    batch and GPU count; a measurement without one is an error that says what differs."""
+    by_key = {key(p): p for p in preds}
+    pairs = []
+    for m in meas:
+        p = by_key.get(key(m))
+        if p is None:
+            near = [q for q in preds if q.strategy == m.strategy]
+            hint = (f"; the prediction for {m.strategy!r} is of {near[0].model}/"
+                    f"{near[0].pipeline} batch {near[0].batch_per_gpu} x{near[0].gpu_count}"
+                    if near else "")
+            raise SpecError("measurement", f"{m.strategy} {m.model}/{m.pipeline} batch "
+                            f"{m.batch_per_gpu} x{m.gpu_count}",
+                            f"a prediction of the same strategy, model, pipeline, batch and "
+                            f"GPU count{hint}")
+        pairs.append(Pair(p, m))
+    return pairs
+
+
+def mape(pairs: list[tuple[float, float]]) -> float:
+    """Mean absolute percentage error of (predicted, measured) pairs, in percent."""
+    if not pairs:
+        return float("nan")
+    return 100 * sum(abs(p - m) / m for p, m in pairs) / len(pairs)
+
+
+def stem(path: str) -> str:
+    return Path(path).stem

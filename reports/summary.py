@@ -1,0 +1,71 @@
+"""`corun report`: figures and a Markdown summary from prediction and measurement files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from reports import figures
+from reports.pairs import Pair, load_files, mape, pair_up
+from spec import Prediction, SpecError
+from spec.serde import write_atomic
+
+
+def _row(p: Pair) -> list[str]:
+    pred, meas = p.prediction, p.measurement
+    err = 100 * (pred.iteration_time_ms - meas.iteration.median_ms) / meas.iteration.median_ms
+    return [pred.strategy, f"{pred.model}/{pred.pipeline}", str(pred.batch_per_gpu),
+            str(pred.gpu_count), f"{pred.iteration_time_ms:.3f}",
+            f"{meas.iteration.median_ms:.3f}", f"{err:+.1f}%",
+            f"{pred.throughput_samples_per_s:,.0f}", f"{meas.throughput_samples_per_s:,.0f}"]
+
+
+def markdown_table(headers: list[str], rows: list[list[str]]) -> str:
+    out = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    return "\n".join(out + ["| " + " | ".join(r) + " |" for r in rows])
+
+
+def report(paths: list[str], out: Path) -> Path:
+    """Draw every figure the inputs allow and write summary.md; returns its path."""
+    preds, meas = load_files(paths)
+    if not preds:
+        raise SpecError("report inputs", len(paths), "at least one Prediction file")
+    pairs = pair_up(preds, meas)
+    lines = ["# corun report", "",
+             f"{len(preds)} prediction(s), {len(meas)} measurement(s): "
+             + ", ".join(Path(p).name for p in paths), ""]
+    if pairs:
+        figures.save(figures.scatter(pairs), out, "predicted_vs_measured")
+        figures.save(figures.stage_bars(pairs), out, "stages")
+        for i, pair in enumerate(pairs):
+            figures.save(figures.timeline(pair), out, f"timeline_{i}")
+        it = [(p.prediction.iteration_time_ms, p.measurement.iteration.median_ms)
+              for p in pairs]
+        lines += ["## Predicted against measured", "",
+                  f"Iteration time MAPE: {mape(it):.1f}% over {len(pairs)} run(s).", "",
+                  "![predicted vs measured](predicted_vs_measured.png)", "",
+                  markdown_table(["strategy", "workload", "batch", "GPUs", "predicted ms",
+                                  "measured ms", "error", "predicted samples/s",
+                                  "measured samples/s"], [_row(p) for p in pairs]),
+                  "", "![stages](stages.png)", ""]
+        lines += [f"![timeline {i}](timeline_{i}.png)" for i in range(len(pairs))] + [""]
+    groups: dict[tuple, list[Prediction]] = {}
+    for p in preds:
+        groups.setdefault((p.model, p.pipeline, p.batch_per_gpu, p.gpu_count), []).append(p)
+    for n, (k, group) in enumerate(sorted(groups.items())):
+        if not any(p.strategy == "ideal" for p in group):
+            continue
+        measured = {m.strategy: m.throughput_samples_per_s for m in meas
+                    if (m.model, m.pipeline, m.batch_per_gpu, m.gpu_count) == k}
+        figures.save(figures.strategies(group, measured), out, f"strategies_{n}")
+        ideal = next(p for p in group if p.strategy == "ideal").throughput_samples_per_s
+        rows = [[p.strategy, f"{p.throughput_samples_per_s:,.0f}",
+                 f"{100 * p.throughput_samples_per_s / ideal:.1f}%",
+                 f"{measured[p.strategy]:,.0f}" if p.strategy in measured else "-"]
+                for p in group]
+        lines += [f"## Strategies: {k[0]}/{k[1]}, batch {k[2]}, {k[3]} GPU(s)", "",
+                  f"![strategies](strategies_{n}.png)", "",
+                  markdown_table(["strategy", "predicted samples/s", "of ideal",
+                                  "measured samples/s"], rows), ""]
+    path = out / "summary.md"
+    write_atomic(path, "\n".join(lines) + "\n")
+    return path

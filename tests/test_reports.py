@@ -1,0 +1,95 @@
+"""Reports from small fixture files: axes and series checked, numbers equal the inputs."""
+
+import json
+from dataclasses import replace
+
+import pytest
+
+import spec
+from corun.cli import main
+from reports import figures
+from reports.pairs import load_files, pair_up
+from sim import Scenario, Strategy, StrategyKind, simulate
+from spec.serde import save
+
+SLOW = 1.10  # measured = predicted x 1.10: iteration MAPE is exactly 100 x 0.1 / 1.1
+
+
+def measurement_of(p: spec.Prediction, factor: float) -> spec.Measurement:
+    spread = lambda ms: spec.Spread(ms, 0.95 * ms, 1.05 * ms)  # noqa: E731
+    return spec.Measurement(
+        strategy=p.strategy, model=p.model, pipeline=p.pipeline, hardware="fixture",
+        gpu_count=p.gpu_count, batch_per_gpu=p.batch_per_gpu, iterations=200, warmup=20,
+        iteration=spread(p.iteration_time_ms * factor),
+        throughput_samples_per_s=p.throughput_samples_per_s / factor,
+        stall_ms_per_iteration=0.0, stages={s.stage: spread(s.time_ms * factor)
+                                            for s in p.stages},
+        kernels={}, checked_rows=1000, versions={"torch": "fixture"}, git_commit="fixture",
+        command="fixture")
+
+
+@pytest.fixture
+def files(tmp_path):
+    hw = spec.hardware_preset("h200", 1)
+    m, p = spec.model_preset("criteo-kaggle"), spec.pipeline_preset("kaggle")
+    paths = []
+    for kind in (StrategyKind.IDEAL, StrategyKind.GPU_SEQUENTIAL):
+        pred = simulate(Scenario(hw, m, p, Strategy(kind), iterations=4, warmup=1),
+                        commit="t").prediction
+        for name, obj in (("pred", pred), ("meas", measurement_of(pred, SLOW))):
+            path = tmp_path / f"{name}-{kind.value}.json"
+            save(obj, path)
+            paths.append(str(path))
+    return paths
+
+
+def test_pairs_and_scatter(files):
+    preds, meas = load_files(files)
+    pairs = pair_up(preds, meas)
+    assert [p.measurement.strategy for p in pairs] == ["ideal", "gpu-sequential"]
+    fig = figures.scatter(pairs)
+    left, right = fig.axes
+    assert left.get_xlabel() == "measured (ms)" and left.get_ylabel() == "predicted (ms)"
+    assert "MAPE 9.1% (2 points)" in left.get_title()
+    assert len(left.collections[-1].get_offsets()) == 2
+    assert len(right.collections[-1].get_offsets()) == 2 * len(preds[0].stages)
+
+
+def test_stage_bars_and_timeline(files):
+    pairs = pair_up(*load_files(files))
+    ax = figures.stage_bars(pairs).axes[0]
+    assert len(ax.patches) == 2 * 2 * len(pairs[0].prediction.stages)
+    tl = figures.timeline(pairs[1]).axes[0]
+    assert [t.get_text() for t in tl.get_yticklabels()] == ["measured", "predicted kernels",
+                                                            "predicted"]
+
+
+def test_report_command_and_markdown_numbers(files, tmp_path, capsys):
+    out = tmp_path / "report"
+    assert main(["report", *files, "-o", str(out)]) == 0
+    text = (out / "summary.md").read_text()
+    assert "Iteration time MAPE: 9.1% over 2 run(s)." in text
+    preds, _ = load_files(files)
+    for p in preds:
+        assert f"{p.iteration_time_ms:.3f}" in text
+        assert f"{p.iteration_time_ms * SLOW:.3f}" in text
+    assert "+-9.1%" not in text and "-9.1%" in text
+    for name in ("predicted_vs_measured", "stages", "timeline_0", "strategies_0"):
+        assert (out / f"{name}.png").stat().st_size > 1000
+        assert (out / f"{name}.svg").exists()
+
+
+def test_mismatched_and_malformed_inputs(files, tmp_path, capsys):
+    _, meas = load_files(files)
+    other = replace(meas[0], model="criteo-terabyte", pipeline="terabyte")
+    bad = tmp_path / "other.json"
+    save(other, bad)
+    preds_only = [f for f in files if "pred-" in f]
+    assert main(["report", *preds_only, str(bad), "-o", str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err
+    assert "criteo-terabyte/terabyte" in err and "the prediction for 'ideal' is of " \
+        "criteo-kaggle/kaggle" in err
+    junk = tmp_path / "junk.json"
+    junk.write_text(json.dumps({"schema": "corun.plan/1"}))
+    assert main(["report", str(junk), "-o", str(tmp_path / "r")]) == 2
+    assert "'corun.prediction/1' or 'corun.measurement/1'" in capsys.readouterr().err
