@@ -88,6 +88,12 @@ def _report(args: argparse.Namespace) -> int:
     return 0
 
 
+def _whatif(args: argparse.Namespace) -> int:
+    from corun import whatif_cmd
+
+    return whatif_cmd.run(args)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="corun", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -109,6 +115,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("files", nargs="+", help="Prediction and Measurement JSON files")
     p.add_argument("-o", "--output", required=True, help="output directory")
     p.set_defaults(func=_report)
+    from corun.whatif_cmd import add_arguments as whatif_arguments
+
+    p = sub.add_parser("whatif", help="plan a grid of hardware, GPU counts and batches")
+    whatif_arguments(p)
+    p.set_defaults(func=_whatif)
     from corun.preprocess_cmd import add_arguments as preprocess_arguments
 
     p = sub.add_parser("preprocess", help="run a pipeline over Criteo-format or synthetic "

@@ -39,10 +39,11 @@ kernel beside a 6.8 ms step adds ~0.3%, as ../shared/GPU.md measured on the H200
 EQUAL_STAGE_SHARE = 0.75
 """The same with equal priorities: chosen so that case adds ~3.5% (../shared/GPU.md)."""
 MAX_KERNEL_SLOWDOWN = 20.0
-CPU_NS_PER_OP = 0.3
-"""Host ns per estimated instruction, one core: ../shared/GPU.md measured 78 ms for a
-single-core NumPy batch of 4.3 M hashed ids (18 ns/id), and OPS_PER_ELEMENT counts 60
-instructions per hashed id: 18 / 60 = 0.3 ns."""
+CPU_NS_PER_OP = 1.81
+"""Host ns per estimated instruction (OPS_PER_ELEMENT), one core of the Numba CPU
+pipeline that cpu:N workers run: on the H200 machine's 16 cores the kaggle pipeline took
+1,023 ms for 4,194,304 rows (bench/results/ops_h200.md, run 3), 16 core-seconds over
+2,157 estimated instructions per row."""
 CPU_NODE_OVERHEAD_MS = 0.01
 """Per op node per batch dispatch overhead in a host worker: an estimate."""
 

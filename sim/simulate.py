@@ -53,7 +53,6 @@ def _summarise(compiled: Compiled, log: RunLog, commit: str) -> Prediction:
     starts = np.array(log.iteration_start_ms)[:, measured].min(axis=0)
     ends = np.array(log.iteration_end_ms)[:, measured].max(axis=0)
     it_ms = float(np.median(ends - starts))
-    stall = float(np.median(np.array(log.stall_ms)[:, measured].mean(axis=0)))
     stage_arr = np.array(log.stage_ms)[:, measured, :]  # gpu, iter, stage
     stages = []
     for pos, s in enumerate(compiled.gpus[0].stages):
@@ -76,11 +75,15 @@ def _summarise(compiled: Compiled, log: RunLog, commit: str) -> Prediction:
                       datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
                       sc.seed)
     global_batch = sc.model.batch_per_gpu * n
+    # Throughput from the whole measured span, not the median iteration: with bursty
+    # supply (CPU workers that cannot keep up) a few stalls decide the rate.
+    mean_ms = span / sc.iterations if span > 0 else it_ms
     return Prediction(
         strategy=sc.strategy.label, model=sc.model.name, pipeline=sc.pipeline.name,
         hardware=sc.hardware.gpu.name, gpu_count=n, batch_per_gpu=sc.model.batch_per_gpu,
         iterations=sc.iterations, iteration_time_ms=it_ms,
-        throughput_samples_per_s=global_batch / it_ms * 1e3, stall_ms_per_iteration=stall,
+        throughput_samples_per_s=global_batch / mean_ms * 1e3,
+        stall_ms_per_iteration=float(np.array(log.stall_ms)[:, measured].mean()),
         stages=tuple(stages), kernels=tuple(kernels), gpu_utilisation=util, provenance=prov,
         notes=tuple(compiled.notes))
 

@@ -46,8 +46,11 @@ class Prediction:
     batch_per_gpu: int
     iterations: int
     iteration_time_ms: float
+    """Median over the simulated iterations."""
     throughput_samples_per_s: float
+    """Global batch x iterations over the measured span (includes every stall)."""
     stall_ms_per_iteration: float
+    """Mean over iterations and GPUs."""
     stages: tuple[StageTime, ...]
     kernels: tuple[KernelTime, ...]
     gpu_utilisation: tuple[float, ...]

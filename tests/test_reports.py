@@ -93,3 +93,25 @@ def test_mismatched_and_malformed_inputs(files, tmp_path, capsys):
     junk.write_text(json.dumps({"schema": "corun.plan/1"}))
     assert main(["report", str(junk), "-o", str(tmp_path / "r")]) == 2
     assert "'corun.prediction/1' or 'corun.measurement/1'" in capsys.readouterr().err
+
+
+def test_whatif_grid(tmp_path, capsys):
+    from corun.whatif_cmd import plan_point
+
+    out = tmp_path / "wi"
+    assert main(["whatif", "--hardware", "h200,a100", "--gpus", "1,2", "--batch", "4096",
+                 "--time-limit", "0.5", "--jobs", "2", "--out", str(out), "--quiet"]) == 0
+    rows = (out / "whatif.csv").read_text().splitlines()
+    assert rows[0].startswith("hardware,gpus,batch,ideal_samples_per_s")
+    assert len(rows) == 1 + 4
+    first = rows[1].split(",")
+    direct = plan_point("h200", 1, 4096, "criteo-kaggle", "kaggle", 0.5)
+    assert float(first[4]) == pytest.approx(direct.planned_samples_per_s)
+    assert int(first[6]) == direct.cpu_cores_to_match >= 1
+    assert f"{direct.planned_samples_per_s:,.0f}" in (out / "whatif.md").read_text()
+    for metric in ("planned_samples_per_s", "of_ideal", "cpu_cores_to_match"):
+        assert (out / f"whatif_{metric}.png").exists()
+    assert main(["whatif", "--gpus", "0", "--out", str(out), "--quiet"]) == 2
+    assert "--gpus = '0': integers >= 1" in capsys.readouterr().err
+    assert main(["whatif", "--hardware", "tpu", "--out", str(out), "--quiet"]) == 2
+    assert "--hardware = 'tpu'" in capsys.readouterr().err

@@ -1,0 +1,131 @@
+"""`corun whatif`: plan every point of a hardware x GPUs x batch grid, in parallel."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import os
+import sys
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+
+from spec import SpecError
+
+MAX_CORES = 8192
+
+
+@dataclass(frozen=True)
+class Point:
+    hardware: str
+    gpus: int
+    batch: int
+    ideal_samples_per_s: float
+    planned_samples_per_s: float
+    of_ideal: float
+    cpu_cores_to_match: int
+    """Smallest cpu:N whose throughput reaches the plan's (MAX_CORES + 1: none does)."""
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--hardware", default="h100,h200,a100")
+    p.add_argument("--gpus", default="1,2,4,8")
+    p.add_argument("--batch", default="4096,8192")
+    p.add_argument("--model", default="criteo-kaggle")
+    p.add_argument("--pipeline", default="kaggle")
+    p.add_argument("--time-limit", type=float, default=2.0, help="planning seconds per point")
+    p.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    p.add_argument("--out", default="out/whatif", help="output directory")
+    p.add_argument("--quiet", action="store_true")
+
+
+def _ints(text: str, field: str) -> list[int]:
+    try:
+        values = [int(x) for x in text.split(",")]
+    except ValueError:
+        raise SpecError(field, text, "a comma-separated list of integers") from None
+    if any(v < 1 for v in values):
+        raise SpecError(field, text, "integers >= 1")
+    return values
+
+
+def plan_point(hw_name: str, gpus: int, batch: int, model_name: str, pipe_name: str,
+               time_limit: float) -> Point:
+    from corun.workload import resolve_model, resolve_pipeline
+    from planner import LocalSearch, SimJudge
+    from sim import Scenario, Strategy, StrategyKind, simulate
+    from spec import hardware_preset
+
+    hw = hardware_preset(hw_name, gpus)
+    model = resolve_model(model_name, batch)
+    # long enough that CPU workers' queue reaches its steady state
+    sc = Scenario(hw, model, resolve_pipeline(pipe_name), Strategy(StrategyKind.IDEAL),
+                  iterations=60, warmup=20)
+    ideal = simulate(sc, commit="whatif").prediction.throughput_samples_per_s
+    plan = LocalSearch().propose(SimJudge(sc), time_limit).plan
+    planned = simulate(replace(sc, strategy=Strategy(StrategyKind.PLAN, plan=plan)),
+                       commit="whatif").prediction.throughput_samples_per_s
+
+    def cpu(n: int) -> float:
+        s = replace(sc, hardware=hardware_preset(hw_name, gpus, host_cpu_cores=n),
+                    strategy=Strategy(StrategyKind.CPU, cpu_workers=n))
+        return simulate(s, commit="whatif").prediction.throughput_samples_per_s
+
+    lo, hi = 0, 1  # cpu(lo) < planned <= cpu(hi), found by doubling then bisection
+    while hi <= MAX_CORES and cpu(hi) < planned * (1 - 1e-9):
+        lo, hi = hi, hi * 2
+    if hi > MAX_CORES:
+        need = MAX_CORES + 1
+    else:
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if cpu(mid) >= planned * (1 - 1e-9):
+                hi = mid
+            else:
+                lo = mid
+        need = hi
+    return Point(hw_name, gpus, batch, ideal, planned, planned / ideal, need)
+
+
+def run(args: argparse.Namespace) -> int:
+    from reports.whatif import heatmaps, markdown
+    from spec import GPU_KINDS, hardware_preset
+    from spec.serde import write_atomic
+
+    kinds = args.hardware.split(",")
+    for k in kinds:
+        if k not in GPU_KINDS:
+            raise SpecError("--hardware", k, f"one of {', '.join(GPU_KINDS)}")
+    gpus, batches = _ints(args.gpus, "--gpus"), _ints(args.batch, "--batch")
+    if args.jobs < 1:
+        raise SpecError("--jobs", args.jobs, "an integer >= 1")
+    for k in kinds:  # fail fast on a model that cannot fit, before the workers start
+        for g in gpus:
+            from corun.workload import resolve_model
+            from costmodel import shard_tables
+
+            shard_tables(resolve_model(args.model, batches[0]), hardware_preset(k, g))
+    grid = [(k, g, b) for k in kinds for g in gpus for b in batches]
+    points: list[Point] = []
+    with ProcessPoolExecutor(max_workers=args.jobs) as pool:
+        futures = [pool.submit(plan_point, k, g, b, args.model, args.pipeline,
+                               args.time_limit) for k, g, b in grid]
+        for i, f in enumerate(futures):
+            points.append(f.result())
+            if not args.quiet:
+                print(f"\r[{i + 1}/{len(grid)}] points planned", end="", file=sys.stderr,
+                      flush=True)
+    if not args.quiet:
+        print(file=sys.stderr)
+    out = Path(args.out)
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=list(asdict(points[0])))
+    w.writeheader()
+    w.writerows(asdict(p) for p in points)
+    write_atomic(out / "whatif.csv", buf.getvalue())
+    text = markdown(points, args.model, args.pipeline)
+    write_atomic(out / "whatif.md", text)
+    heatmaps(points, out)
+    print(text)
+    return 0

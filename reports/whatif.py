@@ -1,0 +1,57 @@
+"""Tables and heatmaps of a what-if grid (from its points; nothing is simulated here)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from reports import figures
+
+
+def markdown(points, model: str, pipeline: str) -> str:
+    lines = [f"# What-if: {model} / {pipeline}", "",
+             "Planned throughput (corun's plan, simulated), as a share of ideal, and the "
+             "smallest cpu:N that matches the plan.", "",
+             "| hardware | GPUs | batch/GPU | ideal samples/s | planned samples/s | of ideal "
+             "| CPU cores to match |", "|---|---|---|---|---|---|---|"]
+    for p in points:
+        cores = str(p.cpu_cores_to_match) if p.cpu_cores_to_match <= 8192 else "> 8192"
+        lines.append(f"| {p.hardware} | {p.gpus} | {p.batch} | {p.ideal_samples_per_s:,.0f} "
+                     f"| {p.planned_samples_per_s:,.0f} | {100 * p.of_ideal:.1f}% | {cores} |")
+    return "\n".join(lines) + "\n"
+
+
+def heatmaps(points, out: Path) -> list[Path]:
+    """One figure per metric; one panel per hardware; GPUs down, batch across."""
+    import matplotlib.pyplot as plt
+
+    kinds = list(dict.fromkeys(p.hardware for p in points))
+    gpus = sorted({p.gpus for p in points})
+    batches = sorted({p.batch for p in points})
+    metrics = (("planned_samples_per_s", "planned samples/s", "{:,.0f}"),
+               ("of_ideal", "% of ideal", "{:.1%}"),
+               ("cpu_cores_to_match", "CPU cores for cpu:N to match", "{:d}"))
+    paths = []
+    for attr, title, fmt in metrics:
+        fig, axes = plt.subplots(1, len(kinds), figsize=(4 * len(kinds), 3.4), squeeze=False)
+        for ax, kind in zip(axes[0], kinds):
+            grid = np.full((len(gpus), len(batches)), np.nan)
+            for p in points:
+                if p.hardware == kind:
+                    grid[gpus.index(p.gpus), batches.index(p.batch)] = getattr(p, attr)
+            ax.imshow(grid, cmap="viridis", aspect="auto")
+            for i in range(len(gpus)):
+                for j in range(len(batches)):
+                    if not np.isnan(grid[i, j]):
+                        v = grid[i, j]
+                        ax.text(j, i, fmt.format(int(v) if fmt == "{:d}" else v),
+                                ha="center", va="center", color="white", fontsize=8)
+            ax.set_xticks(range(len(batches)), batches)
+            ax.set_yticks(range(len(gpus)), gpus)
+            ax.set_xlabel("batch per GPU")
+            ax.set_ylabel("GPUs")
+            ax.set_title(f"{kind}: {title}", fontsize=9)
+        fig.tight_layout()
+        paths += figures.save(fig, out, f"whatif_{attr}")
+    return paths
