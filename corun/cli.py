@@ -146,6 +146,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("corun: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # the reader went away (`corun plan | head`): stop quietly
+        sys.stderr.close()
+        return 0
 
 
 def _typed(argv: list[str] | None, dest: str) -> bool:
