@@ -21,7 +21,7 @@ from sim.simulate import git_commit
 from spec.serde import write_atomic
 
 CASES = [("kaggle", 1), ("terabyte", 1), ("kaggle", 8), ("terabyte", 8), ("wide-2x", 1),
-         ("wide-4x", 1), ("wide-4x", 8), ("multihot", 1)]
+         ("wide-4x", 1), ("wide-4x", 8), ("multihot", 1), ("heavy", 1)]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -5,7 +5,8 @@ release stage and a launch shape. Construction tries the whole pipeline as one k
 every stage. Improvement repeats best-improvement steps over these moves until none
 helps or time runs out: move a kernel to another stage; split a kernel's units in two
 (the second half tried at every stage); merge two kernels of one stage; double or halve
-a kernel's blocks.
+a kernel's blocks; flip the plan's stream priority (training above preprocessing, or
+equal: on a pipeline too heavy to hide, equal priority finishes the kernels sooner).
 """
 
 from __future__ import annotations
@@ -48,16 +49,18 @@ class LocalSearch(Proposer):
         blocks, threads = default_launch(hw)
         deadline = time.monotonic() + time_limit_s
 
-        def to_plan(drafts: list[Draft]) -> Plan:
+        def to_plan(state: tuple[list[Draft], bool]) -> Plan:
+            drafts, priority_high = state
             pos = {s: i for i, s in enumerate([BEFORE_ITERATION] + stages[:-1])}
             kernels = []
             for i, d in enumerate(sorted(drafts, key=lambda d: (pos[d.stage], d.units))):
                 nodes = tuple(n for u in d.units for n in units[u])
                 kernels.append(FusedKernel(f"k{i}", nodes, d.stage, d.blocks, d.threads))
-            return Plan(pipeline.name, sc.model.name, hw.gpu_count, tuple(kernels))
+            return Plan(pipeline.name, sc.model.name, hw.gpu_count, tuple(kernels),
+                        training_priority_high=priority_high)
 
-        def score(drafts: list[Draft]) -> Judged:
-            return judge.judge(to_plan(drafts))
+        def score(state: tuple[list[Draft], bool]) -> Judged:
+            return judge.judge(to_plan(state))
 
         def min_blocks(d: Draft) -> int:
             return len(pipeline.sinks([n for u in d.units for n in units[u]]))
@@ -66,23 +69,27 @@ class LocalSearch(Proposer):
             return all(d.blocks >= min_blocks(d) for d in drafts)
 
         every = tuple(range(len(units)))
-        best_drafts = max(([Draft(every, s, blocks, threads)] for s in stages),
-                          key=lambda d: score(d).throughput_samples_per_s)
-        best = score(best_drafts)
+        best_state = max((([Draft(every, s, blocks, threads)], high)
+                          for high in (True, False) for s in stages),
+                         key=lambda st: score(st).throughput_samples_per_s)
+        best = score(best_state)
         while time.monotonic() < deadline:
             improved = None
-            for cand in self._neighbours(best_drafts, stages, self.tune_launch):
+            drafts, high = best_state
+            moves = [(c, high) for c in self._neighbours(drafts, stages, self.tune_launch)]
+            moves.append((drafts, not high))
+            for cand in moves:
                 if time.monotonic() >= deadline:
                     break
-                if not valid(cand):
+                if not valid(cand[0]):
                     continue
                 j = score(cand)
                 if j.throughput_samples_per_s > (improved or best).throughput_samples_per_s \
                         * (1 + 1e-9):
-                    improved, improved_drafts = j, cand
+                    improved, improved_state = j, cand
             if improved is None:
                 break
-            best, best_drafts = improved, improved_drafts
+            best, best_state = improved, improved_state
             if self.progress:
                 self.progress(judge.evaluations, best)
         return best

@@ -145,12 +145,24 @@ def _mlperf() -> Model:
                  optimizer=Optimizer.ROWWISE_ADAGRAD, learning_rate=0.005)
 
 
+HEAVY_TABLE_ROWS = 100_000
+
+
+def _heavy() -> Model:
+    """A fast model for the `heavy` pipeline: 26 tables of 100k rows x dim 8, 100 ids per
+    sample per table, tiny MLPs (issue 6's heavy case; not from OPS.md)."""
+    tables = tuple(Table(f"cat_{k}", HEAVY_TABLE_ROWS, 8, 100.0) for k in range(26))
+    return Model(name="heavy", dense_features=13, tables=tables, bottom_mlp=(64, 8),
+                 top_mlp=(64, 1))
+
+
 MODEL_PRESETS: dict[str, Model] = {
     "criteo-kaggle": _criteo("criteo-kaggle", KAGGLE_ROWS, (1024, 1024, 512, 1)),
     "criteo-terabyte": _criteo("criteo-terabyte", TERABYTE_ROWS, (1024, 1024, 512, 256, 1)),
     "wide-2x": _wide("wide-2x", 26, 52),
     "wide-4x": _wide("wide-4x", 52, 104),
     "mlperf-dcnv2": _mlperf(),
+    "heavy": _heavy(),
 }
 
 

@@ -5,7 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 from spec.errors import SpecError
-from spec.model import BUCKET_TABLE_ROWS, KAGGLE_ROWS, MLPERF_MULTI_HOT, MLPERF_ROWS, TERABYTE_ROWS
+from spec.model import (
+    BUCKET_TABLE_ROWS,
+    HEAVY_TABLE_ROWS,
+    KAGGLE_ROWS,
+    MLPERF_MULTI_HOT,
+    MLPERF_ROWS,
+    TERABYTE_ROWS,
+)
 from spec.pipeline import Column, DType, OpKind, OpNode, Pipeline, Shape, SparseOutput
 
 EPS = 1e-5
@@ -94,16 +101,43 @@ def multihot() -> Pipeline:
     return Pipeline("multihot", inputs, tuple(b.nodes), tuple(dense), tuple(sparse))
 
 
+HEAVY_LIST_LENGTH, HEAVY_NGRAM, HEAVY_FIRSTX = 50, 3, 100
+
+
+def heavy() -> Pipeline:
+    """`heavy`: a production-like pipeline beside a fast model (issue 6's heavy case).
+    26 raw id lists of 50 ids -> fill_null -> ngram(3) (144 ids) -> sigrid_hash ->
+    firstx(100); 13 dense -> fill_null -> logit. Not from OPS.md: sized so that, in
+    simulation, preprocessing costs about a third of an iteration of the `heavy` model."""
+    b = _Builder()
+    dense = []
+    for k in range(13):
+        f = b.add(f"fill_int_{k}", OpKind.FILL_NULL, f"int_{k}", value=0)
+        dense.append(b.add(f"logit_int_{k}", OpKind.LOGIT, f, eps=EPS))
+    sparse = []
+    for k in range(26):
+        f = b.add(f"fill_cat_{k}", OpKind.FILL_NULL, f"cat_{k}", value=0)
+        g = b.add(f"ngram_cat_{k}", OpKind.NGRAM, f, n=HEAVY_NGRAM)
+        h = b.add(f"hash_cat_{k}", OpKind.SIGRID_HASH, g, salt=0, max_value=HEAVY_TABLE_ROWS)
+        sparse.append(SparseOutput(b.add(f"first_cat_{k}", OpKind.FIRSTX, h, x=HEAVY_FIRSTX),
+                                   f"cat_{k}"))
+    inputs = tuple(_dense(k) for k in range(13)) + tuple(
+        _sparse(k, float(HEAVY_LIST_LENGTH)) for k in range(26))
+    return Pipeline("heavy", inputs, tuple(b.nodes), tuple(dense), tuple(sparse))
+
+
 PIPELINE_PRESETS = {
     "kaggle": lambda: criteo("kaggle", KAGGLE_ROWS),
     "terabyte": lambda: criteo("terabyte", TERABYTE_ROWS),
     "wide-2x": lambda: wide("wide-2x", 26, 52),
     "wide-4x": lambda: wide("wide-4x", 52, 104),
     "multihot": multihot,
+    "heavy": heavy,
 }
 
 DEFAULT_MODEL_FOR = {"kaggle": "criteo-kaggle", "terabyte": "criteo-terabyte",
-                     "wide-2x": "wide-2x", "wide-4x": "wide-4x", "multihot": "mlperf-dcnv2"}
+                     "wide-2x": "wide-2x", "wide-4x": "wide-4x", "multihot": "mlperf-dcnv2",
+                     "heavy": "heavy"}
 
 
 def pipeline_preset(name: str) -> Pipeline:
