@@ -25,10 +25,17 @@ class SimJudge(Judge):
         self.cache: dict[str, Judged] = {}
         self.evaluations = 0
 
+    CPU_ITERATIONS, CPU_WARMUP = 60, 20
+    """Plans with CPU work run longer: the workers' queue starts full, and a short run
+    would count the prefilled batches as free (it chose CPU mappings that stalled)."""
+
     def judge(self, plan: Plan) -> Judged:
         key = plan_key(plan)
         if key not in self.cache:
             sc = replace(self.scenario, strategy=Strategy(StrategyKind.PLAN, plan=plan))
+            if plan.cpu_nodes:
+                sc = replace(sc, iterations=max(sc.iterations, self.CPU_ITERATIONS),
+                             warmup=max(sc.warmup, self.CPU_WARMUP))
             p = simulate(sc, self.cost_model, commit="planner").prediction
             self.cache[key] = Judged(plan, p.throughput_samples_per_s, p.iteration_time_ms)
             self.evaluations += 1

@@ -6,20 +6,24 @@ every stage. Improvement repeats best-improvement steps over these moves until n
 helps or time runs out: move a kernel to another stage; split a kernel's units in two
 (the second half tried at every stage); merge two kernels of one stage; double or halve
 a kernel's blocks; flip the plan's stream priority (training above preprocessing, or
-equal: on a pipeline too heavy to hide, equal priority finishes the kernels sooner).
+equal: on a pipeline too heavy to hide, equal priority finishes the kernels sooner);
+remap a unit: to the host CPU workers and back, or (several GPUs) a unit that is one
+sparse feature to its table's owner GPU, over the global batch, which saves its ids the
+input all-to-all.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from costmodel import shard_tables
 from planner.judge import SimJudge
 from planner.types import Judge, Judged, Proposer
 from planner.units import units_of
 from sim.strategy import default_launch
-from spec import BEFORE_ITERATION, FusedKernel, Plan, stages_for
+from spec import BEFORE_ITERATION, FusedKernel, Mapping, Plan, stages_for
 
 
 @dataclass(frozen=True)
@@ -28,17 +32,28 @@ class Draft:
     stage: str
     blocks: int
     threads: int
+    gpu: int | None = None
+    """None: every GPU over its local batch; an index: the owner GPU over the global batch."""
+
+
+@dataclass(frozen=True)
+class State:
+    drafts: tuple[Draft, ...]
+    priority_high: bool
+    cpu_units: frozenset[int] = frozenset()
 
 
 class LocalSearch(Proposer):
     name = "corun"
 
     def __init__(self, progress: Callable[[int, Judged], None] | None = None,
-                 tune_launch: bool = True) -> None:
+                 tune_launch: bool = True, remap: bool = True,
+                 tune_priority: bool = True) -> None:
+        """Turning off `tune_launch`, `remap` and `tune_priority` leaves the decisions the
+        MILP makes (fusion and release stages, training at high priority), to measure the
+        search's gap to the exact optimum."""
         self.progress = progress
-        self.tune_launch = tune_launch
-        """False keeps every kernel at the default launch shape (to compare with the
-        MILP, which decides fusion and schedule only)."""
+        self.tune_launch, self.remap, self.tune_priority = tune_launch, remap, tune_priority
 
     def propose(self, judge: Judge, time_limit_s: float) -> Judged:
         assert isinstance(judge, SimJudge)
@@ -48,40 +63,42 @@ class LocalSearch(Proposer):
         stages = [s.value for s in stages_for(hw.gpu_count)] + [BEFORE_ITERATION]
         blocks, threads = default_launch(hw)
         deadline = time.monotonic() + time_limit_s
+        owner_of = self._owners(sc, units)
 
-        def to_plan(state: tuple[list[Draft], bool]) -> Plan:
-            drafts, priority_high = state
+        def to_plan(state: State) -> Plan:
             pos = {s: i for i, s in enumerate([BEFORE_ITERATION] + stages[:-1])}
-            kernels = []
-            for i, d in enumerate(sorted(drafts, key=lambda d: (pos[d.stage], d.units))):
+            kernels, mapping = [], {}
+            for i, d in enumerate(sorted(state.drafts, key=lambda d: (pos[d.stage], d.units))):
                 nodes = tuple(n for u in d.units for n in units[u])
-                kernels.append(FusedKernel(f"k{i}", nodes, d.stage, d.blocks, d.threads))
-            return Plan(pipeline.name, sc.model.name, hw.gpu_count, tuple(kernels),
-                        training_priority_high=priority_high)
+                kernels.append(FusedKernel(f"k{i}", nodes, d.stage, d.blocks, d.threads, d.gpu))
+                if d.gpu is not None:
+                    mapping.update({units[u][-1]: Mapping.OWNER for u in d.units})
+            cpu = tuple(n for u in sorted(state.cpu_units) for n in units[u])
+            for u in state.cpu_units:
+                mapping.update({n: Mapping.CPU for n in units[u]
+                                if n in {o.node for o in pipeline.sparse_outputs}})
+            return Plan(pipeline.name, sc.model.name, hw.gpu_count, tuple(kernels), cpu,
+                        mapping, state.priority_high)
 
-        def score(state: tuple[list[Draft], bool]) -> Judged:
+        def score(state: State) -> Judged:
             return judge.judge(to_plan(state))
 
-        def min_blocks(d: Draft) -> int:
-            return len(pipeline.sinks([n for u in d.units for n in units[u]]))
-
-        def valid(drafts: list[Draft]) -> bool:
-            return all(d.blocks >= min_blocks(d) for d in drafts)
+        def valid(state: State) -> bool:
+            return all(d.units and d.blocks >= len(pipeline.sinks(
+                [n for u in d.units for n in units[u]])) for d in state.drafts)
 
         every = tuple(range(len(units)))
-        best_state = max((([Draft(every, s, blocks, threads)], high)
-                          for high in (True, False) for s in stages),
+        priorities = (True, False) if self.tune_priority else (True,)
+        best_state = max((State((Draft(every, s, blocks, threads),), high)
+                          for high in priorities for s in stages),
                          key=lambda st: score(st).throughput_samples_per_s)
         best = score(best_state)
         while time.monotonic() < deadline:
             improved = None
-            drafts, high = best_state
-            moves = [(c, high) for c in self._neighbours(drafts, stages, self.tune_launch)]
-            moves.append((drafts, not high))
-            for cand in moves:
+            for cand in self._moves(best_state, stages, owner_of):
                 if time.monotonic() >= deadline:
                     break
-                if not valid(cand[0]):
+                if not valid(cand):
                     continue
                 j = score(cand)
                 if j.throughput_samples_per_s > (improved or best).throughput_samples_per_s \
@@ -95,25 +112,74 @@ class LocalSearch(Proposer):
         return best
 
     @staticmethod
+    def _owners(sc, units: list[tuple[str, ...]]) -> dict[int, int]:
+        """Unit -> owner GPU, for units that are exactly one sparse feature's chain."""
+        if sc.hardware.gpu_count == 1:
+            return {}
+        owner = shard_tables(sc.model, sc.hardware).owner
+        table_of = {o.node: o.table for o in sc.pipeline.sparse_outputs}
+        feature_of = sc.pipeline.feature_of()
+        out = {}
+        for i, u in enumerate(units):
+            features = {feature_of.get(n) for n in u}
+            if len(features) == 1 and u[-1] in table_of:
+                out[i] = owner[table_of[u[-1]]]
+        return out
+
+    def _moves(self, state: State, stages: list[str], owner_of: dict[int, int]):
+        drafts = list(state.drafts)
+        for cand in self._neighbours(drafts, stages, self.tune_launch):
+            yield State(tuple(cand), state.priority_high, state.cpu_units)
+        if self.tune_priority:
+            yield State(state.drafts, not state.priority_high, state.cpu_units)
+        if not self.remap:
+            return
+        for i, d in enumerate(drafts):  # units of a local kernel to the CPU or owners
+            if d.gpu is not None:
+                continue
+            rest = drafts[:i] + drafts[i + 1 :]
+            for moved in {d.units[:1], d.units[: max(1, len(d.units) // 2)]}:
+                left = tuple(x for x in d.units if x not in moved)
+                kept = rest + ([replace(d, units=left)] if left else [])
+                yield State(tuple(kept), state.priority_high, state.cpu_units | set(moved))
+                owned = [u for u in moved if u in owner_of]
+                if owned:
+                    keep = tuple(x for x in d.units if x not in owned)
+                    kept = rest + ([replace(d, units=keep)] if keep else [])
+                    by_gpu: dict[int, list[int]] = {}
+                    for u in owned:
+                        by_gpu.setdefault(owner_of[u], []).append(u)
+                    share = max(1, d.blocks // max(len(d.units), 1))
+                    own = [Draft(tuple(us), d.stage, share * len(us), d.threads, g)
+                           for g, us in sorted(by_gpu.items())]
+                    yield State(tuple(kept + own), state.priority_high, state.cpu_units)
+        local = [k for k, d in enumerate(drafts) if d.gpu is None]
+        if state.cpu_units and local:  # back from the CPU into the first local kernel
+            k = local[0]
+            on_cpu = sorted(state.cpu_units)
+            for back in {tuple(on_cpu[:1]), tuple(on_cpu)}:
+                merged = replace(drafts[k], units=tuple(sorted(drafts[k].units + back)))
+                yield State(tuple(drafts[:k] + [merged] + drafts[k + 1 :]),
+                            state.priority_high, state.cpu_units - set(back))
+
+    @staticmethod
     def _neighbours(drafts: list[Draft], stages: list[str], tune_launch: bool):
         for i, d in enumerate(drafts):
             rest = drafts[:i] + drafts[i + 1 :]
             for s in stages:
                 if s != d.stage:
-                    yield rest + [Draft(d.units, s, d.blocks, d.threads)]
+                    yield rest + [replace(d, stage=s)]
             if len(d.units) > 1:
                 half = len(d.units) // 2
                 a, b = d.units[:half], d.units[half:]
                 for s in stages:
-                    yield rest + [Draft(a, d.stage, d.blocks, d.threads),
-                                  Draft(b, s, d.blocks, d.threads)]
+                    yield rest + [replace(d, units=a), replace(d, units=b, stage=s)]
             for f in (2, 0.5) if tune_launch else ():
                 nb = int(d.blocks * f)
                 if 1 <= nb <= 1 << 16:
-                    yield rest + [Draft(d.units, d.stage, nb, d.threads)]
+                    yield rest + [replace(d, blocks=nb)]
             for j in range(i + 1, len(drafts)):
                 e = drafts[j]
-                if e.stage == d.stage:
-                    merged = Draft(tuple(sorted(d.units + e.units)), d.stage, d.blocks,
-                                   d.threads)
+                if e.stage == d.stage and e.gpu == d.gpu == None:  # noqa: E711
+                    merged = replace(d, units=tuple(sorted(d.units + e.units)))
                     yield [x for k, x in enumerate(drafts) if k not in (i, j)] + [merged]
