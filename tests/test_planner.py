@@ -121,6 +121,5 @@ def test_owner_and_cpu_mappings_give_valid_plans():
     sc = scenario("kaggle", 4)
     plan = LocalSearch().propose(SimJudge(sc), 5.0).plan
     plan.check_pipeline(sc.pipeline)
-    from planner.search import LocalSearch as LS  # noqa: F401
-    owners = LS._owners(sc, units_of(sc.pipeline))
+    owners = LocalSearch._owners(sc, units_of(sc.pipeline))
     assert len(owners) == 26  # every cat_k chain is one unit owned by its table's GPU
