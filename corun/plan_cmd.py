@@ -85,6 +85,14 @@ def run(args: argparse.Namespace) -> int:
     rows = [[k.name, k.stage, len(k.nodes), k.blocks, k.threads_per_block,
              f"{kt[k.name].standalone_ms:.3f}" if k.name in kt else "-"]
             for k in chosen.plan.kernels]
-    print("\nchosen plan (corun):")
-    print(table(["kernel", "released at", "op nodes", "blocks", "threads", "alone ms"], rows))
+    plan = chosen.plan
+    owners = sum(1 for v in plan.feature_mapping.values() if v.value == "owner")
+    print(f"\nchosen plan (corun): {len(plan.kernels)} fused kernel(s), "
+          f"{len(plan.cpu_nodes)} of {len(pipeline.nodes)} op nodes on the host CPU, "
+          f"{owners} feature(s) preprocessed by their table's owner GPU, training stream "
+          f"{'above' if plan.training_priority_high else 'at the same priority as'} "
+          "preprocessing")
+    if rows:
+        print(table(["kernel", "released at", "op nodes", "blocks", "threads", "alone ms"],
+                    rows))
     return 0
