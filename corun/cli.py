@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 
 from spec import SpecError
@@ -60,24 +61,6 @@ def _presets(_: argparse.Namespace) -> int:
     return 0
 
 
-def _simulate(args: argparse.Namespace) -> int:
-    from corun import simulate_cmd
-
-    return simulate_cmd.run(args)
-
-
-def _preprocess(args: argparse.Namespace) -> int:
-    from corun import preprocess_cmd
-
-    return preprocess_cmd.run(args)
-
-
-def _plan(args: argparse.Namespace) -> int:
-    from corun import plan_cmd
-
-    return plan_cmd.run(args)
-
-
 def _report(args: argparse.Namespace) -> int:
     from pathlib import Path
 
@@ -88,44 +71,31 @@ def _report(args: argparse.Namespace) -> int:
     return 0
 
 
-def _whatif(args: argparse.Namespace) -> int:
-    from corun import whatif_cmd
-
-    return whatif_cmd.run(args)
+# command -> (module with add_arguments(parser) and run(args), help)
+COMMANDS = {
+    "simulate": ("corun.simulate_cmd", "predict strategies with the simulator"),
+    "plan": ("corun.plan_cmd", "search the best plan and compare it with every strategy"),
+    "whatif": ("corun.whatif_cmd", "plan a grid of hardware, GPU counts and batches"),
+    "preprocess": ("corun.preprocess_cmd", "run a pipeline over Criteo-format or synthetic "
+                   "data, checked against the reference"),
+}
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="corun", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("presets", help="list hardware, model and pipeline presets").set_defaults(
-        func=_presets
-    )
-    from corun.simulate_cmd import add_arguments
-
-    p = sub.add_parser("simulate", help="predict strategies with the simulator")
-    add_arguments(p)
-    p.set_defaults(func=_simulate)
-    from corun.plan_cmd import add_arguments as plan_arguments
-
-    p = sub.add_parser("plan", help="search the best plan and compare it with every strategy")
-    plan_arguments(p)
-    p.set_defaults(func=_plan)
+        func=_presets)
+    for name, (module, help_text) in COMMANDS.items():
+        mod = importlib.import_module(module)
+        p = sub.add_parser(name, help=help_text)
+        mod.add_arguments(p)
+        p.set_defaults(func=mod.run)
     p = sub.add_parser("report", help="figures and a Markdown summary from prediction and "
                        "measurement files")
     p.add_argument("files", nargs="+", help="Prediction and Measurement JSON files")
     p.add_argument("-o", "--output", required=True, help="output directory")
     p.set_defaults(func=_report)
-    from corun.whatif_cmd import add_arguments as whatif_arguments
-
-    p = sub.add_parser("whatif", help="plan a grid of hardware, GPU counts and batches")
-    whatif_arguments(p)
-    p.set_defaults(func=_whatif)
-    from corun.preprocess_cmd import add_arguments as preprocess_arguments
-
-    p = sub.add_parser("preprocess", help="run a pipeline over Criteo-format or synthetic "
-                       "data, checked against the reference")
-    preprocess_arguments(p)
-    p.set_defaults(func=_preprocess)
     return parser
 
 
