@@ -38,10 +38,9 @@ class NaiveDLRM(nn.Module):
                 r0 = int(ref.row_base[k])
                 bag.weight.data.copy_(ref.embedding.data[r0 : r0 + t.rows])
             self.bags.append(bag)
-        rows = torch.tensor([0] + [t.rows for t in model.tables[:-1]], device=device)
-        ref.row_base = torch.cumsum(rows, 0)
         self.bottom, self.interaction, self.top = ref.bottom, ref.interaction, ref.top
-        self.register_buffer("row_base", ref.row_base, persistent=False)
+        starts = torch.tensor([0] + [t.rows for t in model.tables[:-1]], device=device)
+        self.register_buffer("row_base", torch.cumsum(starts, 0), persistent=False)
 
     def forward(self, batch: Batch) -> torch.Tensor:
         b = batch.dense.shape[0]

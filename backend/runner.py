@@ -142,6 +142,9 @@ class DeviceState:
             arrs = (arrs, maps)
             self.groups.append((g, arrs, g.list_offsets_block(program.layout)))
         self._scan_buf = None
+        import torch
+
+        self._offs_t = torch.as_tensor(self.pools["offs"], device="cuda")  # zero-copy view
 
     def launches_per_batch(self) -> int:
         """Kernel launches one batch costs: values, plus for lists lengths, a 1-D scan
@@ -152,11 +155,9 @@ class DeviceState:
         """Launch every group once on `stream` (a Numba stream, 0 = default). `mark`, if
         given, is called as mark(step, group name) after each step (lengths, scan,
         values), for a breakdown with CUDA events."""
-        import torch
-
         p = self.pools
         rows = self.program.layout.rows
-        offs_t = torch.as_tensor(p["offs"], device="cuda")
+        offs_t = self._offs_t
         for g, (arrs, maps), (base, count) in self.groups:
             for part in ("lengths", "values") if g.has_lists else ("values",):
                 args = (self.desc, p["f32"], p["i64"], p["offs"], p["valid"], *arrs,

@@ -115,8 +115,8 @@ def render() -> str:
         for r in pick(run, kind="pipeline-time"):
             if r["variant"] == "fused":
                 continue
-            fused = [x for x in pick(run, kind="pipeline-time", pipeline=r["pipeline"],
-                                     variant="fused", rows=r["rows"])][0]
+            fused = one(run, kind="pipeline-time", pipeline=r["pipeline"], variant="fused",
+                        rows=r["rows"])
             rows.append([r["pipeline"], run, f"{r['rows']:,}", r["variant"], r["launches"],
                          f(r["device_ms"]), f(r["ms"]), f(fused["ms"]),
                          f"{r['ms'] / fused['ms']:.1f}x"])

@@ -16,7 +16,6 @@ import argparse
 import os
 import platform
 import statistics
-import subprocess
 import sys
 import time
 from dataclasses import replace
@@ -34,6 +33,7 @@ from backend.fusion import FusedGroup  # noqa: E402
 from backend.naive import NaiveTrainer  # noqa: E402
 from backend.runner import PipelineProgram, trainer_inputs  # noqa: E402
 from backend.trainer import Batch, Clock, Trainer, batch_from_tables  # noqa: E402
+from sim.simulate import git_commit  # noqa: E402
 from spec.serde import save  # noqa: E402
 
 CASES = [("criteo-kaggle", "kaggle"), ("criteo-terabyte", "terabyte"),
@@ -95,16 +95,8 @@ def measure(label, model, pipeline_name, step, batches, device, args, staged, ve
         warmup=args.warmup, iteration=it,
         throughput_samples_per_s=model.batch_per_gpu / it.median_ms * 1e3,
         stall_ms_per_iteration=0.0, stages={k: spread(v) for k, v in stages.items()},
-        kernels={}, checked_rows=0, versions=versions, git_commit=_commit(),
+        kernels={}, checked_rows=0, versions=versions, git_commit=git_commit(),
         command=" ".join(sys.argv))
-
-
-def _commit() -> str:
-    try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                              text=True, timeout=5).stdout.strip() or "unknown"
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
 
 
 def main(argv: list[str] | None = None) -> int:

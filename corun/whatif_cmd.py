@@ -89,6 +89,8 @@ def plan_point(hw_name: str, gpus: int, batch: int, model_name: str, pipe_name: 
 
 
 def run(args: argparse.Namespace) -> int:
+    from corun.workload import resolve_model
+    from costmodel import shard_tables
     from reports.whatif import heatmaps, markdown
     from spec import GPU_KINDS, hardware_preset
     from spec.serde import write_atomic
@@ -100,12 +102,10 @@ def run(args: argparse.Namespace) -> int:
     gpus, batches = _ints(args.gpus, "--gpus"), _ints(args.batch, "--batch")
     if args.jobs < 1:
         raise SpecError("--jobs", args.jobs, "an integer >= 1")
+    model = resolve_model(args.model, batches[0])
     for k in kinds:  # fail fast on a model that cannot fit, before the workers start
         for g in gpus:
-            from corun.workload import resolve_model
-            from costmodel import shard_tables
-
-            shard_tables(resolve_model(args.model, batches[0]), hardware_preset(k, g))
+            shard_tables(model, hardware_preset(k, g))
     grid = [(k, g, b) for k in kinds for g in gpus for b in batches]
     points: list[Point] = []
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:

@@ -166,15 +166,3 @@ def kernel_work(pipeline: Pipeline, name: str, nodes: Iterable[str], rows: int, 
     op_kinds = tuple(sorted({pipeline.node_by_name[n].op for n in nodes}, key=lambda o: o.value))
     return KernelWork(name, rows, elements, ops, nbytes, op_kinds, blocks, threads_per_block,
                       node_count=len(nodes))
-
-
-def raw_bytes_per_row(pipeline: Pipeline) -> float:
-    """Bytes of one raw input row (what crosses the host link before preprocessing)."""
-    return sum(c.bytes_per_row() for c in pipeline.inputs)
-
-
-def output_bytes_per_row(pipeline: Pipeline) -> float:
-    """Bytes of one preprocessed row (what crosses the host link after CPU preprocessing)."""
-    cols = pipeline.columns
-    nodes = list(pipeline.dense_outputs) + [s.node for s in pipeline.sparse_outputs]
-    return sum(cols[n].bytes_per_row() for n in nodes)

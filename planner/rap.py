@@ -12,8 +12,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from costmodel import AnalyticCostModel, kernel_work, shard_tables, stage_work
 from planner.judge import SimJudge
 from planner.types import Judge, Judged, Proposer
@@ -74,4 +72,4 @@ class RapProposer(Proposer):
         order = {s.value: i for i, s in enumerate(stages)}
         kernels.sort(key=lambda k: order[k.stage])  # stable: layer order within a stage
         plan = Plan(pipeline.name, model.name, hw.gpu_count, tuple(kernels))
-        return judge.judge(replace(plan))
+        return judge.judge(plan)

@@ -64,6 +64,7 @@ class LocalSearch(Proposer):
         blocks, threads = default_launch(hw)
         deadline = time.monotonic() + time_limit_s
         owner_of = self._owners(sc, units)
+        sparse_out = {o.node for o in pipeline.sparse_outputs}
 
         def to_plan(state: State) -> Plan:
             pos = {s: i for i, s in enumerate([BEFORE_ITERATION] + stages[:-1])}
@@ -76,7 +77,7 @@ class LocalSearch(Proposer):
             cpu = tuple(n for u in sorted(state.cpu_units) for n in units[u])
             for u in state.cpu_units:
                 mapping.update({n: Mapping.CPU for n in units[u]
-                                if n in {o.node for o in pipeline.sparse_outputs}})
+                                if n in sparse_out})
             return Plan(pipeline.name, sc.model.name, hw.gpu_count, tuple(kernels), cpu,
                         mapping, state.priority_high)
 

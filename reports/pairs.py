@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 from spec import Measurement, Prediction, SpecError
 from spec.serde import loads, read_document
@@ -65,7 +64,3 @@ def mape(pairs: list[tuple[float, float]]) -> float:
     if not pairs:
         return float("nan")
     return 100 * sum(abs(p - m) / m for p, m in pairs) / len(pairs)
-
-
-def stem(path: str) -> str:
-    return Path(path).stem

@@ -38,10 +38,3 @@ def require_positive(field: str, value: object) -> None:
     ok = isinstance(value, int | float) and not isinstance(value, bool)
     ok = ok and value == value and value > 0 and value != float("inf")
     require(ok, field, value, "a finite number > 0")
-
-
-def require_fraction(field: str, value: object, lo_open: bool = False) -> None:
-    """A number in [0, 1] (or (0, 1] when lo_open)."""
-    ok = isinstance(value, int | float) and not isinstance(value, bool) and value <= 1
-    ok = ok and (value > 0 if lo_open else value >= 0)
-    require(ok, field, value, "a number in (0, 1]" if lo_open else "a number in [0, 1]")
