@@ -14,10 +14,12 @@ from spec import Pipeline
 class MismatchError(RuntimeError):
     """A preprocessed value differs from the reference: names the feature and the row."""
 
-    def __init__(self, feature: str, row: int, want: np.ndarray, got: np.ndarray) -> None:
+    def __init__(self, feature: str, row: int, want: np.ndarray, got: np.ndarray,
+                 what: str = "") -> None:
         self.feature, self.row = feature, row
-        super().__init__(f"feature {feature!r}, row {row}: reference {want.tolist()}, "
-                         f"got {got.tolist()}")
+        where = f"row {row}" if row >= 0 else "the whole batch"
+        super().__init__(f"feature {feature!r}, {where}: {what + ': ' if what else ''}"
+                         f"reference {want.tolist()}, got {got.tolist()}")
 
 
 def check_sample(pipeline: Pipeline, inputs: Mapping[str, ColumnData],

@@ -91,9 +91,15 @@ class Layout:
 class HostPools:
     """The four pools as NumPy arrays, with pack/unpack by column name."""
 
-    def __init__(self, layout: Layout) -> None:
+    def __init__(self, layout: Layout, arrays: Mapping[str, np.ndarray] | None = None) -> None:
+        """Fresh pools for the whole layout, or `arrays` given (e.g. staging buffers
+        holding only the staged prefix)."""
         s = layout.size
         self.layout = layout
+        if arrays is not None:
+            self.f32, self.i64 = arrays["f32"], arrays["i64"]
+            self.offs, self.valid = arrays["offs"], arrays["valid"]
+            return
         self.f32 = np.zeros(max(s["f32"], 1), np.float32)
         self.i64 = np.zeros(max(s["i64"], 1), np.int64)
         self.offs = np.zeros(max(s["offs"], 1), np.int64)

@@ -36,8 +36,10 @@ def trainer_inputs(pipeline: Pipeline, cols: Mapping[str, ColumnData]) -> Traine
     return TrainerInputs(dense.astype(np.float32), sparse)
 
 
-def check_groups(pipeline: Pipeline, groups: Sequence[Sequence[str]]) -> None:
-    """Every node in exactly one group, groups in an order that respects dependencies."""
+def check_groups(pipeline: Pipeline, groups: Sequence[Sequence[str]],
+                 given: frozenset[str] = frozenset()) -> None:
+    """Every node not `given` (computed elsewhere, e.g. on the host CPU) in exactly one
+    group, groups in an order that respects dependencies."""
     seen: dict[str, int] = {}
     for g, nodes in enumerate(groups):
         for n in nodes:
@@ -46,38 +48,56 @@ def check_groups(pipeline: Pipeline, groups: Sequence[Sequence[str]]) -> None:
             if n in seen:
                 raise SpecError(f"groups[{g}]", n, f"a node in one group (also groups[{seen[n]}])")
             seen[n] = g
-    missing = [n for n in pipeline.order if n not in seen]
+    missing = [n for n in pipeline.order if n not in seen and n not in given]
     if missing:
         raise SpecError("groups", missing[:3], f"every node in a group ({len(missing)} are not)")
     for n in pipeline.nodes:
         src = n.input
-        if src in seen and seen[src] > seen[n.name]:
+        if src in seen and n.name in seen and seen[src] > seen[n.name]:
             raise SpecError(f"groups[{seen[n.name]}]", n.name,
                             f"after the group computing its input {src!r} (groups[{seen[src]}])")
 
 
 class PipelineProgram:
-    """Fused groups bound to a pool layout for one batch shape."""
+    """Fused groups bound to a pool layout for one batch shape.
+
+    `inputs` are the columns staged into the pools before the kernels run: the raw
+    inputs, or (for a plan that runs some nodes on the host CPU) any mix of raw inputs
+    and host-computed node outputs. They sit first in every pool, so one copy of each
+    pool's prefix (`staged_size`) stages a batch. `capacity` reserves room for staged
+    columns whose size varies from batch to batch (default: this batch's size).
+    `elsewhere` names nodes computed outside the kernels (on the host CPU)."""
 
     def __init__(self, pipeline: Pipeline, groups: Sequence[FusedGroup],
-                 inputs: Mapping[str, ColumnData]) -> None:
-        check_groups(pipeline, [g.nodes for g in groups])
+                 inputs: Mapping[str, ColumnData],
+                 capacity: Mapping[str, int] | None = None,
+                 elsewhere: Sequence[str] = ()) -> None:
+        raw = {c.name for c in pipeline.inputs}
+        check_groups(pipeline, [g.nodes for g in groups],
+                     frozenset(inputs) - raw | frozenset(elsewhere))
         self.pipeline, self.groups = pipeline, list(groups)
         rows = next(iter(inputs.values())).rows
         self.layout = Layout(pipeline, rows)
-        for c in pipeline.inputs:
-            data = inputs[c.name]
-            data.check(c, c.name)
+        cols = pipeline.columns
+        needed = {c.source for g in self.groups for c in g.chains}
+        missing = sorted(needed - set(inputs))
+        if missing:
+            raise SpecError("inputs", missing[:3], "every column the kernels read")
+        for name, data in inputs.items():
+            if name not in cols:
+                raise SpecError("inputs", name, f"a column of pipeline {pipeline.name!r}")
+            data.check(cols[name], name)
             if data.rows != rows:
-                raise SpecError(f"inputs.{c.name}", data.rows, f"{rows} rows like the others")
-            self.layout.add(c.name, len(data.values))
+                raise SpecError(f"inputs.{name}", data.rows, f"{rows} rows like the others")
+            self.layout.add(name, max(len(data.values), (capacity or {}).get(name, 0)))
+        self.staged_size = dict(self.layout.size)
         for g in self.groups:
             self.layout.add_group(g.chains)
         self.desc = self.layout.descriptors()
         self.bound = [g.bind(self.layout) for g in self.groups]
         self.host = HostPools(self.layout)
-        for c in pipeline.inputs:
-            self.host.pack(c.name, inputs[c.name])
+        for name, data in inputs.items():
+            self.host.pack(name, data)
 
     def _scan_host(self, offs: np.ndarray, group: FusedGroup) -> None:
         base, count = group.list_offsets_block(self.layout)
@@ -95,17 +115,22 @@ class PipelineProgram:
         return self._run_on_host("cuda")
 
     def _run_on_host(self, target: str) -> dict[str, ColumnData]:
-        h = self.host
-        for g, (src, dst) in zip(self.groups, self.bound):
-            for part in ("lengths", "values") if g.has_lists else ("values",):
-                args = (self.desc, h.f32, h.i64, h.offs, h.valid, g.fpar, g.ipar, g.aux_f,
-                        g.aux_i, g.slot_sig, src, dst, *g.block_maps[part], self.layout.rows)
-                kernel = g.kernel(part, target)
-                launch = kernel if target == "cpu" else kernel[g.grid(part), g.threads]
-                launch(*args)
-                if part == "lengths":
-                    self._scan_host(h.offs, g)
+        for i in range(len(self.groups)):
+            self.launch_on_host(i, target)
         return self.outputs()
+
+    def launch_on_host(self, index: int, target: str = "cpu") -> None:
+        """Run group `index` on the host pools: Numba CPU, or the CUDA simulator."""
+        h, g = self.host, self.groups[index]
+        src, dst = self.bound[index]
+        for part in ("lengths", "values") if g.has_lists else ("values",):
+            args = (self.desc, h.f32, h.i64, h.offs, h.valid, g.fpar, g.ipar, g.aux_f,
+                    g.aux_i, g.slot_sig, src, dst, *g.block_maps[part], self.layout.rows)
+            kernel = g.kernel(part, target)
+            launch = kernel if target == "cpu" else kernel[g.grid(part), g.threads]
+            launch(*args)
+            if part == "lengths":
+                self._scan_host(h.offs, g)
 
     def to_device(self) -> DeviceState:
         """Copy pools and per-group parameters to the GPU (real CUDA only)."""
@@ -144,7 +169,8 @@ class DeviceState:
         self._scan_buf = None
         import torch
 
-        self._offs_t = torch.as_tensor(self.pools["offs"], device="cuda")  # zero-copy view
+        self.views = {k: torch.as_tensor(v, device="cuda") for k, v in self.pools.items()}
+        """Zero-copy torch views of the pools (staging copies, scans, batch assembly)."""
 
     def launches_per_batch(self) -> int:
         """Kernel launches one batch costs: values, plus for lists lengths, a 1-D scan
@@ -155,20 +181,25 @@ class DeviceState:
         """Launch every group once on `stream` (a Numba stream, 0 = default). `mark`, if
         given, is called as mark(step, group name) after each step (lengths, scan,
         values), for a breakdown with CUDA events."""
+        for i in range(len(self.groups)):
+            self.launch(i, stream, mark)
+
+    def launch(self, index: int, stream=0, mark=None) -> None:
+        """Launch group `index` on `stream`; its scan runs on torch's current stream,
+        which the caller makes the same stream."""
         p = self.pools
         rows = self.program.layout.rows
-        offs_t = self._offs_t
-        for g, (arrs, maps), (base, count) in self.groups:
-            for part in ("lengths", "values") if g.has_lists else ("values",):
-                args = (self.desc, p["f32"], p["i64"], p["offs"], p["valid"], *arrs,
-                        *maps[part], rows)
-                g.kernel(part, "cuda")[g.grid(part), g.threads, stream](*args)
+        g, (arrs, maps), (base, count) = self.groups[index]
+        for part in ("lengths", "values") if g.has_lists else ("values",):
+            args = (self.desc, p["f32"], p["i64"], p["offs"], p["valid"], *arrs,
+                    *maps[part], rows)
+            g.kernel(part, "cuda")[g.grid(part), g.threads, stream](*args)
+            if mark is not None:
+                mark(part, g.name)
+            if part == "lengths":
+                self._scan(self.views["offs"][base : base + count * (rows + 1)], count, rows)
                 if mark is not None:
-                    mark(part, g.name)
-                if part == "lengths":
-                    self._scan(offs_t[base : base + count * (rows + 1)], count, rows)
-                    if mark is not None:
-                        mark("scan", g.name)
+                    mark("scan", g.name)
 
     def _scan(self, flat, count: int, rows: int) -> None:
         import torch

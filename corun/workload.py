@@ -56,3 +56,16 @@ def resolve_model(name: Any, batch: int | None) -> Model:
 
 def resolve_pipeline(name: Any) -> Pipeline:
     return _spec_value(Pipeline, name, pipeline_preset, "pipeline")
+
+
+def shrink_tables(model: Model, pipeline: Pipeline, max_rows: int) -> tuple[Model, Pipeline]:
+    """The same model and pipeline with every table capped at `max_rows` rows and every
+    hash bounded to match (for CPU checks and dry runs of GPU-sized presets)."""
+    from spec import OpKind
+
+    small = replace(model, tables=tuple(replace(t, rows=min(t.rows, max_rows))
+                                        for t in model.tables))
+    nodes = tuple(replace(n, params={**n.params, "max_value": min(n.params["max_value"],
+                                                                   max_rows)})
+                  if n.op is OpKind.SIGRID_HASH else n for n in pipeline.nodes)
+    return small, replace(pipeline, nodes=nodes)

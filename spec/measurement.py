@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from spec.plan import Plan
+
 
 @dataclass(frozen=True)
 class Spread:
@@ -36,3 +38,5 @@ class Measurement:
     git_commit: str
     command: str
     notes: tuple[str, ...] = field(default_factory=tuple)
+    plan: Plan | None = None
+    """The plan that ran (empty for ideal; one fused kernel for the GPU baselines)."""

@@ -1,0 +1,159 @@
+"""From preprocessed pools to the trainer's Batch, on the device, and the sampled check.
+
+The model's inputs sit in the pools as columns: dense features in the float pool, each
+table's ids (values + offsets, or one id per row) in the integer pools, with room left
+after each list for its largest size. A Batch is table-major and gap-free, so building
+it needs each table's id count: the offsets are stacked on the device, their last
+entries copied to page-locked host memory, and the host reads them before the ids are
+packed (`Assembler.offsets` then `Assembler.batch`). Everything else stays on device.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from backend.check import MismatchError
+from backend.columns import ColumnData, equal
+from backend.pools import Layout
+from backend.trainer import Batch
+from spec import Model, Pipeline
+
+
+@dataclass(frozen=True)
+class OutputMap:
+    """Where each model input lives in the pools, in the model's table order."""
+
+    rows: int
+    dense_bases: tuple[int, ...]
+    dense_features: tuple[str, ...]
+    table_values: tuple[int, ...]
+    table_offsets: tuple[int, ...]
+    """Offsets base of a list table, -1 for one id per row."""
+    table_capacity: tuple[int, ...]
+    table_features: tuple[str, ...]
+    row_base: tuple[int, ...]
+    """First row of each table in the trainer's stacked embedding matrix."""
+
+
+def output_map(layout: Layout, pipeline: Pipeline, model: Model) -> OutputMap:
+    node_of = {s.table: s.node for s in pipeline.sparse_outputs}
+    feats = [node_of[t.name] for t in model.tables]
+    slots = [layout.slots[f] for f in feats]
+    base = np.concatenate([[0], np.cumsum([t.rows for t in model.tables])[:-1]])
+    return OutputMap(layout.rows, tuple(layout.slots[d].values_base for d in
+                                        pipeline.dense_outputs),
+                     tuple(pipeline.dense_outputs), tuple(s.values_base for s in slots),
+                     tuple(s.offsets_base for s in slots), tuple(s.capacity for s in slots),
+                     tuple(feats), tuple(int(b) for b in base))
+
+
+class Assembler:
+    """Builds Batches from one pool set's torch views, on the caller's current stream."""
+
+    def __init__(self, omap: OutputMap, views: Mapping[str, torch.Tensor]) -> None:
+        self.omap, self.views = omap, views
+        device = views["i64"].device
+        self.cuda = device.type == "cuda"
+        rows = omap.rows
+        self.arange = torch.arange(rows + 1, dtype=torch.int64, device=device)
+        self.row_base = torch.tensor(omap.row_base, dtype=torch.int64, device=device)
+        self.totals = torch.zeros(len(omap.row_base), dtype=torch.int64, pin_memory=self.cuda)
+
+    def offsets(self) -> torch.Tensor:
+        """[tables, rows + 1] per-table offsets; starts the copy of each table's id count
+        into `totals` (host memory: wait for the stream before reading it)."""
+        rows, offs = self.omap.rows, self.views["offs"]
+        stacked = torch.stack([offs[b : b + rows + 1] if b >= 0 else self.arange
+                               for b in self.omap.table_offsets])
+        self.totals.copy_(stacked[:, -1], non_blocking=True)
+        return stacked
+
+    def batch(self, stacked: torch.Tensor, labels: torch.Tensor) -> Batch:
+        """The trainer's Batch, once `totals` holds this batch's id counts."""
+        om, rows = self.omap, self.omap.rows
+        counts = self.totals.tolist()
+        for t, (n, cap) in enumerate(zip(counts, om.table_capacity)):
+            if not 0 <= n <= cap:  # corrupt offsets: never index with them
+                raise MismatchError(om.table_features[t], -1, np.array([0, cap]),
+                                    np.array([n]), "id count outside [0, capacity]")
+        i64, f32 = self.views["i64"], self.views["f32"]
+        ids = torch.cat([i64[b : b + n] for b, n in zip(om.table_values, counts)])
+        total = int(sum(counts))
+        ids += torch.repeat_interleave(self.row_base, stacked[:, -1], output_size=total)
+        ends = torch.cumsum(stacked[:, -1], 0)
+        starts = (stacked[:, :-1] + (ends - stacked[:, -1])[:, None]).reshape(-1)
+        offsets = torch.cat([starts, ends[-1:]])
+        dense = torch.stack([f32[b : b + rows] for b in om.dense_bases], dim=1)
+        return Batch(dense, ids, offsets, labels.clone())
+
+
+@dataclass
+class HostBatch:
+    """A Batch's preprocessed tensors in host memory (for the sampled check)."""
+
+    dense: np.ndarray
+    ids: np.ndarray
+    offsets: np.ndarray
+
+    @classmethod
+    def of(cls, batch: Batch) -> HostBatch:
+        return cls(batch.dense.cpu().numpy(), batch.ids.cpu().numpy(),
+                   batch.offsets.cpu().numpy())
+
+
+class CheckBuffer:
+    """Page-locked space that a device Batch is copied into, asynchronously."""
+
+    def __init__(self, omap: OutputMap, cuda: bool) -> None:
+        rows = omap.rows
+        t = len(omap.row_base)
+        self.dense = torch.empty((rows, len(omap.dense_bases)), pin_memory=cuda)
+        self.ids = torch.empty(sum(omap.table_capacity), dtype=torch.int64, pin_memory=cuda)
+        self.offsets = torch.empty(t * rows + 1, dtype=torch.int64, pin_memory=cuda)
+        self.n_ids = 0
+
+    def copy_from(self, batch: Batch) -> None:
+        self.n_ids = batch.ids.numel()
+        self.dense.copy_(batch.dense, non_blocking=True)
+        self.ids[: self.n_ids].copy_(batch.ids, non_blocking=True)
+        self.offsets.copy_(batch.offsets, non_blocking=True)
+
+    def host(self) -> HostBatch:
+        """Valid once the copy's stream has passed it."""
+        return HostBatch(self.dense.numpy(), self.ids[: self.n_ids].numpy(),
+                         self.offsets.numpy())
+
+
+def check_batch_rows(omap: OutputMap, got: HostBatch, want: HostBatch,
+                     rows: np.ndarray) -> int:
+    """Compare the given rows of every dense feature and every table's bag; raise
+    MismatchError naming the first differing feature and row. Returns rows checked."""
+    b = omap.rows
+    for j, name in enumerate(omap.dense_features):
+        ok, i = equal(ColumnData(want.dense[rows, j]), ColumnData(got.dense[rows, j]))
+        if not ok:
+            r = int(rows[max(i, 0)])
+            raise MismatchError(name, r, want.dense[r, j : j + 1], got.dense[r, j : j + 1])
+    for t, name in enumerate(omap.table_features):
+        bags = t * b + rows
+        ok, i = equal(_bags(want, bags), _bags(got, bags))
+        if not ok:
+            r = int(rows[max(i, 0)])
+            bag = t * b + r
+            raise MismatchError(name, r, want.ids[want.offsets[bag] : want.offsets[bag + 1]],
+                                got.ids[got.offsets[bag] : got.offsets[bag + 1]])
+    return len(rows)
+
+
+def _bags(batch: HostBatch, bags: np.ndarray) -> ColumnData:
+    """The given bags of a table-major batch as one list column."""
+    starts, ends = batch.offsets[bags], batch.offsets[bags + 1]
+    lengths = ends - starts
+    off = np.zeros(len(bags) + 1, np.int64)
+    np.cumsum(lengths, out=off[1:])
+    idx = np.repeat(starts - off[:-1], lengths) + np.arange(int(off[-1]))
+    return ColumnData(batch.ids[idx], off)

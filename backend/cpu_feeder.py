@@ -1,0 +1,120 @@
+"""Host preprocessing for the executor: N worker processes feed a bounded queue.
+
+Worker w runs the plan's host nodes (Numba CPU, one thread) on batches w, w + N, ...
+and writes the columns the GPU needs into staging buffers in shared memory, which the
+executor page-locks so its host-to-device copy is asynchronous. Each worker owns
+`depth` buffers; a buffer returns to its worker once the executor's copy out of it has
+finished, so at most N * depth batches wait: the bounded queue.
+"""
+
+from __future__ import annotations
+
+import queue as queue_mod
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import torch
+import torch.multiprocessing as mp
+
+from backend.columns import ColumnData
+from backend.faults import ExecuteError
+from backend.pools import HostPools, Layout
+from spec import Pipeline
+
+POOLS = ("f32", "i64", "offs", "valid")
+DTYPES = {"f32": torch.float32, "i64": torch.int64, "offs": torch.int64, "valid": torch.uint8}
+
+
+def staging_buffers(sizes: Mapping[str, int]) -> dict[str, torch.Tensor]:
+    """One staging buffer per pool (the staged prefix), in shared memory."""
+    return {k: torch.zeros(max(sizes[k], 1), dtype=DTYPES[k]).share_memory_() for k in POOLS}
+
+
+def stage_into(layout: Layout, buffers: Mapping[str, torch.Tensor],
+               columns: Mapping[str, ColumnData]) -> None:
+    """Pack `columns` into staging buffers laid out like the program's pool prefix."""
+    pools = HostPools(layout, {k: buffers[k].numpy() for k in POOLS})
+    for name, data in columns.items():
+        pools.pack(name, data)
+
+
+def _worker(w: int, n: int, pipeline: Pipeline, host_nodes: Sequence[str],
+            staged: Sequence[str], layout: Layout, raw: Sequence[Mapping[str, ColumnData]],
+            buffers: Sequence[Mapping[str, torch.Tensor]], free, done, total: int) -> None:
+    import numba
+
+    from backend.fusion import FusedGroup
+    from backend.runner import PipelineProgram
+
+    numba.set_num_threads(1)
+    group = [FusedGroup(pipeline, host_nodes, "host")]
+    gpu_nodes = [n for n in pipeline.order if n not in set(host_nodes)]
+    programs = [PipelineProgram(pipeline, group, r, elsewhere=gpu_nodes) for r in raw]
+    for slot_use, i in enumerate(range(w, total, n)):
+        prog = programs[i % len(programs)]
+        out = prog.run_cpu()
+        have = {**raw[i % len(raw)], **out}
+        free.acquire()
+        slot = slot_use % len(buffers)
+        stage_into(layout, buffers[slot], {s: have[s] for s in staged})
+        done.put((i, slot))
+
+
+class CpuFeeder:
+    """Starts the workers; `get(i)` waits for batch i and names its staging buffers."""
+
+    def __init__(self, workers: int, pipeline: Pipeline, host_nodes: Sequence[str],
+                 staged: Sequence[str], layout: Layout, sizes: Mapping[str, int],
+                 raw: Sequence[Mapping[str, ColumnData]], total: int, depth: int = 2,
+                 pin=None) -> None:
+        ctx = mp.get_context("spawn")
+        self.workers, self.depth = workers, depth
+        self.buffers = [[staging_buffers(sizes) for _ in range(depth)] for _ in range(workers)]
+        if pin is not None:
+            for per_worker in self.buffers:
+                for bufs in per_worker:
+                    for t in bufs.values():
+                        pin(t)
+        self.free = [ctx.Semaphore(depth) for _ in range(workers)]
+        self.done = [ctx.Queue() for _ in range(workers)]
+        self.procs = [ctx.Process(target=_worker, daemon=True, args=(
+            w, workers, pipeline, tuple(host_nodes), tuple(staged), layout, list(raw),
+            self.buffers[w], self.free[w], self.done[w], total)) for w in range(workers)]
+        for p in self.procs:
+            p.start()
+
+    def get(self, i: int, timeout_s: float = 600.0) -> dict[str, torch.Tensor]:
+        w, waited_s = i % self.workers, 0.0
+        while True:
+            try:
+                j, slot = self.done[w].get(timeout=1.0)
+                break
+            except queue_mod.Empty:
+                waited_s += 1.0
+                if not self.procs[w].is_alive():
+                    raise ExecuteError(f"host preprocessing worker {w} died (exit code "
+                                       f"{self.procs[w].exitcode}) before batch {i}") from None
+                if waited_s >= timeout_s:
+                    raise ExecuteError(f"no batch {i} from host worker {w} in "
+                                       f"{timeout_s:g} s") from None
+        assert j == i, (j, i)
+        return self.buffers[w][slot]
+
+    def release(self, i: int) -> None:
+        """The copy out of batch i's buffers has finished: the worker may refill them."""
+        self.free[i % self.workers].release()
+
+    def close(self) -> None:
+        for p in self.procs:
+            if p.is_alive():
+                p.terminate()
+        for p in self.procs:
+            p.join(timeout=5)
+
+
+def page_lock(t: torch.Tensor) -> None:
+    """Register a shared-memory tensor with CUDA so copies from it are asynchronous."""
+    rc = torch.cuda.cudart().cudaHostRegister(t.data_ptr(), t.numel() * t.element_size(), 0)
+    if int(rc) != 0:
+        raise RuntimeError(f"cudaHostRegister failed ({rc})")
+

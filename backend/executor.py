@@ -1,0 +1,450 @@
+"""The plan executor: train the DLRM while the plan preprocesses the next batch.
+
+One GPU. Three CUDA streams: training (higher priority when the plan says so),
+preprocessing, and host-to-device copies. During iteration i, batch i+1's staged
+columns (raw inputs, plus any columns the host CPU computed) are copied into one of two
+pool sets, and each fused kernel of the plan is launched on the preprocessing stream
+behind the CUDA event that opens its planned training stage (kernels planned `before`
+the iteration run on the training stream, ahead of stage 0). The pools are then
+assembled into the trainer's Batch, which the training stream waits for at the start of
+iteration i+1. Every batch is copied back and a random sample of its rows compared
+with the NumPy reference before the run goes on: a mismatch stops the run.
+
+On the CPU the same code runs without streams or events (Numba CPU kernels, the host
+clock), so CI exercises every step but the timing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.metadata
+import platform
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from backend.assembly import Assembler, CheckBuffer, HostBatch, check_batch_rows, output_map
+from backend.columns import ColumnData
+from backend.cpu_feeder import POOLS, CpuFeeder, page_lock, stage_into, staging_buffers
+from backend.data import inputs_of, read_criteo, synthetic_inputs
+from backend.faults import ExecuteError, faults
+from backend.fusion import FusedGroup
+from backend.reference import run_reference
+from backend.runner import PipelineProgram, trainer_inputs
+from backend.trainer import TRAINING_STAGES, Batch, Clock, Trainer, batch_from_tables
+from spec import BEFORE_ITERATION, Measurement, Model, Pipeline, Plan, SpecError, Spread, Stage
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    iterations: int = 200
+    warmup: int = 20
+    distinct_batches: int = 4
+    """Raw batches generated (or read) once and cycled; preprocessing reruns each time."""
+    check_rows: int = 64
+    """Rows of every batch compared with the reference."""
+    seed: int = 0
+    data: str | None = None
+    """A Criteo-format TSV file; synthetic data when None."""
+    cpu_workers: int = 16
+    """Host worker processes for host-mapped nodes (cpu:N sets it to N)."""
+
+    def __post_init__(self) -> None:
+        for name, lo in (("iterations", 1), ("warmup", 0), ("distinct_batches", 1),
+                         ("check_rows", 0), ("cpu_workers", 1)):
+            v = getattr(self, name)
+            if not isinstance(v, int) or v < lo:
+                raise SpecError(name, v, f"an integer >= {lo}")
+
+
+def spread(xs: Sequence[float]) -> Spread:
+    return Spread(float(statistics.median(xs)), float(np.percentile(xs, 10)),
+                  float(np.percentile(xs, 90)))
+
+
+class _Streams:
+    """Streams and timing events on a GPU; no-ops and the host clock on the CPU."""
+
+    def __init__(self, device: torch.device, training_high: bool) -> None:
+        self.cuda = device.type == "cuda"
+        if self.cuda:
+            self.train = torch.cuda.Stream(device, priority=-2 if training_high else 0)
+            self.pre = torch.cuda.Stream(device, priority=0)
+            self.copy = torch.cuda.Stream(device, priority=0)
+            from numba import cuda
+
+            self._nb = {id(s): cuda.external_stream(s.cuda_stream)
+                        for s in (self.train, self.pre)}
+        else:
+            self.train = self.pre = self.copy = None
+
+    def use(self, stream):
+        return torch.cuda.stream(stream) if self.cuda else contextlib.nullcontext()
+
+    def numba(self, stream):
+        return self._nb[id(stream)] if self.cuda else None
+
+    def event(self, stream):
+        if not self.cuda:
+            return time.perf_counter()
+        e = torch.cuda.Event(enable_timing=True)
+        e.record(stream)
+        return e
+
+    def wait(self, stream, event) -> None:
+        if self.cuda and event is not None:
+            stream.wait_event(event)
+
+    def sync(self, event) -> None:
+        if self.cuda:
+            event.synchronize()
+
+    def ms(self, a, b) -> float:
+        return a.elapsed_time(b) if self.cuda else (b - a) * 1e3
+
+
+class _HostPoolSet:
+    """A pool set in host memory (the CPU path): Numba CPU kernels, torch views."""
+
+    def __init__(self, program: PipelineProgram) -> None:
+        self.program = program
+        self.views = {k: torch.from_numpy(getattr(program.host, k)) for k in POOLS}
+
+    def launch(self, index: int, stream=None) -> None:
+        self.program.launch_on_host(index, "cpu")
+
+
+class _ReleaseClock(Clock):
+    """The trainer's clock; each mark opens the next stage and releases its kernels."""
+
+    def __init__(self, device: torch.device, release: Callable[[Stage, object], None]) -> None:
+        super().__init__(device)
+        self.release = release
+
+    def mark(self, stage: Stage | None) -> None:
+        super().mark(stage)
+        pos = 0 if stage is None else TRAINING_STAGES.index(stage) + 1
+        if pos < len(TRAINING_STAGES):
+            self.release(TRAINING_STAGES[pos], self.marks[-1][1])
+
+
+@dataclass
+class _Raw:
+    columns: dict[str, ColumnData]
+    labels: np.ndarray
+    reference: HostBatch
+
+
+class Executor:
+    """Runs one strategy's plan on one device and measures it."""
+
+    def __init__(self, model: Model, pipeline: Pipeline, plan: Plan, strategy: str,
+                 settings: RunSettings, device: torch.device | str = "cuda",
+                 replay: bool = False, command: str = "", say=print) -> None:
+        """`replay` is the `ideal` strategy: reference batches preprocessed ahead of time
+        and replayed (the plan must then be empty)."""
+        self.device = torch.device(device)
+        self.model, self.pipeline, self.plan = model, pipeline, plan
+        self.strategy, self.settings, self.replay = strategy, settings, replay
+        self.command, self.say = command, say
+        pipeline.check_model(model)
+        if replay and (plan.kernels or plan.cpu_nodes):
+            raise SpecError("plan", plan.pipeline, "an empty plan for the ideal strategy")
+        if not replay:
+            plan.check_pipeline(pipeline)
+        if plan.gpu_count != 1:
+            raise SpecError("plan.gpu_count", plan.gpu_count,
+                            "1 (the executor runs one GPU; multi-GPU runs are not built yet)")
+        self.rows = model.batch_per_gpu
+        stage_pos = {s: i for i, s in enumerate(TRAINING_STAGES)}
+        ordered = sorted(enumerate(plan.kernels), key=lambda ik: (
+            -1 if ik[1].stage == BEFORE_ITERATION else stage_pos[Stage(ik[1].stage)], ik[0]))
+        self.kernels = [k for _, k in ordered]
+        self.groups = [FusedGroup(pipeline, [n for n in pipeline.order if n in set(k.nodes)],
+                                  k.name, k.blocks, k.threads_per_block) for k in self.kernels]
+        self.host_nodes = [n for n in pipeline.order if n in set(plan.cpu_nodes)]
+        reads = {c.source for g in self.groups for c in g.chains}
+        outputs = set(pipeline.dense_outputs) | {s.node for s in pipeline.sparse_outputs}
+        names = [c.name for c in pipeline.inputs] + self.host_nodes
+        self.staged = [n for n in names if n in reads or (n in self.host_nodes and n in outputs)]
+
+    # ---------------------------------------------------------------- set-up
+    def _raw_batches(self, rng: np.random.Generator) -> list[_Raw]:
+        s, p, b = self.settings, self.pipeline, self.rows
+        chunks: list[tuple[dict[str, ColumnData], np.ndarray]] = []
+        if s.data is None:
+            for _ in range(s.distinct_batches):
+                cols = synthetic_inputs(p, b, rng)
+                chunks.append((cols, (rng.random(b) < 0.25).astype(np.float32)))
+        else:
+            for chunk in read_criteo(s.data, chunk_rows=b):
+                if chunk.rows == b:
+                    chunks.append((dict(inputs_of(chunk, p)), chunk.labels.astype(np.float32)))
+                if len(chunks) == s.distinct_batches:
+                    break
+            if not chunks:
+                raise SpecError("--data", s.data, f"a file with at least {b} rows (one batch)")
+        base = [0] + list(np.cumsum([t.rows for t in self.model.tables])[:-1])
+        out = []
+        for cols, labels in chunks:
+            ref = run_reference(p, cols)
+            ti = trainer_inputs(p, ref)
+            tables = [(ti.sparse[t.name].values, ti.sparse[t.name].offsets)
+                      for t in self.model.tables]
+            want = HostBatch.of(batch_from_tables(ti.dense, tables, base, labels))
+            out.append(_Raw({**cols, **{k: v for k, v in ref.items()
+                                        if k in p.node_by_name}}, labels, want))
+        return out
+
+    def _build(self, raws: list[_Raw]) -> None:
+        cuda = self.device.type == "cuda"
+        capacity = {n: max(len(r.columns[n].values) for r in raws) for n in self.staged}
+        first = {n: raws[0].columns[n] for n in self.staged}
+        programs = [PipelineProgram(self.pipeline, self.groups, first, capacity,
+                                    self.host_nodes)
+                    for _ in range(2)]
+        self.layout = programs[0].layout
+        self.sizes = programs[0].staged_size
+        with faults("copying the pools to the GPU"):
+            self.sets = [p.to_device() if cuda else _HostPoolSet(p) for p in programs]
+        self.omap = output_map(self.layout, self.pipeline, self.model)
+        self.assemblers = [Assembler(self.omap, s.views) for s in self.sets]
+        self.checks = [CheckBuffer(self.omap, cuda) for _ in range(2)]
+        self.labels = [torch.zeros(self.rows, device=self.device) for _ in range(2)]
+        self.raw_labels = [torch.from_numpy(r.labels).pin_memory() if cuda else
+                           torch.from_numpy(r.labels) for r in raws]
+        self.staging = []
+        if not self.host_nodes:
+            for r in raws:
+                bufs = staging_buffers(self.sizes)
+                if cuda:
+                    bufs = {k: v.pin_memory() for k, v in bufs.items()}
+                stage_into(self.layout, bufs, {n: r.columns[n] for n in self.staged})
+                self.staging.append(bufs)
+
+    # ---------------------------------------------------------------- one batch
+    def _stage(self, i: int) -> None:
+        """Copy batch i's staged columns and labels into pool set i % 2."""
+        S, k = self.S, i % 2
+        raw = i % len(self.raws)
+        bufs = self.feeder.get(i) if self.feeder is not None else self.staging[raw]
+        with S.use(S.copy):
+            S.wait(S.copy, self.pool_free[k])
+            t0 = S.event(S.copy)
+            for name in POOLS:
+                n = self.sizes[name]
+                if n:
+                    self.sets[k].views[name][:n].copy_(bufs[name][:n], non_blocking=True)
+            self.labels[k].copy_(self.raw_labels[raw], non_blocking=True)
+            self.copied[i] = S.event(S.copy)
+        self.spans["h2d"].append((i, t0, self.copied[i]))
+
+    def _launch(self, i: int, index: int, stream) -> None:
+        S = self.S
+        with S.use(stream):
+            S.wait(stream, self.copied[i])
+            t0 = S.event(stream)
+            with faults(f"launching fused kernel {self.kernels[index].name!r} "
+                         f"({len(self.kernels[index].nodes)} op nodes)"):
+                self.sets[i % 2].launch(index, S.numba(stream))
+            self.spans[self.kernels[index].name].append((i, t0, S.event(stream)))
+
+    def _release(self, i: int | None, stage: Stage, opened) -> None:
+        """Stage `stage` of the current iteration opened (event `opened`): launch the
+        kernels planned for it on the preprocessing stream, for batch i."""
+        if i is None:
+            return
+        S = self.S
+        for index, k in enumerate(self.kernels):
+            if k.stage == stage.value:
+                S.wait(S.pre, opened)
+                self._launch(i, index, S.pre)
+
+    def _finish(self, i: int, before_done) -> Batch:
+        """Assemble batch i on the preprocessing stream (the host waits for its id
+        counts), start its copy back for the check."""
+        S, k = self.S, i % 2
+        with S.use(S.pre):
+            S.wait(S.pre, self.copied[i])
+            S.wait(S.pre, before_done)
+            t0 = S.event(S.pre)
+            stacked = self.assemblers[k].offsets()
+            S.sync(S.event(S.pre))
+            if self.feeder is not None:
+                self.feeder.release(i)
+            with faults(f"assembling batch {i}"):
+                batch = self.assemblers[k].batch(stacked, self.labels[k])
+            self.pool_free[k] = S.event(S.pre)
+            self.checks[k].copy_from(batch)
+            self.checked[i] = S.event(S.pre)
+        self.spans["assemble"].append((i, t0, self.pool_free[k]))
+        if S.cuda:
+            for t in (batch.dense, batch.ids, batch.offsets, batch.labels):
+                t.record_stream(S.train)
+        return batch
+
+    def _check(self, i: int) -> int:
+        if self.replay or self.settings.check_rows == 0:
+            return 0
+        self.S.sync(self.checked[i])
+        got = self.checks[i % 2].host()
+        pick = np.sort(self.rng.choice(self.rows, min(self.settings.check_rows, self.rows),
+                                       replace=False))
+        return check_batch_rows(self.omap, got, self.raws[i % len(self.raws)].reference, pick)
+
+    # ---------------------------------------------------------------- the run
+    def run(self) -> Measurement:
+        s = self.settings
+        self.rng = np.random.default_rng(s.seed)
+        self.say(f"{self.strategy}: preparing {s.distinct_batches} batch(es) of {self.rows} "
+                 "rows and their reference outputs ...")
+        self.raws = self._raw_batches(self.rng)
+        cuda = self.device.type == "cuda"
+        self.S = _Streams(self.device, self.plan.training_priority_high)
+        with faults(f"building the {self.model.name} trainer"):
+            self.trainer = Trainer(self.model, self.device, s.seed)
+        total = s.warmup + s.iterations
+        self.feeder = None
+        try:
+            if self.replay:
+                return self._run_replay(total)
+            self._build(self.raws)
+            if self.host_nodes:
+                self.say(f"starting {s.cpu_workers} host worker process(es) ...")
+                self.feeder = CpuFeeder(s.cpu_workers, self.pipeline, self.host_nodes,
+                                        self.staged, self.layout, self.sizes,
+                                        [{c.name: r.columns[c.name] for c in self.pipeline.inputs}
+                                         for r in self.raws], total,
+                                        pin=page_lock if cuda else None)
+            return self._run_pipelined(total)
+        finally:
+            if self.feeder is not None:
+                self.feeder.close()
+
+    def _run_replay(self, total: int) -> Measurement:
+        S = self.S
+        batches = [Batch(*(torch.from_numpy(a).to(self.device) for a in
+                           (r.reference.dense, r.reference.ids, r.reference.offsets)),
+                         torch.from_numpy(r.labels).to(self.device)) for r in self.raws]
+        tops, afters, ends, clocks = [], [], [], []
+        for i in range(total):
+            with S.use(S.train):
+                tops.append(S.event(S.train))
+                afters.append(tops[-1])
+                clock = Clock(self.device)
+                self.trainer.step(batches[i % len(batches)], clock)
+                ends.append(S.event(S.train))
+                clocks.append(clock)
+        with S.use(S.train):
+            tops.append(S.event(S.train))
+        return self._measure(tops, afters, ends, clocks, checked=0)
+
+    def _run_pipelined(self, total: int) -> Measurement:
+        S = self.S
+        self.spans: dict[str, list] = {"h2d": [], "assemble": []}
+        self.spans.update({k.name: [] for k in self.kernels})
+        self.copied: dict[int, object] = {}
+        self.checked: dict[int, object] = {}
+        self.pool_free: list[object] = [None, None]
+        before = [i for i, k in enumerate(self.kernels) if k.stage == BEFORE_ITERATION]
+        # batch 0: preprocessed before the loop, every kernel on the preprocessing stream
+        self.say(f"{self.strategy}: compiling and running batch 0 ...")
+        self._stage(0)
+        for index in range(len(self.kernels)):
+            self._launch(0, index, S.pre)
+        batch = self._finish(0, None)
+        checked = self._check(0)
+        tops, afters, ends, clocks = [], [], [], []
+        report = max(1, total // 10)
+        for i in range(total):
+            nxt = i + 1 if i + 1 < total else None
+            if nxt is not None:
+                self._stage(nxt)
+            with S.use(S.train):
+                tops.append(S.event(S.train))
+                S.wait(S.train, self.pool_free[i % 2])  # batch i assembled
+                afters.append(S.event(S.train))
+                before_done = None
+                if nxt is not None and before:
+                    for index in before:
+                        self._launch(nxt, index, S.train)
+                    before_done = S.event(S.train)
+                clock = _ReleaseClock(self.device, lambda st, ev: self._release(nxt, st, ev))
+                with faults(f"training iteration {i}"):
+                    self.trainer.step(batch, clock)
+                ends.append(S.event(S.train))
+                clocks.append(clock)
+            if nxt is not None:
+                batch = self._finish(nxt, before_done)
+            checked += self._check(i) if i > 0 else 0
+            if (i + 1) % report == 0:
+                self.say(f"  iteration {i + 1}/{total}")
+        with S.use(S.train):
+            tops.append(S.event(S.train))
+        return self._measure(tops, afters, ends, clocks, checked)
+
+    def _measure(self, tops, afters, ends, clocks, checked: int) -> Measurement:
+        S, s = self.S, self.settings
+        if S.cuda:
+            torch.cuda.synchronize()
+        w, total = s.warmup, s.warmup + s.iterations
+        timed = range(w, total)
+        iters = [S.ms(tops[i], tops[i + 1]) for i in timed]
+        busy = [S.ms(afters[i], ends[i]) for i in timed]
+        span_ms = S.ms(tops[w], tops[total])
+        stages: dict[str, list[float]] = {}
+        for i in timed:
+            for st, ms in clocks[i].stage_ms().items():
+                stages.setdefault(st.value, []).append(ms)
+        kernels: dict[str, Spread] = {}
+        extra: dict[str, Spread] = {}
+        for name, spans in getattr(self, "spans", {}).items():
+            xs = [S.ms(a, b) for i, a, b in spans if w < i <= total]
+            if xs:
+                (extra if name in ("h2d", "assemble") else kernels)[name] = spread(xs)
+        stage_spreads = {k: spread(v) for k, v in stages.items()}
+        stage_spreads.update(extra)
+        from sim.simulate import git_commit
+
+        return Measurement(
+            strategy=self.strategy, model=self.model.name, pipeline=self.pipeline.name,
+            hardware=(torch.cuda.get_device_name(self.device) if S.cuda else
+                      f"cpu {platform.machine()}"),
+            gpu_count=1, batch_per_gpu=self.rows, iterations=s.iterations, warmup=s.warmup,
+            iteration=spread(iters),
+            throughput_samples_per_s=self.rows * s.iterations / span_ms * 1e3,
+            stall_ms_per_iteration=float(np.mean([a - b for a, b in zip(iters, busy)])),
+            stages=stage_spreads, kernels=kernels, checked_rows=checked,
+            versions=versions(), git_commit=git_commit(), command=self.command,
+            notes=self._notes(), plan=self.plan)
+
+    def _notes(self) -> tuple[str, ...]:
+        notes = ["stall = iteration time minus the training stream's busy time (from its "
+                 "inputs being ready to the optimizer's end): data waits and host gaps"]
+        if self.replay:
+            notes.append("ideal: the reference's batches, preprocessed ahead and replayed "
+                         "(equal to the reference by construction, so not re-checked)")
+        else:
+            notes.append(f"h2d and assemble are listed with the stages; {self.settings.check_rows}"
+                         " random rows of every batch were compared with the NumPy reference")
+        if self.host_nodes:
+            notes.append(f"{len(self.host_nodes)} op node(s) on {self.settings.cpu_workers} "
+                         "host worker process(es), one thread each")
+        return tuple(notes)
+
+
+def versions() -> dict[str, str]:
+    out = {"python": platform.python_version(), "torch": torch.__version__,
+           "numpy": np.__version__}
+    for pkg in ("numba", "numba-cuda"):
+        try:
+            out[pkg] = importlib.metadata.version(pkg)
+        except importlib.metadata.PackageNotFoundError:
+            pass
+    if torch.cuda.is_available():
+        out["cuda"] = str(torch.version.cuda)
+    return out

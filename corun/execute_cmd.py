@@ -1,0 +1,94 @@
+"""`corun execute`: run a plan (or a baseline strategy) beside training and measure it."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from pathlib import Path
+
+from spec import SpecError
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("plan", nargs="?", help="a Plan file (from corun plan); or give --strategy")
+    p.add_argument("--strategy", help="ideal, gpu-sequential, gpu-overlap or cpu:N")
+    p.add_argument("--label", help="the strategy's name in the measurement (default: the "
+                   "plan file's stem, or the strategy)")
+    p.add_argument("--model", help="model preset or file (default: the plan's model)")
+    p.add_argument("--pipeline", help="pipeline preset or file (default: the plan's)")
+    p.add_argument("--batch", type=int, help="batch per GPU (default: the model's)")
+    p.add_argument("--hardware", default="h200",
+                   help="hardware preset: the baselines' launch shape and host cores")
+    p.add_argument("--iterations", type=int, default=200)
+    p.add_argument("--warmup", type=int, default=20)
+    p.add_argument("--distinct-batches", type=int, default=4)
+    p.add_argument("--check-rows", type=int, default=64,
+                   help="rows of every batch compared with the NumPy reference")
+    p.add_argument("--data", help="Criteo-format TSV input (default: synthetic)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--device", default="cuda", choices=["cuda", "cpu"],
+                   help="cpu runs the same steps on the host, untimed by CUDA (for checks)")
+    p.add_argument("-o", "--output", required=True, help="the Measurement JSON to write")
+    p.add_argument("--quiet", action="store_true")
+
+
+def build(args: argparse.Namespace):
+    """The Executor the arguments describe (no device work yet)."""
+    from backend.executor import Executor, RunSettings
+    from corun.workload import resolve_hardware, resolve_model, resolve_pipeline
+    from sim.strategy import StrategyKind, parse_strategy, strategy_plan
+    from spec import Plan, load
+
+    if (args.plan is None) == (args.strategy is None):
+        raise SpecError("plan", args.plan, "either a plan file or --strategy, not both")
+    plan = load(Plan, args.plan) if args.plan else None
+    model = resolve_model(args.model or (plan.model if plan else None) or "criteo-kaggle",
+                          args.batch)
+    pipeline = resolve_pipeline(args.pipeline or (plan.pipeline if plan else None) or "kaggle")
+    hw = resolve_hardware(args.hardware, 1, None, None)
+    workers = hw.host_cpu_cores
+    if plan is None:
+        strategy = parse_strategy(args.strategy, hw)
+        if strategy.kind is StrategyKind.CPU:
+            workers = strategy.cpu_workers
+        plan = strategy_plan(strategy, pipeline, model.name, hw)
+        label = args.label or strategy.label
+        replay = strategy.kind is StrategyKind.IDEAL
+    else:
+        label, replay = args.label or Path(args.plan).stem, False
+    settings = RunSettings(args.iterations, args.warmup, args.distinct_batches,
+                           args.check_rows, args.seed, args.data, workers)
+    say = (lambda *a: None) if args.quiet else (lambda *a: print(*a, file=sys.stderr))
+    command = "corun execute " + shlex.join(sys.argv[2:]) if sys.argv[1:2] == ["execute"] \
+        else "corun " + shlex.join(sys.argv[1:])
+    return Executor(model, pipeline, plan, label, settings, args.device, replay, command, say)
+
+
+def run(args: argparse.Namespace) -> int:
+    import torch
+
+    from backend.check import MismatchError
+    from backend.executor import ExecuteError
+    from spec.serde import save
+
+    if args.device == "cuda" and not torch.cuda.is_available():
+        raise SpecError("--device", "cuda", "a machine with a CUDA GPU (or --device cpu to "
+                        "run the same steps on the host, for a check)")
+    executor = build(args)
+    try:
+        m = executor.run()
+    except KeyboardInterrupt:
+        print(f"corun: interrupted; no measurement written ({args.output} untouched)",
+              file=sys.stderr)
+        return 130
+    except (ExecuteError, MismatchError) as e:
+        print(f"corun: error: {e}; no measurement written", file=sys.stderr)
+        return 1
+    save(m, args.output)
+    stall = m.stall_ms_per_iteration
+    print(f"{m.strategy}: {m.model}/{m.pipeline}, batch {m.batch_per_gpu}, {m.hardware}: "
+          f"iteration {m.iteration.median_ms:.3f} ms median (p10 {m.iteration.p10_ms:.3f}, "
+          f"p90 {m.iteration.p90_ms:.3f}), {m.throughput_samples_per_s:,.0f} samples/s, "
+          f"stall {stall:.3f} ms/iteration, {m.checked_rows} rows checked -> {args.output}")
+    return 0

@@ -1,0 +1,164 @@
+"""The plan executor on the CPU: every strategy end to end through `corun execute`,
+outputs checked against the reference, and each fault ending cleanly with no file."""
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+import torch
+
+import spec
+from backend.columns import ColumnData
+from corun.cli import main
+from corun.workload import shrink_tables
+from spec import BEFORE_ITERATION, FusedKernel, Measurement, Plan, load, save
+
+ROWS = 48
+ITERS, WARMUP = 3, 1
+
+
+@pytest.fixture(scope="module")
+def workload(tmp_path_factory):
+    """kaggle with tables of 500 rows, written as spec files the CLI reads."""
+    d = tmp_path_factory.mktemp("workload")
+    model, pipe = shrink_tables(replace(spec.model_preset("criteo-kaggle"), batch_per_gpu=ROWS),
+                                spec.pipeline_preset("kaggle"), 500)
+    save(model, d / "model.json")
+    save(pipe, d / "pipeline.json")
+    return d, model, pipe
+
+
+def execute(workload, out, *extra):
+    d, _, _ = workload
+    return main(["execute", *extra, "--model", str(d / "model.json"), "--pipeline",
+                 str(d / "pipeline.json"), "--device", "cpu", "--iterations", str(ITERS),
+                 "--warmup", str(WARMUP), "--distinct-batches", "2", "--check-rows", "16",
+                 "--quiet", "-o", str(out)])
+
+
+def mixed_plan(pipe) -> Plan:
+    """Dense features on the host CPU, sparse ids in two kernels at two stages, one of
+    them before the iteration: every kind of placement in one plan."""
+    feature = pipe.feature_of()
+    dense = set(pipe.dense_outputs)
+    host = tuple(n for n in pipe.order if feature[n] in dense)
+    sparse = [n for n in pipe.order if feature[n] not in dense]
+    half = {s.node for s in pipe.sparse_outputs[:13]}
+    first = tuple(n for n in sparse if feature[n] in half)
+    second = tuple(n for n in sparse if feature[n] not in half)
+    return Plan(pipe.name, "criteo-kaggle", 1,
+                (FusedKernel("early", first, BEFORE_ITERATION, 16, 64),
+                 FusedKernel("late", second, "top_mlp_fwd", 16, 64)), cpu_nodes=host)
+
+
+@pytest.mark.parametrize("strategy", ["ideal", "gpu-sequential", "gpu-overlap", "cpu:2"])
+def test_strategies_run_and_check(workload, tmp_path, strategy):
+    out = tmp_path / "m.json"
+    assert execute(workload, out, "--strategy", strategy) == 0
+    m = load(Measurement, out)
+    assert m.strategy == strategy and m.batch_per_gpu == ROWS and m.iterations == ITERS
+    assert m.iteration.p10_ms <= m.iteration.median_ms <= m.iteration.p90_ms
+    assert m.throughput_samples_per_s > 0
+    for stage in ("emb_fwd", "top_mlp_bwd", "optimizer"):
+        assert m.stages[stage].median_ms >= 0
+    if strategy == "ideal":
+        assert m.checked_rows == 0 and not m.kernels
+    else:
+        # one batch per iteration (batch 0 before the loop), 16 rows each
+        assert m.checked_rows == 16 * (ITERS + WARMUP)
+        assert "h2d" in m.stages and "assemble" in m.stages
+        assert (strategy == "cpu:2") == (not m.kernels)
+    assert m.plan is not None and m.versions["torch"] == torch.__version__
+
+
+def test_mixed_plan_file(workload, tmp_path):
+    _, _, pipe = workload
+    save(mixed_plan(pipe), tmp_path / "mixed.json")
+    out = tmp_path / "m.json"
+    assert main(["execute", str(tmp_path / "mixed.json"), "--model",
+                 str(workload[0] / "model.json"), "--pipeline",
+                 str(workload[0] / "pipeline.json"), "--device", "cpu", "--iterations", "2",
+                 "--warmup", "0", "--distinct-batches", "1", "--check-rows", "8", "--quiet",
+                 "-o", str(out)]) == 0
+    m = load(Measurement, out)
+    assert m.strategy == "mixed" and set(m.kernels) == {"early", "late"}
+    assert m.checked_rows == 8 * 2  # one batch per iteration
+
+
+def test_wrong_output_stops_with_feature_and_row(workload, tmp_path, monkeypatch, capsys):
+    """A reference that disagrees in one sparse feature: the run stops and says where."""
+    import backend.executor as ex
+
+    real = ex.run_reference
+
+    def skewed(pipeline, inputs):
+        out = dict(real(pipeline, inputs))
+        node = pipeline.sparse_outputs[3].node
+        c = out[node]
+        out[node] = ColumnData(np.where(c.values >= 0, c.values + 1, c.values), c.offsets)
+        return out
+
+    monkeypatch.setattr(ex, "run_reference", skewed)
+    out = tmp_path / "m.json"
+    assert execute(workload, out, "--strategy", "gpu-overlap") == 1
+    err = capsys.readouterr().err
+    node = workload[2].sparse_outputs[3].node
+    assert f"feature {node!r}, row " in err and "no measurement written" in err
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("fault,message,code", [
+    (KeyboardInterrupt(), "interrupted; no measurement written", 130),
+    (torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB"),
+     "CUDA out of memory while training iteration 1", 1),
+])
+def test_faults_leave_no_file(workload, tmp_path, monkeypatch, capsys, fault, message, code):
+    from backend.trainer import Trainer
+
+    real, calls = Trainer.step, []
+
+    def failing(self, batch, clock=None):
+        calls.append(1)
+        if len(calls) == 2:
+            raise fault
+        return real(self, batch, clock)
+
+    monkeypatch.setattr(Trainer, "step", failing)
+    out = tmp_path / "m.json"
+    out.write_text("previous run")
+    assert execute(workload, out, "--strategy", "gpu-sequential") == code
+    assert message in capsys.readouterr().err
+    assert out.read_text() == "previous run"
+
+
+def test_compile_failure_is_named(workload, tmp_path, monkeypatch, capsys):
+    from numba.core.errors import TypingError
+
+    from backend.fusion import FusedGroup
+
+    def broken(self, part, target):
+        raise TypingError("Cannot unify int64 and float32")
+
+    monkeypatch.setattr(FusedGroup, "kernel", broken)
+    out = tmp_path / "m.json"
+    assert execute(workload, out, "--strategy", "gpu-overlap") == 1
+    err = capsys.readouterr().err
+    assert "a kernel failed to compile while launching fused kernel 'all'" in err
+    assert not out.exists()
+
+
+def test_plan_for_another_pipeline_is_refused(workload, tmp_path, capsys):
+    _, _, pipe = workload
+    plan = replace(mixed_plan(pipe), pipeline="terabyte")
+    save(plan, tmp_path / "p.json")
+    out = tmp_path / "m.json"
+    assert main(["execute", str(tmp_path / "p.json"), "--model",
+                 str(workload[0] / "model.json"), "--pipeline",
+                 str(workload[0] / "pipeline.json"), "--device", "cpu", "-o", str(out)]) == 2
+    assert "plan.pipeline = 'terabyte'" in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_plan_or_strategy_not_both(workload, tmp_path, capsys):
+    assert main(["execute", "--device", "cpu", "-o", str(tmp_path / "m.json")]) == 2
+    assert "either a plan file or --strategy" in capsys.readouterr().err
