@@ -12,7 +12,6 @@ from __future__ import annotations
 import queue as queue_mod
 from collections.abc import Mapping, Sequence
 
-import numpy as np
 import torch
 import torch.multiprocessing as mp
 

@@ -17,6 +17,7 @@ clock), so CI exercises every step but the timing.
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib.metadata
 import platform
 import statistics
@@ -31,7 +32,7 @@ from backend.assembly import Assembler, CheckBuffer, HostBatch, check_batch_rows
 from backend.columns import ColumnData
 from backend.cpu_feeder import POOLS, CpuFeeder, page_lock, stage_into, staging_buffers
 from backend.data import inputs_of, read_criteo, synthetic_inputs
-from backend.faults import ExecuteError, faults
+from backend.faults import faults
 from backend.fusion import FusedGroup
 from backend.reference import run_reference
 from backend.runner import PipelineProgram, trainer_inputs
@@ -373,7 +374,7 @@ class Executor:
                     for index in before:
                         self._launch(nxt, index, S.train)
                     before_done = S.event(S.train)
-                clock = _ReleaseClock(self.device, lambda st, ev: self._release(nxt, st, ev))
+                clock = _ReleaseClock(self.device, functools.partial(self._release, nxt))
                 with faults(f"training iteration {i}"):
                     self.trainer.step(batch, clock)
                 ends.append(S.event(S.train))
