@@ -145,13 +145,15 @@ class Executor:
 
     def __init__(self, model: Model, pipeline: Pipeline, plan: Plan, strategy: str,
                  settings: RunSettings, device: torch.device | str = "cuda",
-                 replay: bool = False, command: str = "", say=print) -> None:
+                 replay: bool = False, command: str = "", say=print,
+                 trainer: Trainer | None = None) -> None:
         """`replay` is the `ideal` strategy: reference batches preprocessed ahead of time
-        and replayed (the plan must then be empty)."""
+        and replayed (the plan must then be empty). `trainer` reuses a built one (a
+        benchmark running several strategies on one model)."""
         self.device = torch.device(device)
         self.model, self.pipeline, self.plan = model, pipeline, plan
         self.strategy, self.settings, self.replay = strategy, settings, replay
-        self.command, self.say = command, say
+        self.command, self.say, self.trainer = command, say, trainer
         pipeline.check_model(model)
         if replay and (plan.kernels or plan.cpu_nodes):
             raise SpecError("plan", plan.pipeline, "an empty plan for the ideal strategy")
@@ -306,8 +308,9 @@ class Executor:
         self.raws = self._raw_batches(self.rng)
         cuda = self.device.type == "cuda"
         self.S = _Streams(self.device, self.plan.training_priority_high)
-        with faults(f"building the {self.model.name} trainer"):
-            self.trainer = Trainer(self.model, self.device, s.seed)
+        if self.trainer is None:
+            with faults(f"building the {self.model.name} trainer"):
+                self.trainer = Trainer(self.model, self.device, s.seed)
         total = s.warmup + s.iterations
         self.feeder = None
         try:

@@ -80,7 +80,8 @@ class PipelineProgram:
         self.layout = Layout(pipeline, rows)
         cols = pipeline.columns
         needed = {c.source for g in self.groups for c in g.chains}
-        missing = sorted(needed - set(inputs))
+        produced = {c.sink for g in self.groups for c in g.chains}
+        missing = sorted(needed - produced - set(inputs))
         if missing:
             raise SpecError("inputs", missing[:3], "every column the kernels read")
         for name, data in inputs.items():

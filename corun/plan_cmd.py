@@ -24,7 +24,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--embedding-comm", default="collective", choices=["collective", "pgas"])
     p.add_argument("-o", "--output", help="write the chosen Plan here")
-    p.add_argument("--out", help="directory for plan, predictions, traces and summary.md")
+    p.add_argument("--out", help="directory for plan.json (corun's), plan-rap.json, "
+                   "predictions, traces and summary.md")
     p.add_argument("--trace", help="write the chosen plan's Chrome trace here")
     p.add_argument("--json", action="store_true", help="print the Predictions as JSON")
     p.add_argument("--quiet", action="store_true")
@@ -73,6 +74,7 @@ def run(args: argparse.Namespace) -> int:
     if args.out:
         write_outputs(Path(args.out), results)
         save(chosen.plan, Path(args.out) / "plan.json")
+        save(rap.plan, Path(args.out) / "plan-rap.json")
     if args.trace:
         results[-1].write_trace(args.trace)
     if args.json:

@@ -1,0 +1,140 @@
+"""Strategies executed on the GPU beside the DLRM trainer, each as a ratio to `ideal`
+measured in the same command (issue 4), and planned strategies next to the baselines
+(issue 6: plan files made by `corun plan`, under bench/plans/, with the predictions
+they were chosen on; bench/plans/make.sh remakes them).
+
+On the H200:  python bench/execute_gpu.py --matrix baselines --out $OUT
+              python bench/execute_gpu.py --matrix plans --out $OUT
+Locally:      python bench/execute_gpu.py --matrix baselines --dry-run --out /tmp/x
+              (CPU, tables cut to 2,000 rows, a few iterations: checks the script)
+
+All Measurements of a command go into one file, `execute_<matrix>.json` (a list,
+rewritten atomically after every case so a lost machine keeps what finished); a case
+that fails is recorded with its error and the rest go on. One trainer per model is
+reused across strategies and batches (building a 100 GB table set takes seconds).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import sys
+import time
+import traceback
+from dataclasses import replace
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import torch  # noqa: E402
+
+import spec  # noqa: E402
+from backend.executor import Executor, RunSettings  # noqa: E402
+from backend.trainer import Trainer  # noqa: E402
+from corun.workload import shrink_tables  # noqa: E402
+from sim.strategy import StrategyKind, parse_strategy, strategy_plan  # noqa: E402
+from spec.serde import dumps, write_atomic  # noqa: E402
+
+PLANS = Path(__file__).resolve().parent / "plans"
+PLAN_FILES = {"corun": "plan.json", "rap": "plan-rap.json"}
+"""Planned strategies: the files `corun plan --out bench/plans/<pipeline>-b<batch>` writes."""
+BASELINES = ("ideal", "gpu-sequential", "gpu-overlap", "cpu:16")
+MATRICES = {
+    # (pipeline, batches, strategies: baseline names or plan files under bench/plans/)
+    "baselines": [(p, (4096, 8192), BASELINES) for p in ("kaggle", "terabyte", "multihot")]
+    + [("kaggle", (4096,), ("gpu-overlap-nocheck",))],
+    "plans": [(p, (4096, 8192), ("ideal", "gpu-sequential", "rap", "corun"))
+              for p in ("kaggle", "terabyte", "wide-2x", "wide-4x")]
+    + [("heavy", (4096,), ("ideal", "gpu-sequential", "gpu-overlap", "rap", "corun"))],
+}
+
+
+def run_case(pipe_name: str, batch: int, label: str, args, trainers: dict, hw) -> dict:
+    model = replace(spec.model_preset(spec.DEFAULT_MODEL_FOR[pipe_name]), batch_per_gpu=batch)
+    pipeline = spec.pipeline_preset(pipe_name)
+    if args.dry_run:
+        model, pipeline = shrink_tables(model, pipeline, 2000)
+    check_rows = args.check_rows
+    if label == "gpu-overlap-nocheck":  # what the per-batch check costs the host
+        strategy, check_rows = parse_strategy("gpu-overlap", hw), 0
+    elif label in PLAN_FILES:
+        plan = spec.load(spec.Plan, PLANS / f"{pipe_name}-b{batch}" / PLAN_FILES[label])
+        strategy = None
+    else:
+        strategy = parse_strategy(label, hw)
+    if strategy is not None:
+        plan = strategy_plan(strategy, pipeline, model.name, hw)
+    workers = strategy.cpu_workers if strategy is not None and strategy.kind is \
+        StrategyKind.CPU else hw.host_cpu_cores
+    settings = RunSettings(args.iterations, args.warmup, args.distinct_batches, check_rows,
+                           0, None, workers)
+    device = "cpu" if args.dry_run else "cuda"
+    if model.name not in trainers:
+        trainers.clear()
+        gc.collect()
+        if device == "cuda":
+            torch.cuda.empty_cache()
+        trainers[model.name] = Trainer(model, device, 0)
+    replay = strategy is not None and strategy.kind is StrategyKind.IDEAL
+    ex = Executor(model, pipeline, plan, label, settings, device, replay,
+                  command=" ".join(["python", *sys.argv]), trainer=trainers[model.name],
+                  say=lambda *a: print(*a, flush=True))
+    return dumps(ex.run())
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--matrix", choices=sorted(MATRICES), required=True)
+    ap.add_argument("--out", default=os.environ.get("OUT", "out/execute"))
+    ap.add_argument("--only", help="comma-separated pipelines to run")
+    ap.add_argument("--iterations", type=int, default=200)
+    ap.add_argument("--warmup", type=int, default=20)
+    ap.add_argument("--distinct-batches", type=int, default=4)
+    ap.add_argument("--check-rows", type=int, default=64)
+    ap.add_argument("--budget-s", type=float, default=540.0,
+                    help="start no case after this many seconds")
+    ap.add_argument("--dry-run", action="store_true")
+    args = ap.parse_args(argv)
+    if args.dry_run:
+        args.iterations, args.warmup, args.distinct_batches = 4, 1, 1
+    hw = spec.hardware_preset("h200", 1)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"execute_{args.matrix}.json"
+    results: list[dict] = []
+    trainers: dict = {}
+    t_start = time.time()
+    only = set(args.only.split(",")) if args.only else None
+    for pipe_name, batches, labels in MATRICES[args.matrix]:
+        if only and pipe_name not in only:
+            continue
+        for b in batches:
+            for label in labels:
+                case = {"pipeline": pipe_name, "batch": b, "strategy": label}
+                if time.time() - t_start > args.budget_s:
+                    results.append({**case, "error": "skipped: time budget spent"})
+                    continue
+                t0 = time.time()
+                print(f"=== {pipe_name} b{b} {label}", flush=True)
+                try:
+                    results.append({**case, "measurement": run_case(pipe_name, b, label, args,
+                                                                     trainers, hw)})
+                except Exception as e:  # record it and go on with the next case
+                    traceback.print_exc()
+                    results.append({**case, "error": f"{type(e).__name__}: {e}"})
+                results[-1]["seconds"] = round(time.time() - t0, 1)
+                write_atomic(path, json.dumps(results, indent=1))
+                m = results[-1].get("measurement")
+                if m:
+                    print(f"    {m['iteration']['median_ms']:.3f} ms, "
+                          f"{m['throughput_samples_per_s']:,.0f} samples/s, stall "
+                          f"{m['stall_ms_per_iteration']:.3f} ms ({results[-1]['seconds']} s)",
+                          flush=True)
+    print(f"wrote {path} ({time.time() - t_start:.0f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# The plans bench/execute_gpu.py --matrix plans executes, with their predictions:
+# corun's plan (plan.json) and the RAP heuristic's (plan-rap.json) for one H200.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+for p in kaggle terabyte wide-2x wide-4x; do
+  for b in 4096 8192; do
+    corun plan --hardware h200 --gpus 1 --pipeline "$p" --model "$(python3 -c "import spec; print(spec.DEFAULT_MODEL_FOR['$p'])")" \
+      --batch "$b" --time-limit 10 --quiet --out "bench/plans/$p-b$b" > "bench/plans/$p-b$b.txt"
+  done
+done
+corun plan --hardware h200 --gpus 1 --pipeline heavy --model heavy --batch 4096 --time-limit 10 \
+  --quiet --out bench/plans/heavy-b4096 > bench/plans/heavy-b4096.txt
