@@ -52,42 +52,54 @@ def output_map(layout: Layout, pipeline: Pipeline, model: Model) -> OutputMap:
 
 
 class Assembler:
-    """Builds Batches from one pool set's torch views, on the caller's current stream."""
+    """Builds Batches from one pool set's torch views, on the caller's current stream,
+    with a fixed number of gathers whatever the number of tables (host time matters:
+    the executor's host thread also launches the training step)."""
 
     def __init__(self, omap: OutputMap, views: Mapping[str, torch.Tensor]) -> None:
         self.omap, self.views = omap, views
         device = views["i64"].device
         self.cuda = device.type == "cuda"
-        rows = omap.rows
+        rows, t = omap.rows, len(omap.row_base)
         self.arange = torch.arange(rows + 1, dtype=torch.int64, device=device)
+        self.positions = torch.arange(max(sum(omap.table_capacity), 1), dtype=torch.int64,
+                                      device=device)
+        self.tables = torch.arange(t, dtype=torch.int64, device=device)
+        offs_base = np.array(omap.table_offsets, np.int64)[:, None]
+        index = np.where(offs_base >= 0, offs_base + np.arange(rows + 1), 0)
+        self.offsets_index = torch.from_numpy(index).to(device)
+        self.is_list = torch.from_numpy(offs_base >= 0).to(device)
+        dense = np.array(omap.dense_bases, np.int64)[None, :] + np.arange(rows)[:, None]
+        self.dense_index = torch.from_numpy(dense).to(device)
+        self.values_base = torch.tensor(omap.table_values, dtype=torch.int64, device=device)
         self.row_base = torch.tensor(omap.row_base, dtype=torch.int64, device=device)
-        self.totals = torch.zeros(len(omap.row_base), dtype=torch.int64, pin_memory=self.cuda)
+        self.totals = torch.zeros(t, dtype=torch.int64, pin_memory=self.cuda)
 
     def offsets(self) -> torch.Tensor:
         """[tables, rows + 1] per-table offsets; starts the copy of each table's id count
         into `totals` (host memory: wait for the stream before reading it)."""
-        rows, offs = self.omap.rows, self.views["offs"]
-        stacked = torch.stack([offs[b : b + rows + 1] if b >= 0 else self.arange
-                               for b in self.omap.table_offsets])
+        stacked = torch.where(self.is_list, self.views["offs"][self.offsets_index],
+                              self.arange)
         self.totals.copy_(stacked[:, -1], non_blocking=True)
         return stacked
 
     def batch(self, stacked: torch.Tensor, labels: torch.Tensor) -> Batch:
         """The trainer's Batch, once `totals` holds this batch's id counts."""
-        om, rows = self.omap, self.omap.rows
+        om = self.omap
         counts = self.totals.tolist()
         for t, (n, cap) in enumerate(zip(counts, om.table_capacity)):
             if not 0 <= n <= cap:  # corrupt offsets: never index with them
                 raise MismatchError(om.table_features[t], -1, np.array([0, cap]),
                                     np.array([n]), "id count outside [0, capacity]")
-        i64, f32 = self.views["i64"], self.views["f32"]
-        ids = torch.cat([i64[b : b + n] for b, n in zip(om.table_values, counts)])
         total = int(sum(counts))
-        ids += torch.repeat_interleave(self.row_base, stacked[:, -1], output_size=total)
-        ends = torch.cumsum(stacked[:, -1], 0)
-        starts = (stacked[:, :-1] + (ends - stacked[:, -1])[:, None]).reshape(-1)
-        offsets = torch.cat([starts, ends[-1:]])
-        dense = torch.stack([f32[b : b + rows] for b in om.dense_bases], dim=1)
+        n = stacked[:, -1]
+        ends = torch.cumsum(n, 0)
+        starts = ends - n
+        table = torch.repeat_interleave(self.tables, n, output_size=total)
+        pos = self.positions[:total] + (self.values_base - starts)[table]
+        ids = self.views["i64"][pos] + self.row_base[table]
+        offsets = torch.cat([(stacked[:, :-1] + starts[:, None]).reshape(-1), ends[-1:]])
+        dense = self.views["f32"][self.dense_index]
         return Batch(dense, ids, offsets, labels.clone())
 
 
@@ -130,22 +142,23 @@ class CheckBuffer:
 
 def check_batch_rows(omap: OutputMap, got: HostBatch, want: HostBatch,
                      rows: np.ndarray) -> int:
-    """Compare the given rows of every dense feature and every table's bag; raise
-    MismatchError naming the first differing feature and row. Returns rows checked."""
-    b = omap.rows
-    for j, name in enumerate(omap.dense_features):
-        ok, i = equal(ColumnData(want.dense[rows, j]), ColumnData(got.dense[rows, j]))
-        if not ok:
-            r = int(rows[max(i, 0)])
-            raise MismatchError(name, r, want.dense[r, j : j + 1], got.dense[r, j : j + 1])
-    for t, name in enumerate(omap.table_features):
-        bags = t * b + rows
-        ok, i = equal(_bags(want, bags), _bags(got, bags))
-        if not ok:
-            r = int(rows[max(i, 0)])
-            bag = t * b + r
-            raise MismatchError(name, r, want.ids[want.offsets[bag] : want.offsets[bag + 1]],
-                                got.ids[got.offsets[bag] : got.offsets[bag + 1]])
+    """Compare the given rows of every dense feature and every table's bag (all tables
+    at once); raise MismatchError naming the first differing feature and row. Returns
+    rows checked."""
+    nd = got.dense.shape[1]
+    ok, i = equal(ColumnData(want.dense[rows].ravel()), ColumnData(got.dense[rows].ravel()))
+    if not ok:
+        r, j = int(rows[max(i, 0) // nd]), max(i, 0) % nd
+        raise MismatchError(omap.dense_features[j], r, want.dense[r, j : j + 1],
+                            got.dense[r, j : j + 1])
+    bags = (np.arange(len(omap.table_features))[:, None] * omap.rows + rows).ravel()
+    ok, i = equal(_bags(want, bags), _bags(got, bags))
+    if not ok:
+        t, k = divmod(max(i, 0), len(rows))
+        bag = int(bags[max(i, 0)])
+        raise MismatchError(omap.table_features[t], int(rows[k]),
+                            want.ids[want.offsets[bag] : want.offsets[bag + 1]],
+                            got.ids[got.offsets[bag] : got.offsets[bag + 1]])
     return len(rows)
 
 

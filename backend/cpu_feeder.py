@@ -69,8 +69,8 @@ class CpuFeeder:
         ctx = mp.get_context("spawn")
         self.workers, self.depth = workers, depth
         self.buffers = [[staging_buffers(sizes) for _ in range(depth)] for _ in range(workers)]
-        self.page_locked = pin is not None and all(
-            pin(t) for per_worker in self.buffers for bufs in per_worker for t in bufs.values())
+        self.locked = [t for per_worker in self.buffers for bufs in per_worker
+                       for t in bufs.values() if pin is not None and pin(t)]
         self.free = [ctx.Semaphore(depth) for _ in range(workers)]
         self.done = [ctx.Queue() for _ in range(workers)]
         self.procs = [ctx.Process(target=_worker, daemon=True, args=(
@@ -106,6 +106,11 @@ class CpuFeeder:
                 p.terminate()
         for p in self.procs:
             p.join(timeout=5)
+        if self.locked:  # before the memory goes: a later buffer may reuse the addresses
+            torch.cuda.synchronize()
+            for t in self.locked:
+                torch.cuda.cudart().cudaHostUnregister(t.data_ptr())
+            self.locked = []
 
 
 def page_lock(t: torch.Tensor) -> bool:

@@ -276,7 +276,9 @@ class Executor:
             S.wait(S.pre, before_done)
             t0 = S.event(S.pre)
             stacked = self.assemblers[k].offsets()
+            h0 = time.perf_counter()
             S.sync(S.event(S.pre))
+            self.host_ms["wait"].append((i, (time.perf_counter() - h0) * 1e3))
             if self.feeder is not None:
                 self.feeder.release(i)
             with faults(f"assembling batch {i}"):
@@ -318,6 +320,11 @@ class Executor:
                 return self._run_replay(total)
             self._build(self.raws)
             if self.host_nodes:
+                # compile once here: the workers then load the kernels from Numba's cache
+                gpu_nodes = [n for n in self.pipeline.order if n not in set(self.host_nodes)]
+                PipelineProgram(self.pipeline, [FusedGroup(self.pipeline, self.host_nodes)],
+                                {c.name: self.raws[0].columns[c.name]
+                                 for c in self.pipeline.inputs}, elsewhere=gpu_nodes).run_cpu()
                 self.say(f"starting {s.cpu_workers} host worker process(es) ...")
                 self.feeder = CpuFeeder(s.cpu_workers, self.pipeline, self.host_nodes,
                                         self.staged, self.layout, self.sizes,
@@ -335,7 +342,9 @@ class Executor:
                            (r.reference.dense, r.reference.ids, r.reference.offsets)),
                          torch.from_numpy(r.labels).to(self.device)) for r in self.raws]
         tops, afters, ends, clocks = [], [], [], []
+        self.host_ms = {"step": []}
         for i in range(total):
+            t0 = time.perf_counter()
             with S.use(S.train):
                 tops.append(S.event(S.train))
                 afters.append(tops[-1])
@@ -343,6 +352,7 @@ class Executor:
                 self.trainer.step(batches[i % len(batches)], clock)
                 ends.append(S.event(S.train))
                 clocks.append(clock)
+            self.host_ms["step"].append((i, (time.perf_counter() - t0) * 1e3))
         with S.use(S.train):
             tops.append(S.event(S.train))
         return self._measure(tops, afters, ends, clocks, checked=0)
@@ -354,7 +364,16 @@ class Executor:
         self.copied: dict[int, object] = {}
         self.checked: dict[int, object] = {}
         self.pool_free: list[object] = [None, None]
+        self.host_ms: dict[str, list] = {k: [] for k in ("stage", "step", "wait", "finish",
+                                                         "check")}
         before = [i for i, k in enumerate(self.kernels) if k.stage == BEFORE_ITERATION]
+        clock = time.perf_counter
+
+        def host(step: str, i: int, t0: float) -> float:
+            now = clock()
+            self.host_ms[step].append((i, (now - t0) * 1e3))
+            return now
+
         # batch 0: preprocessed before the loop, every kernel on the preprocessing stream
         self.say(f"{self.strategy}: compiling and running batch 0 ...")
         self._stage(0)
@@ -366,8 +385,10 @@ class Executor:
         report = max(1, total // 10)
         for i in range(total):
             nxt = i + 1 if i + 1 < total else None
+            t0 = clock()
             if nxt is not None:
                 self._stage(nxt)
+            t0 = host("stage", i, t0)
             with S.use(S.train):
                 tops.append(S.event(S.train))
                 S.wait(S.train, self.pool_free[i % 2])  # batch i assembled
@@ -377,14 +398,17 @@ class Executor:
                     for index in before:
                         self._launch(nxt, index, S.train)
                     before_done = S.event(S.train)
-                clock = _ReleaseClock(self.device, functools.partial(self._release, nxt))
+                timer = _ReleaseClock(self.device, functools.partial(self._release, nxt))
                 with faults(f"training iteration {i}"):
-                    self.trainer.step(batch, clock)
+                    self.trainer.step(batch, timer)
                 ends.append(S.event(S.train))
-                clocks.append(clock)
+                clocks.append(timer)
+            t0 = host("step", i, t0)
             if nxt is not None:
                 batch = self._finish(nxt, before_done)
+            t0 = host("finish", i, t0)
             checked += self._check(i) if i > 0 else 0
+            host("check", i, t0)
             if (i + 1) % report == 0:
                 self.say(f"  iteration {i + 1}/{total}")
         with S.use(S.train):
@@ -411,6 +435,11 @@ class Executor:
             if xs:
                 (extra if name in ("h2d", "assemble") else kernels)[name] = spread(xs)
         stage_spreads = {k: spread(v) for k, v in stages.items()}
+        host = {}
+        for name, xs in getattr(self, "host_ms", {}).items():
+            timed_xs = [ms for i, ms in xs if w <= i < total]
+            if timed_xs:
+                host[name] = spread(timed_xs)
         stage_spreads.update(extra)
         from sim.simulate import git_commit
 
@@ -424,7 +453,7 @@ class Executor:
             stall_ms_per_iteration=float(np.mean([a - b for a, b in zip(iters, busy)])),
             stages=stage_spreads, kernels=kernels, checked_rows=checked,
             versions=versions(), git_commit=git_commit(), command=self.command,
-            notes=self._notes(), plan=self.plan)
+            notes=self._notes(), host=host, plan=self.plan)
 
     def _notes(self) -> tuple[str, ...]:
         notes = ["stall = iteration time minus the training stream's busy time (from its "

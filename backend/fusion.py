@@ -10,8 +10,12 @@ values kernel writes. Groups without list outputs skip the first two steps.
 
 from __future__ import annotations
 
+import hashlib
 import math
+import os
+import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 
@@ -27,6 +31,10 @@ from spec import OpKind, Pipeline
 _CACHE: dict[tuple, object] = {}
 
 
+_SCALARS = ("sigrid_hash", "bucketize", "logit", "boxcox", "onehot_class", "mapid",
+            "round_to_int64", "ngram_source", "ngram_length", "sigrid_hash_magic")
+
+
 def _compile(signatures: tuple, part: str, target: str, division: str) -> object:
     key = (signatures, part, target, division)
     if key in _CACHE:
@@ -34,17 +42,52 @@ def _compile(signatures: tuple, part: str, target: str, division: str) -> object
     import numba
     from numba import cuda, prange
 
+    if target == "cpu":  # a file, so Numba's disk cache serves every process after one
+        compiled = _cpu_cached(signatures, part, division)
+        _CACHE[key] = compiled
+        return compiled
     name = f"corun_{part}_{target}_{len(_CACHE)}"
     src = kernel_source(list(signatures), part, target, name, division)
     ns: dict = {"np": np, "cuda": cuda, "prange": prange, "min": min, "max": max}
-    for fn in ("sigrid_hash", "bucketize", "logit", "boxcox", "onehot_class", "mapid",
-               "round_to_int64", "ngram_source", "ngram_length", "sigrid_hash_magic"):
+    for fn in _SCALARS:
         ns[fn] = getattr(scalar, fn)
     exec(compile(src, f"<corun generated {name}>", "exec"), ns)
-    fn = ns[name]
-    compiled = cuda.jit(fn) if target == "cuda" else numba.njit(parallel=True)(fn)
+    compiled = cuda.jit(ns[name]) if target == "cuda" else numba.njit(parallel=True)(ns[name])
     _CACHE[key] = compiled
     return compiled
+
+
+def kernel_cache_dir() -> Path:
+    """Where generated CPU kernels and Numba's cache of them live (CORUN_CACHE_DIR)."""
+    return Path(os.environ.get("CORUN_CACHE_DIR", Path.home() / ".cache" / "corun"))
+
+
+def _cpu_cached(signatures: tuple, part: str, division: str) -> object:
+    """A CPU kernel from a generated module on disk, compiled with `cache=True`: host
+    worker processes load it instead of each compiling it again (a minute for kaggle
+    with 16 processes compiling at once on the H200 machine)."""
+    import importlib.util
+
+    import numba
+
+    src = kernel_source(list(signatures), part, "cpu", "kernel", division)
+    digest = hashlib.sha256(f"{numba.__version__}\n{src}".encode()).hexdigest()[:20]
+    name = f"corun_cpu_{part}_{digest}"
+    folder = kernel_cache_dir() / "kernels"
+    path = folder / f"{name}.py"
+    if not path.exists():
+        folder.mkdir(parents=True, exist_ok=True)
+        header = ("import numpy as np\nfrom numba import njit, prange\n"
+                  f"from backend.scalar import {', '.join(_SCALARS)}\n\n")
+        footer = "\n\nkernel = njit(parallel=True, cache=True)(kernel)\n"
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(header + src + footer)
+        os.replace(tmp, path)
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # Numba's cache finds the module again by its name
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return module.kernel
 
 
 def _params(chain: Chain, aux_f: list[float], aux_i: list[int]) -> tuple[list[float], list[int]]:

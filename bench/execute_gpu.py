@@ -45,9 +45,9 @@ MATRICES = {
     # (pipeline, batches, strategies: baseline names or plan files under bench/plans/)
     "baselines": [(p, (4096, 8192), BASELINES) for p in ("kaggle", "terabyte", "multihot")]
     + [("kaggle", (4096,), ("gpu-overlap-nocheck",))],
-    "plans": [(p, (4096, 8192), ("ideal", "gpu-sequential", "rap", "corun"))
-              for p in ("kaggle", "terabyte", "wide-2x", "wide-4x")]
-    + [("heavy", (4096,), ("ideal", "gpu-sequential", "gpu-overlap", "rap", "corun"))],
+    "plans": [("heavy", (4096,), ("ideal", "gpu-sequential", "gpu-overlap", "rap", "corun"))]
+    + [(p, (4096, 8192), ("ideal", "gpu-sequential", "rap", "corun"))
+       for p in ("kaggle", "terabyte", "wide-2x", "wide-4x")],
 }
 
 

@@ -69,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
     import torch
 
     from backend.check import MismatchError
-    from backend.executor import ExecuteError
+    from backend.faults import ExecuteError
     from spec.serde import save
 
     if args.device == "cuda" and not torch.cuda.is_available():

@@ -38,5 +38,8 @@ class Measurement:
     git_commit: str
     command: str
     notes: tuple[str, ...] = field(default_factory=tuple)
+    host: dict[str, Spread] = field(default_factory=dict)
+    """Host-thread time per iteration, by step (ms): staging, the training step with its
+    kernel launches, waiting for the next batch's id counts, assembly, the check."""
     plan: Plan | None = None
     """The plan that ran (empty for ideal; one fused kernel for the GPU baselines)."""

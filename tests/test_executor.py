@@ -69,6 +69,7 @@ def test_strategies_run_and_check(workload, tmp_path, strategy):
         assert "h2d" in m.stages and "assemble" in m.stages
         assert (strategy == "cpu:2") == (not m.kernels)
     assert m.plan is not None and m.versions["torch"] == torch.__version__
+    assert m.host["step"].median_ms > 0
 
 
 def test_mixed_plan_file(workload, tmp_path):
