@@ -130,8 +130,9 @@ def main(argv: list[str] | None = None) -> int:
                 if m:
                     print(f"    {m['iteration']['median_ms']:.3f} ms, "
                           f"{m['throughput_samples_per_s']:,.0f} samples/s, stall "
-                          f"{m['stall_ms_per_iteration']:.3f} ms ({results[-1]['seconds']} s)",
-                          flush=True)
+                          f"{m['stall_ms_per_iteration']:.3f} ms ({results[-1]['seconds']} s); "
+                          "host ms " + ", ".join(f"{k} {v['median_ms']:.2f}"
+                                                 for k, v in m["host"].items()), flush=True)
     print(f"wrote {path} ({time.time() - t_start:.0f} s)")
     return 0
 
