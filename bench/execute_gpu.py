@@ -89,6 +89,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--matrix", choices=sorted(MATRICES), required=True)
     ap.add_argument("--out", default=os.environ.get("OUT", "out/execute"))
     ap.add_argument("--only", help="comma-separated pipelines to run")
+    ap.add_argument("--batches", help="comma-separated batch sizes to run")
+    ap.add_argument("--strategies", help="comma-separated strategies to run")
     ap.add_argument("--iterations", type=int, default=200)
     ap.add_argument("--warmup", type=int, default=20)
     ap.add_argument("--distinct-batches", type=int, default=4)
@@ -107,11 +109,17 @@ def main(argv: list[str] | None = None) -> int:
     trainers: dict = {}
     t_start = time.time()
     only = set(args.only.split(",")) if args.only else None
+    keep_b = {int(x) for x in args.batches.split(",")} if args.batches else None
+    keep_s = set(args.strategies.split(",")) if args.strategies else None
     for pipe_name, batches, labels in MATRICES[args.matrix]:
         if only and pipe_name not in only:
             continue
         for b in batches:
+            if keep_b and b not in keep_b:
+                continue
             for label in labels:
+                if keep_s and label not in keep_s:
+                    continue
                 case = {"pipeline": pipe_name, "batch": b, "strategy": label}
                 if time.time() - t_start > args.budget_s:
                     results.append({**case, "error": "skipped: time budget spent"})
