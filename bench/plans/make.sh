@@ -11,3 +11,5 @@ for p in kaggle terabyte wide-2x wide-4x; do
 done
 corun plan --hardware h200 --gpus 1 --pipeline heavy --model heavy --batch 4096 --time-limit 10 \
   --quiet --out bench/plans/heavy-b4096 > bench/plans/heavy-b4096.txt
+corun simulate --hardware h200 --pipeline multihot --model mlperf-dcnv2 --batch 8192 --strategy all --quiet --out bench/plans/multihot-b8192 > bench/plans/multihot-b8192.txt
+corun simulate --hardware h200 --pipeline multihot --model mlperf-dcnv2 --batch 4096 --strategy all --quiet --out bench/plans/multihot-b4096 > bench/plans/multihot-b4096.txt

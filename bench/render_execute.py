@@ -1,0 +1,137 @@
+"""Render the executor's H200 runs (bench/results/raw/execute_*.json, written by
+bench/execute_gpu.py) and the trainer comparison (trainer_h200_*.json, from
+bench/trainer_gpu.py) into bench/results/execute_h200.md, and split every Measurement
+into its own file under reports/h200/measurements/ for `corun report`.
+
+    python bench/render_execute.py
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from reports.summary import markdown_table  # noqa: E402
+from spec.serde import write_atomic  # noqa: E402
+
+RAW = ROOT / "bench" / "results" / "raw"
+RUNS = [  # (file, what the run was, the commit it ran, the command on the H200)
+    ("execute_baselines_run1.json", "baselines, first run (a page-locking error after the "
+     "first cpu:16 case broke the later cases; fixed in f455ca0)",
+     "a4e1b03 + uncommitted page-lock fallback",
+     "python bench/execute_gpu.py --matrix baselines --out $OUT --budget-s 470"),
+    ("execute_baselines_run2.json", "baselines, trainer with coalesced SGD embedding updates",
+     "264dd2e",
+     "python bench/execute_gpu.py --matrix baselines --out $OUT --budget-s 330"),
+    ("execute_baselines_run3.json", "baselines at batch 8192, uncoalesced SGD updates",
+     "40860da",
+     "python bench/execute_gpu.py --matrix baselines --batches 8192 "
+     "--strategies ideal,gpu-sequential,gpu-overlap --out $OUT/b1 --budget-s 100"),
+    ("execute_baselines_run4.json", "multihot with host workers (the last device minutes; "
+     "batch 8192's cpu:16 was cut off)", "40860da",
+     "timeout 165 python bench/execute_gpu.py --matrix baselines --only multihot "
+     "--strategies ideal,cpu:16 --out $OUT --budget-s 150"),
+    ("execute_plans_heavy_run3.json", "heavy preset: baselines and plans", "40860da",
+     "python bench/execute_gpu.py --matrix plans --only heavy --out $OUT/p1 --budget-s 120"),
+    ("execute_plans_run3.json", "planned strategies at batch 8192", "40860da",
+     "python bench/execute_gpu.py --matrix plans --only kaggle,terabyte --batches 8192 "
+     "--strategies ideal,rap,corun --out $OUT/p2 --budget-s 110"),
+]
+SPLIT = {"execute_baselines_run3.json", "execute_baselines_run4.json", "execute_plans_heavy_run3.json",
+         "execute_plans_run3.json"}
+"""Runs at the current trainer whose measurements feed reports/h200."""
+
+
+def ms(s: dict) -> str:
+    return f"{s['median_ms']:.3f} ({s['p10_ms']:.2f}-{s['p90_ms']:.2f})"
+
+
+def run_table(cases: list[dict]) -> str:
+    ideal = {(c["pipeline"], c["batch"]): c["measurement"]["throughput_samples_per_s"]
+             for c in cases if c.get("measurement") and c["strategy"] == "ideal"}
+    rows = []
+    for c in cases:
+        m = c.get("measurement")
+        if m is None:
+            rows.append([c["pipeline"], str(c["batch"]), c["strategy"], c["error"][:60],
+                         "", "", "", "", ""])
+            continue
+        base = ideal.get((c["pipeline"], c["batch"]))
+        pct = f"{100 * m['throughput_samples_per_s'] / base:.1f}%" if base else "-"
+        host = ", ".join(f"{k} {v['median_ms']:.2f}" for k, v in m.get("host", {}).items())
+        rows.append([c["pipeline"], str(c["batch"]), c["strategy"], ms(m["iteration"]),
+                     f"{m['throughput_samples_per_s']:,.0f}", pct,
+                     f"{m['stall_ms_per_iteration']:.3f}", host, str(m["checked_rows"])])
+    return markdown_table(["pipeline", "batch", "strategy", "iteration ms median (p10-p90)",
+                           "samples/s", "of ideal", "stall ms", "host ms per iteration",
+                           "rows checked"], rows)
+
+
+def trainer_table(ms_list: list[dict]) -> str:
+    by = {(m["model"], m["batch_per_gpu"], m["strategy"]): m for m in ms_list}
+    rows = []
+    for (model, b, label), m in sorted(by.items()):
+        if label != "ideal-sgd" and not (label == "ideal" and (model, b, "ideal-sgd")
+                                         not in by):
+            continue
+        naive = by[(model, b, "naive-sgd")]
+        ours = m["iteration"]["median_ms"]
+        theirs = naive["iteration"]["median_ms"]
+        rows.append([model, str(b), f"{ours:.3f}", f"{theirs:.3f}", f"{theirs / ours:.2f}x"])
+    return markdown_table(["model (SGD)", "batch", "ours ms", "per-table EmbeddingBag ms",
+                           "ours faster by"], rows)
+
+
+def main() -> int:
+    out_dir = ROOT / "reports" / "h200" / "measurements"
+    lines = ["# Strategies executed on one H200", "",
+             "Made by `python bench/render_execute.py` from the raw files in "
+             "`bench/results/raw/`. Each run is one command on the H200 (below); every "
+             "ratio is to `ideal` measured in that same command. 200 timed iterations "
+             "after 20 warm-up, synthetic Criteo-like data (4 distinct raw batches "
+             "cycled, preprocessing re-run every iteration), 64 random rows of every "
+             "preprocessed batch compared with the NumPy reference (all equal).", ""]
+    trainer = json.loads((RAW / "trainer_h200_run3.json").read_text())
+    lines += ["## Our trainer against a straightforward PyTorch DLRM", "",
+              "`python bench/trainer_gpu.py --out $OUT/trainer --iterations 100 "
+              "--warmup 10` (same batches, both with SGD; ours stacks all tables in one "
+              "`embedding_bag`, the baseline has one `nn.EmbeddingBag` per table and plain "
+              "autograd):", "", trainer_table(trainer), ""]
+    pre = [m for m in trainer if m["strategy"] == "ideal" and m["model"] == "mlperf-dcnv2"]
+    if pre:
+        lines += ["mlperf-dcnv2 with its own row-wise Adagrad (coalesced updates, a host "
+                  "sync per step): " + ", ".join(
+                      f"batch {m['batch_per_gpu']} {m['iteration']['median_ms']:.1f} ms"
+                      for m in pre) + ".", ""]
+    for name, what, commit, command in RUNS:
+        path = RAW / name
+        if not path.exists():
+            continue
+        cases = json.loads(path.read_text())
+        recorded = next((c["measurement"]["git_commit"] for c in cases
+                         if c.get("measurement")), "?")
+        lines += [f"## {what}", "", f"`{command}` at commit `{commit}` "
+                  f"(`bench/results/raw/{name}`; the files say `{recorded}`: the GPU machine's "
+                  "copy of the tree reported the session's first commit, or nothing)", "",
+                  run_table(cases), ""]
+        if name in SPLIT:
+            for c in cases:
+                m = c.get("measurement")
+                if m is None or (name in ("execute_plans_run3.json",
+                                          "execute_baselines_run4.json") and
+                                 c["strategy"] == "ideal" and c["batch"] == 8192):
+                    continue  # run 3's baselines measured ideal at this batch too
+                stem = f"{c['pipeline']}-b{c['batch']}-{c['strategy'].replace(':', '-')}"
+                write_atomic(out_dir / f"{stem}.json",
+                             json.dumps({**m, "git_commit": commit}, indent=1))
+    write_atomic(ROOT / "bench" / "results" / "execute_h200.md", "\n".join(lines) + "\n")
+    print("wrote bench/results/execute_h200.md and reports/h200/measurements/")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
