@@ -67,7 +67,7 @@ def spread(xs: Sequence[float]) -> Spread:
                   float(np.percentile(xs, 90)))
 
 
-class _Streams:
+class Streams:
     """Streams and timing events on a GPU; no-ops and the host clock on the CPU."""
 
     def __init__(self, device: torch.device, training_high: bool) -> None:
@@ -108,7 +108,7 @@ class _Streams:
         return a.elapsed_time(b) if self.cuda else (b - a) * 1e3
 
 
-class _HostPoolSet:
+class HostPoolSet:
     """A pool set in host memory (the CPU path): Numba CPU kernels, torch views."""
 
     def __init__(self, program: PipelineProgram) -> None:
@@ -119,7 +119,7 @@ class _HostPoolSet:
         self.program.launch_on_host(index, "cpu")
 
 
-class _ReleaseClock(Clock):
+class ReleaseClock(Clock):
     """The trainer's clock; each mark opens the next stage and releases its kernels."""
 
     def __init__(self, device: torch.device, release: Callable[[Stage, object], None]) -> None:
@@ -213,7 +213,7 @@ class Executor:
         self.layout = programs[0].layout
         self.sizes = programs[0].staged_size
         with faults("copying the pools to the GPU"):
-            self.sets = [p.to_device() if cuda else _HostPoolSet(p) for p in programs]
+            self.sets = [p.to_device() if cuda else HostPoolSet(p) for p in programs]
         self.omap = output_map(self.layout, self.pipeline, self.model)
         self.assemblers = [Assembler(self.omap, s.views) for s in self.sets]
         self.checks = [CheckBuffer(self.omap, cuda) for _ in range(2)]
@@ -309,7 +309,7 @@ class Executor:
                  "rows and their reference outputs ...")
         self.raws = self._raw_batches(self.rng)
         cuda = self.device.type == "cuda"
-        self.S = _Streams(self.device, self.plan.training_priority_high)
+        self.S = Streams(self.device, self.plan.training_priority_high)
         if self.trainer is None:
             with faults(f"building the {self.model.name} trainer"):
                 self.trainer = Trainer(self.model, self.device, s.seed)
@@ -398,7 +398,7 @@ class Executor:
                     for index in before:
                         self._launch(nxt, index, S.train)
                     before_done = S.event(S.train)
-                timer = _ReleaseClock(self.device, functools.partial(self._release, nxt))
+                timer = ReleaseClock(self.device, functools.partial(self._release, nxt))
                 with faults(f"training iteration {i}"):
                     self.trainer.step(batch, timer)
                 ends.append(S.event(S.train))

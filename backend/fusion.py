@@ -209,7 +209,9 @@ class FusedGroup:
             regs = k.get_regs_per_thread()  # type: ignore[attr-defined]
         except Exception:  # not yet specialised
             return None
-        return max(regs.values()) if isinstance(regs, dict) else int(regs)
+        if isinstance(regs, dict):
+            return max(regs.values()) if regs else None
+        return int(regs)
 
     def occupancy(self, gpu) -> float | None:
         """Occupancy of this launch shape on `gpu` (a spec GpuKind), from real registers."""

@@ -78,6 +78,8 @@ COMMANDS = {
     "whatif": ("corun.whatif_cmd", "plan a grid of hardware, GPU counts and batches"),
     "preprocess": ("corun.preprocess_cmd", "run a pipeline over Criteo-format or synthetic "
                    "data, checked against the reference"),
+    "profile": ("corun.profile_cmd", "measure fused kernels co-running with training "
+                "stages (resumable CSV)"),
     "execute": ("corun.execute_cmd", "run a plan or strategy beside training on a GPU and "
                 "measure it"),
 }

@@ -1,0 +1,229 @@
+"""Co-run profiling: how long a fused kernel takes beside a training stage, and how much
+it slows that stage, measured the way the executor runs them.
+
+For one model and batch, the profiler trains on a replayed batch and, for each sampled
+kernel (a set of a pipeline's features fused into one kernel, with a launch shape) and
+each training stage, runs pairs of steps: a plain step, then a step whose opening event
+of that stage releases the kernel on the lower-priority preprocessing stream. Each pair
+gives the stage's time alone and co-run, and the kernel's time co-run; the kernel alone
+is timed on an idle GPU. Rows go to a CSV as they are measured, so a lost machine
+loses at most one kernel's rows, and a rerun skips every key already in the file.
+"""
+
+from __future__ import annotations
+
+import csv
+import functools
+import hashlib
+import statistics
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from backend.data import synthetic_inputs
+from backend.executor import HostPoolSet, ReleaseClock, Streams, versions
+from backend.fusion import FusedGroup
+from backend.reference import run_reference
+from backend.runner import PipelineProgram, trainer_inputs
+from backend.trainer import TRAINING_STAGES, Batch, Clock, Trainer, batch_from_tables
+from costmodel.sharding import shard_tables
+from costmodel.workload import kernel_work, stage_work
+from spec import Hardware, Model, OpKind, Pipeline, Stage
+
+BLOCKS = (8, 33, 132, 264, 528, 1056, 2112)
+"""Launch sizes from a few blocks to several waves of the H200's 132 SMs."""
+THREADS = (64, 128, 256, 512)
+
+KEY = ("gpu", "model", "batch", "kernel", "stage")
+COLUMNS = KEY + (
+    "pipeline", "features", "nodes", "chains", "has_lists", "rows", "elements", "int_ops",
+    "kernel_bytes", "blocks", "threads", "registers", "occupancy",
+    *(f"op_{op.value}" for op in OpKind),
+    "stage_flops", "stage_bytes", "stage_kernels", "stage_parallelism",
+    "stage_alone_ms", "stage_corun_ms", "kernel_alone_ms", "kernel_corun_ms",
+    "reps", "torch", "numba_cuda", "measured_utc")
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    """A fused kernel to profile: every node feeding `features` of `pipeline`."""
+
+    pipeline: Pipeline
+    features: tuple[str, ...]
+    blocks: int
+    threads: int
+
+    @functools.cached_property
+    def nodes(self) -> tuple[str, ...]:
+        owner = self.pipeline.feature_of()
+        keep = set(self.features)
+        return tuple(n for n in self.pipeline.order if owner[n] in keep)
+
+    @property
+    def name(self) -> str:
+        digest = hashlib.sha1(",".join(self.features).encode()).hexdigest()[:8]
+        return f"{self.pipeline.name}:{len(self.features)}f:{digest}:{self.blocks}x{self.threads}"
+
+
+def sample_kernels(pipelines: Sequence[Pipeline], shapes: int, launches: int,
+                   rng: np.random.Generator) -> list[KernelSpec]:
+    """`shapes` random feature sets (sizes spread log-uniformly from one feature to the
+    whole pipeline), each with `launches` random launch shapes. Launch shapes of one
+    feature set share a compiled kernel, which keeps compile time down."""
+    specs = []
+    for s in range(shapes):
+        p = pipelines[s % len(pipelines)]
+        outs = list(p.dense_outputs) + [o.node for o in p.sparse_outputs]
+        k = int(np.clip(round(np.exp(rng.uniform(0, np.log(len(outs))))), 1, len(outs)))
+        feats = tuple(sorted(rng.choice(outs, k, replace=False).tolist()))
+        for _ in range(launches):
+            specs.append(KernelSpec(p, feats, int(rng.choice(BLOCKS)), int(rng.choice(THREADS))))
+    return specs
+
+
+def done_keys(path: Path) -> set[tuple[str, ...]]:
+    """Keys of the rows already in the CSV (a torn last line is ignored)."""
+    if not path.exists():
+        return set()
+    keys = set()
+    with path.open(newline="") as f:
+        for row in csv.DictReader(f):
+            if row.get("measured_utc"):
+                keys.add(tuple(row[k] for k in KEY))
+    return keys
+
+
+class Profiler:
+    """One trainer (model, batch) on one device; measures kernels against its stages."""
+
+    def __init__(self, model: Model, pipeline: Pipeline, hw: Hardware, device: str,
+                 seed: int = 0, say: Callable[..., None] = print,
+                 trainer: Trainer | None = None) -> None:
+        """`trainer` reuses one built for the same model (tables of 100 GB take
+        seconds to build)."""
+        self.model, self.hw, self.say = model, hw, say
+        self.device = torch.device(device)
+        self.rng = np.random.default_rng(seed)
+        self.rows = model.batch_per_gpu
+        self.S = Streams(self.device, training_high=True)
+        self.trainer = trainer if trainer is not None else Trainer(model, self.device, seed)
+        raw = synthetic_inputs(pipeline, self.rows, self.rng)
+        ti = trainer_inputs(pipeline, run_reference(pipeline, raw))
+        base = [0] + list(np.cumsum([t.rows for t in model.tables])[:-1])
+        labels = (self.rng.random(self.rows) < 0.25).astype(np.float32)
+        self.batch: Batch = batch_from_tables(
+            ti.dense, [(ti.sparse[t.name].values, ti.sparse[t.name].offsets)
+                       for t in model.tables], base, labels).to(self.device)
+        self.work = stage_work(model, hw, shard_tables(model, hw), 0)
+        self._raw: dict[str, dict] = {}
+
+    def _sync(self) -> None:
+        if self.S.cuda:
+            torch.cuda.synchronize()
+
+    def _state(self, spec: KernelSpec):
+        """Pools holding the spec's raw inputs and the group's outputs (inputs never
+        change, so reruns recompute the same outputs)."""
+        p = spec.pipeline
+        if p.name not in self._raw:
+            self._raw[p.name] = synthetic_inputs(p, self.rows, self.rng)
+        group = FusedGroup(p, spec.nodes, spec.name, spec.blocks, spec.threads)
+        rest = [n for n in p.order if n not in set(spec.nodes)]
+        program = PipelineProgram(p, [group], self._raw[p.name], elsewhere=rest)
+        return group, (program.to_device() if self.S.cuda else HostPoolSet(program))
+
+    def _step(self, release: Stage | None, launch) -> tuple[dict[Stage, float], float]:
+        """One training step; `launch` (pre-stream) released at `release`. Returns
+        stage times and the kernel's time (0 when none)."""
+        S, spans = self.S, []
+
+        def on_open(stage: Stage, opened) -> None:
+            if stage is not release:
+                return
+            with S.use(S.pre):
+                S.wait(S.pre, opened)
+                t0 = S.event(S.pre)
+                launch()
+                spans.append((t0, S.event(S.pre)))
+
+        with S.use(S.train):
+            clock = ReleaseClock(self.device, on_open) if release else Clock(self.device)
+            self.trainer.step(self.batch, clock)
+        self._sync()
+        kernel = S.ms(*spans[0]) if spans else 0.0
+        return clock.stage_ms(), kernel
+
+    def kernel_alone_ms(self, launch, reps: int) -> float:
+        S, xs = self.S, []
+        for _ in range(reps):
+            with S.use(S.pre):
+                t0 = S.event(S.pre)
+                launch()
+                t1 = S.event(S.pre)
+            self._sync()
+            xs.append(S.ms(t0, t1))
+        return statistics.median(xs)
+
+    def profile(self, spec: KernelSpec, reps: int) -> Iterator[dict]:
+        """The spec's rows, one per training stage."""
+        group, state = self._state(spec)
+        numba_stream = self.S.numba(self.S.pre)
+
+        def launch() -> None:
+            with self.S.use(self.S.pre):
+                state.launch(0, numba_stream)
+
+        launch()  # compile and warm
+        self._sync()
+        alone = self.kernel_alone_ms(launch, reps)
+        kw = kernel_work(spec.pipeline, spec.name, spec.nodes, self.rows, group.grid(),
+                         spec.threads)
+        regs = group.registers_per_thread() if self.S.cuda else None
+        occ = group.occupancy(self.hw.gpu) if self.S.cuda else None
+        ops = {op: 0 for op in OpKind}
+        for n in spec.nodes:
+            ops[spec.pipeline.node_by_name[n].op] += 1
+        v = versions()
+        for stage in TRAINING_STAGES:
+            plain, corun, kernel = [], [], []
+            for _ in range(reps):
+                st, _ = self._step(None, launch)
+                plain.append(st[stage])
+                st, k = self._step(stage, launch)
+                corun.append(st[stage])
+                kernel.append(k)
+            w = self.work[stage]
+            yield {
+                "gpu": torch.cuda.get_device_name() if self.S.cuda else "cpu",
+                "model": self.model.name, "batch": str(self.rows), "kernel": spec.name,
+                "stage": stage.value, "pipeline": spec.pipeline.name,
+                "features": len(spec.features), "nodes": len(spec.nodes),
+                "chains": group.slots, "has_lists": int(group.has_lists), "rows": self.rows,
+                "elements": kw.elements, "int_ops": kw.int_ops, "kernel_bytes": kw.hbm_bytes,
+                "blocks": group.grid(), "threads": spec.threads,
+                "registers": regs if regs is not None else "",
+                "occupancy": occ if occ is not None else "",
+                **{f"op_{op.value}": c for op, c in ops.items()},
+                "stage_flops": w.flops, "stage_bytes": w.hbm_bytes,
+                "stage_kernels": w.kernels, "stage_parallelism": w.parallelism,
+                "stage_alone_ms": statistics.median(plain),
+                "stage_corun_ms": statistics.median(corun), "kernel_alone_ms": alone,
+                "kernel_corun_ms": statistics.median(kernel), "reps": reps,
+                "torch": v["torch"], "numba_cuda": v.get("numba-cuda", ""),
+                "measured_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            }
+
+
+def append_rows(path: Path, rows: Sequence[dict]) -> None:
+    """Append rows (with a header for a new file) and flush them to disk."""
+    new = not path.exists() or path.stat().st_size == 0
+    with path.open("a", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=COLUMNS)
+        if new:
+            w.writeheader()
+        w.writerows(rows)
+        f.flush()

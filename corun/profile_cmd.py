@@ -1,0 +1,98 @@
+"""`corun profile`: measure fused kernels co-running with training stages, to a CSV."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from spec import SpecError
+
+MODELS = "criteo-kaggle,criteo-terabyte,wide-2x,wide-4x"
+KERNEL_PIPELINES = "kaggle,terabyte,wide-2x,multihot,heavy"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--out", required=True, help="directory of profile.csv (appended to)")
+    p.add_argument("--budget-minutes", type=float, default=9.0,
+                   help="start no new kernel after this long (the run is resumable)")
+    p.add_argument("--models", default=MODELS, help="model presets or files")
+    p.add_argument("--batches", default="2048,4096,8192,16384")
+    p.add_argument("--train-pipeline", help="the pipeline whose outputs the trainer reads "
+                   "(default: each model's preset pipeline)")
+    p.add_argument("--pipelines", default=KERNEL_PIPELINES,
+                   help="pipelines the kernels are drawn from")
+    p.add_argument("--shapes", type=int, default=15, help="feature sets sampled")
+    p.add_argument("--launches", type=int, default=4, help="launch shapes per feature set")
+    p.add_argument("--reps", type=int, default=3, help="step pairs per measurement")
+    p.add_argument("--hardware", default="h200")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
+    p.add_argument("--quiet", action="store_true")
+
+
+def run(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from backend.profile import KEY, Profiler, append_rows, done_keys, sample_kernels
+    from corun.workload import resolve_hardware, resolve_model, resolve_pipeline
+    from spec import DEFAULT_MODEL_FOR
+
+    say = (lambda *a: None) if args.quiet else (lambda *a: print(*a, file=sys.stderr,
+                                                                  flush=True))
+    for name, lo in (("shapes", 1), ("launches", 1), ("reps", 1)):
+        if getattr(args, name) < lo:
+            raise SpecError(f"--{name}", getattr(args, name), f"an integer >= {lo}")
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / "profile.csv"
+    done = done_keys(path)
+    hw = resolve_hardware(args.hardware, 1, None, None)
+    pipelines = [resolve_pipeline(p) for p in args.pipelines.split(",")]
+    specs = sample_kernels(pipelines, args.shapes, args.launches,
+                           np.random.default_rng(args.seed))
+    pipeline_for = {m: p for p, m in DEFAULT_MODEL_FOR.items()}
+    gpu = _gpu_name(args.device)
+    stages = _stage_names()
+    t0, written = time.time(), 0
+    for model_name in args.models.split(","):
+        trainer = None
+        for b in (int(x) for x in args.batches.split(",")):
+            model = resolve_model(model_name, b)
+            todo = [s for s in specs if any((gpu, model.name, str(b), s.name, st) not in done
+                                            for st in stages)]
+            if not todo:
+                continue
+            train_pipeline = resolve_pipeline(args.train_pipeline or
+                                              pipeline_for.get(model.name, "kaggle"))
+            prof = Profiler(model, train_pipeline, hw, args.device, args.seed, say, trainer)
+            trainer = prof.trainer
+            for spec in todo:
+                if time.time() - t0 > 60 * args.budget_minutes:
+                    say(f"time budget spent after {written} pairs: run again to go on")
+                    return 0
+                rows = list(prof.profile(spec, args.reps))
+                append_rows(path, rows)
+                done |= {tuple(str(r[k]) for k in KEY) for r in rows}
+                written += len(rows)
+                say(f"{model.name} b{b} {spec.name}: {len(rows)} pairs "
+                    f"({written} this run, {time.time() - t0:.0f} s)")
+    say(f"profile complete ({written} pairs this run): {path}")
+    return 0
+
+
+def _gpu_name(device: str) -> str:
+    import torch
+
+    if device == "cpu":
+        return "cpu"
+    if not torch.cuda.is_available():
+        raise SpecError("--device", device, "a machine with a CUDA GPU (or --device cpu)")
+    return torch.cuda.get_device_name()
+
+
+def _stage_names() -> list[str]:
+    from backend.trainer import TRAINING_STAGES
+
+    return [s.value for s in TRAINING_STAGES]

@@ -1,0 +1,63 @@
+"""`corun profile` on the CPU: one row per kernel and stage, resumable, budgeted."""
+
+import csv
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+import spec
+from backend.profile import COLUMNS, sample_kernels
+from backend.trainer import TRAINING_STAGES
+from corun.cli import main
+from corun.workload import shrink_tables
+from spec.serde import save
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    d = tmp_path_factory.mktemp("profile")
+    model, pipe = shrink_tables(replace(spec.model_preset("criteo-kaggle"), batch_per_gpu=32),
+                                spec.pipeline_preset("kaggle"), 300)
+    save(model, d / "model.json")
+    save(pipe, d / "pipe.json")
+    return d
+
+
+def profile(files, out, *extra):
+    return main(["profile", "--out", str(out), "--models", str(files / "model.json"),
+                 "--batches", "32", "--train-pipeline", str(files / "pipe.json"),
+                 "--pipelines", "kaggle,multihot", "--shapes", "2", "--launches", "2",
+                 "--reps", "1", "--device", "cpu", "--quiet", *extra])
+
+
+def test_rows_per_kernel_and_stage_and_resume(files, tmp_path):
+    assert profile(files, tmp_path) == 0
+    rows = list(csv.DictReader((tmp_path / "profile.csv").open()))
+    assert len(rows) == 2 * 2 * len(TRAINING_STAGES)
+    assert list(rows[0]) == list(COLUMNS)
+    assert {r["stage"] for r in rows} == {s.value for s in TRAINING_STAGES}
+    for r in rows:
+        assert float(r["kernel_alone_ms"]) > 0 and float(r["stage_alone_ms"]) >= 0
+        assert int(r["nodes"]) >= int(r["features"]) >= 1
+        assert sum(int(r[f"op_{op.value}"]) for op in spec.OpKind) == int(r["nodes"])
+    assert profile(files, tmp_path) == 0  # everything done: nothing appended
+    assert len(list(csv.DictReader((tmp_path / "profile.csv").open()))) == len(rows)
+
+
+def test_budget_stops_before_the_first_kernel(files, tmp_path, capsys):
+    assert main(["profile", "--out", str(tmp_path), "--models", str(files / "model.json"),
+                 "--batches", "32", "--train-pipeline", str(files / "pipe.json"),
+                 "--budget-minutes", "0", "--device", "cpu"]) == 0
+    assert "time budget spent after 0 pairs" in capsys.readouterr().err
+    assert not (tmp_path / "profile.csv").exists()
+
+
+def test_kernel_samples_spread_sizes_and_share_feature_sets():
+    p = spec.pipeline_preset("kaggle")
+    specs = sample_kernels([p], 12, 3, np.random.default_rng(0))
+    assert len(specs) == 36
+    sizes = {len(s.features) for s in specs}
+    assert min(sizes) < 5 and max(sizes) > 10  # log-uniform over 1..39 features
+    assert len({s.features for s in specs}) <= 12  # launch shapes share a feature set
+    assert len({s.name for s in specs}) >= 30
