@@ -41,8 +41,8 @@ RUNS = [  # (file, what the run was, the commit it ran, the command on the H200)
      "python bench/execute_gpu.py --matrix plans --only kaggle,terabyte --batches 8192 "
      "--strategies ideal,rap,corun --out $OUT/p2 --budget-s 110"),
 ]
-SPLIT = {"execute_baselines_run3.json", "execute_baselines_run4.json", "execute_plans_heavy_run3.json",
-         "execute_plans_run3.json"}
+SPLIT = {"execute_baselines_run3.json", "execute_baselines_run4.json",
+         "execute_plans_heavy_run3.json", "execute_plans_run3.json"}
 """Runs at the current trainer whose measurements feed reports/h200."""
 
 
