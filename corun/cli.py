@@ -80,6 +80,8 @@ COMMANDS = {
                    "data, checked against the reference"),
     "profile": ("corun.profile_cmd", "measure fused kernels co-running with training "
                 "stages (resumable CSV)"),
+    "fit": ("corun.fit_cmd", "fit the learned co-running model on a profile CSV and "
+            "report its held-out error"),
     "execute": ("corun.execute_cmd", "run a plan or strategy beside training on a GPU and "
                 "measure it"),
 }

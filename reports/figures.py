@@ -26,6 +26,24 @@ def save(fig: Figure, out: Path, name: str) -> list[Path]:
     return paths
 
 
+def _identity_panel(ax, pts: list[tuple[float, float]], what: str, unit: str) -> None:
+    """(predicted, measured) points against y = x with a ±5% band; MAPE in the title."""
+    xs = [m for _, m in pts]
+    ys = [p for p, _ in pts]
+    lo = 0.0 if unit == "ms" else min(xs + ys) * 0.98
+    hi = max(xs + ys + [1e-3]) * (1.1 if unit == "ms" else 1.02)
+    ax.fill_between([lo, hi], [lo * (1 - BAND), hi * (1 - BAND)],
+                    [lo * (1 + BAND), hi * (1 + BAND)], color="0.9", label="±5%")
+    ax.plot([lo, hi], [lo, hi], color="0.4", lw=1, label="y = x")
+    ax.scatter(xs, ys, s=12 if len(pts) > 100 else 18, label=what)
+    ax.set_xlim(lo, hi)
+    ax.set_ylim(lo, hi)
+    ax.set_xlabel(f"measured ({unit})")
+    ax.set_ylabel(f"predicted ({unit})")
+    ax.set_title(f"{what}: MAPE {mape(pts):.1f}% ({len(pts)} points)")
+    ax.legend(loc="upper left", fontsize=8)
+
+
 def scatter(pairs: list[Pair]) -> Figure:
     """Predicted against measured: iteration time (left) and per-stage time (right), with
     y = x, a ±5% band and the MAPE in each title."""
@@ -33,20 +51,20 @@ def scatter(pairs: list[Pair]) -> Figure:
     it = [(p.prediction.iteration_time_ms, p.measurement.iteration.median_ms) for p in pairs]
     stages = [(s.time_ms, p.measurement.stages[s.stage].median_ms)
               for p in pairs for s in p.prediction.stages if s.stage in p.measurement.stages]
-    for ax, pts, what in ((axes[0], it, "iteration"), (axes[1], stages, "per-stage")):
-        xs = [m for _, m in pts]
-        ys = [p for p, _ in pts]
-        hi = max(xs + ys + [1e-3]) * 1.1
-        ax.fill_between([0, hi], [0, hi * (1 - BAND)], [0, hi * (1 + BAND)], color="0.9",
-                        label="±5%")
-        ax.plot([0, hi], [0, hi], color="0.4", lw=1, label="y = x")
-        ax.scatter(xs, ys, s=18, label=f"{what} time")
-        ax.set_xlim(0, hi)
-        ax.set_ylim(0, hi)
-        ax.set_xlabel("measured (ms)")
-        ax.set_ylabel("predicted (ms)")
-        ax.set_title(f"{what} time: MAPE {mape(pts):.1f}% ({len(pts)} points)")
-        ax.legend(loc="upper left", fontsize=8)
+    _identity_panel(axes[0], it, "iteration time", "ms")
+    _identity_panel(axes[1], stages, "per-stage time", "ms")
+    fig.tight_layout()
+    return fig
+
+
+def heldout_scatter(pred: dict, true: dict) -> Figure:
+    """The learned co-run model on held-out rows: kernel alone, kernel co-run (ms) and
+    stage slowdown (factor), predicted against measured."""
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.8))
+    for ax, (t, unit) in zip(axes, (("kernel_alone", "ms"), ("kernel_corun", "ms"),
+                                     ("stage_slowdown", "x"))):
+        _identity_panel(ax, list(zip(map(float, pred[t]), map(float, true[t]))),
+                        t.replace("_", " "), unit)
     fig.tight_layout()
     return fig
 

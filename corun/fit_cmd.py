@@ -1,0 +1,63 @@
+"""`corun fit`: fit the learned co-running model on a profile CSV and report held-out
+error against the analytic and RAP-style baselines."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from spec import SpecError
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("data", help="profile.csv from corun profile")
+    p.add_argument("-o", "--output", required=True, help="the fitted model (a pickle; a "
+                   ".json report and a held-out figure are written beside it)")
+    p.add_argument("--holdout", type=float, default=0.25,
+                   help="share of model/batch combinations and of kernel feature sets "
+                   "held out")
+    p.add_argument("--seed", type=int, default=0)
+
+
+def run(args: argparse.Namespace) -> int:
+    from corun.format import table
+    from costmodel.learned import (
+        TARGETS,
+        CoRunModel,
+        data_hash,
+        evaluate,
+        library_versions,
+        measured,
+        read_profile,
+        save_model,
+    )
+    from reports.figures import heldout_scatter, save
+    from spec.serde import write_atomic
+
+    if not 0 < args.holdout < 1:
+        raise SpecError("--holdout", args.holdout, "a fraction in (0, 1)")
+    if not Path(args.data).exists():
+        raise SpecError("data", args.data, "an existing profile CSV")
+    rows = read_profile(args.data)
+    if not rows:
+        raise SpecError("data", args.data, "a profile CSV with at least one measured row")
+    _, scores, test, pred = evaluate(rows, args.holdout, args.seed)
+    final = CoRunModel(args.seed).fit(rows)  # the saved model sees every row
+    out = Path(args.output)
+    meta = {"data": str(args.data), "data_sha256": data_hash(args.data), "rows": len(rows),
+            "heldout_rows": len(test), "holdout": args.holdout, "seed": args.seed,
+            "gpus": sorted({r["gpu"] for r in rows}), "versions": library_versions(),
+            "heldout": {m: {t: vars(s) for t, s in by.items()} for m, by in scores.items()}}
+    save_model(final, out, meta)
+    write_atomic(out.with_suffix(".json"), json.dumps(meta, indent=1))
+    save(heldout_scatter(pred, measured(test)), out.parent, out.stem + "-heldout")
+    print(f"{len(rows)} rows, {len(test)} held out (whole model/batch combinations and "
+          f"kernel feature sets)")
+    print(table(["target", "model", "held-out MAPE", "within ±10%"],
+                [[t, m, f"{scores[m][t].mape_pct:.1f}%", f"{100 * scores[m][t].within_10pct:.0f}%"]
+                 for t in TARGETS for m in scores]))
+    print(f"wrote {out}, {out.with_suffix('.json')}, {out.parent / (out.stem + '-heldout.png')}",
+          file=sys.stderr)
+    return 0

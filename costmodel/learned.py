@@ -1,0 +1,292 @@
+"""Learned co-running estimators, fitted on `corun profile` CSVs (scikit-learn's contract).
+
+Three targets, each a gradient-boosted regressor on a log scale:
+  kernel alone     kernel_alone_ms                     from the kernel's features;
+  kernel co-run    kernel_corun_ms / kernel_alone_ms   from kernel and stage features;
+  stage slowdown   stage_corun_ms / stage_alone_ms     from kernel and stage features.
+Features are normalised by the GPU's ceilings (bytes over its copy bandwidth, operations
+over its integer throughput, blocks over its resident slots), so a model fitted on one
+GPU kind can be applied, with less trust, to another.
+
+Validation holds out whole model/batch combinations and whole kernel feature sets, and
+compares with two baselines fitted on the same training rows: the analytic estimator
+(one fitted scale per target) and a RAP-style model (one linear term per op type on
+[count, fused columns, average width]; kernels run at standalone speed; each stage has
+a fixed capacity of kernel time it hides).
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import pickle
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from spec import GpuKind, OpKind, SpecError, hardware_preset
+
+TARGETS = ("kernel_alone", "kernel_corun", "stage_slowdown")
+STAGES = ("emb_fwd", "bottom_mlp_fwd", "interaction_fwd", "top_mlp_fwd", "top_mlp_bwd",
+          "interaction_bwd", "bottom_mlp_bwd", "emb_bwd", "optimizer")
+GPU_PRESETS = {"NVIDIA H200": "h200", "NVIDIA H100": "h100", "NVIDIA A100": "a100",
+               "Tesla V100": "v100", "cpu": "h200"}
+
+
+def read_profile(path: str | Path) -> list[dict[str, str]]:
+    """The rows of a profile CSV (a torn last line is dropped)."""
+    with Path(path).open(newline="") as f:
+        return [r for r in csv.DictReader(f) if r.get("measured_utc")]
+
+
+def gpu_of(name: str) -> GpuKind:
+    for prefix, preset in GPU_PRESETS.items():
+        if name.startswith(prefix):
+            return hardware_preset(preset, 1).gpu
+    raise SpecError("gpu", name, f"a GPU with a preset ({', '.join(GPU_PRESETS)})")
+
+
+def _f(r: dict, k: str, default: float = 0.0) -> float:
+    v = r.get(k, "")
+    return float(v) if v not in ("", None) else default
+
+
+def kernel_features(r: dict) -> list[float]:
+    g = gpu_of(r["gpu"])
+    nodes = max(_f(r, "nodes"), 1.0)
+    slots = g.sm_count * g.max_threads_per_sm
+    return [
+        np.log1p(_f(r, "kernel_bytes") / g.copy_bytes_per_s * 1e6),  # us at full bandwidth
+        np.log1p(_f(r, "int_ops") / g.int32_ops_per_s * 1e6),  # us at full issue rate
+        np.log1p(_f(r, "elements") / max(_f(r, "rows"), 1.0)),  # elements per row
+        _f(r, "blocks") * _f(r, "threads") / slots,  # waves of resident threads
+        _f(r, "threads") / 1024, _f(r, "registers", 40) / 255, _f(r, "occupancy", 0.5),
+        _f(r, "chains"), nodes, _f(r, "has_lists"),
+        *(_f(r, f"op_{op.value}") / nodes for op in OpKind),
+    ]
+
+
+def stage_features(r: dict) -> list[float]:
+    g = gpu_of(r["gpu"])
+    return [
+        np.log1p(_f(r, "stage_bytes") / g.copy_bytes_per_s * 1e6),
+        np.log1p(_f(r, "stage_flops") / (g.int32_ops_per_s * 2) * 1e6),
+        np.log1p(_f(r, "stage_alone_ms") * 1e3),
+        _f(r, "stage_parallelism") / (g.sm_count * g.max_threads_per_sm),
+        _f(r, "stage_kernels"),
+        *(float(r["stage"] == s) for s in STAGES),
+    ]
+
+
+def design(rows: Sequence[dict]) -> tuple[np.ndarray, np.ndarray]:
+    """(kernel features, kernel + stage features + log kernel-alone time)."""
+    k = np.array([kernel_features(r) for r in rows])
+    s = np.array([stage_features(r) for r in rows])
+    alone = np.log([max(_f(r, "kernel_alone_ms"), 1e-4) for r in rows])[:, None]
+    return k, np.hstack([k, s, alone])
+
+
+def targets(rows: Sequence[dict]) -> dict[str, np.ndarray]:
+    ka = np.array([_f(r, "kernel_alone_ms") for r in rows])
+    kc = np.array([_f(r, "kernel_corun_ms") for r in rows])
+    sa = np.array([_f(r, "stage_alone_ms") for r in rows])
+    sc = np.array([_f(r, "stage_corun_ms") for r in rows])
+    return {"kernel_alone": ka, "kernel_corun": kc / np.maximum(ka, 1e-6),
+            "stage_slowdown": sc / np.maximum(sa, 1e-6)}
+
+
+def _regressor(seed: int):
+    from sklearn.compose import TransformedTargetRegressor
+    from sklearn.ensemble import HistGradientBoostingRegressor
+
+    return TransformedTargetRegressor(
+        HistGradientBoostingRegressor(max_iter=300, learning_rate=0.08, random_state=seed),
+        func=np.log, inverse_func=np.exp)
+
+
+class CoRunModel:
+    """The three fitted estimators. `predict` returns kernel alone ms, kernel co-run ms
+    and the stage slowdown factor for profile-like rows (measured columns unused)."""
+
+    def __init__(self, seed: int = 0) -> None:
+        self.seed = seed
+        self.estimators = {t: _regressor(seed) for t in TARGETS}
+
+    def fit(self, rows: Sequence[dict]) -> CoRunModel:
+        xk, xks = design(rows)
+        y = targets(rows)
+        self.estimators["kernel_alone"].fit(xk, np.maximum(y["kernel_alone"], 1e-4))
+        for t in ("kernel_corun", "stage_slowdown"):
+            self.estimators[t].fit(xks, np.maximum(y[t], 1e-3))
+        return self
+
+    def predict(self, rows: Sequence[dict]) -> dict[str, np.ndarray]:
+        xk, xks = design(rows)
+        alone = self.estimators["kernel_alone"].predict(xk)
+        xks[:, -1] = np.log(np.maximum(alone, 1e-4))  # predicted, not measured
+        return {"kernel_alone": alone,
+                "kernel_corun": alone * self.estimators["kernel_corun"].predict(xks),
+                "stage_slowdown": self.estimators["stage_slowdown"].predict(xks)}
+
+
+class RapStyleModel:
+    """RAP's kind of model: kernel latency linear per op type in [count, fused columns,
+    average width]; co-run = standalone; each stage hides a fixed kernel time."""
+
+    def fit(self, rows: Sequence[dict]) -> RapStyleModel:
+        from sklearn.linear_model import LinearRegression
+
+        y = targets(rows)
+        self.lin = LinearRegression(positive=True).fit(self._x(rows), y["kernel_alone"])
+        self.capacity: dict[str, float] = {}
+        for s in STAGES:
+            hid = [_f(r, "kernel_alone_ms") for r, f in zip(rows, y["stage_slowdown"])
+                   if r["stage"] == s and f <= 1.02]
+            self.capacity[s] = max(hid, default=0.0)
+        return self
+
+    @staticmethod
+    def _x(rows: Sequence[dict]) -> np.ndarray:
+        out = []
+        for r in rows:
+            width = _f(r, "elements") / max(_f(r, "rows"), 1.0)
+            counts = [_f(r, f"op_{op.value}") for op in OpKind]
+            out.append(counts + [c * _f(r, "chains") for c in counts] +
+                       [c * width for c in counts])
+        return np.array(out)
+
+    def predict(self, rows: Sequence[dict]) -> dict[str, np.ndarray]:
+        alone = np.maximum(self.lin.predict(self._x(rows)), 1e-4)
+        over = np.array([max(0.0, a - self.capacity.get(r["stage"], 0.0)) /
+                         max(_f(r, "stage_alone_ms"), 1e-6) for a, r in zip(alone, rows)])
+        return {"kernel_alone": alone, "kernel_corun": alone, "stage_slowdown": 1 + over}
+
+
+class AnalyticModel:
+    """The foundation's analytic estimator, with one scale per target fitted on the
+    training rows (the median of measured over predicted)."""
+
+    def fit(self, rows: Sequence[dict]) -> AnalyticModel:
+        raw, y = self._raw(rows), targets(rows)
+        self.scale = {t: float(np.median(y[t] / np.maximum(raw[t], 1e-9))) for t in TARGETS}
+        return self
+
+    @staticmethod
+    def _raw(rows: Sequence[dict]) -> dict[str, np.ndarray]:
+        from costmodel.analytic import AnalyticCostModel
+        from costmodel.types import KernelWork, StageWork
+        from spec import Precision, Stage
+
+        cm = AnalyticCostModel()
+        out = {t: [] for t in TARGETS}
+        for r in rows:
+            hw = hardware_preset(GPU_PRESETS.get(r["gpu"][:11], "h200"), 1)
+            ops = tuple(op for op in OpKind if _f(r, f"op_{op.value}") > 0)
+            kw = KernelWork(r["kernel"], int(_f(r, "rows")), _f(r, "elements"),
+                            _f(r, "int_ops"), _f(r, "kernel_bytes"), ops, int(_f(r, "blocks")),
+                            int(_f(r, "threads")), int(_f(r, "registers", 40)),
+                            int(_f(r, "nodes")))
+            sw = StageWork(Stage(r["stage"]), _f(r, "stage_flops"), _f(r, "stage_bytes"),
+                           Precision.FP32, int(_f(r, "stage_kernels")),
+                           _f(r, "stage_parallelism"))
+            effect = cm.corun(kw, sw, hw, True)
+            out["kernel_alone"].append(cm.kernel_ms(kw, hw))
+            out["kernel_corun"].append(effect.kernel_factor)
+            out["stage_slowdown"].append(effect.stage_factor)
+        return {t: np.array(v) for t, v in out.items()}
+
+    def predict(self, rows: Sequence[dict]) -> dict[str, np.ndarray]:
+        raw = self._raw(rows)
+        alone = raw["kernel_alone"] * self.scale["kernel_alone"]
+        return {"kernel_alone": alone,
+                "kernel_corun": alone * raw["kernel_corun"] * self.scale["kernel_corun"],
+                "stage_slowdown": raw["stage_slowdown"] * self.scale["stage_slowdown"]}
+
+
+def measured(rows: Sequence[dict]) -> dict[str, np.ndarray]:
+    y = targets(rows)
+    return {"kernel_alone": y["kernel_alone"],
+            "kernel_corun": np.array([_f(r, "kernel_corun_ms") for r in rows]),
+            "stage_slowdown": y["stage_slowdown"]}
+
+
+def split(rows: Sequence[dict], fraction: float, seed: int) -> tuple[list[dict], list[dict]]:
+    """Training rows, and held-out rows: every row of a held-out model/batch
+    combination or of a held-out kernel feature set (all its launch shapes)."""
+    rng = np.random.default_rng(seed)
+    combos = sorted({(r["model"], r["batch"]) for r in rows})
+    shapes = sorted({r["kernel"].rsplit(":", 1)[0] for r in rows})
+    k_c = max(1, round(fraction * len(combos))) if len(combos) > 1 else 0
+    k_s = max(1, round(fraction * len(shapes))) if len(shapes) > 1 else 0
+    held_c = {combos[i] for i in rng.choice(len(combos), k_c, replace=False)}
+    held_s = {shapes[i] for i in rng.choice(len(shapes), k_s, replace=False)}
+    train, test = [], []
+    for r in rows:
+        out = (r["model"], r["batch"]) in held_c or r["kernel"].rsplit(":", 1)[0] in held_s
+        (test if out else train).append(r)
+    if not train or not test:
+        raise SpecError("profile rows", len(rows), "at least two model/batch combinations "
+                        "or two kernel feature sets, so some can be held out")
+    return train, test
+
+
+@dataclass(frozen=True)
+class Score:
+    mape_pct: float
+    within_10pct: float
+
+
+def score(pred: np.ndarray, true: np.ndarray) -> Score:
+    rel = np.abs(pred - true) / np.maximum(np.abs(true), 1e-9)
+    return Score(float(100 * rel.mean()), float((rel <= 0.10).mean()))
+
+
+def evaluate(rows: Sequence[dict], fraction: float = 0.25,
+             seed: int = 0) -> tuple[CoRunModel, dict[str, dict[str, Score]], list[dict], dict]:
+    """Fit the learned model and both baselines on the training split; score all three
+    on the held-out rows. Returns the learned model, scores by model and target, the
+    held-out rows and the learned model's held-out predictions."""
+    train, test = split(rows, fraction, seed)
+    truth = measured(test)
+    models = {"learned": CoRunModel(seed), "analytic": AnalyticModel(),
+              "rap-style": RapStyleModel()}
+    scores, preds = {}, {}
+    for name, m in models.items():
+        m.fit(train)
+        preds[name] = m.predict(test)
+        scores[name] = {t: score(preds[name][t], truth[t]) for t in TARGETS}
+    return models["learned"], scores, test, preds["learned"]
+
+
+def data_hash(path: str | Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def library_versions() -> dict[str, str]:
+    import sklearn
+
+    return {"scikit-learn": sklearn.__version__, "numpy": np.__version__}
+
+
+def save_model(model: CoRunModel, path: str | Path, meta: dict) -> None:
+    from spec.serde import write_atomic
+
+    write_atomic(path, pickle.dumps({"model": model, "meta": meta}))
+
+
+def load_model(path: str | Path, data: str | Path | None = None) -> tuple[CoRunModel, dict]:
+    """A saved model; an error if it was fitted with other library versions, or on other
+    data than `data` (when given) — never silently used."""
+    blob = pickle.loads(Path(path).read_bytes())
+    meta = blob["meta"]
+    here = library_versions()
+    for lib, v in meta["versions"].items():
+        if here.get(lib) != v:
+            raise SpecError(f"{path}: {lib}", v, f"the version installed here ({here.get(lib)}):"
+                            " refit with corun fit")
+    if data is not None and meta["data_sha256"] != data_hash(data):
+        raise SpecError(f"{path}: data_sha256", meta["data_sha256"][:12],
+                        f"the hash of {data} ({data_hash(data)[:12]}): refit with corun fit")
+    return blob["model"], meta

@@ -1,0 +1,112 @@
+"""The learned co-running model: fit on a synthetic profile with a known law, held out
+by whole groups, compared with the baselines, saved and refused when stale."""
+
+import csv
+import json
+
+import numpy as np
+import pytest
+
+from backend.profile import COLUMNS
+from corun.cli import main
+from costmodel import learned
+from spec import OpKind, SpecError
+
+STAGES = learned.STAGES
+
+
+def synthetic_profile(path, rng: np.random.Generator) -> None:
+    """Rows shaped like `corun profile`'s, whose times follow a smooth law of the
+    features with 2% noise: a bandwidth-bound kernel slowed by a stage's bandwidth."""
+    bw = 4.2e12
+    rows = []
+    combos = [(m, b) for m in ("m1", "m2", "m3") for b in (2048, 4096)]
+    kernels = []
+    for s in range(24):
+        nbytes = float(np.exp(rng.uniform(np.log(1e6), np.log(4e8))))
+        ops = nbytes * rng.uniform(2, 20)
+        mix = rng.multinomial(int(rng.integers(2, 40)), np.ones(len(OpKind)) / len(OpKind))
+        for launch in range(3):
+            blocks = int(rng.choice([33, 264, 1056, 2112]))
+            kernels.append((f"p:{s}:{s:08x}:{blocks}x256", nbytes, ops, mix, blocks))
+    for model, batch in combos:
+        scale = batch / 4096 * {"m1": 1.0, "m2": 1.7, "m3": 0.6}[model]
+        for name, nbytes, ops, mix, blocks in kernels:
+            alone = 0.01 + nbytes / (bw * 0.3 * min(1.0, blocks / 264)) * 1e3
+            for i, st in enumerate(STAGES):
+                s_bytes = scale * 1e8 * (1 + i % 4)
+                s_alone = 0.05 + s_bytes / (bw * 0.6) * 1e3
+                share = (s_bytes / s_alone) / (s_bytes / s_alone + nbytes / alone)
+                noise = rng.normal(1, 0.02, 3)
+                rows.append({
+                    "gpu": "NVIDIA H200", "model": model, "batch": batch, "kernel": name,
+                    "stage": st, "pipeline": "p", "features": int(mix.sum() // 3 + 1),
+                    "nodes": int(mix.sum()), "chains": int(mix.sum() // 3 + 1),
+                    "has_lists": 1, "rows": batch, "elements": nbytes / 8, "int_ops": ops,
+                    "kernel_bytes": nbytes, "blocks": blocks, "threads": 256,
+                    "registers": 40, "occupancy": 0.6,
+                    **{f"op_{op.value}": int(c) for op, c in zip(OpKind, mix)},
+                    "stage_flops": s_bytes * 2, "stage_bytes": s_bytes, "stage_kernels": 2,
+                    "stage_parallelism": 1e6, "stage_alone_ms": s_alone * noise[0],
+                    "stage_corun_ms": s_alone * (1 + 0.5 * (1 - share) *
+                                                 min(1.0, alone / s_alone)) * noise[1],
+                    "kernel_alone_ms": alone * noise[2],
+                    "kernel_corun_ms": alone * (1 + 1.5 * share) * noise[2], "reps": 3,
+                    "torch": "x", "numba_cuda": "y", "measured_utc": "2026-11-29T00:00:00Z"})
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=COLUMNS)
+        w.writeheader()
+        w.writerows(rows)
+
+
+@pytest.fixture(scope="module")
+def profile_csv(tmp_path_factory):
+    path = tmp_path_factory.mktemp("fit") / "profile.csv"
+    synthetic_profile(path, np.random.default_rng(0))
+    return path
+
+
+def test_split_holds_out_whole_groups(profile_csv):
+    rows = learned.read_profile(profile_csv)
+    train, test = learned.split(rows, 0.25, 0)
+    assert len(train) + len(test) == len(rows)
+    combos = lambda rs: {(r["model"], r["batch"]) for r in rs}  # noqa: E731
+    shapes = lambda rs: {r["kernel"].rsplit(":", 1)[0] for r in rs}  # noqa: E731
+    held = combos(test) - combos(train)
+    assert held, "a model/batch combination is held out whole"
+    assert shapes(test) - shapes(train), "a kernel feature set is held out whole"
+
+
+def test_fit_reports_heldout_error_and_beats_baselines(profile_csv, tmp_path, capsys):
+    out = tmp_path / "model.pkl"
+    assert main(["fit", str(profile_csv), "-o", str(out)]) == 0
+    report = json.loads(out.with_suffix(".json").read_text())
+    h = report["heldout"]
+    assert set(h) == {"learned", "analytic", "rap-style"}
+    for target in learned.TARGETS:
+        assert h["learned"][target]["mape_pct"] < min(h["analytic"][target]["mape_pct"],
+                                                      h["rap-style"][target]["mape_pct"])
+    assert h["learned"]["kernel_alone"]["mape_pct"] < 10
+    assert h["learned"]["stage_slowdown"]["mape_pct"] < 5
+    assert (tmp_path / "model-heldout.png").exists()
+    assert "held-out MAPE" in capsys.readouterr().out
+
+
+def test_stale_model_is_refused(profile_csv, tmp_path, monkeypatch):
+    out = tmp_path / "model.pkl"
+    assert main(["fit", str(profile_csv), "-o", str(out)]) == 0
+    model, meta = learned.load_model(out, profile_csv)
+    assert meta["rows"] == len(learned.read_profile(profile_csv))
+    other = tmp_path / "other.csv"
+    other.write_text(profile_csv.read_text().replace("2026-11-29T00", "2026-11-30T00"))
+    with pytest.raises(SpecError, match="data_sha256"):
+        learned.load_model(out, other)
+    monkeypatch.setattr(learned, "library_versions",
+                        lambda: {"scikit-learn": "0.0", "numpy": np.__version__})
+    with pytest.raises(SpecError, match="scikit-learn"):
+        learned.load_model(out)
+
+
+def test_bad_inputs(tmp_path, capsys):
+    assert main(["fit", str(tmp_path / "none.csv"), "-o", str(tmp_path / "m.pkl")]) == 2
+    assert "an existing profile CSV" in capsys.readouterr().err
