@@ -26,13 +26,15 @@ from pathlib import Path
 
 import numpy as np
 
-from spec import GpuKind, OpKind, SpecError, hardware_preset
+from costmodel.types import CoRunEffect, CostModel, KernelWork, StageWork
+from spec import GpuKind, Hardware, OpKind, SpecError, hardware_preset
 
 TARGETS = ("kernel_alone", "kernel_corun", "stage_slowdown")
 STAGES = ("emb_fwd", "bottom_mlp_fwd", "interaction_fwd", "top_mlp_fwd", "top_mlp_bwd",
           "interaction_bwd", "bottom_mlp_bwd", "emb_bwd", "optimizer")
-GPU_PRESETS = {"NVIDIA H200": "h200", "NVIDIA H100": "h100", "NVIDIA A100": "a100",
-               "Tesla V100": "v100", "cpu": "h200"}
+GPU_PRESETS = ("h200", "h100", "a100", "v100")
+DATA_DIR = Path(__file__).resolve().parent / "data"
+"""Fitted models per GPU kind: data/<preset>/model.pkl (from `corun fit`)."""
 
 
 def read_profile(path: str | Path) -> list[dict[str, str]]:
@@ -41,11 +43,19 @@ def read_profile(path: str | Path) -> list[dict[str, str]]:
         return [r for r in csv.DictReader(f) if r.get("measured_utc")]
 
 
-def gpu_of(name: str) -> GpuKind:
-    for prefix, preset in GPU_PRESETS.items():
-        if name.startswith(prefix):
-            return hardware_preset(preset, 1).gpu
+def preset_of(name: str) -> str:
+    """The hardware preset of a GPU name as torch or a preset spells it ("NVIDIA H200",
+    "H200"); profiles taken on the CPU (tests) count as the H200."""
+    if name == "cpu":
+        return "h200"
+    for preset in GPU_PRESETS:
+        if preset.upper() in name.upper():
+            return preset
     raise SpecError("gpu", name, f"a GPU with a preset ({', '.join(GPU_PRESETS)})")
+
+
+def gpu_of(name: str) -> GpuKind:
+    return hardware_preset(preset_of(name), 1).gpu
 
 
 def _f(r: dict, k: str, default: float = 0.0) -> float:
@@ -176,13 +186,12 @@ class AnalyticModel:
     @staticmethod
     def _raw(rows: Sequence[dict]) -> dict[str, np.ndarray]:
         from costmodel.analytic import AnalyticCostModel
-        from costmodel.types import KernelWork, StageWork
         from spec import Precision, Stage
 
         cm = AnalyticCostModel()
         out = {t: [] for t in TARGETS}
         for r in rows:
-            hw = hardware_preset(GPU_PRESETS.get(r["gpu"][:11], "h200"), 1)
+            hw = hardware_preset(preset_of(r["gpu"]), 1)
             ops = tuple(op for op in OpKind if _f(r, f"op_{op.value}") > 0)
             kw = KernelWork(r["kernel"], int(_f(r, "rows")), _f(r, "elements"),
                             _f(r, "int_ops"), _f(r, "kernel_bytes"), ops, int(_f(r, "blocks")),
@@ -290,3 +299,71 @@ def load_model(path: str | Path, data: str | Path | None = None) -> tuple[CoRunM
         raise SpecError(f"{path}: data_sha256", meta["data_sha256"][:12],
                         f"the hash of {data} ({data_hash(data)[:12]}): refit with corun fit")
     return blob["model"], meta
+
+
+def work_row(kernel: KernelWork, stage: StageWork | None, stage_alone_ms: float,
+             hw: Hardware) -> dict:
+    """A profile-like row for a kernel (and a stage) the simulator asks about."""
+    counts = dict(kernel.op_counts)
+    regs = kernel.registers_per_thread
+    row = {"gpu": hw.gpu.name, "kernel": kernel.name, "rows": kernel.rows,
+           "elements": kernel.elements, "int_ops": kernel.int_ops,
+           "kernel_bytes": kernel.hbm_bytes, "blocks": kernel.blocks,
+           "threads": kernel.threads_per_block, "registers": regs,
+           "occupancy": hw.gpu.occupancy(kernel.blocks, kernel.threads_per_block, regs),
+           "chains": kernel.chains, "nodes": kernel.node_count,
+           "has_lists": int(kernel.has_lists),
+           **{f"op_{op.value}": counts.get(op, 0) for op in OpKind},
+           "stage": stage.stage.value if stage else STAGES[0],
+           "stage_flops": stage.flops if stage else 0.0,
+           "stage_bytes": stage.hbm_bytes if stage else 0.0,
+           "stage_kernels": stage.kernels if stage else 0,
+           "stage_parallelism": stage.parallelism if stage else 0.0,
+           "stage_alone_ms": stage_alone_ms, "kernel_alone_ms": 0.0}
+    return {k: str(v) if k in ("gpu", "kernel", "stage") else v for k, v in row.items()}
+
+
+class LearnedCostModel(CostModel):
+    """The simulator's cost model where a fitted model exists for the GPU: kernel times
+    and co-run factors learned; stage and host-CPU times from the analytic model (the
+    profiles measure stages only to normalise). The profile's factors are whole-kernel
+    and whole-stage ratios; the simulator applies them while the two overlap."""
+
+    def __init__(self, model: CoRunModel, meta: dict) -> None:
+        from costmodel.analytic import AnalyticCostModel
+
+        self.model, self.meta = model, meta
+        self.fallback = AnalyticCostModel()
+        self.name = f"learned (data {meta['data_sha256'][:10]}, {meta['rows']} rows)"
+
+    def stage_ms(self, work: StageWork, hw: Hardware) -> float:
+        return self.fallback.stage_ms(work, hw)
+
+    def kernel_ms(self, work: KernelWork, hw: Hardware) -> float:
+        return float(self.model.predict([work_row(work, None, 0.0, hw)])["kernel_alone"][0])
+
+    def corun(self, kernel: KernelWork, stage: StageWork, hw: Hardware,
+              training_priority_high: bool) -> CoRunEffect:
+        row = work_row(kernel, stage, self.fallback.stage_ms(stage, hw), hw)
+        p = self.model.predict([row])
+        factor = p["kernel_corun"][0] / max(p["kernel_alone"][0], 1e-9)
+        return CoRunEffect(max(1.0, float(p["stage_slowdown"][0])), max(1.0, float(factor)))
+
+    def cpu_batch_ms(self, kernel: KernelWork) -> float:
+        return self.fallback.cpu_batch_ms(kernel)
+
+
+def cost_model_for(hw: Hardware) -> CostModel:
+    """The learned model fitted for this GPU kind if one is committed under
+    costmodel/data/<preset>/model.pkl (and loads with this machine's libraries), else
+    the analytic estimator."""
+    from costmodel.analytic import AnalyticCostModel
+
+    try:
+        path = DATA_DIR / preset_of(hw.gpu.name) / "model.pkl"
+    except SpecError:
+        return AnalyticCostModel()
+    if not path.exists():
+        return AnalyticCostModel()
+    model, meta = load_model(path)
+    return LearnedCostModel(model, meta)

@@ -57,6 +57,11 @@ class KernelWork:
     threads_per_block: int
     registers_per_thread: int = 40
     node_count: int = 1
+    chains: int = 1
+    """Chains (sinks) it writes: one block range each."""
+    has_lists: bool = False
+    op_counts: tuple[tuple[OpKind, int], ...] = ()
+    """How many of its nodes are of each op kind."""
 
 
 @dataclass(frozen=True)

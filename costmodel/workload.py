@@ -163,6 +163,10 @@ def kernel_work(pipeline: Pipeline, name: str, nodes: Iterable[str], rows: int, 
             written.add(n)
     nbytes = rows * (sum(cols[c].bytes_per_row() for c in read)
                      + sum(cols[c].bytes_per_row() for c in written))
-    op_kinds = tuple(sorted({pipeline.node_by_name[n].op for n in nodes}, key=lambda o: o.value))
+    kinds = [pipeline.node_by_name[n].op for n in nodes]
+    op_kinds = tuple(sorted(set(kinds), key=lambda o: o.value))
+    sinks = pipeline.sinks(nodes)
     return KernelWork(name, rows, elements, ops, nbytes, op_kinds, blocks, threads_per_block,
-                      node_count=len(nodes))
+                      node_count=len(nodes), chains=len(sinks),
+                      has_lists=any(cols[n].shape.value == "list" for n in sinks),
+                      op_counts=tuple((o, kinds.count(o)) for o in op_kinds))

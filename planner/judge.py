@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from costmodel import AnalyticCostModel, CostModel
+from costmodel import CostModel
+from costmodel.learned import cost_model_for
 from planner.types import Judge, Judged
 from sim import Scenario, Strategy, StrategyKind, simulate
 from spec import Plan
@@ -21,7 +22,7 @@ class SimJudge(Judge):
     def __init__(self, scenario: Scenario, cost_model: CostModel | None = None,
                  iterations: int = 6, warmup: int = 2) -> None:
         self.scenario = replace(scenario, iterations=iterations, warmup=warmup, jitter_cv=0.0)
-        self.cost_model = cost_model or AnalyticCostModel()
+        self.cost_model = cost_model or cost_model_for(scenario.hardware)
         self.cache: dict[str, Judged] = {}
         self.evaluations = 0
 

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import numpy as np
 
-from costmodel import AnalyticCostModel, CostModel
+from costmodel import CostModel
+from costmodel.learned import cost_model_for
 from sim.engine import RunLog, run
 from sim.scenario import Compiled, Scenario, compile_scenario
 from sim.trace import chrome_trace
@@ -101,7 +102,8 @@ def _summarise(compiled: Compiled, log: RunLog, commit: str) -> Prediction:
 
 def simulate(scenario: Scenario, cost_model: CostModel | None = None,
              commit: str | None = None) -> SimResult:
-    """Compile the scenario with `cost_model` (analytic by default), run it, summarise."""
-    compiled = compile_scenario(scenario, cost_model or AnalyticCostModel())
+    """Compile the scenario with `cost_model` (by default the learned one where the GPU
+    kind has a fitted model, else the analytic one), run it, summarise."""
+    compiled = compile_scenario(scenario, cost_model or cost_model_for(scenario.hardware))
     log = run(compiled)
     return SimResult(compiled, log, _summarise(compiled, log, commit or git_commit()))

@@ -26,7 +26,7 @@ def synthetic_profile(path, rng: np.random.Generator) -> None:
         nbytes = float(np.exp(rng.uniform(np.log(1e6), np.log(4e8))))
         ops = nbytes * rng.uniform(2, 20)
         mix = rng.multinomial(int(rng.integers(2, 40)), np.ones(len(OpKind)) / len(OpKind))
-        for launch in range(3):
+        for _ in range(3):
             blocks = int(rng.choice([33, 264, 1056, 2112]))
             kernels.append((f"p:{s}:{s:08x}:{blocks}x256", nbytes, ops, mix, blocks))
     for model, batch in combos:
@@ -110,3 +110,22 @@ def test_stale_model_is_refused(profile_csv, tmp_path, monkeypatch):
 def test_bad_inputs(tmp_path, capsys):
     assert main(["fit", str(tmp_path / "none.csv"), "-o", str(tmp_path / "m.pkl")]) == 2
     assert "an existing profile CSV" in capsys.readouterr().err
+
+
+def test_simulator_uses_a_fitted_model_for_its_gpu(profile_csv, tmp_path, monkeypatch):
+    from sim import Scenario, Strategy, StrategyKind, simulate
+    from spec import hardware_preset, model_preset, pipeline_preset
+
+    sc = Scenario(hardware_preset("h200", 1), model_preset("criteo-kaggle"),
+                  pipeline_preset("kaggle"), Strategy(StrategyKind.GPU_OVERLAP),
+                  iterations=4, warmup=1)
+    monkeypatch.setattr(learned, "DATA_DIR", tmp_path)
+    assert simulate(sc).prediction.provenance.cost_model == "analytic"
+    (tmp_path / "h200").mkdir()
+    assert main(["fit", str(profile_csv), "-o", str(tmp_path / "h200" / "model.pkl")]) == 0
+    p = simulate(sc).prediction
+    assert p.provenance.cost_model.startswith("learned (data ")
+    assert p.kernels[0].time_ms > 0
+    a100 = Scenario(hardware_preset("a100", 1), sc.model, sc.pipeline, sc.strategy,
+                    iterations=4, warmup=1)
+    assert simulate(a100).prediction.provenance.cost_model == "analytic"
