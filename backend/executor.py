@@ -16,13 +16,12 @@ clock), so CI exercises every step but the timing.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import importlib.metadata
 import platform
 import statistics
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -36,6 +35,7 @@ from backend.faults import faults
 from backend.fusion import FusedGroup
 from backend.reference import run_reference
 from backend.runner import PipelineProgram, trainer_inputs
+from backend.streams import HostPoolSet, ReleaseClock, Streams
 from backend.trainer import TRAINING_STAGES, Batch, Clock, Trainer, batch_from_tables
 from spec import BEFORE_ITERATION, Measurement, Model, Pipeline, Plan, SpecError, Spread, Stage
 
@@ -65,72 +65,6 @@ class RunSettings:
 def spread(xs: Sequence[float]) -> Spread:
     return Spread(float(statistics.median(xs)), float(np.percentile(xs, 10)),
                   float(np.percentile(xs, 90)))
-
-
-class Streams:
-    """Streams and timing events on a GPU; no-ops and the host clock on the CPU."""
-
-    def __init__(self, device: torch.device, training_high: bool) -> None:
-        self.cuda = device.type == "cuda"
-        if self.cuda:
-            self.train = torch.cuda.Stream(device, priority=-2 if training_high else 0)
-            self.pre = torch.cuda.Stream(device, priority=0)
-            self.copy = torch.cuda.Stream(device, priority=0)
-            from numba import cuda
-
-            self._nb = {id(s): cuda.external_stream(s.cuda_stream)
-                        for s in (self.train, self.pre)}
-        else:
-            self.train = self.pre = self.copy = None
-
-    def use(self, stream):
-        return torch.cuda.stream(stream) if self.cuda else contextlib.nullcontext()
-
-    def numba(self, stream):
-        return self._nb[id(stream)] if self.cuda else None
-
-    def event(self, stream):
-        if not self.cuda:
-            return time.perf_counter()
-        e = torch.cuda.Event(enable_timing=True)
-        e.record(stream)
-        return e
-
-    def wait(self, stream, event) -> None:
-        if self.cuda and event is not None:
-            stream.wait_event(event)
-
-    def sync(self, event) -> None:
-        if self.cuda:
-            event.synchronize()
-
-    def ms(self, a, b) -> float:
-        return a.elapsed_time(b) if self.cuda else (b - a) * 1e3
-
-
-class HostPoolSet:
-    """A pool set in host memory (the CPU path): Numba CPU kernels, torch views."""
-
-    def __init__(self, program: PipelineProgram) -> None:
-        self.program = program
-        self.views = {k: torch.from_numpy(getattr(program.host, k)) for k in POOLS}
-
-    def launch(self, index: int, stream=None) -> None:
-        self.program.launch_on_host(index, "cpu")
-
-
-class ReleaseClock(Clock):
-    """The trainer's clock; each mark opens the next stage and releases its kernels."""
-
-    def __init__(self, device: torch.device, release: Callable[[Stage, object], None]) -> None:
-        super().__init__(device)
-        self.release = release
-
-    def mark(self, stage: Stage | None) -> None:
-        super().mark(stage)
-        pos = 0 if stage is None else TRAINING_STAGES.index(stage) + 1
-        if pos < len(TRAINING_STAGES):
-            self.release(TRAINING_STAGES[pos], self.marks[-1][1])
 
 
 @dataclass

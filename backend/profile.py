@@ -25,10 +25,11 @@ import numpy as np
 import torch
 
 from backend.data import synthetic_inputs
-from backend.executor import HostPoolSet, ReleaseClock, Streams, versions
+from backend.executor import versions
 from backend.fusion import FusedGroup
 from backend.reference import run_reference
 from backend.runner import PipelineProgram, trainer_inputs
+from backend.streams import HostPoolSet, ReleaseClock, Streams
 from backend.trainer import TRAINING_STAGES, Batch, Clock, Trainer, batch_from_tables
 from costmodel.sharding import shard_tables
 from costmodel.workload import kernel_work, stage_work

@@ -16,6 +16,7 @@ Locally:      python bench/host_split.py --dry-run     (CPU, tiny tables: host c
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import statistics
@@ -95,15 +96,16 @@ def main(argv: list[str] | None = None) -> int:
         trainer = Trainer(model, device)
         for _ in range(5):
             trainer.step(b)
-        step = split_ms(lambda: trainer.step(b), device, args.reps)
+        step = split_ms(functools.partial(trainer.step, b), device, args.reps)
         group = FusedGroup(pipe, pipe.order, "all", 1056, 256)
         program = PipelineProgram(pipe, [group], raw)
         if device.type == "cuda":
             state = program.to_device()
             state.launch(0)
-            launch = split_ms(lambda: state.launch(0), device, args.reps)
+            launch = split_ms(functools.partial(state.launch, 0), device, args.reps)
         else:
-            launch = split_ms(lambda: program.launch_on_host(0, "cpu"), device, args.reps)
+            launch = split_ms(functools.partial(program.launch_on_host, 0, "cpu"), device,
+                              args.reps)
         results.append({"pipeline": pipe_name, "model": model.name, "batch": rows,
                         "step": step, "fused_launch": launch})
         print(json.dumps(results[-1]), flush=True)
