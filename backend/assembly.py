@@ -10,7 +10,7 @@ packed (`Assembler.offsets` then `Assembler.batch`). Everything else stays on de
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -18,6 +18,7 @@ import torch
 
 from backend.check import MismatchError
 from backend.columns import ColumnData, equal
+from backend.distributed import LocalBatch
 from backend.pools import Layout
 from backend.trainer import Batch
 from spec import Model, Pipeline
@@ -101,6 +102,16 @@ class Assembler:
         offsets = torch.cat([(stacked[:, :-1] + starts[:, None]).reshape(-1), ends[-1:]])
         dense = self.views["f32"][self.dense_index]
         return Batch(dense, ids, offsets, labels.clone())
+
+
+def local_batch(batch: Batch, tables: int, counts: Sequence[int],
+                row_base: Sequence[int]) -> LocalBatch:
+    """The same batch as the distributed trainer takes it: per table, ids as rows of that
+    table and bag lengths (`counts`: ids per table, known on the host)."""
+    pieces = torch.split(batch.ids, list(counts))
+    lengths = torch.diff(batch.offsets).view(tables, -1)
+    return LocalBatch(batch.dense, batch.labels, [p - rb for p, rb in zip(pieces, row_base)],
+                      list(lengths.unbind(0)))
 
 
 @dataclass

@@ -26,18 +26,41 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
+import torch.distributed as dist
 
-from backend.assembly import Assembler, CheckBuffer, HostBatch, check_batch_rows, output_map
+from backend.assembly import (
+    Assembler,
+    CheckBuffer,
+    HostBatch,
+    check_batch_rows,
+    local_batch,
+    output_map,
+)
 from backend.columns import ColumnData
 from backend.cpu_feeder import POOLS, CpuFeeder, page_lock, stage_into, staging_buffers
 from backend.data import inputs_of, read_criteo, synthetic_inputs
+from backend.distributed import DistributedTrainer, LocalBatch
 from backend.faults import faults
 from backend.fusion import FusedGroup
 from backend.reference import run_reference
 from backend.runner import PipelineProgram, trainer_inputs
 from backend.streams import HostPoolSet, ReleaseClock, Streams
-from backend.trainer import TRAINING_STAGES, Batch, Clock, Trainer, batch_from_tables
-from spec import BEFORE_ITERATION, Measurement, Model, Pipeline, Plan, SpecError, Spread, Stage
+from backend.trainer import Batch, Clock, Trainer, batch_from_tables
+from costmodel.sharding import shard_tables
+from spec import (
+    BEFORE_ITERATION,
+    Hardware,
+    Mapping,
+    Measurement,
+    Model,
+    Pipeline,
+    Plan,
+    SpecError,
+    Spread,
+    Stage,
+    hardware_preset,
+    stages_for,
+)
 
 
 @dataclass(frozen=True)
@@ -80,10 +103,12 @@ class Executor:
     def __init__(self, model: Model, pipeline: Pipeline, plan: Plan, strategy: str,
                  settings: RunSettings, device: torch.device | str = "cuda",
                  replay: bool = False, command: str = "", say=print,
-                 trainer: Trainer | None = None) -> None:
+                 trainer: Trainer | None = None, hardware: Hardware | None = None) -> None:
         """`replay` is the `ideal` strategy: reference batches preprocessed ahead of time
         and replayed (the plan must then be empty). `trainer` reuses a built one (a
-        benchmark running several strategies on one model)."""
+        benchmark running several strategies on one model). Inside an initialised
+        torch.distributed group every rank runs one, on its own batches, with the tables
+        sharded over the ranks (`hardware` sizes the balancer; H200s by default)."""
         self.device = torch.device(device)
         self.model, self.pipeline, self.plan = model, pipeline, plan
         self.strategy, self.settings, self.replay = strategy, settings, replay
@@ -93,11 +118,20 @@ class Executor:
             raise SpecError("plan", plan.pipeline, "an empty plan for the ideal strategy")
         if not replay:
             plan.check_pipeline(pipeline)
-        if plan.gpu_count != 1:
+        group = dist.is_available() and dist.is_initialized()
+        self.world = dist.get_world_size() if group else 1
+        self.rank = dist.get_rank() if group else 0
+        if plan.gpu_count != self.world:
             raise SpecError("plan.gpu_count", plan.gpu_count,
-                            "1 (the executor runs one GPU; multi-GPU runs are not built yet)")
+                            f"the number of processes running it ({self.world})")
+        if self.world > 1 and (any(k.gpu is not None for k in plan.kernels) or any(
+                m is Mapping.OWNER for m in plan.feature_mapping.values())):
+            raise SpecError("plan.feature_mapping", "owner", "local or cpu: executing the "
+                            "table-owner mapping is not built yet")
+        self.hardware = hardware or hardware_preset("h200", self.world)
+        self.stages = stages_for(self.world)
         self.rows = model.batch_per_gpu
-        stage_pos = {s: i for i, s in enumerate(TRAINING_STAGES)}
+        stage_pos = {s: i for i, s in enumerate(self.stages)}
         ordered = sorted(enumerate(plan.kernels), key=lambda ik: (
             -1 if ik[1].stage == BEFORE_ITERATION else stage_pos[Stage(ik[1].stage)], ik[0]))
         self.kernels = [k for _, k in ordered]
@@ -224,7 +258,21 @@ class Executor:
         if S.cuda:
             for t in (batch.dense, batch.ids, batch.offsets, batch.labels):
                 t.record_stream(S.train)
-        return batch
+        return self._for_trainer(batch, self.assemblers[k].totals.tolist())
+
+    def _for_trainer(self, batch: Batch, counts: list[int]) -> Batch | LocalBatch:
+        """The batch in the form the trainer takes (per-table pieces on several GPUs)."""
+        if self.world == 1:
+            return batch
+        with self.S.use(self.S.pre):
+            local = local_batch(batch, len(self.model.tables), counts, self._row_base())
+        if self.S.cuda:
+            for t in local.lengths:
+                t.record_stream(self.S.train)
+        return local
+
+    def _row_base(self) -> list[int]:
+        return [0] + [int(x) for x in np.cumsum([t.rows for t in self.model.tables])[:-1]]
 
     def _check(self, i: int) -> int:
         if self.replay or self.settings.check_rows == 0:
@@ -238,7 +286,7 @@ class Executor:
     # ---------------------------------------------------------------- the run
     def run(self) -> Measurement:
         s = self.settings
-        self.rng = np.random.default_rng(s.seed)
+        self.rng = np.random.default_rng([s.seed, self.rank])
         self.say(f"{self.strategy}: preparing {s.distinct_batches} batch(es) of {self.rows} "
                  "rows and their reference outputs ...")
         self.raws = self._raw_batches(self.rng)
@@ -246,7 +294,13 @@ class Executor:
         self.S = Streams(self.device, self.plan.training_priority_high)
         if self.trainer is None:
             with faults(f"building the {self.model.name} trainer"):
-                self.trainer = Trainer(self.model, self.device, s.seed)
+                if self.world > 1:
+                    sharding = shard_tables(self.model, self.hardware, self.plan.table_owner
+                                            or None)
+                    owner = [sharding.owner[t.name] for t in self.model.tables]
+                    self.trainer = DistributedTrainer(self.model, owner, self.device, s.seed)
+                else:
+                    self.trainer = Trainer(self.model, self.device, s.seed)
         total = s.warmup + s.iterations
         self.feeder = None
         try:
@@ -272,9 +326,14 @@ class Executor:
 
     def _run_replay(self, total: int) -> Measurement:
         S = self.S
-        batches = [Batch(*(torch.from_numpy(a).to(self.device) for a in
-                           (r.reference.dense, r.reference.ids, r.reference.offsets)),
-                         torch.from_numpy(r.labels).to(self.device)) for r in self.raws]
+        batches = []
+        for r in self.raws:
+            b = Batch(*(torch.from_numpy(a).to(self.device) for a in
+                        (r.reference.dense, r.reference.ids, r.reference.offsets)),
+                      torch.from_numpy(r.labels).to(self.device))
+            t = len(self.model.tables)
+            counts = np.diff(r.reference.offsets[:: self.rows])[:t].tolist()
+            batches.append(self._for_trainer(b, counts))
         tops, afters, ends, clocks = [], [], [], []
         self.host_ms = {"step": []}
         for i in range(total):
@@ -332,7 +391,8 @@ class Executor:
                     for index in before:
                         self._launch(nxt, index, S.train)
                     before_done = S.event(S.train)
-                timer = ReleaseClock(self.device, functools.partial(self._release, nxt))
+                timer = ReleaseClock(self.device, functools.partial(self._release, nxt),
+                                     self.stages)
                 with faults(f"training iteration {i}"):
                     self.trainer.step(batch, timer)
                 ends.append(S.event(S.train))
@@ -381,16 +441,17 @@ class Executor:
             strategy=self.strategy, model=self.model.name, pipeline=self.pipeline.name,
             hardware=(torch.cuda.get_device_name(self.device) if S.cuda else
                       f"cpu {platform.machine()}"),
-            gpu_count=1, batch_per_gpu=self.rows, iterations=s.iterations, warmup=s.warmup,
-            iteration=spread(iters),
-            throughput_samples_per_s=self.rows * s.iterations / span_ms * 1e3,
+            gpu_count=self.world, batch_per_gpu=self.rows, iterations=s.iterations,
+            warmup=s.warmup, iteration=spread(iters),
+            throughput_samples_per_s=self.world * self.rows * s.iterations / span_ms * 1e3,
             stall_ms_per_iteration=float(np.mean([a - b for a, b in zip(iters, busy)])),
             stages=stage_spreads, kernels=kernels, checked_rows=checked,
             versions=versions(), git_commit=git_commit(), command=self.command,
             notes=self._notes(), host=host, plan=self.plan)
 
     def _notes(self) -> tuple[str, ...]:
-        notes = ["stall = iteration time minus the training stream's busy time (from its "
+        notes = [f"the timings of rank 0 of {self.world}"] if self.world > 1 else []
+        notes += ["stall = iteration time minus the training stream's busy time (from its "
                  "inputs being ready to the optimizer's end): data waits and host gaps"]
         if self.replay:
             notes.append("ideal: the reference's batches, preprocessed ahead and replayed "

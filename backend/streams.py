@@ -69,14 +69,16 @@ class HostPoolSet:
 
 
 class ReleaseClock(Clock):
-    """The trainer's clock; each mark opens the next stage and releases its kernels."""
+    """The trainer's clock; each mark opens the next stage and releases its kernels.
+    `stages` is the order the trainer marks them in (with collectives on several GPUs)."""
 
-    def __init__(self, device: torch.device, release: Callable[[Stage, object], None]) -> None:
+    def __init__(self, device: torch.device, release: Callable[[Stage, object], None],
+                 stages: tuple[Stage, ...] = TRAINING_STAGES) -> None:
         super().__init__(device)
-        self.release = release
+        self.release, self.stages = release, stages
 
     def mark(self, stage: Stage | None) -> None:
         super().mark(stage)
-        pos = 0 if stage is None else TRAINING_STAGES.index(stage) + 1
-        if pos < len(TRAINING_STAGES):
-            self.release(TRAINING_STAGES[pos], self.marks[-1][1])
+        pos = 0 if stage is None else self.stages.index(stage) + 1
+        if pos < len(self.stages):
+            self.release(self.stages[pos], self.marks[-1][1])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 import sys
 from pathlib import Path
@@ -46,7 +47,8 @@ def build(args: argparse.Namespace):
     model = resolve_model(args.model or (plan.model if plan else None) or "criteo-kaggle",
                           args.batch)
     pipeline = resolve_pipeline(args.pipeline or (plan.pipeline if plan else None) or "kaggle")
-    hw = resolve_hardware(args.hardware, 1, None, None)
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    hw = resolve_hardware(args.hardware, world, None, None)
     workers = hw.host_cpu_cores
     if plan is None:
         strategy = parse_strategy(args.strategy, hw)
@@ -59,22 +61,44 @@ def build(args: argparse.Namespace):
         label, replay = args.label or Path(args.plan).stem, False
     settings = RunSettings(args.iterations, args.warmup, args.distinct_batches,
                            args.check_rows, args.seed, args.data, workers)
-    say = (lambda *a: None) if args.quiet else (lambda *a: print(*a, file=sys.stderr))
+    rank = int(os.environ.get("RANK", "0"))
+    quiet = args.quiet or rank != 0
+    say = (lambda *a: None) if quiet else (lambda *a: print(*a, file=sys.stderr))
+    device = args.device
+    if device == "cuda" and world > 1:
+        device = f"cuda:{int(os.environ.get('LOCAL_RANK', '0'))}"
     command = "corun execute " + shlex.join(sys.argv[2:]) if sys.argv[1:2] == ["execute"] \
         else "corun " + shlex.join(sys.argv[1:])
-    return Executor(model, pipeline, plan, label, settings, args.device, replay, command, say)
+    return Executor(model, pipeline, plan, label, settings, device, replay, command, say,
+                    hardware=hw)
 
 
 def run(args: argparse.Namespace) -> int:
+    """One process, or one rank of a `torchrun` launch (WORLD_SIZE > 1: NCCL on GPUs,
+    gloo with --device cpu); rank 0 writes the Measurement."""
     import torch
-
-    from backend.check import MismatchError
-    from backend.faults import ExecuteError
-    from spec.serde import save
+    import torch.distributed as dist
 
     if args.device == "cuda" and not torch.cuda.is_available():
         raise SpecError("--device", "cuda", "a machine with a CUDA GPU (or --device cpu to "
                         "run the same steps on the host, for a check)")
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    if world > 1 and not dist.is_initialized():
+        if args.device == "cuda":
+            torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
+        dist.init_process_group("nccl" if args.device == "cuda" else "gloo")
+    try:
+        return _execute(args)
+    finally:
+        if world > 1 and dist.is_initialized():
+            dist.destroy_process_group()
+
+
+def _execute(args: argparse.Namespace) -> int:
+    from backend.check import MismatchError
+    from backend.faults import ExecuteError
+    from spec.serde import save
+
     executor = build(args)
     try:
         m = executor.run()
@@ -85,10 +109,13 @@ def run(args: argparse.Namespace) -> int:
     except (ExecuteError, MismatchError) as e:
         print(f"corun: error: {e}; no measurement written", file=sys.stderr)
         return 1
+    if executor.rank != 0:
+        return 0
     save(m, args.output)
     stall = m.stall_ms_per_iteration
-    print(f"{m.strategy}: {m.model}/{m.pipeline}, batch {m.batch_per_gpu}, {m.hardware}: "
-          f"iteration {m.iteration.median_ms:.3f} ms median (p10 {m.iteration.p10_ms:.3f}, "
-          f"p90 {m.iteration.p90_ms:.3f}), {m.throughput_samples_per_s:,.0f} samples/s, "
-          f"stall {stall:.3f} ms/iteration, {m.checked_rows} rows checked -> {args.output}")
+    print(f"{m.strategy}: {m.model}/{m.pipeline}, batch {m.batch_per_gpu} x {m.gpu_count} "
+          f"GPU(s), {m.hardware}: iteration {m.iteration.median_ms:.3f} ms median (p10 "
+          f"{m.iteration.p10_ms:.3f}, p90 {m.iteration.p90_ms:.3f}), "
+          f"{m.throughput_samples_per_s:,.0f} samples/s, stall {stall:.3f} ms/iteration, "
+          f"{m.checked_rows} rows checked -> {args.output}")
     return 0

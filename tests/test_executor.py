@@ -163,3 +163,29 @@ def test_plan_for_another_pipeline_is_refused(workload, tmp_path, capsys):
 def test_plan_or_strategy_not_both(workload, tmp_path, capsys):
     assert main(["execute", "--device", "cpu", "-o", str(tmp_path / "m.json")]) == 2
     assert "either a plan file or --strategy" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("strategy,port", [("gpu-overlap", 29517), ("ideal", 29518)])
+def test_torchrun_two_ranks_with_gloo(workload, tmp_path, strategy, port):
+    """`torchrun --nproc-per-node 2 ... corun execute`: the tables sharded over two CPU
+    processes, each preprocessing and checking its own batches; rank 0 writes."""
+    import os
+    import subprocess
+    import sys
+
+    d, _, pipe = workload
+    out = tmp_path / "m.json"
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
+           "--master-port", str(port), "-m", "corun.cli", "execute", "--strategy",
+           strategy, "--model", str(d / "model.json"), "--pipeline",
+           str(d / "pipeline.json"), "--device", "cpu", "--iterations", "3", "--warmup", "1",
+           "--distinct-batches", "1", "--check-rows", "8", "--quiet", "-o", str(out)]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    m = load(Measurement, out)
+    assert m.gpu_count == 2 and m.plan.gpu_count == 2
+    for stage in ("input_a2a", "emb_a2a_fwd", "emb_a2a_bwd", "grad_allreduce"):
+        assert stage in m.stages
+    assert m.checked_rows == (0 if strategy == "ideal" else 8 * 4)
+    assert "rank 0 of 2" in m.notes[0]
