@@ -189,3 +189,19 @@ def test_torchrun_two_ranks_with_gloo(workload, tmp_path, strategy):
         assert stage in m.stages
     assert m.checked_rows == (0 if strategy == "ideal" else 8 * 4)
     assert "rank 0 of 2" in m.notes[0]
+
+
+def test_criteo_file_input(workload, tmp_path):
+    """--data: batches read from a Criteo-format file instead of generated."""
+    from backend.data import write_criteo_tsv
+
+    path = tmp_path / "day_0.tsv"
+    write_criteo_tsv(path, 3 * ROWS + 5, np.random.default_rng(4))
+    out = tmp_path / "m.json"
+    assert execute(workload, out, "--strategy", "gpu-sequential", "--data", str(path)) == 0
+    m = load(Measurement, out)
+    assert m.checked_rows == 16 * (ITERS + WARMUP)
+    short = tmp_path / "short.tsv"
+    write_criteo_tsv(short, ROWS - 1, np.random.default_rng(5))
+    assert execute(workload, tmp_path / "x.json", "--strategy", "gpu-sequential", "--data",
+                   str(short)) == 2
