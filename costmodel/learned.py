@@ -329,12 +329,13 @@ class LearnedCostModel(CostModel):
     profiles measure stages only to normalise). The profile's factors are whole-kernel
     and whole-stage ratios; the simulator applies them while the two overlap."""
 
-    def __init__(self, model: CoRunModel, meta: dict) -> None:
+    def __init__(self, model: CoRunModel, meta: dict, fitted_on: str | None = None) -> None:
         from costmodel.analytic import AnalyticCostModel
 
         self.model, self.meta = model, meta
         self.fallback = AnalyticCostModel()
-        self.name = f"learned (data {meta['data_sha256'][:10]}, {meta['rows']} rows)"
+        self.name = f"learned (data {meta['data_sha256'][:10]}, {meta['rows']} rows"
+        self.name += f", fitted on {fitted_on}, transferred)" if fitted_on else ")"
 
     def stage_ms(self, work: StageWork, hw: Hardware) -> float:
         return self.fallback.stage_ms(work, hw)
@@ -354,16 +355,19 @@ class LearnedCostModel(CostModel):
 
 
 def cost_model_for(hw: Hardware) -> CostModel:
-    """The learned model fitted for this GPU kind if one is committed under
-    costmodel/data/<preset>/model.pkl (and loads with this machine's libraries), else
-    the analytic estimator."""
+    """The learned model fitted for this GPU kind (costmodel/data/<preset>/model.pkl);
+    else one fitted on another kind, applied through the GPU-normalised features (a
+    what-if for a GPU nobody profiled: trust it less, its name says so); else the
+    analytic estimator."""
     from costmodel.analytic import AnalyticCostModel
 
     try:
-        path = DATA_DIR / preset_of(hw.gpu.name) / "model.pkl"
+        own = preset_of(hw.gpu.name)
     except SpecError:
-        return AnalyticCostModel()
-    if not path.exists():
-        return AnalyticCostModel()
-    model, meta = load_model(path)
-    return LearnedCostModel(model, meta)
+        own = None
+    for preset in ([own] if own else []) + [p for p in GPU_PRESETS if p != own]:
+        path = DATA_DIR / preset / "model.pkl"
+        if path.exists():
+            model, meta = load_model(path)
+            return LearnedCostModel(model, meta, None if preset == own else preset)
+    return AnalyticCostModel()
