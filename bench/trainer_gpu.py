@@ -33,6 +33,7 @@ from backend.fusion import FusedGroup  # noqa: E402
 from backend.naive import NaiveTrainer  # noqa: E402
 from backend.runner import PipelineProgram, trainer_inputs  # noqa: E402
 from backend.trainer import Batch, Clock, Trainer, batch_from_tables  # noqa: E402
+from corun.workload import shrink_tables  # noqa: E402
 from sim.simulate import git_commit  # noqa: E402
 from spec.serde import save  # noqa: E402
 
@@ -118,15 +119,9 @@ def main(argv: list[str] | None = None) -> int:
     for model_name, pipe_name in CASES:
         for b in (int(x) for x in args.batches.split(",")):
             model = replace(spec.model_preset(model_name), batch_per_gpu=b)
-            if args.dry_run:
-                model = replace(model, tables=tuple(replace(t, rows=min(t.rows, 5000))
-                                                    for t in model.tables))
             pipeline = spec.pipeline_preset(pipe_name)
-            if args.dry_run:  # hash into the shrunken tables
-                nodes = tuple(replace(n, params={**n.params, "max_value": min(
-                    n.params["max_value"], 5000)}) if n.op is spec.OpKind.SIGRID_HASH else n
-                    for n in pipeline.nodes)
-                pipeline = replace(pipeline, nodes=nodes)
+            if args.dry_run:  # tables of 5,000 rows, hashes bounded to match
+                model, pipeline = shrink_tables(model, pipeline, 5000)
             batches = [x.to(device) for x in make_batches(model, pipeline, 4, rng)]
             runs = [("ideal", model, True)]
             sgd = replace(model, optimizer=spec.Optimizer.SGD)
