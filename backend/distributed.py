@@ -13,7 +13,7 @@ step equals the single-process step on the concatenated batches.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 import torch.distributed as dist
@@ -30,6 +30,9 @@ class LocalBatch:
     labels: torch.Tensor  # float32 [B]
     ids: list[torch.Tensor]  # per table: int64 local table rows
     lengths: list[torch.Tensor]  # per table: int64 [B]
+    owned: dict[int, tuple[torch.Tensor, torch.Tensor]] = field(default_factory=dict)
+    """Tables this rank owns and preprocessed itself over the global batch (the
+    table-owner mapping): table index -> (ids, lengths [world * B], in rank order)."""
 
 
 def _a2a(send: torch.Tensor, send_splits: list[int], recv_splits: list[int]) -> torch.Tensor:
@@ -42,9 +45,12 @@ class DistributedTrainer(Trainer):
     """The rank's shard of a table-wise sharded DLRM (`owner`: table index -> rank)."""
 
     def __init__(self, model: Model, owner: Sequence[int], device: torch.device | str = "cpu",
-                 seed: int = 0) -> None:
+                 seed: int = 0, owner_mapped: Sequence[int] = ()) -> None:
+        """`owner_mapped`: tables whose owner preprocesses them over the global batch
+        (LocalBatch.owned), so their ids skip the input all-to-all (same on every rank)."""
         self.rank, self.world = dist.get_rank(), dist.get_world_size()
         self.owner = list(owner)
+        self.owner_mapped = frozenset(owner_mapped)
         self.mine = [k for k, r in enumerate(self.owner) if r == self.rank]
         super().__init__(model, device, seed, tables=self.mine)
         # table order after the embedding all-to-all: rank 0's tables, then rank 1's, ...
@@ -53,23 +59,37 @@ class DistributedTrainer(Trainer):
         self.owned_by = [sum(1 for o in self.owner if o == r) for r in range(self.world)]
 
     def _input_a2a(self, batch: LocalBatch) -> tuple[torch.Tensor, torch.Tensor]:
-        """Send each table's ids and lengths to its owner; return, for my tables over the
-        global batch, table-major ids (rows of my stacked matrix) and bag offsets."""
-        b, n, mine = batch.dense.shape[0], self.world, len(self.mine)
-        by_rank = [[k for k in range(len(self.owner)) if self.owner[k] == r] for r in range(n)]
-        send_ids = torch.cat([batch.ids[k] for r in range(n) for k in by_rank[r]])
-        send_len = torch.cat([batch.lengths[k] for r in range(n) for k in by_rank[r]])
-        id_counts = [int(sum(batch.ids[k].numel() for k in by_rank[r])) for r in range(n)]
+        """Send each table's ids and lengths to its owner (tables the owner preprocessed
+        itself stay out); return, for my tables over the global batch, table-major ids
+        (rows of my stacked matrix) and bag offsets."""
+        b, n = batch.dense.shape[0], self.world
+        sent = [[k for k in range(len(self.owner)) if self.owner[k] == r and
+                 k not in self.owner_mapped] for r in range(n)]
+        mine_sent = sent[self.rank]
+        send_ids = torch.cat([batch.ids[k] for r in range(n) for k in sent[r]] +
+                             [batch.dense.new_empty(0, dtype=torch.int64)])
+        send_len = torch.cat([batch.lengths[k] for r in range(n) for k in sent[r]] +
+                             [batch.dense.new_empty(0, dtype=torch.int64)])
+        id_counts = [int(sum(batch.ids[k].numel() for k in sent[r])) for r in range(n)]
         counts = torch.tensor(id_counts, dtype=torch.int64)
         recv_counts = _a2a(counts, [1] * n, [1] * n).tolist()
         ids = _a2a(send_ids, id_counts, recv_counts)
-        lengths = _a2a(send_len, [len(by_rank[r]) * b for r in range(n)], [mine * b] * n)
-        lengths = lengths.view(n, mine, b)  # [source, my table, row]
-        per = lengths.sum(dim=2)  # ids per (source, table)
-        pieces = torch.split(ids, per.flatten().tolist())
+        m = len(mine_sent)
+        lengths = _a2a(send_len, [len(sent[r]) * b for r in range(n)], [m * b] * n)
+        lengths = lengths.view(n, m, b)  # [source, my sent table, row]
+        pieces = torch.split(ids, lengths.sum(dim=2).flatten().tolist())
         base = self.net.row_base.to(ids.device)
-        table_major = [pieces[s * mine + j] + base[j] for j in range(mine) for s in range(n)]
-        flat_len = lengths.transpose(0, 1).reshape(-1)  # [my table, source, row]
+        table_major, table_len = [], []
+        for j, k in enumerate(self.mine):
+            if k in self.owner_mapped:
+                own_ids, own_len = batch.owned[k]
+                table_major.append(own_ids + base[j])
+                table_len.append(own_len)
+                continue
+            i = mine_sent.index(k)
+            table_major += [pieces[s * m + i] + base[j] for s in range(n)]
+            table_len.append(lengths[:, i, :].reshape(-1))
+        flat_len = torch.cat(table_len) if table_len else lengths.reshape(-1)
         offsets = torch.zeros(flat_len.numel() + 1, dtype=torch.int64, device=ids.device)
         torch.cumsum(flat_len, 0, out=offsets[1:])
         cat = torch.cat(table_major) if table_major else ids

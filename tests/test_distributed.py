@@ -39,13 +39,13 @@ def data(m: spec.Model, seed: int):
 OWNER = [1, 0, 1, 0]
 
 
-def worker(rank, path, opt_name, inter_name, out):
+def worker(rank, path, opt_name, inter_name, out, owner_mapped=()):
     from backend.distributed import DistributedTrainer, LocalBatch
 
     dist.init_process_group("gloo", init_method=f"file://{path}", rank=rank,
                             world_size=WORLD)
     m = model(spec.Optimizer(opt_name), spec.Interaction(inter_name))
-    tr = DistributedTrainer(m, OWNER, seed=3)
+    tr = DistributedTrainer(m, OWNER, seed=3, owner_mapped=owner_mapped)
     for step in range(2):
         dense, tables, labels = data(m, step)
         rows = slice(rank * B, (rank + 1) * B)
@@ -54,18 +54,25 @@ def worker(rank, path, opt_name, inter_name, out):
             start = np.concatenate([[0], np.cumsum(lens)])
             ids.append(torch.from_numpy(values[start[rows.start] : start[rows.stop]]))
             lengths.append(torch.from_numpy(lens[rows]))
+        # an owner-mapped table's owner has its ids for the whole global batch
+        owned = {k: (torch.from_numpy(tables[k][0]), torch.from_numpy(tables[k][1]))
+                 for k in owner_mapped if OWNER[k] == rank}
         clock = Clock(torch.device("cpu"))
         tr.step(LocalBatch(torch.from_numpy(dense[rows]), torch.from_numpy(labels[rows]),
-                           ids, lengths), clock)
+                           ids, lengths, owned), clock)
     state = {k: v.detach().clone() for k, v in tr.net.named_parameters()}
     torch.save({"state": state, "tables": tr.mine, "stages": [s.value for s in clock.stage_ms()]},
                f"{out}/rank{rank}.pt")
     dist.destroy_process_group()
 
 
-@pytest.mark.parametrize("opt, inter", [("sgd", "dot"), ("rowwise-adagrad", "dcn-v2")])
-def test_two_rank_step_equals_single_process(tmp_path, opt, inter):
-    mp.spawn(worker, args=(str(tmp_path / "rdzv"), opt, inter, str(tmp_path)), nprocs=WORLD)
+@pytest.mark.parametrize("opt, inter, owner_mapped", [
+    ("sgd", "dot", ()), ("rowwise-adagrad", "dcn-v2", ()),
+    ("sgd", "dot", (1, 2)),  # one table of each rank preprocessed by its owner
+])
+def test_two_rank_step_equals_single_process(tmp_path, opt, inter, owner_mapped):
+    mp.spawn(worker, args=(str(tmp_path / "rdzv"), opt, inter, str(tmp_path), owner_mapped),
+             nprocs=WORLD)
     m = model(spec.Optimizer(opt), spec.Interaction(inter))
     single = Trainer(m, seed=3)
     for step in range(2):
