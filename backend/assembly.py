@@ -18,7 +18,6 @@ import torch
 
 from backend.check import MismatchError
 from backend.columns import ColumnData, equal
-from backend.distributed import LocalBatch
 from backend.pools import Layout
 from backend.trainer import Batch
 from spec import Model, Pipeline
@@ -40,16 +39,20 @@ class OutputMap:
     """First row of each table in the trainer's stacked embedding matrix."""
 
 
-def output_map(layout: Layout, pipeline: Pipeline, model: Model) -> OutputMap:
+def output_map(layout: Layout, pipeline: Pipeline, model: Model,
+               tables: Sequence[int] | None = None, dense: bool = True) -> OutputMap:
+    """Where `tables` (indices into the model's tables; all by default) and, if `dense`,
+    the dense features live in `layout`."""
     node_of = {s.table: s.node for s in pipeline.sparse_outputs}
-    feats = [node_of[t.name] for t in model.tables]
+    tables = range(len(model.tables)) if tables is None else tables
+    feats = [node_of[model.tables[k].name] for k in tables]
     slots = [layout.slots[f] for f in feats]
     base = np.concatenate([[0], np.cumsum([t.rows for t in model.tables])[:-1]])
-    return OutputMap(layout.rows, tuple(layout.slots[d].values_base for d in
-                                        pipeline.dense_outputs),
-                     tuple(pipeline.dense_outputs), tuple(s.values_base for s in slots),
+    dense_names = tuple(pipeline.dense_outputs) if dense else ()
+    return OutputMap(layout.rows, tuple(layout.slots[d].values_base for d in dense_names),
+                     dense_names, tuple(s.values_base for s in slots),
                      tuple(s.offsets_base for s in slots), tuple(s.capacity for s in slots),
-                     tuple(feats), tuple(int(b) for b in base))
+                     tuple(feats), tuple(int(base[k]) for k in tables))
 
 
 class Assembler:
@@ -104,14 +107,13 @@ class Assembler:
         return Batch(dense, ids, offsets, labels.clone())
 
 
-def local_batch(batch: Batch, tables: int, counts: Sequence[int],
-                row_base: Sequence[int]) -> LocalBatch:
-    """The same batch as the distributed trainer takes it: per table, ids as rows of that
-    table and bag lengths (`counts`: ids per table, known on the host)."""
+def table_pieces(batch: Batch, counts: Sequence[int],
+                 row_base: Sequence[int]) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+    """A table-major batch split per table, as the distributed trainer takes it: ids as
+    rows of their own table, and bag lengths (`counts`: ids per table, on the host)."""
     pieces = torch.split(batch.ids, list(counts))
-    lengths = torch.diff(batch.offsets).view(tables, -1)
-    return LocalBatch(batch.dense, batch.labels, [p - rb for p, rb in zip(pieces, row_base)],
-                      list(lengths.unbind(0)))
+    lengths = torch.diff(batch.offsets).view(len(counts), -1)
+    return [p - rb for p, rb in zip(pieces, row_base)], list(lengths.unbind(0))
 
 
 @dataclass

@@ -28,24 +28,18 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
-from backend.assembly import (
-    Assembler,
-    CheckBuffer,
-    HostBatch,
-    check_batch_rows,
-    local_batch,
-    output_map,
-)
-from backend.columns import ColumnData
-from backend.cpu_feeder import POOLS, CpuFeeder, page_lock, stage_into, staging_buffers
+from backend.assembly import table_pieces
+from backend.columns import ColumnData, take_rows
+from backend.cpu_feeder import CpuFeeder, page_lock
 from backend.data import inputs_of, read_criteo, synthetic_inputs
 from backend.distributed import DistributedTrainer, LocalBatch
 from backend.faults import faults
 from backend.fusion import FusedGroup
+from backend.lane import Lane, reference_batch
 from backend.reference import run_reference
-from backend.runner import PipelineProgram, trainer_inputs
-from backend.streams import HostPoolSet, ReleaseClock, Streams
-from backend.trainer import Batch, Clock, Trainer, batch_from_tables
+from backend.runner import PipelineProgram
+from backend.streams import ReleaseClock, Streams
+from backend.trainer import Batch, Clock, Trainer
 from costmodel.sharding import shard_tables
 from spec import (
     BEFORE_ITERATION,
@@ -92,9 +86,12 @@ def spread(xs: Sequence[float]) -> Spread:
 
 @dataclass
 class _Raw:
+    """One raw batch over the global rows (all ranks' batches, rank order), its labels
+    and the NumPy reference's columns."""
+
     columns: dict[str, ColumnData]
     labels: np.ndarray
-    reference: HostBatch
+    reference: dict[str, ColumnData]
 
 
 class Executor:
@@ -107,8 +104,10 @@ class Executor:
         """`replay` is the `ideal` strategy: reference batches preprocessed ahead of time
         and replayed (the plan must then be empty). `trainer` reuses a built one (a
         benchmark running several strategies on one model). Inside an initialised
-        torch.distributed group every rank runs one, on its own batches, with the tables
-        sharded over the ranks (`hardware` sizes the balancer; H200s by default)."""
+        torch.distributed group every rank runs one, on its own rows of each global
+        batch, with the tables sharded over the ranks (`hardware` sizes the balancer;
+        H200s by default); a table's owner preprocesses its owner-mapped features over
+        the global batch."""
         self.device = torch.device(device)
         self.model, self.pipeline, self.plan = model, pipeline, plan
         self.strategy, self.settings, self.replay = strategy, settings, replay
@@ -124,105 +123,108 @@ class Executor:
         if plan.gpu_count != self.world:
             raise SpecError("plan.gpu_count", plan.gpu_count,
                             f"the number of processes running it ({self.world})")
-        if self.world > 1 and (any(k.gpu is not None for k in plan.kernels) or any(
-                m is Mapping.OWNER for m in plan.feature_mapping.values())):
-            raise SpecError("plan.feature_mapping", "owner", "local or cpu: executing the "
-                            "table-owner mapping is not built yet")
         self.hardware = hardware or hardware_preset("h200", self.world)
+        self.sharding = shard_tables(model, self.hardware, plan.table_owner or None)
         self.stages = stages_for(self.world)
         self.rows = model.batch_per_gpu
         stage_pos = {s: i for i, s in enumerate(self.stages)}
-        ordered = sorted(enumerate(plan.kernels), key=lambda ik: (
-            -1 if ik[1].stage == BEFORE_ITERATION else stage_pos[Stage(ik[1].stage)], ik[0]))
-        self.kernels = [k for _, k in ordered]
-        self.groups = [FusedGroup(pipeline, [n for n in pipeline.order if n in set(k.nodes)],
-                                  k.name, k.blocks, k.threads_per_block) for k in self.kernels]
+        ordered = [k for _, k in sorted(enumerate(plan.kernels), key=lambda ik: (
+            -1 if ik[1].stage == BEFORE_ITERATION else stage_pos[Stage(ik[1].stage)],
+            ik[0]))]
         self.host_nodes = [n for n in pipeline.order if n in set(plan.cpu_nodes)]
-        reads = {c.source for g in self.groups for c in g.chains}
-        outputs = set(pipeline.dense_outputs) | {s.node for s in pipeline.sparse_outputs}
-        names = [c.name for c in pipeline.inputs] + self.host_nodes
-        self.staged = [n for n in names if n in reads or (n in self.host_nodes and n in outputs)]
+        table_index = {t.name: k for k, t in enumerate(model.tables)}
+        table_of = {s.node: s.table for s in pipeline.sparse_outputs}
+        owned_kernels = [k for k in ordered if k.gpu is not None] if self.world > 1 else []
+        self.owner_mapped = sorted(
+            table_index[table_of[f]] for f, m in plan.feature_mapping.items()
+            if m is Mapping.OWNER and f in table_of) if self.world > 1 else []
+        owner_nodes = {n for k in owned_kernels for n in k.nodes}
+        feature = pipeline.feature_of()
+        for n in owner_nodes:
+            src = pipeline.node_by_name[n].input
+            if src in set(self.host_nodes):
+                raise SpecError("plan.cpu_nodes", src, f"a node not read by owner-mapped "
+                                f"node {n!r} (owner lanes read raw columns only)")
+        local_tables = [k for k in range(len(model.tables)) if k not in self.owner_mapped]
+        self.lanes = [Lane("local", pipeline, model, [k for k in ordered
+                                                      if k not in owned_kernels],
+                           self.host_nodes, self.host_nodes + sorted(owner_nodes),
+                           local_tables, True)]
+        mine = [k for k in owned_kernels if k.gpu == self.rank]
+        if mine:
+            mine_tables = [k for k in self.owner_mapped
+                           if self.sharding.owner[model.tables[k].name] == self.rank]
+            inside = {n for k in mine for n in k.nodes}
+            for n in inside:
+                t = table_of.get(feature[n])
+                if t is None or table_index[t] not in mine_tables:
+                    raise SpecError("plan.kernels", n, f"a node of a feature whose table "
+                                    f"rank {self.rank} owns and preprocesses")
+            self.lanes.append(Lane("owner", pipeline, model, mine, [],
+                                   [n for n in pipeline.order if n not in inside],
+                                   mine_tables, False))
+        self.kernels = [(lane, i, k) for lane in self.lanes for i, k in enumerate(lane.kernels)]
 
     # ---------------------------------------------------------------- set-up
-    def _raw_batches(self, rng: np.random.Generator) -> list[_Raw]:
-        s, p, b = self.settings, self.pipeline, self.rows
+    def _raw_batches(self) -> list[_Raw]:
+        """Global batches (world x rows), generated with the same seed on every rank or
+        read from the Criteo file, each with its reference."""
+        s, p = self.settings, self.pipeline
+        g = self.rows * self.world
+        rng = np.random.default_rng(s.seed)
         chunks: list[tuple[dict[str, ColumnData], np.ndarray]] = []
         if s.data is None:
             for _ in range(s.distinct_batches):
-                cols = synthetic_inputs(p, b, rng)
-                chunks.append((cols, (rng.random(b) < 0.25).astype(np.float32)))
+                cols = synthetic_inputs(p, g, rng)
+                chunks.append((cols, (rng.random(g) < 0.25).astype(np.float32)))
         else:
-            for chunk in read_criteo(s.data, chunk_rows=b):
-                if chunk.rows == b:
+            for chunk in read_criteo(s.data, chunk_rows=g):
+                if chunk.rows == g:
                     chunks.append((dict(inputs_of(chunk, p)), chunk.labels.astype(np.float32)))
                 if len(chunks) == s.distinct_batches:
                     break
             if not chunks:
-                raise SpecError("--data", s.data, f"a file with at least {b} rows (one batch)")
-        base = [0] + list(np.cumsum([t.rows for t in self.model.tables])[:-1])
-        out = []
-        for cols, labels in chunks:
-            ref = run_reference(p, cols)
-            ti = trainer_inputs(p, ref)
-            tables = [(ti.sparse[t.name].values, ti.sparse[t.name].offsets)
-                      for t in self.model.tables]
-            want = HostBatch.of(batch_from_tables(ti.dense, tables, base, labels))
-            out.append(_Raw({**cols, **{k: v for k, v in ref.items()
-                                        if k in p.node_by_name}}, labels, want))
-        return out
+                raise SpecError("--data", s.data, f"a file with at least {g} rows (one batch "
+                                f"of {self.rows} rows per GPU)")
+        return [_Raw(cols, labels, {k: v for k, v in run_reference(p, cols).items()
+                                    if k in p.node_by_name}) for cols, labels in chunks]
 
-    def _build(self, raws: list[_Raw]) -> None:
-        cuda = self.device.type == "cuda"
-        capacity = {n: max(len(r.columns[n].values) for r in raws) for n in self.staged}
-        first = {n: raws[0].columns[n] for n in self.staged}
-        programs = [PipelineProgram(self.pipeline, self.groups, first, capacity,
-                                    self.host_nodes)
-                    for _ in range(2)]
-        self.layout = programs[0].layout
-        self.sizes = programs[0].staged_size
-        with faults("copying the pools to the GPU"):
-            self.sets = [p.to_device() if cuda else HostPoolSet(p) for p in programs]
-        self.omap = output_map(self.layout, self.pipeline, self.model)
-        self.assemblers = [Assembler(self.omap, s.views) for s in self.sets]
-        self.checks = [CheckBuffer(self.omap, cuda) for _ in range(2)]
-        self.labels = [torch.zeros(self.rows, device=self.device) for _ in range(2)]
-        self.raw_labels = [torch.from_numpy(r.labels).pin_memory() if cuda else
-                           torch.from_numpy(r.labels) for r in raws]
-        self.staging = []
-        if not self.host_nodes:
-            for r in raws:
-                bufs = staging_buffers(self.sizes)
-                if cuda:
-                    bufs = {k: v.pin_memory() for k, v in bufs.items()}
-                stage_into(self.layout, bufs, {n: r.columns[n] for n in self.staged})
-                self.staging.append(bufs)
+    def _mine(self, raw: _Raw) -> tuple[dict[str, ColumnData], dict[str, ColumnData],
+                                        np.ndarray]:
+        """This rank's rows of a global batch: raw columns, reference columns, labels."""
+        if self.world == 1:
+            return raw.columns, raw.reference, raw.labels
+        rows = np.arange(self.rank * self.rows, (self.rank + 1) * self.rows)
+        return ({k: take_rows(v, rows) for k, v in raw.columns.items()},
+                {k: take_rows(v, rows) for k, v in raw.reference.items()}, raw.labels[rows])
+
+    def _build(self) -> None:
+        for lane in self.lanes:
+            cols, refs, labels = [], [], []
+            for raw in self.raws:
+                if lane.name == "local":
+                    c, r, lab = self._mine(raw)
+                else:
+                    c, r, lab = raw.columns, raw.reference, raw.labels
+                cols.append({**c, **r})
+                labels.append(lab)
+                refs.append(reference_batch(self.pipeline, self.model, r, lane.tables,
+                                            lane.dense, lab))
+            lane.build(cols, labels, refs, self.device,
+                       staged_ahead=not (lane.host_nodes and lane.name == "local"))
 
     # ---------------------------------------------------------------- one batch
     def _stage(self, i: int) -> None:
-        """Copy batch i's staged columns and labels into pool set i % 2."""
-        S, k = self.S, i % 2
-        raw = i % len(self.raws)
-        bufs = self.feeder.get(i) if self.feeder is not None else self.staging[raw]
-        with S.use(S.copy):
-            S.wait(S.copy, self.pool_free[k])
-            t0 = S.event(S.copy)
-            for name in POOLS:
-                n = self.sizes[name]
-                if n:
-                    self.sets[k].views[name][:n].copy_(bufs[name][:n], non_blocking=True)
-            self.labels[k].copy_(self.raw_labels[raw], non_blocking=True)
-            self.copied[i] = S.event(S.copy)
-        self.spans["h2d"].append((i, t0, self.copied[i]))
+        """Copy batch i's staged columns into every lane's pool set i % 2."""
+        for lane in self.lanes:
+            bufs = self.feeder.get(i) if self.feeder is not None and lane.name == "local" \
+                else None
+            t0, t1 = lane.stage(self.S, i, bufs)
+            self.spans["h2d" + lane.suffix].append((i, t0, t1))
 
-    def _launch(self, i: int, index: int, stream) -> None:
-        S = self.S
-        with S.use(stream):
-            S.wait(stream, self.copied[i])
-            t0 = S.event(stream)
-            with faults(f"launching fused kernel {self.kernels[index].name!r} "
-                         f"({len(self.kernels[index].nodes)} op nodes)"):
-                self.sets[i % 2].launch(index, S.numba(stream))
-            self.spans[self.kernels[index].name].append((i, t0, S.event(stream)))
+    def _launch(self, i: int, lane: Lane, index: int, stream) -> None:
+        t0, t1 = lane.launch(self.S, i, index, stream)
+        self.spans[lane.kernels[index].name].append((i, t0, t1))
 
     def _release(self, i: int | None, stage: Stage, opened) -> None:
         """Stage `stage` of the current iteration opened (event `opened`): launch the
@@ -230,75 +232,69 @@ class Executor:
         if i is None:
             return
         S = self.S
-        for index, k in enumerate(self.kernels):
+        for lane, index, k in self.kernels:
             if k.stage == stage.value:
                 S.wait(S.pre, opened)
-                self._launch(i, index, S.pre)
+                self._launch(i, lane, index, S.pre)
 
-    def _finish(self, i: int, before_done) -> Batch:
-        """Assemble batch i on the preprocessing stream (the host waits for its id
-        counts), start its copy back for the check."""
-        S, k = self.S, i % 2
-        with S.use(S.pre):
-            S.wait(S.pre, self.copied[i])
-            S.wait(S.pre, before_done)
-            t0 = S.event(S.pre)
-            stacked = self.assemblers[k].offsets()
-            h0 = time.perf_counter()
-            S.sync(S.event(S.pre))
-            self.host_ms["wait"].append((i, (time.perf_counter() - h0) * 1e3))
-            if self.feeder is not None:
+    def _finish(self, i: int, before_done) -> Batch | LocalBatch:
+        """Assemble batch i in every lane; the batch in the form the trainer takes."""
+        batches = []
+        for lane in self.lanes:
+            batches.append(lane.finish(self.S, i, before_done, lambda ms: self.host_ms[
+                "wait"].append((i, ms))))
+            self.spans["assemble" + lane.suffix].append((i, lane.assembly_start,
+                                                         lane.pool_free[i % 2]))
+            if self.feeder is not None and lane.name == "local":
                 self.feeder.release(i)
-            with faults(f"assembling batch {i}"):
-                batch = self.assemblers[k].batch(stacked, self.labels[k])
-            self.pool_free[k] = S.event(S.pre)
-            self.checks[k].copy_from(batch)
-            self.checked[i] = S.event(S.pre)
-        self.spans["assemble"].append((i, t0, self.pool_free[k]))
-        if S.cuda:
-            for t in (batch.dense, batch.ids, batch.offsets, batch.labels):
-                t.record_stream(S.train)
-        return self._for_trainer(batch, self.assemblers[k].totals.tolist())
-
-    def _for_trainer(self, batch: Batch, counts: list[int]) -> Batch | LocalBatch:
-        """The batch in the form the trainer takes (per-table pieces on several GPUs)."""
+        self.ready[i % 2] = [lane.pool_free[i % 2] for lane in self.lanes]
         if self.world == 1:
-            return batch
-        with self.S.use(self.S.pre):
-            local = local_batch(batch, len(self.model.tables), counts, self._row_base())
-        if self.S.cuda:
-            for t in local.lengths:
-                t.record_stream(self.S.train)
-        return local
+            return batches[0]
+        return self._local_batch(batches, [lane.counts.pop(i) for lane in self.lanes])
 
-    def _row_base(self) -> list[int]:
-        return [0] + [int(x) for x in np.cumsum([t.rows for t in self.model.tables])[:-1]]
+    def _local_batch(self, batches: Sequence[Batch], counts: Sequence[list[int]]
+                     ) -> LocalBatch:
+        """The distributed trainer's batch: local lane tables per table, owner lane
+        tables (global rows) in `owned`, empty pieces for tables others preprocess."""
+        t = len(self.model.tables)
+        empty = torch.zeros(0, dtype=torch.int64, device=self.device)
+        ids, lengths, owned = [empty] * t, [empty] * t, {}
+        with self.S.use(self.S.pre):
+            for lane, batch, c in zip(self.lanes, batches, counts):
+                pieces, lens = table_pieces(batch, c, lane.omap.row_base)
+                for k, p, n in zip(lane.tables, pieces, lens):
+                    if lane.name == "local":
+                        ids[k], lengths[k] = p, n
+                    else:
+                        owned[k] = (p, n)
+                    if self.S.cuda:
+                        n.record_stream(self.S.train)
+                if lane.name == "local":
+                    local = batch
+        return LocalBatch(local.dense, local.labels, ids, lengths, owned)
 
     def _check(self, i: int) -> int:
-        if self.replay or self.settings.check_rows == 0:
+        if self.replay:
             return 0
-        self.S.sync(self.checked[i])
-        got = self.checks[i % 2].host()
-        pick = np.sort(self.rng.choice(self.rows, min(self.settings.check_rows, self.rows),
-                                       replace=False))
-        return check_batch_rows(self.omap, got, self.raws[i % len(self.raws)].reference, pick)
+        return sum(lane.check(self.S, i, self.rng, self.settings.check_rows)
+                   for lane in self.lanes)
 
     # ---------------------------------------------------------------- the run
     def run(self) -> Measurement:
         s = self.settings
         self.rng = np.random.default_rng([s.seed, self.rank])
         self.say(f"{self.strategy}: preparing {s.distinct_batches} batch(es) of {self.rows} "
-                 "rows and their reference outputs ...")
-        self.raws = self._raw_batches(self.rng)
+                 f"rows{f' per GPU x {self.world}' if self.world > 1 else ''} and their "
+                 "reference outputs ...")
+        self.raws = self._raw_batches()
         cuda = self.device.type == "cuda"
         self.S = Streams(self.device, self.plan.training_priority_high)
         if self.trainer is None:
             with faults(f"building the {self.model.name} trainer"):
                 if self.world > 1:
-                    sharding = shard_tables(self.model, self.hardware, self.plan.table_owner
-                                            or None)
-                    owner = [sharding.owner[t.name] for t in self.model.tables]
-                    self.trainer = DistributedTrainer(self.model, owner, self.device, s.seed)
+                    owner = [self.sharding.owner[t.name] for t in self.model.tables]
+                    self.trainer = DistributedTrainer(self.model, owner, self.device, s.seed,
+                                                      self.owner_mapped)
                 else:
                     self.trainer = Trainer(self.model, self.device, s.seed)
         total = s.warmup + s.iterations
@@ -306,18 +302,20 @@ class Executor:
         try:
             if self.replay:
                 return self._run_replay(total)
-            self._build(self.raws)
-            if self.host_nodes:
+            self._build()
+            local = self.lanes[0]
+            if local.host_nodes:
                 # compile once here: the workers then load the kernels from Numba's cache
                 gpu_nodes = [n for n in self.pipeline.order if n not in set(self.host_nodes)]
+                mine = [self._mine(r)[0] for r in self.raws]
                 PipelineProgram(self.pipeline, [FusedGroup(self.pipeline, self.host_nodes)],
-                                {c.name: self.raws[0].columns[c.name]
-                                 for c in self.pipeline.inputs}, elsewhere=gpu_nodes).run_cpu()
+                                {c.name: mine[0][c.name] for c in self.pipeline.inputs},
+                                elsewhere=gpu_nodes).run_cpu()
                 self.say(f"starting {s.cpu_workers} host worker process(es) ...")
                 self.feeder = CpuFeeder(s.cpu_workers, self.pipeline, self.host_nodes,
-                                        self.staged, self.layout, self.sizes,
-                                        [{c.name: r.columns[c.name] for c in self.pipeline.inputs}
-                                         for r in self.raws], total,
+                                        local.staged, local.layout, local.sizes,
+                                        [{c.name: m[c.name] for c in self.pipeline.inputs}
+                                         for m in mine], total,
                                         pin=page_lock if cuda else None)
             return self._run_pipelined(total)
         finally:
@@ -327,13 +325,18 @@ class Executor:
     def _run_replay(self, total: int) -> Measurement:
         S = self.S
         batches = []
-        for r in self.raws:
+        everything = list(range(len(self.model.tables)))
+        for raw in self.raws:
+            _, ref, labels = self._mine(raw)
+            hb = reference_batch(self.pipeline, self.model, ref, everything, True, labels)
             b = Batch(*(torch.from_numpy(a).to(self.device) for a in
-                        (r.reference.dense, r.reference.ids, r.reference.offsets)),
-                      torch.from_numpy(r.labels).to(self.device))
-            t = len(self.model.tables)
-            counts = np.diff(r.reference.offsets[:: self.rows])[:t].tolist()
-            batches.append(self._for_trainer(b, counts))
+                        (hb.dense, hb.ids, hb.offsets)), torch.from_numpy(labels).to(self.device))
+            counts = np.diff(hb.offsets[:: self.rows]).tolist()
+            if self.world > 1:
+                pieces, lens = table_pieces(b, counts, [int(x) for x in np.concatenate(
+                    [[0], np.cumsum([t.rows for t in self.model.tables])[:-1]])])
+                b = LocalBatch(b.dense, b.labels, pieces, lens)
+            batches.append(b)
         tops, afters, ends, clocks = [], [], [], []
         self.host_ms = {"step": []}
         for i in range(total):
@@ -352,14 +355,14 @@ class Executor:
 
     def _run_pipelined(self, total: int) -> Measurement:
         S = self.S
-        self.spans: dict[str, list] = {"h2d": [], "assemble": []}
-        self.spans.update({k.name: [] for k in self.kernels})
-        self.copied: dict[int, object] = {}
-        self.checked: dict[int, object] = {}
-        self.pool_free: list[object] = [None, None]
+        self.spans: dict[str, list] = {}
+        for lane in self.lanes:
+            self.spans.update({"h2d" + lane.suffix: [], "assemble" + lane.suffix: []})
+        self.spans.update({k.name: [] for _, _, k in self.kernels})
+        self.ready: list[list] = [[], []]
         self.host_ms: dict[str, list] = {k: [] for k in ("stage", "step", "wait", "finish",
                                                          "check")}
-        before = [i for i, k in enumerate(self.kernels) if k.stage == BEFORE_ITERATION]
+        before = [(lane, i) for lane, i, k in self.kernels if k.stage == BEFORE_ITERATION]
         clock = time.perf_counter
 
         def host(step: str, i: int, t0: float) -> float:
@@ -370,8 +373,8 @@ class Executor:
         # batch 0: preprocessed before the loop, every kernel on the preprocessing stream
         self.say(f"{self.strategy}: compiling and running batch 0 ...")
         self._stage(0)
-        for index in range(len(self.kernels)):
-            self._launch(0, index, S.pre)
+        for lane, index, _ in self.kernels:
+            self._launch(0, lane, index, S.pre)
         batch = self._finish(0, None)
         checked = self._check(0)
         tops, afters, ends, clocks = [], [], [], []
@@ -384,12 +387,13 @@ class Executor:
             t0 = host("stage", i, t0)
             with S.use(S.train):
                 tops.append(S.event(S.train))
-                S.wait(S.train, self.pool_free[i % 2])  # batch i assembled
+                for ready in self.ready[i % 2]:  # batch i assembled
+                    S.wait(S.train, ready)
                 afters.append(S.event(S.train))
                 before_done = None
                 if nxt is not None and before:
-                    for index in before:
-                        self._launch(nxt, index, S.train)
+                    for lane, index in before:
+                        self._launch(nxt, lane, index, S.train)
                     before_done = S.event(S.train)
                 timer = ReleaseClock(self.device, functools.partial(self._release, nxt),
                                      self.stages)
@@ -427,7 +431,8 @@ class Executor:
         for name, spans in getattr(self, "spans", {}).items():
             xs = [S.ms(a, b) for i, a, b in spans if w < i <= total]
             if xs:
-                (extra if name in ("h2d", "assemble") else kernels)[name] = spread(xs)
+                is_stage = name.split(":")[0] in ("h2d", "assemble")
+                (extra if is_stage else kernels)[name] = spread(xs)
         stage_spreads = {k: spread(v) for k, v in stages.items()}
         host = {}
         for name, xs in getattr(self, "host_ms", {}).items():

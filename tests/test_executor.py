@@ -205,3 +205,51 @@ def test_criteo_file_input(workload, tmp_path):
     write_criteo_tsv(short, ROWS - 1, np.random.default_rng(5))
     assert execute(workload, tmp_path / "x.json", "--strategy", "gpu-sequential", "--data",
                    str(short)) == 2
+
+
+def owner_plan(model, pipe) -> Plan:
+    """Two GPUs: one table of each rank preprocessed by its owner over the global batch
+    (one before the iteration, one at the input all-to-all), the rest on every GPU."""
+    from costmodel.sharding import shard_tables
+
+    sharding = shard_tables(model, spec.hardware_preset("h200", 2))
+    feature = pipe.feature_of()
+    raw = {c.name for c in pipe.inputs}
+    chosen = {}
+    for s in pipe.sparse_outputs:
+        nodes = [n for n in pipe.order if feature[n] == s.node]
+        alone = all(pipe.node_by_name[n].input in raw | set(nodes) and
+                    all(feature[c] == s.node for c in pipe.consumers[n]) for n in nodes)
+        chosen.setdefault(sharding.owner[s.table], (s.node, tuple(nodes))) if alone else None
+    assert set(chosen) == {0, 1}
+    own = {n for _, nodes in chosen.values() for n in nodes}
+    kernels = (FusedKernel("own0", chosen[0][1], BEFORE_ITERATION, 16, 64, gpu=0),
+               FusedKernel("own1", chosen[1][1], "input_a2a", 16, 64, gpu=1),
+               FusedKernel("rest", tuple(n for n in pipe.order if n not in own), "emb_fwd",
+                           64, 128))
+    return Plan(pipe.name, model.name, 2, kernels,
+                feature_mapping={f: spec.Mapping.OWNER for f, _ in chosen.values()})
+
+
+def test_torchrun_owner_mapping(workload, tmp_path):
+    """Each owner preprocesses its owner-mapped table over both ranks' rows; the ids
+    skip the input all-to-all; every lane's rows are checked."""
+    import os
+    import subprocess
+    import sys
+
+    d, model, pipe = workload
+    save(owner_plan(model, pipe), tmp_path / "owner.json")
+    out = tmp_path / "m.json"
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node",
+           "2", "-m", "corun.cli", "execute", str(tmp_path / "owner.json"), "--model",
+           str(d / "model.json"), "--pipeline", str(d / "pipeline.json"), "--device", "cpu",
+           "--iterations", "3", "--warmup", "1", "--distinct-batches", "2", "--check-rows",
+           "8", "--quiet", "-o", str(out)]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert done.returncode == 0, done.stderr[-3000:]
+    m = load(Measurement, out)
+    assert set(m.kernels) == {"own0", "rest"}  # rank 0's view
+    assert "h2d:owner" in m.stages and "assemble:owner" in m.stages
+    assert m.checked_rows == 2 * 8 * 4  # two lanes, 8 rows, 4 batches

@@ -1,0 +1,158 @@
+"""One lane of the executor: a set of fused kernels over one row range, with what it
+needs per batch — two pool sets (one filling while the other is read), the staged
+input copy, the assembly of its share of the trainer's inputs, and the sampled check.
+
+A GPU has one lane over its local batch; with the table-owner mapping, the owner of a
+table has a second lane over the global batch for the features it preprocesses itself.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+
+import numpy as np
+import torch
+
+from backend.assembly import Assembler, CheckBuffer, HostBatch, check_batch_rows, output_map
+from backend.columns import ColumnData
+from backend.cpu_feeder import POOLS, stage_into, staging_buffers
+from backend.faults import faults
+from backend.fusion import FusedGroup
+from backend.runner import PipelineProgram, trainer_inputs
+from backend.streams import HostPoolSet, Streams
+from backend.trainer import Batch, batch_from_tables
+from spec import FusedKernel, Model, Pipeline
+
+
+def reference_batch(pipeline: Pipeline, model: Model, ref: Mapping[str, ColumnData],
+                    tables: Sequence[int], dense: bool, labels: np.ndarray) -> HostBatch:
+    """What a lane must produce, from the NumPy reference's columns."""
+    ti = trainer_inputs(pipeline, ref)
+    base = np.concatenate([[0], np.cumsum([t.rows for t in model.tables])[:-1]])
+    rows = len(labels)
+    d = ti.dense if dense else np.zeros((rows, 0), np.float32)
+    picked = [(ti.sparse[model.tables[k].name].values, ti.sparse[model.tables[k].name].offsets)
+              for k in tables]
+    return HostBatch.of(batch_from_tables(d, picked, [int(base[k]) for k in tables], labels))
+
+
+class Lane:
+    """Kernels over `rows` rows producing `tables` (indices into the model's tables) and,
+    if `dense`, the dense features."""
+
+    def __init__(self, name: str, pipeline: Pipeline, model: Model,
+                 kernels: Sequence[FusedKernel], host_nodes: Sequence[str],
+                 elsewhere: Sequence[str], tables: Sequence[int], dense: bool) -> None:
+        self.name, self.pipeline, self.model = name, pipeline, model
+        self.kernels, self.host_nodes = list(kernels), list(host_nodes)
+        self.tables, self.dense = list(tables), dense
+        self.elsewhere = list(elsewhere)
+        self.groups = [FusedGroup(pipeline, [n for n in pipeline.order if n in set(k.nodes)],
+                                  k.name, k.blocks, k.threads_per_block) for k in kernels]
+        reads = {c.source for g in self.groups for c in g.chains}
+        produced = {c.sink for g in self.groups for c in g.chains}
+        feature = pipeline.feature_of()
+        mine_out = set(pipeline.dense_outputs if dense else ()) | {
+            model.tables[k].name for k in tables}
+        table_of = {s.node: s.table for s in pipeline.sparse_outputs}
+        outputs = {n for n in feature if n in table_of and table_of[n] in mine_out} | (
+            set(pipeline.dense_outputs) if dense else set())
+        names = [c.name for c in pipeline.inputs] + self.host_nodes
+        self.staged = [n for n in names if (n in reads and n not in produced) or
+                       (n in self.host_nodes and n in outputs)]
+        self.suffix = "" if name == "local" else f":{name}"
+
+    def build(self, columns: Sequence[Mapping[str, ColumnData]], labels: Sequence[np.ndarray],
+              references: Sequence[HostBatch], device: torch.device, staged_ahead: bool) -> None:
+        """Pools, assemblers and check buffers; staging buffers for every raw batch when
+        the staged columns are known ahead (no host workers)."""
+        cuda = device.type == "cuda"
+        capacity = {n: max(len(c[n].values) for c in columns) for n in self.staged}
+        first = {n: columns[0][n] for n in self.staged}
+        programs = [PipelineProgram(self.pipeline, self.groups, first, capacity, self.elsewhere)
+                    for _ in range(2)]
+        self.layout, self.sizes = programs[0].layout, programs[0].staged_size
+        with faults(f"copying the {self.name} lane's pools to the GPU"):
+            self.sets = [p.to_device() if cuda else HostPoolSet(p) for p in programs]
+        self.omap = output_map(self.layout, self.pipeline, self.model, self.tables, self.dense)
+        self.assemblers = [Assembler(self.omap, s.views) for s in self.sets]
+        self.checks = [CheckBuffer(self.omap, cuda) for _ in range(2)]
+        self.references = list(references)
+        rows = self.layout.rows
+        self.labels = [torch.zeros(rows, device=device) for _ in range(2)]
+        self.raw_labels = [torch.from_numpy(x).pin_memory() if cuda else torch.from_numpy(x)
+                           for x in labels]
+        self.staging = []
+        if staged_ahead:
+            for c in columns:
+                bufs = staging_buffers(self.sizes)
+                if cuda:
+                    bufs = {k: v.pin_memory() for k, v in bufs.items()}
+                stage_into(self.layout, bufs, {n: c[n] for n in self.staged})
+                self.staging.append(bufs)
+        self.copied: dict[int, object] = {}
+        self.checked: dict[int, object] = {}
+        self.pool_free: list[object] = [None, None]
+        self.counts: dict[int, list[int]] = {}
+
+    def stage(self, S: Streams, i: int, bufs=None):
+        """Copy batch i's staged columns and labels into pool set i % 2; returns the
+        copy's (start, end) events."""
+        k, raw = i % 2, i % len(self.raw_labels)
+        bufs = bufs if bufs is not None else self.staging[raw]
+        with S.use(S.copy):
+            S.wait(S.copy, self.pool_free[k])
+            t0 = S.event(S.copy)
+            for name in POOLS:
+                n = self.sizes[name]
+                if n:
+                    self.sets[k].views[name][:n].copy_(bufs[name][:n], non_blocking=True)
+            self.labels[k].copy_(self.raw_labels[raw], non_blocking=True)
+            self.copied[i] = S.event(S.copy)
+        return t0, self.copied[i]
+
+    def launch(self, S: Streams, i: int, index: int, stream):
+        """Launch kernel `index` for batch i on `stream`; returns its (start, end) events."""
+        kernel = self.kernels[index]
+        with S.use(stream):
+            S.wait(stream, self.copied[i])
+            t0 = S.event(stream)
+            with faults(f"launching fused kernel {kernel.name!r} ({len(kernel.nodes)} op "
+                        "nodes)"):
+                self.sets[i % 2].launch(index, S.numba(stream))
+            return t0, S.event(stream)
+
+    def finish(self, S: Streams, i: int, before_done, waited: Callable[[float], None]) -> Batch:
+        """Assemble batch i on the preprocessing stream (the host waits for its id
+        counts: `waited(ms)`), start its copy back for the check."""
+        k = i % 2
+        with S.use(S.pre):
+            S.wait(S.pre, self.copied[i])
+            S.wait(S.pre, before_done)
+            self.assembly_start = S.event(S.pre)
+            stacked = self.assemblers[k].offsets()
+            h0 = time.perf_counter()
+            S.sync(S.event(S.pre))
+            waited((time.perf_counter() - h0) * 1e3)
+            with faults(f"assembling batch {i} ({self.name} lane)"):
+                batch = self.assemblers[k].batch(stacked, self.labels[k])
+            self.counts[i] = self.assemblers[k].totals.tolist()
+            self.pool_free[k] = S.event(S.pre)
+            self.checks[k].copy_from(batch)
+            self.checked[i] = S.event(S.pre)
+        if S.cuda:
+            for t in (batch.dense, batch.ids, batch.offsets, batch.labels):
+                t.record_stream(S.train)
+        return batch
+
+    def check(self, S: Streams, i: int, rng: np.random.Generator, rows: int) -> int:
+        """Compare `rows` random rows of batch i with the reference; returns rows checked."""
+        if rows == 0:
+            return 0
+        S.sync(self.checked[i])
+        got = self.checks[i % 2].host()
+        n = self.layout.rows
+        pick = np.sort(rng.choice(n, min(rows, n), replace=False))
+        return check_batch_rows(self.omap, got, self.references[i % len(self.references)],
+                                pick)
