@@ -5,6 +5,9 @@ they were chosen on; bench/plans/make.sh remakes them).
 
 On the H200:  python bench/execute_gpu.py --matrix baselines --out $OUT
               python bench/execute_gpu.py --matrix plans --out $OUT
+On 4 H200s:   NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 \
+              torchrun --standalone --nproc-per-node 4 bench/execute_gpu.py \
+              --matrix multigpu --out $OUT
 Locally:      python bench/execute_gpu.py --matrix baselines --dry-run --out /tmp/x
               (CPU, tables cut to 2,000 rows, a few iterations: checks the script)
 
@@ -38,8 +41,9 @@ from sim.strategy import StrategyKind, parse_strategy, strategy_plan  # noqa: E4
 from spec.serde import dumps, write_atomic  # noqa: E402
 
 PLANS = Path(__file__).resolve().parent / "plans"
-PLAN_FILES = {"corun": "plan.json", "rap": "plan-rap.json"}
-"""Planned strategies: the files `corun plan --out bench/plans/<pipeline>-b<batch>` writes."""
+PLAN_FILES = {"corun": "plan.json", "rap": "plan-rap.json", "corun-owner": "plan-owner.json"}
+"""Planned strategies: the files `corun plan --out bench/plans/<pipeline>-b<batch>` writes
+(bench/plans/x4/ for 4 GPUs, with the owner-mapped variant; bench/plans/make.sh)."""
 BASELINES = ("ideal", "gpu-sequential", "gpu-overlap", "cpu:16")
 MATRICES = {
     # (pipeline, batches, strategies: baseline names or plan files under bench/plans/)
@@ -48,7 +52,15 @@ MATRICES = {
     "plans": [("heavy", (4096,), ("ideal", "gpu-sequential", "gpu-overlap", "rap", "corun"))]
     + [(p, (4096, 8192), ("ideal", "gpu-sequential", "rap", "corun"))
        for p in ("kaggle", "terabyte", "wide-2x", "wide-4x")],
+    # under torchrun on 4 GPUs (issue 8)
+    "multigpu": [(p, (4096, 8192), ("ideal", "gpu-sequential", "rap", "corun", "corun-owner"))
+                 for p in ("kaggle", "terabyte")],
 }
+
+
+def say(*a) -> None:
+    if os.environ.get("RANK", "0") == "0":
+        print(*a, flush=True)
 
 
 def run_case(pipe_name: str, batch: int, label: str, args, trainers: dict, hw) -> dict:
@@ -60,7 +72,8 @@ def run_case(pipe_name: str, batch: int, label: str, args, trainers: dict, hw) -
     if label == "gpu-overlap-nocheck":  # what the per-batch check costs the host
         strategy, check_rows = parse_strategy("gpu-overlap", hw), 0
     elif label in PLAN_FILES:
-        plan = spec.load(spec.Plan, PLANS / f"{pipe_name}-b{batch}" / PLAN_FILES[label])
+        folder = PLANS if hw.gpu_count == 1 else PLANS / f"x{hw.gpu_count}"
+        plan = spec.load(spec.Plan, folder / f"{pipe_name}-b{batch}" / PLAN_FILES[label])
         strategy = None
     else:
         strategy = parse_strategy(label, hw)
@@ -70,8 +83,10 @@ def run_case(pipe_name: str, batch: int, label: str, args, trainers: dict, hw) -
         StrategyKind.CPU else hw.host_cpu_cores
     settings = RunSettings(args.iterations, args.warmup, args.distinct_batches, check_rows,
                            0, None, workers)
-    device = "cpu" if args.dry_run else "cuda"
-    if model.name not in trainers:
+    device = "cpu" if args.dry_run else f"cuda:{int(os.environ.get('LOCAL_RANK', '0'))}"
+    if hw.gpu_count > 1:  # each plan shards (and owner-maps) its own way: build per case
+        trainers.clear()
+    elif model.name not in trainers:
         trainers.clear()
         gc.collect()
         if device == "cuda":
@@ -79,8 +94,8 @@ def run_case(pipe_name: str, batch: int, label: str, args, trainers: dict, hw) -
         trainers[model.name] = Trainer(model, device, 0)
     replay = strategy is not None and strategy.kind is StrategyKind.IDEAL
     ex = Executor(model, pipeline, plan, label, settings, device, replay,
-                  command=" ".join(["python", *sys.argv]), trainer=trainers[model.name],
-                  say=lambda *a: print(*a, flush=True))
+                  command=" ".join(["python", *sys.argv]), trainer=trainers.get(model.name),
+                  say=say, hardware=hw)
     return dumps(ex.run())
 
 
@@ -101,7 +116,15 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.dry_run:
         args.iterations, args.warmup, args.distinct_batches = 4, 1, 1
-    hw = spec.hardware_preset("h200", 1)
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    rank = int(os.environ.get("RANK", "0"))
+    if world > 1:  # torchrun: NCCL on GPUs (gloo for a dry run)
+        import torch.distributed as dist
+
+        if not args.dry_run:
+            torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
+        dist.init_process_group("gloo" if args.dry_run else "nccl")
+    hw = spec.hardware_preset("h200", world)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     path = out / f"execute_{args.matrix}.json"
@@ -121,11 +144,14 @@ def main(argv: list[str] | None = None) -> int:
                 if keep_s and label not in keep_s:
                     continue
                 case = {"pipeline": pipe_name, "batch": b, "strategy": label}
-                if time.time() - t_start > args.budget_s:
+                go = [time.time() - t_start <= args.budget_s]
+                if world > 1:  # every rank takes the same decision
+                    dist.broadcast_object_list(go, src=0)
+                if not go[0]:
                     results.append({**case, "error": "skipped: time budget spent"})
                     continue
                 t0 = time.time()
-                print(f"=== {pipe_name} b{b} {label}", flush=True)
+                say(f"=== {pipe_name} b{b} {label}")
                 try:
                     results.append({**case, "measurement": run_case(pipe_name, b, label, args,
                                                                      trainers, hw)})
@@ -133,15 +159,18 @@ def main(argv: list[str] | None = None) -> int:
                     traceback.print_exc()
                     results.append({**case, "error": f"{type(e).__name__}: {e}"})
                 results[-1]["seconds"] = round(time.time() - t0, 1)
-                write_atomic(path, json.dumps(results, indent=1))
+                if rank == 0:
+                    write_atomic(path, json.dumps(results, indent=1))
                 m = results[-1].get("measurement")
                 if m:
-                    print(f"    {m['iteration']['median_ms']:.3f} ms, "
-                          f"{m['throughput_samples_per_s']:,.0f} samples/s, stall "
-                          f"{m['stall_ms_per_iteration']:.3f} ms ({results[-1]['seconds']} s); "
-                          "host ms " + ", ".join(f"{k} {v['median_ms']:.2f}"
-                                                 for k, v in m["host"].items()), flush=True)
-    print(f"wrote {path} ({time.time() - t_start:.0f} s)")
+                    say(f"    {m['iteration']['median_ms']:.3f} ms, "
+                        f"{m['throughput_samples_per_s']:,.0f} samples/s, stall "
+                        f"{m['stall_ms_per_iteration']:.3f} ms ({results[-1]['seconds']} s); "
+                        "host ms " + ", ".join(f"{k} {v['median_ms']:.2f}"
+                                               for k, v in m["host"].items()))
+    say(f"wrote {path} ({time.time() - t_start:.0f} s)")
+    if world > 1:
+        dist.destroy_process_group()
     return 0
 
 
