@@ -123,3 +123,26 @@ def test_owner_and_cpu_mappings_give_valid_plans():
     plan.check_pipeline(sc.pipeline)
     owners = LocalSearch._owners(sc, units_of(sc.pipeline))
     assert len(owners) == 26  # every cat_k chain is one unit owned by its table's GPU
+
+
+def test_owner_variant_moves_self_contained_features_to_their_owners():
+    from dataclasses import replace as dc_replace
+
+    from planner.variants import with_owner_mapping
+    from sim.strategy import strategy_plan
+
+    hw = spec.hardware_preset("h200", 4)
+    model = spec.model_preset("criteo-kaggle")
+    pipe = spec.pipeline_preset("kaggle")
+    base = Scenario(hw, model, pipe, Strategy(StrategyKind.IDEAL), iterations=4, warmup=1)
+    plan = strategy_plan(Strategy(StrategyKind.GPU_OVERLAP), pipe, model.name, hw)
+    owned = with_owner_mapping(plan, base)
+    owned.check_pipeline(pipe)
+    assert sorted(n for k in owned.kernels for n in k.nodes) == sorted(pipe.order)
+    owners = {k.gpu for k in owned.kernels if k.gpu is not None}
+    assert owners == {0, 1, 2, 3}
+    mapped = [f for f, m in owned.feature_mapping.items() if m is spec.Mapping.OWNER]
+    assert len(mapped) == 26  # every categorical chain; int_0_bucket shares its input
+    assert set(owned.table_owner) == {t.name for t in model.tables}
+    p = simulate(dc_replace(base, strategy=Strategy(StrategyKind.PLAN, plan=owned)))
+    assert p.prediction.throughput_samples_per_s > 0
