@@ -52,11 +52,8 @@ class Lane:
                                   k.name, k.blocks, k.threads_per_block) for k in kernels]
         reads = {c.source for g in self.groups for c in g.chains}
         produced = {c.sink for g in self.groups for c in g.chains}
-        feature = pipeline.feature_of()
-        mine_out = set(pipeline.dense_outputs if dense else ()) | {
-            model.tables[k].name for k in tables}
-        table_of = {s.node: s.table for s in pipeline.sparse_outputs}
-        outputs = {n for n in feature if n in table_of and table_of[n] in mine_out} | (
+        lane_tables = {model.tables[k].name for k in tables}
+        outputs = {s.node for s in pipeline.sparse_outputs if s.table in lane_tables} | (
             set(pipeline.dense_outputs) if dense else set())
         names = [c.name for c in pipeline.inputs] + self.host_nodes
         self.staged = [n for n in names if (n in reads and n not in produced) or
