@@ -132,38 +132,43 @@ class Executor:
             -1 if ik[1].stage == BEFORE_ITERATION else stage_pos[Stage(ik[1].stage)],
             ik[0]))]
         self.host_nodes = [n for n in pipeline.order if n in set(plan.cpu_nodes)]
-        table_index = {t.name: k for k, t in enumerate(model.tables)}
-        table_of = {s.node: s.table for s in pipeline.sparse_outputs}
+        self.lanes = self._make_lanes(ordered)
+        self.kernels = [(lane, i, k) for lane in self.lanes for i, k in enumerate(lane.kernels)]
+
+    def _make_lanes(self, ordered: list) -> list[Lane]:
+        """The local lane (kernels every GPU runs over its rows, host nodes) and, on a
+        rank owning owner-mapped tables, the owner lane over the global batch."""
+        table_index = {t.name: k for k, t in enumerate(self.model.tables)}
+        table_of = {s.node: s.table for s in self.pipeline.sparse_outputs}
         owned_kernels = [k for k in ordered if k.gpu is not None] if self.world > 1 else []
         self.owner_mapped = sorted(
-            table_index[table_of[f]] for f, m in plan.feature_mapping.items()
+            table_index[table_of[f]] for f, m in self.plan.feature_mapping.items()
             if m is Mapping.OWNER and f in table_of) if self.world > 1 else []
         owner_nodes = {n for k in owned_kernels for n in k.nodes}
-        feature = pipeline.feature_of()
+        feature = self.pipeline.feature_of()
         for n in owner_nodes:
-            src = pipeline.node_by_name[n].input
+            src = self.pipeline.node_by_name[n].input
             if src in set(self.host_nodes):
                 raise SpecError("plan.cpu_nodes", src, f"a node not read by owner-mapped "
                                 f"node {n!r} (owner lanes read raw columns only)")
-        local_tables = [k for k in range(len(model.tables)) if k not in self.owner_mapped]
-        self.lanes = [Lane("local", pipeline, model, [k for k in ordered
-                                                      if k not in owned_kernels],
-                           self.host_nodes, self.host_nodes + sorted(owner_nodes),
-                           local_tables, True)]
+        local_tables = [k for k in range(len(self.model.tables)) if k not in self.owner_mapped]
+        local_kernels = [k for k in ordered if k not in owned_kernels]
+        lanes = [Lane("local", self.pipeline, self.model, local_kernels, self.host_nodes,
+                      self.host_nodes + sorted(owner_nodes), local_tables, True)]
         mine = [k for k in owned_kernels if k.gpu == self.rank]
         if mine:
             mine_tables = [k for k in self.owner_mapped
-                           if self.sharding.owner[model.tables[k].name] == self.rank]
+                           if self.sharding.owner[self.model.tables[k].name] == self.rank]
             inside = {n for k in mine for n in k.nodes}
             for n in inside:
                 t = table_of.get(feature[n])
                 if t is None or table_index[t] not in mine_tables:
                     raise SpecError("plan.kernels", n, f"a node of a feature whose table "
                                     f"rank {self.rank} owns and preprocesses")
-            self.lanes.append(Lane("owner", pipeline, model, mine, [],
-                                   [n for n in pipeline.order if n not in inside],
-                                   mine_tables, False))
-        self.kernels = [(lane, i, k) for lane in self.lanes for i, k in enumerate(lane.kernels)]
+            lanes.append(Lane("owner", self.pipeline, self.model, mine, [],
+                              [n for n in self.pipeline.order if n not in inside],
+                              mine_tables, False))
+        return lanes
 
     # ---------------------------------------------------------------- set-up
     def _raw_batches(self) -> list[_Raw]:
