@@ -1,9 +1,11 @@
 """Learned co-running estimators, fitted on `corun profile` CSVs (scikit-learn's contract).
 
-Three targets, each a gradient-boosted regressor on a log scale:
+Four targets, each a gradient-boosted regressor on a log scale:
   kernel alone     kernel_alone_ms                     from the kernel's features;
   kernel co-run    kernel_corun_ms / kernel_alone_ms   from kernel and stage features;
-  stage slowdown   stage_corun_ms / stage_alone_ms     from kernel and stage features.
+  stage slowdown   stage_corun_ms / stage_alone_ms     from kernel and stage features;
+  stage alone      stage_alone_ms                      from the stage's work counts (the
+                   training step as the trainer runs it, host launch gaps included).
 Features are normalised by the GPU's ceilings (bytes over its copy bandwidth, operations
 over its integer throughput, blocks over its resident slots), so a model fitted on one
 GPU kind can be applied, with less trust, to another.
@@ -29,7 +31,7 @@ import numpy as np
 from costmodel.types import CoRunEffect, CostModel, KernelWork, StageWork
 from spec import GpuKind, Hardware, OpKind, SpecError, hardware_preset
 
-TARGETS = ("kernel_alone", "kernel_corun", "stage_slowdown")
+TARGETS = ("kernel_alone", "kernel_corun", "stage_slowdown", "stage_alone")
 STAGES = ("emb_fwd", "bottom_mlp_fwd", "interaction_fwd", "top_mlp_fwd", "top_mlp_bwd",
           "interaction_bwd", "bottom_mlp_bwd", "emb_bwd", "optimizer")
 GPU_PRESETS = ("h200", "h100", "a100", "v100")
@@ -78,16 +80,29 @@ def kernel_features(r: dict) -> list[float]:
     ]
 
 
-def stage_features(r: dict) -> list[float]:
+STAGE_ALONE_COLUMN = 2
+"""Where stage_features puts the stage's standalone time."""
+
+
+def stage_features(r: dict, alone_ms: float | None = None) -> list[float]:
+    """The stage's work normalised by the GPU, its standalone time (measured, or
+    `alone_ms` when given), and which stage it is."""
     g = gpu_of(r["gpu"])
+    alone = _f(r, "stage_alone_ms") if alone_ms is None else alone_ms
     return [
         np.log1p(_f(r, "stage_bytes") / g.copy_bytes_per_s * 1e6),
         np.log1p(_f(r, "stage_flops") / (g.int32_ops_per_s * 2) * 1e6),
-        np.log1p(_f(r, "stage_alone_ms") * 1e3),
+        np.log1p(alone * 1e3),
         _f(r, "stage_parallelism") / (g.sm_count * g.max_threads_per_sm),
         _f(r, "stage_kernels"),
         *(float(r["stage"] == s) for s in STAGES),
     ]
+
+
+def stage_only(rows: Sequence[dict]) -> np.ndarray:
+    """Stage features without the standalone time (to predict that time)."""
+    x = np.array([stage_features(r, 0.0) for r in rows])
+    return np.delete(x, STAGE_ALONE_COLUMN, axis=1)
 
 
 def design(rows: Sequence[dict]) -> tuple[np.ndarray, np.ndarray]:
@@ -104,7 +119,7 @@ def targets(rows: Sequence[dict]) -> dict[str, np.ndarray]:
     sa = np.array([_f(r, "stage_alone_ms") for r in rows])
     sc = np.array([_f(r, "stage_corun_ms") for r in rows])
     return {"kernel_alone": ka, "kernel_corun": kc / np.maximum(ka, 1e-6),
-            "stage_slowdown": sc / np.maximum(sa, 1e-6)}
+            "stage_slowdown": sc / np.maximum(sa, 1e-6), "stage_alone": sa}
 
 
 def _regressor(seed: int):
@@ -116,13 +131,26 @@ def _regressor(seed: int):
         func=np.log, inverse_func=np.exp)
 
 
+def _stage_regressor():
+    """Stage times come from few model/batch combinations, and a new model or batch lies
+    outside them: trees cannot extrapolate, a log-log linear model of the normalised
+    work can (time grows as a power of bytes and FLOPs, per stage)."""
+    from sklearn.compose import TransformedTargetRegressor
+    from sklearn.linear_model import RidgeCV
+
+    return TransformedTargetRegressor(RidgeCV(alphas=(1e-3, 1e-2, 1e-1, 1.0)),
+                                      func=np.log, inverse_func=np.exp)
+
+
 class CoRunModel:
-    """The three fitted estimators. `predict` returns kernel alone ms, kernel co-run ms
-    and the stage slowdown factor for profile-like rows (measured columns unused)."""
+    """The four fitted estimators. `predict` returns kernel alone ms, kernel co-run ms,
+    the stage slowdown factor and stage alone ms for profile-like rows (measured
+    columns unused)."""
 
     def __init__(self, seed: int = 0) -> None:
         self.seed = seed
-        self.estimators = {t: _regressor(seed) for t in TARGETS}
+        self.estimators = {t: _regressor(seed) for t in TARGETS if t != "stage_alone"}
+        self.estimators["stage_alone"] = _stage_regressor()
 
     def fit(self, rows: Sequence[dict]) -> CoRunModel:
         xk, xks = design(rows)
@@ -130,20 +158,35 @@ class CoRunModel:
         self.estimators["kernel_alone"].fit(xk, np.maximum(y["kernel_alone"], 1e-4))
         for t in ("kernel_corun", "stage_slowdown"):
             self.estimators[t].fit(xks, np.maximum(y[t], 1e-3))
+        keys = {}  # one row per (gpu, model, batch, stage): the profile repeats them
+        for r, v in zip(rows, y["stage_alone"]):
+            keys.setdefault((r["gpu"], r["model"], r["batch"], r["stage"]), (r, v))
+        stage_rows = [r for r, _ in keys.values()]
+        self.estimators["stage_alone"].fit(stage_only(stage_rows), np.maximum(
+            [v for _, v in keys.values()], 1e-4))
         return self
+
+    def predict_stage_ms(self, rows: Sequence[dict]) -> np.ndarray:
+        return self.estimators["stage_alone"].predict(stage_only(rows))
 
     def predict(self, rows: Sequence[dict]) -> dict[str, np.ndarray]:
         xk, xks = design(rows)
         alone = self.estimators["kernel_alone"].predict(xk)
-        xks[:, -1] = np.log(np.maximum(alone, 1e-4))  # predicted, not measured
+        stage = self.predict_stage_ms(rows)
+        # the kernel's standalone time is predicted; the stage's is the row's (measured
+        # in validation, so each target's error stays its own; the simulator's rows
+        # carry the predicted one)
+        xks[:, -1] = np.log(np.maximum(alone, 1e-4))
         return {"kernel_alone": alone,
                 "kernel_corun": alone * self.estimators["kernel_corun"].predict(xks),
-                "stage_slowdown": self.estimators["stage_slowdown"].predict(xks)}
+                "stage_slowdown": self.estimators["stage_slowdown"].predict(xks),
+                "stage_alone": stage}
 
 
 class RapStyleModel:
     """RAP's kind of model: kernel latency linear per op type in [count, fused columns,
-    average width]; co-run = standalone; each stage hides a fixed kernel time."""
+    average width]; co-run = standalone; each stage hides a fixed kernel time and takes
+    its profiled time (here: the training rows' median for that stage)."""
 
     def fit(self, rows: Sequence[dict]) -> RapStyleModel:
         from sklearn.linear_model import LinearRegression
@@ -155,6 +198,8 @@ class RapStyleModel:
             hid = [_f(r, "kernel_alone_ms") for r, f in zip(rows, y["stage_slowdown"])
                    if r["stage"] == s and f <= 1.02]
             self.capacity[s] = max(hid, default=0.0)
+        self.stage_ms = {s: float(np.median([_f(r, "stage_alone_ms") for r in rows
+                                             if r["stage"] == s] or [0.0])) for s in STAGES}
         return self
 
     @staticmethod
@@ -171,7 +216,9 @@ class RapStyleModel:
         alone = np.maximum(self.lin.predict(self._x(rows)), 1e-4)
         over = np.array([max(0.0, a - self.capacity.get(r["stage"], 0.0)) /
                          max(_f(r, "stage_alone_ms"), 1e-6) for a, r in zip(alone, rows)])
-        return {"kernel_alone": alone, "kernel_corun": alone, "stage_slowdown": 1 + over}
+        stage = np.array([self.stage_ms.get(r["stage"], 0.0) for r in rows])
+        return {"kernel_alone": alone, "kernel_corun": alone, "stage_slowdown": 1 + over,
+                "stage_alone": stage}
 
 
 class AnalyticModel:
@@ -204,6 +251,7 @@ class AnalyticModel:
             out["kernel_alone"].append(cm.kernel_ms(kw, hw))
             out["kernel_corun"].append(effect.kernel_factor)
             out["stage_slowdown"].append(effect.stage_factor)
+            out["stage_alone"].append(cm.stage_ms(sw, hw))
         return {t: np.array(v) for t, v in out.items()}
 
     def predict(self, rows: Sequence[dict]) -> dict[str, np.ndarray]:
@@ -211,14 +259,15 @@ class AnalyticModel:
         alone = raw["kernel_alone"] * self.scale["kernel_alone"]
         return {"kernel_alone": alone,
                 "kernel_corun": alone * raw["kernel_corun"] * self.scale["kernel_corun"],
-                "stage_slowdown": raw["stage_slowdown"] * self.scale["stage_slowdown"]}
+                "stage_slowdown": raw["stage_slowdown"] * self.scale["stage_slowdown"],
+                "stage_alone": raw["stage_alone"] * self.scale["stage_alone"]}
 
 
 def measured(rows: Sequence[dict]) -> dict[str, np.ndarray]:
     y = targets(rows)
     return {"kernel_alone": y["kernel_alone"],
             "kernel_corun": np.array([_f(r, "kernel_corun_ms") for r in rows]),
-            "stage_slowdown": y["stage_slowdown"]}
+            "stage_slowdown": y["stage_slowdown"], "stage_alone": y["stage_alone"]}
 
 
 def split(rows: Sequence[dict], fraction: float, seed: int) -> tuple[list[dict], list[dict]]:
@@ -324,10 +373,10 @@ def work_row(kernel: KernelWork, stage: StageWork | None, stage_alone_ms: float,
 
 
 class LearnedCostModel(CostModel):
-    """The simulator's cost model where a fitted model exists for the GPU: kernel times
-    and co-run factors learned; stage and host-CPU times from the analytic model (the
-    profiles measure stages only to normalise). The profile's factors are whole-kernel
-    and whole-stage ratios; the simulator applies them while the two overlap."""
+    """The simulator's cost model where a fitted model exists for the GPU: stage times,
+    kernel times and co-run factors learned; host-CPU times from the analytic model. The
+    profile's factors are whole-kernel and whole-stage ratios; the simulator applies them
+    while the two overlap."""
 
     def __init__(self, model: CoRunModel, meta: dict, fitted_on: str | None = None) -> None:
         from costmodel.analytic import AnalyticCostModel
@@ -338,14 +387,17 @@ class LearnedCostModel(CostModel):
         self.name += f", fitted on {fitted_on}, transferred)" if fitted_on else ")"
 
     def stage_ms(self, work: StageWork, hw: Hardware) -> float:
-        return self.fallback.stage_ms(work, hw)
+        row = {"gpu": hw.gpu.name, "stage": work.stage.value, "stage_flops": work.flops,
+               "stage_bytes": work.hbm_bytes, "stage_kernels": work.kernels,
+               "stage_parallelism": work.parallelism}
+        return float(self.model.predict_stage_ms([row])[0])
 
     def kernel_ms(self, work: KernelWork, hw: Hardware) -> float:
         return float(self.model.predict([work_row(work, None, 0.0, hw)])["kernel_alone"][0])
 
     def corun(self, kernel: KernelWork, stage: StageWork, hw: Hardware,
               training_priority_high: bool) -> CoRunEffect:
-        row = work_row(kernel, stage, self.fallback.stage_ms(stage, hw), hw)
+        row = work_row(kernel, stage, self.stage_ms(stage, hw), hw)
         p = self.model.predict([row])
         factor = p["kernel_corun"][0] / max(p["kernel_alone"][0], 1e-9)
         return CoRunEffect(max(1.0, float(p["stage_slowdown"][0])), max(1.0, float(factor)))
