@@ -38,8 +38,9 @@ def reference_batch(pipeline: Pipeline, model: Model, ref: Mapping[str, ColumnDa
 
 
 class Lane:
-    """Kernels over `rows` rows producing `tables` (indices into the model's tables) and,
-    if `dense`, the dense features."""
+    """Kernels over one row range (the columns given to `build`) producing `tables`
+    (indices into the model's tables) and, if `dense`, the dense features; `host_nodes`
+    arrive computed by host workers, `elsewhere` are nodes other lanes or the host run."""
 
     def __init__(self, name: str, pipeline: Pipeline, model: Model,
                  kernels: Sequence[FusedKernel], host_nodes: Sequence[str],
