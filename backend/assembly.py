@@ -19,7 +19,7 @@ import torch
 from backend.check import MismatchError
 from backend.columns import ColumnData, equal
 from backend.pools import Layout
-from backend.trainer import Batch
+from backend.trainer import Batch, row_bases
 from spec import Model, Pipeline
 
 
@@ -47,7 +47,7 @@ def output_map(layout: Layout, pipeline: Pipeline, model: Model,
     tables = range(len(model.tables)) if tables is None else tables
     feats = [node_of[model.tables[k].name] for k in tables]
     slots = [layout.slots[f] for f in feats]
-    base = np.concatenate([[0], np.cumsum([t.rows for t in model.tables])[:-1]])
+    base = row_bases(model)
     dense_names = tuple(pipeline.dense_outputs) if dense else ()
     return OutputMap(layout.rows, tuple(layout.slots[d].values_base for d in dense_names),
                      dense_names, tuple(s.values_base for s in slots),

@@ -28,18 +28,19 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
-from backend.assembly import table_pieces
+from backend.assembly import HostBatch, table_pieces
 from backend.columns import ColumnData, take_rows
 from backend.cpu_feeder import CpuFeeder, page_lock
 from backend.data import inputs_of, read_criteo, synthetic_inputs
 from backend.distributed import DistributedTrainer, LocalBatch
 from backend.faults import faults
 from backend.fusion import FusedGroup
-from backend.lane import Lane, reference_batch
+from backend.lane import Lane
 from backend.reference import run_reference
-from backend.runner import PipelineProgram
+from backend.runner import PipelineProgram, trainer_batch
+from backend.settings import RunSettings
 from backend.streams import ReleaseClock, Streams
-from backend.trainer import Batch, Clock, Trainer
+from backend.trainer import Batch, Clock, Trainer, row_bases
 from costmodel.sharding import shard_tables
 from spec import (
     BEFORE_ITERATION,
@@ -55,28 +56,6 @@ from spec import (
     hardware_preset,
     stages_for,
 )
-
-
-@dataclass(frozen=True)
-class RunSettings:
-    iterations: int = 200
-    warmup: int = 20
-    distinct_batches: int = 4
-    """Raw batches generated (or read) once and cycled; preprocessing reruns each time."""
-    check_rows: int = 64
-    """Rows of every batch compared with the reference."""
-    seed: int = 0
-    data: str | None = None
-    """A Criteo-format TSV file; synthetic data when None."""
-    cpu_workers: int = 16
-    """Host worker processes for host-mapped nodes (cpu:N sets it to N)."""
-
-    def __post_init__(self) -> None:
-        for name, lo in (("iterations", 1), ("warmup", 0), ("distinct_batches", 1),
-                         ("check_rows", 0), ("cpu_workers", 1)):
-            v = getattr(self, name)
-            if not isinstance(v, int) or v < lo:
-                raise SpecError(name, v, f"an integer >= {lo}")
 
 
 def spread(xs: Sequence[float]) -> Spread:
@@ -213,8 +192,8 @@ class Executor:
                     c, r, lab = raw.columns, raw.reference, raw.labels
                 cols.append({**c, **r})
                 labels.append(lab)
-                refs.append(reference_batch(self.pipeline, self.model, r, lane.tables,
-                                            lane.dense, lab))
+                refs.append(HostBatch.of(trainer_batch(self.pipeline, self.model, r, lab,
+                                                       lane.tables, lane.dense)))
             lane.build(cols, labels, refs, self.device,
                        staged_ahead=not (lane.host_nodes and lane.name == "local"))
 
@@ -244,18 +223,19 @@ class Executor:
 
     def _finish(self, i: int, before_done) -> Batch | LocalBatch:
         """Assemble batch i in every lane; the batch in the form the trainer takes."""
-        batches = []
+        batches, counts = [], []
         for lane in self.lanes:
-            batches.append(lane.finish(self.S, i, before_done, lambda ms: self.host_ms[
-                "wait"].append((i, ms))))
-            self.spans["assemble" + lane.suffix].append((i, lane.assembly_start,
-                                                         lane.pool_free[i % 2]))
+            batch, n, start = lane.finish(self.S, i, before_done, lambda ms: self.host_ms[
+                "wait"].append((i, ms)))
+            batches.append(batch)
+            counts.append(n)
+            self.spans["assemble" + lane.suffix].append((i, start, lane.pool_free[i % 2]))
             if self.feeder is not None and lane.name == "local":
                 self.feeder.release(i)
         self.ready[i % 2] = [lane.pool_free[i % 2] for lane in self.lanes]
         if self.world == 1:
             return batches[0]
-        return self._local_batch(batches, [lane.counts.pop(i) for lane in self.lanes])
+        return self._local_batch(batches, counts)
 
     def _local_batch(self, batches: Sequence[Batch], counts: Sequence[list[int]]
                      ) -> LocalBatch:
@@ -330,16 +310,13 @@ class Executor:
     def _run_replay(self, total: int) -> Measurement:
         S = self.S
         batches = []
-        everything = list(range(len(self.model.tables)))
         for raw in self.raws:
             _, ref, labels = self._mine(raw)
-            hb = reference_batch(self.pipeline, self.model, ref, everything, True, labels)
-            b = Batch(*(torch.from_numpy(a).to(self.device) for a in
-                        (hb.dense, hb.ids, hb.offsets)), torch.from_numpy(labels).to(self.device))
-            counts = np.diff(hb.offsets[:: self.rows]).tolist()
+            host = trainer_batch(self.pipeline, self.model, ref, labels)
+            b = host.to(self.device)
             if self.world > 1:
-                pieces, lens = table_pieces(b, counts, [int(x) for x in np.concatenate(
-                    [[0], np.cumsum([t.rows for t in self.model.tables])[:-1]])])
+                counts = np.diff(host.offsets.numpy()[:: self.rows]).tolist()
+                pieces, lens = table_pieces(b, counts, row_bases(self.model))
                 b = LocalBatch(b.dense, b.labels, pieces, lens)
             batches.append(b)
         tops, afters, ends, clocks = [], [], [], []

@@ -19,22 +19,10 @@ from backend.columns import ColumnData
 from backend.cpu_feeder import POOLS, stage_into, staging_buffers
 from backend.faults import faults
 from backend.fusion import FusedGroup
-from backend.runner import PipelineProgram, trainer_inputs
+from backend.runner import PipelineProgram
 from backend.streams import HostPoolSet, Streams
-from backend.trainer import Batch, batch_from_tables
+from backend.trainer import Batch
 from spec import FusedKernel, Model, Pipeline
-
-
-def reference_batch(pipeline: Pipeline, model: Model, ref: Mapping[str, ColumnData],
-                    tables: Sequence[int], dense: bool, labels: np.ndarray) -> HostBatch:
-    """What a lane must produce, from the NumPy reference's columns."""
-    ti = trainer_inputs(pipeline, ref)
-    base = np.concatenate([[0], np.cumsum([t.rows for t in model.tables])[:-1]])
-    rows = len(labels)
-    d = ti.dense if dense else np.zeros((rows, 0), np.float32)
-    picked = [(ti.sparse[model.tables[k].name].values, ti.sparse[model.tables[k].name].offsets)
-              for k in tables]
-    return HostBatch.of(batch_from_tables(d, picked, [int(base[k]) for k in tables], labels))
 
 
 class Lane:
@@ -92,7 +80,6 @@ class Lane:
         self.copied: dict[int, object] = {}
         self.checked: dict[int, object] = {}
         self.pool_free: list[object] = [None, None]
-        self.counts: dict[int, list[int]] = {}
 
     def stage(self, S: Streams, i: int, bufs=None):
         """Copy batch i's staged columns and labels into pool set i % 2; returns the
@@ -121,28 +108,30 @@ class Lane:
                 self.sets[i % 2].launch(index, S.numba(stream))
             return t0, S.event(stream)
 
-    def finish(self, S: Streams, i: int, before_done, waited: Callable[[float], None]) -> Batch:
+    def finish(self, S: Streams, i: int, before_done, waited: Callable[[float], None]
+               ) -> tuple[Batch, list[int], object]:
         """Assemble batch i on the preprocessing stream (the host waits for its id
-        counts: `waited(ms)`), start its copy back for the check."""
+        counts: `waited(ms)`), start its copy back for the check. Returns the batch, its
+        ids per table, and the event that opened the assembly."""
         k = i % 2
         with S.use(S.pre):
             S.wait(S.pre, self.copied[i])
             S.wait(S.pre, before_done)
-            self.assembly_start = S.event(S.pre)
+            start = S.event(S.pre)
             stacked = self.assemblers[k].offsets()
             h0 = time.perf_counter()
             S.sync(S.event(S.pre))
             waited((time.perf_counter() - h0) * 1e3)
             with faults(f"assembling batch {i} ({self.name} lane)"):
                 batch = self.assemblers[k].batch(stacked, self.labels[k])
-            self.counts[i] = self.assemblers[k].totals.tolist()
+            counts = self.assemblers[k].totals.tolist()
             self.pool_free[k] = S.event(S.pre)
             self.checks[k].copy_from(batch)
             self.checked[i] = S.event(S.pre)
         if S.cuda:
             for t in (batch.dense, batch.ids, batch.offsets, batch.labels):
                 t.record_stream(S.train)
-        return batch
+        return batch, counts, start
 
     def check(self, S: Streams, i: int, rng: np.random.Generator, rows: int) -> int:
         """Compare `rows` random rows of batch i with the reference; returns rows checked."""

@@ -28,9 +28,9 @@ from backend.data import synthetic_inputs
 from backend.executor import versions
 from backend.fusion import FusedGroup
 from backend.reference import run_reference
-from backend.runner import PipelineProgram, trainer_inputs
+from backend.runner import PipelineProgram, trainer_batch
 from backend.streams import HostPoolSet, ReleaseClock, Streams
-from backend.trainer import TRAINING_STAGES, Batch, Clock, Trainer, batch_from_tables
+from backend.trainer import TRAINING_STAGES, Batch, Clock, Trainer
 from costmodel.sharding import shard_tables
 from costmodel.workload import kernel_work, stage_work
 from spec import Hardware, Model, OpKind, Pipeline, Stage
@@ -113,12 +113,9 @@ class Profiler:
         self.S = Streams(self.device, training_high=True)
         self.trainer = trainer if trainer is not None else Trainer(model, self.device, seed)
         raw = synthetic_inputs(pipeline, self.rows, self.rng)
-        ti = trainer_inputs(pipeline, run_reference(pipeline, raw))
-        base = [0] + list(np.cumsum([t.rows for t in model.tables])[:-1])
         labels = (self.rng.random(self.rows) < 0.25).astype(np.float32)
-        self.batch: Batch = batch_from_tables(
-            ti.dense, [(ti.sparse[t.name].values, ti.sparse[t.name].offsets)
-                       for t in model.tables], base, labels).to(self.device)
+        self.batch: Batch = trainer_batch(pipeline, model, run_reference(pipeline, raw),
+                                          labels).to(self.device)
         self.work = stage_work(model, hw, shard_tables(model, hw), 0)
         self._raw: dict[str, dict] = {}
 

@@ -15,7 +15,7 @@ from backend.columns import ColumnData
 from backend.fusion import FusedGroup
 from backend.pools import HostPools, Layout
 from backend.reference import run_reference
-from spec import Pipeline, SpecError
+from spec import Model, Pipeline, SpecError
 
 
 @dataclass(frozen=True, eq=False)
@@ -34,6 +34,22 @@ def trainer_inputs(pipeline: Pipeline, cols: Mapping[str, ColumnData]) -> Traine
         off = c.offsets if c.offsets is not None else np.arange(len(c.values) + 1, dtype=np.int64)
         sparse[s.table] = ColumnData(c.values.astype(np.int64), off)
     return TrainerInputs(dense.astype(np.float32), sparse)
+
+
+def trainer_batch(pipeline: Pipeline, model: Model, outputs: Mapping[str, ColumnData],
+                  labels: np.ndarray, tables: Sequence[int] | None = None,
+                  dense: bool = True):
+    """The trainer's Batch from a pipeline's output columns (ids as rows of the stacked
+    tables); `tables` (indices into the model's tables) and `dense` pick a part of it."""
+    from backend.trainer import batch_from_tables, row_bases
+
+    ti = trainer_inputs(pipeline, outputs)
+    tables = range(len(model.tables)) if tables is None else tables
+    base = row_bases(model)
+    d = ti.dense if dense else np.zeros((len(labels), 0), np.float32)
+    picked = [(ti.sparse[model.tables[k].name].values, ti.sparse[model.tables[k].name].offsets)
+              for k in tables]
+    return batch_from_tables(d, picked, [base[k] for k in tables], labels)
 
 
 def check_groups(pipeline: Pipeline, groups: Sequence[Sequence[str]],

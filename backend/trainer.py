@@ -42,6 +42,11 @@ class Batch:
                        for t in (self.dense, self.ids, self.offsets, self.labels)))
 
 
+def row_bases(model: Model) -> list[int]:
+    """First row of each table in the stacked embedding matrix of all tables."""
+    return [0] + [int(x) for x in np.cumsum([t.rows for t in model.tables])[:-1]]
+
+
 def batch_from_tables(dense: np.ndarray, tables: Sequence[tuple[np.ndarray, np.ndarray]],
                       row_base: Sequence[int], labels: np.ndarray) -> Batch:
     """Stack per-table (values, offsets) into the trainer's table-major layout."""

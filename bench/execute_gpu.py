@@ -34,7 +34,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import torch  # noqa: E402
 
 import spec  # noqa: E402
-from backend.executor import Executor, RunSettings  # noqa: E402
+from backend.executor import Executor  # noqa: E402
+from backend.settings import RunSettings  # noqa: E402
 from backend.trainer import Trainer  # noqa: E402
 from corun.workload import shrink_tables  # noqa: E402
 from sim.strategy import StrategyKind, parse_strategy, strategy_plan  # noqa: E402
@@ -106,10 +107,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", help="comma-separated pipelines to run")
     ap.add_argument("--batches", help="comma-separated batch sizes to run")
     ap.add_argument("--strategies", help="comma-separated strategies to run")
-    ap.add_argument("--iterations", type=int, default=200)
-    ap.add_argument("--warmup", type=int, default=20)
-    ap.add_argument("--distinct-batches", type=int, default=4)
-    ap.add_argument("--check-rows", type=int, default=64)
+    d = RunSettings()
+    ap.add_argument("--iterations", type=int, default=d.iterations)
+    ap.add_argument("--warmup", type=int, default=d.warmup)
+    ap.add_argument("--distinct-batches", type=int, default=d.distinct_batches)
+    ap.add_argument("--check-rows", type=int, default=d.check_rows)
     ap.add_argument("--budget-s", type=float, default=540.0,
                     help="start no case after this many seconds")
     ap.add_argument("--dry-run", action="store_true")

@@ -35,8 +35,8 @@ import spec  # noqa: E402
 from backend.data import synthetic_inputs  # noqa: E402
 from backend.fusion import FusedGroup  # noqa: E402
 from backend.reference import run_reference  # noqa: E402
-from backend.runner import PipelineProgram, trainer_inputs  # noqa: E402
-from backend.trainer import Trainer, batch_from_tables  # noqa: E402
+from backend.runner import PipelineProgram, trainer_batch  # noqa: E402
+from backend.trainer import Trainer  # noqa: E402
 from corun.workload import shrink_tables  # noqa: E402
 from sim.simulate import git_commit  # noqa: E402
 from spec.serde import write_atomic  # noqa: E402
@@ -88,11 +88,8 @@ def main(argv: list[str] | None = None) -> int:
             model, pipe = shrink_tables(model, pipe, 2000)
         rows = model.batch_per_gpu
         raw = synthetic_inputs(pipe, rows, rng)
-        ti = trainer_inputs(pipe, run_reference(pipe, raw))
-        base = [0] + list(np.cumsum([t.rows for t in model.tables])[:-1])
-        b = batch_from_tables(ti.dense, [(ti.sparse[t.name].values, ti.sparse[t.name].offsets)
-                                         for t in model.tables], base,
-                              np.zeros(rows, np.float32)).to(device)
+        b = trainer_batch(pipe, model, run_reference(pipe, raw),
+                          np.zeros(rows, np.float32)).to(device)
         trainer = Trainer(model, device)
         for _ in range(5):
             trainer.step(b)

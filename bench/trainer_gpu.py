@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import statistics
 import sys
 import time
 from dataclasses import replace
@@ -29,10 +28,11 @@ import torch  # noqa: E402
 
 import spec  # noqa: E402
 from backend.data import synthetic_inputs  # noqa: E402
+from backend.executor import spread, versions  # noqa: E402
 from backend.fusion import FusedGroup  # noqa: E402
 from backend.naive import NaiveTrainer  # noqa: E402
-from backend.runner import PipelineProgram, trainer_inputs  # noqa: E402
-from backend.trainer import Batch, Clock, Trainer, batch_from_tables  # noqa: E402
+from backend.runner import PipelineProgram, trainer_batch  # noqa: E402
+from backend.trainer import Batch, Clock, Trainer  # noqa: E402
 from corun.workload import shrink_tables  # noqa: E402
 from sim.simulate import git_commit  # noqa: E402
 from spec.serde import save  # noqa: E402
@@ -41,22 +41,15 @@ CASES = [("criteo-kaggle", "kaggle"), ("criteo-terabyte", "terabyte"),
          ("mlperf-dcnv2", "multihot")]
 
 
-def spread(xs: list[float]) -> spec.Spread:
-    return spec.Spread(statistics.median(xs), float(np.percentile(xs, 10)),
-                       float(np.percentile(xs, 90)))
-
-
 def make_batches(model: spec.Model, pipeline: spec.Pipeline, n: int, rng) -> list[Batch]:
     """`n` distinct preprocessed batches (Numba CPU pipeline), labels at random."""
-    base = np.concatenate([[0], np.cumsum([t.rows for t in model.tables])[:-1]])
     group = [FusedGroup(pipeline, pipeline.order, "all")]
     out = []
     for _ in range(n):
         raw = synthetic_inputs(pipeline, model.batch_per_gpu, rng, zipf_a=1.1)
-        ti = trainer_inputs(pipeline, PipelineProgram(pipeline, group, raw).run_cpu())
-        tables = [(ti.sparse[t.name].values, ti.sparse[t.name].offsets) for t in model.tables]
         labels = (rng.random(model.batch_per_gpu) < 0.25).astype(np.float32)
-        out.append(batch_from_tables(ti.dense, tables, base, labels))
+        outputs = PipelineProgram(pipeline, group, raw).run_cpu()
+        out.append(trainer_batch(pipeline, model, outputs, labels))
     return out
 
 
@@ -86,7 +79,7 @@ def time_steps(step, batches: list[Batch], device, warmup: int, iters: int, stag
     return times, stages
 
 
-def measure(label, model, pipeline_name, step, batches, device, args, staged, versions):
+def measure(label, model, pipeline_name, step, batches, device, args, staged):
     times, stages = time_steps(step, batches, device, args.warmup, args.iterations, staged)
     it = spread(times)
     return spec.Measurement(
@@ -96,7 +89,7 @@ def measure(label, model, pipeline_name, step, batches, device, args, staged, ve
         warmup=args.warmup, iteration=it,
         throughput_samples_per_s=model.batch_per_gpu / it.median_ms * 1e3,
         stall_ms_per_iteration=0.0, stages={k: spread(v) for k, v in stages.items()},
-        kernels={}, checked_rows=0, versions=versions, git_commit=git_commit(),
+        kernels={}, checked_rows=0, versions=versions(), git_commit=git_commit(),
         command=" ".join(sys.argv))
 
 
@@ -111,8 +104,6 @@ def main(argv: list[str] | None = None) -> int:
     device = torch.device("cpu" if args.dry_run else "cuda")
     if args.dry_run:
         args.iterations, args.warmup, args.batches = 5, 2, "64"
-    versions = {"torch": torch.__version__, "numpy": np.__version__,
-                "python": platform.python_version()}
     out = Path(args.out)
     rng = np.random.default_rng(0)
     summary = []
@@ -133,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
                 trainer = Trainer(m, device) if staged else NaiveTrainer(m, device,
                                                                          same_init=False)
                 meas = measure(label, m, pipe_name, trainer.step, batches, device, args,
-                               staged, versions)
+                               staged)
                 save(meas, out / f"{model_name}-b{b}-{label}.json")
                 summary.append((model_name, b, label, meas.iteration.median_ms,
                                 meas.throughput_samples_per_s, time.time() - t0))

@@ -12,6 +12,9 @@ from spec import SpecError
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    from backend.settings import RunSettings
+
+    d = RunSettings()
     p.add_argument("plan", nargs="?", help="a Plan file (from corun plan); or give --strategy")
     p.add_argument("--strategy", help="ideal, gpu-sequential, gpu-overlap or cpu:N")
     p.add_argument("--label", help="the strategy's name in the measurement (default: the "
@@ -21,13 +24,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--batch", type=int, help="batch per GPU (default: the model's)")
     p.add_argument("--hardware", default="h200",
                    help="hardware preset: the baselines' launch shape and host cores")
-    p.add_argument("--iterations", type=int, default=200)
-    p.add_argument("--warmup", type=int, default=20)
-    p.add_argument("--distinct-batches", type=int, default=4)
-    p.add_argument("--check-rows", type=int, default=64,
+    p.add_argument("--host-cores", type=int,
+                   help="host CPU cores (default: the hardware preset's, 16 per GPU)")
+    p.add_argument("--iterations", type=int, default=d.iterations)
+    p.add_argument("--warmup", type=int, default=d.warmup)
+    p.add_argument("--distinct-batches", type=int, default=d.distinct_batches)
+    p.add_argument("--check-rows", type=int, default=d.check_rows,
                    help="rows of every batch compared with the NumPy reference")
     p.add_argument("--data", help="Criteo-format TSV input (default: synthetic)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=d.seed)
     p.add_argument("--device", default="cuda", choices=["cuda", "cpu"],
                    help="cpu runs the same steps on the host, untimed by CUDA (for checks)")
     p.add_argument("-o", "--output", required=True, help="the Measurement JSON to write")
@@ -36,7 +41,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def build(args: argparse.Namespace):
     """The Executor the arguments describe (no device work yet)."""
-    from backend.executor import Executor, RunSettings
+    from backend.executor import Executor
+    from backend.settings import RunSettings
     from corun.workload import resolve_hardware, resolve_model, resolve_pipeline
     from sim.strategy import StrategyKind, parse_strategy, strategy_plan
     from spec import Plan, load
@@ -48,7 +54,7 @@ def build(args: argparse.Namespace):
                           args.batch)
     pipeline = resolve_pipeline(args.pipeline or (plan.pipeline if plan else None) or "kaggle")
     world = int(os.environ.get("WORLD_SIZE", "1"))
-    hw = resolve_hardware(args.hardware, world, None, None)
+    hw = resolve_hardware(args.hardware, world, None, args.host_cores)
     workers = hw.host_cpu_cores
     if plan is None:
         strategy = parse_strategy(args.strategy, hw)

@@ -1,0 +1,30 @@
+"""How an executor run is set up: its length, its data and its checks (one place for
+the defaults the command line and the benchmarks show)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from spec import SpecError
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    iterations: int = 200
+    warmup: int = 20
+    distinct_batches: int = 4
+    """Raw batches generated (or read) once and cycled; preprocessing reruns each time."""
+    check_rows: int = 64
+    """Rows of every batch compared with the reference."""
+    seed: int = 0
+    data: str | None = None
+    """A Criteo-format TSV file; synthetic data when None."""
+    cpu_workers: int = 16
+    """Host worker processes for host-mapped nodes (cpu:N sets it to N)."""
+
+    def __post_init__(self) -> None:
+        for name, lo in (("iterations", 1), ("warmup", 0), ("distinct_batches", 1),
+                         ("check_rows", 0), ("cpu_workers", 1)):
+            v = getattr(self, name)
+            if not isinstance(v, int) or v < lo:
+                raise SpecError(name, v, f"an integer >= {lo}")
