@@ -71,7 +71,11 @@ def _cpu_cached(signatures: tuple, part: str, division: str) -> object:
     import numba
 
     src = kernel_source(list(signatures), part, "cpu", "kernel", division)
-    digest = hashlib.sha256(f"{numba.__version__}\n{src}".encode()).hexdigest()[:20]
+    # Numba's cache does not see the scalar functions the kernel inlines: their source is
+    # part of the key, so an edit to backend/scalar.py compiles afresh
+    scalars = Path(scalar.__file__).read_bytes()
+    digest = hashlib.sha256(numba.__version__.encode() + b"\n" + src.encode() + b"\n"
+                            + scalars).hexdigest()[:20]
     name = f"corun_cpu_{part}_{digest}"
     folder = kernel_cache_dir() / "kernels"
     path = folder / f"{name}.py"
