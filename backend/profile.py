@@ -31,6 +31,7 @@ from backend.reference import run_reference
 from backend.runner import PipelineProgram, trainer_batch
 from backend.streams import HostPoolSet, ReleaseClock, Streams
 from backend.trainer import TRAINING_STAGES, Batch, Clock, Trainer
+from costmodel.profile_data import KEY
 from costmodel.sharding import shard_tables
 from costmodel.workload import kernel_work, stage_work
 from spec import Hardware, Model, OpKind, Pipeline, Stage
@@ -39,7 +40,6 @@ BLOCKS = (8, 33, 132, 264, 528, 1056, 2112)
 """Launch sizes from a few blocks to several waves of the H200's 132 SMs."""
 THREADS = (64, 128, 256, 512)
 
-KEY = ("gpu", "model", "batch", "kernel", "stage")
 COLUMNS = KEY + (
     "pipeline", "features", "nodes", "chains", "has_lists", "rows", "elements", "int_ops",
     "kernel_bytes", "blocks", "threads", "registers", "occupancy",
@@ -84,18 +84,6 @@ def sample_kernels(pipelines: Sequence[Pipeline], shapes: int, launches: int,
         for _ in range(launches):
             specs.append(KernelSpec(p, feats, int(rng.choice(BLOCKS)), int(rng.choice(THREADS))))
     return specs
-
-
-def done_keys(path: Path) -> set[tuple[str, ...]]:
-    """Keys of the rows already in the CSV (a torn last line is ignored)."""
-    if not path.exists():
-        return set()
-    keys = set()
-    with path.open(newline="") as f:
-        for row in csv.DictReader(f):
-            if row.get("measured_utc"):
-                keys.add(tuple(row[k] for k in KEY))
-    return keys
 
 
 class Profiler:

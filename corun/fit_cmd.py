@@ -12,7 +12,8 @@ from spec import SpecError
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("data", help="profile.csv from corun profile")
+    p.add_argument("data", help="a profile CSV from corun profile, or its --out "
+                   "directory (every profile*.csv in it: the shards of one profile)")
     p.add_argument("-o", "--output", required=True, help="the fitted model (a pickle; a "
                    ".json report and a held-out figure are written beside it)")
     p.add_argument("--holdout", type=float, default=0.25,
@@ -39,10 +40,10 @@ def run(args: argparse.Namespace) -> int:
     if not 0 < args.holdout < 1:
         raise SpecError("--holdout", args.holdout, "a fraction in (0, 1)")
     if not Path(args.data).exists():
-        raise SpecError("data", args.data, "an existing profile CSV")
+        raise SpecError("data", args.data, "an existing profile CSV or directory")
     rows = read_profile(args.data)
     if not rows:
-        raise SpecError("data", args.data, "a profile CSV with at least one measured row")
+        raise SpecError("data", args.data, "profile CSVs with at least one measured row")
     _, scores, test, pred = evaluate(rows, args.holdout, args.seed)
     final = CoRunModel(args.seed).fit(rows)  # the saved model sees every row
     out = Path(args.output)

@@ -29,13 +29,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--hardware", default="h200")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
+    p.add_argument("--shard", default="0/1", help="I/N: profile every N-th kernel feature "
+                   "set from the I-th, into DIR/profile-IofN.csv (one process per GPU; "
+                   "corun fit reads the directory)")
     p.add_argument("--quiet", action="store_true")
 
 
 def run(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from backend.profile import KEY, Profiler, append_rows, done_keys, sample_kernels
+    from backend.profile import Profiler, append_rows, sample_kernels
+    from costmodel.profile_data import KEY, done_keys, shard_file
     from corun.workload import resolve_hardware, resolve_model, resolve_pipeline
     from spec import DEFAULT_MODEL_FOR
 
@@ -44,14 +48,16 @@ def run(args: argparse.Namespace) -> int:
     for name, lo in (("shapes", 1), ("launches", 1), ("reps", 1)):
         if getattr(args, name) < lo:
             raise SpecError(f"--{name}", getattr(args, name), f"an integer >= {lo}")
+    shard, shards = _shard(args.shard)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    path = out / "profile.csv"
-    done = done_keys(path)
+    path = shard_file(out, shard, shards)
+    done = done_keys(out)
     hw = resolve_hardware(args.hardware, 1, None, None)
     pipelines = [resolve_pipeline(p) for p in args.pipelines.split(",")]
     specs = sample_kernels(pipelines, args.shapes, args.launches,
                            np.random.default_rng(args.seed))
+    specs = [s for i, s in enumerate(specs) if (i // args.launches) % shards == shard]
     pipeline_for = {m: p for p, m in DEFAULT_MODEL_FOR.items()}
     gpu = _gpu_name(args.device)
     stages = _stage_names()
@@ -80,6 +86,17 @@ def run(args: argparse.Namespace) -> int:
                     f"({written} this run, {time.time() - t0:.0f} s)")
     say(f"profile complete ({written} pairs this run): {path}")
     return 0
+
+
+def _shard(text: str) -> tuple[int, int]:
+    """"I/N" -> (I, N), with 0 <= I < N."""
+    try:
+        i, n = (int(x) for x in text.split("/"))
+    except ValueError:
+        i, n = -1, 0
+    if not 0 <= i < n:
+        raise SpecError("--shard", text, "I/N with integers 0 <= I < N, e.g. 0/4")
+    return i, n
 
 
 def _gpu_name(device: str) -> str:

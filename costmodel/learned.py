@@ -19,8 +19,6 @@ a fixed capacity of kernel time it hides).
 
 from __future__ import annotations
 
-import csv
-import hashlib
 import pickle
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -28,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
+from costmodel.profile_data import data_hash, read_profile
 from costmodel.types import CoRunEffect, CostModel, KernelWork, StageWork
 from spec import GpuKind, Hardware, OpKind, SpecError, hardware_preset
 
@@ -37,12 +36,6 @@ STAGES = ("emb_fwd", "bottom_mlp_fwd", "interaction_fwd", "top_mlp_fwd", "top_ml
 GPU_PRESETS = ("h200", "h100", "a100", "v100")
 DATA_DIR = Path(__file__).resolve().parent / "data"
 """Fitted models per GPU kind: data/<preset>/model.pkl (from `corun fit`)."""
-
-
-def read_profile(path: str | Path) -> list[dict[str, str]]:
-    """The rows of a profile CSV (a torn last line is dropped)."""
-    with Path(path).open(newline="") as f:
-        return [r for r in csv.DictReader(f) if r.get("measured_utc")]
 
 
 def preset_of(name: str) -> str:
@@ -316,10 +309,6 @@ def evaluate(rows: Sequence[dict], fraction: float = 0.25,
         preds[name] = m.predict(test)
         scores[name] = {t: score(preds[name][t], truth[t]) for t in TARGETS}
     return models["learned"], scores, test, preds["learned"]
-
-
-def data_hash(path: str | Path) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
 def library_versions() -> dict[str, str]:

@@ -45,6 +45,32 @@ def test_rows_per_kernel_and_stage_and_resume(files, tmp_path):
     assert len(list(csv.DictReader((tmp_path / "profile.csv").open()))) == len(rows)
 
 
+def test_shards_split_feature_sets_and_read_back_as_one(files, tmp_path):
+    from costmodel.profile_data import data_hash, read_profile
+
+    whole, parts = tmp_path / "whole", tmp_path / "parts"
+    assert profile(files, whole) == 0
+    for i in range(2):
+        assert profile(files, parts, "--shard", f"{i}/2") == 0
+    names = sorted(f.name for f in parts.iterdir())
+    assert names == ["profile-0of2.csv", "profile-1of2.csv"]
+    shard_kernels = [{r["kernel"] for r in read_profile(parts / n)} for n in names]
+    assert shard_kernels[0] and shard_kernels[1] and not shard_kernels[0] & shard_kernels[1]
+    key = lambda rs: sorted((r["kernel"], r["stage"]) for r in rs)  # noqa: E731
+    assert key(read_profile(parts)) == key(read_profile(whole / "profile.csv"))
+    before = data_hash(parts)
+    assert profile(files, parts) == 0  # unsharded rerun: every key is done
+    assert not (parts / "profile.csv").exists()
+    assert data_hash(parts) == before
+
+
+@pytest.mark.parametrize("bad", ["2/2", "x", "1/0", "1/-3"])
+def test_bad_shard_names_the_field(files, tmp_path, bad, capsys):
+    assert profile(files, tmp_path, "--shard", bad) != 0
+    assert "--shard" in capsys.readouterr().err
+    assert not list(tmp_path.glob("profile*.csv"))
+
+
 def test_budget_stops_before_the_first_kernel(files, tmp_path, capsys):
     assert main(["profile", "--out", str(tmp_path), "--models", str(files / "model.json"),
                  "--batches", "32", "--train-pipeline", str(files / "pipe.json"),

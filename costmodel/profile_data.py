@@ -1,0 +1,60 @@
+"""Profile CSVs on disk: one file, or a directory of them (`corun profile --shard I/N`
+writes one file per shard, so several GPUs profile at once without sharing a file).
+
+A row is identified by KEY; when files overlap, the first file (in name order) wins.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+from pathlib import Path
+
+KEY = ("gpu", "model", "batch", "kernel", "stage")
+
+
+def shard_file(directory: Path, shard: int, shards: int) -> Path:
+    """Where shard `shard` of `shards` appends (profile.csv when unsharded)."""
+    name = "profile.csv" if shards == 1 else f"profile-{shard}of{shards}.csv"
+    return Path(directory) / name
+
+
+def profile_files(path: str | Path) -> list[Path]:
+    """The CSVs behind `path`: itself, or a directory's profile*.csv in name order."""
+    p = Path(path)
+    if p.is_dir():
+        return sorted(p.glob("profile*.csv"))
+    return [p]
+
+
+def read_profile(path: str | Path) -> list[dict[str, str]]:
+    """The measured rows of a CSV or a directory of them (a torn last line, which has no
+    measured_utc, is dropped; a key seen twice keeps its first row)."""
+    rows, seen = [], set()
+    for f in profile_files(path):
+        with f.open(newline="") as fh:
+            for r in csv.DictReader(fh):
+                key = tuple(r.get(k) for k in KEY)
+                if r.get("measured_utc") and key not in seen:
+                    seen.add(key)
+                    rows.append(r)
+    return rows
+
+
+def done_keys(path: str | Path) -> set[tuple[str, ...]]:
+    """Keys of the rows already measured under `path` (missing: none)."""
+    if not Path(path).exists():
+        return set()
+    return {tuple(r[k] for k in KEY) for r in read_profile(path)}
+
+
+def data_hash(path: str | Path) -> str:
+    """SHA-256 over the profile files' names and bytes: a fitted model records it, so a
+    model fitted on other data is detected."""
+    h = hashlib.sha256()
+    files = profile_files(path)
+    for f in files:
+        if len(files) > 1:
+            h.update(f.name.encode() + b"\0")
+        h.update(f.read_bytes())
+    return h.hexdigest()
