@@ -51,7 +51,7 @@ COLUMNS = KEY + (
 
 @dataclass(frozen=True)
 class KernelSpec:
-    """A fused kernel to profile: every node feeding `features` of `pipeline`."""
+    """A fused kernel to profile: every node that `features` of `pipeline` need."""
 
     pipeline: Pipeline
     features: tuple[str, ...]
@@ -60,9 +60,14 @@ class KernelSpec:
 
     @functools.cached_property
     def nodes(self) -> tuple[str, ...]:
-        owner = self.pipeline.feature_of()
-        keep = set(self.features)
-        return tuple(n for n in self.pipeline.order if owner[n] in keep)
+        """The features' nodes and all they read, shared ancestors included (kaggle's
+        bucket_int_0 reads the fill_int_0 that logit_int_0 also reads)."""
+        by_name, keep = self.pipeline.node_by_name, set()
+        for cur in self.features:
+            while cur in by_name and cur not in keep:
+                keep.add(cur)
+                cur = by_name[cur].input
+        return tuple(n for n in self.pipeline.order if n in keep)
 
     @property
     def name(self) -> str:

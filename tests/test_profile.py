@@ -87,3 +87,23 @@ def test_kernel_samples_spread_sizes_and_share_feature_sets():
     assert min(sizes) < 5 and max(sizes) > 10  # log-uniform over 1..39 features
     assert len({s.features for s in specs}) <= 12  # launch shapes share a feature set
     assert len({s.name for s in specs}) >= 30
+
+
+def test_kernel_spec_holds_shared_ancestors():
+    """kaggle's bucket_int_0 and logit_int_0 share fill_int_0: a kernel of bucket_int_0
+    alone must compute it (the first H200 profile stopped on exactly this)."""
+    from backend.profile import KernelSpec
+    from backend.runner import PipelineProgram
+    from backend.data import synthetic_inputs
+    from backend.fusion import FusedGroup
+
+    p = spec.pipeline_preset("kaggle")
+    k = KernelSpec(p, ("bucket_int_0",), 8, 64)
+    assert "fill_int_0" in k.nodes and "logit_int_0" not in k.nodes
+    for s in sample_kernels([p], 30, 1, np.random.default_rng(1)):
+        nodes = set(s.nodes)
+        assert all(p.node_by_name[n].input in nodes or p.node_by_name[n].input in
+                   {c.name for c in p.inputs} for n in nodes)
+    raw = synthetic_inputs(p, 16, np.random.default_rng(0))
+    rest = [n for n in p.order if n not in set(k.nodes)]
+    PipelineProgram(p, [FusedGroup(p, k.nodes, k.name, 8, 64)], raw, elsewhere=rest)
