@@ -1,13 +1,20 @@
-"""Co-run profiling: how long a fused kernel takes beside a training stage, and how much
-it slows that stage, measured the way the executor runs them.
+"""Co-run profiling: how long a fused kernel takes on the GPU beside a training stage,
+and how much it slows that stage, measured the way the executor runs them.
 
 For one model and batch, the profiler trains on a replayed batch and, for each sampled
 kernel (a set of a pipeline's features fused into one kernel, with a launch shape) and
-each training stage, runs pairs of steps: a plain step, then a step whose opening event
-of that stage releases the kernel on the lower-priority preprocessing stream. Each pair
-gives the stage's time alone and co-run, and the kernel's time co-run; the kernel alone
-is timed on an idle GPU. Rows go to a CSV as they are measured, so a lost machine
-loses at most one kernel's rows, and a rerun skips every key already in the file.
+each training stage, runs steps whose opening event of that stage releases the kernel on
+the lower-priority preprocessing stream; plain steps, once per model and batch, give
+every stage's time alone, and the kernel alone is timed on an idle GPU.
+
+Every timed step and kernel is enqueued behind a GPU spin, so the host's launches (a
+fused Numba launch costs ~1 ms of host time on the H200, a step 5-6 ms:
+bench/results/raw/host_split_h200_run1.json) finish before the GPU starts: the events
+then time the GPU alone. The first H200 profile, taken without the spin, repeated to
+only 20-26% on its kernel times (costmodel/data/h200/README.md); host time is modelled
+apart (sim's host thread). Each row records the share of its steps where the host was
+ahead. Rows go to a CSV as they are measured, so a lost machine loses at most one
+kernel's rows, and a rerun skips every key already in the file.
 """
 
 from __future__ import annotations
@@ -29,16 +36,22 @@ from backend.executor import versions
 from backend.fusion import FusedGroup
 from backend.reference import run_reference
 from backend.runner import PipelineProgram, trainer_batch
-from backend.streams import HostPoolSet, ReleaseClock, Streams
+from backend.streams import HostPoolSet, ReleaseClock, Streams, gpu_spin
 from backend.trainer import TRAINING_STAGES, Batch, Clock, Trainer
 from costmodel.profile_data import KEY
 from costmodel.sharding import shard_tables
 from costmodel.workload import kernel_work, stage_work
-from spec import Hardware, Model, OpKind, Pipeline, Stage
+from spec import Hardware, Model, OpKind, Pipeline, SpecError, Stage
 
 BLOCKS = (8, 33, 132, 264, 528, 1056, 2112)
 """Launch sizes from a few blocks to several waves of the H200's 132 SMs."""
 THREADS = (64, 128, 256, 512)
+STEP_SPIN_MS = 9.0
+"""Longer than the host's launch of any profiled step and one fused kernel (<= 6 ms and
+~1 ms on the H200, bench/host_split.py)."""
+KERNEL_SPIN_MS = 3.0
+PLAIN_REPS = 15
+"""Plain steps per model and batch, for every stage's time alone."""
 
 COLUMNS = KEY + (
     "pipeline", "features", "nodes", "chains", "has_lists", "rows", "elements", "int_ops",
@@ -46,7 +59,7 @@ COLUMNS = KEY + (
     *(f"op_{op.value}" for op in OpKind),
     "stage_flops", "stage_bytes", "stage_kernels", "stage_parallelism",
     "stage_alone_ms", "stage_corun_ms", "kernel_alone_ms", "kernel_corun_ms",
-    "reps", "torch", "numba_cuda", "measured_utc")
+    "host_ahead", "reps", "torch", "numba_cuda", "measured_utc")
 
 
 @dataclass(frozen=True)
@@ -88,7 +101,8 @@ def sample_kernels(pipelines: Sequence[Pipeline], shapes: int, launches: int,
         feats = tuple(sorted(rng.choice(outs, k, replace=False).tolist()))
         for _ in range(launches):
             specs.append(KernelSpec(p, feats, int(rng.choice(BLOCKS)), int(rng.choice(THREADS))))
-    return specs
+    unique = {s.name: s for s in reversed(specs)}  # a launch shape drawn twice: keep one
+    return [s for s in specs if unique[s.name] is s]
 
 
 class Profiler:
@@ -127,9 +141,10 @@ class Profiler:
         program = PipelineProgram(p, [group], self._raw[p.name], elsewhere=rest)
         return group, (program.to_device() if self.S.cuda else HostPoolSet(program))
 
-    def _step(self, release: Stage | None, launch) -> tuple[dict[Stage, float], float]:
-        """One training step; `launch` (pre-stream) released at `release`. Returns
-        stage times and the kernel's time (0 when none)."""
+    def _step(self, release: Stage | None, launch) -> tuple[dict[Stage, float], float, bool]:
+        """One training step behind a spin; `launch` (pre-stream) released at `release`.
+        Returns stage times, the kernel's time (0 when none) and whether the host had
+        enqueued the whole step before the GPU began it (always on the CPU)."""
         S, spans = self.S, []
 
         def on_open(stage: Stage, opened) -> None:
@@ -142,16 +157,28 @@ class Profiler:
                 spans.append((t0, S.event(S.pre)))
 
         with S.use(S.train):
+            if S.cuda:
+                gpu_spin(STEP_SPIN_MS)
+                began = S.event(S.train)
             clock = ReleaseClock(self.device, on_open) if release else Clock(self.device)
             self.trainer.step(self.batch, clock)
+            ahead = not began.query() if S.cuda else True
         self._sync()
         kernel = S.ms(*spans[0]) if spans else 0.0
-        return clock.stage_ms(), kernel
+        return clock.stage_ms(), kernel, ahead
+
+    @functools.cached_property
+    def plain_stage_ms(self) -> dict[Stage, float]:
+        """Each stage's median time over PLAIN_REPS plain steps (after two warm ones)."""
+        steps = [self._step(None, None)[0] for _ in range(PLAIN_REPS + 2)][2:]
+        return {st: statistics.median(s[st] for s in steps) for st in TRAINING_STAGES}
 
     def kernel_alone_ms(self, launch, reps: int) -> float:
         S, xs = self.S, []
         for _ in range(reps):
             with S.use(S.pre):
+                if S.cuda:
+                    gpu_spin(KERNEL_SPIN_MS)
                 t0 = S.event(S.pre)
                 launch()
                 t1 = S.event(S.pre)
@@ -180,13 +207,12 @@ class Profiler:
             ops[spec.pipeline.node_by_name[n].op] += 1
         v = versions()
         for stage in TRAINING_STAGES:
-            plain, corun, kernel = [], [], []
+            corun, kernel, ahead = [], [], 0
             for _ in range(reps):
-                st, _ = self._step(None, launch)
-                plain.append(st[stage])
-                st, k = self._step(stage, launch)
+                st, k, a = self._step(stage, launch)
                 corun.append(st[stage])
                 kernel.append(k)
+                ahead += a
             w = self.work[stage]
             yield {
                 "gpu": torch.cuda.get_device_name() if self.S.cuda else "cpu",
@@ -201,9 +227,10 @@ class Profiler:
                 **{f"op_{op.value}": c for op, c in ops.items()},
                 "stage_flops": w.flops, "stage_bytes": w.hbm_bytes,
                 "stage_kernels": w.kernels, "stage_parallelism": w.parallelism,
-                "stage_alone_ms": statistics.median(plain),
+                "stage_alone_ms": self.plain_stage_ms[stage],
                 "stage_corun_ms": statistics.median(corun), "kernel_alone_ms": alone,
-                "kernel_corun_ms": statistics.median(kernel), "reps": reps,
+                "kernel_corun_ms": statistics.median(kernel), "host_ahead": ahead / reps,
+                "reps": reps,
                 "torch": v["torch"], "numba_cuda": v.get("numba-cuda", ""),
                 "measured_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             }
@@ -212,6 +239,12 @@ class Profiler:
 def append_rows(path: Path, rows: Sequence[dict]) -> None:
     """Append rows (with a header for a new file) and flush them to disk."""
     new = not path.exists() or path.stat().st_size == 0
+    if not new:
+        with path.open(newline="") as f:
+            header = next(csv.reader(f), [])
+        if tuple(header) != COLUMNS:
+            raise SpecError(str(path), "its header", "the columns of this corun profile "
+                            "(the file is from another version: profile into a new --out)")
     with path.open("a", newline="") as f:
         w = csv.DictWriter(f, fieldnames=COLUMNS)
         if new:

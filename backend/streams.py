@@ -16,6 +16,17 @@ from backend.trainer import TRAINING_STAGES, Clock
 from spec import Stage
 
 
+SPIN_CLOCK_HZ = 1.98e9
+"""The H200's SM boost clock (GPU.md): torch.cuda._sleep counts cycles of it."""
+
+
+def gpu_spin(ms: float) -> None:
+    """Keep the current CUDA stream busy for about `ms`, so that what the host enqueues
+    meanwhile runs back to back afterwards: its CUDA events then time the GPU alone,
+    without the host's launch gaps."""
+    torch.cuda._sleep(int(ms * 1e-3 * SPIN_CLOCK_HZ))
+
+
 class Streams:
     """Streams and timing events on a GPU; no-ops and the host clock on the CPU."""
 

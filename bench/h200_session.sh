@@ -11,12 +11,13 @@
 # so both halves of a pair see the same neighbours.
 #
 # Usage, from the repository root with OUT set by the device tool:
-#   TOTAL_S=560 MULTI=1 MULTI_S=200 HOST_SPLIT=1 bash bench/h200_session.sh
+#   TOTAL_S=560 MULTI=1 MULTI_S=200 HOST_SPLIT=1 PROFILE_ARGS= bash bench/h200_session.sh
 set -u
 TOTAL_S=${TOTAL_S:-560}
 MULTI=${MULTI:-1}
 MULTI_S=${MULTI_S:-200}
 HOST_SPLIT=${HOST_SPLIT:-1}
+PROFILE_ARGS=${PROFILE_ARGS:-}  # e.g. "--batches 2048,8192,16384 --launches 2"
 T0=$(date +%s)
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 mkdir -p "$OUT/profile" "$OUT/logs"
@@ -37,7 +38,8 @@ left_min() {  # minutes left for starting new kernels, keeping 45 s for the last
 }
 profile() {  # GPU shard
   CUDA_VISIBLE_DEVICES=$1 python3 -m corun.cli profile --out "$OUT/profile" \
-    --shard "$2/$NGPU" --budget-minutes "$(left_min)" > "$OUT/logs/profile-$2.log" 2>&1
+    --shard "$2/$NGPU" --budget-minutes "$(left_min)" $PROFILE_ARGS \
+    > "$OUT/logs/profile-$2.log" 2>&1
   log "profile shard $2 exit $?"
 }
 for ((i = 1; i < NGPU; i++)); do profile "$i" "$i" & done

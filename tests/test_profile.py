@@ -41,6 +41,9 @@ def test_rows_per_kernel_and_stage_and_resume(files, tmp_path):
         assert float(r["kernel_alone_ms"]) > 0 and float(r["stage_alone_ms"]) >= 0
         assert int(r["nodes"]) >= int(r["features"]) >= 1
         assert sum(int(r[f"op_{op.value}"]) for op in spec.OpKind) == int(r["nodes"])
+        assert float(r["host_ahead"]) == 1.0  # the CPU has no launch queue to fall behind
+    for stage in TRAINING_STAGES:  # one set of plain steps per model and batch
+        assert len({r["stage_alone_ms"] for r in rows if r["stage"] == stage.value}) == 1
     assert profile(files, tmp_path) == 0  # everything done: nothing appended
     assert len(list(csv.DictReader((tmp_path / "profile.csv").open()))) == len(rows)
 
@@ -71,6 +74,14 @@ def test_bad_shard_names_the_field(files, tmp_path, bad, capsys):
     assert not list(tmp_path.glob("profile*.csv"))
 
 
+def test_older_csv_is_not_appended_to(files, tmp_path, capsys):
+    old = tmp_path / "profile.csv"
+    old.write_text(",".join(c for c in COLUMNS if c != "host_ahead") + "\n")
+    assert profile(files, tmp_path) != 0
+    assert "another version" in capsys.readouterr().err
+    assert old.read_text().count("\n") == 1
+
+
 def test_budget_stops_before_the_first_kernel(files, tmp_path, capsys):
     assert main(["profile", "--out", str(tmp_path), "--models", str(files / "model.json"),
                  "--batches", "32", "--train-pipeline", str(files / "pipe.json"),
@@ -82,11 +93,11 @@ def test_budget_stops_before_the_first_kernel(files, tmp_path, capsys):
 def test_kernel_samples_spread_sizes_and_share_feature_sets():
     p = spec.pipeline_preset("kaggle")
     specs = sample_kernels([p], 12, 3, np.random.default_rng(0))
-    assert len(specs) == 36
+    assert 30 <= len(specs) <= 36 and len({s.name for s in specs}) == len(specs)
     sizes = {len(s.features) for s in specs}
     assert min(sizes) < 5 and max(sizes) > 10  # log-uniform over 1..39 features
     assert len({s.features for s in specs}) <= 12  # launch shapes share a feature set
-    assert len({s.name for s in specs}) >= 30
+    assert len({s.features for s in specs}) >= 10
 
 
 def test_kernel_spec_holds_shared_ancestors():
