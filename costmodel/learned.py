@@ -2,7 +2,8 @@
 
 Four targets, each a gradient-boosted regressor on a log scale:
   kernel alone     kernel_alone_ms                     from the kernel's features;
-  kernel co-run    kernel_corun_ms / kernel_alone_ms   from kernel and stage features;
+  kernel co-run    kernel_corun_ms / (kernel alone + stage alone ms)
+                                                       from kernel and stage features;
   stage slowdown   stage_corun_ms / stage_alone_ms     from kernel and stage features;
   stage alone      stage_alone_ms                      from the stage's work counts (the
                    training step as the trainer runs it, host launch gaps included).
@@ -19,6 +20,7 @@ a fixed capacity of kernel time it hides).
 
 from __future__ import annotations
 
+import json
 import pickle
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -111,7 +113,8 @@ def targets(rows: Sequence[dict]) -> dict[str, np.ndarray]:
     kc = np.array([_f(r, "kernel_corun_ms") for r in rows])
     sa = np.array([_f(r, "stage_alone_ms") for r in rows])
     sc = np.array([_f(r, "stage_corun_ms") for r in rows])
-    return {"kernel_alone": ka, "kernel_corun": kc / np.maximum(ka, 1e-6),
+    # a co-run kernel waits for SMs the stage holds: its latency scales with both times
+    return {"kernel_alone": ka, "kernel_corun": kc / np.maximum(ka + sa, 1e-6),
             "stage_slowdown": sc / np.maximum(sa, 1e-6), "stage_alone": sa}
 
 
@@ -171,7 +174,8 @@ class CoRunModel:
         # carry the predicted one)
         xks[:, -1] = np.log(np.maximum(alone, 1e-4))
         return {"kernel_alone": alone,
-                "kernel_corun": alone * self.estimators["kernel_corun"].predict(xks),
+                "kernel_corun": (alone + np.array([_f(r, "stage_alone_ms") for r in rows]))
+                * self.estimators["kernel_corun"].predict(xks),
                 "stage_slowdown": self.estimators["stage_slowdown"].predict(xks),
                 "stage_alone": stage}
 
@@ -220,6 +224,8 @@ class AnalyticModel:
 
     def fit(self, rows: Sequence[dict]) -> AnalyticModel:
         raw, y = self._raw(rows), targets(rows)
+        y["kernel_corun"] = measured(rows)["kernel_corun"] / np.maximum(y["kernel_alone"],
+                                                                        1e-9)  # its factor
         self.scale = {t: float(np.median(y[t] / np.maximum(raw[t], 1e-9))) for t in TARGETS}
         return self
 
@@ -409,6 +415,37 @@ def cost_model_for(hw: Hardware) -> CostModel:
     for preset in ([own] if own else []) + [p for p in GPU_PRESETS if p != own]:
         path = DATA_DIR / preset / "model.pkl"
         if path.exists():
-            model, meta = load_model(path)
+            model, meta = _load_or_refit(path)
             return LearnedCostModel(model, meta, None if preset == own else preset)
     return AnalyticCostModel()
+
+
+def _load_or_refit(path: Path) -> tuple[CoRunModel, dict]:
+    """The committed model; where it was fitted under other library versions or on other
+    data than the CSVs beside it, a model refitted here on those CSVs (once: cached under
+    CORUN_CACHE_DIR, default ~/.cache/corun), with a note on stderr. A pickled
+    scikit-learn model is not trusted across versions."""
+    import os
+    import sys
+
+    from spec.serde import write_atomic
+
+    try:
+        return load_model(path, path.parent)
+    except SpecError as e:
+        meta = pickle.loads(path.read_bytes())["meta"]
+        key = data_hash(path.parent)[:16] + "-" + "-".join(
+            f"{k}{v}" for k, v in sorted(library_versions().items()))
+        cache = Path(os.environ.get("CORUN_CACHE_DIR", Path.home() / ".cache" / "corun"))
+        cached = cache / "models" / f"{path.parent.name}-{key}.pkl"
+        if cached.exists():
+            return load_model(cached, path.parent)
+        print(f"corun: {e}; refitting on {path.parent} (once)", file=sys.stderr)
+        rows = read_profile(path.parent)
+        model = CoRunModel(int(meta.get("seed", 0))).fit(rows)
+        meta = {**meta, "data_sha256": data_hash(path.parent), "rows": len(rows),
+                "versions": library_versions(), "refitted_from": str(path)}
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        save_model(model, cached, meta)
+        write_atomic(cached.with_suffix(".json"), json.dumps(meta, indent=1))
+        return model, meta

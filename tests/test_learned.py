@@ -3,6 +3,7 @@ by whole groups, compared with the baselines, saved and refused when stale."""
 
 import csv
 import json
+import shutil
 
 import numpy as np
 import pytest
@@ -123,7 +124,8 @@ def test_simulator_uses_a_fitted_model_for_its_gpu(profile_csv, tmp_path, monkey
     monkeypatch.setattr(learned, "DATA_DIR", tmp_path)
     assert simulate(sc).prediction.provenance.cost_model == "analytic"
     (tmp_path / "h200").mkdir()
-    assert main(["fit", str(profile_csv), "-o", str(tmp_path / "h200" / "model.pkl")]) == 0
+    shutil.copy(profile_csv, tmp_path / "h200" / "profile.csv")
+    assert main(["fit", str(tmp_path / "h200"), "-o", str(tmp_path / "h200" / "model.pkl")]) == 0
     p = simulate(sc).prediction
     assert p.provenance.cost_model.startswith("learned (data ")
     assert p.kernels[0].time_ms > 0
@@ -131,3 +133,29 @@ def test_simulator_uses_a_fitted_model_for_its_gpu(profile_csv, tmp_path, monkey
                     iterations=4, warmup=1)
     assert simulate(a100).prediction.provenance.cost_model.endswith(
         "fitted on h200, transferred)")
+
+
+def test_model_from_other_library_versions_is_refitted_once(profile_csv, tmp_path,
+                                                           monkeypatch, capsys):
+    from spec import hardware_preset
+
+    d = tmp_path / "data" / "h200"
+    d.mkdir(parents=True)
+    shutil.copy(profile_csv, d / "profile.csv")
+    assert main(["fit", str(d), "-o", str(d / "model.pkl")]) == 0
+    monkeypatch.setattr(learned, "DATA_DIR", tmp_path / "data")
+    monkeypatch.setenv("CORUN_CACHE_DIR", str(tmp_path / "cache"))
+    hw = hardware_preset("h200", 1)
+    assert learned.cost_model_for(hw).meta.get("refitted_from") is None
+    capsys.readouterr()
+    here = learned.library_versions()
+    monkeypatch.setattr(learned, "library_versions",
+                        lambda: {**here, "scikit-learn": "0.0"})
+    cm = learned.cost_model_for(hw)
+    assert cm.meta["refitted_from"] == str(d / "model.pkl")
+    assert "refitting" in capsys.readouterr().err
+    assert learned.cost_model_for(hw).meta["refitted_from"]  # from the cache, silently
+    assert "refitting" not in capsys.readouterr().err
+    (d / "profile.csv").write_text((d / "profile.csv").read_text().replace("2026-11-29T00",
+                                                                           "2026-11-30T00"))
+    assert learned.cost_model_for(hw).meta["data_sha256"] == learned.data_hash(d)
