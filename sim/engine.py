@@ -16,7 +16,7 @@ import numpy as np
 import simpy
 
 from sim.scenario import Compiled, GpuTables
-from sim.trace import COPY, PREPROCESS, TRAINING, WAIT, Span
+from sim.trace import COPY, HOST, PREPROCESS, TRAINING, WAIT, Span
 
 
 @dataclass
@@ -129,6 +129,7 @@ def run(compiled: Compiled) -> RunLog:
                  [[[0.0] * n_kernels for _ in range(iters)] for _ in range(n)], spans, 0.0)
     barriers: dict[tuple[int, int], _Barrier] = {}
     ready = [simpy.Store(env, capacity=2) for _ in range(n)]
+    launched = [simpy.Store(env, capacity=1) for _ in range(n)]
     cpu_ms = compiled.cpu_batch_ms
     queue = simpy.Store(env, capacity=sc.queue_depth_per_gpu * n) if cpu_ms > 0 else None
 
@@ -157,6 +158,15 @@ def run(compiled: Compiled) -> RunLog:
             spans.append(Span(g, COPY, "h2d", it, t0, env.now))
             yield ready[g].put(it)
 
+    def host_thread(g: int, tables: GpuTables):
+        """Launches and feeds one iteration after another, one iteration ahead at most
+        (the executor waits for a batch's check before it stages the one after next)."""
+        for it in range(iters):
+            t0 = env.now
+            yield env.timeout(tables.host_ms * cpu_noise[(it * n + g) % len(cpu_noise)])
+            spans.append(Span(g, HOST, "launch and feed", it, t0, env.now))
+            yield launched[g].put(it)
+
     def gpu(g: int, tables: GpuTables):
         before = [k for k in tables.kernels if k.release_pos < 0]
         stage_ms, comm_ms, pre_ms = tables.stage_ms, tables.comm_ms, tables.pre_barrier_ms
@@ -168,6 +178,12 @@ def run(compiled: Compiled) -> RunLog:
             yield ready[g].get()  # this iteration's inputs (and the next batch's raw data)
             if env.now > start:
                 spans.append(Span(g, WAIT, "wait for input", it, start, env.now))
+            if tables.host_ms > 0:
+                t_host = env.now
+                yield launched[g].get()  # the host thread has launched this iteration
+                if env.now > t_host:
+                    spans.append(Span(g, WAIT, "wait for host launches", it, t_host,
+                                      env.now))
             stall = env.now - start
             knoise = kernel_noise[g, it]
             pre = _PreStream(g, tables, it, knoise[len(before):], spans, log.kernel_ms[g][it])
@@ -228,6 +244,8 @@ def run(compiled: Compiled) -> RunLog:
     for g in range(n):
         env.process(loader(g, compiled.gpus[g]))
         env.process(gpu(g, compiled.gpus[g]))
+        if compiled.gpus[g].host_ms > 0:
+            env.process(host_thread(g, compiled.gpus[g]))
     env.run()
     log.end_ms = env.now
     log.events = next(env._eid)  # SimPy numbers every scheduled event from this counter

@@ -7,10 +7,11 @@ hot path only indexes tuples.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from costmodel import CostModel, Sharding, kernel_work, shard_tables, stage_work
 from costmodel.comm import all_to_all_ms, pgas_exposed_ms, ring_allreduce_ms
+from costmodel.host import H200_HOST, kernel_launches, output_mb
 from costmodel.types import Comm, KernelWork, StageWork
 from sim.strategy import Strategy, StrategyKind, strategy_plan
 from spec import Hardware, Mapping, Model, Pipeline, Plan, SpecError, Stage, stages_for
@@ -40,6 +41,10 @@ class Scenario:
     embedding_comm: EmbeddingComm = EmbeddingComm.COLLECTIVE
     queue_depth_per_gpu: int = 4
     """Preprocessed batches the CPU workers may run ahead, per GPU."""
+    host_thread: bool = True
+    """Model the host thread that launches each GPU's kernels and stages, assembles and
+    checks its batches, as `corun execute` runs them (costmodel/host.py); False: the GPU
+    alone, as if launches were free."""
 
     def __post_init__(self) -> None:
         require_int_range("iterations", self.iterations, 1, 1_000_000)
@@ -73,6 +78,8 @@ class GpuTables:
     kernels: tuple[KernelRun, ...]
     h2d_ms: float
     """Host-to-device copy of one batch's inputs for this GPU."""
+    host_ms: float = 0.0
+    """The host thread's time to launch and feed one iteration (0: not modelled)."""
 
 
 @dataclass
@@ -178,8 +185,16 @@ def compile_scenario(sc: Scenario, cm: CostModel) -> Compiled:
             if n in outputs or any(c not in cpu_set for c in pipeline.consumers[n]):
                 copy_bytes += rows_local * cols[n].bytes_per_row()
         kernels.sort(key=lambda r: r.release_pos)  # stable: plan order within a stage
+        host_ms = 0.0
+        if sc.host_thread:
+            mine = replace(plan, kernels=tuple(k for k in plan.kernels
+                                               if k.gpu is None or k.gpu == g))
+            host_ms = H200_HOST.iteration_ms(kernel_launches(mine, pipeline),
+                                             output_mb(pipeline, rows_local),
+                                             sc.strategy.kind is not StrategyKind.IDEAL)
         gpus.append(GpuTables(stages, stage_ms, tuple(comm.get(s, 0.0) for s in stages),
-                              tuple(pre), tuple(kernels), hw.host_link.transfer_ms(copy_bytes)))
+                              tuple(pre), tuple(kernels), hw.host_link.transfer_ms(copy_bytes),
+                              host_ms))
     cpu_ms = 0.0
     if plan.cpu_nodes:
         kw = kernel_work(pipeline, "cpu", plan.cpu_nodes, rows_local, 1, 32)
@@ -187,4 +202,6 @@ def compile_scenario(sc: Scenario, cm: CostModel) -> Compiled:
     notes = []
     if sc.strategy.kind is StrategyKind.CPU and sc.strategy.cpu_workers > hw.host_cpu_cores:
         notes.append("more CPU workers than host cores")
+    if sc.host_thread:
+        notes.append(f"host thread {gpus[0].host_ms:.2f} ms per iteration ({H200_HOST.source})")
     return Compiled(sc, plan, sharding, gpus, cpu_ms, cm.name, notes)

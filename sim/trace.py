@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-TRAINING, PREPROCESS, COPY, WAIT = 0, 1, 2, 3
+TRAINING, PREPROCESS, COPY, WAIT, HOST = 0, 1, 2, 3, 4
 STREAM_NAMES = {TRAINING: "training stream", PREPROCESS: "preprocessing stream",
-                COPY: "host-to-device copy", WAIT: "waiting"}
+                COPY: "host-to-device copy", WAIT: "waiting",
+                HOST: "host thread (launches, staging, assembly, check)"}
 
 
 @dataclass(frozen=True)

@@ -111,12 +111,34 @@ def test_invariants_on_random_scenarios(seed):
 
 
 def test_ideal_one_gpu_is_sum_of_stages(h200, kaggle_model, kaggle):
-    r = simulate(Scenario(h200, kaggle_model, kaggle, Strategy(StrategyKind.IDEAL)), commit="t")
+    sc = Scenario(h200, kaggle_model, kaggle, Strategy(StrategyKind.IDEAL), host_thread=False)
+    r = simulate(sc, AnalyticCostModel(), commit="t")
     cm = AnalyticCostModel()
     work = stage_work(kaggle_model, h200, shard_tables(kaggle_model, h200), 0)
     expected = sum(cm.stage_ms(w, h200) for w in work.values())
     assert r.prediction.iteration_time_ms == pytest.approx(expected, rel=1e-12)
     assert r.prediction.stall_ms_per_iteration == 0
+
+
+@pytest.mark.parametrize("strategy", ["ideal", "gpu-overlap", "gpu-sequential", "cpu:16"])
+def test_host_thread_bounds_the_iteration(h200, kaggle_model, kaggle, strategy):
+    """With the host thread an iteration takes max(GPU, host) in steady state: the
+    host's time is the step, one launch per fused kernel and, for real batches, their
+    staging, assembly and check (costmodel/host.py)."""
+    from costmodel.host import H200_HOST, kernel_launches, output_mb
+
+    st = parse_strategy(strategy, h200)
+    gpu_only = Scenario(h200, kaggle_model, kaggle, st, iterations=40, host_thread=False)
+    cm = AnalyticCostModel()
+    g = simulate(gpu_only, cm, commit="t")
+    h = simulate(replace(gpu_only, host_thread=True), cm, commit="t")
+    host = H200_HOST.iteration_ms(kernel_launches(h.compiled.plan, kaggle),
+                                  output_mb(kaggle, kaggle_model.batch_per_gpu),
+                                  st.kind is not StrategyKind.IDEAL)
+    assert host >= H200_HOST.step_ms
+    expected = max(g.prediction.iteration_time_ms, host)
+    assert h.prediction.iteration_time_ms == pytest.approx(expected, rel=0.02)
+    assert any("host thread" in n for n in h.prediction.notes)
 
 
 def test_ring_allreduce_closed_form():
@@ -145,10 +167,12 @@ def test_allreduce_stage_in_simulation_matches_formula(kaggle_model, kaggle):
 def test_cpu_throughput_grows_to_ideal_and_never_exceeds(kaggle, kaggle_model):
     hw = spec.hardware_preset("h200", 2, host_cpu_cores=64)
     model = replace(kaggle_model, batch_per_gpu=8192)
-    ideal = simulate(Scenario(hw, model, kaggle, Strategy(StrategyKind.IDEAL)), commit="t")
+    ideal = simulate(Scenario(hw, model, kaggle, Strategy(StrategyKind.IDEAL),
+                              host_thread=False), commit="t")
     tputs = []
-    for n in (1, 2, 4, 8, 16, 32, 64):
-        r = simulate(Scenario(hw, model, kaggle, Strategy(StrategyKind.CPU, n)), commit="t")
+    for n in (1, 2, 4, 8, 16, 32, 64):  # the GPU side alone: the host thread would cap both
+        r = simulate(Scenario(hw, model, kaggle, Strategy(StrategyKind.CPU, n),
+                              host_thread=False), commit="t")
         tputs.append(r.prediction.throughput_samples_per_s)
     best = ideal.prediction.throughput_samples_per_s
     assert all(b >= a * (1 - 1e-9) for a, b in zip(tputs, tputs[1:]))
@@ -159,8 +183,8 @@ def test_cpu_throughput_grows_to_ideal_and_never_exceeds(kaggle, kaggle_model):
 
 def test_overlap_and_plan_between_sequential_and_ideal(h200, kaggle, kaggle_model):
     def tput(strategy):
-        return simulate(
-            Scenario(h200, kaggle_model, kaggle, strategy), commit="t"
+        return simulate(  # the GPU side alone: on kaggle the host thread caps all three
+            Scenario(h200, kaggle_model, kaggle, strategy, host_thread=False), commit="t"
         ).prediction.throughput_samples_per_s
 
     ideal = tput(Strategy(StrategyKind.IDEAL))
