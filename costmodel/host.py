@@ -11,9 +11,11 @@ host, torch 2.11, numba-cuda 0.30.4; bench/results/raw/execute_*_run{2,3}.json, 
 in bench/results/execute_h200.md), the runs this model is then checked against:
   step_ms           4.90  `ideal` host step, kaggle/terabyte b4096/b8192: 4.52-5.13 ms
                           (bench/host_split.py, the step behind a spin: 5.1-6.0 ms);
-  kernel_launch_ms  0.71  per fused kernel launched inside the step: the RAP plans' five
-                          kernels add 3.56 ms to kaggle's and terabyte's step (b8192);
-                          host_split timed one launch alone at 0.54-1.05 ms;
+  kernel_launch_ms  0.29  per host launch of a fused kernel (a list-writing kernel is
+                          three: lengths, scan, values): least squares through zero on
+                          the host-bound kaggle/terabyte b8192 runs (run 3): 3 launches
+                          of gpu-sequential/overlap add 0.23-0.53 ms to the step, RAP's
+                          11 add 3.32-3.56 ms;
   batch_fixed_ms    1.31  staging + assembly + check of one batch: a line through its
   batch_ms_per_mb   0.080 output MB, least squares over the 22 non-ideal GPU runs of
                           runs 2-3 (kaggle/terabyte 1.9-3.9 MB: 1.1-1.9 ms; multihot
@@ -32,7 +34,7 @@ from spec.pipeline import Shape
 @dataclass(frozen=True)
 class HostCosts:
     step_ms: float = 4.90
-    kernel_launch_ms: float = 0.71
+    kernel_launch_ms: float = 0.29
     batch_fixed_ms: float = 1.31
     batch_ms_per_mb: float = 0.080
     source: str = "corun execute host breakdown, H200 machine (costmodel/host.py)"
@@ -60,8 +62,8 @@ def output_mb(pipeline: Pipeline, rows: int) -> float:
 
 
 def kernel_launches(plan: Plan, pipeline: Pipeline) -> int:
-    """Host launches of a plan's fused kernels per batch: lists add a lengths kernel and
-    a scan."""
+    """Host launches of a plan's fused kernels per batch: a kernel that writes a list
+    column adds a lengths kernel and a scan (backend/runner.py)."""
     cols = pipeline.columns
-    return sum(3 if any(cols[x].shape is Shape.LIST for x in k.nodes) else 1
+    return sum(3 if any(cols[x].shape is Shape.LIST for x in pipeline.sinks(k.nodes)) else 1
                for k in plan.kernels)
