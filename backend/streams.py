@@ -15,7 +15,6 @@ from backend.runner import PipelineProgram
 from backend.trainer import TRAINING_STAGES, Clock
 from spec import Stage
 
-
 SPIN_CLOCK_HZ = 1.98e9
 """The H200's SM boost clock (GPU.md): torch.cuda._sleep counts cycles of it."""
 

@@ -39,8 +39,8 @@ def run(args: argparse.Namespace) -> int:
     import numpy as np
 
     from backend.profile import Profiler, append_rows, sample_kernels
-    from costmodel.profile_data import KEY, done_keys, shard_file
     from corun.workload import resolve_hardware, resolve_model, resolve_pipeline
+    from costmodel.profile_data import KEY, done_keys, shard_file
     from spec import DEFAULT_MODEL_FOR
 
     say = (lambda *a: None) if args.quiet else (lambda *a: print(*a, file=sys.stderr,

@@ -103,10 +103,10 @@ def test_kernel_samples_spread_sizes_and_share_feature_sets():
 def test_kernel_spec_holds_shared_ancestors():
     """kaggle's bucket_int_0 and logit_int_0 share fill_int_0: a kernel of bucket_int_0
     alone must compute it (the first H200 profile stopped on exactly this)."""
-    from backend.profile import KernelSpec
-    from backend.runner import PipelineProgram
     from backend.data import synthetic_inputs
     from backend.fusion import FusedGroup
+    from backend.profile import KernelSpec
+    from backend.runner import PipelineProgram
 
     p = spec.pipeline_preset("kaggle")
     k = KernelSpec(p, ("bucket_int_0",), 8, 64)
