@@ -40,10 +40,29 @@ RUNS = [  # (file, what the run was, the commit it ran, the command on the H200)
     ("execute_plans_run3.json", "planned strategies at batch 8192", "40860da",
      "python bench/execute_gpu.py --matrix plans --only kaggle,terabyte --batches 8192 "
      "--strategies ideal,rap,corun --out $OUT/p2 --budget-s 110"),
+    ("execute_plans_run5.json", "planned strategies at batch 8192, plans chosen with the "
+     "learned H200 model and the host thread", "3e2d32d",
+     "python bench/execute_gpu.py --matrix plans --only kaggle,terabyte,wide-2x,wide-4x "
+     "--batches 8192 --strategies ideal,gpu-sequential,rap,corun --budget-s 230 --out $OUT"),
 ]
 SPLIT = {"execute_baselines_run3.json", "execute_baselines_run4.json",
-         "execute_plans_heavy_run3.json", "execute_plans_run3.json"}
-"""Runs at the current trainer whose measurements feed reports/h200."""
+         "execute_plans_heavy_run3.json", "execute_plans_run3.json",
+         "execute_plans_run5.json"}
+"""Runs at the current trainer whose measurements feed reports/h200 (a later run's
+measurement of the same case replaces an earlier one)."""
+PLAN_FILES = {"corun": "plan.json", "rap": "plan-rap.json"}
+
+
+def same_plan(case: dict) -> bool:
+    """Whether a planned strategy's measurement ran the plan now in bench/plans/ (the
+    one its prediction is of); baselines always do."""
+    name = PLAN_FILES.get(case["strategy"])
+    if name is None:
+        return True
+    path = ROOT / "bench" / "plans" / f"{case['pipeline']}-b{case['batch']}" / name
+    now = json.loads(path.read_text())
+    ran = case["measurement"]["plan"]
+    return all(now.get(k) == ran.get(k) for k in ("kernels", "cpu_nodes"))
 
 
 def ms(s: dict) -> str:
@@ -88,6 +107,8 @@ def trainer_table(ms_list: list[dict]) -> str:
 
 def main() -> int:
     out_dir = ROOT / "reports" / "h200" / "measurements"
+    for old in out_dir.glob("*.json"):  # rebuilt from the raw runs below
+        old.unlink()
     lines = ["# Strategies executed on one H200", "",
              "Made by `python bench/render_execute.py` from the raw files in "
              "`bench/results/raw/`. Each run is one command on the H200 (below); every "
@@ -119,11 +140,16 @@ def main() -> int:
                   "copy of the tree reported the session's first commit, or nothing)", "",
                   run_table(cases), ""]
         if name in SPLIT:
+            stale = [c for c in cases if c.get("measurement") and not same_plan(c)]
+            if stale:
+                lines += ["Not in reports/h200 (the plan in bench/plans/ has changed since): "
+                          + ", ".join(f"{c['pipeline']} b{c['batch']} {c['strategy']}"
+                                      for c in stale) + ".", ""]
             for c in cases:
                 m = c.get("measurement")
-                if m is None or (name in ("execute_plans_run3.json",
-                                          "execute_baselines_run4.json") and
-                                 c["strategy"] == "ideal" and c["batch"] == 8192):
+                if m is None or c in stale or (name in ("execute_plans_run3.json",
+                                                        "execute_baselines_run4.json") and
+                                               c["strategy"] == "ideal" and c["batch"] == 8192):
                     continue  # run 3's baselines measured ideal at this batch too
                 stem = f"{c['pipeline']}-b{c['batch']}-{c['strategy'].replace(':', '-')}"
                 write_atomic(out_dir / f"{stem}.json",

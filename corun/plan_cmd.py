@@ -16,6 +16,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--gpus", type=int, default=1)
     p.add_argument("--interconnect")
     p.add_argument("--host-cores", type=int)
+    p.add_argument("--no-host-thread", dest="host_thread", action="store_false",
+                   help="leave out the host thread that launches and feeds each GPU "
+                   "(costmodel/host.py): the GPU side alone, as if launches were free")
     p.add_argument("--model", default="criteo-kaggle")
     p.add_argument("--pipeline", default="kaggle")
     p.add_argument("--batch", type=int)
@@ -48,7 +51,8 @@ def run(args: argparse.Namespace) -> int:
     pipeline = resolve_pipeline(args.pipeline)
     base = Scenario(hw, model, pipeline, Strategy(StrategyKind.IDEAL),
                     iterations=args.iterations, seed=args.seed,
-                    embedding_comm=EmbeddingComm(args.embedding_comm))
+                    embedding_comm=EmbeddingComm(args.embedding_comm),
+                    host_thread=args.host_thread)
     say = (lambda *a: None) if args.quiet else (lambda *a: print(*a, file=sys.stderr))
     judge = SimJudge(base)
 

@@ -20,6 +20,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--gpus", type=int, default=1)
     p.add_argument("--interconnect", help="intra-node link preset (nvlink4, pcie5, ...)")
     p.add_argument("--host-cores", type=int, help="host CPU cores (default 16 per GPU)")
+    p.add_argument("--no-host-thread", dest="host_thread", action="store_false",
+                   help="leave out the host thread that launches and feeds each GPU "
+                   "(costmodel/host.py): the GPU side alone, as if launches were free")
     p.add_argument("--model", default="criteo-kaggle", help="model preset or file")
     p.add_argument("--pipeline", default="kaggle", help="pipeline preset or file")
     p.add_argument("--batch", type=int, help="batch per GPU (default: the model's)")
@@ -82,7 +85,8 @@ def run(args: argparse.Namespace) -> int:
         if not args.quiet:
             print(f"[{i + 1}/{len(strategies)}] simulating {s.label} ...", file=sys.stderr)
         sc = Scenario(hw, model, pipeline, s, iterations=args.iterations, warmup=args.warmup,
-                      seed=args.seed, jitter_cv=args.jitter, embedding_comm=comm)
+                      seed=args.seed, jitter_cv=args.jitter, embedding_comm=comm,
+                      host_thread=args.host_thread)
         results.append(simulate(sc))
     preds = [r.prediction for r in results]
     if args.trace:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import csv
 import io
+import multiprocessing
 import os
 import sys
 from concurrent.futures import ProcessPoolExecutor
@@ -108,7 +109,10 @@ def run(args: argparse.Namespace) -> int:
             shard_tables(model, hardware_preset(k, g))
     grid = [(k, g, b) for k in kinds for g in gpus for b in batches]
     points: list[Point] = []
-    with ProcessPoolExecutor(max_workers=args.jobs) as pool:
+    # spawned, not forked: a fork of a process whose OpenMP threads (scikit-learn's
+    # gradient boosting in the learned cost model) have run can hang in the child
+    with ProcessPoolExecutor(max_workers=args.jobs,
+                             mp_context=multiprocessing.get_context("spawn")) as pool:
         futures = [pool.submit(plan_point, k, g, b, args.model, args.pipeline,
                                args.time_limit) for k, g, b in grid]
         for i, f in enumerate(futures):

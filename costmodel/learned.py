@@ -378,20 +378,38 @@ class LearnedCostModel(CostModel):
 
         self.model, self.meta = model, meta
         self.fallback = AnalyticCostModel()
+        self._memo: dict[tuple, object] = {}
+        """Answers by argument: the planner asks about the same kernels and stages for
+        many candidate plans, and one scikit-learn call costs about a millisecond."""
         self.name = f"learned (data {meta['data_sha256'][:10]}, {meta['rows']} rows"
         self.name += f", fitted on {fitted_on}, transferred)" if fitted_on else ")"
 
+    def _cached(self, key: tuple, compute):
+        if key not in self._memo:
+            self._memo[key] = compute()
+        return self._memo[key]
+
     def stage_ms(self, work: StageWork, hw: Hardware) -> float:
+        return self._cached(("stage", work, hw.gpu.name), lambda: self._stage_ms(work, hw))
+
+    def kernel_ms(self, work: KernelWork, hw: Hardware) -> float:
+        return self._cached(("kernel", work, hw.gpu.name), lambda: self._kernel_ms(work, hw))
+
+    def corun(self, kernel: KernelWork, stage: StageWork, hw: Hardware,
+              training_priority_high: bool) -> CoRunEffect:
+        return self._cached(("corun", kernel, stage, hw.gpu.name, training_priority_high),
+                            lambda: self._corun(kernel, stage, hw))
+
+    def _stage_ms(self, work: StageWork, hw: Hardware) -> float:
         row = {"gpu": hw.gpu.name, "stage": work.stage.value, "stage_flops": work.flops,
                "stage_bytes": work.hbm_bytes, "stage_kernels": work.kernels,
                "stage_parallelism": work.parallelism}
         return float(self.model.predict_stage_ms([row])[0])
 
-    def kernel_ms(self, work: KernelWork, hw: Hardware) -> float:
+    def _kernel_ms(self, work: KernelWork, hw: Hardware) -> float:
         return float(self.model.predict([work_row(work, None, 0.0, hw)])["kernel_alone"][0])
 
-    def corun(self, kernel: KernelWork, stage: StageWork, hw: Hardware,
-              training_priority_high: bool) -> CoRunEffect:
+    def _corun(self, kernel: KernelWork, stage: StageWork, hw: Hardware) -> CoRunEffect:
         row = work_row(kernel, stage, self.stage_ms(stage, hw), hw)
         p = self.model.predict([row])
         factor = p["kernel_corun"][0] / max(p["kernel_alone"][0], 1e-9)

@@ -138,3 +138,19 @@ def test_plan_file(tmp_path, capsys):
         == 0
     )
     assert json.loads(capsys.readouterr().out)["strategy"] == "plan:kaggle"
+
+
+def test_host_thread_on_by_default_and_off_on_request(capsys):
+    """ideal on one H200 is bound by the host thread's step launch (costmodel/host.py);
+    --no-host-thread gives the GPU side alone, which is faster."""
+    from costmodel.host import H200_HOST
+
+    times = {}
+    for flag in ([], ["--no-host-thread"]):
+        assert main(["simulate", "--strategy", "ideal", "--json", "--quiet",
+                     "--iterations", "6", *flag]) == 0
+        doc = json.loads(capsys.readouterr().out)
+        pred = doc[0] if isinstance(doc, list) else doc
+        times[bool(flag)] = pred["iteration_time_ms"]
+        assert any("host thread" in n for n in pred["notes"]) is not bool(flag)
+    assert times[False] >= H200_HOST.step_ms * 0.999 > times[True]

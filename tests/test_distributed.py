@@ -83,13 +83,16 @@ def test_two_rank_step_equals_single_process(tmp_path, opt, inter, owner_mapped)
     want = {k: v.detach() for k, v in single.net.named_parameters()}
     rows = [t.rows for t in m.tables]
     start = np.concatenate([[0], np.cumsum(rows)])
+    # two halves summed then all-reduced round differently from one batch's sum, and
+    # row-wise Adagrad divides by the root of those sums: a relative tolerance too (one
+    # fresh-clone run of the suite in about eight failed at atol=1e-5 alone)
     for rank in range(WORLD):
         got = torch.load(tmp_path / f"rank{rank}.pt")
         for name, value in got["state"].items():
             if name == "embedding":
                 full = torch.cat([want["embedding"][start[k] : start[k + 1]]
                                   for k in got["tables"]])
-                assert torch.allclose(value, full, atol=1e-5), (rank, name)
+                assert torch.allclose(value, full, rtol=1e-4, atol=1e-5), (rank, name)
             else:
-                assert torch.allclose(value, want[name], atol=1e-5), (rank, name)
+                assert torch.allclose(value, want[name], rtol=1e-4, atol=1e-5), (rank, name)
         assert got["stages"] == [s.value for s in spec.stages_for(2)]  # every stage, in order

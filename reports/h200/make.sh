@@ -9,6 +9,9 @@ preds=()
 for d in heavy-b4096 kaggle-b8192 terabyte-b8192; do
   for s in ideal gpu-sequential gpu-overlap rap corun; do preds+=("bench/plans/$d/prediction-$s.json"); done
 done
+for d in wide-2x-b8192 wide-4x-b8192; do
+  for s in ideal gpu-sequential rap corun; do preds+=("bench/plans/$d/prediction-$s.json"); done
+done
 for s in ideal gpu-sequential gpu-overlap; do preds+=("bench/plans/multihot-b8192/prediction-$s.json"); done
 for s in ideal cpu-16; do preds+=("bench/plans/multihot-b4096/prediction-$s.json"); done
 rm -f reports/h200/*.png reports/h200/*.svg reports/h200/summary.md
