@@ -4,7 +4,8 @@ Run: python bench/milp_gap.py  ->  bench/results/milp_gap.json
 Both plans are judged by the same simulator. `search (MILP's decisions)` decides only what
 the MILP decides (fusion and release stages; default launch shape, every GPU over its
 local batch, training at high priority); `search` also tunes launch shapes, mapping and
-stream priority, which the MILP does not model.
+stream priority, which the MILP does not model. The analytic cost model and the GPU side
+alone (no host thread): the MILP's objective is the GPU schedule.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import json
 import time
 
 import spec
+from costmodel import AnalyticCostModel
 from planner import LocalSearch, SimJudge
 from planner.milp import solve
 from sim import Scenario, Strategy, StrategyKind
@@ -27,8 +29,8 @@ def main() -> int:
     for pipe in CASES:
         model = spec.model_preset(spec.DEFAULT_MODEL_FOR[pipe])
         sc = Scenario(spec.hardware_preset("h200", 1), model, spec.pipeline_preset(pipe),
-                      Strategy(StrategyKind.IDEAL))
-        judge = SimJudge(sc)
+                      Strategy(StrategyKind.IDEAL), host_thread=False)
+        judge = SimJudge(sc, AnalyticCostModel())
         t0 = time.perf_counter()
         exact = solve(judge)
         t_milp = time.perf_counter() - t0
