@@ -6,9 +6,9 @@ execute_h200.md: iteration time = the sum of the host's pieces): a GPU that fini
 work early waits for the next launch. The simulator runs the thread beside each GPU, so
 an iteration takes at least its host time.
 
-Constants: medians of `corun execute`'s own host breakdown on the H200 machine (16-core
-host, torch 2.11, numba-cuda 0.30.4; bench/results/raw/execute_*_run{2,3}.json, commands
-in bench/results/execute_h200.md), the runs this model is then checked against:
+Constants, from `corun execute`'s own host breakdown on the H200 machine (16-core host,
+torch 2.11, numba-cuda 0.30.4; bench/results/raw/execute_*_run{2,3}.json, commands in
+bench/results/execute_h200.md; run 5 and wide-2x/wide-4x were not used to fit them):
   step_ms           4.90  `ideal` host step, kaggle/terabyte b4096/b8192: 4.52-5.13 ms
                           (bench/host_split.py, the step behind a spin: 5.1-6.0 ms);
   kernel_launch_ms  0.29  per host launch of a fused kernel (a list-writing kernel is
@@ -33,6 +33,8 @@ from spec.pipeline import Shape
 
 @dataclass(frozen=True)
 class HostCosts:
+    """What one GPU's host thread spends per iteration, by piece."""
+
     step_ms: float = 4.90
     kernel_launch_ms: float = 0.29
     batch_fixed_ms: float = 1.31
@@ -44,10 +46,7 @@ class HostCosts:
         the executor stages real batches (`batches`; not `ideal`'s replay), their
         staging, assembly and check."""
         batch = self.batch_fixed_ms + self.batch_ms_per_mb * output_mb if batches else 0.0
-        return self.step_ms + self.kernel_launches_ms(kernel_launches) + batch
-
-    def kernel_launches_ms(self, launches: int) -> float:
-        return self.kernel_launch_ms * launches
+        return self.step_ms + self.kernel_launch_ms * kernel_launches + batch
 
 
 H200_HOST = HostCosts()

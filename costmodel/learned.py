@@ -450,8 +450,9 @@ def _load_or_refit(path: Path) -> tuple[CoRunModel, dict]:
 
     try:
         return load_model(path, path.parent)
-    except SpecError as e:
-        meta = pickle.loads(path.read_bytes())["meta"]
+    except Exception as e:  # noqa: BLE001 -- under other versions unpickling itself may fail
+        report = path.with_suffix(".json")  # corun fit writes the meta beside the pickle
+        meta = json.loads(report.read_text()) if report.exists() else {}
         key = data_hash(path.parent)[:16] + "-" + "-".join(
             f"{k}{v}" for k, v in sorted(library_versions().items()))
         cache = Path(os.environ.get("CORUN_CACHE_DIR", Path.home() / ".cache" / "corun"))

@@ -120,6 +120,7 @@ def run(compiled: Compiled) -> RunLog:
     comm_noise = noise((iters, n_stages)).tolist()
     kernel_noise = noise((n, iters, max(n_kernels, 1)))
     cpu_noise = noise((iters * n + 1,)).tolist()
+    host_noise = noise((n, iters)).tolist()  # drawn last: earlier draws stay as they were
 
     env = simpy.Environment()
     spans: list[Span] = []
@@ -159,11 +160,11 @@ def run(compiled: Compiled) -> RunLog:
             yield ready[g].put(it)
 
     def host_thread(g: int, tables: GpuTables):
-        """Launches and feeds one iteration after another, one iteration ahead at most
-        (the executor waits for a batch's check before it stages the one after next)."""
+        """Launches and feeds one iteration after another, one iteration ahead of the GPU
+        at most (the executor's check of each batch waits for its assembly on the GPU)."""
         for it in range(iters):
             t0 = env.now
-            yield env.timeout(tables.host_ms * cpu_noise[(it * n + g) % len(cpu_noise)])
+            yield env.timeout(tables.host_ms * host_noise[g][it])
             spans.append(Span(g, HOST, "launch and feed", it, t0, env.now))
             yield launched[g].put(it)
 

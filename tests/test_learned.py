@@ -159,3 +159,6 @@ def test_model_from_other_library_versions_is_refitted_once(profile_csv, tmp_pat
     (d / "profile.csv").write_text((d / "profile.csv").read_text().replace("2026-11-29T00",
                                                                            "2026-11-30T00"))
     assert learned.cost_model_for(hw).meta["data_sha256"] == learned.data_hash(d)
+    (d / "model.pkl").write_bytes(b"not a pickle of this scikit-learn")  # unpickling fails
+    monkeypatch.setenv("CORUN_CACHE_DIR", str(tmp_path / "cache2"))
+    assert learned.cost_model_for(hw).meta["refitted_from"] == str(d / "model.pkl")
