@@ -1,4 +1,4 @@
-"""From preprocessed pools to the trainer's Batch, on the device, and the sampled check.
+"""From preprocessed pools to the trainer's Batch, on the device, and its check there.
 
 The model's inputs sit in the pools as columns: dense features in the float pool, each
 table's ids (values + offsets, or one id per row) in the integer pools, with room left
@@ -118,7 +118,7 @@ def table_pieces(batch: Batch, counts: Sequence[int],
 
 @dataclass
 class HostBatch:
-    """A Batch's preprocessed tensors in host memory (for the sampled check)."""
+    """A Batch's preprocessed tensors in host memory (references, and naming a mismatch)."""
 
     dense: np.ndarray
     ids: np.ndarray
@@ -130,27 +130,22 @@ class HostBatch:
                    batch.offsets.cpu().numpy())
 
 
-class CheckBuffer:
-    """Page-locked space that a device Batch is copied into, asynchronously."""
-
-    def __init__(self, omap: OutputMap, cuda: bool) -> None:
-        rows = omap.rows
-        t = len(omap.row_base)
-        self.dense = torch.empty((rows, len(omap.dense_bases)), pin_memory=cuda)
-        self.ids = torch.empty(sum(omap.table_capacity), dtype=torch.int64, pin_memory=cuda)
-        self.offsets = torch.empty(t * rows + 1, dtype=torch.int64, pin_memory=cuda)
-        self.n_ids = 0
-
-    def copy_from(self, batch: Batch) -> None:
-        self.n_ids = batch.ids.numel()
-        self.dense.copy_(batch.dense, non_blocking=True)
-        self.ids[: self.n_ids].copy_(batch.ids, non_blocking=True)
-        self.offsets.copy_(batch.offsets, non_blocking=True)
-
-    def host(self) -> HostBatch:
-        """Valid once the copy's stream has passed it."""
-        return HostBatch(self.dense.numpy(), self.ids[: self.n_ids].numpy(),
-                         self.offsets.numpy())
+def differs(got: Batch, want: tuple[torch.Tensor, torch.Tensor, torch.Tensor]
+            ) -> torch.Tensor:
+    """One-element bool tensor on the batch's device: whether any value of `got` differs
+    from the reference (dense, ids, offsets) under `backend.columns.equal`'s rule
+    (integers exactly, floats within 1 ulp, NaN equal to NaN). No host synchronisation:
+    the whole batch is compared where it lives and only this flag need come back."""
+    dense, ids, offsets = want
+    if got.dense.shape != dense.shape or got.ids.shape != ids.shape or \
+            got.offsets.shape != offsets.shape:
+        return torch.ones(1, dtype=torch.bool, device=got.ids.device)
+    bad = (got.ids != ids).any() | (got.offsets != offsets).any()
+    a, b = got.dense.contiguous(), dense
+    ia, ib = (x.view(torch.int32).to(torch.int64) for x in (a, b))
+    ia, ib = (torch.where(x < 0, -(x & 0x7FFFFFFF), x) for x in (ia, ib))  # monotone line
+    far = ((ia - ib).abs() > 1) & ~(torch.isnan(a) & torch.isnan(b))
+    return (bad | far.any()).reshape(1)
 
 
 def check_batch_rows(omap: OutputMap, got: HostBatch, want: HostBatch,

@@ -195,7 +195,8 @@ class Executor:
                 refs.append(HostBatch.of(trainer_batch(self.pipeline, self.model, r, lab,
                                                        lane.tables, lane.dense)))
             lane.build(cols, labels, refs, self.device,
-                       staged_ahead=not (lane.host_nodes and lane.name == "local"))
+                       staged_ahead=not (lane.host_nodes and lane.name == "local"),
+                       check=self.settings.check)
 
     # ---------------------------------------------------------------- one batch
     def _stage(self, i: int) -> None:
@@ -261,13 +262,11 @@ class Executor:
     def _check(self, i: int) -> int:
         if self.replay:
             return 0
-        return sum(lane.check(self.S, i, self.rng, self.settings.check_rows)
-                   for lane in self.lanes)
+        return sum(lane.check(self.S, i) for lane in self.lanes)
 
     # ---------------------------------------------------------------- the run
     def run(self) -> Measurement:
         s = self.settings
-        self.rng = np.random.default_rng([s.seed, self.rank])
         self.say(f"{self.strategy}: preparing {s.distinct_batches} batch(es) of {self.rows} "
                  f"rows{f' per GPU x {self.world}' if self.world > 1 else ''} and their "
                  "reference outputs ...")
@@ -444,8 +443,9 @@ class Executor:
             notes.append("ideal: the reference's batches, preprocessed ahead and replayed "
                          "(equal to the reference by construction, so not re-checked)")
         else:
-            notes.append(f"h2d and assemble are listed with the stages; {self.settings.check_rows}"
-                         " random rows of every batch were compared with the NumPy reference")
+            notes.append("h2d and assemble are listed with the stages; " + (
+                "every row of every batch was compared with the NumPy reference on the "
+                "device" if self.settings.check else "the batches were not checked"))
         if self.host_nodes:
             notes.append(f"{len(self.host_nodes)} op node(s) on {self.settings.cpu_workers} "
                          "host worker process(es), one thread each")

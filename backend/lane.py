@@ -14,7 +14,8 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 import torch
 
-from backend.assembly import Assembler, CheckBuffer, HostBatch, check_batch_rows, output_map
+from backend.assembly import Assembler, HostBatch, check_batch_rows, differs, output_map
+from backend.check import MismatchError
 from backend.columns import ColumnData
 from backend.cpu_feeder import POOLS, stage_into, staging_buffers
 from backend.faults import faults
@@ -50,9 +51,11 @@ class Lane:
         self.suffix = "" if name == "local" else f":{name}"
 
     def build(self, columns: Sequence[Mapping[str, ColumnData]], labels: Sequence[np.ndarray],
-              references: Sequence[HostBatch], device: torch.device, staged_ahead: bool) -> None:
-        """Pools, assemblers and check buffers; staging buffers for every raw batch when
-        the staged columns are known ahead (no host workers)."""
+              references: Sequence[HostBatch], device: torch.device, staged_ahead: bool,
+              check: bool = True) -> None:
+        """Pools, assemblers and (if `check`) the references on the device; staging
+        buffers for every raw batch when the staged columns are known ahead (no host
+        workers)."""
         cuda = device.type == "cuda"
         capacity = {n: max(len(c[n].values) for c in columns) for n in self.staged}
         first = {n: columns[0][n] for n in self.staged}
@@ -63,8 +66,12 @@ class Lane:
             self.sets = [p.to_device() if cuda else HostPoolSet(p) for p in programs]
         self.omap = output_map(self.layout, self.pipeline, self.model, self.tables, self.dense)
         self.assemblers = [Assembler(self.omap, s.views) for s in self.sets]
-        self.checks = [CheckBuffer(self.omap, cuda) for _ in range(2)]
         self.references = list(references)
+        self.check_on = check
+        self.device_refs = [tuple(torch.from_numpy(x).to(device) for x in
+                                  (r.dense, r.ids, r.offsets)) for r in references] \
+            if check else []
+        self.flags = [torch.zeros(1, dtype=torch.bool, pin_memory=cuda) for _ in range(2)]
         rows = self.layout.rows
         self.labels = [torch.zeros(rows, device=device) for _ in range(2)]
         self.raw_labels = [torch.from_numpy(x).pin_memory() if cuda else torch.from_numpy(x)
@@ -126,20 +133,26 @@ class Lane:
                 batch = self.assemblers[k].batch(stacked, self.labels[k])
             counts = self.assemblers[k].totals.tolist()
             self.pool_free[k] = S.event(S.pre)
-            self.checks[k].copy_from(batch)
-            self.checked[i] = S.event(S.pre)
+            if self.check_on:
+                ref = self.device_refs[i % len(self.device_refs)]
+                self.flags[k].copy_(differs(batch, ref), non_blocking=True)
+                self.checked[i] = (S.event(S.pre), batch)
         if S.cuda:
             for t in (batch.dense, batch.ids, batch.offsets, batch.labels):
                 t.record_stream(S.train)
         return batch, counts, start
 
-    def check(self, S: Streams, i: int, rng: np.random.Generator, rows: int) -> int:
-        """Compare `rows` random rows of batch i with the reference; returns rows checked."""
-        if rows == 0:
+    def check(self, S: Streams, i: int) -> int:
+        """Rows of batch i found equal to the reference (all of them, or a MismatchError
+        naming the first differing feature and row). Called an iteration after batch i
+        was assembled, so its flag has long arrived: the host waits for nothing."""
+        if not self.check_on:
             return 0
-        S.sync(self.checked[i])
-        got = self.checks[i % 2].host()
-        n = self.layout.rows
-        pick = np.sort(rng.choice(n, min(rows, n), replace=False))
-        return check_batch_rows(self.omap, got, self.references[i % len(self.references)],
-                                pick)
+        done, batch = self.checked.pop(i)
+        S.sync(done)
+        if not bool(self.flags[i % 2][0]):
+            return self.layout.rows
+        want = self.references[i % len(self.references)]  # find and name the difference
+        check_batch_rows(self.omap, HostBatch.of(batch), want, np.arange(self.layout.rows))
+        raise MismatchError(f"(batch {i})", -1, np.array([]), np.array([]),
+                            "differs on the device, but no row differs on the host")

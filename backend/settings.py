@@ -14,8 +14,10 @@ class RunSettings:
     warmup: int = 20
     distinct_batches: int = 4
     """Raw batches generated (or read) once and cycled; preprocessing reruns each time."""
-    check_rows: int = 64
-    """Rows of every batch compared with the reference."""
+    check: bool = True
+    """Compare every row of every batch with the reference, on the batch's own device
+    (one flag comes back to the host, read an iteration later; on a mismatch the first
+    differing feature and row are named)."""
     seed: int = 0
     data: str | None = None
     """A Criteo-format TSV file; synthetic data when None."""
@@ -24,7 +26,7 @@ class RunSettings:
 
     def __post_init__(self) -> None:
         for name, lo in (("iterations", 1), ("warmup", 0), ("distinct_batches", 1),
-                         ("check_rows", 0), ("cpu_workers", 1)):
+                         ("cpu_workers", 1)):
             v = getattr(self, name)
             if not isinstance(v, int) or v < lo:
                 raise SpecError(name, v, f"an integer >= {lo}")

@@ -69,9 +69,9 @@ def run_case(pipe_name: str, batch: int, label: str, args, trainers: dict, hw) -
     pipeline = spec.pipeline_preset(pipe_name)
     if args.dry_run:
         model, pipeline = shrink_tables(model, pipeline, 2000)
-    check_rows = args.check_rows
+    check = args.check
     if label == "gpu-overlap-nocheck":  # what the per-batch check costs the host
-        strategy, check_rows = parse_strategy("gpu-overlap", hw), 0
+        strategy, check = parse_strategy("gpu-overlap", hw), False
     elif label in PLAN_FILES:
         folder = PLANS if hw.gpu_count == 1 else PLANS / f"x{hw.gpu_count}"
         plan = spec.load(spec.Plan, folder / f"{pipe_name}-b{batch}" / PLAN_FILES[label])
@@ -82,7 +82,7 @@ def run_case(pipe_name: str, batch: int, label: str, args, trainers: dict, hw) -
         plan = strategy_plan(strategy, pipeline, model.name, hw)
     workers = strategy.cpu_workers if strategy is not None and strategy.kind is \
         StrategyKind.CPU else hw.host_cpu_cores
-    settings = RunSettings(args.iterations, args.warmup, args.distinct_batches, check_rows,
+    settings = RunSettings(args.iterations, args.warmup, args.distinct_batches, check,
                            0, None, workers)
     device = "cpu" if args.dry_run else f"cuda:{int(os.environ.get('LOCAL_RANK', '0'))}"
     if hw.gpu_count > 1:  # each plan shards (and owner-maps) its own way: build per case
@@ -111,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--iterations", type=int, default=d.iterations)
     ap.add_argument("--warmup", type=int, default=d.warmup)
     ap.add_argument("--distinct-batches", type=int, default=d.distinct_batches)
-    ap.add_argument("--check-rows", type=int, default=d.check_rows)
+    ap.add_argument("--no-check", dest="check", action="store_false")
     ap.add_argument("--budget-s", type=float, default=540.0,
                     help="start no case after this many seconds")
     ap.add_argument("--dry-run", action="store_true")

@@ -20,7 +20,10 @@ bench/results/execute_h200.md; run 5 and wide-2x/wide-4x were not used to fit th
   batch_ms_per_mb   0.080 output MB, least squares over the 22 non-ideal GPU runs of
                           runs 2-3 (kaggle/terabyte 1.9-3.9 MB: 1.1-1.9 ms; multihot
                           16 MB: 2.0-2.4 ms; heavy 86 MB of long lists: 7.9-8.6 ms).
-The same host is assumed for every GPU kind (a what-if elsewhere keeps this host).
+The same host is assumed for every GPU kind (a what-if elsewhere keeps this host). The
+batch terms were measured while the executor copied every batch back to check 64 rows
+on the host; it now compares every row on the GPU and reads one flag back, which should
+shrink them (heavy's 86 MB copy above all): not yet re-measured.
 """
 
 from __future__ import annotations

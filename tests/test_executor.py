@@ -32,7 +32,7 @@ def execute(workload, out, *extra):
     d, _, _ = workload
     return main(["execute", *extra, "--model", str(d / "model.json"), "--pipeline",
                  str(d / "pipeline.json"), "--device", "cpu", "--iterations", str(ITERS),
-                 "--warmup", str(WARMUP), "--distinct-batches", "2", "--check-rows", "16",
+                 "--warmup", str(WARMUP), "--distinct-batches", "2",
                  "--quiet", "-o", str(out)])
 
 
@@ -65,7 +65,7 @@ def test_strategies_run_and_check(workload, tmp_path, strategy):
         assert m.checked_rows == 0 and not m.kernels
     else:
         # one batch per iteration (batch 0 before the loop), 16 rows each
-        assert m.checked_rows == 16 * (ITERS + WARMUP)
+        assert m.checked_rows == ROWS * (ITERS + WARMUP)  # every row of every batch
         assert "h2d" in m.stages and "assemble" in m.stages
         assert (strategy == "cpu:2") == (not m.kernels)
     assert m.plan is not None and m.versions["torch"] == torch.__version__
@@ -79,11 +79,11 @@ def test_mixed_plan_file(workload, tmp_path):
     assert main(["execute", str(tmp_path / "mixed.json"), "--model",
                  str(workload[0] / "model.json"), "--pipeline",
                  str(workload[0] / "pipeline.json"), "--device", "cpu", "--iterations", "2",
-                 "--warmup", "0", "--distinct-batches", "1", "--check-rows", "8", "--quiet",
+                 "--warmup", "0", "--distinct-batches", "1", "--quiet",
                  "-o", str(out)]) == 0
     m = load(Measurement, out)
     assert m.strategy == "mixed" and set(m.kernels) == {"early", "late"}
-    assert m.checked_rows == 8 * 2  # one batch per iteration
+    assert m.checked_rows == ROWS * 2  # one batch per iteration, every row
 
 
 def test_wrong_output_stops_with_feature_and_row(workload, tmp_path, monkeypatch, capsys):
@@ -179,7 +179,7 @@ def test_torchrun_two_ranks_with_gloo(workload, tmp_path, strategy):
            "2", "-m", "corun.cli", "execute", "--strategy",
            strategy, "--model", str(d / "model.json"), "--pipeline",
            str(d / "pipeline.json"), "--device", "cpu", "--iterations", "3", "--warmup", "1",
-           "--distinct-batches", "1", "--check-rows", "8", "--quiet", "-o", str(out)]
+           "--distinct-batches", "1", "--quiet", "-o", str(out)]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -187,7 +187,7 @@ def test_torchrun_two_ranks_with_gloo(workload, tmp_path, strategy):
     assert m.gpu_count == 2 and m.plan.gpu_count == 2
     for stage in ("input_a2a", "emb_a2a_fwd", "emb_a2a_bwd", "grad_allreduce"):
         assert stage in m.stages
-    assert m.checked_rows == (0 if strategy == "ideal" else 8 * 4)
+    assert m.checked_rows == (0 if strategy == "ideal" else ROWS * 4)
     assert "rank 0 of 2" in m.notes[0]
 
 
@@ -200,7 +200,7 @@ def test_criteo_file_input(workload, tmp_path):
     out = tmp_path / "m.json"
     assert execute(workload, out, "--strategy", "gpu-sequential", "--data", str(path)) == 0
     m = load(Measurement, out)
-    assert m.checked_rows == 16 * (ITERS + WARMUP)
+    assert m.checked_rows == ROWS * (ITERS + WARMUP)  # every row of every batch
     short = tmp_path / "short.tsv"
     write_criteo_tsv(short, ROWS - 1, np.random.default_rng(5))
     assert execute(workload, tmp_path / "x.json", "--strategy", "gpu-sequential", "--data",
@@ -244,12 +244,34 @@ def test_torchrun_owner_mapping(workload, tmp_path):
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node",
            "2", "-m", "corun.cli", "execute", str(tmp_path / "owner.json"), "--model",
            str(d / "model.json"), "--pipeline", str(d / "pipeline.json"), "--device", "cpu",
-           "--iterations", "3", "--warmup", "1", "--distinct-batches", "2", "--check-rows",
-           "8", "--quiet", "-o", str(out)]
+           "--iterations", "3", "--warmup", "1", "--distinct-batches", "2",
+           "--quiet", "-o", str(out)]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=600,
                           env={**os.environ, "OMP_NUM_THREADS": "1"})
     assert done.returncode == 0, done.stderr[-3000:]
     m = load(Measurement, out)
     assert set(m.kernels) == {"own0", "rest"}  # rank 0's view
     assert "h2d:owner" in m.stages and "assemble:owner" in m.stages
-    assert m.checked_rows == 2 * 8 * 4  # two lanes, 8 rows, 4 batches
+    assert m.checked_rows == (ROWS + 2 * ROWS) * 4  # local lane, owner lane (global), 4 batches
+
+
+def test_device_check_follows_the_host_rule():
+    """`differs` (the on-device check) agrees with backend.columns.equal: integers
+    exactly, floats within 1 ulp, NaN equal to NaN; a different id count differs."""
+    from backend.assembly import differs
+    from backend.trainer import Batch
+
+    dense = torch.tensor([[1.0, float("nan")], [-2.5, 0.0]])
+    ids, offs = torch.tensor([3, 4, 5]), torch.tensor([0, 1, 3])
+    ref = (dense.clone(), ids.clone(), offs.clone())
+
+    def batch(d=dense, i=ids, o=offs):
+        return Batch(d, i, o, torch.zeros(2))
+
+    assert not differs(batch(), ref).item()
+    assert not differs(batch(d=torch.nextafter(dense, torch.full_like(dense, 9))), ref).item()
+    two_ulp = torch.nextafter(torch.nextafter(dense, dense + 9), dense + 9)
+    assert differs(batch(d=two_ulp), ref).item()
+    assert differs(batch(i=torch.tensor([3, 4, 6])), ref).item()
+    assert differs(batch(o=torch.tensor([0, 2, 3])), ref).item()
+    assert differs(batch(i=torch.tensor([3, 4])), ref).item()
