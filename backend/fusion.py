@@ -27,6 +27,7 @@ from backend.chains import Chain, chains_of
 from backend.codegen import kernel_source
 from backend.pools import Layout
 from spec import OpKind, Pipeline
+from spec.serde import cache_dir
 
 _CACHE: dict[tuple, object] = {}
 
@@ -57,11 +58,6 @@ def _compile(signatures: tuple, part: str, target: str, division: str) -> object
     return compiled
 
 
-def kernel_cache_dir() -> Path:
-    """Where generated CPU kernels and Numba's cache of them live (CORUN_CACHE_DIR)."""
-    return Path(os.environ.get("CORUN_CACHE_DIR", Path.home() / ".cache" / "corun"))
-
-
 def _cpu_cached(signatures: tuple, part: str, division: str) -> object:
     """A CPU kernel from a generated module on disk, compiled with `cache=True`: host
     worker processes load it instead of each compiling it again (a minute for kaggle
@@ -77,7 +73,7 @@ def _cpu_cached(signatures: tuple, part: str, division: str) -> object:
     digest = hashlib.sha256(numba.__version__.encode() + b"\n" + src.encode() + b"\n"
                             + scalars).hexdigest()[:20]
     name = f"corun_cpu_{part}_{digest}"
-    folder = kernel_cache_dir() / "kernels"
+    folder = cache_dir() / "kernels"  # generated CPU kernels and Numba's cache of them
     path = folder / f"{name}.py"
     if not path.exists():
         folder.mkdir(parents=True, exist_ok=True)

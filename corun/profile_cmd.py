@@ -57,8 +57,10 @@ def run(args: argparse.Namespace) -> int:
     pipelines = [resolve_pipeline(p) for p in args.pipelines.split(",")]
     specs = sample_kernels(pipelines, args.shapes, args.launches,
                            np.random.default_rng(args.seed))
-    sets = list(dict.fromkeys((s.pipeline.name, s.features) for s in specs))
-    specs = [s for s in specs if sets.index((s.pipeline.name, s.features)) % shards == shard]
+    index = {}  # feature set -> its position in the sample: shards split whole sets
+    for s in specs:
+        index.setdefault((s.pipeline.name, s.features), len(index))
+    specs = [s for s in specs if index[(s.pipeline.name, s.features)] % shards == shard]
     pipeline_for = {m: p for p, m in DEFAULT_MODEL_FOR.items()}
     gpu = _gpu_name(args.device)
     stages = _stage_names()

@@ -28,9 +28,10 @@ shrink them (heavy's 86 MB copy above all): not yet re-measured.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
-from spec import Pipeline, Plan
+from spec import FusedKernel, Pipeline
 from spec.pipeline import Shape
 
 
@@ -63,9 +64,9 @@ def output_mb(pipeline: Pipeline, rows: int) -> float:
     return sum(cols[n].bytes_per_row() for n in names) * rows / 1e6
 
 
-def kernel_launches(plan: Plan, pipeline: Pipeline) -> int:
-    """Host launches of a plan's fused kernels per batch: a kernel that writes a list
-    column adds a lengths kernel and a scan (backend/runner.py)."""
+def kernel_launches(kernels: Iterable[FusedKernel], pipeline: Pipeline) -> int:
+    """Host launches of fused kernels per batch: a kernel that writes a list column adds
+    a lengths kernel and a scan (backend/runner.py)."""
     cols = pipeline.columns
     return sum(3 if any(cols[x].shape is Shape.LIST for x in pipeline.sinks(k.nodes)) else 1
-               for k in plan.kernels)
+               for k in kernels)

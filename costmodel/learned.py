@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from costmodel.profile_data import data_hash, read_profile
+from costmodel.profile_data import data_hash, profile_files, read_profile
 from costmodel.types import CoRunEffect, CostModel, KernelWork, StageWork
 from spec import GpuKind, Hardware, OpKind, SpecError, hardware_preset
 
@@ -433,36 +433,50 @@ def cost_model_for(hw: Hardware) -> CostModel:
     for preset in ([own] if own else []) + [p for p in GPU_PRESETS if p != own]:
         path = DATA_DIR / preset / "model.pkl"
         if path.exists():
-            model, meta = _load_or_refit(path)
-            return LearnedCostModel(model, meta, None if preset == own else preset)
+            return _learned(path, None if preset == own else preset)
     return AnalyticCostModel()
+
+
+_LOADED: dict[tuple, LearnedCostModel] = {}
+
+
+def _learned(path: Path, fitted_on: str | None) -> LearnedCostModel:
+    """One LearnedCostModel per state of the model file, its CSVs and the library
+    versions: every simulate() asks for one, so it is loaded (and its data hashed) once
+    and its memoised answers serve every later call."""
+    files = [path, *profile_files(path.parent)]
+    key = (str(path), fitted_on, tuple((f.name, f.stat().st_mtime_ns, f.stat().st_size)
+                                       for f in files),
+           tuple(sorted(library_versions().items())))
+    if key not in _LOADED:
+        _LOADED[key] = LearnedCostModel(*_load_or_refit(path), fitted_on)
+    return _LOADED[key]
 
 
 def _load_or_refit(path: Path) -> tuple[CoRunModel, dict]:
     """The committed model; where it was fitted under other library versions or on other
     data than the CSVs beside it, a model refitted here on those CSVs (once: cached under
-    CORUN_CACHE_DIR, default ~/.cache/corun), with a note on stderr. A pickled
-    scikit-learn model is not trusted across versions."""
-    import os
+    spec.serde.cache_dir()), with a note on stderr. A pickled scikit-learn model is not
+    trusted across versions."""
     import sys
 
-    from spec.serde import write_atomic
+    from spec.serde import cache_dir, write_atomic
 
     try:
         return load_model(path, path.parent)
     except Exception as e:  # noqa: BLE001 -- under other versions unpickling itself may fail
         report = path.with_suffix(".json")  # corun fit writes the meta beside the pickle
         meta = json.loads(report.read_text()) if report.exists() else {}
-        key = data_hash(path.parent)[:16] + "-" + "-".join(
+        digest = data_hash(path.parent)
+        key = digest[:16] + "-" + "-".join(
             f"{k}{v}" for k, v in sorted(library_versions().items()))
-        cache = Path(os.environ.get("CORUN_CACHE_DIR", Path.home() / ".cache" / "corun"))
-        cached = cache / "models" / f"{path.parent.name}-{key}.pkl"
+        cached = cache_dir() / "models" / f"{path.parent.name}-{key}.pkl"
         if cached.exists():
             return load_model(cached, path.parent)
         print(f"corun: {e}; refitting on {path.parent} (once)", file=sys.stderr)
         rows = read_profile(path.parent)
         model = CoRunModel(int(meta.get("seed", 0))).fit(rows)
-        meta = {**meta, "data_sha256": data_hash(path.parent), "rows": len(rows),
+        meta = {**meta, "data_sha256": digest, "rows": len(rows),
                 "versions": library_versions(), "refitted_from": str(path)}
         cached.parent.mkdir(parents=True, exist_ok=True)
         save_model(model, cached, meta)

@@ -7,7 +7,7 @@ hot path only indexes tuples.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from costmodel import CostModel, Sharding, kernel_work, shard_tables, stage_work
 from costmodel.comm import all_to_all_ms, pgas_exposed_ms, ring_allreduce_ms
@@ -187,8 +187,7 @@ def compile_scenario(sc: Scenario, cm: CostModel) -> Compiled:
         kernels.sort(key=lambda r: r.release_pos)  # stable: plan order within a stage
         host_ms = 0.0
         if sc.host_thread:
-            mine = replace(plan, kernels=tuple(k for k in plan.kernels
-                                               if k.gpu is None or k.gpu == g))
+            mine = [k for k in plan.kernels if k.gpu is None or k.gpu == g]
             host_ms = H200_HOST.iteration_ms(kernel_launches(mine, pipeline),
                                              output_mb(pipeline, rows_local),
                                              sc.strategy.kind is not StrategyKind.IDEAL)

@@ -145,6 +145,12 @@ def loads(cls: type[T], doc: Any, source: str = "") -> T:
     return from_jsonable(cls, body, cls.__name__.lower())
 
 
+def cache_dir() -> Path:
+    """Where corun keeps what it can remake (generated kernels, refitted models):
+    $CORUN_CACHE_DIR, default ~/.cache/corun."""
+    return Path(os.environ.get("CORUN_CACHE_DIR", Path.home() / ".cache" / "corun"))
+
+
 def write_atomic(path: str | Path, data: str | bytes) -> None:
     """Write `data` to `path` through a temp file and a rename: never half-written."""
     path = Path(path)

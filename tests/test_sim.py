@@ -132,7 +132,7 @@ def test_host_thread_bounds_the_iteration(h200, kaggle_model, kaggle, strategy):
     cm = AnalyticCostModel()
     g = simulate(gpu_only, cm, commit="t")
     h = simulate(replace(gpu_only, host_thread=True), cm, commit="t")
-    host = H200_HOST.iteration_ms(kernel_launches(h.compiled.plan, kaggle),
+    host = H200_HOST.iteration_ms(kernel_launches(h.compiled.plan.kernels, kaggle),
                                   output_mb(kaggle, kaggle_model.batch_per_gpu),
                                   st.kind is not StrategyKind.IDEAL)
     assert host >= H200_HOST.step_ms
