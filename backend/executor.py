@@ -7,8 +7,9 @@ pool sets, and each fused kernel of the plan is launched on the preprocessing st
 behind the CUDA event that opens its planned training stage (kernels planned `before`
 the iteration run on the training stream, ahead of stage 0). The pools are then
 assembled into the trainer's Batch, which the training stream waits for at the start of
-iteration i+1. Every batch is copied back and a random sample of its rows compared
-with the NumPy reference before the run goes on: a mismatch stops the run.
+iteration i+1. Every value of every batch is compared with the NumPy reference on the
+device (on the GPU by the kernel that assembles it; batch 0 also on the host), and the
+host reads one flag: a mismatch stops the run, naming the feature and row.
 
 On the CPU the same code runs without streams or events (Numba CPU kernels, the host
 clock), so CI exercises every step but the timing.
@@ -222,12 +223,13 @@ class Executor:
                 S.wait(S.pre, opened)
                 self._launch(i, lane, index, S.pre)
 
-    def _finish(self, i: int, before_done) -> Batch | LocalBatch:
-        """Assemble batch i in every lane; the batch in the form the trainer takes."""
+    def _finish(self, i: int, before_done, consumed) -> Batch | LocalBatch:
+        """Assemble batch i in every lane; the batch in the form the trainer takes.
+        `consumed`: an event after which the trainer is done with batch i - 2."""
         batches, counts = [], []
         for lane in self.lanes:
-            batch, n, start = lane.finish(self.S, i, before_done, lambda ms: self.host_ms[
-                "wait"].append((i, ms)))
+            batch, n, start = lane.finish(self.S, i, before_done, consumed,
+                                          lambda ms: self.host_ms["wait"].append((i, ms)))
             batches.append(batch)
             counts.append(n)
             self.spans["assemble" + lane.suffix].append((i, start, lane.pool_free[i % 2]))
@@ -356,7 +358,7 @@ class Executor:
         self._stage(0)
         for lane, index, _ in self.kernels:
             self._launch(0, lane, index, S.pre)
-        batch = self._finish(0, None)
+        batch = self._finish(0, None, None)
         checked = self._check(0)
         tops, afters, ends, clocks = [], [], [], []
         report = max(1, total // 10)
@@ -384,7 +386,7 @@ class Executor:
                 clocks.append(timer)
             t0 = host("step", i, t0)
             if nxt is not None:
-                batch = self._finish(nxt, before_done)
+                batch = self._finish(nxt, before_done, tops[-1])  # step i - 1 done
             t0 = host("finish", i, t0)
             checked += self._check(i) if i > 0 else 0
             host("check", i, t0)

@@ -1,6 +1,6 @@
 """One lane of the executor: a set of fused kernels over one row range, with what it
 needs per batch — two pool sets (one filling while the other is read), the staged
-input copy, the assembly of its share of the trainer's inputs, and the sampled check.
+input copy, the assembly of its share of the trainer's inputs, and its check.
 
 A GPU has one lane over its local batch; with the table-owner mapping, the owner of a
 table has a second lane over the global batch for the features it preprocesses itself.
@@ -18,6 +18,7 @@ from backend.assembly import Assembler, HostBatch, check_batch_rows, differs, ou
 from backend.check import MismatchError
 from backend.columns import ColumnData
 from backend.cpu_feeder import POOLS, stage_into, staging_buffers
+from backend.device_assembly import DeviceAssembler
 from backend.faults import faults
 from backend.fusion import FusedGroup
 from backend.runner import PipelineProgram
@@ -71,6 +72,10 @@ class Lane:
         self.device_refs = [tuple(torch.from_numpy(x).to(device) for x in
                                   (r.dense, r.ids, r.offsets)) for r in references] \
             if check else []
+        self.kernel_assembly = [DeviceAssembler(self.omap, s.pools, self.device_refs, device)
+                                for s in self.sets] if cuda else []
+        """On the GPU, one kernel per batch assembles and checks it (the PyTorch
+        Assembler and `differs` serve the CPU)."""
         self.flags = [torch.zeros(1, dtype=torch.bool, pin_memory=cuda) for _ in range(2)]
         rows = self.layout.rows
         self.labels = [torch.zeros(rows, device=device) for _ in range(2)]
@@ -115,16 +120,21 @@ class Lane:
                 self.sets[i % 2].launch(index, S.numba(stream))
             return t0, S.event(stream)
 
-    def finish(self, S: Streams, i: int, before_done, waited: Callable[[float], None]
-               ) -> tuple[Batch, list[int], object]:
+    def finish(self, S: Streams, i: int, before_done, consumed,
+               waited: Callable[[float], None]) -> tuple[Batch, list[int], object]:
         """Assemble batch i on the preprocessing stream (the host waits for its id
-        counts: `waited(ms)`), start its copy back for the check. Returns the batch, its
-        ids per table, and the event that opened the assembly."""
+        counts: `waited(ms)`) and check it on the device. `consumed`: an event after
+        which the trainer no longer reads batch i - 2 (whose buffers batch i reuses).
+        Returns the batch, its ids per table, and the event that opened the assembly."""
         k = i % 2
         with S.use(S.pre):
             S.wait(S.pre, self.copied[i])
             S.wait(S.pre, before_done)
+            S.wait(S.pre, consumed)
             start = S.event(S.pre)
+            if self.kernel_assembly:
+                batch, counts = self._finish_kernel(S, i, waited)
+                return batch, counts, start
             stacked = self.assemblers[k].offsets()
             h0 = time.perf_counter()
             S.sync(S.event(S.pre))
@@ -136,11 +146,28 @@ class Lane:
             if self.check_on:
                 ref = self.device_refs[i % len(self.device_refs)]
                 self.flags[k].copy_(differs(batch, ref), non_blocking=True)
-                self.checked[i] = (S.event(S.pre), batch)
+                self.checked[i] = (S.event(S.pre), batch, None)
         if S.cuda:
             for t in (batch.dense, batch.ids, batch.offsets, batch.labels):
                 t.record_stream(S.train)
         return batch, counts, start
+
+    def _finish_kernel(self, S: Streams, i: int, waited: Callable[[float], None]
+                       ) -> tuple[Batch, list[int]]:
+        """`finish` on the GPU: one kernel assembles and checks, one copy brings the id
+        counts and the flag; runs inside the preprocessing stream's context."""
+        k = i % 2
+        self.kernel_assembly[k].start(i, S.numba(S.pre))
+        h0 = time.perf_counter()
+        S.sync(S.event(S.pre))
+        waited((time.perf_counter() - h0) * 1e3)
+        with faults(f"assembling batch {i} ({self.name} lane)"):
+            batch, counts, bad = self.kernel_assembly[k].batch(self.labels[k])
+        self.pool_free[k] = S.event(S.pre)
+        if self.check_on:
+            self.checked[i] = (None, batch, bad)
+        batch.labels.record_stream(S.train)
+        return batch, counts
 
     def check(self, S: Streams, i: int) -> int:
         """Rows of batch i found equal to the reference (all of them, or a MismatchError
@@ -148,11 +175,16 @@ class Lane:
         was assembled, so its flag has long arrived: the host waits for nothing."""
         if not self.check_on:
             return 0
-        done, batch = self.checked.pop(i)
-        S.sync(done)
-        if not bool(self.flags[i % 2][0]):
+        done, batch, bad = self.checked.pop(i)
+        if bad is None:  # the PyTorch check's flag, copied back after `done`
+            S.sync(done)
+            bad = bool(self.flags[i % 2][0])
+        first_by_host = i == 0 and bool(self.kernel_assembly)
+        if not bad and not first_by_host:
             return self.layout.rows
         want = self.references[i % len(self.references)]  # find and name the difference
         check_batch_rows(self.omap, HostBatch.of(batch), want, np.arange(self.layout.rows))
+        if not bad:  # batch 0 of the kernel path, also compared on the host: equal
+            return self.layout.rows
         raise MismatchError(f"(batch {i})", -1, np.array([]), np.array([]),
                             "differs on the device, but no row differs on the host")

@@ -13,6 +13,7 @@ import numpy as np
 
 from backend.columns import ColumnData
 from backend.fusion import FusedGroup
+from backend.launch import BoundLaunch
 from backend.pools import HostPools, Layout
 from backend.reference import run_reference
 from spec import Model, Pipeline, SpecError
@@ -184,6 +185,7 @@ class DeviceState:
             arrs = (arrs, maps)
             self.groups.append((g, arrs, g.list_offsets_block(program.layout)))
         self._scan_buf = None
+        self._launches: dict[tuple[int, str], BoundLaunch] = {}
         import torch
 
         self.views = {k: torch.as_tensor(v, device="cuda") for k, v in self.pools.items()}
@@ -201,22 +203,33 @@ class DeviceState:
         for i in range(len(self.groups)):
             self.launch(i, stream, mark)
 
-    def launch(self, index: int, stream=0, mark=None) -> None:
+    def launch(self, index: int, stream=0, mark=None, through_numba: bool = False) -> None:
         """Launch group `index` on `stream`; its scan runs on torch's current stream,
-        which the caller makes the same stream."""
-        p = self.pools
+        which the caller makes the same stream. Arguments are packed once per kernel
+        (backend/launch.py); `through_numba` has Numba pack them every time."""
         rows = self.program.layout.rows
-        g, (arrs, maps), (base, count) = self.groups[index]
+        g, _, (base, count) = self.groups[index]
         for part in ("lengths", "values") if g.has_lists else ("values",):
-            args = (self.desc, p["f32"], p["i64"], p["offs"], p["valid"], *arrs,
-                    *maps[part], rows)
-            g.kernel(part, "cuda")[g.grid(part), g.threads, stream](*args)
+            bound = self._bound(index, part)
+            bound.through_numba(stream) if through_numba else bound(stream)
             if mark is not None:
                 mark(part, g.name)
             if part == "lengths":
                 self._scan(self.views["offs"][base : base + count * (rows + 1)], count, rows)
                 if mark is not None:
                     mark("scan", g.name)
+
+    def _bound(self, index: int, part: str) -> BoundLaunch:
+        """Group `index`'s `part` kernel over these pools, its arguments packed once."""
+        key = (index, part)
+        if key not in self._launches:
+            p = self.pools
+            g, (arrs, maps), _ = self.groups[index]
+            args = (self.desc, p["f32"], p["i64"], p["offs"], p["valid"], *arrs,
+                    *maps[part], self.program.layout.rows)
+            self._launches[key] = BoundLaunch(g.kernel(part, "cuda"), g.grid(part),
+                                              g.threads, args)
+        return self._launches[key]
 
     def _scan(self, flat, count: int, rows: int) -> None:
         import torch

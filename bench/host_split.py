@@ -9,6 +9,11 @@ step, which start only when the spin ends, time the GPU alone. A step that synch
 inside (row-wise Adagrad's coalesce) shows a host time as long as the spin: it is
 flagged, not reported as launch cost.
 
+Also, in the same run, what the executor's two host savings buy (issue 6): a fused
+kernel launched with its arguments packed once (backend/launch.py) against Numba's own
+launch, and a batch assembled and checked by one kernel (backend/device_assembly.py)
+against the PyTorch Assembler + `differs`; both assemblies are compared for equality.
+
 On the H200:  python bench/host_split.py --out $OUT
 Locally:      python bench/host_split.py --dry-run     (CPU, tiny tables: host clock only)
 """
@@ -32,7 +37,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import torch  # noqa: E402
 
 import spec  # noqa: E402
+from backend.assembly import Assembler, differs, output_map  # noqa: E402
 from backend.data import synthetic_inputs  # noqa: E402
+from backend.device_assembly import DeviceAssembler  # noqa: E402
 from backend.fusion import FusedGroup  # noqa: E402
 from backend.reference import run_reference  # noqa: E402
 from backend.runner import PipelineProgram, trainer_batch  # noqa: E402
@@ -71,6 +78,48 @@ def split_ms(fn, device, reps: int) -> dict:
             "synchronised_reps": synced}
 
 
+def assembly_ms(pipe, model, program, state, reps: int) -> dict:
+    """Host ms of assembling and checking one batch, the PyTorch way and by one kernel
+    (each half behind a spin: the enqueue before the id counts are read, and after),
+    and whether both built the same batch with no difference flagged."""
+    omap = output_map(program.layout, pipe, model)
+    labels = torch.zeros(omap.rows, device="cuda")
+    asm = Assembler(omap, state.views)
+    want = asm.batch(asm.offsets(), labels)
+    refs = [(want.dense.clone(), want.ids.clone(), want.offsets.clone())]
+    flag = torch.zeros(1, dtype=torch.bool, pin_memory=True)
+    kern = DeviceAssembler(omap, state.pools, refs, torch.device("cuda"))
+    got: dict = {}
+
+    def timed(first, second) -> float:
+        torch.cuda.synchronize()
+        ms = 0.0
+        for part in (first, second):
+            torch.cuda._sleep(SPIN_CYCLES)
+            t0 = time.perf_counter()
+            got["out"] = part()
+            ms += (time.perf_counter() - t0) * 1e3
+            torch.cuda.synchronize()
+        return ms
+
+    def torch_second():
+        b = asm.batch(got["out"], labels)
+        flag.copy_(differs(b, refs[0]), non_blocking=True)
+        return b
+
+    out = {}
+    for name, first, second in (
+            ("assembly_torch", asm.offsets, torch_second),
+            ("assembly_kernel", lambda: kern.start(0, 0), lambda: kern.batch(labels))):
+        timed(first, second)  # warm: compiles the kernel
+        out[name] = {"host_ms": statistics.median(timed(first, second) for _ in range(reps))}
+    batch, _, bad = got["out"]
+    out["assembly_equal"] = bool(not bad and not flag[0] and torch.equal(batch.ids, want.ids)
+                                 and torch.equal(batch.offsets, want.offsets) and torch.equal(
+                                     batch.dense.view(torch.int32), want.dense.view(torch.int32)))
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--out", default=os.environ.get("OUT", "out/host_split"))
@@ -96,15 +145,19 @@ def main(argv: list[str] | None = None) -> int:
         step = split_ms(functools.partial(trainer.step, b), device, args.reps)
         group = FusedGroup(pipe, pipe.order, "all", 1056, 256)
         program = PipelineProgram(pipe, [group], raw)
+        extra = {}
         if device.type == "cuda":
             state = program.to_device()
             state.launch(0)
             launch = split_ms(functools.partial(state.launch, 0), device, args.reps)
+            extra["fused_launch_through_numba"] = split_ms(functools.partial(
+                state.launch, 0, through_numba=True), device, args.reps)
+            extra.update(assembly_ms(pipe, model, program, state, args.reps))
         else:
             launch = split_ms(functools.partial(program.launch_on_host, 0, "cpu"), device,
                               args.reps)
         results.append({"pipeline": pipe_name, "model": model.name, "batch": rows,
-                        "step": step, "fused_launch": launch})
+                        "step": step, "fused_launch": launch, **extra})
         print(json.dumps(results[-1]), flush=True)
         del trainer
         if device.type == "cuda":

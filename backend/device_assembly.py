@@ -1,0 +1,161 @@
+"""The trainer's Batch built from the pools by one CUDA kernel, checked in the same pass.
+
+`backend.assembly.Assembler` builds a Batch with about fifteen PyTorch operations and
+`differs` checks it with fifteen more; each costs the host thread that also launches the
+training step some 25 us (H200 runs: 1.1-1.5 ms of "finish" per iteration,
+bench/results/plans_h200.md). Here one kernel writes dense features, ids and offsets
+into buffers kept per pool set and compares every value with the reference on the way
+(same rule: integers exactly, floats within 1 ulp, NaN equal to NaN); the host reads the
+id counts and the mismatch flag in one copy, then only slices. The PyTorch path stays
+for the CPU and as this kernel's reference in the tests (run in the CUDA simulator).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import torch
+from numba import cuda
+from numba.extending import register_jitable
+
+from backend.assembly import OutputMap
+from backend.check import MismatchError
+from backend.launch import BoundLaunch
+from backend.trainer import Batch
+
+THREADS = 256
+SIGN_OFF = 0x7FFFFFFF
+INF_BITS = 0x7F800000
+
+
+@register_jitable
+def assemble_rows(g, f32_bits, i64, offs, dense_base, values_base, offsets_base, capacity,
+                  row_base, rows, dense_bits, ids, offsets, status, check, ref_dense_bits,
+                  ref_ids, ref_offsets):
+    """Work item g of (tables + 1) * rows: table t's bag of row r (t < tables), or row
+    r's dense features (t == tables). status[t] gets table t's id count (from its r = 0
+    item) and status[tables] is set to 1 on any difference from the reference (when
+    `check`) or any id count outside [0, capacity]; nothing is written out of bounds."""
+    tables = values_base.size
+    if g >= (tables + 1) * rows:
+        return
+    t = g // rows
+    r = g - t * rows
+    if t == tables:
+        for j in range(dense_base.size):
+            v = f32_bits[dense_base[j] + r]
+            dense_bits[r, j] = v
+            if check:
+                w = ref_dense_bits[r, j]
+                nan_v = (v & SIGN_OFF) > INF_BITS
+                nan_w = (w & SIGN_OFF) > INF_BITS
+                a = np.int64(v) if v >= 0 else -np.int64(v & SIGN_OFF)
+                b = np.int64(w) if w >= 0 else -np.int64(w & SIGN_OFF)
+                if not (nan_v and nan_w) and (nan_v or nan_w or abs(a - b) > 1):
+                    status[tables] = 1
+        return
+    start = 0
+    for u in range(t):  # ids of the tables before t (their counts; a few dozen loads)
+        ob = offsets_base[u]
+        start += rows if ob < 0 else offs[ob + rows]
+    ob = offsets_base[t]
+    count = rows if ob < 0 else offs[ob + rows]
+    b0 = r if ob < 0 else offs[ob + r]
+    b1 = r + 1 if ob < 0 else offs[ob + r + 1]
+    if r == 0:
+        status[t] = count
+    if count < 0 or count > capacity[t] or b0 < 0 or b0 > b1 or b1 > count or \
+            start < 0 or start + count > ids.size:
+        status[tables] = 1
+        return
+    slot = t * rows + r
+    offsets[slot] = start + b0
+    last = t == tables - 1 and r == rows - 1
+    if last:
+        offsets[tables * rows] = start + b1
+    if check and (ref_offsets.size != tables * rows + 1 or ref_offsets[slot] != start + b0
+                  or (last and ref_offsets[tables * rows] != start + b1)):
+        status[tables] = 1
+    base, shift = values_base[t], row_base[t]
+    for j in range(b0, b1):
+        v = i64[base + j] + shift
+        ids[start + j] = v
+        if check and (start + j >= ref_ids.size or ref_ids[start + j] != v):
+            status[tables] = 1
+
+
+@functools.cache
+def _kernel():
+    """The CUDA kernel (compiled once per process, lazily: the CPU never needs it)."""
+
+    @cuda.jit
+    def assemble(f32_bits, i64, offs, dense_base, values_base, offsets_base, capacity,
+                 row_base, rows, dense_bits, ids, offsets, status, check, ref_dense_bits,
+                 ref_ids, ref_offsets):
+        assemble_rows(cuda.grid(1), f32_bits, i64, offs, dense_base, values_base, offsets_base,
+            capacity, row_base, rows, dense_bits, ids, offsets, status, check,
+            ref_dense_bits, ref_ids, ref_offsets)
+
+    return assemble
+
+
+def blocks_for(omap: OutputMap) -> int:
+    return max(1, -(-(len(omap.row_base) + 1) * omap.rows // THREADS))
+
+
+class DeviceAssembler:
+    """Batches of one pool set on the GPU: `start(i)` launches the kernel for batch i
+    (references i % len(refs)) on the given Numba stream and copies counts and flag to
+    host memory; after the stream is synchronised, `batch(labels)` returns the Batch
+    and whether it differed. The Batch's buffers are reused two batches later: the
+    caller keeps the stream from starting before the trainer has used the last one."""
+
+    def __init__(self, omap: OutputMap, pools: dict, refs: list[tuple[torch.Tensor, ...]],
+                 device: torch.device) -> None:
+        self.omap = omap
+        t, rows = len(omap.row_base), omap.rows
+        as_dev = functools.partial(torch.tensor, dtype=torch.int64, device=device)
+        self.dense_bits = torch.zeros((rows, len(omap.dense_bases)), dtype=torch.int32,
+                                      device=device)
+        self.ids = torch.zeros(max(sum(omap.table_capacity), 1), dtype=torch.int64,
+                               device=device)
+        self.offsets = torch.zeros(t * rows + 1, dtype=torch.int64, device=device)
+        self.status = torch.zeros(t + 1, dtype=torch.int64, device=device)
+        self.host_status = torch.zeros(t + 1, dtype=torch.int64, pin_memory=True)
+        fixed = [as_dev(list(x)) for x in (omap.dense_bases, omap.table_values,
+                                           omap.table_offsets, omap.table_capacity,
+                                           omap.row_base)]
+        self._keep = fixed  # the kernel's arguments point into these
+        nb = cuda.as_cuda_array
+        head = (pools["f32"].view(np.int32), pools["i64"], pools["offs"], *map(nb, fixed), rows,
+                nb(self.dense_bits), nb(self.ids), nb(self.offsets), nb(self.status))
+        dummy = (torch.zeros((1, 1), dtype=torch.int32, device=device),
+                 torch.zeros(1, dtype=torch.int64, device=device),
+                 torch.zeros(1, dtype=torch.int64, device=device))
+        self._keep += list(dummy)
+        for d, _, _ in refs:
+            if tuple(d.shape) != tuple(self.dense_bits.shape):
+                raise ValueError(f"reference dense features are {tuple(d.shape)}, the "
+                                 f"batch's {tuple(self.dense_bits.shape)}")
+        kernel, blocks = _kernel(), blocks_for(omap)
+        self.launches = [BoundLaunch(kernel, blocks, THREADS,
+                                     (*head, 1, nb(d.view(torch.int32)), nb(i), nb(o)))
+                         for d, i, o in refs] or \
+            [BoundLaunch(kernel, blocks, THREADS, (*head, 0, *map(nb, dummy)))]
+
+    def start(self, i: int, stream) -> None:
+        self.status.zero_()
+        self.launches[i % len(self.launches)](stream)
+        self.host_status.copy_(self.status, non_blocking=True)
+
+    def batch(self, labels: torch.Tensor) -> tuple[Batch, list[int], bool]:
+        """The Batch, each table's id count, and whether it differed from the reference."""
+        status = self.host_status.tolist()
+        counts, bad = status[:-1], bool(status[-1])
+        for t, (n, cap) in enumerate(zip(counts, self.omap.table_capacity)):
+            if not 0 <= n <= cap:  # corrupt offsets: the kernel wrote nothing out of range
+                raise MismatchError(self.omap.table_features[t], -1, np.array([0, cap]),
+                                    np.array([n]), "id count outside [0, capacity]")
+        dense = self.dense_bits.view(torch.float32)
+        return Batch(dense, self.ids[: sum(counts)], self.offsets, labels.clone()), counts, bad

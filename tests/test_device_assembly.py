@@ -1,0 +1,118 @@
+"""The GPU's one-kernel batch assembly and check (backend/device_assembly.py), run in the
+CUDA simulator against the PyTorch Assembler and `differs` it replaces on the GPU."""
+
+from dataclasses import replace
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+import torch
+
+import spec
+from backend.assembly import Assembler, differs, output_map
+from backend.data import synthetic_inputs
+from backend.device_assembly import THREADS, _kernel, blocks_for
+from backend.fusion import FusedGroup
+from backend.runner import PipelineProgram
+from corun.workload import shrink_tables
+
+ROWS = 40
+
+
+def program(name: str, model_name: str):
+    """Pools after the pipeline ran (Numba CPU), the output map, the PyTorch batch."""
+    model, pipe = shrink_tables(replace(spec.model_preset(model_name), batch_per_gpu=ROWS),
+                                spec.pipeline_preset(name), 300)
+    inputs = synthetic_inputs(pipe, ROWS, np.random.default_rng(7), vary_lengths=True)
+    prog = PipelineProgram(pipe, [FusedGroup(pipe, pipe.order)], inputs)
+    prog.run_cpu()
+    omap = output_map(prog.layout, pipe, model)
+    views = {k: torch.from_numpy(getattr(prog.host, k)) for k in ("f32", "i64", "offs")}
+    asm = Assembler(omap, views)
+    want = asm.batch(asm.offsets(), torch.zeros(ROWS))
+    return prog.host, omap, want
+
+
+def assemble(host, omap, ref=None):
+    """Run the kernel in the simulator; (dense, ids, offsets, status) as NumPy arrays."""
+    t = len(omap.row_base)
+    dense_bits = np.zeros((omap.rows, len(omap.dense_bases)), np.int32)
+    ids = np.zeros(sum(omap.table_capacity), np.int64)
+    offsets = np.zeros(t * omap.rows + 1, np.int64)
+    status = np.zeros(t + 1, np.int64)
+    fixed = [np.array(x, np.int64) for x in (omap.dense_bases, omap.table_values,
+                                             omap.table_offsets, omap.table_capacity,
+                                             omap.row_base)]
+    if ref is None:
+        check, refs = 0, (np.zeros((1, 1), np.int32), np.zeros(1, np.int64),
+                          np.zeros(1, np.int64))
+    else:
+        check, refs = 1, (ref.dense.numpy().view(np.int32), ref.ids.numpy(),
+                          ref.offsets.numpy())
+    _kernel()[blocks_for(omap), THREADS](host.f32.view(np.int32), host.i64, host.offs,
+                                         *fixed, omap.rows, dense_bits, ids, offsets,
+                                         status, check, *refs)
+    return dense_bits.view(np.float32), ids, offsets, status
+
+
+@pytest.fixture(scope="module")
+def multihot():
+    return program("multihot", "mlperf-dcnv2")
+
+
+@pytest.mark.parametrize("name,model", [("kaggle", "criteo-kaggle"), ("heavy", "heavy"),
+                                        ("multihot", "mlperf-dcnv2")])
+def test_kernel_builds_the_pytorch_batch(name, model):
+    host, omap, want = program(name, model)
+    dense, ids, offsets, status = assemble(host, omap, want)
+    counts = status[:-1]
+    assert status[-1] == 0  # equal to itself
+    np.testing.assert_array_equal(dense.view(np.int32), want.dense.numpy().view(np.int32))
+    np.testing.assert_array_equal(ids[: counts.sum()], want.ids.numpy())
+    np.testing.assert_array_equal(offsets, want.offsets.numpy())
+    assert counts.sum() == len(want.ids)
+
+
+def changed(batch, **parts):
+    return replace(batch, **parts)
+
+
+def test_check_flags_what_differs_and_follows_the_ulp_rule(multihot):
+    host, omap, want = multihot
+    ids = want.ids.clone()
+    ids[len(ids) // 2] += 1
+    assert assemble(host, omap, changed(want, ids=ids))[3][-1] == 1
+    offsets = want.offsets.clone()
+    offsets[5] += 1
+    assert assemble(host, omap, changed(want, offsets=offsets))[3][-1] == 1
+    short = want.ids[:-1]  # one id fewer in the reference
+    assert assemble(host, omap, changed(want, ids=short))[3][-1] == 1
+    for ulps, flagged in ((1, 0), (2, 1)):
+        bits = want.dense.clone().view(torch.int32)
+        bits[3, 0] += ulps
+        got = assemble(host, omap, changed(want, dense=bits.view(torch.float32)))[3][-1]
+        assert got == flagged, ulps
+        # the PyTorch check it replaces agrees
+        ref = (bits.view(torch.float32), want.ids, want.offsets)
+        assert bool(differs(want, ref)) == bool(flagged)
+
+
+def test_nan_equals_nan_but_not_a_number(multihot):
+    host, omap, want = multihot
+    f32 = host.f32.copy()
+    f32[omap.dense_bases[0] + 2] = np.nan
+    host2 = SimpleNamespace(f32=f32, i64=host.i64, offs=host.offs)
+    dense_nan = want.dense.clone()
+    dense_nan[2, 0] = float("nan")
+    assert assemble(host2, omap, changed(want, dense=dense_nan))[3][-1] == 0
+    assert assemble(host2, omap, want)[3][-1] == 1
+
+
+def test_corrupt_offsets_are_flagged_and_never_written_past_the_buffers(multihot):
+    host, omap, want = multihot
+    t = next(k for k, b in enumerate(omap.table_offsets) if b >= 0)
+    offs = host.offs.copy()
+    offs[omap.table_offsets[t] + omap.rows] = omap.table_capacity[t] + 5  # count too big
+    host2 = SimpleNamespace(f32=host.f32, i64=host.i64, offs=offs)
+    _, ids, _, status = assemble(host2, omap)
+    assert status[-1] == 1 and status[t] == omap.table_capacity[t] + 5
