@@ -30,43 +30,54 @@ INF_BITS = 0x7F800000
 
 
 @register_jitable
-def assemble_rows(g, f32_bits, i64, offs, dense_base, values_base, offsets_base, capacity,
-                  row_base, rows, dense_bits, ids, offsets, status, check, ref_dense_bits,
-                  ref_ids, ref_offsets):
-    """Work item g of (tables + 1) * rows: table t's bag of row r (t < tables), or row
-    r's dense features (t == tables). status[t] gets table t's id count (from its r = 0
-    item) and status[tables] is set to 1 on any difference from the reference (when
-    `check`) or any id count outside [0, capacity]; nothing is written out of bounds."""
-    tables = values_base.size
-    if g >= (tables + 1) * rows:
-        return
-    t = g // rows
-    r = g - t * rows
-    if t == tables:
-        for j in range(dense_base.size):
-            v = f32_bits[dense_base[j] + r]
-            dense_bits[r, j] = v
-            if check:
-                w = ref_dense_bits[r, j]
-                nan_v = (v & SIGN_OFF) > INF_BITS
-                nan_w = (w & SIGN_OFF) > INF_BITS
-                a = np.int64(v) if v >= 0 else -np.int64(v & SIGN_OFF)
-                b = np.int64(w) if w >= 0 else -np.int64(w & SIGN_OFF)
-                if not (nan_v and nan_w) and (nan_v or nan_w or abs(a - b) > 1):
-                    status[tables] = 1
-        return
-    start = 0
-    for u in range(t):  # ids of the tables before t (their counts; a few dozen loads)
-        ob = offsets_base[u]
-        start += rows if ob < 0 else offs[ob + rows]
+def table_count(t, offs, offsets_base, rows):
+    """Ids of table t in this batch: the last of its offsets, or one per row."""
     ob = offsets_base[t]
-    count = rows if ob < 0 else offs[ob + rows]
+    return rows if ob < 0 else offs[ob + rows]
+
+
+@register_jitable
+def table_start(t, offs, offsets_base, rows):
+    """Where table t's ids start in the table-major batch (a few dozen cached loads)."""
+    start = 0
+    for u in range(t):
+        start += table_count(u, offs, offsets_base, rows)
+    return start
+
+
+@register_jitable
+def assemble_ids(t, x, stride, i64, offs, values_base, offsets_base, capacity, row_base,
+                 rows, ids, status, check, ref_ids):
+    """Table t's ids x, x + stride, ...: the pool holds them contiguously already, so a
+    warp copies 32 neighbours (coalesced, whatever the list lengths)."""
+    count = table_count(t, offs, offsets_base, rows)
+    start = table_start(t, offs, offsets_base, rows)
+    if count < 0 or count > capacity[t] or start < 0 or start + count > ids.size:
+        return  # flagged by assemble_offsets
+    base, shift = values_base[t], row_base[t]
+    for j in range(x, count, stride):
+        v = i64[base + j] + shift
+        ids[start + j] = v
+        if check and (start + j >= ref_ids.size or ref_ids[start + j] != v):
+            status[values_base.size] = 1
+
+
+@register_jitable
+def assemble_offsets(t, r, offs, offsets_base, capacity, rows, ids_size, offsets, status,
+                     check, ref_offsets):
+    """Table t's offset of row r (and the final one). status[t] gets the table's id count
+    (from row 0) and status[tables] is set to 1 on any difference from the reference
+    (when `check`) or offsets outside [0, capacity]: then no id is written."""
+    tables = offsets_base.size
+    count = table_count(t, offs, offsets_base, rows)
+    start = table_start(t, offs, offsets_base, rows)
+    ob = offsets_base[t]
     b0 = r if ob < 0 else offs[ob + r]
     b1 = r + 1 if ob < 0 else offs[ob + r + 1]
     if r == 0:
         status[t] = count
     if count < 0 or count > capacity[t] or b0 < 0 or b0 > b1 or b1 > count or \
-            start < 0 or start + count > ids.size:
+            start < 0 or start + count > ids_size:
         status[tables] = 1
         return
     slot = t * rows + r
@@ -77,31 +88,54 @@ def assemble_rows(g, f32_bits, i64, offs, dense_base, values_base, offsets_base,
     if check and (ref_offsets.size != tables * rows + 1 or ref_offsets[slot] != start + b0
                   or (last and ref_offsets[tables * rows] != start + b1)):
         status[tables] = 1
-    base, shift = values_base[t], row_base[t]
-    for j in range(b0, b1):
-        v = i64[base + j] + shift
-        ids[start + j] = v
-        if check and (start + j >= ref_ids.size or ref_ids[start + j] != v):
-            status[tables] = 1
+
+
+@register_jitable
+def assemble_dense(r, f32_bits, dense_base, dense_bits, status, check, ref_dense_bits):
+    """Row r's dense features, each compared with the reference within 1 ulp (NaN equal
+    to NaN): float bits on a line where neighbours differ by one."""
+    for j in range(dense_base.size):
+        v = f32_bits[dense_base[j] + r]
+        dense_bits[r, j] = v
+        if check:
+            w = ref_dense_bits[r, j]
+            nan_v = (v & SIGN_OFF) > INF_BITS
+            nan_w = (w & SIGN_OFF) > INF_BITS
+            a = np.int64(v) if v >= 0 else -np.int64(v & SIGN_OFF)
+            b = np.int64(w) if w >= 0 else -np.int64(w & SIGN_OFF)
+            if not (nan_v and nan_w) and (nan_v or nan_w or abs(a - b) > 1):
+                status[status.size - 1] = 1
 
 
 @functools.cache
 def _kernel():
-    """The CUDA kernel (compiled once per process, lazily: the CPU never needs it)."""
+    """The CUDA kernel (compiled once per process, lazily: the CPU never needs it).
+    Grid (x over rows, tables + 1): block row t < tables writes table t's offsets and
+    copies its ids (grid-stride), the last block row writes the dense features."""
 
     @cuda.jit
     def assemble(f32_bits, i64, offs, dense_base, values_base, offsets_base, capacity,
                  row_base, rows, dense_bits, ids, offsets, status, check, ref_dense_bits,
                  ref_ids, ref_offsets):
-        assemble_rows(cuda.grid(1), f32_bits, i64, offs, dense_base, values_base, offsets_base,
-            capacity, row_base, rows, dense_bits, ids, offsets, status, check,
-            ref_dense_bits, ref_ids, ref_offsets)
+        x = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
+        t = cuda.blockIdx.y
+        if t == values_base.size:
+            if x < rows:
+                assemble_dense(x, f32_bits, dense_base, dense_bits, status, check,
+                               ref_dense_bits)
+            return
+        if x < rows:
+            assemble_offsets(t, x, offs, offsets_base, capacity, rows, ids.size, offsets,
+                             status, check, ref_offsets)
+        assemble_ids(t, x, cuda.gridDim.x * cuda.blockDim.x, i64, offs, values_base,
+                     offsets_base, capacity, row_base, rows, ids, status, check, ref_ids)
 
     return assemble
 
 
-def blocks_for(omap: OutputMap) -> int:
-    return max(1, -(-(len(omap.row_base) + 1) * omap.rows // THREADS))
+def grid_for(omap: OutputMap, threads: int = THREADS) -> tuple[int, int]:
+    """(blocks over the rows, tables + 1)."""
+    return max(1, -(-omap.rows // threads)), len(omap.row_base) + 1
 
 
 class DeviceAssembler:
@@ -138,7 +172,7 @@ class DeviceAssembler:
             if tuple(d.shape) != tuple(self.dense_bits.shape):
                 raise ValueError(f"reference dense features are {tuple(d.shape)}, the "
                                  f"batch's {tuple(self.dense_bits.shape)}")
-        kernel, blocks = _kernel(), blocks_for(omap)
+        kernel, blocks = _kernel(), grid_for(omap)
         self.launches = [BoundLaunch(kernel, blocks, THREADS,
                                      (*head, 1, nb(d.view(torch.int32)), nb(i), nb(o)))
                          for d, i, o in refs] or \

@@ -28,7 +28,10 @@ class BoundLaunch:
 
     def __call__(self, stream=0) -> None:
         if self.bound:
-            self._launch(stream, self._config, self._kernel, *self._params)
+            key = id(stream)
+            if key not in self._streams:  # converted as Numba does, once per stream
+                self._streams[key] = (stream, self._to_core(stream))
+            self._launch(self._streams[key][1], self._config, self._kernel, *self._params)
             return
         self.dispatcher[self.grid, self.block, stream](*self.args)  # compiles if needed
         if not self._tried:
@@ -67,4 +70,6 @@ class BoundLaunch:
         self._kernel = kernel._codelibrary.get_cufunc().kernel
         self._params = params
         self._launch = nd.launch
+        self._to_core = getattr(nd.driver, "_to_core_stream", lambda s: s)
+        self._streams: dict[int, tuple] = {}
         self.bound = True

@@ -51,8 +51,10 @@ MATRICES = {
     "baselines": [(p, (4096, 8192), BASELINES) for p in ("kaggle", "terabyte", "multihot")]
     + [("kaggle", (4096,), ("gpu-overlap-nocheck",))],
     "plans": [("heavy", (4096,), ("ideal", "gpu-sequential", "gpu-overlap", "rap", "corun"))]
+    + [(p, (4096, 8192, 16384), ("ideal", "gpu-sequential", "rap", "corun"))
+       for p in ("kaggle", "terabyte")]
     + [(p, (4096, 8192), ("ideal", "gpu-sequential", "rap", "corun"))
-       for p in ("kaggle", "terabyte", "wide-2x", "wide-4x")],
+       for p in ("wide-2x", "wide-4x")],
     # under torchrun on 4 GPUs (issue 8)
     "multigpu": [(p, (4096, 8192), ("ideal", "gpu-sequential", "rap", "corun", "corun-owner"))
                  for p in ("kaggle", "terabyte")],

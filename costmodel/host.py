@@ -6,24 +6,26 @@ execute_h200.md: iteration time = the sum of the host's pieces): a GPU that fini
 work early waits for the next launch. The simulator runs the thread beside each GPU, so
 an iteration takes at least its host time.
 
-Constants, from `corun execute`'s own host breakdown on the H200 machine (16-core host,
-torch 2.11, numba-cuda 0.30.4; bench/results/raw/execute_*_run{2,3}.json, commands in
-bench/results/execute_h200.md; run 5 and wide-2x/wide-4x were not used to fit them):
-  step_ms           4.90  `ideal` host step, kaggle/terabyte b4096/b8192: 4.52-5.13 ms
-                          (bench/host_split.py, the step behind a spin: 5.1-6.0 ms);
-  kernel_launch_ms  0.29  per host launch of a fused kernel (a list-writing kernel is
-                          three: lengths, scan, values): least squares through zero on
-                          the host-bound kaggle/terabyte b8192 runs (run 3): 3 launches
-                          of gpu-sequential/overlap add 0.23-0.53 ms to the step, RAP's
-                          11 add 3.32-3.56 ms;
-  batch_fixed_ms    1.31  staging + assembly + check of one batch: a line through its
-  batch_ms_per_mb   0.080 output MB, least squares over the 22 non-ideal GPU runs of
-                          runs 2-3 (kaggle/terabyte 1.9-3.9 MB: 1.1-1.9 ms; multihot
-                          16 MB: 2.0-2.4 ms; heavy 86 MB of long lists: 7.9-8.6 ms).
-The same host is assumed for every GPU kind (a what-if elsewhere keeps this host). The
-batch terms were measured while the executor copied every batch back to check 64 rows
-on the host; it now compares every row on the GPU and reads one flag back, which should
-shrink them (heavy's 86 MB copy above all): not yet re-measured.
+Constants, fitted by `python bench/fit_host.py bench/results/raw/execute_plans_run7.json
+-o bench/results/host_fit.json` on `corun execute`'s own host breakdown on the H200
+machine (16-core host, torch 2.11, numba-cuda 0.30.4; run 7: kaggle/terabyte at batch
+4096/8192 and heavy at 4096, each next to `ideal`, commit 13fcd2c, command in
+bench/results/plans_h200.md):
+  step_ms           4.10  `ideal` host step where the host sets the pace (kaggle and
+                          terabyte b4096: 3.88-4.32 ms; bench/host_split.py times the
+                          GPU side of that step at 2.6 ms);
+  kernel_launch_ms  0.086 per host launch of a fused kernel (a list-writing kernel is
+                          three: lengths, scan, values), its arguments packed once
+                          (backend/launch.py): least squares through zero of the step's
+                          host time over ideal's against launches, host-paced runs;
+  batch_fixed_ms    0.39  staging + assembly + check of one batch (one kernel assembles
+  batch_ms_per_mb   0.0024 and checks it, the host reads one copy back): a line through
+                          its output MB over the 16 non-ideal runs (1.9-86 MB:
+                          0.34-0.64 ms).
+The same host is assumed for every GPU kind (a what-if elsewhere keeps this host). Before
+the executor packed launch arguments once and assembled with one kernel (runs 2-6), the
+constants were 4.90 / 0.29 / 1.31 / 0.080, fitted by hand on runs 2-3 (heavy.s batch
+took 7.9-8.6 ms of host).
 """
 
 from __future__ import annotations
@@ -39,10 +41,10 @@ from spec.pipeline import Shape
 class HostCosts:
     """What one GPU's host thread spends per iteration, by piece."""
 
-    step_ms: float = 4.90
-    kernel_launch_ms: float = 0.29
-    batch_fixed_ms: float = 1.31
-    batch_ms_per_mb: float = 0.080
+    step_ms: float = 4.10
+    kernel_launch_ms: float = 0.086
+    batch_fixed_ms: float = 0.39
+    batch_ms_per_mb: float = 0.0024
     source: str = "corun execute host breakdown, H200 machine (costmodel/host.py)"
 
     def iteration_ms(self, kernel_launches: int, output_mb: float, batches: bool) -> float:

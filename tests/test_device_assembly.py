@@ -11,7 +11,7 @@ import torch
 import spec
 from backend.assembly import Assembler, differs, output_map
 from backend.data import synthetic_inputs
-from backend.device_assembly import THREADS, _kernel, blocks_for
+from backend.device_assembly import _kernel, grid_for
 from backend.fusion import FusedGroup
 from backend.runner import PipelineProgram
 from corun.workload import shrink_tables
@@ -49,7 +49,7 @@ def assemble(host, omap, ref=None):
     else:
         check, refs = 1, (ref.dense.numpy().view(np.int32), ref.ids.numpy(),
                           ref.offsets.numpy())
-    _kernel()[blocks_for(omap), THREADS](host.f32.view(np.int32), host.i64, host.offs,
+    _kernel()[grid_for(omap, 32), 32](host.f32.view(np.int32), host.i64, host.offs,
                                          *fixed, omap.rows, dense_bits, ids, offsets,
                                          status, check, *refs)
     return dense_bits.view(np.float32), ids, offsets, status

@@ -9,6 +9,10 @@ for p in kaggle terabyte wide-2x wide-4x; do
       --batch "$b" --time-limit 10 --quiet --out "bench/plans/$p-b$b" > "bench/plans/$p-b$b.txt"
   done
 done
+for p in kaggle terabyte; do  # past the host-paced batches: where the GPU sets the pace
+  corun plan --hardware h200 --gpus 1 --pipeline "$p" --model "criteo-$p" --batch 16384 \
+    --time-limit 10 --quiet --out "bench/plans/$p-b16384" > "bench/plans/$p-b16384.txt"
+done
 corun plan --hardware h200 --gpus 1 --pipeline heavy --model heavy --batch 4096 --time-limit 10 \
   --quiet --out bench/plans/heavy-b4096 > bench/plans/heavy-b4096.txt
 corun simulate --hardware h200 --pipeline multihot --model mlperf-dcnv2 --batch 8192 --strategy all --quiet --out bench/plans/multihot-b8192 > bench/plans/multihot-b8192.txt
