@@ -57,9 +57,13 @@ COLUMNS = KEY + (
     "pipeline", "features", "nodes", "chains", "has_lists", "rows", "elements", "int_ops",
     "kernel_bytes", "blocks", "threads", "registers", "occupancy",
     *(f"op_{op.value}" for op in OpKind),
-    "stage_flops", "stage_bytes", "stage_kernels", "stage_parallelism",
+    "stage_flops", "stage_bytes", "stage_kernels", "stage_parallelism", "stage_lookups",
     "stage_alone_ms", "stage_corun_ms", "kernel_alone_ms", "kernel_corun_ms",
     "host_ahead", "reps", "torch", "numba_cuda", "measured_utc")
+
+BEFORE_LOOKUPS = tuple(c for c in COLUMNS if c != "stage_lookups")
+"""The columns before stage_lookups: such a file is still appended to (without it; the
+fit derives it from the preset model, costmodel.learned.stage_lookups)."""
 
 
 @dataclass(frozen=True)
@@ -227,6 +231,7 @@ class Profiler:
                 **{f"op_{op.value}": c for op, c in ops.items()},
                 "stage_flops": w.flops, "stage_bytes": w.hbm_bytes,
                 "stage_kernels": w.kernels, "stage_parallelism": w.parallelism,
+                "stage_lookups": w.lookups,
                 "stage_alone_ms": self.plain_stage_ms[stage],
                 "stage_corun_ms": statistics.median(corun), "kernel_alone_ms": alone,
                 "kernel_corun_ms": statistics.median(kernel), "host_ahead": ahead / reps,
@@ -239,14 +244,15 @@ class Profiler:
 def append_rows(path: Path, rows: Sequence[dict]) -> None:
     """Append rows (with a header for a new file) and flush them to disk."""
     new = not path.exists() or path.stat().st_size == 0
+    header = COLUMNS
     if not new:
         with path.open(newline="") as f:
-            header = next(csv.reader(f), [])
-        if tuple(header) != COLUMNS:
+            header = tuple(next(csv.reader(f), []))
+        if header not in (COLUMNS, BEFORE_LOOKUPS):
             raise SpecError(str(path), "its header", "the columns of this corun profile "
                             "(the file is from another version: profile into a new --out)")
     with path.open("a", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=COLUMNS)
+        w = csv.DictWriter(f, fieldnames=header, extrasaction="ignore")
         if new:
             w.writeheader()
         w.writerows(rows)

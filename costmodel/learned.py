@@ -20,6 +20,7 @@ a fixed capacity of kernel time it hides).
 
 from __future__ import annotations
 
+import functools
 import json
 import pickle
 from collections.abc import Sequence
@@ -76,6 +77,8 @@ def kernel_features(r: dict) -> list[float]:
 
 
 STAGE_ALONE_COLUMN = 2
+LOOKUP_STAGES = ("emb_bwd", "optimizer")
+"""Stages whose time follows the id count (StageWork.lookups), each its own feature."""
 """Where stage_features puts the stage's standalone time."""
 
 
@@ -84,6 +87,7 @@ def stage_features(r: dict, alone_ms: float | None = None) -> list[float]:
     `alone_ms` when given), and which stage it is."""
     g = gpu_of(r["gpu"])
     alone = _f(r, "stage_alone_ms") if alone_ms is None else alone_ms
+    ids = np.log1p(stage_lookups(r) * 1e-3)
     return [
         np.log1p(_f(r, "stage_bytes") / g.copy_bytes_per_s * 1e6),
         np.log1p(_f(r, "stage_flops") / (g.int32_ops_per_s * 2) * 1e6),
@@ -91,7 +95,31 @@ def stage_features(r: dict, alone_ms: float | None = None) -> list[float]:
         _f(r, "stage_parallelism") / (g.sm_count * g.max_threads_per_sm),
         _f(r, "stage_kernels"),
         *(float(r["stage"] == s) for s in STAGES),
+        *(ids * (r["stage"] == s) for s in LOOKUP_STAGES),
     ]
+
+
+def stage_lookups(r: dict) -> float:
+    """Ids the stage updates one by one (StageWork.lookups). Profiles taken before the
+    column existed name a preset model: the count follows from its tables, the batch
+    and the stage, as costmodel.workload counts it on one GPU."""
+    if r.get("stage_lookups") not in (None, ""):
+        return float(r["stage_lookups"])
+    if r["stage"] not in LOOKUP_STAGES or "model" not in r:
+        return 0.0
+    return _preset_lookups(r["model"], int(r["batch"]))
+
+
+@functools.cache
+def _preset_lookups(model: str, batch: int) -> float:
+    """0 for a model that is not a preset (such rows are from tests: real profiles of
+    model files carry the column)."""
+    from spec import MODEL_PRESETS
+
+    m = MODEL_PRESETS.get(model)
+    if m is None or not m.sparse_gradients:
+        return 0.0
+    return float(batch * sum(t.pooling for t in m.tables))
 
 
 def stage_only(rows: Sequence[dict]) -> np.ndarray:
@@ -363,6 +391,7 @@ def work_row(kernel: KernelWork, stage: StageWork | None, stage_alone_ms: float,
            "stage_bytes": stage.hbm_bytes if stage else 0.0,
            "stage_kernels": stage.kernels if stage else 0,
            "stage_parallelism": stage.parallelism if stage else 0.0,
+           "stage_lookups": stage.lookups if stage else 0.0,
            "stage_alone_ms": stage_alone_ms, "kernel_alone_ms": 0.0}
     return {k: str(v) if k in ("gpu", "kernel", "stage") else v for k, v in row.items()}
 
@@ -403,7 +432,7 @@ class LearnedCostModel(CostModel):
     def _stage_ms(self, work: StageWork, hw: Hardware) -> float:
         row = {"gpu": hw.gpu.name, "stage": work.stage.value, "stage_flops": work.flops,
                "stage_bytes": work.hbm_bytes, "stage_kernels": work.kernels,
-               "stage_parallelism": work.parallelism}
+               "stage_parallelism": work.parallelism, "stage_lookups": work.lookups}
         return float(self.model.predict_stage_ms([row])[0])
 
     def _kernel_ms(self, work: KernelWork, hw: Hardware) -> float:

@@ -74,7 +74,10 @@ def stage_work(model: Model, hw: Hardware, sharding: Sharding, gpu: int,
 
     def add(stage: Stage, flops: float, nbytes: float, kernels: int, parallel: float,
             comm: Comm = Comm.NONE, send: float = 0.0, recv: float = 0.0) -> None:
-        out[stage] = StageWork(stage, flops, nbytes, prec, kernels, parallel, comm, send, recv)
+        ids = lookups if stage in (Stage.EMB_BWD, Stage.OPTIMIZER) and \
+            model.sparse_gradients else 0.0
+        out[stage] = StageWork(stage, flops, nbytes, prec, kernels, parallel, comm, send, recv,
+                               ids)
 
     if n > 1:
         # Ids of other GPUs' tables leave; ids of mine arrive from n-1 peers.
