@@ -1,7 +1,10 @@
 """Planned strategies executed on the H200 against the predictions they were chosen on:
-bench/results/raw/execute_plans_run5.json (bench/execute_gpu.py --matrix plans) next to
+bench/results/raw/execute_plans_run{8,9,10,11}.json (bench/execute_gpu.py --matrix
+plans; a later run's case replaces an earlier one's) next to
 bench/plans/<pipeline>-b<batch>/prediction-<strategy>.json (bash bench/plans/make.sh, the
-learned H200 model and the host thread). Writes bench/results/plans_h200.md.
+learned H200 model and the host thread). A measured plan that is no longer the one in
+bench/plans/ (the cost model changed after it ran) is predicted afresh, by the same
+simulation, and marked. Writes bench/results/plans_h200.md.
 
     python bench/render_plans.py [RAW.json ...]
 """
@@ -14,43 +17,84 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-RAW = [ROOT / "bench/results/raw/execute_plans_run5.json"]
+sys.path.insert(0, str(ROOT))
+PLAN_FILES = {"corun": "plan.json", "rap": "plan-rap.json"}
+RAW = [ROOT / f"bench/results/raw/execute_plans_run{n}.json" for n in (8, 9, 10, 11)]
 OUT = ROOT / "bench/results/plans_h200.md"
 
 
 def rows(raw: list[Path]) -> list[dict]:
-    out = []
+    """One row per (pipeline, batch, strategy), from the last file that measured it; each
+    share of ideal is against the ideal of the same command."""
+    out: dict[tuple, dict] = {}
     for path in raw:
         runs = [r for r in json.loads(path.read_text()) if r.get("measurement")]
-        ideal = {(r["pipeline"], r["batch"]): r["measurement"]["iteration"]["median_ms"]
-                 for r in runs if r["strategy"] == "ideal"}
+        ideal = {(r["pipeline"], r["batch"]): r["measurement"] for r in runs
+                 if r["strategy"] == "ideal"}
         for r in runs:
             m, key = r["measurement"], (r["pipeline"], r["batch"])
-            pred = ROOT / f"bench/plans/{key[0]}-b{key[1]}/prediction-{r['strategy']}.json"
-            p = json.loads(pred.read_text())["iteration_time_ms"]
+            if key not in ideal:
+                continue
+            folder = ROOT / f"bench/plans/{key[0]}-b{key[1]}"
+            p = json.loads((folder / f"prediction-{r['strategy']}.json").read_text())[
+                "iteration_time_ms"]
+            plan_file = PLAN_FILES.get(r["strategy"])
+            stale = plan_file is not None and not same_plan(m["plan"], folder / plan_file)
+            if stale:
+                p = predict(m["plan"], key[0], key[1])
             ms = m["iteration"]["median_ms"]
-            out.append({"pipeline": key[0], "batch": key[1], "strategy": r["strategy"],
-                        "measured_ms": ms, "of_ideal_pct": 100 * ideal[key] / ms,
-                        "predicted_ms": p, "error_pct": 100 * (p - ms) / ms,
-                        "host": {k: v["median_ms"] for k, v in m["host"].items()},
-                        "command": m["command"], "source": path.name})
-    return out
+            base = ideal[key]
+            out[(*key, r["strategy"])] = {
+                "pipeline": key[0], "batch": key[1], "strategy": r["strategy"],
+                "measured_ms": ms, "p90_ms": m["iteration"]["p90_ms"],
+                "of_ideal_pct": 100 * base["iteration"]["median_ms"] / ms,
+                "of_ideal_tput_pct": 100 * m["throughput_samples_per_s"]
+                / base["throughput_samples_per_s"],
+                "predicted_ms": p, "error_pct": 100 * (p - ms) / ms, "stale": stale,
+                "host": {k: v["median_ms"] for k, v in m["host"].items()},
+                "command": m["command"], "source": path.name}
+    return list(out.values())
+
+
+def same_plan(ran: dict, path: Path) -> bool:
+    now = json.loads(path.read_text())
+    return all(now.get(k) == ran.get(k) for k in ("kernels", "cpu_nodes"))
+
+
+def predict(plan: dict, pipeline: str, batch: int) -> float:
+    """Predicted iteration ms of a measured plan, simulated as `corun plan` simulates
+    its candidates (learned H200 model, host thread)."""
+    from dataclasses import replace
+
+    import spec
+    from sim import Scenario, Strategy, StrategyKind, simulate
+    from spec.serde import from_jsonable
+
+    model = replace(spec.model_preset(spec.DEFAULT_MODEL_FOR[pipeline]), batch_per_gpu=batch)
+    sc = Scenario(spec.hardware_preset("h200", 1), model, spec.pipeline_preset(pipeline),
+                  Strategy(StrategyKind.PLAN, plan=from_jsonable(spec.Plan, plan, "plan")))
+    return simulate(sc).prediction.iteration_time_ms
 
 
 def render(rs: list[dict]) -> str:
     lines = ["# Planned strategies on the H200: measured against predicted", "",
              "Made by `python bench/render_plans.py` from "
              + ", ".join(sorted({f"`bench/results/raw/{r['source']}`" for r in rs}))
-             + f"; measured with `{rs[0]['command']}` (200 timed iterations after 20, every "
-             "batch's sampled rows checked). Predictions: `bash bench/plans/make.sh` "
-             "(learned H200 model + host thread).", "",
-             "| workload | strategy | measured ms | of measured ideal | predicted ms | "
-             "error | host ms: step / wait / finish / check |",
+             + " (a later run's case replaces an earlier one's); measured with "
+             + "; ".join(sorted({f"`{r['command']}`" for r in rs}))
+             + " (200 timed iterations after 20; every value of every batch checked on the "
+             "device). Predictions: `bash bench/plans/make.sh` (learned H200 model + host "
+             "thread). Shares of ideal: by median iteration time, and by throughput (mean "
+             "iteration time: it counts the slow iterations the median leaves out).", "",
+             "| workload | strategy | measured ms (p90) | of ideal: median / throughput | "
+             "predicted ms | error | host ms: step / wait / finish / check |",
              "|---|---|---:|---:|---:|---:|---|"]
     for r in rs:
         h = r["host"]
-        lines.append(f"| {r['pipeline']} b{r['batch']} | {r['strategy']} | "
-                     f"{r['measured_ms']:.3f} | {r['of_ideal_pct']:.1f}% | "
+        mark = " (earlier plan, re-predicted)" if r["stale"] else ""
+        lines.append(f"| {r['pipeline']} b{r['batch']} | {r['strategy']}{mark} | "
+                     f"{r['measured_ms']:.3f} ({r['p90_ms']:.2f}) | {r['of_ideal_pct']:.1f}% / "
+                     f"{r['of_ideal_tput_pct']:.1f}% | "
                      f"{r['predicted_ms']:.3f} | {r['error_pct']:+.1f}% | "
                      + " / ".join(f"{h.get(k, 0):.2f}" for k in ("step", "wait", "finish",
                                                                   "check")) + " |")
@@ -58,18 +102,21 @@ def render(rs: list[dict]) -> str:
     lines += ["", f"Iteration-time error: mean {statistics.mean(errs):.1f}%, median "
               f"{statistics.median(errs):.1f}%, {sum(e <= 5 for e in errs)} of {len(errs)} "
               "within 5%.", ""]
-    best = {}
+    best: dict[tuple, list] = {}
     for r in rs:
-        w = (r["pipeline"], r["batch"])
         if r["strategy"] != "ideal":
-            best.setdefault(w, []).append(r)
-    lines.append("| workload | measured best (non-ideal) | planner's corun plan |")
-    lines.append("|---|---|---|")
+            best.setdefault((r["pipeline"], r["batch"]), []).append(r)
+    lines.append("| workload | measured best by median | by throughput | planner's corun "
+                 "plan: median / throughput |")
+    lines.append("|---|---|---|---|")
     for (p, b), cand in best.items():
-        top = min(cand, key=lambda r: r["measured_ms"])
+        by_ms = min(cand, key=lambda r: r["measured_ms"])
+        by_tput = max(cand, key=lambda r: r["of_ideal_tput_pct"])
         corun = next((r for r in cand if r["strategy"] == "corun"), None)
-        lines.append(f"| {p} b{b} | {top['strategy']} ({top['of_ideal_pct']:.1f}%) | "
-                     + (f"{corun['of_ideal_pct']:.1f}%" if corun else "-") + " |")
+        lines.append(f"| {p} b{b} | {by_ms['strategy']} ({by_ms['of_ideal_pct']:.1f}%) | "
+                     f"{by_tput['strategy']} ({by_tput['of_ideal_tput_pct']:.1f}%) | "
+                     + (f"{corun['of_ideal_pct']:.1f}% / {corun['of_ideal_tput_pct']:.1f}%"
+                        if corun else "-") + " |")
     return "\n".join(lines) + "\n"
 
 
