@@ -103,9 +103,13 @@ def test_stale_model_is_refused(profile_csv, tmp_path, monkeypatch):
     other.write_text(profile_csv.read_text().replace("2026-11-29T00", "2026-11-30T00"))
     with pytest.raises(SpecError, match="data_sha256"):
         learned.load_model(out, other)
-    monkeypatch.setattr(learned, "library_versions",
-                        lambda: {"scikit-learn": "0.0", "numpy": np.__version__})
+    here = learned.library_versions()
+    monkeypatch.setattr(learned, "library_versions", lambda: {**here, "scikit-learn": "0.0"})
     with pytest.raises(SpecError, match="scikit-learn"):
+        learned.load_model(out)
+    # a model of other features (or from before they were versioned) is not used either
+    monkeypatch.setattr(learned, "library_versions", lambda: {**here, "corun-features": "9"})
+    with pytest.raises(SpecError, match="corun-features"):
         learned.load_model(out)
 
 
