@@ -44,12 +44,32 @@ RUNS = [  # (file, what the run was, the commit it ran, the command on the H200)
      "learned H200 model and the host thread", "3e2d32d",
      "python bench/execute_gpu.py --matrix plans --only kaggle,terabyte,wide-2x,wide-4x "
      "--batches 8192 --strategies ideal,gpu-sequential,rap,corun --budget-s 230 --out $OUT"),
+    ("execute_plans_run6.json", "planned strategies at batch 4096 and 8192, every value "
+     "of every batch checked on the device (PyTorch ops)", "1666f25",
+     "python bench/execute_gpu.py --matrix plans --budget-s 420 --out $OUT"),
+    ("execute_plans_run7.json", "launch arguments packed once, one kernel assembles and "
+     "checks each batch (one thread per bag)", "13fcd2c",
+     "python bench/execute_gpu.py --matrix plans --only kaggle,terabyte,heavy "
+     "--budget-s 250 --out $OUT"),
+    ("execute_plans_run8.json", "coalesced assembly kernel, host constants refitted on "
+     "run 7, plans remade (batch 16384 added)", "ffb401f",
+     "python bench/execute_gpu.py --matrix plans --budget-s 390 --out $OUT"),
+    ("execute_plans_run9.json", "the rest of run 8's matrix (wide-2x, wide-4x)", "ffb401f",
+     "python bench/execute_gpu.py --matrix plans --only wide-2x,wide-4x --budget-s 200 "
+     "--out $OUT"),
+    ("execute_plans_run10.json", "kaggle and terabyte at batch 8192 again (run-to-run "
+     "spread)", "ffb401f",
+     "python bench/execute_gpu.py --matrix plans --only kaggle,terabyte --batches 8192 "
+     "--budget-s 130 --out $OUT"),
 ]
-SPLIT = {"execute_baselines_run3.json", "execute_baselines_run4.json",
-         "execute_plans_heavy_run3.json", "execute_plans_run3.json",
-         "execute_plans_run5.json"}
-"""Runs at the current trainer whose measurements feed reports/h200 (a later run's
-measurement of the same case replaces an earlier one)."""
+SPLIT = {"execute_baselines_run3.json": {"multihot"},
+         "execute_baselines_run4.json": {"multihot"},
+         "execute_plans_run8.json": None, "execute_plans_run9.json": None,
+         "execute_plans_run10.json": None}
+"""Runs whose measurements feed reports/h200, with the pipelines taken from each (None:
+all; a later run's measurement of the same case replaces an earlier one). Runs 8-10 are
+of the current executor; multihot was last measured in runs 3-4 (its GPU strategies then
+paid the executor's older host costs)."""
 PLAN_FILES = {"corun": "plan.json", "rap": "plan-rap.json"}
 
 
@@ -114,8 +134,12 @@ def main() -> int:
              "`bench/results/raw/`. Each run is one command on the H200 (below); every "
              "ratio is to `ideal` measured in that same command. 200 timed iterations "
              "after 20 warm-up, synthetic Criteo-like data (4 distinct raw batches "
-             "cycled, preprocessing re-run every iteration), 64 random rows of every "
-             "preprocessed batch compared with the NumPy reference (all equal).", ""]
+             "cycled, preprocessing re-run every iteration), outputs compared with the "
+             "NumPy reference (all equal): in runs 1-5, 64 random rows of every batch on "
+             "the host; from run 6 on, every value of every batch on the device (batch 0 "
+             "also on the host). Runs 6-10 are of the current executor's steps toward its "
+             "host costs (bench/host_split.py); reports/h200 takes runs 8-10 where they "
+             "measured a case.", ""]
     trainer = json.loads((RAW / "trainer_h200_run3.json").read_text())
     lines += ["## Our trainer against a straightforward PyTorch DLRM", "",
               "`python bench/trainer_gpu.py --out $OUT/trainer --iterations 100 "
@@ -147,9 +171,10 @@ def main() -> int:
                                       for c in stale) + ".", ""]
             for c in cases:
                 m = c.get("measurement")
-                if m is None or c in stale or (name in ("execute_plans_run3.json",
-                                                        "execute_baselines_run4.json") and
-                                               c["strategy"] == "ideal" and c["batch"] == 8192):
+                wanted = SPLIT[name] is None or c["pipeline"] in SPLIT[name]
+                if m is None or c in stale or not wanted or (
+                        name == "execute_baselines_run4.json" and c["strategy"] == "ideal"
+                        and c["batch"] == 8192):
                     continue  # run 3's baselines measured ideal at this batch too
                 stem = f"{c['pipeline']}-b{c['batch']}-{c['strategy'].replace(':', '-')}"
                 write_atomic(out_dir / f"{stem}.json",

@@ -1,5 +1,5 @@
 """Planned strategies executed on the H200 against the predictions they were chosen on:
-bench/results/raw/execute_plans_run{8,9,10,11}.json (bench/execute_gpu.py --matrix
+bench/results/raw/execute_plans_run{8,9,10}.json (bench/execute_gpu.py --matrix
 plans; a later run's case replaces an earlier one's) next to
 bench/plans/<pipeline>-b<batch>/prediction-<strategy>.json (bash bench/plans/make.sh, the
 learned H200 model and the host thread). A measured plan that is no longer the one in
@@ -19,7 +19,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 PLAN_FILES = {"corun": "plan.json", "rap": "plan-rap.json"}
-RAW = [ROOT / f"bench/results/raw/execute_plans_run{n}.json" for n in (8, 9, 10, 11)]
+RAW = [ROOT / f"bench/results/raw/execute_plans_run{n}.json" for n in (8, 9, 10)]
 OUT = ROOT / "bench/results/plans_h200.md"
 
 

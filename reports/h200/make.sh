@@ -6,10 +6,9 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 python3 bench/render_execute.py
 preds=()
-for d in heavy-b4096 kaggle-b8192 terabyte-b8192; do
-  for s in ideal gpu-sequential gpu-overlap rap corun; do preds+=("bench/plans/$d/prediction-$s.json"); done
-done
-for d in wide-2x-b8192 wide-4x-b8192; do
+for s in ideal gpu-sequential gpu-overlap rap corun; do preds+=("bench/plans/heavy-b4096/prediction-$s.json"); done
+for d in kaggle-b4096 kaggle-b8192 kaggle-b16384 terabyte-b4096 terabyte-b8192 terabyte-b16384 \
+         wide-2x-b4096 wide-2x-b8192 wide-4x-b4096 wide-4x-b8192; do
   for s in ideal gpu-sequential rap corun; do preds+=("bench/plans/$d/prediction-$s.json"); done
 done
 for s in ideal gpu-sequential gpu-overlap; do preds+=("bench/plans/multihot-b8192/prediction-$s.json"); done
