@@ -1,15 +1,5 @@
-"""Fit the host-thread constants of costmodel/host.py from `corun execute` runs on the GPU.
-
-Each executed run records the host thread's time per iteration by piece (stage, step,
-wait, finish, check; backend/executor.py). Three fits, each on the runs that show it:
-  step_ms           median host step of `ideal` on the host-paced workloads, those whose
-                    executed strategies never waited for the GPU (host wait < 0.1 ms in
-                    every one): there the step's host time is its launches alone;
-  kernel_launch_ms  least squares through zero of (a strategy's host step - its
-                    workload's ideal host step) against its fused-kernel host launches,
-                    over the host-paced runs;
-  batch_fixed_ms,   a line of staging + assembly + check (stage + finish - wait + check)
-  batch_ms_per_mb   against the batch's output MB, over every non-ideal GPU run.
+"""Fit the host-thread constants of costmodel/host.py from `corun execute` runs on the GPU
+(the fits: costmodel/host_fit.py).
 
     python bench/fit_host.py bench/results/raw/execute_plans_run7.json [...] \
         [-o bench/results/host_fit.json]
@@ -19,74 +9,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 from pathlib import Path
-
-import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-import spec  # noqa: E402
-from costmodel.host import kernel_launches, output_mb  # noqa: E402
+from costmodel.host_fit import fit, runs  # noqa: E402
 from spec.serde import write_atomic  # noqa: E402
-
-IDLE_WAIT_MS = 0.1
-"""A workload is host-paced when none of its strategies' host waited longer for the GPU."""
-
-
-def runs(paths: list[Path]) -> list[dict]:
-    """One row per measured run: workload, launches, MB, host pieces."""
-    out = []
-    for path in paths:
-        for r in json.loads(path.read_text()):
-            m = r.get("measurement")
-            if not m or r["strategy"].startswith("cpu"):
-                continue
-            pipe = spec.pipeline_preset(r["pipeline"])
-            kernels = [spec.FusedKernel(**{**k, "nodes": tuple(k["nodes"])})
-                       for k in (m.get("plan") or {}).get("kernels", [])]
-            host = {k: v["median_ms"] for k, v in m["host"].items()}
-            out.append({"source": path.name, "pipeline": r["pipeline"], "batch": r["batch"],
-                        "strategy": r["strategy"], "launches": kernel_launches(kernels, pipe),
-                        "output_mb": output_mb(pipe, r["batch"]), "host": host,
-                        "iteration_ms": m["iteration"]["median_ms"]})
-    return out
-
-
-def fit(rows: list[dict]) -> dict:
-    def key(r):
-        return r["source"], r["pipeline"], r["batch"]
-
-    ideal = {key(r): r for r in rows if r["strategy"] == "ideal"}
-    waits: dict = {}
-    for r in rows:
-        if r["strategy"] != "ideal":
-            waits[key(r)] = max(waits.get(key(r), 0.0), r["host"]["wait"])
-    paced = [ideal[k] for k, w in waits.items() if w < IDLE_WAIT_MS and k in ideal]
-    step_ms = statistics.median(r["host"]["step"] for r in paced)
-    x, y = [], []
-    for r in rows:
-        base = ideal.get(key(r))
-        if r["strategy"] != "ideal" and base in paced:
-            x.append(r["launches"])
-            y.append(r["host"]["step"] - base["host"]["step"])
-    launch_ms = float(np.dot(x, y) / np.dot(x, x)) if x and any(x) else 0.0
-    mb, batch = [], []
-    for r in rows:
-        if r["strategy"] != "ideal":
-            h = r["host"]
-            mb.append(r["output_mb"])
-            batch.append(h["stage"] + h["finish"] - h["wait"] + h["check"])
-    slope, fixed = np.polyfit(mb, batch, 1)
-    return {"step_ms": step_ms, "kernel_launch_ms": launch_ms,
-            "batch_fixed_ms": float(fixed), "batch_ms_per_mb": float(slope),
-            "used": {"step": len(paced), "launch": len(x), "batch": len(mb)},
-            "ranges": {"ideal_step_ms": [min(r["host"]["step"] for r in paced),
-                                         max(r["host"]["step"] for r in paced)],
-                       "batch_ms": [min(batch), max(batch)],
-                       "batch_mb": [min(mb), max(mb)]}}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,92 @@
+"""Fitting the host-thread constants of costmodel/host.py to `corun execute` runs.
+
+Each executed run records the host thread's time per iteration by piece (stage, step,
+wait, finish, check; backend/executor.py). Three fits, each on the runs that show it:
+  step_ms           median host step of `ideal` on the host-paced workloads, those whose
+                    executed strategies never waited for the GPU (host wait < 0.1 ms in
+                    every one): there the step's host time is its launches alone;
+  kernel_launch_ms  least squares through zero of (a strategy's host step - its
+                    workload's ideal host step) against its fused-kernel host launches,
+                    over the host-paced runs;
+  batch_fixed_ms,   a line of staging + assembly + check (stage + finish - wait + check)
+  batch_ms_per_mb   against the batch's output MB, over every non-ideal GPU run.
+The command: bench/fit_host.py.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from pathlib import Path
+
+import numpy as np
+
+import spec
+from costmodel.host import kernel_launches, output_mb
+from spec import SpecError
+
+IDLE_WAIT_MS = 0.1
+"""A workload is host-paced when none of its strategies' host waited longer for the GPU."""
+
+
+def runs(paths: list[Path]) -> list[dict]:
+    """The rows of every run in these raw files (bench/execute_gpu.py's output)."""
+    return [row for path in paths for row in rows_of(json.loads(path.read_text()), path.name)]
+
+
+def rows_of(cases: list[dict], source: str) -> list[dict]:
+    """One row per measured GPU case of one command: workload, fused-kernel host
+    launches, output MB, host pieces (median ms)."""
+    out = []
+    for r in cases:
+        m = r.get("measurement")
+        if not m or r["strategy"].startswith("cpu"):
+            continue
+        pipe = spec.pipeline_preset(r["pipeline"])
+        kernels = [spec.FusedKernel(**{**k, "nodes": tuple(k["nodes"])})
+                   for k in (m.get("plan") or {}).get("kernels", [])]
+        out.append({"source": source, "pipeline": r["pipeline"], "batch": r["batch"],
+                    "strategy": r["strategy"], "launches": kernel_launches(kernels, pipe),
+                    "output_mb": output_mb(pipe, r["batch"]),
+                    "host": {k: v["median_ms"] for k, v in m["host"].items()},
+                    "iteration_ms": m["iteration"]["median_ms"]})
+    return out
+
+
+def fit(rows: list[dict]) -> dict:
+    """The four constants (as HostCosts names them), how many runs each used, and the
+    ranges they came from."""
+    def key(r):
+        return r["source"], r["pipeline"], r["batch"]
+
+    ideal = {key(r): r for r in rows if r["strategy"] == "ideal"}
+    waits: dict = {}
+    for r in rows:
+        if r["strategy"] != "ideal":
+            waits[key(r)] = max(waits.get(key(r), 0.0), r["host"]["wait"])
+    paced = [ideal[k] for k, w in waits.items() if w < IDLE_WAIT_MS and k in ideal]
+    if not paced:
+        raise SpecError("runs", len(rows), "at least one workload measured next to its "
+                        "ideal whose strategies never waited for the GPU (host-paced)")
+    step_ms = statistics.median(r["host"]["step"] for r in paced)
+    x, y = [], []
+    for r in rows:
+        base = ideal.get(key(r))
+        if r["strategy"] != "ideal" and base in paced:
+            x.append(r["launches"])
+            y.append(r["host"]["step"] - base["host"]["step"])
+    launch_ms = float(np.dot(x, y) / np.dot(x, x)) if x and any(x) else 0.0
+    mb, batch = [], []
+    for r in rows:
+        if r["strategy"] != "ideal":
+            h = r["host"]
+            mb.append(r["output_mb"])
+            batch.append(h["stage"] + h["finish"] - h["wait"] + h["check"])
+    slope, fixed = np.polyfit(mb, batch, 1)
+    return {"step_ms": step_ms, "kernel_launch_ms": launch_ms,
+            "batch_fixed_ms": float(fixed), "batch_ms_per_mb": float(slope),
+            "used": {"step": len(paced), "launch": len(x), "batch": len(mb)},
+            "ranges": {"ideal_step_ms": [min(r["host"]["step"] for r in paced),
+                                         max(r["host"]["step"] for r in paced)],
+                       "batch_ms": [min(batch), max(batch)],
+                       "batch_mb": [min(mb), max(mb)]}}

@@ -1,0 +1,54 @@
+"""The host-constant fits (costmodel/host_fit.py) recover the constants that generated
+executor-like runs, and say which runs they used."""
+
+import numpy as np
+import pytest
+
+import spec
+from costmodel.host import kernel_launches, output_mb
+from costmodel.host_fit import fit, rows_of
+from sim.strategy import parse_strategy, strategy_plan
+from spec import SpecError
+
+STEP, LAUNCH, FIXED, PER_MB = 4.1, 0.09, 0.4, 0.003
+
+
+def case(pipeline: str, batch: int, strategy: str, wait: float, rng) -> dict:
+    """A measured case whose host pieces follow the constants, with a little noise."""
+    hw = spec.hardware_preset("h200", 1)
+    pipe = spec.pipeline_preset(pipeline)
+    if strategy == "ideal":
+        return {"pipeline": pipeline, "batch": batch, "strategy": strategy, "measurement": {
+            "plan": None, "iteration": {"median_ms": STEP},
+            "host": {"step": {"median_ms": STEP + rng.normal(0, 0.01)}}}}
+    plan = strategy_plan(parse_strategy(strategy, hw), pipe, "criteo-kaggle", hw)
+    n = kernel_launches(plan.kernels, pipe)
+    batch_ms = FIXED + PER_MB * output_mb(pipe, batch)
+    host = {"step": STEP + LAUNCH * n + rng.normal(0, 0.01), "wait": wait,
+            "stage": 0.1, "finish": batch_ms - 0.1 + wait, "check": 0.0}
+    kernels = [{**k.__dict__, "nodes": list(k.nodes)} for k in plan.kernels]
+    return {"pipeline": pipeline, "batch": batch, "strategy": strategy, "measurement": {
+        "plan": {"kernels": kernels}, "iteration": {"median_ms": sum(host.values())},
+        "host": {k: {"median_ms": v} for k, v in host.items()}}}
+
+
+def test_fit_recovers_the_constants():
+    rng = np.random.default_rng(0)
+    cases = []
+    for pipeline, batch, wait in (("kaggle", 4096, 0.02), ("heavy", 4096, 0.03),
+                                  ("kaggle", 8192, 0.8)):  # the last: GPU-paced
+        cases += [case(pipeline, batch, s, wait, rng)
+                  for s in ("ideal", "gpu-sequential", "gpu-overlap")]
+    got = fit(rows_of(cases, "run"))
+    assert got["step_ms"] == pytest.approx(STEP, abs=0.03)
+    assert got["kernel_launch_ms"] == pytest.approx(LAUNCH, abs=0.02)
+    assert got["batch_fixed_ms"] == pytest.approx(FIXED, abs=1e-6)
+    assert got["batch_ms_per_mb"] == pytest.approx(PER_MB, abs=1e-6)
+    assert got["used"] == {"step": 2, "launch": 4, "batch": 6}  # GPU-paced b8192 left out
+
+
+def test_no_host_paced_workload_is_an_error():
+    rng = np.random.default_rng(1)
+    cases = [case("kaggle", 8192, s, 0.8, rng) for s in ("ideal", "gpu-sequential")]
+    with pytest.raises(SpecError, match="host-paced"):
+        fit(rows_of(cases, "run"))
