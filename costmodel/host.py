@@ -6,11 +6,12 @@ execute_h200.md: iteration time = the sum of the host's pieces): a GPU that fini
 work early waits for the next launch. The simulator runs the thread beside each GPU, so
 an iteration takes at least its host time.
 
-Constants, fitted by `python bench/fit_host.py bench/results/raw/execute_plans_run7.json
--o bench/results/host_fit.json` on `corun execute`'s own host breakdown on the H200
-machine (16-core host, torch 2.11, numba-cuda 0.30.4; run 7: kaggle/terabyte at batch
-4096/8192 and heavy at 4096, each next to `ideal`, commit 13fcd2c, command in
-bench/results/plans_h200.md):
+Constants, fitted (costmodel/host_fit.py) by `python bench/fit_host.py
+bench/results/raw/execute_plans_run7.json -o bench/results/host_fit.json` on `corun
+execute`'s own host breakdown on the H200 machine (16-core host, torch 2.11, numba-cuda
+0.30.4; run 7: kaggle/terabyte at batch 4096/8192 and heavy at 4096, each next to
+`ideal`, commit 13fcd2c, command in bench/results/execute_h200.md; runs 8-10 check
+them, bench/results/plans_h200.md):
   step_ms           4.10  `ideal` host step where the host sets the pace (kaggle and
                           terabyte b4096: 3.88-4.32 ms; bench/host_split.py times the
                           GPU side of that step at 2.6 ms);
