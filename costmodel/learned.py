@@ -77,14 +77,14 @@ def kernel_features(r: dict) -> list[float]:
 
 
 STAGE_ALONE_COLUMN = 2
+"""Where stage_features puts the stage's standalone time."""
 STAGE_ONEHOT_COLUMN = 4
 """Where the stage one-hot starts in `stage_only`'s columns (after bytes, FLOPs,
 parallelism, kernels)."""
-FEATURES_VERSION = "2"
-"""Bumped when the features or estimators change: a model saved under another is refitted."""
 LOOKUP_STAGES = ("emb_bwd", "optimizer")
 """Stages whose time follows the id count (StageWork.lookups), each its own feature."""
-"""Where stage_features puts the stage's standalone time."""
+FEATURES_VERSION = "2"
+"""Bumped when the features or estimators change: a model saved under another is refitted."""
 
 
 def stage_features(r: dict, alone_ms: float | None = None) -> list[float]:
