@@ -418,10 +418,21 @@ class Executor:
                 (extra if is_stage else kernels)[name] = spread(xs)
         stage_spreads = {k: spread(v) for k, v in stages.items()}
         host = {}
+        rounded = functools.partial(round, ndigits=4)
+        per_iteration = {"iteration": tuple(map(rounded, iters)),
+                         "batch_wait": tuple(rounded(S.ms(tops[i], afters[i])) for i in timed),
+                         "busy": tuple(map(rounded, busy))}
         for name, xs in getattr(self, "host_ms", {}).items():
             timed_xs = [ms for i, ms in xs if w <= i < total]
             if timed_xs:
                 host[name] = spread(timed_xs)
+                # "wait" is logged by batch: batch i + 1's wait falls in iteration i
+                shift = 1 if name == "wait" else 0
+                in_iteration: dict[int, float] = {}
+                for i, ms in xs:
+                    in_iteration[i - shift] = in_iteration.get(i - shift, 0.0) + ms
+                per_iteration[f"host_{name}"] = tuple(rounded(in_iteration.get(i, 0.0))
+                                                      for i in timed)
         stage_spreads.update(extra)
         from sim.simulate import git_commit
 
@@ -435,7 +446,7 @@ class Executor:
             stall_ms_per_iteration=float(np.mean([a - b for a, b in zip(iters, busy)])),
             stages=stage_spreads, kernels=kernels, checked_rows=checked,
             versions=versions(), git_commit=git_commit(), command=self.command,
-            notes=self._notes(), host=host, plan=self.plan)
+            notes=self._notes(), host=host, plan=self.plan, per_iteration=per_iteration)
 
     def _notes(self) -> tuple[str, ...]:
         notes = [f"the timings of rank 0 of {self.world}"] if self.world > 1 else []

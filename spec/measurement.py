@@ -43,3 +43,8 @@ class Measurement:
     kernel launches, waiting for the next batch's id counts, assembly, the check."""
     plan: Plan | None = None
     """The plan that ran (empty for ideal; one fused kernel for the GPU baselines)."""
+    per_iteration: dict[str, tuple[float, ...]] = field(default_factory=dict)
+    """The timed iterations one by one (ms): `iteration`, `batch_wait` (the training
+    stream waiting at the top for its batch), `busy` (the training stream's work), and
+    `host_<piece>` for each host piece: where a slow iteration's time went, which the
+    median and p90 above cannot say."""

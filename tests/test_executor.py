@@ -70,6 +70,12 @@ def test_strategies_run_and_check(workload, tmp_path, strategy):
         assert (strategy == "cpu:2") == (not m.kernels)
     assert m.plan is not None and m.versions["torch"] == torch.__version__
     assert m.host["step"].median_ms > 0
+    # every timed iteration one by one, in step with the spreads above
+    per = m.per_iteration
+    assert all(len(v) == ITERS for v in per.values())
+    assert sorted(per["iteration"])[ITERS // 2] == pytest.approx(m.iteration.median_ms, abs=1e-3)
+    assert {"batch_wait", "busy", "host_step"} <= set(per)
+    assert ("host_finish" in per) == (strategy != "ideal")
 
 
 def test_mixed_plan_file(workload, tmp_path):
