@@ -6,6 +6,7 @@ from pathlib import Path
 
 from reports import figures
 from reports.pairs import Pair, load_files, mape, pair_up
+from reports.tail import tail
 from spec import Prediction, SpecError
 from spec.serde import write_atomic
 
@@ -17,6 +18,28 @@ def _row(p: Pair) -> list[str]:
             str(pred.gpu_count), f"{pred.iteration_time_ms:.3f}",
             f"{meas.iteration.median_ms:.3f}", f"{err:+.1f}%",
             f"{pred.throughput_samples_per_s:,.0f}", f"{meas.throughput_samples_per_s:,.0f}"]
+
+
+def _tail_section(meas: list) -> list[str]:
+    """Runs whose slowest tenth of iterations is over 10% above the typical one, and which
+    piece grew (reports/tail.py)."""
+    rows = []
+    for m in meas:
+        t = tail(m)
+        if t is None or t.slow_ms <= 1.1 * t.typical_ms:
+            continue
+        top = sorted(t.extra_ms.items(), key=lambda kv: -kv[1])[:3]
+        rows.append([m.strategy, f"{m.model}/{m.pipeline}", str(m.batch_per_gpu),
+                     f"{t.typical_ms:.3f}", f"{t.slow_ms:.3f}",
+                     ", ".join(f"{k} {v:+.2f}" for k, v in top)])
+    if not rows:
+        return []
+    return ["## Slow iterations", "",
+            "The slowest 10% of iterations against the middle half (mean ms), and the "
+            "pieces that grew most (ms; `batch_wait`: the training stream waiting for its "
+            "batch, `busy`: its own work, `host_*`: the host thread's pieces).", "",
+            markdown_table(["strategy", "workload", "batch", "typical ms", "slowest 10% ms",
+                            "grew most"], rows), ""]
 
 
 def markdown_table(headers: list[str], rows: list[list[str]]) -> str:
@@ -48,6 +71,7 @@ def report(paths: list[str], out: Path) -> Path:
                                   "measured samples/s"], [_row(p) for p in pairs]),
                   "", "![stages](stages.png)", ""]
         lines += [f"![timeline {i}](timeline_{i}.png)" for i in range(len(pairs))] + [""]
+    lines += _tail_section(meas)
     groups: dict[tuple, list[Prediction]] = {}
     for p in preds:
         groups.setdefault((p.model, p.pipeline, p.batch_per_gpu, p.gpu_count), []).append(p)

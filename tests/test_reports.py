@@ -79,6 +79,36 @@ def test_report_command_and_markdown_numbers(files, tmp_path, capsys):
         assert (out / f"{name}.svg").exists()
 
 
+def test_slow_iterations_are_taken_apart(files, tmp_path):
+    """Every tenth iteration waits 3 ms longer for its batch: the report finds that tail
+    and names the piece that grew; a run without a tail, or without the record, gets no
+    row."""
+    from reports.tail import tail
+
+    n = 200
+    waits = [3.0 if i % 10 == 0 else 0.0 for i in range(n)]
+    per = {"iteration": tuple(5.0 + w for w in waits), "batch_wait": tuple(waits),
+           "busy": (4.9,) * n, "host_step": (4.0,) * n}
+    preds, meas = load_files(files)
+    tailed = replace(meas[0], per_iteration=per)
+    t = tail(tailed)
+    assert t.typical_ms == pytest.approx(5.0) and t.slow_ms == pytest.approx(8.0)
+    assert t.extra_ms == pytest.approx({"batch_wait": 3.0, "busy": 0.0, "host_step": 0.0})
+    flat = replace(meas[1], per_iteration={k: (v[1],) * n for k, v in per.items()})
+    assert tail(flat).slow_ms == pytest.approx(tail(flat).typical_ms)
+    assert tail(meas[1]) is None  # an older measurement: no per-iteration record
+    for name, obj in (("tailed", tailed), ("flat", flat)):
+        save(obj, tmp_path / f"{name}.json")
+    out = tmp_path / "report"
+    assert main(["report", *[f for f in files if "pred-" in f], str(tmp_path / "tailed.json"),
+                 str(tmp_path / "flat.json"), "-o", str(out)]) == 0
+    text = (out / "summary.md").read_text()
+    assert "## Slow iterations" in text
+    row = next(line for line in text.splitlines() if "| 5.000 | 8.000 |" in line)
+    assert row.startswith(f"| {tailed.strategy} |") and "batch_wait +3.00" in row
+    assert text.count("| 5.000 | 8.000 |") == 1  # the flat run has no row
+
+
 def test_mismatched_and_malformed_inputs(files, tmp_path, capsys):
     _, meas = load_files(files)
     other = replace(meas[0], model="criteo-terabyte", pipeline="terabyte")
