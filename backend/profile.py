@@ -38,6 +38,7 @@ from backend.reference import run_reference
 from backend.runner import PipelineProgram, trainer_batch
 from backend.streams import HostPoolSet, ReleaseClock, Streams, gpu_spin
 from backend.trainer import TRAINING_STAGES, Batch, Clock, Trainer
+from costmodel.learned import shape_row
 from costmodel.profile_data import KEY
 from costmodel.sharding import shard_tables
 from costmodel.workload import kernel_work, stage_work
@@ -58,12 +59,16 @@ COLUMNS = KEY + (
     "kernel_bytes", "blocks", "threads", "registers", "occupancy",
     *(f"op_{op.value}" for op in OpKind),
     "stage_flops", "stage_bytes", "stage_kernels", "stage_parallelism", "stage_lookups",
+    "stage_embedding_dim", "stage_feature_count", "stage_cross_network",
     "stage_alone_ms", "stage_corun_ms", "kernel_alone_ms", "kernel_corun_ms",
     "host_ahead", "reps", "torch", "numba_cuda", "measured_utc")
 
-BEFORE_LOOKUPS = tuple(c for c in COLUMNS if c != "stage_lookups")
-"""The columns before stage_lookups: such a file is still appended to (without it; the
-fit derives it from the preset model, costmodel.learned.stage_lookups)."""
+DERIVED = ("stage_lookups", "stage_embedding_dim", "stage_feature_count",
+           "stage_cross_network")
+BEFORE_DERIVED = tuple(c for c in COLUMNS if c not in DERIVED)
+"""The columns before the stage's ids and model shape were recorded: such a file is still
+appended to (without them; the fit derives them from the preset model,
+costmodel.learned.stage_lookups and stage_shape)."""
 
 
 @dataclass(frozen=True)
@@ -231,7 +236,7 @@ class Profiler:
                 **{f"op_{op.value}": c for op, c in ops.items()},
                 "stage_flops": w.flops, "stage_bytes": w.hbm_bytes,
                 "stage_kernels": w.kernels, "stage_parallelism": w.parallelism,
-                "stage_lookups": w.lookups,
+                "stage_lookups": w.lookups, **shape_row(w),
                 "stage_alone_ms": self.plain_stage_ms[stage],
                 "stage_corun_ms": statistics.median(corun), "kernel_alone_ms": alone,
                 "kernel_corun_ms": statistics.median(kernel), "host_ahead": ahead / reps,
@@ -248,7 +253,7 @@ def append_rows(path: Path, rows: Sequence[dict]) -> None:
     if not new:
         with path.open(newline="") as f:
             header = tuple(next(csv.reader(f), []))
-        if header not in (COLUMNS, BEFORE_LOOKUPS):
+        if header not in (COLUMNS, BEFORE_DERIVED):
             raise SpecError(str(path), "its header", "the columns of this corun profile "
                             "(the file is from another version: profile into a new --out)")
     with path.open("a", newline="") as f:

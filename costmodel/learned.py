@@ -83,7 +83,7 @@ STAGE_ONEHOT_COLUMN = 4
 parallelism, kernels)."""
 LOOKUP_STAGES = ("emb_bwd", "optimizer")
 """Stages whose time follows the id count (StageWork.lookups), each its own feature."""
-FEATURES_VERSION = "2"
+FEATURES_VERSION = "3"
 """Bumped when the features or estimators change: a model saved under another is refitted."""
 
 
@@ -101,6 +101,7 @@ def stage_features(r: dict, alone_ms: float | None = None) -> list[float]:
         _f(r, "stage_kernels"),
         *(float(r["stage"] == s) for s in STAGES),
         *(ids * (r["stage"] == s) for s in LOOKUP_STAGES),
+        *stage_shape(r),
     ]
 
 
@@ -113,6 +114,31 @@ def stage_lookups(r: dict) -> float:
     if r["stage"] not in LOOKUP_STAGES or "model" not in r:
         return 0.0
     return _preset_lookups(r["model"], int(r["batch"]))
+
+
+SHAPE_COLUMNS = ("stage_embedding_dim", "stage_feature_count", "stage_cross_network")
+
+
+def stage_shape(r: dict) -> list[float]:
+    """log embedding dim, log feature count, cross network (StageWork's model shape);
+    from the preset model for profiles taken before these columns existed, zeros when
+    neither is known."""
+    if all(r.get(c) not in (None, "") for c in SHAPE_COLUMNS):
+        dim, count, cross = (float(r[c]) for c in SHAPE_COLUMNS)
+    else:
+        dim, count, cross = _preset_shape(r.get("model", ""))
+    return [np.log(max(dim, 1.0)), np.log(max(count, 1.0)), cross]
+
+
+@functools.cache
+def _preset_shape(model: str) -> tuple[float, float, float]:
+    from spec import MODEL_PRESETS, Interaction
+
+    m = MODEL_PRESETS.get(model)
+    if m is None:
+        return 0.0, 0.0, 0.0
+    return float(m.embedding_dim), float(m.features), float(m.interaction is not
+                                                            Interaction.DOT)
 
 
 @functools.cache
@@ -415,6 +441,14 @@ def load_model(path: str | Path, data: str | Path | None = None) -> tuple[CoRunM
     return blob["model"], meta
 
 
+def shape_row(stage: StageWork | None) -> dict[str, float]:
+    """StageWork's model shape as profile columns (zeros without a stage)."""
+    if stage is None:
+        return dict.fromkeys(SHAPE_COLUMNS, 0.0)
+    return dict(zip(SHAPE_COLUMNS, (float(stage.embedding_dim), float(stage.feature_count),
+                                    float(stage.cross_network))))
+
+
 def work_row(kernel: KernelWork, stage: StageWork | None, stage_alone_ms: float,
              hw: Hardware) -> dict:
     """A profile-like row for a kernel (and a stage) the simulator asks about."""
@@ -434,6 +468,7 @@ def work_row(kernel: KernelWork, stage: StageWork | None, stage_alone_ms: float,
            "stage_kernels": stage.kernels if stage else 0,
            "stage_parallelism": stage.parallelism if stage else 0.0,
            "stage_lookups": stage.lookups if stage else 0.0,
+           **shape_row(stage),
            "stage_alone_ms": stage_alone_ms, "kernel_alone_ms": 0.0}
     return {k: str(v) if k in ("gpu", "kernel", "stage") else v for k, v in row.items()}
 
@@ -474,7 +509,8 @@ class LearnedCostModel(CostModel):
     def _stage_ms(self, work: StageWork, hw: Hardware) -> float:
         row = {"gpu": hw.gpu.name, "stage": work.stage.value, "stage_flops": work.flops,
                "stage_bytes": work.hbm_bytes, "stage_kernels": work.kernels,
-               "stage_parallelism": work.parallelism, "stage_lookups": work.lookups}
+               "stage_parallelism": work.parallelism, "stage_lookups": work.lookups,
+               **shape_row(work)}
         return float(self.model.predict_stage_ms([row])[0])
 
     def _kernel_ms(self, work: KernelWork, hw: Hardware) -> float:

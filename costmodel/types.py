@@ -41,6 +41,13 @@ class StageWork:
     """Embedding ids whose rows the stage updates one by one (the sparse backward and
     the sparse update): their cost follows the id count, not the bytes (heavy on the
     H200: 10.6 M ids of dim 8, emb_bwd 5.0 ms, 36x kaggle's for 48x the ids)."""
+    embedding_dim: int = 0
+    feature_count: int = 0
+    cross_network: bool = False
+    """The model's shape (0 / False: not given). How fast a stage's kernels run follows
+    it beyond their FLOPs: the dot interaction multiplies features x dim matrices per
+    sample, small ones run far from peak (H200: kaggle's 3.3 GFLOP interaction_bwd takes
+    1.17 ms, mlperf-dcnv2's 174 GFLOP cross network 4.55 ms)."""
 
 
 @dataclass(frozen=True)

@@ -77,7 +77,8 @@ def stage_work(model: Model, hw: Hardware, sharding: Sharding, gpu: int,
         ids = lookups if stage in (Stage.EMB_BWD, Stage.OPTIMIZER) and \
             model.sparse_gradients else 0.0
         out[stage] = StageWork(stage, flops, nbytes, prec, kernels, parallel, comm, send, recv,
-                               ids)
+                               ids, d, model.features,
+                               model.interaction is not Interaction.DOT)
 
     if n > 1:
         # Ids of other GPUs' tables leave; ids of mine arrive from n-1 peers.
