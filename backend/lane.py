@@ -66,17 +66,19 @@ class Lane:
         with faults(f"copying the {self.name} lane's pools to the GPU"):
             self.sets = [p.to_device() if cuda else HostPoolSet(p) for p in programs]
         self.omap = output_map(self.layout, self.pipeline, self.model, self.tables, self.dense)
-        self.assemblers = [Assembler(self.omap, s.views) for s in self.sets]
         self.references = list(references)
         self.check_on = check
         self.device_refs = [tuple(torch.from_numpy(x).to(device) for x in
                                   (r.dense, r.ids, r.offsets)) for r in references] \
             if check else []
-        self.kernel_assembly = [DeviceAssembler(self.omap, s.pools, self.device_refs, device)
-                                for s in self.sets] if cuda else []
-        """On the GPU, one kernel per batch assembles and checks it (the PyTorch
-        Assembler and `differs` serve the CPU)."""
-        self.flags = [torch.zeros(1, dtype=torch.bool, pin_memory=cuda) for _ in range(2)]
+        if cuda:  # one kernel per batch assembles and checks it
+            self.kernel_assembly = [DeviceAssembler(self.omap, s.pools, self.device_refs,
+                                                    device) for s in self.sets]
+            self.assemblers, self.flags = [], []
+        else:  # the PyTorch Assembler and `differs` (the kernel's reference in the tests)
+            self.kernel_assembly = []
+            self.assemblers = [Assembler(self.omap, s.views) for s in self.sets]
+            self.flags = [torch.zeros(1, dtype=torch.bool) for _ in range(2)]
         rows = self.layout.rows
         self.labels = [torch.zeros(rows, device=device) for _ in range(2)]
         self.raw_labels = [torch.from_numpy(x).pin_memory() if cuda else torch.from_numpy(x)
@@ -123,7 +125,8 @@ class Lane:
     def finish(self, S: Streams, i: int, before_done, consumed,
                waited: Callable[[float], None]) -> tuple[Batch, list[int], object]:
         """Assemble batch i on the preprocessing stream (the host waits for its id
-        counts: `waited(ms)`) and check it on the device. `consumed`: an event after
+        counts: `waited(ms)`) and check it where it lives: one kernel on the GPU
+        (`_finish_kernel`), PyTorch on the CPU. `consumed`: an event after
         which the trainer no longer reads batch i - 2 (whose buffers batch i reuses).
         Returns the batch, its ids per table, and the event that opened the assembly."""
         k = i % 2
@@ -147,9 +150,6 @@ class Lane:
                 ref = self.device_refs[i % len(self.device_refs)]
                 self.flags[k].copy_(differs(batch, ref), non_blocking=True)
                 self.checked[i] = (S.event(S.pre), batch, None)
-        if S.cuda:
-            for t in (batch.dense, batch.ids, batch.offsets, batch.labels):
-                t.record_stream(S.train)
         return batch, counts, start
 
     def _finish_kernel(self, S: Streams, i: int, waited: Callable[[float], None]

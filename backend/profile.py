@@ -38,7 +38,7 @@ from backend.reference import run_reference
 from backend.runner import PipelineProgram, trainer_batch
 from backend.streams import HostPoolSet, ReleaseClock, Streams, gpu_spin
 from backend.trainer import TRAINING_STAGES, Batch, Clock, Trainer
-from costmodel.learned import shape_row
+from costmodel.learned import stage_row
 from costmodel.profile_data import KEY
 from costmodel.sharding import shard_tables
 from costmodel.workload import kernel_work, stage_work
@@ -234,9 +234,7 @@ class Profiler:
                 "registers": regs if regs is not None else "",
                 "occupancy": occ if occ is not None else "",
                 **{f"op_{op.value}": c for op, c in ops.items()},
-                "stage_flops": w.flops, "stage_bytes": w.hbm_bytes,
-                "stage_kernels": w.kernels, "stage_parallelism": w.parallelism,
-                "stage_lookups": w.lookups, **shape_row(w),
+                **stage_row(w),
                 "stage_alone_ms": self.plain_stage_ms[stage],
                 "stage_corun_ms": statistics.median(corun), "kernel_alone_ms": alone,
                 "kernel_corun_ms": statistics.median(kernel), "host_ahead": ahead / reps,

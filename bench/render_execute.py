@@ -80,8 +80,12 @@ def same_plan(case: dict) -> bool:
     if name is None:
         return True
     path = ROOT / "bench" / "plans" / f"{case['pipeline']}-b{case['batch']}" / name
+    return plan_unchanged(case["measurement"]["plan"], path)
+
+
+def plan_unchanged(ran: dict, path: Path) -> bool:
+    """Whether the plan a measurement ran (its dict) is the one in the plan file."""
     now = json.loads(path.read_text())
-    ran = case["measurement"]["plan"]
     return all(now.get(k) == ran.get(k) for k in ("kernels", "cpu_nodes"))
 
 

@@ -18,7 +18,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-PLAN_FILES = {"corun": "plan.json", "rap": "plan-rap.json"}
+
+from bench.render_execute import PLAN_FILES, plan_unchanged  # noqa: E402
+
 RAW = [ROOT / f"bench/results/raw/execute_plans_run{n}.json" for n in (8, 9, 10)]
 OUT = ROOT / "bench/results/plans_h200.md"
 
@@ -39,7 +41,7 @@ def rows(raw: list[Path]) -> list[dict]:
             p = json.loads((folder / f"prediction-{r['strategy']}.json").read_text())[
                 "iteration_time_ms"]
             plan_file = PLAN_FILES.get(r["strategy"])
-            stale = plan_file is not None and not same_plan(m["plan"], folder / plan_file)
+            stale = plan_file is not None and not plan_unchanged(m["plan"], folder / plan_file)
             if stale:
                 p = predict(m["plan"], key[0], key[1])
             ms = m["iteration"]["median_ms"]
@@ -54,11 +56,6 @@ def rows(raw: list[Path]) -> list[dict]:
                 "host": {k: v["median_ms"] for k, v in m["host"].items()},
                 "command": m["command"], "source": path.name}
     return list(out.values())
-
-
-def same_plan(ran: dict, path: Path) -> bool:
-    now = json.loads(path.read_text())
-    return all(now.get(k) == ran.get(k) for k in ("kernels", "cpu_nodes"))
 
 
 def predict(plan: dict, pipeline: str, batch: int) -> float:

@@ -441,12 +441,17 @@ def load_model(path: str | Path, data: str | Path | None = None) -> tuple[CoRunM
     return blob["model"], meta
 
 
-def shape_row(stage: StageWork | None) -> dict[str, float]:
-    """StageWork's model shape as profile columns (zeros without a stage)."""
+def stage_row(stage: StageWork | None) -> dict[str, float]:
+    """A StageWork as the profile's stage columns (zeros without a stage): one mapping
+    for the profiler's CSV rows and the rows the simulator asks about."""
     if stage is None:
-        return dict.fromkeys(SHAPE_COLUMNS, 0.0)
-    return dict(zip(SHAPE_COLUMNS, (float(stage.embedding_dim), float(stage.feature_count),
-                                    float(stage.cross_network))))
+        return dict.fromkeys(("stage_flops", "stage_bytes", "stage_kernels",
+                              "stage_parallelism", "stage_lookups", *SHAPE_COLUMNS), 0.0)
+    return {"stage_flops": stage.flops, "stage_bytes": stage.hbm_bytes,
+            "stage_kernels": stage.kernels, "stage_parallelism": stage.parallelism,
+            "stage_lookups": stage.lookups,
+            **dict(zip(SHAPE_COLUMNS, (float(stage.embedding_dim), float(stage.feature_count),
+                                       float(stage.cross_network))))}
 
 
 def work_row(kernel: KernelWork, stage: StageWork | None, stage_alone_ms: float,
@@ -462,13 +467,7 @@ def work_row(kernel: KernelWork, stage: StageWork | None, stage_alone_ms: float,
            "chains": kernel.chains, "nodes": kernel.node_count,
            "has_lists": int(kernel.has_lists),
            **{f"op_{op.value}": counts.get(op, 0) for op in OpKind},
-           "stage": stage.stage.value if stage else STAGES[0],
-           "stage_flops": stage.flops if stage else 0.0,
-           "stage_bytes": stage.hbm_bytes if stage else 0.0,
-           "stage_kernels": stage.kernels if stage else 0,
-           "stage_parallelism": stage.parallelism if stage else 0.0,
-           "stage_lookups": stage.lookups if stage else 0.0,
-           **shape_row(stage),
+           "stage": stage.stage.value if stage else STAGES[0], **stage_row(stage),
            "stage_alone_ms": stage_alone_ms, "kernel_alone_ms": 0.0}
     return {k: str(v) if k in ("gpu", "kernel", "stage") else v for k, v in row.items()}
 
@@ -507,10 +506,7 @@ class LearnedCostModel(CostModel):
                             lambda: self._corun(kernel, stage, hw))
 
     def _stage_ms(self, work: StageWork, hw: Hardware) -> float:
-        row = {"gpu": hw.gpu.name, "stage": work.stage.value, "stage_flops": work.flops,
-               "stage_bytes": work.hbm_bytes, "stage_kernels": work.kernels,
-               "stage_parallelism": work.parallelism, "stage_lookups": work.lookups,
-               **shape_row(work)}
+        row = {"gpu": hw.gpu.name, "stage": work.stage.value, **stage_row(work)}
         return float(self.model.predict_stage_ms([row])[0])
 
     def _kernel_ms(self, work: KernelWork, hw: Hardware) -> float:
