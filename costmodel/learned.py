@@ -195,8 +195,10 @@ class PerStageRidge:
     stage. Stage times come from few model/batch combinations, and a new model or batch
     lies outside them: trees cannot extrapolate, a power law of bytes, FLOPs and ids can.
     Each stage gets its own exponents (emb_bwd follows its ids, the MLPs their FLOPs):
-    one shared model held out at 23-31% MAPE, per stage 14-18% (three splits, 2026-11-29
-    profile). A stage seen fewer than 4 times falls back to the shared model."""
+    with the same features one shared model held out at 24.6-27.1% MAPE, one per stage
+    at 12.2-14.9% (three splits of the 2026-11-29 profile, `corun fit --seed N` at commits
+    ffb401f and f3db080; costmodel/data/h200/README.md). A stage seen fewer than 4 times
+    falls back to the shared model."""
 
     def __init__(self) -> None:
         self.shared = self._ridge()
