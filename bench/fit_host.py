@@ -16,6 +16,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from costmodel.host_fit import fit, runs  # noqa: E402
+from spec import SpecError  # noqa: E402
 from spec.serde import write_atomic  # noqa: E402
 
 
@@ -25,9 +26,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("raw", nargs="+", type=Path)
     ap.add_argument("-o", "--out", type=Path)
     args = ap.parse_args(argv)
+    missing = [str(p) for p in args.raw if not p.is_file()]
+    if missing:
+        ap.error(f"raw = {missing[0]!r}: an existing execute_*.json of bench/execute_gpu.py")
     rows = runs(args.raw)
+    try:
+        fitted = fit(rows)
+    except SpecError as e:
+        ap.error(str(e))
     result = {"command": " ".join(["python", "bench/fit_host.py", *sys.argv[1:]]),
-              "fit": fit(rows), "runs": rows}
+              "fit": fitted, "runs": rows}
     print(json.dumps(result["fit"], indent=1))
     if args.out:
         write_atomic(args.out, json.dumps(result, indent=1))

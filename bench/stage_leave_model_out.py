@@ -30,6 +30,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("data", nargs="?", default=str(ROOT / "costmodel/data/h200"))
     ap.add_argument("-o", "--out", default=str(ROOT / "bench/results/stage_leave_model_out.json"))
     args = ap.parse_args(argv)
+    if not Path(args.data).exists():
+        ap.error(f"data = {args.data!r}: an existing profile CSV or a directory of them")
     keys: dict[tuple, dict] = {}  # one row per (gpu, model, batch, stage)
     for r in read_profile(args.data):
         keys.setdefault((r["gpu"], r["model"], r["batch"], r["stage"]), r)
