@@ -27,6 +27,31 @@ class Point:
     of_ideal: float
     cpu_cores_to_match: int
     """Smallest cpu:N whose throughput reaches the plan's (MAX_CORES + 1: none does)."""
+    plan: str
+    """What corun's plan does, in a few words (plan_summary)."""
+
+
+def plan_summary(plan) -> str:
+    """'3 GPU kernels (1 owner-mapped), 12 nodes on the host CPU', or 'all on the host CPU'."""
+    owned = sum(k.gpu is not None for k in plan.kernels)
+    parts = []
+    if plan.kernels:
+        parts.append(f"{len(plan.kernels)} GPU kernel{'s' if len(plan.kernels) > 1 else ''}"
+                     + (f" ({owned} owner-mapped)" if owned else ""))
+    if plan.cpu_nodes:
+        parts.append("all on the host CPU" if not plan.kernels
+                     else f"{len(plan.cpu_nodes)} nodes on the host CPU")
+    return ", ".join(parts)
+
+
+def _limit_threads(threads: int) -> None:
+    """Worker initializer: `threads` OpenMP/BLAS threads per worker process. The learned
+    model's scikit-learn predictions are OpenMP loops; with one pool of cores-many threads
+    in each of `--jobs` workers the spinning threads took the cores from each other: a
+    point took 41 s instead of 1.5 s (2 workers on 2 cores), long enough to reach
+    --time-limit and return a worse plan."""
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[var] = str(threads)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -86,7 +111,8 @@ def plan_point(hw_name: str, gpus: int, batch: int, model_name: str, pipe_name: 
             else:
                 lo = mid
         need = hi
-    return Point(hw_name, gpus, batch, ideal, planned, planned / ideal, need)
+    return Point(hw_name, gpus, batch, ideal, planned, planned / ideal, need,
+                 plan_summary(plan))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -111,7 +137,9 @@ def run(args: argparse.Namespace) -> int:
     points: list[Point] = []
     # spawned, not forked: a fork of a process whose OpenMP threads (scikit-learn's
     # gradient boosting in the learned cost model) have run can hang in the child
-    with ProcessPoolExecutor(max_workers=args.jobs,
+    threads = max(1, (os.cpu_count() or 1) // args.jobs)
+    with ProcessPoolExecutor(max_workers=args.jobs, initializer=_limit_threads,
+                             initargs=(threads,),
                              mp_context=multiprocessing.get_context("spawn")) as pool:
         futures = [pool.submit(plan_point, k, g, b, args.model, args.pipeline,
                                args.time_limit) for k, g, b in grid]

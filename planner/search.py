@@ -2,14 +2,16 @@
 
 A candidate is a list of kernels, each a set of units (independent node sets) with a
 release stage and a launch shape. Construction tries the whole pipeline as one kernel at
-every stage. Improvement repeats best-improvement steps over these moves until none
-helps or time runs out: move a kernel to another stage; split a kernel's units in two
-(the second half tried at every stage); merge two kernels of one stage; double or halve
-a kernel's blocks; flip the plan's stream priority (training above preprocessing, or
-equal: on a pipeline too heavy to hide, equal priority finishes the kernels sooner);
-remap a unit: to the host CPU workers and back, or (several GPUs) a unit that is one
-sparse feature to its table's owner GPU, over the global batch, which saves its ids the
-input all-to-all. A move that puts more units on the host CPU must gain CPU_MARGIN.
+every stage and (with remapping) the whole pipeline on the host CPU. Improvement repeats
+best-improvement steps over these moves until none helps or time runs out: move a kernel
+to another stage; split a kernel's units in two (the second half tried at every stage);
+merge two kernels of one stage; double or halve a kernel's blocks; flip the plan's stream
+priority (training above preprocessing, or equal: on a pipeline too heavy to hide, equal
+priority finishes the kernels sooner); remap a unit: to the host CPU workers and back
+(into a new kernel at every stage where no local kernel is left), or (several GPUs) a
+unit that is one sparse feature to its table's owner GPU, over the global batch, which
+saves its ids the input all-to-all. A move that puts more units on the host CPU must
+gain CPU_MARGIN.
 """
 
 from __future__ import annotations
@@ -103,9 +105,14 @@ class LocalSearch(Proposer):
                           for high in priorities for s in stages),
                          key=lambda st: score(st).throughput_samples_per_s)
         best = score(best_state)
+        if self.remap:  # the whole pipeline on the host CPU, judged from the start
+            on_cpu = State((), True, frozenset(every))
+            j = score(on_cpu)
+            if j.throughput_samples_per_s > best.throughput_samples_per_s * (1 + CPU_MARGIN):
+                best, best_state = j, on_cpu
         while time.monotonic() < deadline:
             improved, improved_state = None, best_state
-            for cand in self._moves(best_state, stages, owner_of):
+            for cand in self._moves(best_state, stages, owner_of, (blocks, threads)):
                 if time.monotonic() >= deadline:
                     break
                 if not valid(cand):
@@ -138,7 +145,8 @@ class LocalSearch(Proposer):
                 out[i] = owner[table_of[u[-1]]]
         return out
 
-    def _moves(self, state: State, stages: list[str], owner_of: dict[int, int]):
+    def _moves(self, state: State, stages: list[str], owner_of: dict[int, int],
+               launch: tuple[int, int]):
         drafts = list(state.drafts)
         for cand in self._neighbours(drafts, stages, self.tune_launch):
             yield State(tuple(cand), state.priority_high, state.cpu_units)
@@ -168,13 +176,18 @@ class LocalSearch(Proposer):
                            for g, us in sorted(by_gpu.items())]
                     yield State(tuple(kept + own), state.priority_high, state.cpu_units)
         local = [k for k, d in enumerate(drafts) if d.gpu is None]
-        if state.cpu_units and local:  # back from the CPU into the first local kernel
-            k = local[0]
-            on_cpu = sorted(state.cpu_units)
-            for back in {tuple(on_cpu[:1]), tuple(on_cpu)}:
+        on_cpu = sorted(state.cpu_units)
+        for back in {tuple(on_cpu[:1]), tuple(on_cpu)} if on_cpu else ():
+            left = state.cpu_units - set(back)
+            if local:  # back from the CPU into the first local kernel
+                k = local[0]
                 merged = replace(drafts[k], units=tuple(sorted(drafts[k].units + back)))
                 yield State(tuple(drafts[:k] + [merged] + drafts[k + 1 :]),
-                            state.priority_high, state.cpu_units - set(back))
+                            state.priority_high, left)
+            else:  # no local kernel left: a new one, at every stage
+                for s in stages:
+                    yield State(tuple(drafts) + (Draft(back, s, *launch),),
+                                state.priority_high, left)
 
     @staticmethod
     def _neighbours(drafts: list[Draft], stages: list[str], tune_launch: bool):

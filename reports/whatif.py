@@ -14,11 +14,12 @@ def markdown(points, model: str, pipeline: str) -> str:
              "Planned throughput (corun's plan, simulated), as a share of ideal, and the "
              "smallest cpu:N that matches the plan.", "",
              "| hardware | GPUs | batch/GPU | ideal samples/s | planned samples/s | of ideal "
-             "| CPU cores to match |", "|---|---|---|---|---|---|---|"]
+             "| CPU cores to match | plan |", "|---|---|---|---|---|---|---|---|"]
     for p in points:
         cores = str(p.cpu_cores_to_match) if p.cpu_cores_to_match <= 8192 else "> 8192"
         lines.append(f"| {p.hardware} | {p.gpus} | {p.batch} | {p.ideal_samples_per_s:,.0f} "
-                     f"| {p.planned_samples_per_s:,.0f} | {100 * p.of_ideal:.1f}% | {cores} |")
+                     f"| {p.planned_samples_per_s:,.0f} | {100 * p.of_ideal:.1f}% | {cores} "
+                     f"| {p.plan} |")
     return "\n".join(lines) + "\n"
 
 

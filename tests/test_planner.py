@@ -147,3 +147,30 @@ def test_owner_variant_moves_self_contained_features_to_their_owners():
     assert set(owned.table_owner) == {t.name for t in model.tables}
     p = simulate(dc_replace(base, strategy=Strategy(StrategyKind.PLAN, plan=owned)))
     assert p.prediction.throughput_samples_per_s > 0
+
+
+def test_whole_pipeline_on_the_cpu_only_where_it_gains_the_margin():
+    """kaggle b4096 on the H200 is host-paced (the fused launches cost the host thread
+    more than the CPU workers' batches): all on the CPU, found at construction. At 8192
+    the GPU sets the pace and the GPU plan stays. From an all-CPU state, units come back
+    as a new kernel at every stage."""
+    from dataclasses import replace
+
+    from planner.search import State
+
+    def planned(batch: int):
+        m = replace(spec.model_preset("criteo-kaggle"), batch_per_gpu=batch)
+        sc = Scenario(spec.hardware_preset("h200", 1), m, spec.pipeline_preset("kaggle"),
+                      Strategy(StrategyKind.IDEAL))
+        return LocalSearch().propose(SimJudge(sc), 30.0).plan
+
+    host_paced, gpu_paced = planned(4096), planned(8192)
+    assert host_paced.kernels == () and len(host_paced.cpu_nodes) == 105
+    assert gpu_paced.kernels and not gpu_paced.cpu_nodes
+    stages = ["emb_fwd", "top_mlp_bwd"]
+    back = list(LocalSearch()._moves(State((), True, frozenset({0, 1, 2})), stages, {},
+                                     (64, 128)))
+    new = [s for s in back if s.drafts]
+    assert {(s.drafts[0].units, s.drafts[0].stage) for s in new} == {
+        (u, st) for u in ((0,), (0, 1, 2)) for st in stages}
+    assert all(s.cpu_units == frozenset({0, 1, 2}) - set(s.drafts[0].units) for s in new)
