@@ -24,7 +24,7 @@ def pipeline_of(nodes: list[OpNode], source: Column, outputs: list[str]) -> Pipe
 
 
 def compare_all(p: Pipeline, inputs: dict[str, ColumnData], groups: list[list[str]],
-                blocks: int = 3, threads: int = 32, division: str = "magic") -> None:
+                blocks: int = 2, threads: int = 8, division: str = "magic") -> None:
     """NumPy reference == Numba CPU == CUDA simulator, on every group output."""
     ref = run_numpy(p, inputs)
     fused = [FusedGroup(p, g, f"g{i}", blocks, threads, division) for i, g in enumerate(groups)]

@@ -116,11 +116,11 @@ def test_preset_pipelines_fused_and_split(name):
     p = spec.pipeline_preset(name)
     rng = np.random.default_rng(7)
     inputs = synthetic_inputs(p, 120, rng, vary_lengths=True)
-    compare_all(p, inputs, [list(p.order)], blocks=5, threads=32)
+    compare_all(p, inputs, [list(p.order)], blocks=5, threads=16)
     # split: every fill_null in a first group, the rest in a second (intermediates in memory)
     fills = [n for n in p.order if n.startswith("fill_")]
     rest = [n for n in p.order if not n.startswith("fill_")]
-    compare_all(p, inputs, [fills, rest], blocks=2, threads=64)
+    compare_all(p, inputs, [fills, rest], blocks=2, threads=32)
 
 
 def test_kernel_cache_shared_by_same_shape():
@@ -148,7 +148,7 @@ def test_warp_per_row_mapping_when_enabled(monkeypatch):
     g = FusedGroup(p, p.order)
     assert any(s[6] == "warp" for s in g.signatures)
     inputs = synthetic_inputs(p, 60, np.random.default_rng(3), vary_lengths=True)
-    compare_all(p, inputs, [list(p.order)], blocks=6, threads=64)
+    compare_all(p, inputs, [list(p.order)], blocks=3, threads=64)
 
 
 def test_blocks_follow_work():
