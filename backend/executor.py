@@ -214,7 +214,8 @@ class Executor:
 
     def _release(self, i: int | None, stage: Stage, opened) -> None:
         """Stage `stage` of the current iteration opened (event `opened`): launch the
-        kernels planned for it on the preprocessing stream, for batch i."""
+        kernels planned for it on the preprocessing stream, for batch i, and the assembly
+        of each lane whose last kernel that was."""
         if i is None:
             return
         S = self.S
@@ -222,13 +223,24 @@ class Executor:
             if k.stage == stage.value:
                 S.wait(S.pre, opened)
                 self._launch(i, lane, index, S.pre)
+        self._assemble(i, stage.value)
 
-    def _finish(self, i: int, before_done, consumed) -> Batch | LocalBatch:
-        """Assemble batch i in every lane; the batch in the form the trainer takes.
-        `consumed`: an event after which the trainer is done with batch i - 2."""
+    def _assemble(self, i: int, after: str | None) -> None:
+        """Enqueue batch i's assembly in the lanes whose kernels all come at or before
+        `after` (a stage or BEFORE_ITERATION; a lane without kernels counts as before
+        the iteration), or with `after` None in every lane not yet enqueued."""
+        for lane in self.lanes:
+            last = lane.kernels[-1].stage if lane.kernels else BEFORE_ITERATION
+            if i not in lane.opened and (after is None or last == after):
+                lane.assemble(self.S, i, *self.assembly_waits)
+
+    def _finish(self, i: int) -> Batch | LocalBatch:
+        """Batch i from every lane (enqueued by `_assemble`, the rest now), in the form
+        the trainer takes."""
+        self._assemble(i, None)
         batches, counts = [], []
         for lane in self.lanes:
-            batch, n, start = lane.finish(self.S, i, before_done, consumed,
+            batch, n, start = lane.finish(self.S, i,
                                           lambda ms: self.host_ms["wait"].append((i, ms)))
             batches.append(batch)
             counts.append(n)
@@ -358,7 +370,8 @@ class Executor:
         self._stage(0)
         for lane, index, _ in self.kernels:
             self._launch(0, lane, index, S.pre)
-        batch = self._finish(0, None, None)
+        self.assembly_waits = (None, None)
+        batch = self._finish(0)
         checked = self._check(0)
         tops, afters, ends, clocks = [], [], [], []
         report = max(1, total // 10)
@@ -378,6 +391,10 @@ class Executor:
                     for lane, index in before:
                         self._launch(nxt, lane, index, S.train)
                     before_done = S.event(S.train)
+                # batch nxt reuses batch i - 1's buffers: its assembly waits for step i - 1
+                self.assembly_waits = (before_done, tops[-1])
+                if nxt is not None:
+                    self._assemble(nxt, BEFORE_ITERATION)
                 timer = ReleaseClock(self.device, functools.partial(self._release, nxt),
                                      self.stages)
                 with faults(f"training iteration {i}"):
@@ -386,7 +403,7 @@ class Executor:
                 clocks.append(timer)
             t0 = host("step", i, t0)
             if nxt is not None:
-                batch = self._finish(nxt, before_done, tops[-1])  # step i - 1 done
+                batch = self._finish(nxt)
             t0 = host("finish", i, t0)
             checked += self._check(i) if i > 0 else 0
             host("check", i, t0)

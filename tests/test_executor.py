@@ -78,8 +78,28 @@ def test_strategies_run_and_check(workload, tmp_path, strategy):
     assert ("host_finish" in per) == (strategy != "ideal")
 
 
-def test_mixed_plan_file(workload, tmp_path):
+def test_mixed_plan_file(workload, tmp_path, monkeypatch):
+    """Every kind of placement runs and is checked; each batch's assembly is enqueued
+    right after its lane's last kernel launch (during the trainer's step, not after it),
+    and the host waits for it only after launching the step."""
+    from backend.lane import Lane
+    from backend.streams import ReleaseClock
+
     _, _, pipe = workload
+    calls = []
+
+    def spy(name, real, record, cls=Lane):
+        def wrapped(self, *args):
+            calls.append(record(self, *args))
+            return real(self, *args)
+        monkeypatch.setattr(cls, name, wrapped)
+
+    spy("mark", ReleaseClock.mark, lambda self, stage: ("mark", stage), ReleaseClock)
+
+    spy("launch", Lane.launch, lambda self, S, i, index, stream:
+        ("launch", i, self.kernels[index].name))
+    spy("assemble", Lane.assemble, lambda self, S, i, *_: ("assemble", i))
+    spy("finish", Lane.finish, lambda self, S, i, *_: ("finish", i))
     save(mixed_plan(pipe), tmp_path / "mixed.json")
     out = tmp_path / "m.json"
     assert main(["execute", str(tmp_path / "mixed.json"), "--model",
@@ -90,6 +110,11 @@ def test_mixed_plan_file(workload, tmp_path):
     m = load(Measurement, out)
     assert m.strategy == "mixed" and set(m.kernels) == {"early", "late"}
     assert m.checked_rows == ROWS * 2  # one batch per iteration, every row
+    for i in range(2):  # batch 0 before the loop, batch 1 during step 0
+        at = calls.index(("assemble", i))
+        assert calls[at - 1] == ("launch", i, "late")  # right after its last kernel,
+        assert i == 0 or calls[at + 1][0] == "mark"  # before the step's next stage
+        assert at < calls.index(("finish", i))
 
 
 def test_wrong_output_stops_with_feature_and_row(workload, tmp_path, monkeypatch, capsys):
