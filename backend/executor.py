@@ -229,6 +229,8 @@ class Executor:
         """Enqueue batch i's assembly in the lanes whose kernels all come at or before
         `after` (a stage or BEFORE_ITERATION; a lane without kernels counts as before
         the iteration), or with `after` None in every lane not yet enqueued."""
+        if after is not None and not self.settings.early_assembly:
+            return
         for lane in self.lanes:
             last = lane.kernels[-1].stage if lane.kernels else BEFORE_ITERATION
             if i not in lane.opened and (after is None or last == after):

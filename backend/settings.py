@@ -23,6 +23,10 @@ class RunSettings:
     """A Criteo-format TSV file; synthetic data when None."""
     cpu_workers: int = 16
     """Host worker processes for host-mapped nodes (cpu:N sets it to N)."""
+    early_assembly: bool = True
+    """Enqueue each batch's assembly right after its last kernel launch; False: after
+    the host has launched the whole step, as the executor of H200 runs 1-10 did (kept to
+    measure the change against it in one run: bench/execute_gpu.py --matrix assembly)."""
 
     def __post_init__(self) -> None:
         for name, lo in (("iterations", 1), ("warmup", 0), ("distinct_batches", 1),

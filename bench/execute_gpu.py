@@ -5,6 +5,7 @@ they were chosen on; bench/plans/make.sh remakes them).
 
 On the H200:  python bench/execute_gpu.py --matrix baselines --out $OUT
               python bench/execute_gpu.py --matrix plans --out $OUT
+              python bench/execute_gpu.py --matrix assembly --out $OUT
 On 4 H200s:   NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 \
               torchrun --standalone --nproc-per-node 4 bench/execute_gpu.py \
               --matrix multigpu --out $OUT
@@ -55,6 +56,12 @@ MATRICES = {
        for p in ("kaggle", "terabyte")]
     + [(p, (4096, 8192), ("ideal", "gpu-sequential", "rap", "corun"))
        for p in ("wide-2x", "wide-4x")],
+    # each batch's assembly enqueued after its last kernel (the default) against after
+    # the step's launches ("+late", runs 1-10), where the host waited for it
+    "assembly": [("heavy", (4096,), ("ideal", "gpu-sequential", "gpu-sequential+late",
+                                     "corun", "corun+late"))]
+    + [(p, (8192,), ("ideal", "gpu-sequential", "gpu-sequential+late", "corun", "corun+late",
+                     "rap", "rap+late")) for p in ("kaggle", "wide-2x")],
     # under torchrun on 4 GPUs (issue 8)
     "multigpu": [(p, (4096, 8192), ("ideal", "gpu-sequential", "rap", "corun", "corun-owner"))
                  for p in ("kaggle", "terabyte")],
@@ -72,6 +79,8 @@ def run_case(pipe_name: str, batch: int, label: str, args, trainers: dict, hw) -
     if args.dry_run:
         model, pipeline = shrink_tables(model, pipeline, 2000)
     check = args.check
+    late = label.endswith("+late")  # the assembly enqueued after the step's launches
+    label = label.removesuffix("+late")
     if label == "gpu-overlap-nocheck":  # what the per-batch check costs the host
         strategy, check = parse_strategy("gpu-overlap", hw), False
     elif label in PLAN_FILES:
@@ -85,7 +94,7 @@ def run_case(pipe_name: str, batch: int, label: str, args, trainers: dict, hw) -
     workers = strategy.cpu_workers if strategy is not None and strategy.kind is \
         StrategyKind.CPU else hw.host_cpu_cores
     settings = RunSettings(args.iterations, args.warmup, args.distinct_batches, check,
-                           0, None, workers)
+                           0, None, workers, early_assembly=not late)
     device = "cpu" if args.dry_run else f"cuda:{int(os.environ.get('LOCAL_RANK', '0'))}"
     if hw.gpu_count > 1:  # each plan shards (and owner-maps) its own way: build per case
         trainers.clear()
@@ -96,7 +105,8 @@ def run_case(pipe_name: str, batch: int, label: str, args, trainers: dict, hw) -
             torch.cuda.empty_cache()
         trainers[model.name] = Trainer(model, device, 0)
     replay = strategy is not None and strategy.kind is StrategyKind.IDEAL
-    ex = Executor(model, pipeline, plan, label, settings, device, replay,
+    ex = Executor(model, pipeline, plan, label + ("+late" if late else ""), settings, device,
+                  replay,
                   command=" ".join(["python", *sys.argv]), trainer=trainers.get(model.name),
                   say=say, hardware=hw)
     return dumps(ex.run())
