@@ -184,6 +184,7 @@ def main(argv: list[str] | None = None) -> int:
                                                for k, v in m["host"].items()))
     say(f"wrote {path} ({time.time() - t_start:.0f} s)")
     if world > 1:
+        dist.barrier()  # every rank done with its collectives before the group goes
         dist.destroy_process_group()
     return 0
 

@@ -94,10 +94,14 @@ def run(args: argparse.Namespace) -> int:
         if args.device == "cuda":
             torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
         dist.init_process_group("nccl" if args.device == "cuda" else "gloo")
+    code = 1
     try:
-        return _execute(args)
+        code = _execute(args)
+        return code
     finally:
         if world > 1 and dist.is_initialized():
+            if code == 0:  # gloo aborted a rank (SIGABRT) whose peer closed first
+                dist.barrier()  # not after a failure: the peer may sit in a collective
             dist.destroy_process_group()
 
 
