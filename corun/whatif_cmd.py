@@ -46,10 +46,11 @@ def plan_summary(plan) -> str:
 
 def _limit_threads(threads: int) -> None:
     """Worker initializer: `threads` OpenMP/BLAS threads per worker process. The learned
-    model's scikit-learn predictions are OpenMP loops; with one pool of cores-many threads
-    in each of `--jobs` workers the spinning threads took the cores from each other: a
-    point took 41 s instead of 1.5 s (2 workers on 2 cores), long enough to reach
-    --time-limit and return a worse plan."""
+    model's scikit-learn predictions are OpenMP loops; with a pool of cores-many threads
+    in each of `--jobs` workers the spinning threads took the cores from each other
+    (`corun whatif --hardware h200,a100 --gpus 1,2 --batch 4096 --jobs 2` on 2 cores:
+    10-12 s, 3.6 s with one thread each), and on the slower CI machine a point ran past
+    --time-limit and returned a worse plan."""
     for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ[var] = str(threads)
 
