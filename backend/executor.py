@@ -5,9 +5,10 @@ preprocessing, and host-to-device copies. During iteration i, batch i+1's staged
 columns (raw inputs, plus any columns the host CPU computed) are copied into one of two
 pool sets, and each fused kernel of the plan is launched on the preprocessing stream
 behind the CUDA event that opens its planned training stage (kernels planned `before`
-the iteration run on the training stream, ahead of stage 0). The pools are then
-assembled into the trainer's Batch, which the training stream waits for at the start of
-iteration i+1. Every value of every batch is compared with the NumPy reference on the
+the iteration run on the training stream, ahead of stage 0). Right after a lane's last
+kernel is launched, the assembly of its pools into the trainer's Batch is queued behind
+it; the host waits for that Batch once it has launched step i, and the training stream
+waits for it at the start of iteration i+1. Every value of every batch is compared with the NumPy reference on the
 device (on the GPU by the kernel that assembles it; batch 0 also on the host), and the
 host reads one flag: a mismatch stops the run, naming the feature and row.
 
