@@ -1,16 +1,17 @@
 """The plan executor: train the DLRM while the plan preprocesses the next batch.
 
 One GPU. Three CUDA streams: training (higher priority when the plan says so),
-preprocessing, and host-to-device copies. During iteration i, batch i+1's staged
-columns (raw inputs, plus any columns the host CPU computed) are copied into one of two
-pool sets, and each fused kernel of the plan is launched on the preprocessing stream
-behind the CUDA event that opens its planned training stage (kernels planned `before`
-the iteration run on the training stream, ahead of stage 0). Right after a lane's last
+preprocessing, and host-to-device copies. During iteration i, batch i+1's staged columns
+(raw inputs, plus any columns the host CPU computed) are copied into one of two pool
+sets, and each fused kernel of the plan is launched on the preprocessing stream behind
+the CUDA event that opens its planned training stage (kernels planned `before` the
+iteration run on the training stream, ahead of stage 0). Right after a lane's last
 kernel is launched, the assembly of its pools into the trainer's Batch is queued behind
 it; the host waits for that Batch once it has launched step i, and the training stream
-waits for it at the start of iteration i+1. Every value of every batch is compared with the NumPy reference on the
-device (on the GPU by the kernel that assembles it; batch 0 also on the host), and the
-host reads one flag: a mismatch stops the run, naming the feature and row.
+waits for it at the start of iteration i+1. Every value of every batch is compared with
+the NumPy reference on the device (on the GPU by the kernel that assembles it; batch 0
+also on the host), and the host reads one flag: a mismatch stops the run, naming the
+feature and row.
 
 On the CPU the same code runs without streams or events (Numba CPU kernels, the host
 clock), so CI exercises every step but the timing.
