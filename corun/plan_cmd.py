@@ -23,7 +23,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--pipeline", default="kaggle")
     p.add_argument("--batch", type=int)
     p.add_argument("--time-limit", type=float, default=5.0, help="search seconds")
-    p.add_argument("--iterations", type=int, default=30)
+    p.add_argument("--iterations", type=int, default=30,
+                   help="simulated iterations (with host CPU work at least 60, "
+                   "after at least 20 of warm-up: sim.steady_state)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--embedding-comm", default="collective", choices=["collective", "pgas"])
     p.add_argument("-o", "--output", help="write the chosen Plan here")
@@ -41,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
     from corun.simulate_cmd import comparison_table, strategies_for, write_outputs
     from corun.workload import resolve_hardware, resolve_model, resolve_pipeline
     from planner import LocalSearch, RapProposer, SimJudge
-    from sim import EmbeddingComm, Scenario, Strategy, StrategyKind, simulate
+    from sim import EmbeddingComm, Scenario, Strategy, StrategyKind, simulate, steady_state
     from spec.serde import dumps, save
 
     if args.time_limit <= 0:
@@ -71,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
     results = []
     for i, s in enumerate(strategies):
         say(f"[{i + 1}/{len(strategies)}] simulating {s.label} ...")
-        results.append(simulate(replace(base, strategy=s)))
+        results.append(simulate(steady_state(replace(base, strategy=s))))
     preds = [r.prediction for r in results]
     if args.output:
         save(chosen.plan, args.output)

@@ -9,7 +9,16 @@ from pathlib import Path
 
 from corun.format import table
 from corun.workload import resolve_hardware, resolve_model, resolve_pipeline
-from sim import EmbeddingComm, Scenario, SimResult, Strategy, StrategyKind, parse_strategy, simulate
+from sim import (
+    EmbeddingComm,
+    Scenario,
+    SimResult,
+    Strategy,
+    StrategyKind,
+    parse_strategy,
+    simulate,
+    steady_state,
+)
 from spec import Hardware, Plan, Prediction, SpecError
 from spec.serde import dumps, load, save, write_atomic
 
@@ -29,7 +38,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--strategy", default="all",
                    help="ideal, cpu:N, gpu-sequential, gpu-overlap, plan, or all")
     p.add_argument("--plan", help="Plan file (for --strategy plan, or added to all)")
-    p.add_argument("--iterations", type=int, default=30)
+    p.add_argument("--iterations", type=int, default=30,
+                   help="simulated iterations (with host CPU work at least 60, "
+                   "after at least 20 of warm-up: sim.steady_state)")
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--jitter", type=float, default=0.0,
@@ -87,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
         sc = Scenario(hw, model, pipeline, s, iterations=args.iterations, warmup=args.warmup,
                       seed=args.seed, jitter_cv=args.jitter, embedding_comm=comm,
                       host_thread=args.host_thread)
-        results.append(simulate(sc))
+        results.append(simulate(steady_state(sc)))
     preds = [r.prediction for r in results]
     if args.trace:
         results[0].write_trace(args.trace)

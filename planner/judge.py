@@ -7,7 +7,7 @@ from dataclasses import replace
 from costmodel import CostModel
 from costmodel.learned import cost_model_for
 from planner.types import Judge, Judged
-from sim import Scenario, Strategy, StrategyKind, simulate
+from sim import Scenario, Strategy, StrategyKind, simulate, steady_state
 from spec import Plan
 from spec.serde import to_jsonable
 
@@ -26,17 +26,12 @@ class SimJudge(Judge):
         self.cache: dict[str, Judged] = {}
         self.evaluations = 0
 
-    CPU_ITERATIONS, CPU_WARMUP = 60, 20
-    """Plans with CPU work run longer: the workers' queue starts full, and a short run
-    would count the prefilled batches as free (it chose CPU mappings that stalled)."""
-
     def judge(self, plan: Plan) -> Judged:
         key = plan_key(plan)
         if key not in self.cache:
-            sc = replace(self.scenario, strategy=Strategy(StrategyKind.PLAN, plan=plan))
-            if plan.cpu_nodes:
-                sc = replace(sc, iterations=max(sc.iterations, self.CPU_ITERATIONS),
-                             warmup=max(sc.warmup, self.CPU_WARMUP))
+            # plans with CPU work run longer (sim.steady_state)
+            sc = steady_state(replace(self.scenario,
+                                      strategy=Strategy(StrategyKind.PLAN, plan=plan)))
             p = simulate(sc, self.cost_model, commit="planner").prediction
             self.cache[key] = Judged(plan, p.throughput_samples_per_s, p.iteration_time_ms)
             self.evaluations += 1

@@ -245,3 +245,23 @@ def test_owner_kernel_must_run_on_owner(kaggle, kaggle_model):
     )
     assert len(r.compiled.gpus[owner].kernels) == 2
     assert len(r.compiled.gpus[1 - owner].kernels) == 1
+
+
+def test_steady_state_runs_cpu_work_long_enough():
+    """cpu:4 on kaggle b4096 is host-paced in steady state; 30 iterations after 5 counted
+    the workers' prefilled queue as free and predicted it above that pace."""
+    from dataclasses import replace
+
+    from sim import steady_state
+
+    hw = spec.hardware_preset("h200", 1)
+    m, p = spec.model_preset("criteo-kaggle"), spec.pipeline_preset("kaggle")
+    short = Scenario(hw, m, p, Strategy(StrategyKind.CPU, cpu_workers=4))
+    long = replace(short, iterations=400, warmup=100)
+    rate = {name: simulate(sc, commit="t").prediction.throughput_samples_per_s
+            for name, sc in (("short", short), ("steady", steady_state(short)),
+                             ("long", long))}
+    assert rate["steady"] == pytest.approx(rate["long"], rel=0.002)
+    assert rate["short"] > rate["long"] * 1.02  # the artefact steady_state removes
+    gpu = replace(short, strategy=Strategy(StrategyKind.GPU_SEQUENTIAL))
+    assert steady_state(gpu) is gpu and steady_state(long) == long
