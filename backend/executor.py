@@ -438,7 +438,11 @@ class Executor:
                 is_stage = name.split(":")[0] in ("h2d", "assemble")
                 (extra if is_stage else kernels)[name] = spread(xs)
         stage_spreads = {k: spread(v) for k, v in stages.items()}
-        host = {}
+        launch: dict[str, list[float]] = {}
+        for i in timed:
+            for st, ms in clocks[i].host_stage_ms().items():
+                launch.setdefault(f"launch:{st.value}", []).append(ms)
+        host = {k: spread(v) for k, v in launch.items()}
         rounded = functools.partial(round, ndigits=4)
         per_iteration = {"iteration": tuple(map(rounded, iters)),
                          "batch_wait": tuple(rounded(S.ms(tops[i], afters[i])) for i in timed),

@@ -156,23 +156,35 @@ class Clock:
     def __init__(self, device: torch.device) -> None:
         self.cuda = device.type == "cuda"
         self.marks: list[tuple[Stage | None, object]] = []
+        self.host_marks: list[float] = []
 
     def mark(self, stage: Stage | None) -> None:
+        now = time.perf_counter()
+        self.host_marks.append(now)
         if self.cuda:
             e = torch.cuda.Event(enable_timing=True)
             e.record()
             self.marks.append((stage, e))
         else:
-            self.marks.append((stage, time.perf_counter()))
+            self.marks.append((stage, now))
 
     def stage_ms(self) -> dict[Stage, float]:
         """Milliseconds of each marked stage (call after the step has finished)."""
+        def ms(a, b) -> float:
+            return a.elapsed_time(b) if self.cuda else (b - a) * 1e3
+        return self._by_stage([t for _, t in self.marks], ms)
+
+    def host_stage_ms(self) -> dict[Stage, float]:
+        """The host's milliseconds from each stage's mark to the next: what launching
+        that stage cost the host thread (on a GPU the stage itself runs later)."""
+        return self._by_stage(self.host_marks, lambda a, b: (b - a) * 1e3)
+
+    def _by_stage(self, times: list, ms) -> dict[Stage, float]:
+        """Sum `ms(start, end)` per stage: mark k + 1 closes the stage it names."""
         out: dict[Stage, float] = {}
-        for (_, a), (stage, b) in zip(self.marks, self.marks[1:]):
-            if stage is None:
-                continue
-            ms = a.elapsed_time(b) if self.cuda else (b - a) * 1e3  # type: ignore[union-attr]
-            out[stage] = out.get(stage, 0.0) + ms
+        for (stage, _), a, b in zip(self.marks[1:], times, times[1:]):
+            if stage is not None:
+                out[stage] = out.get(stage, 0.0) + ms(a, b)
         return out
 
 

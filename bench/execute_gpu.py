@@ -181,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
                         f"{m['throughput_samples_per_s']:,.0f} samples/s, stall "
                         f"{m['stall_ms_per_iteration']:.3f} ms ({results[-1]['seconds']} s); "
                         "host ms " + ", ".join(f"{k} {v['median_ms']:.2f}"
-                                               for k, v in m["host"].items()))
+                                               for k, v in m["host"].items() if ":" not in k))
     say(f"wrote {path} ({time.time() - t_start:.0f} s)")
     if world > 1:
         dist.barrier()  # every rank done with its collectives before the group goes

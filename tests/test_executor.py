@@ -70,6 +70,9 @@ def test_strategies_run_and_check(workload, tmp_path, strategy):
         assert (strategy == "cpu:2") == (not m.kernels)
     assert m.plan is not None and m.versions["torch"] == torch.__version__
     assert m.host["step"].median_ms > 0
+    launch = {k for k in m.host if k.startswith("launch:")}  # the step's host time by stage
+    assert launch == {f"launch:{s.value}" for s in spec.stages_for(1)}
+    assert sum(m.host[k].median_ms for k in launch) <= m.host["step"].p90_ms * 1.5
     # every timed iteration one by one, in step with the spreads above
     per = m.per_iteration
     assert all(len(v) == ITERS for v in per.values())

@@ -152,3 +152,20 @@ def test_naive_baseline_computes_the_same_step(sparse):
     for k, bag in enumerate(naive.net.bags):
         r0 = int(ours.net.row_base[k])
         assert torch.allclose(w[r0 : r0 + bag.weight.shape[0]], bag.weight, atol=1e-6)
+
+
+def test_clock_times_the_host_per_stage():
+    """Each mark closes the stage it names, on the device clock and on the host's."""
+    import time
+
+    from backend.trainer import Clock
+    from spec import Stage
+
+    clock = Clock(torch.device("cpu"))
+    clock.mark(None)
+    time.sleep(0.02)
+    clock.mark(Stage.EMB_FWD)
+    clock.mark(Stage.BOTTOM_MLP_FWD)
+    host, device = clock.host_stage_ms(), clock.stage_ms()
+    assert set(host) == set(device) == {Stage.EMB_FWD, Stage.BOTTOM_MLP_FWD}
+    assert host[Stage.EMB_FWD] >= 20 > host[Stage.BOTTOM_MLP_FWD]
