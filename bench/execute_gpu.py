@@ -45,7 +45,8 @@ from spec.serde import dumps, write_atomic  # noqa: E402
 PLANS = Path(__file__).resolve().parent / "plans"
 PLAN_FILES = {"corun": "plan.json", "rap": "plan-rap.json", "corun-owner": "plan-owner.json"}
 """Planned strategies: the files `corun plan --out bench/plans/<pipeline>-b<batch>` writes
-(bench/plans/x4/ for 4 GPUs, with the owner-mapped variant; bench/plans/make.sh)."""
+(bench/plans/x<N>/ for N = 2 or 4 GPUs, with the owner-mapped variant;
+bench/plans/make.sh)."""
 BASELINES = ("ideal", "gpu-sequential", "gpu-overlap", "cpu:16")
 MATRICES = {
     # (pipeline, batches, strategies: baseline names or plan files under bench/plans/)

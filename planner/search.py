@@ -76,6 +76,10 @@ class LocalSearch(Proposer):
         deadline = time.monotonic() + time_limit_s
         owner_of = self._owners(sc, units)
         sparse_out = {o.node for o in pipeline.sparse_outputs}
+        # the sharding the owner moves and the prediction assume, written into the plan: an
+        # executor re-sharding another table set (cut tables, a changed balancer) would
+        # otherwise hand an owner kernel features whose tables another GPU holds
+        table_owner = shard_tables(sc.model, hw).owner if owner_of else {}
 
         def to_plan(state: State) -> Plan:
             pos = {s: i for i, s in enumerate([BEFORE_ITERATION] + stages[:-1])}
@@ -89,8 +93,9 @@ class LocalSearch(Proposer):
             for u in state.cpu_units:
                 mapping.update({n: Mapping.CPU for n in units[u]
                                 if n in sparse_out})
+            owned = any(d.gpu is not None for d in state.drafts)
             return Plan(pipeline.name, sc.model.name, hw.gpu_count, tuple(kernels), cpu,
-                        mapping, state.priority_high)
+                        mapping, state.priority_high, dict(table_owner) if owned else {})
 
         def score(state: State) -> Judged:
             return judge.judge(to_plan(state))

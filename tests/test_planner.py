@@ -122,6 +122,15 @@ def test_owner_and_cpu_mappings_give_valid_plans():
     sc = scenario("kaggle", 4)
     plan = LocalSearch().propose(SimJudge(sc), 5.0).plan
     plan.check_pipeline(sc.pipeline)
+    # owner kernels carry the sharding they assume: the executor must not re-shard
+    from dataclasses import replace
+
+    from costmodel import shard_tables
+
+    two = replace(scenario("kaggle", 2), model=replace(sc.model, batch_per_gpu=8192))
+    owned = LocalSearch().propose(SimJudge(two), 2.0).plan
+    assert any(k.gpu is not None for k in owned.kernels)
+    assert owned.table_owner == shard_tables(two.model, two.hardware).owner
     owners = LocalSearch._owners(sc, units_of(sc.pipeline))
     assert len(owners) == 26  # every cat_k chain is one unit owned by its table's GPU
 

@@ -17,12 +17,17 @@ corun plan --hardware h200 --gpus 1 --pipeline heavy --model heavy --batch 4096 
   --quiet --out bench/plans/heavy-b4096 > bench/plans/heavy-b4096.txt
 corun simulate --hardware h200 --pipeline multihot --model mlperf-dcnv2 --batch 8192 --strategy all --quiet --out bench/plans/multihot-b8192 > bench/plans/multihot-b8192.txt
 corun simulate --hardware h200 --pipeline multihot --model mlperf-dcnv2 --batch 4096 --strategy all --quiet --out bench/plans/multihot-b4096 > bench/plans/multihot-b4096.txt
-# 4 GPUs (issue 8): corun's and RAP's plans, then the owner-mapped variant and PGAS
-for p in kaggle terabyte; do
-  for b in 4096 8192; do
-    corun plan --hardware h200 --gpus 4 --pipeline "$p" --model "criteo-$p" --batch "$b" \
-      --time-limit 10 --quiet --out "bench/plans/x4/$p-b$b" > "bench/plans/x4/$p-b$b.txt"
+# 4 GPUs (issue 8), and 2 for when only two are lent: corun's and RAP's plans, then the
+# owner-mapped variant and PGAS
+for g in 2 4; do
+  mkdir -p "bench/plans/x$g"
+  for p in kaggle terabyte; do
+    for b in 4096 8192; do
+      corun plan --hardware h200 --gpus "$g" --pipeline "$p" --model "criteo-$p" --batch "$b" \
+        --time-limit 10 --quiet --out "bench/plans/x$g/$p-b$b" > "bench/plans/x$g/$p-b$b.txt"
+    done
   done
 done
-rm -f bench/plans/*/trace-*.json bench/plans/x4/*/trace-*.json
-python3 bench/plans/make_x4.py
+rm -f bench/plans/*/trace-*.json bench/plans/x*/*/trace-*.json
+python3 bench/plans/make_multi.py 2
+python3 bench/plans/make_multi.py 4

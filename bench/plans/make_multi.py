@@ -1,9 +1,10 @@
-"""Plans and predictions for the 4-GPU run (issue 8), next to `corun plan --gpus 4`'s
-output in bench/plans/x4/<pipeline>-b<batch>/: corun's plan with every self-contained
-sparse feature moved to its table's owner (plan-owner.json), and predictions for it and
-for ideal with PGAS-style embedding puts instead of the embedding all-to-alls.
+"""Plans and predictions for the multi-GPU runs (issue 8: 4 GPUs; 2 where only two are
+lent), next to `corun plan --gpus N`'s output in bench/plans/x<N>/<pipeline>-b<batch>/:
+corun's plan with every self-contained sparse feature moved to its table's owner
+(plan-owner.json), and predictions for it and for ideal with PGAS-style embedding puts
+instead of the embedding all-to-alls.
 
-    bash bench/plans/make.sh   (runs this last)
+    python bench/plans/make_multi.py N   (bash bench/plans/make.sh runs it for 2 and 4)
 """
 
 from __future__ import annotations
@@ -19,16 +20,21 @@ from planner.variants import with_owner_mapping  # noqa: E402
 from sim import EmbeddingComm, Scenario, Strategy, StrategyKind, simulate  # noqa: E402
 from spec.serde import save  # noqa: E402
 
-HERE = Path(__file__).resolve().parent / "x4"
+HERE = Path(__file__).resolve().parent
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 1 or args[0] not in ("2", "4"):
+        print("usage: python bench/plans/make_multi.py 2|4 (GPUs)", file=sys.stderr)
+        return 2
+    gpus = int(args[0])
     for pipe in ("kaggle", "terabyte"):
         for batch in (4096, 8192):
-            d = HERE / f"{pipe}-b{batch}"
+            d = HERE / f"x{gpus}" / f"{pipe}-b{batch}"
             model = replace(spec.model_preset(spec.DEFAULT_MODEL_FOR[pipe]),
                             batch_per_gpu=batch)
-            base = Scenario(spec.hardware_preset("h200", 4), model, spec.pipeline_preset(pipe),
+            base = Scenario(spec.hardware_preset("h200", gpus), model, spec.pipeline_preset(pipe),
                             Strategy(StrategyKind.IDEAL))
             plan = with_owner_mapping(spec.load(spec.Plan, d / "plan.json"), base)
             save(plan, d / "plan-owner.json")
