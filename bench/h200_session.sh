@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One device call on the lent H200s, in the order the issues need it:
-#   1. with 4 GPUs (kind nvidia-h200-x4) and MULTI=1, issue 8's multi-GPU matrix under
-#      torchrun (bench/execute_gpu.py --matrix multigpu), starting no case after MULTI_S s;
+#   1. with 4 GPUs (kind nvidia-h200-x4; 2 on nvidia-h200-x2) and MULTI=1, issue 8's
+#      multi-GPU matrix under torchrun (bench/execute_gpu.py --matrix multigpu), starting no
+#      case after MULTI_S s;
 #   2. with HOST_SPLIT=1, host against GPU time on GPU 0 (bench/host_split.py, issue 6);
 #   3. the co-running profile (corun profile, issue 5) on every GPU, one shard each, until
 #      the call's TOTAL_S is nearly spent. It is resumable: the CSVs already in
@@ -26,8 +27,9 @@ nvidia-smi --query-gpu=index,name,memory.used --format=csv > "$OUT/logs/gpus.txt
 NGPU=$(nvidia-smi -L | wc -l)
 log() { echo "$* after $(( $(date +%s) - T0 )) s" >> "$OUT/logs/session.log"; }
 
-if [ "$MULTI" = 1 ] && [ "$NGPU" -ge 4 ]; then
-  timeout $((MULTI_S + 150)) torchrun --standalone --nproc-per-node 4 \
+if [ "$MULTI" = 1 ] && [ "$NGPU" -ge 2 ]; then
+  NPROC=$([ "$NGPU" -ge 4 ] && echo 4 || echo 2)  # the plans of bench/plans/x$NPROC
+  timeout $((MULTI_S + 150)) torchrun --standalone --nproc-per-node "$NPROC" \
     bench/execute_gpu.py --matrix multigpu --budget-s "$MULTI_S" --out "$OUT" \
     > "$OUT/logs/multigpu.log" 2>&1
   log "multigpu exit $?"
