@@ -164,6 +164,8 @@ def main(argv: list[str] | None = None) -> int:
                     dist.broadcast_object_list(go, src=0)
                 if not go[0]:
                     results.append({**case, "error": "skipped: time budget spent"})
+                    if rank == 0:  # the file lists every case of the matrix, run or not
+                        write_atomic(path, json.dumps(results, indent=1))
                     continue
                 t0 = time.time()
                 say(f"=== {pipe_name} b{b} {label}")
