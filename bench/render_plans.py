@@ -64,13 +64,13 @@ def predict(plan: dict, pipeline: str, batch: int) -> float:
     from dataclasses import replace
 
     import spec
-    from sim import Scenario, Strategy, StrategyKind, simulate
+    from sim import Scenario, Strategy, StrategyKind, simulate, steady_state
     from spec.serde import from_jsonable
 
     model = replace(spec.model_preset(spec.DEFAULT_MODEL_FOR[pipeline]), batch_per_gpu=batch)
     sc = Scenario(spec.hardware_preset("h200", 1), model, spec.pipeline_preset(pipeline),
                   Strategy(StrategyKind.PLAN, plan=from_jsonable(spec.Plan, plan, "plan")))
-    return simulate(sc).prediction.iteration_time_ms
+    return simulate(steady_state(sc)).prediction.iteration_time_ms
 
 
 def render(rs: list[dict]) -> str:
