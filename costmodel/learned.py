@@ -107,13 +107,12 @@ def stage_features(r: dict, alone_ms: float | None = None) -> list[float]:
 
 def stage_lookups(r: dict) -> float:
     """Ids the stage updates one by one (StageWork.lookups). Profiles taken before the
-    column existed name a preset model: the count follows from its tables, the batch
-    and the stage, as costmodel.workload counts it on one GPU."""
+    column existed name a preset model: the count is what costmodel.workload gives it
+    on one GPU (_preset_stage)."""
     if r.get("stage_lookups") not in (None, ""):
         return float(r["stage_lookups"])
-    if r["stage"] not in LOOKUP_STAGES or "model" not in r:
-        return 0.0
-    return _preset_lookups(r["model"], int(r["batch"]))
+    return _preset_stage(r.get("model", ""), int(r.get("batch", 0)), r["stage"]).get(
+        "stage_lookups", 0.0)
 
 
 SHAPE_COLUMNS = ("stage_embedding_dim", "stage_feature_count", "stage_cross_network")
@@ -123,34 +122,30 @@ def stage_shape(r: dict) -> list[float]:
     """log embedding dim, log feature count, cross network (StageWork's model shape);
     from the preset model for profiles taken before these columns existed, zeros when
     neither is known."""
-    if all(r.get(c) not in (None, "") for c in SHAPE_COLUMNS):
-        dim, count, cross = (float(r[c]) for c in SHAPE_COLUMNS)
-    else:
-        dim, count, cross = _preset_shape(r.get("model", ""))
+    known = r if all(r.get(c) not in (None, "") for c in SHAPE_COLUMNS) else \
+        _preset_stage(r.get("model", ""), int(r.get("batch", 0)), r["stage"])
+    dim, count, cross = (float(known.get(c, 0.0)) for c in SHAPE_COLUMNS)
     return [np.log(max(dim, 1.0)), np.log(max(count, 1.0)), cross]
 
 
 @functools.cache
-def _preset_shape(model: str) -> tuple[float, float, float]:
-    from spec import MODEL_PRESETS, Interaction
+def _preset_stage(model: str, batch: int, stage: str) -> dict[str, float]:
+    """The profile's stage columns of a preset model at `batch` on one GPU, from the
+    same costmodel.workload the simulator asks with ({} for a model that is not a
+    preset: such rows are from tests; real profiles of model files carry the columns)."""
+    from dataclasses import replace
+
+    from costmodel.sharding import shard_tables
+    from costmodel.workload import stage_work
+    from spec import MODEL_PRESETS, Stage
 
     m = MODEL_PRESETS.get(model)
-    if m is None:
-        return 0.0, 0.0, 0.0
-    return float(m.embedding_dim), float(m.features), float(m.interaction is not
-                                                            Interaction.DOT)
-
-
-@functools.cache
-def _preset_lookups(model: str, batch: int) -> float:
-    """0 for a model that is not a preset (such rows are from tests: real profiles of
-    model files carry the column)."""
-    from spec import MODEL_PRESETS
-
-    m = MODEL_PRESETS.get(model)
-    if m is None or not m.sparse_gradients:
-        return 0.0
-    return float(batch * sum(t.pooling for t in m.tables))
+    if m is None or batch < 1:
+        return {}
+    m = replace(m, batch_per_gpu=batch)
+    hw = hardware_preset("h200", 1)
+    work = stage_work(m, hw, shard_tables(m, hw), 0).get(Stage(stage))
+    return stage_row(work) if work is not None else {}
 
 
 def stage_only(rows: Sequence[dict]) -> np.ndarray:
