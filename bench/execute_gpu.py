@@ -80,22 +80,21 @@ def run_case(pipe_name: str, batch: int, label: str, args, trainers: dict, hw) -
     if args.dry_run:
         model, pipeline = shrink_tables(model, pipeline, 2000)
     check = args.check
-    late = label.endswith("+late")  # the assembly enqueued after the step's launches
-    label = label.removesuffix("+late")
-    if label == "gpu-overlap-nocheck":  # what the per-batch check costs the host
+    base = label.removesuffix("+late")  # "+late": the assembly after the step's launches
+    if base == "gpu-overlap-nocheck":  # what the per-batch check costs the host
         strategy, check = parse_strategy("gpu-overlap", hw), False
-    elif label in PLAN_FILES:
+    elif base in PLAN_FILES:
         folder = PLANS if hw.gpu_count == 1 else PLANS / f"x{hw.gpu_count}"
-        plan = spec.load(spec.Plan, folder / f"{pipe_name}-b{batch}" / PLAN_FILES[label])
+        plan = spec.load(spec.Plan, folder / f"{pipe_name}-b{batch}" / PLAN_FILES[base])
         strategy = None
     else:
-        strategy = parse_strategy(label, hw)
+        strategy = parse_strategy(base, hw)
     if strategy is not None:
         plan = strategy_plan(strategy, pipeline, model.name, hw)
     workers = strategy.cpu_workers if strategy is not None and strategy.kind is \
         StrategyKind.CPU else hw.host_cpu_cores
     settings = RunSettings(args.iterations, args.warmup, args.distinct_batches, check,
-                           0, None, workers, early_assembly=not late)
+                           0, None, workers, early_assembly=not label.endswith("+late"))
     device = "cpu" if args.dry_run else f"cuda:{int(os.environ.get('LOCAL_RANK', '0'))}"
     if hw.gpu_count > 1:  # each plan shards (and owner-maps) its own way: build per case
         trainers.clear()
@@ -106,8 +105,7 @@ def run_case(pipe_name: str, batch: int, label: str, args, trainers: dict, hw) -
             torch.cuda.empty_cache()
         trainers[model.name] = Trainer(model, device, 0)
     replay = strategy is not None and strategy.kind is StrategyKind.IDEAL
-    ex = Executor(model, pipeline, plan, label + ("+late" if late else ""), settings, device,
-                  replay,
+    ex = Executor(model, pipeline, plan, label, settings, device, replay,
                   command=" ".join(["python", *sys.argv]), trainer=trainers.get(model.name),
                   say=say, hardware=hw)
     return dumps(ex.run())
