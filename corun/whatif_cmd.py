@@ -82,13 +82,14 @@ def plan_point(hw_name: str, gpus: int, batch: int, model_name: str, pipe_name: 
     from corun.workload import resolve_model, resolve_pipeline
     from planner import LocalSearch, SimJudge
     from sim import Scenario, Strategy, StrategyKind, simulate
+    from sim.scenario import CPU_ITERATIONS, CPU_WARMUP
     from spec import hardware_preset
 
     hw = hardware_preset(hw_name, gpus)
     model = resolve_model(model_name, batch)
-    # long enough that CPU workers' queue reaches its steady state
+    # every point as long as sim.steady_state runs CPU work: ideal, plan and cpu:N alike
     sc = Scenario(hw, model, resolve_pipeline(pipe_name), Strategy(StrategyKind.IDEAL),
-                  iterations=60, warmup=20)
+                  iterations=CPU_ITERATIONS, warmup=CPU_WARMUP)
     ideal = simulate(sc, commit="whatif").prediction.throughput_samples_per_s
     plan = LocalSearch().propose(SimJudge(sc), time_limit).plan
     planned = simulate(replace(sc, strategy=Strategy(StrategyKind.PLAN, plan=plan)),
