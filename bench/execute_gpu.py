@@ -39,7 +39,7 @@ from backend.executor import Executor  # noqa: E402
 from backend.settings import RunSettings  # noqa: E402
 from backend.trainer import Trainer  # noqa: E402
 from corun.workload import shrink_tables  # noqa: E402
-from sim.strategy import StrategyKind, parse_strategy, strategy_plan  # noqa: E402
+from sim.strategy import StrategyKind, host_workers_per_gpu, parse_strategy, strategy_plan  # noqa: E402
 from spec.serde import dumps, write_atomic  # noqa: E402
 
 PLANS = Path(__file__).resolve().parent / "plans"
@@ -91,8 +91,7 @@ def run_case(pipe_name: str, batch: int, label: str, args, trainers: dict, hw) -
         strategy = parse_strategy(base, hw)
     if strategy is not None:
         plan = strategy_plan(strategy, pipeline, model.name, hw)
-    workers = strategy.cpu_workers if strategy is not None and strategy.kind is \
-        StrategyKind.CPU else hw.host_cpu_cores
+    workers = host_workers_per_gpu(strategy, hw)
     settings = RunSettings(args.iterations, args.warmup, args.distinct_batches, check,
                            0, None, workers, early_assembly=not label.endswith("+late"))
     device = "cpu" if args.dry_run else f"cuda:{int(os.environ.get('LOCAL_RANK', '0'))}"

@@ -45,7 +45,7 @@ def build(args: argparse.Namespace):
     from backend.executor import Executor
     from backend.settings import RunSettings
     from corun.workload import resolve_hardware, resolve_model, resolve_pipeline
-    from sim.strategy import StrategyKind, parse_strategy, strategy_plan
+    from sim.strategy import StrategyKind, host_workers_per_gpu, parse_strategy, strategy_plan
     from spec import Plan, load
 
     if (args.plan is None) == (args.strategy is None):
@@ -56,18 +56,17 @@ def build(args: argparse.Namespace):
     pipeline = resolve_pipeline(args.pipeline or (plan.pipeline if plan else None) or "kaggle")
     world = int(os.environ.get("WORLD_SIZE", "1"))
     hw = resolve_hardware(args.hardware, world, None, args.host_cores)
-    workers = hw.host_cpu_cores
+    strategy = None
     if plan is None:
         strategy = parse_strategy(args.strategy, hw)
-        if strategy.kind is StrategyKind.CPU:
-            workers = strategy.cpu_workers
         plan = strategy_plan(strategy, pipeline, model.name, hw)
         label = args.label or strategy.label
         replay = strategy.kind is StrategyKind.IDEAL
     else:
         label, replay = args.label or Path(args.plan).stem, False
     settings = RunSettings(args.iterations, args.warmup, args.distinct_batches,
-                           args.check, args.seed, args.data, workers)
+                           args.check, args.seed, args.data,
+                           host_workers_per_gpu(strategy, hw))
     rank = int(os.environ.get("RANK", "0"))
     quiet = args.quiet or rank != 0
     say = (lambda *a: None) if quiet else (lambda *a: print(*a, file=sys.stderr))

@@ -58,6 +58,15 @@ def parse_strategy(text: str, hw: Hardware) -> Strategy:
     return Strategy(StrategyKind(text))
 
 
+def host_workers_per_gpu(strategy: Strategy | None, hw: Hardware) -> int:
+    """Host worker processes one GPU's process starts: its share of `cpu:N`'s workers or
+    of the host's cores. The simulator runs the machine's workers as one pool feeding
+    every GPU; the executor runs one pool per rank, so each rank gets 1/gpu_count."""
+    total = strategy.cpu_workers if strategy is not None and \
+        strategy.kind is StrategyKind.CPU else hw.host_cpu_cores
+    return max(1, total // hw.gpu_count)
+
+
 def default_launch(hw: Hardware) -> tuple[int, int]:
     """One full wave of 256-thread blocks: (blocks, threads per block)."""
     per_sm = hw.gpu.max_threads_per_sm // 256

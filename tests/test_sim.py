@@ -9,6 +9,7 @@ import spec
 from costmodel import AnalyticCostModel, shard_tables, stage_work
 from costmodel.comm import all_to_all_ms, ring_allreduce_ms
 from sim import EmbeddingComm, Scenario, Strategy, StrategyKind, parse_strategy, simulate
+from sim.strategy import host_workers_per_gpu
 from sim.trace import PREPROCESS, TRAINING
 from spec import Stage, stages_for
 
@@ -265,3 +266,16 @@ def test_steady_state_runs_cpu_work_long_enough():
     assert rate["short"] > rate["long"] * 1.02  # the artefact steady_state removes
     gpu = replace(short, strategy=Strategy(StrategyKind.GPU_SEQUENTIAL))
     assert steady_state(gpu) is gpu and steady_state(long) == long
+
+
+def test_each_rank_starts_its_share_of_the_host_workers():
+    """The simulator pools the machine's workers; the executor starts a pool per rank,
+    so 4 ranks of a 64-core machine start 16 each, not 64 (256 on 64 cores)."""
+    hw4 = spec.hardware_preset("h200", 4)
+    assert hw4.host_cpu_cores == 64
+    assert host_workers_per_gpu(None, hw4) == 16
+    assert host_workers_per_gpu(parse_strategy("cpu:8", hw4), hw4) == 2
+    assert host_workers_per_gpu(parse_strategy("cpu:2", hw4), hw4) == 1
+    hw1 = spec.hardware_preset("h200", 1)
+    assert host_workers_per_gpu(parse_strategy("cpu:8", hw1), hw1) == 8
+    assert host_workers_per_gpu(parse_strategy("gpu-sequential", hw1), hw1) == 16
