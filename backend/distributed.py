@@ -55,7 +55,9 @@ class DistributedTrainer(Trainer):
         super().__init__(model, device, seed, tables=self.mine)
         # table order after the embedding all-to-all: rank 0's tables, then rank 1's, ...
         self.arrival = [k for r in range(self.world) for k, o in enumerate(self.owner) if o == r]
-        self.to_model_order = torch.tensor([self.arrival.index(k) for k in range(len(owner))])
+        self.to_model_order = torch.tensor([self.arrival.index(k) for k in range(len(owner))],
+                                           device=device)
+        self.to_arrival_order = torch.argsort(self.to_model_order)
         self.owned_by = [sum(1 for o in self.owner if o == r) for r in range(self.world)]
 
     def _input_a2a(self, batch: LocalBatch) -> tuple[torch.Tensor, torch.Tensor]:
@@ -71,7 +73,7 @@ class DistributedTrainer(Trainer):
         send_len = torch.cat([batch.lengths[k] for r in range(n) for k in sent[r]] +
                              [batch.dense.new_empty(0, dtype=torch.int64)])
         id_counts = [int(sum(batch.ids[k].numel() for k in sent[r])) for r in range(n)]
-        counts = torch.tensor(id_counts, dtype=torch.int64)
+        counts = torch.tensor(id_counts, dtype=torch.int64, device=batch.dense.device)  # NCCL
         recv_counts = _a2a(counts, [1] * n, [1] * n).tolist()
         ids = _a2a(send_ids, id_counts, recv_counts)
         m = len(mine_sent)
@@ -110,7 +112,7 @@ class DistributedTrainer(Trainer):
         mark(Stage.EMB_A2A_FWD)
         loss, grad = self.dense_forward_backward(emb, batch.dense, batch.labels, mark,
                                                  scale=1.0 / n)
-        back = grad.transpose(0, 1)[torch.argsort(self.to_model_order)].reshape(-1, d)
+        back = grad.transpose(0, 1)[self.to_arrival_order].reshape(-1, d)
         grad_pooled = _a2a(back, [c * b for c in self.owned_by], [mine * b] * n)
         mark(Stage.EMB_A2A_BWD)
         pooled.backward(grad_pooled.view(n, mine, b, d).transpose(0, 1))
