@@ -41,6 +41,35 @@ def _a2a(send: torch.Tensor, send_splits: list[int], recv_splits: list[int]) -> 
     return out
 
 
+_HOST_GROUP: dict = {}
+
+
+def _host_group():
+    """A gloo group over the same ranks, for split sizes the host already knows: sent
+    through NCCL they would come back as a GPU tensor, and reading it makes the host wait
+    for every kernel queued before it (on the H200 x4, 1.0-2.6 ms of an iteration, run 1
+    of bench/execute_gpu.py --matrix multigpu). One per default group, also when that is
+    gloo, so the CPU tests run the path NCCL runs."""
+    world = dist.group.WORLD
+    if world not in _HOST_GROUP:
+        _HOST_GROUP.clear()
+        _HOST_GROUP[world] = dist.new_group(backend="gloo")
+    return _HOST_GROUP[world]
+
+
+def _host_a2a(counts: list[list[int]]) -> list[list[int]]:
+    """counts[r]: the numbers this rank sends to rank r; returns, per source rank, the
+    numbers it sent here (every rank's lists for one peer have the same length)."""
+    n = len(counts)
+    send = torch.tensor([c for row in counts for c in row], dtype=torch.int64)
+    send_splits = [len(row) for row in counts]
+    mine = send_splits[dist.get_rank()]
+    out = torch.empty(mine * n, dtype=torch.int64)
+    dist.all_to_all_single(out, send, [mine] * n, send_splits, group=_host_group())
+    flat = out.tolist()
+    return [flat[i * mine:(i + 1) * mine] for i in range(n)]
+
+
 class DistributedTrainer(Trainer):
     """The rank's shard of a table-wise sharded DLRM (`owner`: table index -> rank)."""
 
@@ -72,14 +101,14 @@ class DistributedTrainer(Trainer):
                              [batch.dense.new_empty(0, dtype=torch.int64)])
         send_len = torch.cat([batch.lengths[k] for r in range(n) for k in sent[r]] +
                              [batch.dense.new_empty(0, dtype=torch.int64)])
-        id_counts = [int(sum(batch.ids[k].numel() for k in sent[r])) for r in range(n)]
-        counts = torch.tensor(id_counts, dtype=torch.int64, device=batch.dense.device)  # NCCL
-        recv_counts = _a2a(counts, [1] * n, [1] * n).tolist()
-        ids = _a2a(send_ids, id_counts, recv_counts)
+        # ids per sent table, known on the host from the tensors' shapes
+        per_table = _host_a2a([[batch.ids[k].numel() for k in sent[r]] for r in range(n)])
+        ids = _a2a(send_ids, [sum(batch.ids[k].numel() for k in sent[r]) for r in range(n)],
+                   [sum(c) for c in per_table])
         m = len(mine_sent)
         lengths = _a2a(send_len, [len(sent[r]) * b for r in range(n)], [m * b] * n)
         lengths = lengths.view(n, m, b)  # [source, my sent table, row]
-        pieces = torch.split(ids, lengths.sum(dim=2).flatten().tolist())
+        pieces = torch.split(ids, [c for row in per_table for c in row])
         base = self.net.row_base.to(ids.device)
         table_major, table_len = [], []
         for j, k in enumerate(self.mine):

@@ -61,14 +61,19 @@ RUNS = [  # (file, what the run was, the commit it ran, the command on the H200)
      "spread)", "ffb401f",
      "python bench/execute_gpu.py --matrix plans --only kaggle,terabyte --batches 8192 "
      "--budget-s 130 --out $OUT"),
+    ("execute_plans_run11.json", "the whole plans matrix with each batch's assembly "
+     "enqueued after its last kernel; on GPU 0 of an H200 x4 machine while the assembly "
+     "matrix ran on GPU 1 (bench/results/assembly_h200.md)", "fe01dad",
+     "CUDA_VISIBLE_DEVICES=0 python bench/execute_gpu.py --matrix plans --budget-s 470 "
+     "--out $OUT/plans"),
 ]
 SPLIT = {"execute_baselines_run3.json": {"multihot"},
          "execute_baselines_run4.json": {"multihot"},
-         "execute_plans_run8.json": None, "execute_plans_run9.json": None,
-         "execute_plans_run10.json": None}
+         "execute_plans_run11.json": None}
 """Runs whose measurements feed reports/h200, with the pipelines taken from each (None:
-all; a later run's measurement of the same case replaces an earlier one). Runs 8-10 are
-of the current executor; multihot was last measured in runs 3-4 (its GPU strategies then
+all; a later run's measurement of the same case replaces an earlier one). Run 11 is of
+the current executor (runs 8-10, the same matrix, enqueued each batch's assembly after
+the step's launches); multihot was last measured in runs 3-4 (its GPU strategies then
 paid the executor's older host costs)."""
 PLAN_FILES = {"corun": "plan.json", "rap": "plan-rap.json"}
 

@@ -1,6 +1,6 @@
 """Planned strategies executed on the H200 against the predictions they were chosen on:
-bench/results/raw/execute_plans_run{8,9,10}.json (bench/execute_gpu.py --matrix
-plans; a later run's case replaces an earlier one's) next to
+bench/results/raw/execute_plans_run11.json (bench/execute_gpu.py --matrix plans;
+given several files, a later run's case replaces an earlier one's) next to
 bench/plans/<pipeline>-b<batch>/prediction-<strategy>.json (bash bench/plans/make.sh, the
 learned H200 model and the host thread). A measured plan that is no longer the one in
 bench/plans/ (the cost model changed after it ran) is predicted afresh, by the same
@@ -21,7 +21,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench.render_execute import PLAN_FILES, plan_unchanged  # noqa: E402
 
-RAW = [ROOT / f"bench/results/raw/execute_plans_run{n}.json" for n in (8, 9, 10)]
+RAW = [ROOT / f"bench/results/raw/execute_plans_run{n}.json" for n in (11,)]
 OUT = ROOT / "bench/results/plans_h200.md"
 
 
