@@ -7,11 +7,12 @@ work early waits for the next launch. The simulator runs the thread beside each 
 an iteration takes at least its host time.
 
 Constants, fitted (costmodel/host_fit.py) by `python bench/fit_host.py
-bench/results/raw/execute_plans_run7.json -o bench/results/host_fit.json` on `corun
-execute`'s own host breakdown on the H200 machine (16-core host, torch 2.11, numba-cuda
-0.30.4; run 7: kaggle/terabyte at batch 4096/8192 and heavy at 4096, each next to
-`ideal`, commit 13fcd2c, command in bench/results/execute_h200.md; runs 8-10 check
-them, bench/results/plans_h200.md):
+bench/results/raw/execute_plans_run7.json bench/results/raw/execute_multigpu_run2.json
+-o bench/results/host_fit.json` on `corun execute`'s own host breakdown on the H200
+machine (16-core host, torch 2.11, numba-cuda 0.30.4; run 7: kaggle/terabyte at batch
+4096/8192 and heavy at 4096, each next to `ideal`, commit 13fcd2c, command in
+bench/results/execute_h200.md; run 11, on the host of an H200 x4 machine, checks them in
+bench/results/plans_h200.md: its host was faster, ideal's b4096 step 3.56-3.92 ms):
   step_ms           4.10  `ideal` host step where the host sets the pace (kaggle and
                           terabyte b4096: 3.88-4.32 ms; bench/host_split.py times the
                           GPU side of that step at 2.6 ms);
@@ -22,7 +23,14 @@ them, bench/results/plans_h200.md):
   batch_fixed_ms    0.39  staging + assembly + check of one batch (one kernel assembles
   batch_ms_per_mb   0.0024 and checks it, the host reads one copy back): a line through
                           its output MB over the 16 non-ideal runs (1.9-86 MB:
-                          0.34-0.64 ms).
+                          0.34-0.64 ms);
+  distributed_step_ms 7.30 the step of the multi-GPU trainer (backend/distributed.py:
+                          all-to-alls, per-table reshuffles of ids, gradient all-reduce),
+                          median of `ideal`'s host step on 4 GPUs of an H200 x4 machine
+                          (kaggle/terabyte b4096/8192: 6.61-7.81 ms; run 2 of
+                          bench/execute_gpu.py --matrix multigpu, commit f74a95d; the
+                          other 16 cases of that run check it: bench/results/
+                          multigpu_h200.md). Measured at 4 GPUs only: used for any count.
 The same host is assumed for every GPU kind (a what-if elsewhere keeps this host). Before
 the executor packed launch arguments once and assembled with one kernel (runs 2-6), the
 constants were 4.90 / 0.29 / 1.31 / 0.080, fitted by hand on runs 2-3 (heavy.s batch
@@ -43,17 +51,20 @@ class HostCosts:
     """What one GPU's host thread spends per iteration, by piece."""
 
     step_ms: float = 4.10
+    distributed_step_ms: float = 7.30
     kernel_launch_ms: float = 0.086
     batch_fixed_ms: float = 0.39
     batch_ms_per_mb: float = 0.0024
     source: str = "corun execute host breakdown, H200 machine (costmodel/host.py)"
 
-    def iteration_ms(self, kernel_launches: int, output_mb: float, batches: bool) -> float:
-        """Host time of one iteration: the step, its fused-kernel launches and, when
-        the executor stages real batches (`batches`; not `ideal`'s replay), their
-        staging, assembly and check."""
+    def iteration_ms(self, kernel_launches: int, output_mb: float, batches: bool,
+                     gpus: int = 1) -> float:
+        """Host time of one iteration: the step (the distributed one on several GPUs),
+        its fused-kernel launches and, when the executor stages real batches (`batches`;
+        not `ideal`'s replay), their staging, assembly and check."""
         batch = self.batch_fixed_ms + self.batch_ms_per_mb * output_mb if batches else 0.0
-        return self.step_ms + self.kernel_launch_ms * kernel_launches + batch
+        step = self.step_ms if gpus == 1 else self.distributed_step_ms
+        return step + self.kernel_launch_ms * kernel_launches + batch
 
 
 H200_HOST = HostCosts()

@@ -9,7 +9,10 @@ wait, finish, check; backend/executor.py). Three fits, each on the runs that sho
                     workload's ideal host step) against its fused-kernel host launches,
                     over the host-paced runs;
   batch_fixed_ms,   a line of staging + assembly + check (stage + finish - wait + check)
-  batch_ms_per_mb   against the batch's output MB, over every non-ideal GPU run.
+  batch_ms_per_mb   against the batch's output MB, over every non-ideal GPU run;
+  distributed_step_ms  median host step of `ideal` in runs of more than one GPU (the
+                    distributed step's all-to-alls and per-table reshuffles), fitted
+                    apart from the rest, which come from one-GPU runs only.
 The command: bench/fit_host.py.
 """
 
@@ -46,7 +49,8 @@ def rows_of(cases: list[dict], source: str) -> list[dict]:
         kernels = [spec.FusedKernel(**{**k, "nodes": tuple(k["nodes"])})
                    for k in (m.get("plan") or {}).get("kernels", [])]
         out.append({"source": source, "pipeline": r["pipeline"], "batch": r["batch"],
-                    "strategy": r["strategy"], "launches": kernel_launches(kernels, pipe),
+                    "strategy": r["strategy"], "gpus": m.get("gpu_count", 1),
+                    "launches": kernel_launches(kernels, pipe),
                     "output_mb": output_mb(pipe, r["batch"]),
                     "host": {k: v["median_ms"] for k, v in m["host"].items()},
                     "iteration_ms": m["iteration"]["median_ms"]})
@@ -54,8 +58,21 @@ def rows_of(cases: list[dict], source: str) -> list[dict]:
 
 
 def fit(rows: list[dict]) -> dict:
-    """The four constants (as HostCosts names them), how many runs each used, and the
-    ranges they came from."""
+    """The constants (as HostCosts names them), how many runs each used, and the ranges
+    they came from; distributed_step_ms only where some run has more than one GPU."""
+    multi = [r for r in rows if r.get("gpus", 1) > 1 and r["strategy"] == "ideal"]
+    single = [r for r in rows if r.get("gpus", 1) == 1]
+    out = fit_single(single) if single else {"used": {}, "ranges": {}}
+    if multi:
+        steps = [r["host"]["step"] for r in multi]
+        out["distributed_step_ms"] = statistics.median(steps)
+        out["used"]["distributed_step"] = len(multi)
+        out["ranges"]["distributed_ideal_step_ms"] = [min(steps), max(steps)]
+    return out
+
+
+def fit_single(rows: list[dict]) -> dict:
+    """step_ms, kernel_launch_ms, batch_fixed_ms, batch_ms_per_mb from one-GPU runs."""
     def key(r):
         return r["source"], r["pipeline"], r["batch"]
 

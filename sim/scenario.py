@@ -207,7 +207,8 @@ def compile_scenario(sc: Scenario, cm: CostModel) -> Compiled:
             mine = [k for k in plan.kernels if k.gpu is None or k.gpu == g]
             host_ms = H200_HOST.iteration_ms(kernel_launches(mine, pipeline),
                                              output_mb(pipeline, rows_local),
-                                             sc.strategy.kind is not StrategyKind.IDEAL)
+                                             sc.strategy.kind is not StrategyKind.IDEAL,
+                                             hw.gpu_count)
         gpus.append(GpuTables(stages, stage_ms, tuple(comm.get(s, 0.0) for s in stages),
                               tuple(pre), tuple(kernels), hw.host_link.transfer_ms(copy_bytes),
                               host_ms))

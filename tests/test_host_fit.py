@@ -52,3 +52,21 @@ def test_no_host_paced_workload_is_an_error():
     cases = [case("kaggle", 8192, s, 0.8, rng) for s in ("ideal", "gpu-sequential")]
     with pytest.raises(SpecError, match="host-paced"):
         fit(rows_of(cases, "run"))
+
+
+def test_distributed_step_is_fitted_apart_from_the_one_gpu_constants():
+    rng = np.random.default_rng(2)
+    one = [case(p, 4096, s, 0.02, rng) for p in ("kaggle", "heavy")
+           for s in ("ideal", "gpu-sequential")]
+    four = []
+    for step in (6.6, 7.8, 7.0):
+        c = case("kaggle", 4096, "ideal", 0.0, rng)
+        c["measurement"].update(gpu_count=4, host={"step": {"median_ms": step}})
+        four.append(c)
+    both = fit(rows_of(one, "one") + rows_of(four, "four"))
+    alone = fit(rows_of(one, "one"))
+    assert both["distributed_step_ms"] == 7.0  # the median of the 4-GPU ideal steps
+    assert both["used"]["distributed_step"] == 3
+    assert both["ranges"]["distributed_ideal_step_ms"] == [6.6, 7.8]
+    assert both["step_ms"] == alone["step_ms"]  # the 4-GPU rows leave these alone
+    assert "distributed_step_ms" not in alone

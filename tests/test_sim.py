@@ -279,3 +279,16 @@ def test_each_rank_starts_its_share_of_the_host_workers():
     hw1 = spec.hardware_preset("h200", 1)
     assert host_workers_per_gpu(parse_strategy("cpu:8", hw1), hw1) == 8
     assert host_workers_per_gpu(parse_strategy("gpu-sequential", hw1), hw1) == 16
+
+
+def test_several_gpus_pay_the_distributed_host_step(kaggle, kaggle_model):
+    """The multi-GPU trainer's host step (costmodel/host.py, measured on 4 H200s) sets
+    the pace of a host-paced ideal; one GPU keeps the one-GPU step."""
+    from costmodel.host import H200_HOST
+
+    for n, step in ((1, H200_HOST.step_ms), (4, H200_HOST.distributed_step_ms)):
+        hw = spec.hardware_preset("h200", n)
+        model = replace(kaggle_model, batch_per_gpu=4096)
+        r = simulate(Scenario(hw, model, kaggle, parse_strategy("ideal", hw)))
+        assert r.compiled.gpus[0].host_ms == step
+        assert r.prediction.iteration_time_ms == pytest.approx(step, rel=0.01)  # host-paced
