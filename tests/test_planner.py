@@ -127,7 +127,9 @@ def test_owner_and_cpu_mappings_give_valid_plans():
 
     from costmodel import shard_tables
 
-    two = replace(scenario("kaggle", 2), model=replace(sc.model, batch_per_gpu=8192))
+    # the GPU alone: with the distributed host step the 2-GPU plan is all-CPU
+    two = replace(scenario("kaggle", 2), model=replace(sc.model, batch_per_gpu=8192),
+                  host_thread=False)
     owned = LocalSearch().propose(SimJudge(two), 2.0).plan
     assert any(k.gpu is not None for k in owned.kernels)
     assert owned.table_owner == shard_tables(two.model, two.hardware).owner

@@ -19,6 +19,9 @@ corun simulate --hardware h200 --pipeline multihot --model mlperf-dcnv2 --batch 
 corun simulate --hardware h200 --pipeline multihot --model mlperf-dcnv2 --batch 4096 --strategy all --quiet --out bench/plans/multihot-b4096 > bench/plans/multihot-b4096.txt
 # 4 GPUs (issue 8), and 2 for when only two are lent: corun's and RAP's plans, then the
 # owner-mapped variant and PGAS
+# (the committed x2/x4 plans are the ones 4-GPU runs 1-2 executed, made before
+# costmodel/host.py had the distributed step; with it the planner picks all-CPU plans
+# there, which run 2 measured at 54-59% of ideal by throughput at batch 4096)
 for g in 2 4; do
   mkdir -p "bench/plans/x$g"
   for p in kaggle terabyte; do
