@@ -94,6 +94,41 @@ def plan_unchanged(ran: dict, path: Path) -> bool:
     return all(now.get(k) == ran.get(k) for k in ("kernels", "cpu_nodes"))
 
 
+def measured_cases(path: Path) -> tuple[list[dict], dict[tuple, dict]]:
+    """A raw file's measured cases, and each workload's ideal measurement from the same
+    command, by (pipeline, batch)."""
+    cases = [r for r in json.loads(path.read_text()) if r.get("measurement")]
+    ideal = {(r["pipeline"], r["batch"]): r["measurement"] for r in cases
+             if r["strategy"] == "ideal"}
+    return cases, ideal
+
+
+def shares_of_ideal(m: dict, base: dict) -> dict:
+    """A measurement as a share of its command's ideal: by median iteration time and by
+    throughput (which counts the slow iterations the median leaves out)."""
+    return {"of_ideal_pct": 100 * base["iteration"]["median_ms"] / m["iteration"]["median_ms"],
+            "of_ideal_tput_pct": 100 * m["throughput_samples_per_s"]
+            / base["throughput_samples_per_s"]}
+
+
+def measured_scenario(m: dict, strategy: str):
+    """The steady-state Scenario of what a Measurement ran, as `corun plan` simulates
+    it (learned H200 model, host thread): ideal and gpu-sequential by name, any other
+    strategy as the plan it ran."""
+    from dataclasses import replace
+
+    import spec
+    from sim import Scenario, Strategy, StrategyKind, parse_strategy, steady_state
+    from spec.serde import from_jsonable
+
+    hw = spec.hardware_preset("h200", m["gpu_count"])
+    model = replace(spec.model_preset(spec.DEFAULT_MODEL_FOR[m["pipeline"]]),
+                    batch_per_gpu=m["batch_per_gpu"])
+    strat = parse_strategy(strategy, hw) if strategy in ("ideal", "gpu-sequential") else \
+        Strategy(StrategyKind.PLAN, plan=from_jsonable(spec.Plan, m["plan"], "plan"))
+    return steady_state(Scenario(hw, model, spec.pipeline_preset(m["pipeline"]), strat))
+
+
 def ms(s: dict) -> str:
     return f"{s['median_ms']:.3f} ({s['p10_ms']:.2f}-{s['p90_ms']:.2f})"
 
@@ -146,9 +181,9 @@ def main() -> int:
              "cycled, preprocessing re-run every iteration), outputs compared with the "
              "NumPy reference (all equal): in runs 1-5, 64 random rows of every batch on "
              "the host; from run 6 on, every value of every batch on the device (batch 0 "
-             "also on the host). Runs 6-10 are of the current executor's steps toward its "
-             "host costs (bench/host_split.py); reports/h200 takes runs 8-10 where they "
-             "measured a case.", ""]
+             "also on the host). Runs 6-11 are of the current executor's steps toward its "
+             "host costs (bench/host_split.py); reports/h200 takes run 11 (multihot from "
+             "runs 3-4).", ""]
     trainer = json.loads((RAW / "trainer_h200_run3.json").read_text())
     lines += ["## Our trainer against a straightforward PyTorch DLRM", "",
               "`python bench/trainer_gpu.py --out $OUT/trainer --iterations 100 "

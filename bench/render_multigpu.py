@@ -14,7 +14,6 @@ the host to launch it, so they bound the transfer from above.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 from dataclasses import replace
@@ -23,24 +22,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.render_execute import (  # noqa: E402
+    measured_cases,
+    measured_scenario,
+    shares_of_ideal,
+)
+
 RAW = [ROOT / "bench/results/raw/execute_multigpu_run2.json"]
 OUT = ROOT / "bench/results/multigpu_h200.md"
 COMM = ("input_a2a", "emb_a2a_fwd", "emb_a2a_bwd", "grad_allreduce")
-BASELINES = ("ideal", "gpu-sequential")
-
-
-def scenario(m: dict, strategy: str):
-    """The Scenario of a measured case: baselines by name, plans as they ran."""
-    import spec
-    from sim import Scenario, Strategy, StrategyKind, parse_strategy, steady_state
-    from spec.serde import from_jsonable
-
-    hw = spec.hardware_preset("h200", m["gpu_count"])
-    model = replace(spec.model_preset(spec.DEFAULT_MODEL_FOR[m["pipeline"]]),
-                    batch_per_gpu=m["batch_per_gpu"])
-    strat = parse_strategy(strategy, hw) if strategy in BASELINES else Strategy(
-        StrategyKind.PLAN, plan=from_jsonable(spec.Plan, m["plan"], "plan"))
-    return steady_state(Scenario(hw, model, spec.pipeline_preset(m["pipeline"]), strat))
 
 
 def rows(raw: list[Path]) -> list[dict]:
@@ -50,12 +40,10 @@ def rows(raw: list[Path]) -> list[dict]:
 
     out: dict[tuple, dict] = {}
     for path in raw:
-        cases = [r for r in json.loads(path.read_text()) if r.get("measurement")]
-        ideal = {(r["pipeline"], r["batch"]): r["measurement"] for r in cases
-                 if r["strategy"] == "ideal"}
+        cases, ideal = measured_cases(path)
         for r in cases:
             m, key = r["measurement"], (r["pipeline"], r["batch"])
-            sc = scenario(m, r["strategy"])
+            sc = measured_scenario(m, r["strategy"])
             pred = simulate(sc).prediction
             stages = {k: v["median_ms"] for k, v in m["stages"].items()}
             row = {"pipeline": key[0], "batch": key[1], "strategy": r["strategy"],
@@ -67,10 +55,7 @@ def rows(raw: list[Path]) -> list[dict]:
                    "source": path.name, "command": m["command"], "commit": m["git_commit"]}
             row["error_pct"] = 100 * (row["predicted_ms"] - row["measured_ms"]) / row["measured_ms"]
             if key in ideal:
-                base = ideal[key]
-                row["of_ideal_pct"] = 100 * base["iteration"]["median_ms"] / row["measured_ms"]
-                row["of_ideal_tput_pct"] = 100 * m["throughput_samples_per_s"] / \
-                    base["throughput_samples_per_s"]
+                row.update(shares_of_ideal(m, ideal[key]))
             if r["strategy"] == "ideal":
                 pgas = simulate(replace(sc, embedding_comm=EmbeddingComm.PGAS)).prediction
                 row["pgas_ms"] = pgas.iteration_time_ms

@@ -19,7 +19,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.render_execute import PLAN_FILES, plan_unchanged  # noqa: E402
+from bench.render_execute import (  # noqa: E402
+    PLAN_FILES,
+    measured_cases,
+    measured_scenario,
+    plan_unchanged,
+    shares_of_ideal,
+)
 
 RAW = [ROOT / f"bench/results/raw/execute_plans_run{n}.json" for n in (11,)]
 OUT = ROOT / "bench/results/plans_h200.md"
@@ -28,11 +34,11 @@ OUT = ROOT / "bench/results/plans_h200.md"
 def rows(raw: list[Path]) -> list[dict]:
     """One row per (pipeline, batch, strategy), from the last file that measured it; each
     share of ideal is against the ideal of the same command."""
+    from sim import simulate
+
     out: dict[tuple, dict] = {}
     for path in raw:
-        runs = [r for r in json.loads(path.read_text()) if r.get("measurement")]
-        ideal = {(r["pipeline"], r["batch"]): r["measurement"] for r in runs
-                 if r["strategy"] == "ideal"}
+        runs, ideal = measured_cases(path)
         for r in runs:
             m, key = r["measurement"], (r["pipeline"], r["batch"])
             if key not in ideal:
@@ -42,35 +48,17 @@ def rows(raw: list[Path]) -> list[dict]:
                 "iteration_time_ms"]
             plan_file = PLAN_FILES.get(r["strategy"])
             stale = plan_file is not None and not plan_unchanged(m["plan"], folder / plan_file)
-            if stale:
-                p = predict(m["plan"], key[0], key[1])
+            if stale:  # predicted afresh, as `corun plan` simulates its candidates
+                p = simulate(measured_scenario(m, r["strategy"])).prediction.iteration_time_ms
             ms = m["iteration"]["median_ms"]
-            base = ideal[key]
             out[(*key, r["strategy"])] = {
                 "pipeline": key[0], "batch": key[1], "strategy": r["strategy"],
                 "measured_ms": ms, "p90_ms": m["iteration"]["p90_ms"],
-                "of_ideal_pct": 100 * base["iteration"]["median_ms"] / ms,
-                "of_ideal_tput_pct": 100 * m["throughput_samples_per_s"]
-                / base["throughput_samples_per_s"],
+                **shares_of_ideal(m, ideal[key]),
                 "predicted_ms": p, "error_pct": 100 * (p - ms) / ms, "stale": stale,
                 "host": {k: v["median_ms"] for k, v in m["host"].items()},
                 "command": m["command"], "source": path.name}
     return list(out.values())
-
-
-def predict(plan: dict, pipeline: str, batch: int) -> float:
-    """Predicted iteration ms of a measured plan, simulated as `corun plan` simulates
-    its candidates (learned H200 model, host thread)."""
-    from dataclasses import replace
-
-    import spec
-    from sim import Scenario, Strategy, StrategyKind, simulate, steady_state
-    from spec.serde import from_jsonable
-
-    model = replace(spec.model_preset(spec.DEFAULT_MODEL_FOR[pipeline]), batch_per_gpu=batch)
-    sc = Scenario(spec.hardware_preset("h200", 1), model, spec.pipeline_preset(pipeline),
-                  Strategy(StrategyKind.PLAN, plan=from_jsonable(spec.Plan, plan, "plan")))
-    return simulate(steady_state(sc)).prediction.iteration_time_ms
 
 
 def render(rs: list[dict]) -> str:
