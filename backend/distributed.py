@@ -35,9 +35,10 @@ class LocalBatch:
     table-owner mapping): table index -> (ids, lengths [world * B], in rank order)."""
 
 
-def _a2a(send: torch.Tensor, send_splits: list[int], recv_splits: list[int]) -> torch.Tensor:
+def _a2a(send: torch.Tensor, send_splits: list[int], recv_splits: list[int],
+         group=None) -> torch.Tensor:
     out = send.new_empty((sum(recv_splits),) + tuple(send.shape[1:]))
-    dist.all_to_all_single(out, send.contiguous(), recv_splits, send_splits)
+    dist.all_to_all_single(out, send.contiguous(), recv_splits, send_splits, group=group)
     return out
 
 
@@ -66,9 +67,7 @@ def _host_a2a(counts: list[list[int]]) -> list[list[int]]:
     send = torch.tensor([c for row in counts for c in row], dtype=torch.int64)
     send_splits = [len(row) for row in counts]
     mine = send_splits[dist.get_rank()]
-    out = torch.empty(mine * n, dtype=torch.int64)
-    dist.all_to_all_single(out, send, [mine] * n, send_splits, group=_host_group())
-    flat = out.tolist()
+    flat = _a2a(send, send_splits, [mine] * n, _host_group()).tolist()
     return [flat[i * mine:(i + 1) * mine] for i in range(n)]
 
 
