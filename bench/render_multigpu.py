@@ -127,6 +127,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("raw", nargs="*", type=Path)
     ap.add_argument("-o", "--out", type=Path, default=OUT)
     args = ap.parse_args(argv)
+    missing = [str(p) for p in args.raw if not p.is_file()]
+    if missing:
+        ap.error(f"raw = {missing[0]!r}: an existing execute_multigpu_*.json of "
+                 "bench/execute_gpu.py --matrix multigpu")
     from spec.serde import write_atomic
 
     text = render(rows(args.raw or RAW))

@@ -39,3 +39,11 @@ def test_rows_predict_and_compare(tmp_path):
     assert "| kaggle b4096 x4 | gpu-sequential | 8.000 (8.80) | 87.5% / 87.5% |" in text
     assert "rows the host constant was not fitted on: mean" in text
     assert text.count("| kaggle b4096 x4 | 1.000 ms |") == 1  # PGAS: ideal's row only
+
+
+def test_a_missing_raw_file_is_named(tmp_path, capsys):
+    with pytest.raises(SystemExit) as e:
+        main([str(tmp_path / "none.json"), "-o", str(tmp_path / "m.md")])
+    assert e.value.code == 2
+    assert "none.json" in capsys.readouterr().err
+    assert not (tmp_path / "m.md").exists()
