@@ -89,11 +89,24 @@ class DistributedTrainer(Trainer):
                                            device=device)
         self.to_arrival_order = torch.argsort(self.to_model_order)
         self.owned_by = [sum(1 for o in self.owner if o == r) for r in range(self.world)]
+        self._bag_bases: dict[tuple[int, str], torch.Tensor] = {}
+
+    def _bag_base(self, b: int, device: torch.device) -> torch.Tensor:
+        """Per bag of my tables over the global batch (table-major, then source rank and
+        row): the first row of its table in my stacked matrix. One tensor per batch size."""
+        key = (b, str(device))
+        if key not in self._bag_bases:
+            base = self.net.row_base.to(device)
+            self._bag_bases[key] = base.repeat_interleave(self.world * b)
+        return self._bag_bases[key]
 
     def _input_a2a(self, batch: LocalBatch) -> tuple[torch.Tensor, torch.Tensor]:
         """Send each table's ids and lengths to its owner (tables the owner preprocessed
         itself stay out); return, for my tables over the global batch, table-major ids
-        (rows of my stacked matrix) and bag offsets."""
+        (rows of my stacked matrix) and bag offsets. The reorder from source-major to
+        table-major is one cat, and the tables' row bases are added in one pass (a base
+        per id, repeated from the bags' lengths): a fixed handful of launches, where one
+        add per table and source rank cost the host ~30 launches a step on four ranks."""
         b, n = batch.dense.shape[0], self.world
         sent = [[k for k in range(len(self.owner)) if self.owner[k] == r and
                  k not in self.owner_mapped] for r in range(n)]
@@ -108,24 +121,27 @@ class DistributedTrainer(Trainer):
                    [sum(c) for c in per_table])
         m = len(mine_sent)
         lengths = _a2a(send_len, [len(sent[r]) * b for r in range(n)], [m * b] * n)
-        lengths = lengths.view(n, m, b)  # [source, my sent table, row]
+        by_table = lengths.view(n, m, b).transpose(0, 1)  # [my sent table, source, row]
         pieces = torch.split(ids, [c for row in per_table for c in row])
-        base = self.net.row_base.to(ids.device)
-        table_major, table_len = [], []
-        for j, k in enumerate(self.mine):
+        id_parts, len_parts, total = [], [], 0
+        for k in self.mine:
             if k in self.owner_mapped:
                 own_ids, own_len = batch.owned[k]
-                table_major.append(own_ids + base[j])
-                table_len.append(own_len)
+                id_parts.append(own_ids)
+                len_parts.append(own_len)
+                total += own_ids.numel()
                 continue
             i = mine_sent.index(k)
-            table_major += [pieces[s * m + i] + base[j] for s in range(n)]
-            table_len.append(lengths[:, i, :].reshape(-1))
-        flat_len = torch.cat(table_len) if table_len else lengths.reshape(-1)
+            id_parts += [pieces[s * m + i] for s in range(n)]
+            len_parts.append(by_table[i].reshape(-1))
+            total += sum(per_table[s][i] for s in range(n))
+        if not id_parts:
+            return ids, torch.zeros(1, dtype=torch.int64, device=ids.device)
+        flat_len = torch.cat(len_parts)
         offsets = torch.zeros(flat_len.numel() + 1, dtype=torch.int64, device=ids.device)
         torch.cumsum(flat_len, 0, out=offsets[1:])
-        cat = torch.cat(table_major) if table_major else ids
-        return cat, offsets
+        base = self._bag_base(b, ids.device).repeat_interleave(flat_len, output_size=total)
+        return torch.cat(id_parts) + base, offsets
 
     def step(self, batch: LocalBatch, clock: Clock | None = None) -> torch.Tensor:
         mark = clock.mark if clock is not None else (lambda stage: None)
