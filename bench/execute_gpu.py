@@ -6,6 +6,7 @@ they were chosen on; bench/plans/make.sh remakes them).
 On the H200:  python bench/execute_gpu.py --matrix baselines --out $OUT
               python bench/execute_gpu.py --matrix plans --out $OUT
               python bench/execute_gpu.py --matrix assembly --out $OUT
+              python bench/execute_gpu.py --matrix bound --out $OUT
 On 4 H200s:   NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 \
               torchrun --standalone --nproc-per-node 4 bench/execute_gpu.py \
               --matrix multigpu --out $OUT
@@ -63,10 +64,18 @@ MATRICES = {
                                      "corun", "corun+late"))]
     + [(p, (8192,), ("ideal", "gpu-sequential", "gpu-sequential+late", "corun", "corun+late",
                      "rap", "rap+late")) for p in ("kaggle", "wide-2x")],
+    # the heavy pipeline beside the cheapest model per id we have: the heavy model with
+    # dense embedding gradients (no sparse update), how large preprocessing can get
+    # against training (issue 6)
+    "bound": [("heavy", (4096, 8192), ("ideal", "gpu-sequential", "gpu-overlap"))],
     # under torchrun on 4 GPUs (issue 8)
     "multigpu": [(p, (4096, 8192), ("ideal", "gpu-sequential", "rap", "corun", "corun-owner"))
                  for p in ("kaggle", "terabyte")],
 }
+
+
+MODEL_CHANGES = {"bound": {"sparse_gradients": False}}
+"""Fields a matrix changes in its pipelines' default models."""
 
 
 def say(*a) -> None:
@@ -75,7 +84,8 @@ def say(*a) -> None:
 
 
 def run_case(pipe_name: str, batch: int, label: str, args, trainers: dict, hw) -> dict:
-    model = replace(spec.model_preset(spec.DEFAULT_MODEL_FOR[pipe_name]), batch_per_gpu=batch)
+    model = replace(spec.model_preset(spec.DEFAULT_MODEL_FOR[pipe_name]), batch_per_gpu=batch,
+                    **MODEL_CHANGES.get(args.matrix, {}))
     pipeline = spec.pipeline_preset(pipe_name)
     if args.dry_run:
         model, pipeline = shrink_tables(model, pipeline, 2000)
