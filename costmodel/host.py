@@ -7,23 +7,23 @@ work early waits for the next launch. The simulator runs the thread beside each 
 an iteration takes at least its host time.
 
 Constants, fitted (costmodel/host_fit.py) by `python bench/fit_host.py
-bench/results/raw/execute_plans_run7.json bench/results/raw/execute_multigpu_run2.json
--o bench/results/host_fit.json` on `corun execute`'s own host breakdown on the H200
-machine (16-core host, torch 2.11, numba-cuda 0.30.4; run 7: kaggle/terabyte at batch
-4096/8192 and heavy at 4096, each next to `ideal`, commit 13fcd2c, command in
-bench/results/execute_h200.md; run 11, on the host of an H200 x4 machine, checks them in
-bench/results/plans_h200.md: its host was faster, ideal's b4096 step 3.56-3.92 ms):
-  step_ms           4.10  `ideal` host step where the host sets the pace (kaggle and
-                          terabyte b4096: 3.88-4.32 ms; bench/host_split.py times the
+bench/results/raw/execute_plans_run11.json bench/results/raw/execute_plans_run12.json
+bench/results/raw/execute_multigpu_run2.json -o bench/results/host_fit.json` on `corun
+execute`'s own host breakdown (torch 2.11, numba-cuda 0.30.4; run 11 on the host of an
+H200 x4 machine, 2026-11-29, commit fe01dad; run 12 on the one-GPU H200 machine's 16-core
+host the same day, commit bb4c279; each the whole plans matrix, 45 cases, command in
+bench/results/plans_h200.md):
+  step_ms           3.74  `ideal` host step where the host sets the pace (kaggle and
+                          terabyte b4096: 3.56-3.92 ms; bench/host_split.py times the
                           GPU side of that step at 2.6 ms);
-  kernel_launch_ms  0.086 per host launch of a fused kernel (a list-writing kernel is
+  kernel_launch_ms  0.047 per host launch of a fused kernel (a list-writing kernel is
                           three: lengths, scan, values), its arguments packed once
                           (backend/launch.py): least squares through zero of the step's
                           host time over ideal's against launches, host-paced runs;
-  batch_fixed_ms    0.39  staging + assembly + check of one batch (one kernel assembles
-  batch_ms_per_mb   0.0024 and checks it, the host reads one copy back): a line through
-                          its output MB over the 16 non-ideal runs (1.9-86 MB:
-                          0.34-0.64 ms);
+  batch_fixed_ms    0.29  staging + assembly + check of one batch (one kernel assembles
+  batch_ms_per_mb   0     and checks it, the host reads one copy back): over the 68
+                          non-ideal runs (1.9-86 MB: 0.18-0.63 ms) the line through
+                          cost against output MB fell, so the median, flat;
   distributed_step_ms 7.30 the step of the multi-GPU trainer (backend/distributed.py:
                           all-to-alls, per-table reshuffles of ids, gradient all-reduce),
                           median of `ideal`'s host step on 4 GPUs of an H200 x4 machine
@@ -31,6 +31,9 @@ bench/results/plans_h200.md: its host was faster, ideal's b4096 step 3.56-3.92 m
                           bench/execute_gpu.py --matrix multigpu, commit f74a95d; the
                           other 16 cases of that run check it: bench/results/
                           multigpu_h200.md). Measured at 4 GPUs only: used for any count.
+The one-GPU constants moved with the host: fitted on run 7 (the H200 machine, an
+earlier day) they were 4.10 / 0.086 / 0.39 / 0.0024, and ideal's b4096 step measured
+3.88-4.32 ms there.
 The same host is assumed for every GPU kind (a what-if elsewhere keeps this host). Before
 the executor packed launch arguments once and assembled with one kernel (runs 2-6), the
 constants were 4.90 / 0.29 / 1.31 / 0.080, fitted by hand on runs 2-3 (heavy.s batch
@@ -50,11 +53,11 @@ from spec.pipeline import Shape
 class HostCosts:
     """What one GPU's host thread spends per iteration, by piece."""
 
-    step_ms: float = 4.10
+    step_ms: float = 3.74
     distributed_step_ms: float = 7.30
-    kernel_launch_ms: float = 0.086
-    batch_fixed_ms: float = 0.39
-    batch_ms_per_mb: float = 0.0024
+    kernel_launch_ms: float = 0.047
+    batch_fixed_ms: float = 0.29
+    batch_ms_per_mb: float = 0.0
     source: str = "corun execute host breakdown, H200 machine (costmodel/host.py)"
 
     def iteration_ms(self, kernel_launches: int, output_mb: float, batches: bool,

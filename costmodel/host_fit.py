@@ -9,7 +9,8 @@ wait, finish, check; backend/executor.py). Three fits, each on the runs that sho
                     workload's ideal host step) against its fused-kernel host launches,
                     over the host-paced runs;
   batch_fixed_ms,   a line of staging + assembly + check (stage + finish - wait + check)
-  batch_ms_per_mb   against the batch's output MB, over every non-ideal GPU run;
+  batch_ms_per_mb   against the batch's output MB, over every non-ideal GPU run (flat at
+                    the median where the line falls with size);
   distributed_step_ms  median host step of `ideal` in runs of more than one GPU (the
                     distributed step's all-to-alls and per-table reshuffles), fitted
                     apart from the rest, which come from one-GPU runs only.
@@ -100,6 +101,8 @@ def fit_single(rows: list[dict]) -> dict:
             mb.append(r["output_mb"])
             batch.append(h["stage"] + h["finish"] - h["wait"] + h["check"])
     slope, fixed = np.polyfit(mb, batch, 1)
+    if slope < 0:  # no measurable growth with size: the batch costs its median, flat
+        slope, fixed = 0.0, statistics.median(batch)
     return {"step_ms": step_ms, "kernel_launch_ms": launch_ms,
             "batch_fixed_ms": float(fixed), "batch_ms_per_mb": float(slope),
             "used": {"step": len(paced), "launch": len(x), "batch": len(mb)},

@@ -70,3 +70,20 @@ def test_distributed_step_is_fitted_apart_from_the_one_gpu_constants():
     assert both["ranges"]["distributed_ideal_step_ms"] == [6.6, 7.8]
     assert both["step_ms"] == alone["step_ms"]  # the 4-GPU rows leave these alone
     assert "distributed_step_ms" not in alone
+
+
+def test_batch_cost_falling_with_size_is_fitted_flat():
+    """A line through batch cost against MB that falls (noise across runs, no real growth)
+    is not a cost model: the batch costs the median, whatever its size."""
+    rng = np.random.default_rng(3)
+    cases = []
+    for pipeline, batch in (("kaggle", 4096), ("heavy", 4096)):
+        cases += [case(pipeline, batch, s, 0.02, rng) for s in ("ideal", "gpu-sequential")]
+    rows = rows_of(cases, "run")
+    small, large = sorted((r for r in rows if r["strategy"] != "ideal"),
+                          key=lambda r: r["output_mb"])
+    small["host"]["finish"] += 0.5  # the smaller batch took longer
+    got = fit(rows)
+    assert got["batch_ms_per_mb"] == 0.0
+    costs = [r["host"]["stage"] + r["host"]["finish"] - r["host"]["wait"] for r in (small, large)]
+    assert got["batch_fixed_ms"] == pytest.approx(np.median(costs))
