@@ -1,12 +1,12 @@
 """Planned strategies executed on the H200 against the predictions they were chosen on:
-bench/results/raw/execute_plans_run11.json (bench/execute_gpu.py --matrix plans;
+bench/results/raw/execute_plans_run12.json (bench/execute_gpu.py --matrix plans;
 given several files, a later run's case replaces an earlier one's) next to
 bench/plans/<pipeline>-b<batch>/prediction-<strategy>.json (bash bench/plans/make.sh, the
 learned H200 model and the host thread). A measured plan that is no longer the one in
 bench/plans/ (the cost model changed after it ran) is predicted afresh, by the same
 simulation, and marked. Writes bench/results/plans_h200.md.
 
-    python bench/render_plans.py [RAW.json ...]
+    python bench/render_plans.py [RAW.json ...] [-o OUT.md]
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from bench.render_execute import (  # noqa: E402
     shares_of_ideal,
 )
 
-RAW = [ROOT / f"bench/results/raw/execute_plans_run{n}.json" for n in (11,)]
+RAW = [ROOT / f"bench/results/raw/execute_plans_run{n}.json" for n in (12,)]
 OUT = ROOT / "bench/results/plans_h200.md"
 
 
@@ -106,11 +106,20 @@ def render(rs: list[dict]) -> str:
 
 
 def main(argv: list[str]) -> int:
-    raw = [Path(a) for a in argv] or RAW
-    text = render(rows(raw))
-    tmp = OUT.with_suffix(".tmp")
+    import argparse
+
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("raw", nargs="*", type=Path, help=f"default: {RAW[0].name}")
+    ap.add_argument("-o", "--out", type=Path, default=OUT)
+    args = ap.parse_args(argv)
+    missing = [str(p) for p in args.raw if not p.is_file()]
+    if missing:
+        ap.error(f"raw = {missing[0]!r}: an existing execute_plans_*.json")
+    text = render(rows(args.raw or RAW))
+    tmp = args.out.with_suffix(".tmp")
     tmp.write_text(text)
-    tmp.replace(OUT)
+    tmp.replace(args.out)
     print(text)
     return 0
 

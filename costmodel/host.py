@@ -7,22 +7,23 @@ work early waits for the next launch. The simulator runs the thread beside each 
 an iteration takes at least its host time.
 
 Constants, fitted (costmodel/host_fit.py) by `python bench/fit_host.py
-bench/results/raw/execute_plans_run11.json bench/results/raw/execute_plans_run12.json
-bench/results/raw/execute_multigpu_run2.json -o bench/results/host_fit.json` on `corun
-execute`'s own host breakdown (torch 2.11, numba-cuda 0.30.4; run 11 on the host of an
-H200 x4 machine, 2026-11-29, commit fe01dad; run 12 on the one-GPU H200 machine's 16-core
-host the same day, commit bb4c279; each the whole plans matrix, 45 cases, command in
-bench/results/plans_h200.md):
+bench/results/raw/execute_plans_run11.json bench/results/raw/execute_multigpu_run2.json
+-o bench/results/host_fit.json` on `corun execute`'s own host breakdown (torch 2.11,
+numba-cuda 0.30.4; run 11: the whole plans matrix, 45 cases, on the host of an H200 x4
+machine, 2026-11-29, commit fe01dad). Run 12 (the one-GPU H200 machine's 16-core host,
+the same day) checks them in bench/results/plans_h200.md, run 13 (an H200 x2 machine's
+host) in bench/results/plans_h200x2host.md; fitted on run 12 alone they would be 3.74 /
+0.042 / 0.30 / 0.00006:
   step_ms           3.74  `ideal` host step where the host sets the pace (kaggle and
                           terabyte b4096: 3.56-3.92 ms; bench/host_split.py times the
                           GPU side of that step at 2.6 ms);
-  kernel_launch_ms  0.047 per host launch of a fused kernel (a list-writing kernel is
+  kernel_launch_ms  0.052 per host launch of a fused kernel (a list-writing kernel is
                           three: lengths, scan, values), its arguments packed once
                           (backend/launch.py): least squares through zero of the step's
                           host time over ideal's against launches, host-paced runs;
   batch_fixed_ms    0.29  staging + assembly + check of one batch (one kernel assembles
-  batch_ms_per_mb   0     and checks it, the host reads one copy back): over the 68
-                          non-ideal runs (1.9-86 MB: 0.18-0.63 ms) the line through
+  batch_ms_per_mb   0     and checks it, the host reads one copy back): over the 34
+                          non-ideal runs (1.9-86 MB: 0.22-0.63 ms) the line through
                           cost against output MB fell, so the median, flat;
   distributed_step_ms 7.30 the step of the multi-GPU trainer (backend/distributed.py:
                           all-to-alls, per-table reshuffles of ids, gradient all-reduce),
@@ -55,7 +56,7 @@ class HostCosts:
 
     step_ms: float = 3.74
     distributed_step_ms: float = 7.30
-    kernel_launch_ms: float = 0.047
+    kernel_launch_ms: float = 0.052
     batch_fixed_ms: float = 0.29
     batch_ms_per_mb: float = 0.0
     source: str = "corun execute host breakdown, H200 machine (costmodel/host.py)"
