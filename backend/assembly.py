@@ -107,13 +107,13 @@ class Assembler:
         return Batch(dense, ids, offsets, labels.clone())
 
 
-def table_pieces(batch: Batch, counts: Sequence[int],
-                 row_base: Sequence[int]) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
-    """A table-major batch split per table, as the distributed trainer takes it: ids as
-    rows of their own table, and bag lengths (`counts`: ids per table, on the host)."""
+def table_pieces(batch: Batch, counts: Sequence[int]
+                 ) -> tuple[list[torch.Tensor], torch.Tensor]:
+    """A table-major batch split per table, as the distributed trainer takes it: views of
+    its ids (rows of the stacked matrix of all tables, unchanged: no launch per table) and
+    its bag lengths as one [tables, rows] tensor (`counts`: ids per table, on the host)."""
     pieces = torch.split(batch.ids, list(counts))
-    lengths = torch.diff(batch.offsets).view(len(counts), -1)
-    return [p - rb for p, rb in zip(pieces, row_base)], list(lengths.unbind(0))
+    return list(pieces), torch.diff(batch.offsets).view(len(counts), -1)
 
 
 @dataclass

@@ -18,21 +18,25 @@ from dataclasses import dataclass, field
 import torch
 import torch.distributed as dist
 
-from backend.trainer import Clock, Trainer
+from backend.trainer import Clock, Trainer, row_bases
 from spec import Model, Stage
 
 
 @dataclass
 class LocalBatch:
-    """One rank's rows: dense, labels, and per table (in model order) ids and lengths."""
+    """One rank's rows: dense, labels, and per table (in model order) ids and lengths. Ids
+    are rows of the stacked matrix of all the model's tables, as in `Batch` (table k's
+    row r is row_bases(model)[k] + r): the executor's per-table pieces are views of the
+    batch it assembled, and the owner shifts them to its own stacked matrix."""
 
     dense: torch.Tensor  # float32 [B, n_dense]
     labels: torch.Tensor  # float32 [B]
-    ids: list[torch.Tensor]  # per table: int64 local table rows
+    ids: list[torch.Tensor]  # per table: int64 rows of all tables' stacked matrix
     lengths: list[torch.Tensor]  # per table: int64 [B]
     owned: dict[int, tuple[torch.Tensor, torch.Tensor]] = field(default_factory=dict)
     """Tables this rank owns and preprocessed itself over the global batch (the
-    table-owner mapping): table index -> (ids, lengths [world * B], in rank order)."""
+    table-owner mapping): table index -> (ids, lengths [world * B], in rank order), ids
+    numbered as in `ids`."""
 
 
 def _a2a(send: torch.Tensor, send_splits: list[int], recv_splits: list[int],
@@ -89,22 +93,25 @@ class DistributedTrainer(Trainer):
                                            device=device)
         self.to_arrival_order = torch.argsort(self.to_model_order)
         self.owned_by = [sum(1 for o in self.owner if o == r) for r in range(self.world)]
-        self._bag_bases: dict[tuple[int, str], torch.Tensor] = {}
+        self._bag_shifts: dict[tuple[int, str], torch.Tensor] = {}
 
-    def _bag_base(self, b: int, device: torch.device) -> torch.Tensor:
+    def _bag_shift(self, b: int, device: torch.device) -> torch.Tensor:
         """Per bag of my tables over the global batch (table-major, then source rank and
-        row): the first row of its table in my stacked matrix. One tensor per batch size."""
+        row): what moves its ids from all tables' stacked matrix to mine (my first row of
+        its table minus the global one). One tensor per batch size."""
         key = (b, str(device))
-        if key not in self._bag_bases:
-            base = self.net.row_base.to(device)
-            self._bag_bases[key] = base.repeat_interleave(self.world * b)
-        return self._bag_bases[key]
+        if key not in self._bag_shifts:
+            every = row_bases(self.spec)
+            shift = self.net.row_base.cpu() - torch.tensor([every[k] for k in self.mine],
+                                                           dtype=torch.int64)
+            self._bag_shifts[key] = shift.to(device).repeat_interleave(self.world * b)
+        return self._bag_shifts[key]
 
     def _input_a2a(self, batch: LocalBatch) -> tuple[torch.Tensor, torch.Tensor]:
         """Send each table's ids and lengths to its owner (tables the owner preprocessed
         itself stay out); return, for my tables over the global batch, table-major ids
         (rows of my stacked matrix) and bag offsets. The reorder from source-major to
-        table-major is one cat, and the tables' row bases are added in one pass (a base
+        table-major is one cat, and the ids move to my matrix's rows in one pass (a shift
         per id, repeated from the bags' lengths): a fixed handful of launches, where one
         add per table and source rank cost the host ~30 launches a step on four ranks."""
         b, n = batch.dense.shape[0], self.world
@@ -140,8 +147,8 @@ class DistributedTrainer(Trainer):
         flat_len = torch.cat(len_parts)
         offsets = torch.zeros(flat_len.numel() + 1, dtype=torch.int64, device=ids.device)
         torch.cumsum(flat_len, 0, out=offsets[1:])
-        base = self._bag_base(b, ids.device).repeat_interleave(flat_len, output_size=total)
-        return torch.cat(id_parts) + base, offsets
+        shift = self._bag_shift(b, ids.device).repeat_interleave(flat_len, output_size=total)
+        return torch.cat(id_parts) + shift, offsets
 
     def step(self, batch: LocalBatch, clock: Clock | None = None) -> torch.Tensor:
         mark = clock.mark if clock is not None else (lambda stage: None)

@@ -44,7 +44,7 @@ from backend.reference import run_reference
 from backend.runner import PipelineProgram, trainer_batch
 from backend.settings import RunSettings
 from backend.streams import ReleaseClock, Streams
-from backend.trainer import Batch, Clock, Trainer, row_bases
+from backend.trainer import Batch, Clock, Trainer
 from costmodel.sharding import shard_tables
 from spec import (
     BEFORE_ITERATION,
@@ -277,14 +277,14 @@ class Executor:
         ids, lengths, owned = [empty] * t, [empty] * t, {}
         with self.S.use(self.S.pre):
             for lane, batch, c in zip(self.lanes, batches, counts):
-                pieces, lens = table_pieces(batch, c, lane.omap.row_base)
-                for k, p, n in zip(lane.tables, pieces, lens):
+                pieces, lens = table_pieces(batch, c)
+                if self.S.cuda:  # made on the preprocessing stream, read by training
+                    lens.record_stream(self.S.train)
+                for k, p, n in zip(lane.tables, pieces, lens.unbind(0)):
                     if lane.name == "local":
                         ids[k], lengths[k] = p, n
                     else:
                         owned[k] = (p, n)
-                    if self.S.cuda:
-                        n.record_stream(self.S.train)
                 if lane.name == "local":
                     local = batch
         return LocalBatch(local.dense, local.labels, ids, lengths, owned)
@@ -346,8 +346,8 @@ class Executor:
             b = host.to(self.device)
             if self.world > 1:
                 counts = np.diff(host.offsets.numpy()[:: self.rows]).tolist()
-                pieces, lens = table_pieces(b, counts, row_bases(self.model))
-                b = LocalBatch(b.dense, b.labels, pieces, lens)
+                pieces, lens = table_pieces(b, counts)
+                b = LocalBatch(b.dense, b.labels, pieces, list(lens.unbind(0)))
             batches.append(b)
         tops, afters, ends, clocks = [], [], [], []
         self.host_ms = {"step": []}

@@ -43,6 +43,7 @@ OWNER = [1, 0, 1, 0]
 
 def worker(rank, path, opt_name, inter_name, out, owner_mapped=()):
     from backend.distributed import DistributedTrainer, LocalBatch
+    from backend.trainer import row_bases
 
     dist.init_process_group("gloo", init_method=f"file://{path}", rank=rank,
                             world_size=WORLD)
@@ -52,12 +53,13 @@ def worker(rank, path, opt_name, inter_name, out, owner_mapped=()):
         dense, tables, labels = data(m, step)
         rows = slice(rank * B, (rank + 1) * B)
         ids, lengths = [], []
-        for values, lens in tables:
+        base = row_bases(m)  # LocalBatch ids are rows of all tables' stacked matrix
+        for (values, lens), rb in zip(tables, base):
             start = np.concatenate([[0], np.cumsum(lens)])
-            ids.append(torch.from_numpy(values[start[rows.start] : start[rows.stop]]))
+            ids.append(torch.from_numpy(values[start[rows.start] : start[rows.stop]] + rb))
             lengths.append(torch.from_numpy(lens[rows]))
         # an owner-mapped table's owner has its ids for the whole global batch
-        owned = {k: (torch.from_numpy(tables[k][0]), torch.from_numpy(tables[k][1]))
+        owned = {k: (torch.from_numpy(tables[k][0] + base[k]), torch.from_numpy(tables[k][1]))
                  for k in owner_mapped if OWNER[k] == rank}
         clock = Clock(torch.device("cpu"))
         tr.step(LocalBatch(torch.from_numpy(dense[rows]), torch.from_numpy(labels[rows]),
