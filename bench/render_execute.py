@@ -66,15 +66,28 @@ RUNS = [  # (file, what the run was, the commit it ran, the command on the H200)
      "matrix ran on GPU 1 (bench/results/assembly_h200.md)", "fe01dad",
      "CUDA_VISIBLE_DEVICES=0 python bench/execute_gpu.py --matrix plans --budget-s 470 "
      "--out $OUT/plans"),
+    ("execute_bound_run1.json", "the heavy pipeline beside the heavy model with dense "
+     "embedding gradients (no sparse update: the cheapest model per id the trainer has), "
+     "on the one-GPU H200 machine", "bb4c279",
+     "python bench/execute_gpu.py --matrix bound --budget-s 120 --out $OUT"),
+    ("execute_plans_run12.json", "the whole plans matrix on the one-GPU H200 machine, "
+     "alone on its host (the plans of run 11)", "bb4c279",
+     "python bench/execute_gpu.py --matrix plans --budget-s 300 --out $OUT"),
+    ("execute_plans_run13.json", "the whole plans matrix on GPU 0 of an H200 x2 machine, "
+     "alone on its host; the timed loop with the heap frozen, host constants refitted "
+     "on run 11 and the plans remade with them", "2bce8fc",
+     "CUDA_VISIBLE_DEVICES=0 python bench/execute_gpu.py --matrix plans --budget-s 420 "
+     "--out $OUT"),
 ]
 SPLIT = {"execute_baselines_run3.json": {"multihot"},
          "execute_baselines_run4.json": {"multihot"},
-         "execute_plans_run11.json": None}
+         "execute_plans_run12.json": None}
 """Runs whose measurements feed reports/h200, with the pipelines taken from each (None:
-all; a later run's measurement of the same case replaces an earlier one). Run 11 is of
-the current executor (runs 8-10, the same matrix, enqueued each batch's assembly after
-the step's launches); multihot was last measured in runs 3-4 (its GPU strategies then
-paid the executor's older host costs)."""
+all; a later run's measurement of the same case replaces an earlier one). Run 12 is of
+the current executor on the one-GPU H200 machine the `h200` preset describes (run 11 ran
+on an x4's host beside another matrix, run 13 on an x2's host: both are rendered in
+bench/results/plans_h200*.md); multihot was last measured in runs 3-4 (its GPU
+strategies then paid the executor's older host costs)."""
 PLAN_FILES = {"corun": "plan.json", "rap": "plan-rap.json"}
 
 
@@ -181,8 +194,8 @@ def main() -> int:
              "cycled, preprocessing re-run every iteration), outputs compared with the "
              "NumPy reference (all equal): in runs 1-5, 64 random rows of every batch on "
              "the host; from run 6 on, every value of every batch on the device (batch 0 "
-             "also on the host). Runs 6-11 are of the current executor's steps toward its "
-             "host costs (bench/host_split.py); reports/h200 takes run 11 (multihot from "
+             "also on the host). Runs 6-13 are of the current executor's steps toward its "
+             "host costs (bench/host_split.py); reports/h200 takes run 12 (multihot from "
              "runs 3-4).", ""]
     trainer = json.loads((RAW / "trainer_h200_run3.json").read_text())
     lines += ["## Our trainer against a straightforward PyTorch DLRM", "",

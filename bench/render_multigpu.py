@@ -1,6 +1,6 @@
-"""Issue 8's 4-GPU runs against their predictions: bench/results/raw/
+"""Issue 8's multi-GPU runs against their predictions: bench/results/raw/
 execute_multigpu_run<N>.json (bench/execute_gpu.py --matrix multigpu under torchrun on an
-H200 x4) -> bench/results/multigpu_h200.md.
+H200 x4, or x2) -> bench/results/multigpu_h200.md (or -o).
 
 Every measured plan is predicted afresh, by the simulation `corun plan` runs (learned
 H200 model, host thread with the distributed step of costmodel/host.py), so the table
@@ -30,6 +30,8 @@ from bench.render_execute import (  # noqa: E402
 
 RAW = [ROOT / "bench/results/raw/execute_multigpu_run2.json"]
 OUT = ROOT / "bench/results/multigpu_h200.md"
+FIT_SOURCE = "execute_multigpu_run2.json"
+"""The run whose `ideal` rows costmodel/host.py's distributed_step_ms was fitted on."""
 COMM = ("input_a2a", "emb_a2a_fwd", "emb_a2a_bwd", "grad_allreduce")
 
 
@@ -47,6 +49,8 @@ def rows(raw: list[Path]) -> list[dict]:
             pred = simulate(sc).prediction
             stages = {k: v["median_ms"] for k, v in m["stages"].items()}
             row = {"pipeline": key[0], "batch": key[1], "strategy": r["strategy"],
+                   "gpus": m["gpu_count"],
+                   "fitted": path.name == FIT_SOURCE and r["strategy"] == "ideal",
                    "measured_ms": m["iteration"]["median_ms"], "p90_ms": m["iteration"]["p90_ms"],
                    "predicted_ms": pred.iteration_time_ms,
                    "comm": {s: stages.get(s, 0.0) for s in COMM},
@@ -66,26 +70,28 @@ def rows(raw: list[Path]) -> list[dict]:
 
 def render(rs: list[dict]) -> str:
     sources = sorted({r["source"] for r in rs})
-    lines = ["# Four H200s: measured against predicted (issue 8)", "",
+    gpus = "/".join(str(g) for g in sorted({r["gpus"] for r in rs}))
+    lines = [f"# {gpus} H200s: measured against predicted (issue 8)", "",
              "Made by `python bench/render_multigpu.py` from "
              + ", ".join(f"`bench/results/raw/{s}`" for s in sources) + "; measured with "
              + "; ".join(sorted({f"`{r['command']}`" for r in rs})) + " at commit "
              + ", ".join(sorted({r["commit"][:7] for r in rs})) + " under `torchrun "
-             "--standalone --nproc-per-node 4` with NCCL (NVLink multicast off), 200 timed "
+             f"--standalone --nproc-per-node {gpus}` with NCCL (NVLink multicast off), 200 timed "
              "iterations after 20, every value of every batch checked on the device; "
              "rank 0's clock. Predictions: each measured plan simulated now (learned H200 "
              "model, host thread; `distributed_step_ms` of costmodel/host.py was fitted "
-             "on the four `ideal` rows of run 2, so only the other rows test it).", "",
+             f"on the four `ideal` rows of 4-GPU run 2, {FIT_SOURCE}: every other row "
+             "tests it).", "",
              "| workload | strategy | measured ms (p90) | of ideal: median / throughput | "
              "predicted ms | error | host step ms |", "|---|---|---:|---:|---:|---:|---:|"]
     for r in rs:
-        lines.append(f"| {r['pipeline']} b{r['batch']} x4 | {r['strategy']} | "
+        lines.append(f"| {r['pipeline']} b{r['batch']} x{r['gpus']} | {r['strategy']} | "
                      f"{r['measured_ms']:.3f} ({r['p90_ms']:.2f}) | "
                      + (f"{r['of_ideal_pct']:.1f}% / {r['of_ideal_tput_pct']:.1f}%"
                         if "of_ideal_pct" in r else "-")
                      + f" | {r['predicted_ms']:.3f} | {r['error_pct']:+.1f}% | "
                      f"{r['host_step_ms']:.2f} |")
-    test = [abs(r["error_pct"]) for r in rs if r["strategy"] != "ideal"]
+    test = [abs(r["error_pct"]) for r in rs if not r["fitted"]]
     if test:
         lines += ["", f"Iteration-time error of the rows the host constant was not fitted "
                   f"on: mean {statistics.mean(test):.1f}%, median "
@@ -97,7 +103,7 @@ def render(rs: list[dict]) -> str:
               "", "| workload | strategy | " + " | ".join(COMM) + " |",
               "|---|---|" + "---:|" * len(COMM)]
     for r in rs:
-        lines.append(f"| {r['pipeline']} b{r['batch']} x4 | {r['strategy']} | "
+        lines.append(f"| {r['pipeline']} b{r['batch']} x{r['gpus']} | {r['strategy']} | "
                      + " | ".join(f"{r['comm'][s]:.3f} / {r['comm_pred'].get(s, 0.0):.3f}"
                                   for s in COMM) + " |")
     lines += ["", "## PGAS-style embedding exchange (simulated only)", "",
@@ -114,7 +120,7 @@ def render(rs: list[dict]) -> str:
         coll = r["comm_pred"].get("emb_a2a_fwd", 0) + r["comm_pred"].get("emb_a2a_bwd", 0)
         pgas = r["pgas_comm"].get("emb_a2a_fwd", 0) + r["pgas_comm"].get("emb_a2a_bwd", 0)
         saving = r["predicted_ms"] - r["pgas_ms"]
-        lines.append(f"| {r['pipeline']} b{r['batch']} x4 | {measured:.3f} ms | "
+        lines.append(f"| {r['pipeline']} b{r['batch']} x{r['gpus']} | {measured:.3f} ms | "
                      f"{coll:.3f} ms | {pgas:.3f} ms | {r['predicted_ms']:.3f} / "
                      f"{r['pgas_ms']:.3f} ms | {saving:.3f} ms "
                      f"({100 * saving / r['predicted_ms']:.1f}%) |")
