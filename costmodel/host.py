@@ -7,13 +7,13 @@ work early waits for the next launch. The simulator runs the thread beside each 
 an iteration takes at least its host time.
 
 Constants, fitted (costmodel/host_fit.py) by `python bench/fit_host.py
-bench/results/raw/execute_plans_run11.json bench/results/raw/execute_multigpu_run2.json
+bench/results/raw/execute_plans_run11.json bench/results/raw/execute_multigpu_run3.json
 -o bench/results/host_fit.json` on `corun execute`'s own host breakdown (torch 2.11,
-numba-cuda 0.30.4; run 11: the whole plans matrix, 45 cases, on the host of an H200 x4
-machine, 2026-11-29, commit fe01dad). Run 12 (the one-GPU H200 machine's 16-core host,
-the same day) checks them in bench/results/plans_h200.md, run 13 (an H200 x2 machine's
-host) in bench/results/plans_h200x2host.md; fitted on run 12 alone they would be 3.74 /
-0.042 / 0.30 / 0.00006:
+numba-cuda 0.30.4). One GPU, from run 11 (the whole plans matrix, 45 cases, on the host
+of an H200 x4 machine, 2026-11-29, commit fe01dad); run 12 (the one-GPU H200 machine's
+16-core host, the same day) checks them in bench/results/plans_h200.md, run 13 (an H200
+x2 machine's host) in bench/results/plans_h200x2host.md; fitted on run 12 alone they
+would be 3.74 / 0.042 / 0.30 / 0.00006:
   step_ms           3.74  `ideal` host step where the host sets the pace (kaggle and
                           terabyte b4096: 3.56-3.92 ms; bench/host_split.py times the
                           GPU side of that step at 2.6 ms);
@@ -24,14 +24,17 @@ host) in bench/results/plans_h200x2host.md; fitted on run 12 alone they would be
   batch_fixed_ms    0.29  staging + assembly + check of one batch (one kernel assembles
   batch_ms_per_mb   0     and checks it, the host reads one copy back): over the 34
                           non-ideal runs (1.9-86 MB: 0.22-0.63 ms) the line through
-                          cost against output MB fell, so the median, flat;
-  distributed_step_ms 7.30 the step of the multi-GPU trainer (backend/distributed.py:
-                          all-to-alls, per-table reshuffles of ids, gradient all-reduce),
-                          median of `ideal`'s host step on 4 GPUs of an H200 x4 machine
-                          (kaggle/terabyte b4096/8192: 6.61-7.81 ms; run 2 of
-                          bench/execute_gpu.py --matrix multigpu, commit f74a95d; the
-                          other 16 cases of that run check it: bench/results/
-                          multigpu_h200.md). Measured at 4 GPUs only: used for any count.
+                          cost against output MB fell, so the median, flat.
+Several GPUs, the same four fitted apart, from the 20 cases of 2-GPU run 3 (bench/
+execute_gpu.py --matrix multigpu under torchrun on an H200 x2, commit 2bce8fc; the
+4-GPU run 2 on an x4, an older distributed trainer, checks them in bench/results/
+multigpu_h200.md); every case there was host-paced:
+  distributed_step_ms          7.64  ideal's step: all-to-alls, gradient all-reduce,
+                                     reshuffles (6.92-9.16 ms; 4-GPU run 2: 6.61-7.81);
+  distributed_kernel_launch_ms 0.087 per fused-kernel launch;
+  distributed_batch_fixed_ms   1.04  staging, assembly, check and the per-table split of
+  distributed_batch_ms_per_mb  0     each batch (0.72-1.96 ms; flat, as above).
+Measured at 2 GPUs on one machine: used for any count.
 The one-GPU constants moved with the host: fitted on run 7 (the H200 machine, an
 earlier day) they were 4.10 / 0.086 / 0.39 / 0.0024, and ideal's b4096 step measured
 3.88-4.32 ms there.
@@ -55,10 +58,13 @@ class HostCosts:
     """What one GPU's host thread spends per iteration, by piece."""
 
     step_ms: float = 3.74
-    distributed_step_ms: float = 7.30
     kernel_launch_ms: float = 0.052
     batch_fixed_ms: float = 0.29
     batch_ms_per_mb: float = 0.0
+    distributed_step_ms: float = 7.64
+    distributed_kernel_launch_ms: float = 0.087
+    distributed_batch_fixed_ms: float = 1.04
+    distributed_batch_ms_per_mb: float = 0.0
     source: str = "corun execute host breakdown, H200 machine (costmodel/host.py)"
 
     def iteration_ms(self, kernel_launches: int, output_mb: float, batches: bool,
@@ -66,9 +72,14 @@ class HostCosts:
         """Host time of one iteration: the step (the distributed one on several GPUs),
         its fused-kernel launches and, when the executor stages real batches (`batches`;
         not `ideal`'s replay), their staging, assembly and check."""
-        batch = self.batch_fixed_ms + self.batch_ms_per_mb * output_mb if batches else 0.0
-        step = self.step_ms if gpus == 1 else self.distributed_step_ms
-        return step + self.kernel_launch_ms * kernel_launches + batch
+        if gpus == 1:
+            step, launch = self.step_ms, self.kernel_launch_ms
+            fixed, per_mb = self.batch_fixed_ms, self.batch_ms_per_mb
+        else:
+            step, launch = self.distributed_step_ms, self.distributed_kernel_launch_ms
+            fixed, per_mb = self.distributed_batch_fixed_ms, self.distributed_batch_ms_per_mb
+        batch = fixed + per_mb * output_mb if batches else 0.0
+        return step + launch * kernel_launches + batch
 
 
 H200_HOST = HostCosts()

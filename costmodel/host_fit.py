@@ -11,9 +11,10 @@ wait, finish, check; backend/executor.py). Three fits, each on the runs that sho
   batch_fixed_ms,   a line of staging + assembly + check (stage + finish - wait + check)
   batch_ms_per_mb   against the batch's output MB, over every non-ideal GPU run (flat at
                     the median where the line falls with size);
-  distributed_step_ms  median host step of `ideal` in runs of more than one GPU (the
-                    distributed step's all-to-alls and per-table reshuffles), fitted
-                    apart from the rest, which come from one-GPU runs only.
+  distributed_*     the same four from the runs of more than one GPU, apart from the
+                    one-GPU runs: the distributed step (all-to-alls, gradient
+                    all-reduce) and the per-table form the distributed trainer takes
+                    each batch in cost the host more than one GPU's.
 The command: bench/fit_host.py.
 """
 
@@ -60,15 +61,17 @@ def rows_of(cases: list[dict], source: str) -> list[dict]:
 
 def fit(rows: list[dict]) -> dict:
     """The constants (as HostCosts names them), how many runs each used, and the ranges
-    they came from; distributed_step_ms only where some run has more than one GPU."""
-    multi = [r for r in rows if r.get("gpus", 1) > 1 and r["strategy"] == "ideal"]
+    they came from. One-GPU runs give the one-GPU constants; runs of more than one GPU,
+    fitted the same way apart from them, the distributed_* ones (where there are any)."""
+    multi = [r for r in rows if r.get("gpus", 1) > 1]
     single = [r for r in rows if r.get("gpus", 1) == 1]
     out = fit_single(single) if single else {"used": {}, "ranges": {}}
     if multi:
-        steps = [r["host"]["step"] for r in multi]
-        out["distributed_step_ms"] = statistics.median(steps)
-        out["used"]["distributed_step"] = len(multi)
-        out["ranges"]["distributed_ideal_step_ms"] = [min(steps), max(steps)]
+        d = fit_single(multi)
+        for k in ("step_ms", "kernel_launch_ms", "batch_fixed_ms", "batch_ms_per_mb"):
+            out[f"distributed_{k}"] = d[k]
+        out["used"].update({f"distributed_{k}": n for k, n in d["used"].items()})
+        out["ranges"].update({f"distributed_{k}": v for k, v in d["ranges"].items()})
     return out
 
 

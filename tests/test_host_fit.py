@@ -13,23 +13,27 @@ from spec import SpecError
 STEP, LAUNCH, FIXED, PER_MB = 4.1, 0.09, 0.4, 0.003
 
 
-def case(pipeline: str, batch: int, strategy: str, wait: float, rng) -> dict:
-    """A measured case whose host pieces follow the constants, with a little noise."""
+def case(pipeline: str, batch: int, strategy: str, wait: float, rng,
+         constants: tuple[float, float, float, float] = (STEP, LAUNCH, FIXED, PER_MB),
+         gpus: int = 1) -> dict:
+    """A measured case whose host pieces follow the constants (step, launch, fixed,
+    per MB), with a little noise."""
+    step, launch, fixed, per_mb = constants
     hw = spec.hardware_preset("h200", 1)
     pipe = spec.pipeline_preset(pipeline)
     if strategy == "ideal":
         return {"pipeline": pipeline, "batch": batch, "strategy": strategy, "measurement": {
-            "plan": None, "iteration": {"median_ms": STEP},
-            "host": {"step": {"median_ms": STEP + rng.normal(0, 0.01)}}}}
+            "plan": None, "iteration": {"median_ms": step}, "gpu_count": gpus,
+            "host": {"step": {"median_ms": step + rng.normal(0, 0.01)}}}}
     plan = strategy_plan(parse_strategy(strategy, hw), pipe, "criteo-kaggle", hw)
     n = kernel_launches(plan.kernels, pipe)
-    batch_ms = FIXED + PER_MB * output_mb(pipe, batch)
-    host = {"step": STEP + LAUNCH * n + rng.normal(0, 0.01), "wait": wait,
+    batch_ms = fixed + per_mb * output_mb(pipe, batch)
+    host = {"step": step + launch * n + rng.normal(0, 0.01), "wait": wait,
             "stage": 0.1, "finish": batch_ms - 0.1 + wait, "check": 0.0}
     kernels = [{**k.__dict__, "nodes": list(k.nodes)} for k in plan.kernels]
     return {"pipeline": pipeline, "batch": batch, "strategy": strategy, "measurement": {
         "plan": {"kernels": kernels}, "iteration": {"median_ms": sum(host.values())},
-        "host": {k: {"median_ms": v} for k, v in host.items()}}}
+        "gpu_count": gpus, "host": {k: {"median_ms": v} for k, v in host.items()}}}
 
 
 def test_fit_recovers_the_constants():
@@ -54,21 +58,24 @@ def test_no_host_paced_workload_is_an_error():
         fit(rows_of(cases, "run"))
 
 
-def test_distributed_step_is_fitted_apart_from_the_one_gpu_constants():
+def test_distributed_constants_are_fitted_apart_from_the_one_gpu_ones():
     rng = np.random.default_rng(2)
     one = [case(p, 4096, s, 0.02, rng) for p in ("kaggle", "heavy")
            for s in ("ideal", "gpu-sequential")]
-    four = []
-    for step in (6.6, 7.8, 7.0):
-        c = case("kaggle", 4096, "ideal", 0.0, rng)
-        c["measurement"].update(gpu_count=4, host={"step": {"median_ms": step}})
-        four.append(c)
+    four_gpus = (7.3, 0.2, 1.0, 0.01)  # what the distributed trainer's host spends
+    four = [case(p, b, s, 0.02, rng, four_gpus, gpus=4) for p in ("kaggle", "heavy")
+            for b in (4096, 8192) for s in ("ideal", "gpu-sequential", "gpu-overlap")]
     both = fit(rows_of(one, "one") + rows_of(four, "four"))
     alone = fit(rows_of(one, "one"))
-    assert both["distributed_step_ms"] == 7.0  # the median of the 4-GPU ideal steps
-    assert both["used"]["distributed_step"] == 3
-    assert both["ranges"]["distributed_ideal_step_ms"] == [6.6, 7.8]
-    assert both["step_ms"] == alone["step_ms"]  # the 4-GPU rows leave these alone
+    assert both["distributed_step_ms"] == pytest.approx(7.3, abs=0.03)
+    assert both["distributed_kernel_launch_ms"] == pytest.approx(0.2, abs=0.02)
+    assert both["distributed_batch_fixed_ms"] == pytest.approx(1.0, abs=1e-6)
+    assert both["distributed_batch_ms_per_mb"] == pytest.approx(0.01, abs=1e-6)
+    assert both["used"]["distributed_step"] == 4
+    lo, hi = both["ranges"]["distributed_ideal_step_ms"]
+    assert 7.2 < lo <= hi < 7.4
+    for k in ("step_ms", "kernel_launch_ms", "batch_fixed_ms", "batch_ms_per_mb"):
+        assert both[k] == alone[k]  # the 4-GPU rows leave the one-GPU constants alone
     assert "distributed_step_ms" not in alone
 
 
