@@ -4,12 +4,16 @@ Worker w runs the plan's host nodes (Numba CPU, one thread) on batches w, w + N,
 and writes the columns the GPU needs into staging buffers in shared memory, which the
 executor page-locks so its host-to-device copy is asynchronous. Each worker owns
 `depth` buffers; a buffer returns to its worker once the executor's copy out of it has
-finished, so at most N * depth batches wait: the bounded queue.
+finished, so at most N * depth batches wait: the bounded queue. A worker done with its
+batches waits for `close` before it exits: on two GPUs, the iterations after the last
+workers had exited took 18-32 ms against 8-9 (all-CPU plans at batch 4096, timed
+iterations 166-200 of 200; bench/results/raw/execute_multigpu_run3.json).
 """
 
 from __future__ import annotations
 
 import queue as queue_mod
+import time
 from collections.abc import Mapping, Sequence
 
 import torch
@@ -39,7 +43,8 @@ def stage_into(layout: Layout, buffers: Mapping[str, torch.Tensor],
 
 def _worker(w: int, n: int, pipeline: Pipeline, host_nodes: Sequence[str],
             staged: Sequence[str], layout: Layout, raw: Sequence[Mapping[str, ColumnData]],
-            buffers: Sequence[Mapping[str, torch.Tensor]], free, done, total: int) -> None:
+            buffers: Sequence[Mapping[str, torch.Tensor]], free, done, total: int,
+            stop) -> None:
     import numba
 
     from backend.fusion import FusedGroup
@@ -57,6 +62,7 @@ def _worker(w: int, n: int, pipeline: Pipeline, host_nodes: Sequence[str],
         slot = slot_use % len(buffers)
         stage_into(layout, buffers[slot], {s: have[s] for s in staged})
         done.put((i, slot))
+    stop.wait()  # exit with the executor, not during its timed loop
 
 
 class CpuFeeder:
@@ -73,9 +79,11 @@ class CpuFeeder:
                        for t in bufs.values() if pin is not None and pin(t)]
         self.free = [ctx.Semaphore(depth) for _ in range(workers)]
         self.done = [ctx.Queue() for _ in range(workers)]
+        self.stop = ctx.Event()
         self.procs = [ctx.Process(target=_worker, daemon=True, args=(
             w, workers, pipeline, tuple(host_nodes), tuple(staged), layout, list(raw),
-            self.buffers[w], self.free[w], self.done[w], total)) for w in range(workers)]
+            self.buffers[w], self.free[w], self.done[w], total, self.stop))
+            for w in range(workers)]
         for p in self.procs:
             p.start()
 
@@ -101,6 +109,10 @@ class CpuFeeder:
         self.free[i % self.workers].release()
 
     def close(self) -> None:
+        self.stop.set()  # workers done with their batches exit; the rest are ended below
+        deadline = time.monotonic() + 2.0
+        for p in self.procs:
+            p.join(timeout=max(0.0, deadline - time.monotonic()))
         for p in self.procs:
             if p.is_alive():
                 p.terminate()

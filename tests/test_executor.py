@@ -102,6 +102,24 @@ def test_timed_loop_runs_with_the_heap_frozen(workload, tmp_path, monkeypatch, s
     assert gc.get_freeze_count() == 0
 
 
+def test_host_workers_outlive_the_timed_loop(workload, tmp_path, monkeypatch):
+    """Workers done with their batches wait for the executor to close them, then exit
+    cleanly: none exits while iterations are still being timed."""
+    import backend.executor as ex
+
+    seen = {}
+
+    class Spy(ex.CpuFeeder):
+        def close(self):
+            seen["alive"] = [p.is_alive() for p in self.procs]
+            super().close()
+            seen["exit"] = [p.exitcode for p in self.procs]
+
+    monkeypatch.setattr(ex, "CpuFeeder", Spy)
+    assert execute(workload, tmp_path / "m.json", "--strategy", "cpu:2") == 0
+    assert seen["alive"] == [True, True] and seen["exit"] == [0, 0]
+
+
 def test_mixed_plan_file(workload, tmp_path, monkeypatch):
     """Every kind of placement runs and is checked; each batch's assembly is enqueued
     right after its lane's last kernel launch (during the trainer's step, not after it),
