@@ -73,17 +73,23 @@ costmodel.learned.stage_lookups and stage_shape)."""
 
 @dataclass(frozen=True)
 class KernelSpec:
-    """A fused kernel to profile: every node that `features` of `pipeline` need."""
+    """A fused kernel to profile: every node that `features` of `pipeline` need, or,
+    for a kernel of a plan, exactly the plan's `group` of nodes (whose inputs from other
+    kernels are staged from the reference, as an earlier kernel would have left them)."""
 
     pipeline: Pipeline
     features: tuple[str, ...]
     blocks: int
     threads: int
+    group: tuple[str, ...] = ()
 
     @functools.cached_property
     def nodes(self) -> tuple[str, ...]:
         """The features' nodes and all they read, shared ancestors included (kaggle's
-        bucket_int_0 reads the fill_int_0 that logit_int_0 also reads)."""
+        bucket_int_0 reads the fill_int_0 that logit_int_0 also reads); a plan kernel's
+        group as it is."""
+        if self.group:
+            return tuple(n for n in self.pipeline.order if n in set(self.group))
         by_name, keep = self.pipeline.node_by_name, set()
         for cur in self.features:
             while cur in by_name and cur not in keep:
@@ -93,8 +99,27 @@ class KernelSpec:
 
     @property
     def name(self) -> str:
+        if self.group:
+            digest = hashlib.sha1(",".join(self.nodes).encode()).hexdigest()[:8]
+            return f"{self.pipeline.name}:{len(self.nodes)}n:{digest}:{self.blocks}x{self.threads}"
         digest = hashlib.sha1(",".join(self.features).encode()).hexdigest()[:8]
         return f"{self.pipeline.name}:{len(self.features)}f:{digest}:{self.blocks}x{self.threads}"
+
+    @property
+    def feature_count(self) -> int:
+        """Features the kernel computes some of."""
+        if not self.group:
+            return len(self.features)
+        feature = self.pipeline.feature_of()
+        return len({feature[n] for n in self.nodes})
+
+
+def plan_kernels(plan, pipeline: Pipeline) -> list[KernelSpec]:
+    """Each fused kernel of a plan as it runs (its nodes, blocks and threads): the shapes
+    a planner's plans launch, RAP's per-layer kernels among them, which feature-set
+    sampling does not draw."""
+    return [KernelSpec(pipeline, (), k.blocks, k.threads_per_block, tuple(k.nodes))
+            for k in plan.kernels]
 
 
 def sample_kernels(pipelines: Sequence[Pipeline], shapes: int, launches: int,
@@ -146,8 +171,13 @@ class Profiler:
         if p.name not in self._raw:
             self._raw[p.name] = synthetic_inputs(p, self.rows, self.rng)
         group = FusedGroup(p, spec.nodes, spec.name, spec.blocks, spec.threads)
-        rest = [n for n in p.order if n not in set(spec.nodes)]
-        program = PipelineProgram(p, [group], self._raw[p.name], elsewhere=rest)
+        inside = set(spec.nodes)
+        rest = [n for n in p.order if n not in inside]
+        read = {p.node_by_name[n].input for n in spec.nodes} - inside
+        made = [c for c in read if c in p.node_by_name]  # outputs of other kernels
+        inputs = {**self._raw[p.name], **(run_reference(p, self._raw[p.name], made)
+                                          if made else {})}
+        program = PipelineProgram(p, [group], inputs, elsewhere=rest)
         return group, (program.to_device() if self.S.cuda else HostPoolSet(program))
 
     def _step(self, release: Stage | None, launch) -> tuple[dict[Stage, float], float, bool]:
@@ -227,7 +257,7 @@ class Profiler:
                 "gpu": torch.cuda.get_device_name() if self.S.cuda else "cpu",
                 "model": self.model.name, "batch": str(self.rows), "kernel": spec.name,
                 "stage": stage.value, "pipeline": spec.pipeline.name,
-                "features": len(spec.features), "nodes": len(spec.nodes),
+                "features": spec.feature_count, "nodes": len(spec.nodes),
                 "chains": group.slots, "has_lists": int(group.has_lists), "rows": self.rows,
                 "elements": kw.elements, "int_ops": kw.int_ops, "kernel_bytes": kw.hbm_bytes,
                 "blocks": group.grid(), "threads": spec.threads,

@@ -24,6 +24,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--pipelines", default=KERNEL_PIPELINES,
                    help="pipelines the kernels are drawn from")
     p.add_argument("--shapes", type=int, default=15, help="feature sets sampled")
+    p.add_argument("--plans", help="comma-separated plan files: each of their kernels is "
+                   "profiled too, as the plan launches it (0 --shapes: only these)")
     p.add_argument("--launches", type=int, default=4, help="launch shapes per feature set")
     p.add_argument("--reps", type=int, default=3, help="step pairs per measurement")
     p.add_argument("--hardware", default="h200")
@@ -38,14 +40,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from backend.profile import Profiler, append_rows, sample_kernels
+    from backend.profile import Profiler, append_rows, plan_kernels, sample_kernels
     from corun.workload import resolve_hardware, resolve_model, resolve_pipeline
     from costmodel.profile_data import KEY, done_keys, shard_file
-    from spec import DEFAULT_MODEL_FOR
+    from spec import DEFAULT_MODEL_FOR, Plan, load
 
     say = (lambda *a: None) if args.quiet else (lambda *a: print(*a, file=sys.stderr,
                                                                   flush=True))
-    for name, lo in (("shapes", 1), ("launches", 1), ("reps", 1)):
+    for name, lo in (("shapes", 0 if args.plans else 1), ("launches", 1), ("reps", 1)):
         if getattr(args, name) < lo:
             raise SpecError(f"--{name}", getattr(args, name), f"an integer >= {lo}")
     shard, shards = _shard(args.shard)
@@ -56,11 +58,14 @@ def run(args: argparse.Namespace) -> int:
     hw = resolve_hardware(args.hardware, 1, None, None)
     pipelines = [resolve_pipeline(p) for p in args.pipelines.split(",")]
     specs = sample_kernels(pipelines, args.shapes, args.launches,
-                           np.random.default_rng(args.seed))
-    index = {}  # feature set -> its position in the sample: shards split whole sets
+                           np.random.default_rng(args.seed)) if args.shapes else []
+    for path_text in (args.plans.split(",") if args.plans else []):
+        plan = load(Plan, path_text)
+        specs += plan_kernels(plan, resolve_pipeline(plan.pipeline))
+    index = {}  # node set -> its position in the sample: shards split whole sets
     for s in specs:
-        index.setdefault((s.pipeline.name, s.features), len(index))
-    specs = [s for s in specs if index[(s.pipeline.name, s.features)] % shards == shard]
+        index.setdefault((s.pipeline.name, s.nodes), len(index))
+    specs = [s for s in specs if index[(s.pipeline.name, s.nodes)] % shards == shard]
     pipeline_for = {m: p for p, m in DEFAULT_MODEL_FOR.items()}
     gpu = _gpu_name(args.device)
     stages = _stage_names()

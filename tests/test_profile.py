@@ -118,3 +118,29 @@ def test_kernel_spec_holds_shared_ancestors():
     raw = synthetic_inputs(p, 16, np.random.default_rng(0))
     rest = [n for n in p.order if n not in set(k.nodes)]
     PipelineProgram(p, [FusedGroup(p, k.nodes, k.name, 8, 64)], raw, elsewhere=rest)
+
+
+def test_plan_kernels_are_profiled_as_the_plan_launches_them(files, tmp_path):
+    """A plan's kernels (here RAP-style layers: every fill_null, then everything after)
+    profiled as they are: the second reads the first's outputs, staged from the
+    reference."""
+    pipe = spec.pipeline_preset("kaggle")
+    fill = tuple(n for n in pipe.order if pipe.node_by_name[n].op is spec.OpKind.FILL_NULL)
+    rest = tuple(n for n in pipe.order if n not in fill)
+    plan = spec.Plan("kaggle", "criteo-kaggle", 1, (
+        spec.FusedKernel("fill", fill, "emb_fwd", blocks=8, threads_per_block=64),
+        spec.FusedKernel("rest", rest, "top_mlp_bwd", blocks=16, threads_per_block=128)))
+    save(plan, tmp_path / "plan.json")
+    assert profile(files, tmp_path, "--plans", str(tmp_path / "plan.json"), "--shapes",
+                   "0") == 0
+    rows = list(csv.DictReader((tmp_path / "profile.csv").open()))
+    assert len(rows) == 2 * len(TRAINING_STAGES)
+    by_kernel = {r["kernel"]: r for r in rows}
+    assert len(by_kernel) == 2
+    first, second = sorted(by_kernel.values(), key=lambda r: int(r["nodes"]))
+    assert int(first["nodes"]) == len(fill) and first["threads"] == "64"  # the plan's shape
+    assert int(second["nodes"]) == len(rest) and int(second["op_fill_null"]) == 0
+    assert int(first["features"]) == len(fill)  # each fill_null is some feature's
+    for r in rows:
+        assert ":" + r["nodes"] + "n:" in r["kernel"] and float(r["kernel_alone_ms"]) > 0
+
