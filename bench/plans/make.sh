@@ -20,9 +20,11 @@ corun simulate --hardware h200 --pipeline multihot --model mlperf-dcnv2 --batch 
 corun simulate --hardware h200 --pipeline multihot --model mlperf-dcnv2 --batch 4096 --strategy all --quiet --out bench/plans/multihot-b4096 > bench/plans/multihot-b4096.txt
 # 4 GPUs (issue 8), and 2 for when only two are lent: corun's and RAP's plans, then the
 # owner-mapped variant and PGAS
-# (the committed x2/x4 plans are the ones 4-GPU runs 1-2 executed, made before
-# costmodel/host.py had the distributed step; with it the planner picks all-CPU plans
-# there, which run 2 measured at 54-59% of ideal by throughput at batch 4096)
+# (the committed x2/x4 plans are the ones 4-GPU runs 1-2 and 2-GPU runs 3-5 executed,
+# made before costmodel/host.py had the distributed host costs; with them the planner
+# picks all-CPU plans there, predicted at 88% of ideal. Run 2 measured all-CPU plans at
+# 44-59% by throughput at batch 4096, mostly the host workers exiting before the timed
+# loop ended, fixed since: 2-GPU run 5 measured kaggle b4096's at 77.1%)
 if [ "${GPUS:-all}" = 1 ]; then
   rm -f bench/plans/*/trace-*.json
   exit 0
