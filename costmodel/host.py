@@ -26,9 +26,10 @@ would be 3.74 / 0.042 / 0.30 / 0.00006:
                           non-ideal runs (1.9-86 MB: 0.22-0.63 ms) the line through
                           cost against output MB fell, so the median, flat.
 Several GPUs, the same four fitted apart, from the 20 cases of 2-GPU run 3 (bench/
-execute_gpu.py --matrix multigpu under torchrun on an H200 x2, commit 2bce8fc; the
-4-GPU run 2 on an x4, an older distributed trainer, checks them in bench/results/
-multigpu_h200.md); every case there was host-paced:
+execute_gpu.py --matrix multigpu under torchrun on an H200 x2, commit 2bce8fc; 2-GPU
+run 4 on the same kind checks them in bench/results/multigpu_h200x2.md, mean 8.5%, and
+4-GPU run 2 on an x4, an older distributed trainer, in bench/results/multigpu_h200.md,
+mean 6.5%); every case there was host-paced:
   distributed_step_ms          7.64  ideal's step: all-to-alls, gradient all-reduce,
                                      reshuffles (6.92-9.16 ms; 4-GPU run 2: 6.61-7.81);
   distributed_kernel_launch_ms 0.087 per fused-kernel launch;
