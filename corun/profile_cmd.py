@@ -51,10 +51,6 @@ def run(args: argparse.Namespace) -> int:
         if getattr(args, name) < lo:
             raise SpecError(f"--{name}", getattr(args, name), f"an integer >= {lo}")
     shard, shards = _shard(args.shard)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    path = shard_file(out, shard, shards)
-    done = done_keys(out)
     hw = resolve_hardware(args.hardware, 1, None, None)
     pipelines = [resolve_pipeline(p) for p in args.pipelines.split(",")]
     specs = sample_kernels(pipelines, args.shapes, args.launches,
@@ -62,6 +58,10 @@ def run(args: argparse.Namespace) -> int:
     for path_text in (args.plans.split(",") if args.plans else []):
         plan = load(Plan, path_text)
         specs += plan_kernels(plan, resolve_pipeline(plan.pipeline))
+    out = Path(args.out)  # made once every input has been read
+    out.mkdir(parents=True, exist_ok=True)
+    path = shard_file(out, shard, shards)
+    done = done_keys(out)
     index = {}  # node set -> its position in the sample: shards split whole sets
     for s in specs:
         index.setdefault((s.pipeline.name, s.nodes), len(index))

@@ -144,3 +144,9 @@ def test_plan_kernels_are_profiled_as_the_plan_launches_them(files, tmp_path):
     for r in rows:
         assert ":" + r["nodes"] + "n:" in r["kernel"] and float(r["kernel_alone_ms"]) > 0
 
+
+
+def test_a_missing_plan_file_is_named_before_anything_is_written(files, tmp_path, capsys):
+    out = tmp_path / "out"
+    assert profile(files, out, "--plans", str(tmp_path / "nope.json"), "--shapes", "0") == 2
+    assert "nope.json" in capsys.readouterr().err and not out.exists()
