@@ -2,7 +2,8 @@
 # One device call on the lent H200s, in the order the issues need it:
 #   1. with 4 GPUs (kind nvidia-h200-x4; 2 on nvidia-h200-x2) and MULTI=1, issue 8's
 #      multi-GPU matrix under torchrun (bench/execute_gpu.py --matrix multigpu), starting no
-#      case after MULTI_S s;
+#      case after MULTI_S s (the whole matrix takes about 400 s), then rank 0's host
+#      profile of the distributed step (bench/distributed_host.py);
 #   2. with HOST_SPLIT=1, host against GPU time on GPU 0 (bench/host_split.py, issue 6);
 #   3. the co-running profile (corun profile, issue 5) on every GPU, one shard each, until
 #      the call's TOTAL_S is nearly spent. It is resumable: the CSVs already in
@@ -33,6 +34,9 @@ if [ "$MULTI" = 1 ] && [ "$NGPU" -ge 2 ]; then
     bench/execute_gpu.py --matrix multigpu --budget-s "$MULTI_S" --out "$OUT" \
     > "$OUT/logs/multigpu.log" 2>&1
   log "multigpu exit $?"
+  timeout 120 torchrun --standalone --nproc-per-node "$NPROC" bench/distributed_host.py \
+    --out "$OUT/dh" > "$OUT/logs/distributed_host.log" 2>&1  # where the host step goes
+  log "distributed_host exit $?"
 fi
 
 left_min() {  # minutes left for starting new kernels, keeping 45 s for the last one
