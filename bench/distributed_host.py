@@ -52,7 +52,7 @@ class HostClock:
         self.t = now
 
 
-def local_batch(model: spec.Model, rank: int, device: torch.device,
+def local_batch(model: spec.Model, device: torch.device,
                 rng: np.random.Generator) -> LocalBatch:
     """One id per table per row, as the Criteo pipelines give, in the stacked numbering."""
     b = model.batch_per_gpu
@@ -91,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     owner = shard_tables(model, hw).owner  # table name -> rank
     trainer = DistributedTrainer(model, [owner[t.name] for t in model.tables], device, 0)
     rng = np.random.default_rng(rank)
-    batches = [local_batch(model, rank, device, rng) for _ in range(4)]
+    batches = [local_batch(model, device, rng) for _ in range(4)]
     prof = cProfile.Profile()
     steps, stages = [], []
     for i in range(args.warmup + args.steps):

@@ -82,8 +82,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"render_assembly: {args.raw} holds no strategy measured both early and late "
               "beside its ideal (bench/execute_gpu.py --matrix assembly)", file=sys.stderr)
         return 2
-    write_atomic(args.out, render(rows, str(args.raw)))
-    print(render(rows, str(args.raw)))
+    text = render(rows, str(args.raw))
+    write_atomic(args.out, text)
+    print(text)
     return 0
 
 

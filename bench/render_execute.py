@@ -142,6 +142,29 @@ def measured_scenario(m: dict, strategy: str):
     return steady_state(Scenario(hw, model, spec.pipeline_preset(m["pipeline"]), strat))
 
 
+def render_main(argv: list[str] | None, doc: str, default_raw: list[Path], default_out: Path,
+                expected: str, render_raw) -> int:
+    """The command line of a renderer of raw runs: RAW.json ... (default_raw when none)
+    and -o OUT.md. A raw file that does not exist is an argparse error naming it and
+    what was `expected`, before anything is written; the text `render_raw(raw files)`
+    returns is written atomically and printed."""
+    import argparse
+
+    ap = argparse.ArgumentParser(description=doc,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("raw", nargs="*", type=Path,
+                    help="default: " + ", ".join(p.name for p in default_raw))
+    ap.add_argument("-o", "--out", type=Path, default=default_out)
+    args = ap.parse_args(argv)
+    missing = [str(p) for p in args.raw if not p.is_file()]
+    if missing:
+        ap.error(f"raw = {missing[0]!r}: {expected}")
+    text = render_raw(args.raw or default_raw)
+    write_atomic(args.out, text)
+    print(text)
+    return 0
+
+
 def ms(s: dict) -> str:
     return f"{s['median_ms']:.3f} ({s['p10_ms']:.2f}-{s['p90_ms']:.2f})"
 

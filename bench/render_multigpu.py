@@ -13,7 +13,6 @@ the host to launch it, so they bound the transfer from above.
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 from dataclasses import replace
@@ -25,6 +24,7 @@ sys.path.insert(0, str(ROOT))
 from bench.render_execute import (  # noqa: E402
     measured_cases,
     measured_scenario,
+    render_main,
     shares_of_ideal,
 )
 
@@ -130,21 +130,8 @@ def render(rs: list[dict]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("raw", nargs="*", type=Path)
-    ap.add_argument("-o", "--out", type=Path, default=OUT)
-    args = ap.parse_args(argv)
-    missing = [str(p) for p in args.raw if not p.is_file()]
-    if missing:
-        ap.error(f"raw = {missing[0]!r}: an existing execute_multigpu_*.json of "
-                 "bench/execute_gpu.py --matrix multigpu")
-    from spec.serde import write_atomic
-
-    text = render(rows(args.raw or RAW))
-    write_atomic(args.out, text)
-    print(text)
-    return 0
+    return render_main(argv, __doc__, RAW, OUT, "an existing execute_multigpu_*.json of "
+                       "bench/execute_gpu.py --matrix multigpu", lambda raw: render(rows(raw)))
 
 
 if __name__ == "__main__":

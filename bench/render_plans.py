@@ -24,6 +24,7 @@ from bench.render_execute import (  # noqa: E402
     measured_cases,
     measured_scenario,
     plan_unchanged,
+    render_main,
     shares_of_ideal,
 )
 
@@ -105,24 +106,10 @@ def render(rs: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main(argv: list[str]) -> int:
-    import argparse
-
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("raw", nargs="*", type=Path, help=f"default: {RAW[0].name}")
-    ap.add_argument("-o", "--out", type=Path, default=OUT)
-    args = ap.parse_args(argv)
-    missing = [str(p) for p in args.raw if not p.is_file()]
-    if missing:
-        ap.error(f"raw = {missing[0]!r}: an existing execute_plans_*.json")
-    text = render(rows(args.raw or RAW))
-    tmp = args.out.with_suffix(".tmp")
-    tmp.write_text(text)
-    tmp.replace(args.out)
-    print(text)
-    return 0
+def main(argv: list[str] | None = None) -> int:
+    return render_main(argv, __doc__, RAW, OUT, "an existing execute_plans_*.json",
+                       lambda raw: render(rows(raw)))
 
 
 if __name__ == "__main__":
-    raise SystemExit(main(sys.argv[1:]))
+    raise SystemExit(main())

@@ -65,9 +65,9 @@ def fit(rows: list[dict]) -> dict:
     fitted the same way apart from them, the distributed_* ones (where there are any)."""
     multi = [r for r in rows if r.get("gpus", 1) > 1]
     single = [r for r in rows if r.get("gpus", 1) == 1]
-    out = fit_single(single) if single else {"used": {}, "ranges": {}}
+    out = fit_pieces(single) if single else {"used": {}, "ranges": {}}
     if multi:
-        d = fit_single(multi)
+        d = fit_pieces(multi)
         for k in ("step_ms", "kernel_launch_ms", "batch_fixed_ms", "batch_ms_per_mb"):
             out[f"distributed_{k}"] = d[k]
         out["used"].update({f"distributed_{k}": n for k, n in d["used"].items()})
@@ -75,8 +75,9 @@ def fit(rows: list[dict]) -> dict:
     return out
 
 
-def fit_single(rows: list[dict]) -> dict:
-    """step_ms, kernel_launch_ms, batch_fixed_ms, batch_ms_per_mb from one-GPU runs."""
+def fit_pieces(rows: list[dict]) -> dict:
+    """step_ms, kernel_launch_ms, batch_fixed_ms, batch_ms_per_mb from runs of one GPU
+    count (`fit` calls it for one GPU and, apart, for several)."""
     def key(r):
         return r["source"], r["pipeline"], r["batch"]
 
