@@ -67,8 +67,8 @@ def freeze_heap() -> None:
     run undoes it when it ends). A full collection otherwise walks every object the
     trainer, Numba and the plan's kernels made, and stalls one iteration: on the H200,
     wide-2x b4096's corun plan stalled 359-369 ms at the same timed iteration in two runs
-    (execute_plans runs 11 and 12), and a full collection after that case takes 180 ms on
-    the 2-core dev machine (CPU dry run, 416k objects tracked)."""
+    (execute_plans runs 11 and 12); run 13, frozen, had no iteration above 1.7x its
+    median in 45 cases (bench/results/plans_h200x2host.md)."""
     gc.collect()
     gc.freeze()
 
