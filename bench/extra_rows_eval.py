@@ -36,6 +36,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("extra", type=Path)
     ap.add_argument("-o", "--out", type=Path)
     args = ap.parse_args(argv)
+    for name in ("base", "extra"):
+        if not getattr(args, name).exists():
+            ap.error(f"{name} = {str(getattr(args, name))!r}: a profile CSV or a directory "
+                     "of them (corun profile --out)")
     base, extra = read_profile(args.base), read_profile(args.extra)
     out: dict = {"command": " ".join(["python", "bench/extra_rows_eval.py", *sys.argv[1:]]),
                  "base_rows": len(base), "extra_rows": len(extra), "base_split": [],
