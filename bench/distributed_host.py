@@ -75,6 +75,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default=os.environ.get("OUT", "out/distributed_host"))
     ap.add_argument("--dry-run", action="store_true")
     args = ap.parse_args(argv)
+    if args.model not in spec.MODEL_PRESETS:
+        ap.error(f"--model = {args.model!r}: one of {', '.join(spec.MODEL_PRESETS)}")
+    for name in ("batch", "steps"):
+        if getattr(args, name) < 1:
+            ap.error(f"--{name} = {getattr(args, name)}: an integer >= 1")
     rank = int(os.environ.get("RANK", "0"))
     world = int(os.environ.get("WORLD_SIZE", "1"))
     if args.dry_run:
