@@ -160,9 +160,10 @@ class DistributedTrainer(Trainer):
         mark(None)
         ids, offsets = self._input_a2a(batch)
         mark(Stage.INPUT_A2A)
-        pooled = self.net.pool(ids, offsets).view(mine, n, b, d)  # my tables, global batch
+        pooled = self.net.pool(ids, offsets)  # [my tables x global batch, d]
         mark(Stage.EMB_FWD)
-        send = pooled.detach().transpose(0, 1).reshape(-1, d)  # [source rank][table][row]
+        # [source rank][table][row]
+        send = pooled.detach().view(mine, n, b, d).transpose(0, 1).reshape(-1, d)
         recv = _a2a(send, [mine * b] * n, [c * b for c in self.owned_by])
         emb = recv.view(tables, b, d)[self.to_model_order].transpose(0, 1)  # [B, T, d]
         mark(Stage.EMB_A2A_FWD)
@@ -171,7 +172,9 @@ class DistributedTrainer(Trainer):
         back = grad.transpose(0, 1)[self.to_arrival_order].reshape(-1, d)
         grad_pooled = _a2a(back, [c * b for c in self.owned_by], [mine * b] * n)
         mark(Stage.EMB_A2A_BWD)
-        pooled.backward(grad_pooled.view(n, mine, b, d).transpose(0, 1))
+        self.embedding_backward(
+            pooled, grad_pooled.view(n, mine, b, d).transpose(0, 1).reshape(pooled.shape),
+            ids, offsets)
         mark(Stage.EMB_BWD)
         grads = [p.grad for p in self._dense_params]
         flat = _flatten_dense_tensors(grads)

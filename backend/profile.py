@@ -59,16 +59,19 @@ COLUMNS = KEY + (
     "kernel_bytes", "blocks", "threads", "registers", "occupancy",
     *(f"op_{op.value}" for op in OpKind),
     "stage_flops", "stage_bytes", "stage_kernels", "stage_parallelism", "stage_lookups",
-    "stage_embedding_dim", "stage_feature_count", "stage_cross_network",
+    "stage_embedding_dim", "stage_feature_count", "stage_cross_network", "stage_fused_update",
     "stage_alone_ms", "stage_corun_ms", "kernel_alone_ms", "kernel_corun_ms",
     "host_ahead", "reps", "torch", "numba_cuda", "measured_utc")
 
 DERIVED = ("stage_lookups", "stage_embedding_dim", "stage_feature_count",
-           "stage_cross_network")
+           "stage_cross_network", "stage_fused_update")
 BEFORE_DERIVED = tuple(c for c in COLUMNS if c not in DERIVED)
 """The columns before the stage's ids and model shape were recorded: such a file is still
 appended to (without them; the fit derives them from the preset model,
-costmodel.learned.stage_lookups and stage_shape)."""
+costmodel.learned.stage_lookups, stage_shape and stage_fused)."""
+READABLE_HEADERS = (COLUMNS, tuple(c for c in COLUMNS if c != "stage_fused_update"),
+                    BEFORE_DERIVED)
+"""Headers a profile is appended to: this version's and the earlier ones."""
 
 
 @dataclass(frozen=True)
@@ -281,7 +284,7 @@ def append_rows(path: Path, rows: Sequence[dict]) -> None:
     if not new:
         with path.open(newline="") as f:
             header = tuple(next(csv.reader(f), []))
-        if header not in (COLUMNS, BEFORE_DERIVED):
+        if header not in READABLE_HEADERS:
             raise SpecError(str(path), "its header", "the columns of this corun profile "
                             "(the file is from another version: profile into a new --out)")
     with path.open("a", newline="") as f:

@@ -19,7 +19,8 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from spec import Interaction, Model, Optimizer, Precision, Stage
+from backend.embedding_sgd import bag_sgd_
+from spec import EmbeddingUpdate, Interaction, Model, Optimizer, Precision, Stage
 
 ADAGRAD_EPS = 1e-8
 TRAINING_STAGES = (Stage.EMB_FWD, Stage.BOTTOM_MLP_FWD, Stage.INTERACTION_FWD,
@@ -140,7 +141,14 @@ class DLRM(nn.Module):
                     nn.init.zeros_(p)
 
     def pool(self, ids: torch.Tensor, offsets: torch.Tensor) -> torch.Tensor:
-        """Sum-pooled bags of the held tables: ids are rows of the stacked matrix."""
+        """Sum-pooled bags of the held tables: ids are rows of the stacked matrix. With
+        the fused update no autograd graph is kept (the update takes the bags' gradient
+        itself, `Trainer.embedding_backward`)."""
+        if self.spec.embedding_update is EmbeddingUpdate.FUSED_SGD:
+            with torch.no_grad():
+                out = F.embedding_bag(ids, self.embedding, offsets, mode="sum",
+                                      include_last_offset=True)
+            return out.requires_grad_()
         return F.embedding_bag(ids, self.embedding, offsets, mode="sum",
                                sparse=self.spec.sparse_gradients, include_last_offset=True)
 
@@ -285,17 +293,31 @@ class Trainer:
         Stage boundaries go to `clock`."""
         mark = clock.mark if clock is not None else (lambda stage: None)
         mark(None)
+        b, t = batch.dense.shape[0], len(self.spec.tables)
         with self._autocast():
-            emb = self.net.lookup(batch)
+            pooled = self.net.pool(batch.ids, batch.offsets)  # [T * B, d], table-major
+        emb = pooled.view(t, b, -1).transpose(0, 1)
         mark(Stage.EMB_FWD)
         loss, grad = self.dense_forward_backward(emb, batch.dense, batch.labels, mark)
-        emb.backward(grad)
+        self.embedding_backward(pooled, grad.transpose(0, 1).reshape(pooled.shape),
+                                batch.ids, batch.offsets)
         mark(Stage.EMB_BWD)
         self.optimize()
         mark(Stage.OPTIMIZER)
         return loss
 
+    def embedding_backward(self, pooled: torch.Tensor, grad: torch.Tensor,
+                           ids: torch.Tensor, offsets: torch.Tensor) -> None:
+        """The embedding stage's backward from the gradient of `pool`'s output [bags,
+        dim]: autograd into `embedding.grad`, or, fused, the SGD update itself (the
+        optimizer stage then updates the dense parameters only)."""
+        if self.spec.embedding_update is EmbeddingUpdate.FUSED_SGD:
+            bag_sgd_(self.net.embedding, ids, offsets, grad, self.spec.learning_rate)
+        else:
+            pooled.backward(grad)
+
     def optimize(self) -> None:
         self.dense_opt.step()
         self.dense_opt.zero_grad(set_to_none=True)
-        self._update_embedding()
+        if self.spec.embedding_update is not EmbeddingUpdate.FUSED_SGD:
+            self._update_embedding()

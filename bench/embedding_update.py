@@ -11,6 +11,8 @@ For each model and batch, on the same preprocessed batch (Numba CPU pipeline, zi
                  and the trainer's update (emb_bwd + the embedding part of optimizer)
   index_add      the same SGD step without autograd: each id's bag gradient gathered
                  (index_select) and added to its row (index_add_: atomics, no sort)
+  fused          the trainer's EmbeddingUpdate.FUSED_SGD (backend/embedding_sgd.py): each
+                 bag's gradient added to its ids' rows in one kernel, nothing gathered
 and torch.profiler's kernel list for one autograd step (where its time goes). Medians of
 CUDA-event times over --iters steps after --warmup; written atomically as JSON.
 """
@@ -30,9 +32,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import torch  # noqa: E402
-from torch.nn import functional as F  # noqa: E402
 
 import spec  # noqa: E402
+from backend.embedding_sgd import bag_sgd_  # noqa: E402
 from backend.trainer import Trainer  # noqa: E402
 from bench.trainer_gpu import make_batches  # noqa: E402
 from corun.workload import shrink_tables  # noqa: E402
@@ -61,8 +63,8 @@ def timed(fn, device: torch.device, warmup: int, iters: int) -> float:
     return statistics.median(out)
 
 
-def measure(model: spec.Model, pipeline: spec.Pipeline, device: torch.device, warmup: int, iters: int,
-            rng: np.random.Generator) -> dict:
+def measure(model: spec.Model, pipeline: spec.Pipeline, device: torch.device, warmup: int,
+            iters: int, rng: np.random.Generator) -> dict:
     batch = make_batches(model, pipeline, 1, rng)[0].to(device)
     trainer = Trainer(model, device)
     net = trainer.net
@@ -85,9 +87,13 @@ def measure(model: spec.Model, pipeline: spec.Pipeline, device: torch.device, wa
         with torch.no_grad():
             w.index_add_(0, batch.ids, grad.index_select(0, bag), alpha=-lr)
 
+    def fused_step():
+        bag_sgd_(w, batch.ids, batch.offsets, grad, lr)
+
     fwd = timed(forward, device, warmup, iters)
     both = timed(autograd_step, device, warmup, iters)
-    fused = timed(index_add_step, device, warmup, iters)
+    gathered = timed(index_add_step, device, warmup, iters)
+    fused = timed(fused_step, device, warmup, iters)
     kernels = []
     if device.type == "cuda":
         from torch.profiler import ProfilerActivity, profile
@@ -103,10 +109,11 @@ def measure(model: spec.Model, pipeline: spec.Pipeline, device: torch.device, wa
             "sparse_gradients": model.sparse_gradients,
             "forward_ms": round(fwd, 4), "autograd_fwd_bwd_update_ms": round(both, 4),
             "autograd_bwd_update_ms": round(both - fwd, 4),
-            "index_add_update_ms": round(fused, 4),
+            "index_add_update_ms": round(gathered, 4), "fused_update_ms": round(fused, 4),
             "ps_per_id": {"forward": round(fwd * ps, 1),
                           "autograd_bwd_update": round((both - fwd) * ps, 1),
-                          "index_add_update": round(fused * ps, 1)},
+                          "index_add_update": round(gathered * ps, 1),
+                          "fused_update": round(fused * ps, 1)},
             "autograd_kernels": kernels}
 
 

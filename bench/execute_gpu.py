@@ -7,6 +7,7 @@ On the H200:  python bench/execute_gpu.py --matrix baselines --out $OUT
               python bench/execute_gpu.py --matrix plans --out $OUT
               python bench/execute_gpu.py --matrix assembly --out $OUT
               python bench/execute_gpu.py --matrix bound --out $OUT
+              python bench/execute_gpu.py --matrix heavy --out $OUT
 On 4 H200s:   NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 \
               torchrun --standalone --nproc-per-node 4 bench/execute_gpu.py \
               --matrix multigpu --out $OUT
@@ -68,6 +69,11 @@ MATRICES = {
     # dense embedding gradients (no sparse update), how large preprocessing can get
     # against training (issue 6)
     "bound": [("heavy", (4096, 8192), ("ideal", "gpu-sequential", "gpu-overlap"))],
+    # the heavy pipeline beside the heavy model trained with the fused embedding update
+    # (model heavy-fused, plans under bench/plans/heavy-fused-b<batch>/): issue 6's heavy
+    # case
+    "heavy": [("heavy", (8192, 16384, 32768), ("ideal", "gpu-sequential", "gpu-overlap",
+                                                "rap", "corun"))],
     # under torchrun on 4 GPUs (issue 8)
     "multigpu": [(p, (4096, 8192), ("ideal", "gpu-sequential", "rap", "corun", "corun-owner"))
                  for p in ("kaggle", "terabyte")],
@@ -76,6 +82,9 @@ MATRICES = {
 
 MODEL_CHANGES = {"bound": {"sparse_gradients": False}}
 """Fields a matrix changes in its pipelines' default models."""
+MATRIX_MODEL = {"heavy": "heavy-fused"}
+"""A matrix's model where it is not its pipelines' default (spec.DEFAULT_MODEL_FOR); its
+plans are under bench/plans/<model>-b<batch>/."""
 
 
 def say(*a) -> None:
@@ -84,7 +93,8 @@ def say(*a) -> None:
 
 
 def run_case(pipe_name: str, batch: int, label: str, args, trainers: dict, hw) -> dict:
-    model = replace(spec.model_preset(spec.DEFAULT_MODEL_FOR[pipe_name]), batch_per_gpu=batch,
+    model_name = MATRIX_MODEL.get(args.matrix, spec.DEFAULT_MODEL_FOR[pipe_name])
+    model = replace(spec.model_preset(model_name), batch_per_gpu=batch,
                     **MODEL_CHANGES.get(args.matrix, {}))
     pipeline = spec.pipeline_preset(pipe_name)
     if args.dry_run:
@@ -95,7 +105,8 @@ def run_case(pipe_name: str, batch: int, label: str, args, trainers: dict, hw) -
         strategy, check = parse_strategy("gpu-overlap", hw), False
     elif base in PLAN_FILES:
         folder = PLANS if hw.gpu_count == 1 else PLANS / f"x{hw.gpu_count}"
-        plan = spec.load(spec.Plan, folder / f"{pipe_name}-b{batch}" / PLAN_FILES[base])
+        name = pipe_name if args.matrix not in MATRIX_MODEL else model_name
+        plan = spec.load(spec.Plan, folder / f"{name}-b{batch}" / PLAN_FILES[base])
         strategy = None
     else:
         strategy = parse_strategy(base, hw)

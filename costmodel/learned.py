@@ -82,8 +82,9 @@ STAGE_ONEHOT_COLUMN = 4
 """Where the stage one-hot starts in `stage_only`'s columns (after bytes, FLOPs,
 parallelism, kernels)."""
 LOOKUP_STAGES = ("emb_bwd", "optimizer")
-"""Stages whose time follows the id count (StageWork.lookups), each its own feature."""
-FEATURES_VERSION = "3"
+"""Stages whose time follows the id count (StageWork.lookups), each its own feature (and
+the fused update's emb_bwd a third: its cost per id is another)."""
+FEATURES_VERSION = "4"
 """Bumped when the features or estimators change: a model saved under another is refitted."""
 
 
@@ -93,6 +94,7 @@ def stage_features(r: dict, alone_ms: float | None = None) -> list[float]:
     g = gpu_of(r["gpu"])
     alone = _f(r, "stage_alone_ms") if alone_ms is None else alone_ms
     ids = np.log1p(stage_lookups(r) * 1e-3)
+    fused = stage_fused(r)
     return [
         np.log1p(_f(r, "stage_bytes") / g.copy_bytes_per_s * 1e6),
         np.log1p(_f(r, "stage_flops") / (g.int32_ops_per_s * 2) * 1e6),
@@ -100,7 +102,8 @@ def stage_features(r: dict, alone_ms: float | None = None) -> list[float]:
         _f(r, "stage_parallelism") / (g.sm_count * g.max_threads_per_sm),
         _f(r, "stage_kernels"),
         *(float(r["stage"] == s) for s in STAGES),
-        *(ids * (r["stage"] == s) for s in LOOKUP_STAGES),
+        *(ids * (r["stage"] == s) * (1.0 - fused) for s in LOOKUP_STAGES),
+        ids * fused, fused,
         *stage_shape(r),
     ]
 
@@ -113,6 +116,15 @@ def stage_lookups(r: dict) -> float:
         return float(r["stage_lookups"])
     return _preset_stage(r.get("model", ""), int(r.get("batch", 0)), r["stage"]).get(
         "stage_lookups", 0.0)
+
+
+def stage_fused(r: dict) -> float:
+    """1.0 for the fused update's emb_bwd (StageWork.fused_update); profiles without the
+    column name a preset model, whose update it is."""
+    if r.get("stage_fused_update") not in (None, ""):
+        return float(r["stage_fused_update"])
+    return _preset_stage(r.get("model", ""), int(r.get("batch", 0)), r["stage"]).get(
+        "stage_fused_update", 0.0)
 
 
 SHAPE_COLUMNS = ("stage_embedding_dim", "stage_feature_count", "stage_cross_network")
@@ -443,10 +455,11 @@ def stage_row(stage: StageWork | None) -> dict[str, float]:
     for the profiler's CSV rows and the rows the simulator asks about."""
     if stage is None:
         return dict.fromkeys(("stage_flops", "stage_bytes", "stage_kernels",
-                              "stage_parallelism", "stage_lookups", *SHAPE_COLUMNS), 0.0)
+                              "stage_parallelism", "stage_lookups", *SHAPE_COLUMNS,
+                              "stage_fused_update"), 0.0)
     return {"stage_flops": stage.flops, "stage_bytes": stage.hbm_bytes,
             "stage_kernels": stage.kernels, "stage_parallelism": stage.parallelism,
-            "stage_lookups": stage.lookups,
+            "stage_lookups": stage.lookups, "stage_fused_update": float(stage.fused_update),
             **dict(zip(SHAPE_COLUMNS, (float(stage.embedding_dim), float(stage.feature_count),
                                        float(stage.cross_network))))}
 

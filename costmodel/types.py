@@ -48,6 +48,10 @@ class StageWork:
     it beyond their FLOPs: the dot interaction multiplies features x dim matrices per
     sample, small ones run far from peak (H200: kaggle's 3.3 GFLOP interaction_bwd takes
     1.17 ms, mlperf-dcnv2's 174 GFLOP cross network 4.55 ms)."""
+    fused_update: bool = False
+    """The embedding backward is the fused SGD update (EmbeddingUpdate.FUSED_SGD): one
+    pass of atomic adds per id, not PyTorch's backward (heavy at batch 4096 on the
+    H200: 6.2 ms of backward and update unfused, bench/embedding_update.py)."""
 
 
 @dataclass(frozen=True)

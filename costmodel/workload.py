@@ -12,7 +12,17 @@ from collections.abc import Iterable
 
 from costmodel.sharding import Sharding
 from costmodel.types import Comm, KernelWork, StageWork
-from spec import Hardware, Interaction, Model, OpKind, Optimizer, Pipeline, Stage, stages_for
+from spec import (
+    EmbeddingUpdate,
+    Hardware,
+    Interaction,
+    Model,
+    OpKind,
+    Optimizer,
+    Pipeline,
+    Stage,
+    stages_for,
+)
 
 F32 = 4
 ID_BYTES = 8
@@ -70,15 +80,20 @@ def stage_work(model: Model, hw: Hardware, sharding: Sharding, gpu: int,
     ids_mine = sum(tables[t].pooling for t in mine)
     lookups = g_batch * ids_mine  # rows gathered
     bag_threads = g_batch * len(mine) * d  # one thread per output element
+    fused = model.embedding_update is EmbeddingUpdate.FUSED_SGD
     out: dict[Stage, StageWork] = {}
 
     def add(stage: Stage, flops: float, nbytes: float, kernels: int, parallel: float,
             comm: Comm = Comm.NONE, send: float = 0.0, recv: float = 0.0) -> None:
-        ids = lookups if stage in (Stage.EMB_BWD, Stage.OPTIMIZER) and \
-            model.sparse_gradients else 0.0
+        if fused:  # the embedding backward updates the rows; the optimizer, the MLPs
+            ids = lookups if stage is Stage.EMB_BWD else 0.0
+        else:
+            ids = lookups if stage in (Stage.EMB_BWD, Stage.OPTIMIZER) and \
+                model.sparse_gradients else 0.0
         out[stage] = StageWork(stage, flops, nbytes, prec, kernels, parallel, comm, send, recv,
                                ids, d, model.features,
-                               model.interaction is not Interaction.DOT)
+                               model.interaction is not Interaction.DOT,
+                               fused and stage is Stage.EMB_BWD)
 
     if n > 1:
         # Ids of other GPUs' tables leave; ids of mine arrive from n-1 peers.
@@ -115,8 +130,14 @@ def stage_work(model: Model, hw: Hardware, sharding: Sharding, gpu: int,
     state = {Optimizer.SGD: 0.0, Optimizer.ROWWISE_ADAGRAD: 2 * F32 * lookups,
              Optimizer.ADAGRAD: 2 * rows_bytes}[model.optimizer]
     owned_table_bytes = F32 * d * sum(tables[t].rows for t in mine)
-    grad_in = F32 * g_batch * len(mine) * d + ID_BYTES * lookups
-    if model.sparse_gradients:
+    bag_grads = F32 * g_batch * len(mine) * d
+    grad_in = bag_grads + ID_BYTES * lookups
+    if fused:
+        # Bag gradients copied to the pool's layout, then one atomic add per id and
+        # column into the rows (a read and a write): SGD, no state.
+        add(Stage.EMB_BWD, lookups * d, 2 * bag_grads + grad_in + 2 * rows_bytes, 2,
+            bag_threads)
+    elif model.sparse_gradients:
         add(Stage.EMB_BWD, 2 * lookups * d, grad_in + 2 * rows_bytes + state, 3, bag_threads)
     else:
         # Dense gradient: zero it, scatter-add into it.
@@ -126,7 +147,7 @@ def stage_work(model: Model, hw: Hardware, sharding: Sharding, gpu: int,
     if n > 1:
         add(Stage.GRAD_ALLREDUCE, 0, 0, 1, 0, Comm.ALL_REDUCE, F32 * params, F32 * params)
     opt_bytes = F32 * params * (3 if model.optimizer is Optimizer.SGD else 5)
-    if not model.sparse_gradients:
+    if not model.sparse_gradients and not fused:
         dense_state = 2 * owned_table_bytes if model.optimizer is Optimizer.ADAGRAD else 0
         opt_bytes += 3 * owned_table_bytes + dense_state
     add(Stage.OPTIMIZER, 2 * params, opt_bytes, 2, max(params, opt_bytes / 64))

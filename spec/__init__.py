@@ -12,7 +12,15 @@ from spec.hardware import (
     hardware_preset,
 )
 from spec.measurement import Measurement, Spread
-from spec.model import MODEL_PRESETS, Interaction, Model, Optimizer, Table, model_preset
+from spec.model import (
+    MODEL_PRESETS,
+    EmbeddingUpdate,
+    Interaction,
+    Model,
+    Optimizer,
+    Table,
+    model_preset,
+)
 from spec.pipeline import Column, DType, OpKind, OpNode, Pipeline, Shape, SparseOutput
 from spec.pipelines import DEFAULT_MODEL_FOR, PIPELINE_PRESETS, pipeline_preset
 from spec.plan import BEFORE_ITERATION, FusedKernel, Mapping, Plan, one_kernel_plan
@@ -25,6 +33,7 @@ __all__ = [
     "Column",
     "DEFAULT_MODEL_FOR",
     "DType",
+    "EmbeddingUpdate",
     "FusedKernel",
     "GPU_KINDS",
     "GpuKind",

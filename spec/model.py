@@ -7,7 +7,7 @@ Preset numbers are facts from the RAP artifact and the MLPerf DLRM-DCNv2 referen
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from spec.errors import SpecError, require, require_int_range, require_positive
 from spec.hardware import Precision
@@ -22,6 +22,20 @@ class Optimizer(enum.Enum):
     SGD = "sgd"
     ADAGRAD = "adagrad"
     ROWWISE_ADAGRAD = "rowwise-adagrad"
+
+
+class EmbeddingUpdate(enum.Enum):
+    """How the trainer turns the pooled embeddings' gradient into a table update.
+
+    AUTOGRAD: PyTorch's `embedding_bag` backward, then the optimizer's update (any
+    optimizer; the sparse backward gathers each id's bag gradient: 5.0 of the heavy
+    model's 6.2 ms at batch 4096 on the H200, bench/results/embedding_update_h200.json).
+    FUSED_SGD: one kernel adds -lr x each bag's gradient to its ids' rows (atomics, no
+    sort, no per-id gradient), as FBGEMM's table-batched embeddings fuse backward and
+    optimizer; SGD only."""
+
+    AUTOGRAD = "autograd"
+    FUSED_SGD = "fused-sgd"
 
 
 @dataclass(frozen=True)
@@ -57,6 +71,7 @@ class Model:
     batch_per_gpu: int = 4096
     precision: Precision = Precision.FP32
     sparse_gradients: bool = True
+    embedding_update: EmbeddingUpdate = EmbeddingUpdate.AUTOGRAD
 
     def __post_init__(self) -> None:
         require_int_range("dense_features", self.dense_features, 1)
@@ -80,6 +95,9 @@ class Model:
         require(0 < self.learning_rate < 100, "learning_rate", self.learning_rate,
                 "a number in (0, 100)")
         require_int_range("batch_per_gpu", self.batch_per_gpu, 1, 1 << 24)
+        if self.embedding_update is EmbeddingUpdate.FUSED_SGD:
+            require(self.optimizer is Optimizer.SGD, "optimizer", self.optimizer.value,
+                    "sgd when embedding_update is fused-sgd (the fused kernel applies SGD)")
 
     @property
     def embedding_dim(self) -> int:
@@ -156,6 +174,13 @@ def _heavy() -> Model:
                  top_mlp=(64, 1))
 
 
+def _heavy_fused() -> Model:
+    """`heavy` trained with the fused embedding update (EmbeddingUpdate.FUSED_SGD): the
+    same maths, without PyTorch's per-id gradient gather, so preprocessing is a larger
+    share of a step (issue 6's heavy case)."""
+    return replace(_heavy(), name="heavy-fused", embedding_update=EmbeddingUpdate.FUSED_SGD)
+
+
 MODEL_PRESETS: dict[str, Model] = {
     "criteo-kaggle": _criteo("criteo-kaggle", KAGGLE_ROWS, (1024, 1024, 512, 1)),
     "criteo-terabyte": _criteo("criteo-terabyte", TERABYTE_ROWS, (1024, 1024, 512, 256, 1)),
@@ -163,6 +188,7 @@ MODEL_PRESETS: dict[str, Model] = {
     "wide-4x": _wide("wide-4x", 52, 104),
     "mlperf-dcnv2": _mlperf(),
     "heavy": _heavy(),
+    "heavy-fused": _heavy_fused(),
 }
 
 

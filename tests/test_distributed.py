@@ -18,12 +18,14 @@ from backend.trainer import Clock, Trainer, batch_from_tables  # noqa: E402
 WORLD, B = 2, 16
 
 
-def model(optimizer: spec.Optimizer, interaction: spec.Interaction) -> spec.Model:
+def model(optimizer: spec.Optimizer, interaction: spec.Interaction,
+          update: str = "autograd") -> spec.Model:
     tables = tuple(spec.Table(f"t{k}", r, 8, p) for k, (r, p) in
                    enumerate([(50, 1.0), (7, 2.0), (300, 3.0), (20, 1.0)]))
     return spec.Model("tiny", 4, tables, (16, 8), (16, 8, 1), batch_per_gpu=B,
                       learning_rate=0.1, optimizer=optimizer, interaction=interaction,
-                      dcn_layers=2, dcn_low_rank=4)
+                      dcn_layers=2, dcn_low_rank=4,
+                      embedding_update=spec.EmbeddingUpdate(update))
 
 
 def data(m: spec.Model, seed: int):
@@ -41,13 +43,13 @@ def data(m: spec.Model, seed: int):
 OWNER = [1, 0, 1, 0]
 
 
-def worker(rank, path, opt_name, inter_name, out, owner_mapped=()):
+def worker(rank, path, opt_name, inter_name, out, owner_mapped=(), update="autograd"):
     from backend.distributed import DistributedTrainer, LocalBatch
     from backend.trainer import row_bases
 
     dist.init_process_group("gloo", init_method=f"file://{path}", rank=rank,
                             world_size=WORLD)
-    m = model(spec.Optimizer(opt_name), spec.Interaction(inter_name))
+    m = model(spec.Optimizer(opt_name), spec.Interaction(inter_name), update)
     tr = DistributedTrainer(m, OWNER, seed=3, owner_mapped=owner_mapped)
     for step in range(2):
         dense, tables, labels = data(m, step)
@@ -78,13 +80,14 @@ def worker(rank, path, opt_name, inter_name, out, owner_mapped=()):
     os._exit(0)
 
 
-@pytest.mark.parametrize("opt, inter, owner_mapped", [
-    ("sgd", "dot", ()), ("rowwise-adagrad", "dcn-v2", ()),
-    ("sgd", "dot", (1, 2)),  # one table of each rank preprocessed by its owner
+@pytest.mark.parametrize("opt, inter, owner_mapped, update", [
+    ("sgd", "dot", (), "autograd"), ("rowwise-adagrad", "dcn-v2", (), "autograd"),
+    ("sgd", "dot", (1, 2), "autograd"),  # one table of each rank preprocessed by its owner
+    ("sgd", "dot", (), "fused-sgd"),  # the single process updates its tables unfused
 ])
-def test_two_rank_step_equals_single_process(tmp_path, opt, inter, owner_mapped):
-    mp.spawn(worker, args=(str(tmp_path / "rdzv"), opt, inter, str(tmp_path), owner_mapped),
-             nprocs=WORLD)
+def test_two_rank_step_equals_single_process(tmp_path, opt, inter, owner_mapped, update):
+    mp.spawn(worker, args=(str(tmp_path / "rdzv"), opt, inter, str(tmp_path), owner_mapped,
+                           update), nprocs=WORLD)
     m = model(spec.Optimizer(opt), spec.Interaction(inter))
     single = Trainer(m, seed=3)
     for step in range(2):

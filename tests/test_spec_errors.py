@@ -202,3 +202,10 @@ def test_model_too_big_says_by_how_much():
     with pytest.raises(SpecError, match=r"GPU 0 needs 209.1 GB .* 72.4 GB short"):
         shard_tables(big, spec.hardware_preset("h200", 1))
     shard_tables(big, spec.hardware_preset("h200", 2))  # fits on two
+
+
+def test_fused_sgd_update_needs_sgd():
+    with pytest.raises(SpecError) as e:
+        replace(spec.model_preset("heavy"), optimizer=spec.Optimizer.ADAGRAD,
+                embedding_update=spec.EmbeddingUpdate.FUSED_SGD)
+    assert e.value.field == "optimizer" and "sgd when embedding_update is fused-sgd" in str(e.value)

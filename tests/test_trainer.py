@@ -169,3 +169,47 @@ def test_clock_times_the_host_per_stage():
     host, device = clock.host_stage_ms(), clock.stage_ms()
     assert set(host) == set(device) == {Stage.EMB_FWD, Stage.BOTTOM_MLP_FWD}
     assert host[Stage.EMB_FWD] >= 20 > host[Stage.BOTTOM_MLP_FWD]
+
+
+def test_fused_sgd_update_equals_autograd_sgd():
+    """The fused embedding update (one pass, no per-id gradient) trains exactly like
+    PyTorch's embedding_bag backward followed by SGD."""
+    batch = random_batch(tiny_model(), np.random.default_rng(2))
+    states = []
+    for update in spec.EmbeddingUpdate:
+        tr = Trainer(tiny_model(embedding_update=update), seed=5)
+        before = tr.net.embedding.detach().clone()
+        for _ in range(3):
+            tr.step(batch)
+        assert tr.net.embedding.grad is None
+        states.append({k: v.detach().clone() for k, v in tr.net.named_parameters()})
+    assert not torch.allclose(states[0]["embedding"], before)  # the tables did train
+    for name, value in states[0].items():
+        assert torch.allclose(value, states[1][name], atol=1e-6), name
+
+
+def test_bag_sgd_kernel_in_the_cuda_simulator():
+    """The Numba-CUDA kernel (run here by the CUDA simulator) adds -lr x each bag's
+    gradient to every id of the bag, duplicates within and across bags included."""
+    from backend.embedding_sgd import THREADS_PER_BLOCK, bag_sgd_, bag_sgd_kernel, blocks_for
+
+    rng = np.random.default_rng(0)
+    w = rng.normal(size=(20, 3)).astype(np.float32)
+    offsets = np.array([0, 3, 3, 6, 7], np.int64)  # an empty bag, duplicates
+    ids = np.array([4, 4, 9, 4, 0, 19, 9], np.int64)
+    grad = rng.normal(size=(4, 3)).astype(np.float32)
+    want = w.astype(np.float64).copy()
+    for bag in range(4):
+        for j in range(offsets[bag], offsets[bag + 1]):
+            want[ids[j]] -= 0.5 * grad[bag]
+    got = w.copy()
+    bag_sgd_kernel[blocks_for(4, 3), THREADS_PER_BLOCK](got, ids, offsets, grad,
+                                                        np.float32(-0.5))
+    assert np.allclose(got, want, atol=1e-6)
+    on_cpu = torch.from_numpy(w.copy())
+    bag_sgd_(on_cpu, torch.from_numpy(ids), torch.from_numpy(offsets), torch.from_numpy(grad),
+             0.5)
+    assert np.allclose(on_cpu.numpy(), want, atol=1e-6)
+    with pytest.raises(ValueError, match="does not match 3 bags"):
+        bag_sgd_(on_cpu, torch.from_numpy(ids), torch.from_numpy(offsets[:4]),
+                 torch.from_numpy(grad), 0.5)

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Issue 6's heavy case on one H200: the heavy pipeline beside the heavy model trained with
+# the fused embedding update (model heavy-fused). One device call per part:
+#   PART=explore  what the embedding backward costs per id (bench/embedding_update.py),
+#                 the baselines at three batches (where gpu-sequential falls short of
+#                 ideal), and the co-running profile of heavy-fused's stages
+#                 (corun profile, appended to a copy of costmodel/data/h200/profile.csv)
+#   PART=plans    the heavy matrix: ideal, gpu-sequential, gpu-overlap, RAP's plan and
+#                 corun's (bench/plans/heavy-fused-b<batch>/, bench/plans/make.sh)
+# Usage, from the repository root with OUT set by the device tool:
+#   PART=explore bash bench/heavy_session.sh
+set -u
+PART=${PART:-explore}
+mkdir -p "$OUT/logs"
+stamp() { python -u -c "import sys,time; t=time.time(); [print(f'{time.time()-t:7.1f} {l}', end='', flush=True) for l in sys.stdin]"; }
+nvidia-smi --query-gpu=index,name,memory.used --format=csv > "$OUT/logs/gpus.txt"
+if [ "$PART" = explore ]; then
+  python bench/embedding_update.py --out "$OUT" 2>&1 | stamp > "$OUT/logs/embedding_update.log"
+  python bench/execute_gpu.py --matrix heavy --strategies ideal,gpu-sequential,gpu-overlap \
+    --batches "${BATCHES:-16384,32768}" --budget-s "${EXEC_S:-150}" --out "$OUT" 2>&1 | stamp \
+    > "$OUT/logs/execute_heavy.log"
+  mkdir -p "$OUT/profile"
+  cp costmodel/data/h200/profile.csv "$OUT/profile/"
+  python -m corun.cli profile --out "$OUT/profile" --models heavy-fused --train-pipeline heavy \
+    --pipelines heavy --batches "${PROFILE_BATCHES:-8192,16384,32768}" --shapes 6 \
+    --launches 2 --reps 3 --budget-minutes "${PROFILE_MIN:-3}" 2>&1 | stamp \
+    > "$OUT/logs/profile.log"
+else
+  python bench/execute_gpu.py --matrix heavy --budget-s "${EXEC_S:-420}" --out "$OUT" 2>&1 \
+    | stamp > "$OUT/logs/execute_heavy.log"
+fi
