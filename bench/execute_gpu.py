@@ -8,6 +8,7 @@ On the H200:  python bench/execute_gpu.py --matrix baselines --out $OUT
               python bench/execute_gpu.py --matrix assembly --out $OUT
               python bench/execute_gpu.py --matrix bound --out $OUT
               python bench/execute_gpu.py --matrix heavy --out $OUT
+              python bench/execute_gpu.py --matrix heavy-stages --out $OUT
 On 4 H200s:   NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 \
               torchrun --standalone --nproc-per-node 4 bench/execute_gpu.py \
               --matrix multigpu --out $OUT
@@ -41,7 +42,13 @@ from backend.executor import Executor  # noqa: E402
 from backend.settings import RunSettings  # noqa: E402
 from backend.trainer import Trainer  # noqa: E402
 from corun.workload import shrink_tables  # noqa: E402
-from sim.strategy import StrategyKind, host_workers_per_gpu, parse_strategy, strategy_plan  # noqa: E402
+from sim.strategy import (  # noqa: E402
+    StrategyKind,
+    default_launch,
+    host_workers_per_gpu,
+    parse_strategy,
+    strategy_plan,
+)
 from spec.serde import dumps, write_atomic  # noqa: E402
 
 PLANS = Path(__file__).resolve().parent / "plans"
@@ -74,6 +81,11 @@ MATRICES = {
     # case
     "heavy": [("heavy", (8192, 16384, 32768), ("ideal", "gpu-sequential", "gpu-overlap",
                                                 "rap", "corun"))],
+    # the same, the whole pipeline in one kernel released at one training stage
+    # ("at:<stage>", the training stream above it): which stage absorbs it
+    "heavy-stages": [("heavy", (8192, 16384), ("ideal", "gpu-sequential", *(
+        f"at:{s}" for s in ("emb_fwd", "top_mlp_fwd", "top_mlp_bwd", "interaction_bwd",
+                            "bottom_mlp_bwd", "emb_bwd"))))],
     # under torchrun on 4 GPUs (issue 8)
     "multigpu": [(p, (4096, 8192), ("ideal", "gpu-sequential", "rap", "corun", "corun-owner"))
                  for p in ("kaggle", "terabyte")],
@@ -82,7 +94,7 @@ MATRICES = {
 
 MODEL_CHANGES = {"bound": {"sparse_gradients": False}}
 """Fields a matrix changes in its pipelines' default models."""
-MATRIX_MODEL = {"heavy": "heavy-fused"}
+MATRIX_MODEL = {"heavy": "heavy-fused", "heavy-stages": "heavy-fused"}
 """A matrix's model where it is not its pipelines' default (spec.DEFAULT_MODEL_FOR); its
 plans are under bench/plans/<model>-b<batch>/."""
 
@@ -103,6 +115,12 @@ def run_case(pipe_name: str, batch: int, label: str, args, trainers: dict, hw) -
     base = label.removesuffix("+late")  # "+late": the assembly after the step's launches
     if base == "gpu-overlap-nocheck":  # what the per-batch check costs the host
         strategy, check = parse_strategy("gpu-overlap", hw), False
+    elif base.startswith("at:"):  # the baselines' one kernel, at a stage, training first
+        blocks, threads = default_launch(hw)
+        plan = replace(spec.one_kernel_plan(pipeline, model.name, hw.gpu_count,
+                                            base.removeprefix("at:"), blocks, threads),
+                       training_priority_high=True)
+        strategy = None
     elif base in PLAN_FILES:
         folder = PLANS if hw.gpu_count == 1 else PLANS / f"x{hw.gpu_count}"
         name = pipe_name if args.matrix not in MATRIX_MODEL else model_name

@@ -25,6 +25,9 @@ if [ "$PART" = explore ]; then
     --pipelines heavy --batches "${PROFILE_BATCHES:-8192,16384,32768}" --shapes 6 \
     --launches 2 --reps 3 --budget-minutes "${PROFILE_MIN:-3}" 2>&1 | stamp \
     > "$OUT/logs/profile.log"
+elif [ "$PART" = stages ]; then
+  python bench/execute_gpu.py --matrix heavy-stages --budget-s "${EXEC_S:-330}" --out "$OUT" \
+    2>&1 | stamp > "$OUT/logs/execute_heavy_stages.log"
 else
   python bench/execute_gpu.py --matrix heavy --budget-s "${EXEC_S:-420}" --out "$OUT" 2>&1 \
     | stamp > "$OUT/logs/execute_heavy.log"
