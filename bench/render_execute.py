@@ -135,8 +135,7 @@ def measured_scenario(m: dict, strategy: str):
     from spec.serde import from_jsonable
 
     hw = spec.hardware_preset("h200", m["gpu_count"])
-    model = replace(spec.model_preset(spec.DEFAULT_MODEL_FOR[m["pipeline"]]),
-                    batch_per_gpu=m["batch_per_gpu"])
+    model = replace(spec.model_preset(m["model"]), batch_per_gpu=m["batch_per_gpu"])
     strat = parse_strategy(strategy, hw) if strategy in ("ideal", "gpu-sequential") else \
         Strategy(StrategyKind.PLAN, plan=from_jsonable(spec.Plan, m["plan"], "plan"))
     return steady_state(Scenario(hw, model, spec.pipeline_preset(m["pipeline"]), strat))

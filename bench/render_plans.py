@@ -2,9 +2,11 @@
 bench/results/raw/execute_plans_run12.json (bench/execute_gpu.py --matrix plans;
 given several files, a later run's case replaces an earlier one's) next to
 bench/plans/<pipeline>-b<batch>/prediction-<strategy>.json (bash bench/plans/make.sh, the
-learned H200 model and the host thread). A measured plan that is no longer the one in
-bench/plans/ (the cost model changed after it ran) is predicted afresh, by the same
-simulation, and marked. Writes bench/results/plans_h200.md.
+learned H200 model and the host thread; bench/plans/<model>-b<batch>/ for a model that is
+not its pipeline's default, such as heavy-fused). A measured plan that is no longer the
+one in bench/plans/ (the cost model changed after it ran), or one without a prediction
+file (--matrix heavy-stages' "at:<stage>"), is predicted afresh, by the same simulation,
+and marked. Writes bench/results/plans_h200.md.
 
     python bench/render_plans.py [RAW.json ...] [-o OUT.md]
 """
@@ -19,6 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+import spec  # noqa: E402
 from bench.render_execute import (  # noqa: E402
     PLAN_FILES,
     measured_cases,
@@ -30,6 +33,12 @@ from bench.render_execute import (  # noqa: E402
 
 RAW = [ROOT / f"bench/results/raw/execute_plans_run{n}.json" for n in (12,)]
 OUT = ROOT / "bench/results/plans_h200.md"
+
+
+def plan_folder(pipeline: str, model: str, batch: int) -> Path:
+    """Where bench/plans/make.sh put a workload's plans and predictions."""
+    name = pipeline if model == spec.DEFAULT_MODEL_FOR[pipeline] else model
+    return ROOT / f"bench/plans/{name}-b{batch}"
 
 
 def rows(raw: list[Path]) -> list[dict]:
@@ -44,19 +53,25 @@ def rows(raw: list[Path]) -> list[dict]:
             m, key = r["measurement"], (r["pipeline"], r["batch"])
             if key not in ideal:
                 continue
-            folder = ROOT / f"bench/plans/{key[0]}-b{key[1]}"
-            p = json.loads((folder / f"prediction-{r['strategy']}.json").read_text())[
-                "iteration_time_ms"]
+            folder = plan_folder(key[0], m["model"], key[1])
+            predicted = folder / f"prediction-{r['strategy']}.json"
             plan_file = PLAN_FILES.get(r["strategy"])
             stale = plan_file is not None and not plan_unchanged(m["plan"], folder / plan_file)
-            if stale:  # predicted afresh, as `corun plan` simulates its candidates
+            note = " (earlier plan, re-predicted)" if stale else ""
+            if not predicted.exists():
+                note = " (predicted here)"
+            if note:  # predicted afresh, as `corun plan` simulates its candidates
                 p = simulate(measured_scenario(m, r["strategy"])).prediction.iteration_time_ms
+            else:
+                p = json.loads(predicted.read_text())["iteration_time_ms"]
+            workload = key[0] if m["model"] == spec.DEFAULT_MODEL_FOR[key[0]] else \
+                f"{key[0]} / {m['model']}"
             ms = m["iteration"]["median_ms"]
             out[(*key, r["strategy"])] = {
-                "pipeline": key[0], "batch": key[1], "strategy": r["strategy"],
+                "pipeline": workload, "batch": key[1], "strategy": r["strategy"], "note": note,
                 "measured_ms": ms, "p90_ms": m["iteration"]["p90_ms"],
                 **shares_of_ideal(m, ideal[key]),
-                "predicted_ms": p, "error_pct": 100 * (p - ms) / ms, "stale": stale,
+                "predicted_ms": p, "error_pct": 100 * (p - ms) / ms,
                 "host": {k: v["median_ms"] for k, v in m["host"].items()},
                 "command": m["command"], "source": path.name}
     return list(out.values())
@@ -77,8 +92,7 @@ def render(rs: list[dict]) -> str:
              "|---|---|---:|---:|---:|---:|---|"]
     for r in rs:
         h = r["host"]
-        mark = " (earlier plan, re-predicted)" if r["stale"] else ""
-        lines.append(f"| {r['pipeline']} b{r['batch']} | {r['strategy']}{mark} | "
+        lines.append(f"| {r['pipeline']} b{r['batch']} | {r['strategy']}{r['note']} | "
                      f"{r['measured_ms']:.3f} ({r['p90_ms']:.2f}) | {r['of_ideal_pct']:.1f}% / "
                      f"{r['of_ideal_tput_pct']:.1f}% | "
                      f"{r['predicted_ms']:.3f} | {r['error_pct']:+.1f}% | "

@@ -10,7 +10,8 @@ from bench.render_multigpu import main, rows
 
 def case(strategy: str, median_ms: float, step_ms: float) -> dict:
     stages = {"input_a2a": 1.5, "emb_a2a_fwd": 0.6, "emb_a2a_bwd": 0.4, "grad_allreduce": 0.2}
-    m = {"pipeline": "kaggle", "batch_per_gpu": 4096, "gpu_count": 4, "plan": None,
+    m = {"pipeline": "kaggle", "model": "criteo-kaggle", "batch_per_gpu": 4096, "gpu_count": 4,
+         "plan": None,
          "iteration": {"median_ms": median_ms, "p90_ms": median_ms * 1.1},
          "throughput_samples_per_s": 4 * 4096e3 / median_ms,
          "stages": {k: {"median_ms": v} for k, v in stages.items()},

@@ -16,6 +16,10 @@ for p in kaggle terabyte; do  # past the host-paced batches: where the GPU sets 
 done
 corun plan --hardware h200 --gpus 1 --pipeline heavy --model heavy --batch 4096 --time-limit 10 \
   --quiet --out bench/plans/heavy-b4096 > bench/plans/heavy-b4096.txt
+for b in 8192 16384 32768; do  # the heavy case with the fused embedding update
+  corun plan --hardware h200 --gpus 1 --pipeline heavy --model heavy-fused --batch "$b" \
+    --time-limit 10 --quiet --out "bench/plans/heavy-fused-b$b" > "bench/plans/heavy-fused-b$b.txt"
+done
 corun simulate --hardware h200 --pipeline multihot --model mlperf-dcnv2 --batch 8192 --strategy all --quiet --out bench/plans/multihot-b8192 > bench/plans/multihot-b8192.txt
 corun simulate --hardware h200 --pipeline multihot --model mlperf-dcnv2 --batch 4096 --strategy all --quiet --out bench/plans/multihot-b4096 > bench/plans/multihot-b4096.txt
 # 4 GPUs (issue 8), and 2 for when only two are lent: corun's and RAP's plans, then the
