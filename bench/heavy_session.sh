@@ -25,6 +25,28 @@ if [ "$PART" = explore ]; then
     --pipelines heavy --batches "${PROFILE_BATCHES:-8192,16384,32768}" --shapes 6 \
     --launches 2 --reps 3 --budget-minutes "${PROFILE_MIN:-3}" 2>&1 | stamp \
     > "$OUT/logs/profile.log"
+elif [ "$PART" = replan ]; then
+  mkdir -p "$OUT/profile" "$OUT/plans"
+  cp costmodel/data/h200/profile.csv "$OUT/profile/"
+  PLANS=bench/plans/heavy-fused-one-kernel.json
+  for b in 8192 16384 32768; do PLANS="$PLANS,bench/plans/heavy-fused-b$b/plan.json"; done
+  python -m corun.cli profile --out "$OUT/profile" --models heavy-fused --train-pipeline heavy \
+    --batches 8192,16384,32768 --shapes 0 --reps 3 --plans "$PLANS" --budget-minutes 2 2>&1 \
+    | stamp > "$OUT/logs/profile.log"
+  cp "$OUT/profile/profile.csv" costmodel/data/h200/profile.csv
+  python -m corun.cli fit costmodel/data/h200 -o costmodel/data/h200/model.pkl 2>&1 | stamp \
+    > "$OUT/logs/fit.log"
+  cp costmodel/data/h200/model.* "$OUT/"
+  for b in ${BATCHES:-8192 16384}; do
+    python -m corun.cli plan --hardware h200 --gpus 1 --pipeline heavy --model heavy-fused \
+      --batch "$b" --time-limit 10 --quiet --out "bench/plans/heavy-fused-b$b" \
+      > "bench/plans/heavy-fused-b$b.txt" 2>&1
+    rm -f bench/plans/heavy-fused-b$b/trace-*.json
+    cp -r "bench/plans/heavy-fused-b$b" "bench/plans/heavy-fused-b$b.txt" "$OUT/plans/"
+  done
+  python bench/execute_gpu.py --matrix heavy --batches "$(echo ${BATCHES:-8192 16384} | tr ' ' ,)" \
+    --strategies ideal,gpu-sequential,gpu-overlap,corun --budget-s "${EXEC_S:-200}" --out "$OUT" \
+    2>&1 | stamp > "$OUT/logs/execute_heavy.log"
 elif [ "$PART" = stages ]; then
   python bench/execute_gpu.py --matrix heavy-stages --budget-s "${EXEC_S:-330}" --out "$OUT" \
     2>&1 | stamp > "$OUT/logs/execute_heavy_stages.log"
