@@ -36,7 +36,7 @@ elif [ "$PART" = replan ]; then
   cp "$OUT/profile/profile.csv" costmodel/data/h200/profile.csv
   python -m corun.cli fit costmodel/data/h200 -o costmodel/data/h200/model.pkl 2>&1 | stamp \
     > "$OUT/logs/fit.log"
-  cp costmodel/data/h200/model.* "$OUT/"
+  cp costmodel/data/h200/model.json "$OUT/plans/"
   for b in ${BATCHES:-8192 16384}; do
     python -m corun.cli plan --hardware h200 --gpus 1 --pipeline heavy --model heavy-fused \
       --batch "$b" --time-limit 10 --quiet --out "bench/plans/heavy-fused-b$b" \
@@ -47,6 +47,7 @@ elif [ "$PART" = replan ]; then
   python bench/execute_gpu.py --matrix heavy --batches "$(echo ${BATCHES:-8192 16384} | tr ' ' ,)" \
     --strategies ideal,gpu-sequential,gpu-overlap,corun --budget-s "${EXEC_S:-200}" --out "$OUT" \
     2>&1 | stamp > "$OUT/logs/execute_heavy.log"
+  tar czf "$OUT/replan.tgz" -C "$OUT" profile plans && rm -rf "$OUT/profile" "$OUT/plans"
 elif [ "$PART" = stages ]; then
   python bench/execute_gpu.py --matrix heavy-stages --budget-s "${EXEC_S:-330}" --out "$OUT" \
     2>&1 | stamp > "$OUT/logs/execute_heavy_stages.log"
