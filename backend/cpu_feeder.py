@@ -25,6 +25,11 @@ from backend.pools import HostPools, Layout
 from spec import Pipeline
 
 POOLS = ("f32", "i64", "offs", "valid")
+CLEAN_EXIT_S = 10.0
+"""How long `close` waits for the workers to exit by themselves before ending them. With
+2 s, a fresh clone's test run (cold caches, on the 2-core development machine while
+other jobs ran) saw both workers ended by SIGTERM; warm, under two busy loops, they
+exited in time. Only a hung worker costs the wait."""
 DTYPES = {"f32": torch.float32, "i64": torch.int64, "offs": torch.int64, "valid": torch.uint8}
 
 
@@ -110,7 +115,7 @@ class CpuFeeder:
 
     def close(self) -> None:
         self.stop.set()  # workers done with their batches exit; the rest are ended below
-        deadline = time.monotonic() + 2.0
+        deadline = time.monotonic() + CLEAN_EXIT_S
         for p in self.procs:
             p.join(timeout=max(0.0, deadline - time.monotonic()))
         for p in self.procs:
