@@ -104,6 +104,22 @@ def say(*a) -> None:
         print(*a, flush=True)
 
 
+def case_plan(label: str, pipeline: spec.Pipeline, model: spec.Model, folder: str, hw):
+    """(the Plan a matrix label runs, its Strategy or None): a baseline by name, "at:<stage>"
+    (the baselines' one kernel released at that stage, the training stream first), or a
+    plan file under bench/plans/[x<N>/]<folder>/."""
+    if label.startswith("at:"):
+        blocks, threads = default_launch(hw)
+        plan = spec.one_kernel_plan(pipeline, model.name, hw.gpu_count,
+                                    label.removeprefix("at:"), blocks, threads)
+        return replace(plan, training_priority_high=True), None
+    if label in PLAN_FILES:
+        plans = PLANS if hw.gpu_count == 1 else PLANS / f"x{hw.gpu_count}"
+        return spec.load(spec.Plan, plans / folder / PLAN_FILES[label]), None
+    strategy = parse_strategy(label, hw)
+    return strategy_plan(strategy, pipeline, model.name, hw), strategy
+
+
 def run_case(pipe_name: str, batch: int, label: str, args, trainers: dict, hw) -> dict:
     model_name = MATRIX_MODEL.get(args.matrix, spec.DEFAULT_MODEL_FOR[pipe_name])
     model = replace(spec.model_preset(model_name), batch_per_gpu=batch,
@@ -114,22 +130,9 @@ def run_case(pipe_name: str, batch: int, label: str, args, trainers: dict, hw) -
     check = args.check
     base = label.removesuffix("+late")  # "+late": the assembly after the step's launches
     if base == "gpu-overlap-nocheck":  # what the per-batch check costs the host
-        strategy, check = parse_strategy("gpu-overlap", hw), False
-    elif base.startswith("at:"):  # the baselines' one kernel, at a stage, training first
-        blocks, threads = default_launch(hw)
-        plan = replace(spec.one_kernel_plan(pipeline, model.name, hw.gpu_count,
-                                            base.removeprefix("at:"), blocks, threads),
-                       training_priority_high=True)
-        strategy = None
-    elif base in PLAN_FILES:
-        folder = PLANS if hw.gpu_count == 1 else PLANS / f"x{hw.gpu_count}"
-        name = pipe_name if args.matrix not in MATRIX_MODEL else model_name
-        plan = spec.load(spec.Plan, folder / f"{name}-b{batch}" / PLAN_FILES[base])
-        strategy = None
-    else:
-        strategy = parse_strategy(base, hw)
-    if strategy is not None:
-        plan = strategy_plan(strategy, pipeline, model.name, hw)
+        base, check = "gpu-overlap", False
+    folder = pipe_name if args.matrix not in MATRIX_MODEL else model_name
+    plan, strategy = case_plan(base, pipeline, model, f"{folder}-b{batch}", hw)
     workers = host_workers_per_gpu(strategy, hw)
     settings = RunSettings(args.iterations, args.warmup, args.distinct_batches, check,
                            0, None, workers, early_assembly=not label.endswith("+late"))
