@@ -2,7 +2,7 @@
 # Issue 6's heavy case on one H200: the heavy pipeline beside the heavy model trained with
 # the fused embedding update (model heavy-fused). One device call per part:
 #   PART=explore  what the embedding backward costs per id (bench/embedding_update.py),
-#                 the baselines at three batches (where gpu-sequential falls short of
+#                 the baselines at large batches (where gpu-sequential falls short of
 #                 ideal), and the co-running profile of heavy-fused's stages
 #                 (corun profile, appended to a copy of costmodel/data/h200/profile.csv)
 #   PART=plans    the heavy matrix: ideal, gpu-sequential, gpu-overlap, RAP's plan and
