@@ -108,23 +108,24 @@ def stage_features(r: dict, alone_ms: float | None = None) -> list[float]:
     ]
 
 
-def stage_lookups(r: dict) -> float:
-    """Ids the stage updates one by one (StageWork.lookups). Profiles taken before the
-    column existed name a preset model: the count is what costmodel.workload gives it
-    on one GPU (_preset_stage)."""
-    if r.get("stage_lookups") not in (None, ""):
-        return float(r["stage_lookups"])
+def _stage_column(r: dict, column: str) -> float:
+    """A derived stage column of a profile row: the row's own value, or, for profiles
+    taken before the column existed (they name a preset model), what costmodel.workload
+    gives that preset on one GPU (_preset_stage); 0 when neither is known."""
+    if r.get(column) not in (None, ""):
+        return float(r[column])
     return _preset_stage(r.get("model", ""), int(r.get("batch", 0)), r["stage"]).get(
-        "stage_lookups", 0.0)
+        column, 0.0)
+
+
+def stage_lookups(r: dict) -> float:
+    """Ids the stage updates one by one (StageWork.lookups)."""
+    return _stage_column(r, "stage_lookups")
 
 
 def stage_fused(r: dict) -> float:
-    """1.0 for the fused update's emb_bwd (StageWork.fused_update); profiles without the
-    column name a preset model, whose update it is."""
-    if r.get("stage_fused_update") not in (None, ""):
-        return float(r["stage_fused_update"])
-    return _preset_stage(r.get("model", ""), int(r.get("batch", 0)), r["stage"]).get(
-        "stage_fused_update", 0.0)
+    """1.0 for the fused update's emb_bwd (StageWork.fused_update)."""
+    return _stage_column(r, "stage_fused_update")
 
 
 SHAPE_COLUMNS = ("stage_embedding_dim", "stage_feature_count", "stage_cross_network")
