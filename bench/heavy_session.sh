@@ -37,14 +37,14 @@ elif [ "$PART" = replan ]; then
   python -m corun.cli fit costmodel/data/h200 -o costmodel/data/h200/model.pkl 2>&1 | stamp \
     > "$OUT/logs/fit.log"
   cp costmodel/data/h200/model.json "$OUT/plans/"
-  for b in ${BATCHES:-8192 16384}; do
+  for b in $(echo "${BATCHES:-8192,16384}" | tr , ' '); do
     python -m corun.cli plan --hardware h200 --gpus 1 --pipeline heavy --model heavy-fused \
       --batch "$b" --time-limit 10 --quiet --out "bench/plans/heavy-fused-b$b" \
       > "bench/plans/heavy-fused-b$b.txt" 2>&1
     rm -f bench/plans/heavy-fused-b$b/trace-*.json
     cp -r "bench/plans/heavy-fused-b$b" "bench/plans/heavy-fused-b$b.txt" "$OUT/plans/"
   done
-  python bench/execute_gpu.py --matrix heavy --batches "$(echo ${BATCHES:-8192 16384} | tr ' ' ,)" \
+  python bench/execute_gpu.py --matrix heavy --batches "${BATCHES:-8192,16384}" \
     --strategies ideal,gpu-sequential,gpu-overlap,corun --budget-s "${EXEC_S:-200}" --out "$OUT" \
     2>&1 | stamp > "$OUT/logs/execute_heavy.log"
   tar czf "$OUT/replan.tgz" -C "$OUT" profile plans && rm -rf "$OUT/profile" "$OUT/plans"
