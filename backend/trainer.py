@@ -146,9 +146,8 @@ class DLRM(nn.Module):
         itself, `Trainer.embedding_backward`)."""
         if self.spec.embedding_update is EmbeddingUpdate.FUSED_SGD:
             with torch.no_grad():
-                out = F.embedding_bag(ids, self.embedding, offsets, mode="sum",
-                                      include_last_offset=True)
-            return out.requires_grad_()
+                return F.embedding_bag(ids, self.embedding, offsets, mode="sum",
+                                       include_last_offset=True)
         return F.embedding_bag(ids, self.embedding, offsets, mode="sum",
                                sparse=self.spec.sparse_gradients, include_last_offset=True)
 
