@@ -84,7 +84,7 @@ parallelism, kernels)."""
 LOOKUP_STAGES = ("emb_bwd", "optimizer")
 """Stages whose time follows the id count (StageWork.lookups), each its own feature (and
 the fused update's emb_bwd a third: its cost per id is another)."""
-FEATURES_VERSION = "4"
+FEATURES_VERSION = "5"
 """Bumped when the features or estimators change: a model saved under another is refitted."""
 
 
@@ -242,6 +242,11 @@ class PerStageRidge:
         return out
 
 
+def _stage_key(x: np.ndarray) -> tuple:
+    """A stage's features as a lookup key (rounded: a CSV round trip keeps 6 digits)."""
+    return tuple(float(f"{v:.6g}") for v in x)
+
+
 class CoRunModel:
     """The four fitted estimators. `predict` returns kernel alone ms, kernel co-run ms,
     the stage slowdown factor and stage alone ms for profile-like rows (measured
@@ -251,6 +256,12 @@ class CoRunModel:
         self.seed = seed
         self.estimators = {t: _regressor(seed) for t in TARGETS if t != "stage_alone"}
         self.estimators["stage_alone"] = _stage_regressor()
+        self.stage_measured: dict[tuple, float] = {}
+        """Stage alone ms by stage features, for every stage the training rows timed: a
+        profiled model and batch is answered with its measurement. The power law fits
+        all models at once and missed criteo-kaggle b16384's measured top MLP by 18%
+        (1.26 against 1.54 ms forward; the profile's plain steps and the executor's
+        ideal runs agree to 1%: costmodel/data/h200/, execute_plans_run12.json)."""
 
     def fit(self, rows: Sequence[dict]) -> CoRunModel:
         xk, xks = design(rows)
@@ -262,12 +273,18 @@ class CoRunModel:
         for r, v in zip(rows, y["stage_alone"]):
             keys.setdefault((r["gpu"], r["model"], r["batch"], r["stage"]), (r, v))
         stage_rows = [r for r, _ in keys.values()]
-        self.estimators["stage_alone"].fit(stage_only(stage_rows), np.maximum(
-            [v for _, v in keys.values()], 1e-4))
+        stage_y = np.maximum([v for _, v in keys.values()], 1e-4)
+        x = stage_only(stage_rows)
+        self.estimators["stage_alone"].fit(x, stage_y)
+        self.stage_measured = {_stage_key(xi): float(y) for xi, y in zip(x, stage_y)}
         return self
 
     def predict_stage_ms(self, rows: Sequence[dict]) -> np.ndarray:
-        return self.estimators["stage_alone"].predict(stage_only(rows))
+        x = stage_only(rows)
+        out = self.estimators["stage_alone"].predict(x)
+        for i, xi in enumerate(x):
+            out[i] = self.stage_measured.get(_stage_key(xi), out[i])
+        return out
 
     def predict(self, rows: Sequence[dict]) -> dict[str, np.ndarray]:
         xk, xks = design(rows)
@@ -413,11 +430,19 @@ def evaluate(rows: Sequence[dict], fraction: float = 0.25,
     truth = measured(test)
     models = {"learned": CoRunModel(seed), "analytic": AnalyticModel(),
               "rap-style": RapStyleModel()}
+    # a stage's time alone does not depend on the kernel: it is scored on the model/batch
+    # combinations held out, which the training rows never timed
+    trained = {(r["model"], r["batch"]) for r in train}
+    unseen = np.array([(r["model"], r["batch"]) not in trained for r in test])
+    if not unseen.any():  # every combination trained on: score the rows there are
+        unseen[:] = True
     scores, preds = {}, {}
     for name, m in models.items():
         m.fit(train)
         preds[name] = m.predict(test)
-        scores[name] = {t: score(preds[name][t], truth[t]) for t in TARGETS}
+        scores[name] = {t: score(np.asarray(preds[name][t])[unseen], truth[t][unseen])
+                        if t == "stage_alone" else score(preds[name][t], truth[t])
+                        for t in TARGETS}
     return models["learned"], scores, test, preds["learned"]
 
 
@@ -524,10 +549,11 @@ class LearnedCostModel(CostModel):
         return float(self.model.predict([work_row(work, None, 0.0, hw)])["kernel_alone"][0])
 
     def _corun(self, kernel: KernelWork, stage: StageWork, hw: Hardware) -> CoRunEffect:
-        row = work_row(kernel, stage, self.stage_ms(stage, hw), hw)
-        p = self.model.predict([row])
-        factor = p["kernel_corun"][0] / max(p["kernel_alone"][0], 1e-9)
-        return CoRunEffect(max(1.0, float(p["stage_slowdown"][0])), max(1.0, float(factor)))
+        stage_alone_ms = self.stage_ms(stage, hw)
+        p = self.model.predict([work_row(kernel, stage, stage_alone_ms, hw)])
+        return CoRunEffect.from_whole_run(
+            float(p["kernel_alone"][0]), float(p["kernel_corun"][0]), stage_alone_ms,
+            stage_alone_ms * max(1.0, float(p["stage_slowdown"][0])))
 
     def cpu_batch_ms(self, kernel: KernelWork) -> float:
         return self.fallback.cpu_batch_ms(kernel)

@@ -166,3 +166,21 @@ def test_model_from_other_library_versions_is_refitted_once(profile_csv, tmp_pat
     (d / "model.pkl").write_bytes(b"not a pickle of this scikit-learn")  # unpickling fails
     monkeypatch.setenv("CORUN_CACHE_DIR", str(tmp_path / "cache2"))
     assert learned.cost_model_for(hw).meta["refitted_from"] == str(d / "model.pkl")
+
+
+def test_a_profiled_stage_is_answered_with_its_measurement(profile_csv):
+    from costmodel.profile_data import read_profile
+
+    rows = read_profile(profile_csv)
+    model = learned.CoRunModel().fit(rows)
+    first = {}
+    for r in rows:
+        first.setdefault((r["model"], r["batch"], r["stage"]), r)
+    seen = list(first.values())
+    got = model.predict_stage_ms(seen)
+    assert got == pytest.approx([float(r["stage_alone_ms"]) for r in seen], rel=1e-9)
+    # a stage no row timed (three times the bytes of m2's) goes to the power law
+    unseen = [dict(r, stage_bytes=str(3 * float(r["stage_bytes"])),
+                   stage_flops=str(6 * float(r["stage_bytes"]))) for r in seen[:9]]
+    power_law = model.estimators["stage_alone"].predict(learned.stage_only(unseen))
+    assert model.predict_stage_ms(unseen) == pytest.approx(power_law)
