@@ -7,6 +7,9 @@
 #                 (corun profile, appended to a copy of costmodel/data/h200/profile.csv)
 #   PART=plans    the heavy matrix: ideal, gpu-sequential, gpu-overlap, RAP's plan and
 #                 corun's (bench/plans/heavy-fused-b<batch>/, bench/plans/make.sh)
+#   PART=refine   plan, profile what the plans launch, refit, plan again until every
+#                 kernel was profiled (bench/refine_plans.py), then execute those plans
+#                 beside ideal, gpu-sequential and gpu-overlap; one archive, refine.tgz
 # Usage, from the repository root with OUT set by the device tool:
 #   PART=explore bash bench/heavy_session.sh
 set -u
@@ -48,6 +51,18 @@ elif [ "$PART" = replan ]; then
     --strategies ideal,gpu-sequential,gpu-overlap,corun --budget-s "${EXEC_S:-200}" --out "$OUT" \
     2>&1 | stamp > "$OUT/logs/execute_heavy.log"
   tar czf "$OUT/replan.tgz" -C "$OUT" profile plans && rm -rf "$OUT/profile" "$OUT/plans"
+elif [ "$PART" = refine ]; then
+  # plan, profile the plan's unprofiled kernels, refit, plan again (bench/refine_plans.py),
+  # then execute the final plans beside the baselines
+  python bench/refine_plans.py --model heavy-fused --pipeline heavy \
+    --batches "${BATCHES:-8192,16384}" --rounds "${ROUNDS:-3}" --time-limit "${PLAN_S:-8}" \
+    --out "$OUT/refine" 2>&1 | stamp > "$OUT/logs/refine.log"
+  cp costmodel/data/h200/profile-refine-heavy-fused.csv costmodel/data/h200/model.json \
+    "$OUT/refine/" 2>/dev/null
+  python bench/execute_gpu.py --matrix heavy --batches "${BATCHES:-8192,16384}" \
+    --strategies ideal,gpu-sequential,gpu-overlap,corun --budget-s "${EXEC_S:-200}" --out "$OUT" \
+    2>&1 | stamp > "$OUT/logs/execute_heavy.log"
+  tar czf "$OUT/refine.tgz" -C "$OUT" refine && rm -rf "$OUT/refine"
 elif [ "$PART" = stages ]; then
   python bench/execute_gpu.py --matrix heavy-stages --budget-s "${EXEC_S:-330}" --out "$OUT" \
     2>&1 | stamp > "$OUT/logs/execute_heavy_stages.log"
