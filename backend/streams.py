@@ -79,8 +79,18 @@ class HostPoolSet:
 
 
 class ReleaseClock(Clock):
-    """The trainer's clock; each mark opens the next stage and releases its kernels.
-    `stages` is the order the trainer marks them in (with collectives on several GPUs)."""
+    """The trainer's clock; it releases each stage's kernels behind the event that opens
+    the stage, once the host has enqueued the stage's own work (the mark that closes it).
+
+    Released at the opening mark instead, before the stage's kernels were enqueued, a
+    kernel found the GPU caught up with the host (which waits for each batch's assembly)
+    and took the SMs first: heavy-fused b16384's whole pipeline released at emb_bwd
+    stretched that stage from 5.98 to 7.34 ms on the H200, where the profile, which
+    enqueues the whole step first, saw it wait for the stage and leave it at 5.74 ms
+    (bench/results/raw/execute_heavy_run4.json; costmodel/data/h200/profile-heavy-fused-plans.csv).
+    Enqueued after them, the training stream's higher priority gets the SMs first, as in
+    the profile. `stages` is the order the trainer marks them in (with collectives on
+    several GPUs)."""
 
     def __init__(self, device: torch.device, release: Callable[[Stage, object], None],
                  stages: tuple[Stage, ...] = TRAINING_STAGES) -> None:
@@ -89,6 +99,5 @@ class ReleaseClock(Clock):
 
     def mark(self, stage: Stage | None) -> None:
         super().mark(stage)
-        pos = 0 if stage is None else self.stages.index(stage) + 1
-        if pos < len(self.stages):
-            self.release(self.stages[pos], self.marks[-1][1])
+        if stage is not None:  # `stage` is enqueued: release it behind its opening mark
+            self.release(stage, self.marks[-2][1])

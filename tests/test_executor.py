@@ -159,6 +159,24 @@ def test_mixed_plan_file(workload, tmp_path, monkeypatch):
         assert at < calls.index(("finish", i))
 
 
+def test_a_stage_is_released_once_the_host_has_enqueued_it():
+    """Each stage's kernels go out at the mark that closes the stage (its own work is
+    queued first, so the training stream's priority takes the SMs first), behind the
+    event of the mark that opened it."""
+    from backend.streams import ReleaseClock
+    from backend.trainer import TRAINING_STAGES
+
+    released = []
+    clock = ReleaseClock(torch.device("cpu"), lambda stage, opened: released.append(
+        (stage, opened, len(clock.marks))))
+    clock.mark(None)
+    assert released == []
+    for k, stage in enumerate(TRAINING_STAGES):
+        clock.mark(stage)
+        assert released[-1] == (stage, clock.marks[k][1], k + 2)
+    assert [s for s, _, _ in released] == list(TRAINING_STAGES)
+
+
 def test_wrong_output_stops_with_feature_and_row(workload, tmp_path, monkeypatch, capsys):
     """A reference that disagrees in one sparse feature: the run stops and says where."""
     import backend.executor as ex
