@@ -41,7 +41,7 @@ from backend.trainer import TRAINING_STAGES, Batch, Clock, Trainer
 from costmodel.learned import stage_row
 from costmodel.profile_data import KEY
 from costmodel.sharding import shard_tables
-from costmodel.workload import kernel_work, stage_work
+from costmodel.workload import kernel_key, kernel_work, stage_work
 from spec import Hardware, Model, OpKind, Pipeline, SpecError, Stage
 
 BLOCKS = (8, 33, 132, 264, 528, 1056, 2112)
@@ -103,8 +103,7 @@ class KernelSpec:
     @property
     def name(self) -> str:
         if self.group:
-            digest = hashlib.sha1(",".join(self.nodes).encode()).hexdigest()[:8]
-            return f"{self.pipeline.name}:{len(self.nodes)}n:{digest}:{self.blocks}x{self.threads}"
+            return kernel_key(self.pipeline, self.nodes, self.blocks, self.threads)
         digest = hashlib.sha1(",".join(self.features).encode()).hexdigest()[:8]
         return f"{self.pipeline.name}:{len(self.features)}f:{digest}:{self.blocks}x{self.threads}"
 

@@ -54,6 +54,14 @@ from spec import FusedKernel, Pipeline
 from spec.pipeline import Shape
 
 
+ASSEMBLY_FIXED_MS, ASSEMBLY_MS_PER_MB = 0.05, 0.0007
+"""The GPU kernel that assembles a batch: fitted by eye to its measured spans where it
+waited for nothing (RAP's plans and gpu-overlap, execute_plans_run12/15 and
+execute_heavy_run5): 0.03-0.07 ms at 2-8 MB (kaggle, terabyte, wide-2x), 0.13, 0.17 and
+0.28 ms at heavy's 86, 173 and 345 MB; wide-4x b8192 (104 tables, 15 MB) took 0.27 ms,
+which this line puts at 0.06."""
+
+
 @dataclass(frozen=True)
 class HostCosts:
     """What one GPU's host thread spends per iteration, by piece."""
@@ -81,6 +89,18 @@ class HostCosts:
             fixed, per_mb = self.distributed_batch_fixed_ms, self.distributed_batch_ms_per_mb
         batch = fixed + per_mb * output_mb if batches else 0.0
         return step + launch * kernel_launches + batch
+
+    def turnaround_ms(self, output_mb: float, host_thread: bool, gpus: int = 1) -> float:
+        """From a batch's last preprocessing kernel to the earliest start of the step that
+        trains on it: the kernel that assembles it, and, with the host thread modelled,
+        the host's staging and check before it launches that step (the executor's host
+        waits for the assembly). Hidden when the kernel ends early in the step before;
+        exposed when it ends after that step: heavy-fused b16384's whole pipeline
+        released at emb_bwd ended 1.1 ms after the step, and the next began 1.6 ms after
+        it (bench/results/raw/execute_heavy_run5.json)."""
+        fixed = self.batch_fixed_ms if gpus == 1 else self.distributed_batch_fixed_ms
+        return (ASSEMBLY_FIXED_MS + ASSEMBLY_MS_PER_MB * output_mb
+                + (fixed if host_thread else 0.0))
 
 
 H200_HOST = HostCosts()

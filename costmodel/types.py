@@ -77,6 +77,8 @@ class KernelWork:
     has_lists: bool = False
     op_counts: tuple[tuple[OpKind, int], ...] = ()
     """How many of its nodes are of each op kind."""
+    key: str = ""
+    """Its name in a profile (costmodel.workload.kernel_key); empty when not known."""
 
 
 MAX_OVERLAP_FACTOR = 100.0

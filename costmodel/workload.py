@@ -8,6 +8,8 @@ all-to-all moves pooled vectors to the data-parallel layout and back.
 
 from __future__ import annotations
 
+import hashlib
+
 from collections.abc import Iterable
 
 from costmodel.sharding import Sharding
@@ -194,4 +196,16 @@ def kernel_work(pipeline: Pipeline, name: str, nodes: Iterable[str], rows: int, 
     return KernelWork(name, rows, elements, ops, nbytes, op_kinds, blocks, threads_per_block,
                       node_count=len(nodes), chains=len(sinks),
                       has_lists=any(cols[n].shape.value == "list" for n in sinks),
-                      op_counts=tuple((o, kinds.count(o)) for o in op_kinds))
+                      op_counts=tuple((o, kinds.count(o)) for o in op_kinds),
+                      key=kernel_key(pipeline, nodes, blocks, threads_per_block))
+
+
+def kernel_key(pipeline: Pipeline, nodes: Iterable[str], blocks: int,
+               threads_per_block: int) -> str:
+    """A fused kernel's name in a profile (`corun profile --plans`): its pipeline, node
+    count, a digest of its nodes in pipeline order and its launch request. The learned
+    model answers a kernel and stage the profile measured with that measurement."""
+    inside = set(nodes)
+    ordered = [n for n in pipeline.order if n in inside]
+    digest = hashlib.sha1(",".join(ordered).encode()).hexdigest()[:8]
+    return f"{pipeline.name}:{len(ordered)}n:{digest}:{blocks}x{threads_per_block}"

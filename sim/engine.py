@@ -64,6 +64,7 @@ class _PreStream:
         self.remaining = 0.0  # standalone ms left of the active kernel
         self.active = -1
         self.started = 0.0
+        self.last_end = 0.0  # when the latest kernel ended
 
     def start_ready(self, now: float, pos: int) -> None:
         if self.active < 0 and self.next < len(self.kernels) and \
@@ -77,6 +78,7 @@ class _PreStream:
         k = self.kernels[self.active]
         self.spans.append(Span(self.gpu, PREPROCESS, k.name, self.it, self.started, now))
         self.kernel_ms[self.index[self.active]] = now - self.started
+        self.last_end = now
         self.active = -1
 
     def advance_alone(self, t0: float, t1: float, pos: int) -> None:
@@ -229,8 +231,12 @@ def run(compiled: Compiled) -> RunLog:
                 spans.append(Span(g, TRAINING, names[pos], it, t0, env.now))
                 log.stage_ms[g][it][pos] = env.now - t0
                 busy += env.now - t0
-            drain = pre.drain_ms(env.now, n_stages)
-            if drain > 0:  # the next batch is not preprocessed yet: the trainer waits
+            pre.drain_ms(env.now, n_stages)
+            # the next step starts once the next batch's last kernel, its assembly and
+            # the host's turn-around are done (hidden when that kernel ended early)
+            drain = max(0.0, pre.last_end + tables.turnaround_ms - env.now) \
+                if pre.kernels else 0.0
+            if drain > 0:  # the next batch is not ready yet: the trainer waits
                 spans.append(Span(g, WAIT, "wait for preprocessing", it, env.now,
                                   env.now + drain))
                 yield env.timeout(drain)

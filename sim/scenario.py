@@ -97,6 +97,9 @@ class GpuTables:
     """Host-to-device copy of one batch's inputs for this GPU."""
     host_ms: float = 0.0
     """The host thread's time to launch and feed one iteration (0: not modelled)."""
+    turnaround_ms: float = 0.0
+    """From a batch's last released kernel to the earliest start of the step that trains
+    on it (costmodel.host.HostCosts.turnaround_ms)."""
 
 
 @dataclass
@@ -209,9 +212,11 @@ def compile_scenario(sc: Scenario, cm: CostModel) -> Compiled:
                                              output_mb(pipeline, rows_local),
                                              sc.strategy.kind is not StrategyKind.IDEAL,
                                              hw.gpu_count)
+        turnaround = H200_HOST.turnaround_ms(output_mb(pipeline, rows_local), sc.host_thread,
+                                             hw.gpu_count)
         gpus.append(GpuTables(stages, stage_ms, tuple(comm.get(s, 0.0) for s in stages),
                               tuple(pre), tuple(kernels), hw.host_link.transfer_ms(copy_bytes),
-                              host_ms))
+                              host_ms, turnaround))
     cpu_ms = 0.0
     if plan.cpu_nodes:
         kw = kernel_work(pipeline, "cpu", plan.cpu_nodes, rows_local, 1, 32)
