@@ -1,5 +1,5 @@
 """Planned strategies executed on the H200 against the predictions they were chosen on:
-bench/results/raw/execute_plans_run12.json (bench/execute_gpu.py --matrix plans;
+bench/results/raw/execute_plans_run15.json and run16 (bench/execute_gpu.py --matrix plans;
 given several files, a later run's case replaces an earlier one's) next to
 bench/plans/<pipeline>-b<batch>/prediction-<strategy>.json (bash bench/plans/make.sh, the
 learned H200 model and the host thread; bench/plans/<model>-b<batch>/ for a model that is
@@ -31,7 +31,7 @@ from bench.render_execute import (  # noqa: E402
     shares_of_ideal,
 )
 
-RAW = [ROOT / f"bench/results/raw/execute_plans_run{n}.json" for n in (12,)]
+RAW = [ROOT / f"bench/results/raw/execute_plans_run{n}.json" for n in (15, 16)]
 OUT = ROOT / "bench/results/plans_h200.md"
 
 
