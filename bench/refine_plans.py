@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from corun.cli import main as corun  # noqa: E402
-from costmodel.profile_data import KEY, done_keys, read_profile  # noqa: E402
+from costmodel.profile_data import done_keys, read_profile  # noqa: E402
 from spec import Plan, load, pipeline_preset  # noqa: E402
 
 DATA = ROOT / "costmodel/data/h200"

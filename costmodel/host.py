@@ -53,7 +53,6 @@ from dataclasses import dataclass
 from spec import FusedKernel, Pipeline
 from spec.pipeline import Shape
 
-
 ASSEMBLY_FIXED_MS, ASSEMBLY_MS_PER_MB = 0.05, 0.0007
 """The GPU kernel that assembles a batch: fitted by eye to its measured spans where it
 waited for nothing (RAP's plans and gpu-overlap, execute_plans_run12/15 and

@@ -84,7 +84,7 @@ class KernelWork:
 MAX_OVERLAP_FACTOR = 100.0
 """The slowdown that stands for "makes no progress while the other runs": a kernel queued
 behind a stage that holds every SM, or a stage the kernel delays by more than their
-overlap (both seen on the H200: costmodel/data/h200/heavy-fused-plans/)."""
+overlap (both seen on the H200: costmodel/data/h200/profile-heavy-fused-plans.csv)."""
 
 
 @dataclass(frozen=True)

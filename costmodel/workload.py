@@ -9,7 +9,6 @@ all-to-all moves pooled vectors to the data-parallel layout and back.
 from __future__ import annotations
 
 import hashlib
-
 from collections.abc import Iterable
 
 from costmodel.sharding import Sharding
