@@ -2,7 +2,8 @@
 
 A candidate is a list of kernels, each a set of units (independent node sets) with a
 release stage and a launch shape. Construction tries the whole pipeline as one kernel at
-every stage and (with remapping) the whole pipeline on the host CPU. Improvement repeats
+every stage, at a few launch sizes and both stream priorities, and (with remapping) the
+whole pipeline on the host CPU. Improvement repeats
 best-improvement steps over these moves until none helps or time runs out: move a kernel
 to another stage; split a kernel's units in two (the second half tried at every stage);
 merge two kernels of one stage; double or halve a kernel's blocks; flip the plan's stream
@@ -35,6 +36,16 @@ GPU plan stays; where the host thread sets the pace (kaggle b4096 on the H200: a
 plan saves the fused launches, 91.2% of ideal against 86.3%) the CPU plan wins. A
 product preference, not a fit: 0.5% is above the repeat spread of measured ideal
 throughput (0.04%, bench/results/plans_h200.md runs 8 and 10)."""
+
+
+CONSTRUCT_BLOCK_DIVISORS = (1, 2, 4, 8)
+"""Construction tries the whole pipeline at every stage with the default blocks and 1/2,
+1/4 and 1/8 of them: a kernel with fewer blocks leaves a stage more SMs, and one move at
+a time does not reach it from the default when the default at every stage loses to
+running before the iteration (the heavy preset under the analytic model: a whole kernel
+at emb_fwd with 132 blocks and equal priority, 0.869 ms, against 1.151 ms before the
+iteration; with the default blocks at emb_fwd it ends with the step and the batch's
+assembly follows: 1.162 ms; `python bench/plan_speed.py`)."""
 
 
 @dataclass(frozen=True)
@@ -106,10 +117,19 @@ class LocalSearch(Proposer):
 
         every = tuple(range(len(units)))
         priorities = (True, False) if self.tune_priority else (True,)
-        best_state = max((State((Draft(every, s, blocks, threads),), high)
-                          for high in priorities for s in stages),
-                         key=lambda st: score(st).throughput_samples_per_s)
-        best = score(best_state)
+        shapes = sorted({max(1, blocks // f) for f in CONSTRUCT_BLOCK_DIVISORS}, reverse=True) \
+            if self.tune_launch else [blocks]
+        # the default launch at every stage first; smaller launches while time remains
+        starts = [State((Draft(every, s, b, threads),), high)
+                  for b in shapes for high in priorities for s in stages]
+        best_state, best = starts[0], score(starts[0])
+        for st in starts[1:]:
+            if st.drafts[0].blocks != blocks and time.monotonic() >= deadline:
+                break
+            if valid(st):
+                j = score(st)
+                if j.throughput_samples_per_s > best.throughput_samples_per_s:
+                    best_state, best = st, j
         if self.remap:  # the whole pipeline on the host CPU, judged from the start
             on_cpu = State((), True, frozenset(every))
             j = score(on_cpu)

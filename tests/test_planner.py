@@ -10,6 +10,7 @@ from planner import LocalSearch, RapProposer, SimJudge
 from planner.rap import layers
 from planner.units import units_of
 from sim import Scenario, Strategy, StrategyKind, simulate
+from sim.strategy import strategy_plan
 
 
 def scenario(pipe: str, gpus: int) -> Scenario:
@@ -185,3 +186,21 @@ def test_whole_pipeline_on_the_cpu_only_where_it_gains_the_margin():
     assert {(s.drafts[0].units, s.drafts[0].stage) for s in new} == {
         (u, st) for u in ((0,), (0, 1, 2)) for st in stages}
     assert all(s.cpu_units == frozenset({0, 1, 2}) - set(s.drafts[0].units) for s in new)
+
+
+def test_construction_reaches_a_smaller_launch_the_moves_do_not():
+    """heavy under the analytic model: every stage at the default 1056 blocks loses to
+    preprocessing before the iteration (the kernel ends with the step and the batch's
+    assembly follows), so one move at a time never leaves it; construction's smaller
+    launches find a co-run that beats it (132 blocks at emb_fwd, equal priority)."""
+    from dataclasses import replace
+
+    from costmodel import AnalyticCostModel
+
+    sc = replace(scenario("heavy", 1), host_thread=False)
+    cm = AnalyticCostModel()
+    best = LocalSearch().propose(SimJudge(sc, cm), 30.0)
+    seq = SimJudge(sc, cm).judge(strategy_plan(Strategy(StrategyKind.GPU_SEQUENTIAL),
+                                               sc.pipeline, sc.model.name, sc.hardware))
+    assert best.throughput_samples_per_s > 1.2 * seq.throughput_samples_per_s
+    assert all(k.blocks < 1056 for k in best.plan.kernels)
