@@ -39,13 +39,14 @@ throughput (0.04%, bench/results/plans_h200.md runs 8 and 10)."""
 
 
 CONSTRUCT_BLOCK_DIVISORS = (1, 2, 4, 8)
-"""Construction tries the whole pipeline at every stage with the default blocks and 1/2,
-1/4 and 1/8 of them: a kernel with fewer blocks leaves a stage more SMs, and one move at
-a time does not reach it from the default when the default at every stage loses to
-running before the iteration (the heavy preset under the analytic model: a whole kernel
-at emb_fwd with 132 blocks and equal priority, 0.869 ms, against 1.151 ms before the
-iteration; with the default blocks at emb_fwd it ends with the step and the batch's
-assembly follows: 1.162 ms; `python bench/plan_speed.py`)."""
+"""Construction tries the whole pipeline at every stage with the default blocks and, in
+the first half of the time limit, 1/2, 1/4 and 1/8 of them: a kernel with fewer blocks
+leaves a stage more SMs, and one move at a time does not reach it from the default when
+the default at every stage loses to running before the iteration (the heavy preset
+under the analytic model: a whole kernel at emb_fwd with 132 blocks and equal priority,
+0.869 ms, against 1.151 ms before the iteration; with the default blocks at emb_fwd it
+ends with the step and the batch's assembly follows: 1.162 ms; `python
+bench/plan_speed.py`)."""
 
 
 @dataclass(frozen=True)
@@ -119,12 +120,14 @@ class LocalSearch(Proposer):
         priorities = (True, False) if self.tune_priority else (True,)
         shapes = sorted({max(1, blocks // f) for f in CONSTRUCT_BLOCK_DIVISORS}, reverse=True) \
             if self.tune_launch else [blocks]
-        # the default launch at every stage first; smaller launches while time remains
+        # the default launch at every stage first; smaller launches while the first half
+        # of the time lasts (the moves keep the rest)
         starts = [State((Draft(every, s, b, threads),), high)
                   for b in shapes for high in priorities for s in stages]
         best_state, best = starts[0], score(starts[0])
+        half = deadline - time_limit_s / 2
         for st in starts[1:]:
-            if st.drafts[0].blocks != blocks and time.monotonic() >= deadline:
+            if st.drafts[0].blocks != blocks and time.monotonic() >= half:
                 break
             if valid(st):
                 j = score(st)
