@@ -78,13 +78,30 @@ RUNS = [  # (file, what the run was, the commit it ran, the command on the H200)
      "on run 11 and the plans remade with them", "2bce8fc",
      "CUDA_VISIBLE_DEVICES=0 python bench/execute_gpu.py --matrix plans --budget-s 420 "
      "--out $OUT"),
+    ("execute_plans_run14.json", "the plans matrix with plans chosen on overlap rates and "
+     "measured pairs; a host about 30% slower than run 12's, cut at the budget after 36 "
+     "cases", "e9d652d",
+     "python bench/execute_gpu.py --matrix plans --budget-s 300 --out $OUT"),
+    ("execute_plans_run15.json", "the plans matrix (without heavy) with each stage's "
+     "kernels released once the host has enqueued the stage", "607f8f2",
+     "python bench/execute_gpu.py --matrix plans --only kaggle,terabyte,wide-2x,wide-4x "
+     "--budget-s 330 --out $OUT"),
+    ("execute_plans_run16.json", "ideal and corun at 4096 and 8192 after the plans were "
+     "remade (cut by a timeout after 5 cases)", "0f234f3",
+     "timeout 190 python bench/execute_gpu.py --matrix plans --only "
+     "kaggle,terabyte,wide-2x,wide-4x --batches 4096,8192 --strategies ideal,corun "
+     "--budget-s 165 --out $OUT"),
 ]
 SPLIT = {"execute_baselines_run3.json": {"multihot"},
          "execute_baselines_run4.json": {"multihot"},
-         "execute_plans_run12.json": None}
+         "execute_plans_run12.json": None,
+         "execute_plans_run15.json": None}
 """Runs whose measurements feed reports/h200, with the pipelines taken from each (None:
-all; a later run's measurement of the same case replaces an earlier one). Run 12 is of
-the current executor on the one-GPU H200 machine the `h200` preset describes (run 11 ran
+all; a later run's measurement of the same case replaces an earlier one). Run 15 is of
+the current executor (kernels released once their stage is enqueued), run 12 of the one
+before (heavy b4096, and the cases whose plans have changed since run 15), both on the
+one-GPU H200 machine the `h200` preset describes; run 16 (ideal and corun only, on a
+slower host) would pair a case's ideal with another run's baselines (run 11 ran
 on an x4's host beside another matrix, run 13 on an x2's host: both are rendered in
 bench/results/plans_h200*.md); multihot was last measured in runs 3-4 (its GPU
 strategies then paid the executor's older host costs)."""
@@ -216,9 +233,10 @@ def main() -> int:
              "cycled, preprocessing re-run every iteration), outputs compared with the "
              "NumPy reference (all equal): in runs 1-5, 64 random rows of every batch on "
              "the host; from run 6 on, every value of every batch on the device (batch 0 "
-             "also on the host). Runs 6-13 are of the current executor's steps toward its "
-             "host costs (bench/host_split.py); reports/h200 takes run 12 (multihot from "
-             "runs 3-4).", ""]
+             "also on the host). Runs 6-13 are of the executor's steps toward its "
+             "host costs (bench/host_split.py); from run 15 on, each stage's kernels are "
+             "released once the host has enqueued the stage. reports/h200 takes run 15, "
+             "run 12 where run 15 has no current plan's case (multihot from runs 3-4).", ""]
     trainer = json.loads((RAW / "trainer_h200_run3.json").read_text())
     lines += ["## Our trainer against a straightforward PyTorch DLRM", "",
               "`python bench/trainer_gpu.py --out $OUT/trainer --iterations 100 "
