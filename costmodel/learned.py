@@ -264,12 +264,13 @@ class CoRunModel:
         ideal runs agree to 1%: costmodel/data/h200/, execute_plans_run12.json)."""
         self.pair_measured: dict[tuple, tuple[float, float, float, float]] = {}
         """(kernel alone, kernel co-run, stage alone, stage co-run) ms by (GPU, kernel
-        name, stage features), for every pair the training rows measured, and kernel
-        alone ms by (GPU, kernel name, rows): the simulator asks about a plan's kernels with their
-        profile names (costmodel.workload.kernel_key), and a pair `bench/
-        refine_plans.py` profiled is answered with its measurement, not the trees' fit
-        of it (the whole heavy pipeline beside heavy-fused b16384's interaction_bwd at
-        264 blocks: 0.75 ms of stage delay measured, 0.36 ms predicted)."""
+        name, stage features) for every pair the training rows measured; below, kernel
+        alone ms by (GPU, kernel name, rows). The simulator asks about a plan's kernels
+        by their profile names (costmodel.workload.kernel_key), so a pair that
+        `bench/refine_plans.py` profiled is answered with its measurement, not the
+        trees' fit of it: the whole heavy pipeline at 264 blocks delayed heavy-fused
+        b16384's interaction_bwd by 0.75 ms, and the fit put the whole plan at only
+        0.36 ms over ideal."""
         self.kernel_measured: dict[tuple, float] = {}
 
     def fit(self, rows: Sequence[dict]) -> CoRunModel:

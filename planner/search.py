@@ -3,16 +3,15 @@
 A candidate is a list of kernels, each a set of units (independent node sets) with a
 release stage and a launch shape. Construction tries the whole pipeline as one kernel at
 every stage, at a few launch sizes and both stream priorities, and (with remapping) the
-whole pipeline on the host CPU. Improvement repeats
-best-improvement steps over these moves until none helps or time runs out: move a kernel
-to another stage; split a kernel's units in two (the second half tried at every stage);
-merge two kernels of one stage; double or halve a kernel's blocks; flip the plan's stream
-priority (training above preprocessing, or equal: on a pipeline too heavy to hide, equal
-priority finishes the kernels sooner); remap a unit: to the host CPU workers and back
-(into a new kernel at every stage where no local kernel is left), or (several GPUs) a
-unit that is one sparse feature to its table's owner GPU, over the global batch, which
-saves its ids the input all-to-all. A move that puts more units on the host CPU must
-gain CPU_MARGIN.
+whole pipeline on the host CPU. Improvement repeats best-improvement steps over these
+moves until none helps or time runs out: move a kernel to another stage; split a
+kernel's units in two (the second half tried at every stage); merge two kernels of one
+stage; double or halve a kernel's blocks; flip the plan's stream priority (training
+above preprocessing, or equal: on a pipeline too heavy to hide, equal priority finishes
+the kernels sooner); remap a unit: to the host CPU workers and back (into a new kernel
+at every stage where no local kernel is left), or (several GPUs) a unit that is one
+sparse feature to its table's owner GPU, over the global batch, which saves its ids the
+input all-to-all. A move that puts more units on the host CPU must gain CPU_MARGIN.
 """
 
 from __future__ import annotations
