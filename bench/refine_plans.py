@@ -13,9 +13,10 @@ are for, from the repository root:
 
 Writes the final plans where bench/execute_gpu.py and bench/render_plans.py read them
 (bench/plans/<model>-b<batch>/, with the planner's table in <model>-b<batch>.txt), the new
-profile rows to <data>/profile-refine-<model>.csv, the refitted <data>/model.pkl, and
-under --out each round's plans and tables and refine.json (per round and batch: the
-predicted share of ideal of every strategy, the plan's kernels, how many were new).
+profile rows to costmodel/data/h200/profile-refine-<model>.csv, the refitted model.pkl
+there (the planner's model), and under --out each round's plans and tables and
+refine.json (per round and batch: the predicted share of ideal of every strategy, the
+plan's kernels, and those the profile lacked).
 """
 
 from __future__ import annotations
@@ -76,7 +77,7 @@ def missing_kernels(plan: Plan, model: str, batch: int, gpu: str, data: Path,
 
 def append_csv(src: Path, dst: Path) -> int:
     """Append src's rows to dst (written with src's header if new); the rows added."""
-    rows = read_profile(src)
+    rows = read_profile(src) if src.exists() else []
     if not rows:
         return 0
     new = not dst.exists()
@@ -97,12 +98,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--time-limit", type=float, default=10.0, help="planner seconds")
     ap.add_argument("--reps", type=int, default=3)
-    ap.add_argument("--data", type=Path, default=DATA)
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args(argv)
+    args.data = DATA  # the planner reads its model from here
     if args.rounds < 1:
         ap.error(f"--rounds {args.rounds}: an integer >= 1")
-    batches = [int(b) for b in args.batches.split(",")]
+    try:
+        batches = [int(b) for b in args.batches.split(",")]
+    except ValueError:
+        batches = []
+    if not batches or min(batches) < 1:
+        ap.error(f"--batches {args.batches}: comma-separated integers >= 1")
 
     import torch
 
