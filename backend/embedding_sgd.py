@@ -48,11 +48,19 @@ def bag_sgd_(weight: torch.Tensor, ids: torch.Tensor, offsets: torch.Tensor,
                          f"bags of dim {weight.shape[1]}")
     grad = grad.contiguous()
     if weight.device.type != "cuda":
-        bag = torch.repeat_interleave(torch.arange(grad.shape[0]), offsets.diff(),
-                                      output_size=ids.numel())
-        weight.index_add_(0, ids, grad.index_select(0, bag), alpha=-lr)
+        bag_sgd_index_add_(weight, ids, offsets, grad, lr)
         return
     stream = cuda.external_stream(torch.cuda.current_stream(weight.device).cuda_stream)
     args = [cuda.as_cuda_array(t) for t in (weight.detach(), ids, offsets, grad)]
     bag_sgd_kernel[blocks_for(grad.shape[0], weight.shape[1]), THREADS_PER_BLOCK,
                    stream](*args, np.float32(-lr))
+
+
+@torch.no_grad()
+def bag_sgd_index_add_(weight: torch.Tensor, ids: torch.Tensor, offsets: torch.Tensor,
+                       grad: torch.Tensor, lr: float) -> None:
+    """The same update in torch ops: each id's bag gradient gathered, then `index_add_`
+    (the CPU path, and on a GPU the comparison bench/embedding_update.py times)."""
+    bag = torch.repeat_interleave(torch.arange(grad.shape[0], device=grad.device),
+                                  offsets.diff(), output_size=ids.numel())
+    weight.index_add_(0, ids, grad.index_select(0, bag), alpha=-lr)

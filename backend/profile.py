@@ -92,7 +92,8 @@ class KernelSpec:
         bucket_int_0 reads the fill_int_0 that logit_int_0 also reads); a plan kernel's
         group as it is."""
         if self.group:
-            return tuple(n for n in self.pipeline.order if n in set(self.group))
+            inside = set(self.group)
+            return tuple(n for n in self.pipeline.order if n in inside)
         by_name, keep = self.pipeline.node_by_name, set()
         for cur in self.features:
             while cur in by_name and cur not in keep:

@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import torch  # noqa: E402
 
 import spec  # noqa: E402
-from backend.embedding_sgd import bag_sgd_  # noqa: E402
+from backend.embedding_sgd import bag_sgd_, bag_sgd_index_add_  # noqa: E402
 from backend.trainer import Trainer  # noqa: E402
 from bench.trainer_gpu import make_batches  # noqa: E402
 from corun.workload import shrink_tables  # noqa: E402
@@ -70,7 +70,6 @@ def measure(model: spec.Model, pipeline: spec.Pipeline, device: torch.device, wa
     net = trainer.net
     w, lr = net.embedding, model.learning_rate
     n_ids, n_bags = batch.ids.numel(), batch.offsets.numel() - 1
-    lengths = batch.offsets.diff()
     grad = torch.randn(n_bags, model.embedding_dim, device=device) * 1e-3
 
     def forward():
@@ -82,10 +81,7 @@ def measure(model: spec.Model, pipeline: spec.Pipeline, device: torch.device, wa
         trainer._update_embedding()
 
     def index_add_step():
-        bag = torch.repeat_interleave(torch.arange(n_bags, device=device), lengths,
-                                      output_size=n_ids)
-        with torch.no_grad():
-            w.index_add_(0, batch.ids, grad.index_select(0, bag), alpha=-lr)
+        bag_sgd_index_add_(w, batch.ids, batch.offsets, grad, lr)
 
     def fused_step():
         bag_sgd_(w, batch.ids, batch.offsets, grad, lr)

@@ -100,11 +100,11 @@ SPLIT = {"execute_baselines_run3.json": {"multihot"},
 all; a later run's measurement of the same case replaces an earlier one). Run 15 is of
 the current executor (kernels released once their stage is enqueued), run 12 of the one
 before (heavy b4096, and the cases whose plans have changed since run 15), both on the
-one-GPU H200 machine the `h200` preset describes; run 16 (ideal and corun only, on a
-slower host) would pair a case's ideal with another run's baselines (run 11 ran
-on an x4's host beside another matrix, run 13 on an x2's host: both are rendered in
-bench/results/plans_h200*.md); multihot was last measured in runs 3-4 (its GPU
-strategies then paid the executor's older host costs)."""
+one-GPU H200 machine the `h200` preset describes. Left out: run 16 (ideal and corun
+only, on a slower host: it would pair a case's ideal with another run's baselines), run
+11 (an x4's host, beside another matrix) and run 13 (an x2's host), the last two
+rendered in bench/results/plans_h200*.md. multihot was last measured in runs 3-4 (its
+GPU strategies then paid the executor's older host costs)."""
 PLAN_FILES = {"corun": "plan.json", "rap": "plan-rap.json"}
 
 

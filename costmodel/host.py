@@ -80,12 +80,7 @@ class HostCosts:
         """Host time of one iteration: the step (the distributed one on several GPUs),
         its fused-kernel launches and, when the executor stages real batches (`batches`;
         not `ideal`'s replay), their staging, assembly and check."""
-        if gpus == 1:
-            step, launch = self.step_ms, self.kernel_launch_ms
-            fixed, per_mb = self.batch_fixed_ms, self.batch_ms_per_mb
-        else:
-            step, launch = self.distributed_step_ms, self.distributed_kernel_launch_ms
-            fixed, per_mb = self.distributed_batch_fixed_ms, self.distributed_batch_ms_per_mb
+        step, launch, fixed, per_mb = self._constants(gpus)
         batch = fixed + per_mb * output_mb if batches else 0.0
         return step + launch * kernel_launches + batch
 
@@ -97,9 +92,17 @@ class HostCosts:
         exposed when it ends after that step: heavy-fused b16384's whole pipeline
         released at emb_bwd ended 1.1 ms after the step, and the next began 1.6 ms after
         it (bench/results/raw/execute_heavy_run5.json)."""
-        fixed = self.batch_fixed_ms if gpus == 1 else self.distributed_batch_fixed_ms
+        fixed = self._constants(gpus)[2]
         return (ASSEMBLY_FIXED_MS + ASSEMBLY_MS_PER_MB * output_mb
                 + (fixed if host_thread else 0.0))
+
+    def _constants(self, gpus: int) -> tuple[float, float, float, float]:
+        """(step, kernel launch, batch fixed, batch per MB) ms for one GPU or several."""
+        if gpus == 1:
+            return (self.step_ms, self.kernel_launch_ms, self.batch_fixed_ms,
+                    self.batch_ms_per_mb)
+        return (self.distributed_step_ms, self.distributed_kernel_launch_ms,
+                self.distributed_batch_fixed_ms, self.distributed_batch_ms_per_mb)
 
 
 H200_HOST = HostCosts()

@@ -92,15 +92,15 @@ class _PreStream:
         if self.active >= 0:
             self.remaining -= t1 - now
 
-    def drain_ms(self, now: float, pos: int) -> float:
-        """Time to finish every kernel left, alone, from `now`."""
+    def drain(self, now: float, pos: int) -> None:
+        """Run every kernel left to its end, alone, from `now` (`last_end` then says when
+        the last one ended)."""
         t = now
         self.start_ready(t, pos)
         while self.active >= 0:
             t += self.remaining
             self.finish(t)
             self.start_ready(t, pos)
-        return t - now
 
 
 def run(compiled: Compiled) -> RunLog:
@@ -231,7 +231,7 @@ def run(compiled: Compiled) -> RunLog:
                 spans.append(Span(g, TRAINING, names[pos], it, t0, env.now))
                 log.stage_ms[g][it][pos] = env.now - t0
                 busy += env.now - t0
-            pre.drain_ms(env.now, n_stages)
+            pre.drain(env.now, n_stages)
             # the next step starts once the next batch's last kernel, its assembly and
             # the host's turn-around are done (hidden when that kernel ended early)
             drain = max(0.0, pre.last_end + tables.turnaround_ms - env.now) \

@@ -205,15 +205,13 @@ def compile_scenario(sc: Scenario, cm: CostModel) -> Compiled:
             if n in outputs or any(c not in cpu_set for c in pipeline.consumers[n]):
                 copy_bytes += rows_local * cols[n].bytes_per_row()
         kernels.sort(key=lambda r: r.release_pos)  # stable: plan order within a stage
-        host_ms = 0.0
+        host_ms, batch_mb = 0.0, output_mb(pipeline, rows_local)
         if sc.host_thread:
             mine = [k for k in plan.kernels if k.gpu is None or k.gpu == g]
-            host_ms = H200_HOST.iteration_ms(kernel_launches(mine, pipeline),
-                                             output_mb(pipeline, rows_local),
+            host_ms = H200_HOST.iteration_ms(kernel_launches(mine, pipeline), batch_mb,
                                              sc.strategy.kind is not StrategyKind.IDEAL,
                                              hw.gpu_count)
-        turnaround = H200_HOST.turnaround_ms(output_mb(pipeline, rows_local), sc.host_thread,
-                                             hw.gpu_count)
+        turnaround = H200_HOST.turnaround_ms(batch_mb, sc.host_thread, hw.gpu_count)
         gpus.append(GpuTables(stages, stage_ms, tuple(comm.get(s, 0.0) for s in stages),
                               tuple(pre), tuple(kernels), hw.host_link.transfer_ms(copy_bytes),
                               host_ms, turnaround))
