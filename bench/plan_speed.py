@@ -63,6 +63,11 @@ def main(argv: list[str] | None = None) -> int:
                                   commit="bench").prediction.throughput_samples_per_s
         rows.append({"pipeline": pipe, "gpus": gpus, "rap_s": t_rap, "corun_s": t_ours,
                      "plans_simulated": judge.evaluations, "corun_kernels": len(ours.plan.kernels),
+                     "corun_plan": {"kernels": [{"stage": k.stage, "blocks": k.blocks,
+                                                 "nodes": len(k.nodes)}
+                                                for k in ours.plan.kernels],
+                                    "training_priority_high": ours.plan.training_priority_high,
+                                    "cpu_nodes": len(ours.plan.cpu_nodes)},
                      "rap_kernels": len(rap.plan.kernels),
                      "gpu_sequential_of_ideal": seq / ideal, "rap_of_ideal": full["rap"] / ideal,
                      "corun_of_ideal": full["corun"] / ideal})

@@ -259,18 +259,16 @@ class CoRunModel:
         self.stage_measured: dict[tuple, float] = {}
         """Stage alone ms by stage features, for every stage the training rows timed: a
         profiled model and batch is answered with its measurement. The power law fits
-        all models at once and missed criteo-kaggle b16384's measured top MLP by 18%
-        (1.26 against 1.54 ms forward; the profile's plain steps and the executor's
-        ideal runs agree to 1%: costmodel/data/h200/, execute_plans_run12.json)."""
+        all models at once and had put criteo-kaggle b16384's ideal step 7.7% under
+        its measurement; with the profile's stage times, 0.3% over it
+        (bench/results/repredict_h200_149a692.md, repredict_h200.md)."""
         self.pair_measured: dict[tuple, tuple[float, float, float, float]] = {}
         """(kernel alone, kernel co-run, stage alone, stage co-run) ms by (GPU, kernel
         name, stage features) for every pair the training rows measured; below, kernel
         alone ms by (GPU, kernel name, rows). The simulator asks about a plan's kernels
         by their profile names (costmodel.workload.kernel_key), so a pair that
         `bench/refine_plans.py` profiled is answered with its measurement, not the
-        trees' fit of it: the whole heavy pipeline at 264 blocks delayed heavy-fused
-        b16384's interaction_bwd by 0.75 ms, and the fit put the whole plan at only
-        0.36 ms over ideal."""
+        trees' fit of it."""
         self.kernel_measured: dict[tuple, float] = {}
 
     def fit(self, rows: Sequence[dict]) -> CoRunModel:
