@@ -50,7 +50,8 @@ def run_corun(argv: list[str], log: Path) -> str:
     with log.open("a") as f:
         f.write(f"$ corun {' '.join(argv)}\n{out.getvalue()}{err.getvalue()}\n")
     if rc:
-        raise SystemExit(f"corun {' '.join(argv)} failed ({rc}): see {log}")
+        raise SystemExit(f"corun {' '.join(argv)} failed ({rc}): "
+                         f"{err.getvalue().strip() or f'see {log}'}")
     return out.getvalue()
 
 
