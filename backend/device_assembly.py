@@ -144,7 +144,7 @@ class DeviceAssembler:
     """Batches of one pool set on the GPU: `start(i)` launches the kernel for batch i
     (references i % len(refs)) on the given Numba stream and copies counts and flag to
     host memory; after the stream is synchronised, `batch(labels)` returns the Batch
-    and whether it differed. The Batch's buffers are reused two batches later: the
+    and whether it differed. The Batch's buffers are reused when the pool set is: the
     caller keeps the stream from starting before the trainer has used the last one."""
 
     def __init__(self, omap: OutputMap, pools: dict, refs: list[tuple[torch.Tensor, ...]],

@@ -1,17 +1,20 @@
 """The plan executor: train the DLRM while the plan preprocesses the next batch.
 
 One GPU. Three CUDA streams: training (higher priority when the plan says so),
-preprocessing, and host-to-device copies. During iteration i, batch i+1's staged columns
-(raw inputs, plus any columns the host CPU computed) are copied into one of two pool
-sets, and each fused kernel of the plan is launched on the preprocessing stream behind
-the CUDA event that opens its planned training stage (kernels planned `before` the
-iteration run on the training stream, ahead of stage 0). Right after a lane's last
-kernel is launched, the assembly of its pools into the trainer's Batch is queued behind
-it; the host waits for that Batch once it has launched step i, and the training stream
-waits for it at the start of iteration i+1. Every value of every batch is compared with
-the NumPy reference on the device (on the GPU by the kernel that assembles it; batch 0
-also on the host), and the host reads one flag: a mismatch stops the run, naming the
-feature and row.
+preprocessing, and host-to-device copies. During iteration i, batch i+a's staged columns
+(raw inputs, plus any columns the host CPU computed) are copied into one of a+1 pool
+sets, a being the plan's `batches_ahead`, and each fused kernel of the plan is launched
+on the preprocessing stream behind the CUDA event that opens its planned training stage
+(kernels planned `before` the iteration run on the training stream, ahead of stage 0).
+Right after a lane's last kernel is launched, the assembly of its pools into the
+trainer's Batch is queued behind it. Once the host has launched step i it waits for
+batch i+1's Batch (it needs the id counts to slice it): with a = 1 that batch's kernels
+co-run with step i, so the host launches step i+1 only when they are done; with a = 2
+they co-ran with step i-1, so the host runs up to a step ahead of the GPU. The training
+stream waits for batch i+1 at the start of iteration i+1. Every value of every batch is
+compared with the NumPy reference on the device (on the GPU by the kernel that
+assembles it; batch 0 also on the host), and the host reads one flag: a mismatch stops
+the run, naming the feature and row.
 
 On the CPU the same code runs without streams or events (Numba CPU kernels, the host
 clock), so CI exercises every step but the timing.
@@ -211,11 +214,11 @@ class Executor:
                                                        lane.tables, lane.dense)))
             lane.build(cols, labels, refs, self.device,
                        staged_ahead=not (lane.host_nodes and lane.name == "local"),
-                       check=self.settings.check)
+                       check=self.settings.check, slots=self.plan.batches_ahead + 1)
 
     # ---------------------------------------------------------------- one batch
     def _stage(self, i: int) -> None:
-        """Copy batch i's staged columns into every lane's pool set i % 2."""
+        """Copy batch i's staged columns into every lane's pool set for batch i."""
         for lane in self.lanes:
             bufs = self.feeder.get(i) if self.feeder is not None and lane.name == "local" \
                 else None
@@ -260,10 +263,11 @@ class Executor:
                                           lambda ms: self.host_ms["wait"].append((i, ms)))
             batches.append(batch)
             counts.append(n)
-            self.spans["assemble" + lane.suffix].append((i, start, lane.pool_free[i % 2]))
+            self.spans["assemble" + lane.suffix].append(
+                (i, start, lane.pool_free[i % lane.slots]))
             if self.feeder is not None and lane.name == "local":
                 self.feeder.release(i)
-        self.ready[i % 2] = [lane.pool_free[i % 2] for lane in self.lanes]
+        self.ready[i] = [lane.pool_free[i % lane.slots] for lane in self.lanes]
         if self.world == 1:
             return batches[0]
         return self._local_batch(batches, counts)
@@ -330,6 +334,7 @@ class Executor:
                                         local.staged, local.layout, local.sizes,
                                         [{c.name: m[c.name] for c in self.pipeline.inputs}
                                          for m in mine], total,
+                                        depth=self.plan.batches_ahead + 1,
                                         pin=page_lock if cuda else None)
             return self._run_pipelined(total)
         finally:
@@ -372,57 +377,62 @@ class Executor:
         for lane in self.lanes:
             self.spans.update({"h2d" + lane.suffix: [], "assemble" + lane.suffix: []})
         self.spans.update({k.name: [] for _, _, k in self.kernels})
-        self.ready: list[list] = [[], []]
+        self.ready: dict[int, list] = {}
         self.host_ms: dict[str, list] = {k: [] for k in ("stage", "step", "wait", "finish",
                                                          "check")}
         before = [(lane, i) for lane, i, k in self.kernels if k.stage == BEFORE_ITERATION]
         clock = time.perf_counter
+        ahead = self.plan.batches_ahead
 
         def host(step: str, i: int, t0: float) -> float:
             now = clock()
             self.host_ms[step].append((i, (now - t0) * 1e3))
             return now
 
-        # batch 0: preprocessed before the loop, every kernel on the preprocessing stream
+        # batches 0 .. ahead-1: preprocessed before the loop, every kernel on the
+        # preprocessing stream
         self.say(f"{self.strategy}: compiling and running batch 0 ...")
-        self._stage(0)
-        for lane, index, _ in self.kernels:
-            self._launch(0, lane, index, S.pre)
         self.assembly_waits = (None, None)
-        batch = self._finish(0)
-        checked = self._check(0)
+        batches: dict[int, Batch | LocalBatch] = {}
+        checked = 0
+        for b in range(min(ahead, total)):
+            self._stage(b)
+            for lane, index, _ in self.kernels:
+                self._launch(b, lane, index, S.pre)
+            batches[b] = self._finish(b)
+        checked += self._check(0)
         tops, afters, ends, clocks = [], [], [], []
         report = max(1, total // 10)
         freeze_heap()
         for i in range(total):
-            nxt = i + 1 if i + 1 < total else None
+            far = i + ahead if i + ahead < total else None  # preprocessed during step i
             t0 = clock()
-            if nxt is not None:
-                self._stage(nxt)
+            if far is not None:
+                self._stage(far)
             t0 = host("stage", i, t0)
             with S.use(S.train):
                 tops.append(S.event(S.train))
-                for ready in self.ready[i % 2]:  # batch i assembled
+                for ready in self.ready.pop(i):  # batch i assembled
                     S.wait(S.train, ready)
                 afters.append(S.event(S.train))
                 before_done = None
-                if nxt is not None and before:
+                if far is not None and before:
                     for lane, index in before:
-                        self._launch(nxt, lane, index, S.train)
+                        self._launch(far, lane, index, S.train)
                     before_done = S.event(S.train)
-                # batch nxt reuses batch i - 1's buffers: its assembly waits for step i - 1
+                # batch far reuses batch i - 1's buffers: its assembly waits for step i - 1
                 self.assembly_waits = (before_done, tops[-1])
-                if nxt is not None:
-                    self._assemble(nxt, BEFORE_ITERATION)
-                timer = ReleaseClock(self.device, functools.partial(self._release, nxt),
+                if far is not None:
+                    self._assemble(far, BEFORE_ITERATION)
+                timer = ReleaseClock(self.device, functools.partial(self._release, far),
                                      self.stages)
                 with faults(f"training iteration {i}"):
-                    self.trainer.step(batch, timer)
+                    self.trainer.step(batches.pop(i), timer)
                 ends.append(S.event(S.train))
                 clocks.append(timer)
             t0 = host("step", i, t0)
-            if nxt is not None:
-                batch = self._finish(nxt)
+            if ahead <= i + 1 < total:
+                batches[i + 1] = self._finish(i + 1)
             t0 = host("finish", i, t0)
             checked += self._check(i) if i > 0 else 0
             host("check", i, t0)

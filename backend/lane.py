@@ -1,6 +1,7 @@
 """One lane of the executor: a set of fused kernels over one row range, with what it
-needs per batch — two pool sets (one filling while the other is read), the staged
-input copy, the assembly of its share of the trainer's inputs, and its check.
+needs per batch — a pool set per batch in flight (training reads one while the next
+ones are filled), the staged input copy, the assembly of its share of the trainer's
+inputs, and its check.
 
 A GPU has one lane over its local batch; with the table-owner mapping, the owner of a
 table has a second lane over the global batch for the features it preprocesses itself.
@@ -53,15 +54,17 @@ class Lane:
 
     def build(self, columns: Sequence[Mapping[str, ColumnData]], labels: Sequence[np.ndarray],
               references: Sequence[HostBatch], device: torch.device, staged_ahead: bool,
-              check: bool = True) -> None:
-        """Pools, assemblers and (if `check`) the references on the device; staging
-        buffers for every raw batch when the staged columns are known ahead (no host
-        workers)."""
+              check: bool = True, slots: int = 2) -> None:
+        """`slots` pool sets (batch i uses set i % slots: one per batch preprocessed
+        ahead, plus the one training reads), their assemblers and (if `check`) the
+        references on the device; staging buffers for every raw batch when the staged
+        columns are known ahead (no host workers)."""
         cuda = device.type == "cuda"
+        self.slots = slots
         capacity = {n: max(len(c[n].values) for c in columns) for n in self.staged}
         first = {n: columns[0][n] for n in self.staged}
         programs = [PipelineProgram(self.pipeline, self.groups, first, capacity, self.elsewhere)
-                    for _ in range(2)]
+                    for _ in range(slots)]
         self.layout, self.sizes = programs[0].layout, programs[0].staged_size
         with faults(f"copying the {self.name} lane's pools to the GPU"):
             self.sets = [p.to_device() if cuda else HostPoolSet(p) for p in programs]
@@ -78,9 +81,9 @@ class Lane:
         else:  # the PyTorch Assembler and `differs` (the kernel's reference in the tests)
             self.kernel_assembly = []
             self.assemblers = [Assembler(self.omap, s.views) for s in self.sets]
-            self.flags = [torch.zeros(1, dtype=torch.bool) for _ in range(2)]
+            self.flags = [torch.zeros(1, dtype=torch.bool) for _ in range(slots)]
         rows = self.layout.rows
-        self.labels = [torch.zeros(rows, device=device) for _ in range(2)]
+        self.labels = [torch.zeros(rows, device=device) for _ in range(slots)]
         self.raw_labels = [torch.from_numpy(x).pin_memory() if cuda else torch.from_numpy(x)
                            for x in labels]
         self.staging = []
@@ -95,12 +98,12 @@ class Lane:
         self.opened: dict[int, object] = {}
         self.assembled: dict[int, object] = {}
         self.checked: dict[int, object] = {}
-        self.pool_free: list[object] = [None, None]
+        self.pool_free: list[object] = [None] * slots
 
     def stage(self, S: Streams, i: int, bufs=None):
-        """Copy batch i's staged columns and labels into pool set i % 2; returns the
+        """Copy batch i's staged columns and labels into pool set i % slots; returns the
         copy's (start, end) events."""
-        k, raw = i % 2, i % len(self.raw_labels)
+        k, raw = i % self.slots, i % len(self.raw_labels)
         bufs = bufs if bufs is not None else self.staging[raw]
         with S.use(S.copy):
             S.wait(S.copy, self.pool_free[k])
@@ -121,7 +124,7 @@ class Lane:
             t0 = S.event(stream)
             with faults(f"launching fused kernel {kernel.name!r} ({len(kernel.nodes)} op "
                         "nodes)"):
-                self.sets[i % 2].launch(index, S.numba(stream))
+                self.sets[i % self.slots].launch(index, S.numba(stream))
             return t0, S.event(stream)
 
     def assemble(self, S: Streams, i: int, before_done, consumed) -> None:
@@ -138,7 +141,7 @@ class Lane:
             S.wait(S.pre, consumed)
             self.opened[i] = S.event(S.pre)
             if self.kernel_assembly:
-                self.kernel_assembly[i % 2].start(i, S.numba(S.pre))
+                self.kernel_assembly[i % self.slots].start(i, S.numba(S.pre))
                 self.assembled[i] = S.event(S.pre)
 
     def finish(self, S: Streams, i: int, waited: Callable[[float], None]
@@ -147,7 +150,7 @@ class Lane:
         lives: one kernel on the GPU (`_finish_kernel`), PyTorch on the CPU; the host
         waits for its id counts (`waited(ms)`). Returns the batch, its ids per table and
         the event that opened the assembly."""
-        k = i % 2
+        k = i % self.slots
         start = self.opened.pop(i)
         with S.use(S.pre):
             if self.kernel_assembly:
@@ -172,7 +175,7 @@ class Lane:
         """`finish` on the GPU: the host waits for the assembly kernel and the copy of its
         id counts and flag (the event `assemble` recorded after them, not the stream's
         latest: kernels released since for other lanes need not finish first)."""
-        k = i % 2
+        k = i % self.slots
         done = self.assembled.pop(i)
         h0 = time.perf_counter()
         S.sync(done)
@@ -194,7 +197,7 @@ class Lane:
         done, batch, bad = self.checked.pop(i)
         if bad is None:  # the PyTorch check's flag, copied back after `done`
             S.sync(done)
-            bad = bool(self.flags[i % 2][0])
+            bad = bool(self.flags[i % self.slots][0])
         first_by_host = i == 0 and bool(self.kernel_assembly)
         if not bad and not first_by_host:
             return self.layout.rows

@@ -61,10 +61,11 @@ MATRICES = {
     # (pipeline, batches, strategies: baseline names or plan files under bench/plans/)
     "baselines": [(p, (4096, 8192), BASELINES) for p in ("kaggle", "terabyte", "multihot")]
     + [("kaggle", (4096,), ("gpu-overlap-nocheck",))],
+    # "+ahead2": the plan run two batches ahead (Plan.batches_ahead)
     "plans": [("heavy", (4096,), ("ideal", "gpu-sequential", "gpu-overlap", "rap", "corun"))]
-    + [(p, (4096, 8192, 16384), ("ideal", "gpu-sequential", "rap", "corun"))
+    + [(p, (4096, 8192, 16384), ("ideal", "gpu-sequential", "rap", "corun", "corun+ahead2"))
        for p in ("kaggle", "terabyte")]
-    + [(p, (4096, 8192), ("ideal", "gpu-sequential", "rap", "corun"))
+    + [(p, (4096, 8192), ("ideal", "gpu-sequential", "rap", "corun", "corun+ahead2"))
        for p in ("wide-2x", "wide-4x")],
     # each batch's assembly enqueued after its last kernel (the default) against after
     # the step's launches ("+late", runs 1-10), where the host waited for it
@@ -80,7 +81,7 @@ MATRICES = {
     # (model heavy-fused, plans under bench/plans/heavy-fused-b<batch>/): issue 6's heavy
     # case
     "heavy": [("heavy", (8192, 16384, 32768), ("ideal", "gpu-sequential", "gpu-overlap",
-                                                "rap", "corun"))],
+                                                "rap", "corun", "corun+ahead2"))],
     # the same, the whole pipeline in one kernel released at one training stage
     # ("at:<stage>", the training stream above it): which stage absorbs it
     "heavy-stages": [("heavy", (8192, 16384), ("ideal", "gpu-sequential", *(
@@ -128,14 +129,17 @@ def run_case(pipe_name: str, batch: int, label: str, args, trainers: dict, hw) -
     if args.dry_run:
         model, pipeline = shrink_tables(model, pipeline, 2000)
     check = args.check
-    base = label.removesuffix("+late")  # "+late": the assembly after the step's launches
+    base, *suffixes = label.split("+")  # "+late": the assembly after the step's launches;
+    # "+ahead2": two batches ahead
     if base == "gpu-overlap-nocheck":  # what the per-batch check costs the host
         base, check = "gpu-overlap", False
     folder = pipe_name if args.matrix not in MATRIX_MODEL else model_name
     plan, strategy = case_plan(base, pipeline, model, f"{folder}-b{batch}", hw)
+    if "ahead2" in suffixes:
+        plan = replace(plan, batches_ahead=2)
     workers = host_workers_per_gpu(strategy, hw)
     settings = RunSettings(args.iterations, args.warmup, args.distinct_batches, check,
-                           0, None, workers, early_assembly=not label.endswith("+late"))
+                           0, None, workers, early_assembly="late" not in suffixes)
     device = "cpu" if args.dry_run else f"cuda:{int(os.environ.get('LOCAL_RANK', '0'))}"
     if hw.gpu_count > 1:  # each plan shards (and owner-maps) its own way: build per case
         trainers.clear()

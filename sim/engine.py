@@ -10,6 +10,7 @@ each once its releasing stage has started.
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass
 
 import numpy as np
@@ -52,34 +53,53 @@ class _Barrier:
 
 
 class _PreStream:
-    """The preprocessing stream of one GPU for one iteration's kernels."""
+    """The preprocessing stream of one GPU: each iteration's released kernels queue up
+    in plan order and run one at a time, each once its releasing stage (of the iteration
+    that released it) has started. Kernels left at an iteration's end run on into the
+    next one, unless the trainer waits for them."""
 
-    def __init__(self, gpu: int, tables: GpuTables, it: int, noise: np.ndarray,
-                 spans: list[Span], kernel_ms: list[float]) -> None:
-        self.gpu, self.it, self.spans, self.kernel_ms = gpu, it, spans, kernel_ms
+    def __init__(self, gpu: int, tables: GpuTables, spans: list[Span],
+                 kernel_ms: list[list[float]]) -> None:
+        self.gpu, self.spans, self.kernel_ms = gpu, spans, kernel_ms
         self.kernels = [k for k in tables.kernels if k.release_pos >= 0]
         self.index = [i for i, k in enumerate(tables.kernels) if k.release_pos >= 0]
-        self.noise = noise
-        self.next = 0
+        self.queue: deque[tuple[int, int, float]] = deque()  # (iteration, kernel, noise)
+        self.it = 0  # the training iteration now running
+        self.active = -1  # position in self.kernels of the running kernel, or -1
+        self.active_it = 0
         self.remaining = 0.0  # standalone ms left of the active kernel
-        self.active = -1
         self.started = 0.0
-        self.last_end = 0.0  # when the latest kernel ended
+        self.done_ms: dict[int, float] = {}
+        """Iteration -> when the last kernel it released ended."""
+
+    def release(self, it: int, noise: np.ndarray) -> None:
+        """Queue iteration it's kernels (each starts once its stage of `it` has)."""
+        self.it = it
+        self.queue.extend((it, j, float(noise[j])) for j in range(len(self.kernels)))
 
     def start_ready(self, now: float, pos: int) -> None:
-        if self.active < 0 and self.next < len(self.kernels) and \
-                self.kernels[self.next].release_pos <= pos:
-            self.active = self.next
-            self.next += 1
-            self.remaining = self.kernels[self.active].alone_ms * self.noise[self.active]
+        if self.active >= 0 or not self.queue:
+            return
+        it, j, noise = self.queue[0]
+        if it < self.it or self.kernels[j].release_pos <= pos:
+            self.queue.popleft()
+            self.active, self.active_it = j, it
+            self.remaining = self.kernels[j].alone_ms * noise
             self.started = now
 
     def finish(self, now: float) -> None:
-        k = self.kernels[self.active]
-        self.spans.append(Span(self.gpu, PREPROCESS, k.name, self.it, self.started, now))
-        self.kernel_ms[self.index[self.active]] = now - self.started
-        self.last_end = now
+        j, it = self.active, self.active_it
+        self.spans.append(Span(self.gpu, PREPROCESS, self.kernels[j].name, it,
+                               self.started, now))
+        self.kernel_ms[it][self.index[j]] = now - self.started
+        if not any(q[0] == it for q in self.queue):
+            self.done_ms[it] = now
         self.active = -1
+
+    def pending(self, upto_it: int) -> bool:
+        """Whether a kernel released in iteration `upto_it` or before has not ended."""
+        return (self.active >= 0 and self.active_it <= upto_it) or \
+            any(q[0] <= upto_it for q in self.queue)
 
     def advance_alone(self, t0: float, t1: float, pos: int) -> None:
         """Run kernels alone from t0 to t1 (during a barrier, a collective or a stall)."""
@@ -92,15 +112,15 @@ class _PreStream:
         if self.active >= 0:
             self.remaining -= t1 - now
 
-    def drain(self, now: float, pos: int) -> None:
-        """Run every kernel left to its end, alone, from `now` (`last_end` then says when
-        the last one ended)."""
+    def drain(self, now: float, upto_it: int) -> float:
+        """Run, alone from `now`, the kernels up to the last one iteration `upto_it`
+        released; returns when it ended (`now` if none was left)."""
         t = now
-        self.start_ready(t, pos)
-        while self.active >= 0:
+        while self.pending(upto_it):
+            self.start_ready(t, len(self.kernels[0].effects))
             t += self.remaining
             self.finish(t)
-            self.start_ready(t, pos)
+        return t
 
 
 def run(compiled: Compiled) -> RunLog:
@@ -174,6 +194,8 @@ def run(compiled: Compiled) -> RunLog:
         before = [k for k in tables.kernels if k.release_pos < 0]
         stage_ms, comm_ms, pre_ms = tables.stage_ms, tables.comm_ms, tables.pre_barrier_ms
         names = [s.value for s in tables.stages]
+        pre = _PreStream(g, tables, spans, log.kernel_ms[g])
+        ahead = compiled.plan.batches_ahead
         for it in range(iters):
             start = env.now
             log.iteration_start_ms[g][it] = start
@@ -188,8 +210,9 @@ def run(compiled: Compiled) -> RunLog:
                     spans.append(Span(g, WAIT, "wait for host launches", it, t_host,
                                       env.now))
             stall = env.now - start
+            pre.advance_alone(start, env.now, -1)  # kernels left from earlier iterations
             knoise = kernel_noise[g, it]
-            pre = _PreStream(g, tables, it, knoise[len(before):], spans, log.kernel_ms[g][it])
+            pre.release(it, knoise[len(before):])
             for i, k in enumerate(before):  # on the training stream, before stage 0
                 t0 = env.now
                 yield env.timeout(k.alone_ms * knoise[i])
@@ -231,11 +254,17 @@ def run(compiled: Compiled) -> RunLog:
                 spans.append(Span(g, TRAINING, names[pos], it, t0, env.now))
                 log.stage_ms[g][it][pos] = env.now - t0
                 busy += env.now - t0
-            pre.drain(env.now, n_stages)
-            # the next step starts once the next batch's last kernel, its assembly and
-            # the host's turn-around are done (hidden when that kernel ended early)
-            drain = max(0.0, pre.last_end + tables.turnaround_ms - env.now) \
-                if pre.kernels else 0.0
+            # the next step trains on the batch iteration it + 1 - ahead preprocessed: it
+            # starts once that batch's last kernel, its assembly and the host's
+            # turn-around are done (hidden when that kernel ended early); later kernels
+            # run on into the next iteration (all of them after the last)
+            need = it + 1 - ahead
+            drain = 0.0
+            if pre.kernels and need >= 0:
+                end = pre.drain(env.now, need)
+                drain = max(0.0, pre.done_ms.get(need, end) + tables.turnaround_ms - env.now)
+            if it + 1 == iters:
+                pre.drain(env.now + drain, it)  # for the log only: no step trains on them
             if drain > 0:  # the next batch is not ready yet: the trainer waits
                 spans.append(Span(g, WAIT, "wait for preprocessing", it, env.now,
                                   env.now + drain))

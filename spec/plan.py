@@ -69,9 +69,16 @@ class Plan:
     """Training stream at higher priority than the preprocessing stream."""
     table_owner: dict[str, int] = field(default_factory=dict)
     """Table -> owning GPU; empty means the default balancer decides."""
+    batches_ahead: int = 1
+    """How far ahead of training the GPUs preprocess: 1, the next batch (its kernels
+    co-run with the step before it, and the host launches a step once the last one's
+    kernels and assembly are done); 2, the batch after it (the host launches a step
+    without waiting for the preprocessing co-running with the step before; one more
+    pool set of memory)."""
 
     def __post_init__(self) -> None:
         require_int_range("gpu_count", self.gpu_count, 1, 4096)
+        require_int_range("batches_ahead", self.batches_ahead, 1, 2)
         names = [k.name for k in self.kernels]
         dup = sorted({n for n in names if names.count(n) > 1})
         require(not dup, "kernels", dup, "unique kernel names")

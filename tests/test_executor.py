@@ -159,6 +159,44 @@ def test_mixed_plan_file(workload, tmp_path, monkeypatch):
         assert at < calls.index(("finish", i))
 
 
+def test_two_batches_ahead(workload, tmp_path, monkeypatch):
+    """With `batches_ahead` 2 the kernels co-running with step i preprocess batch i + 2
+    (three pool sets), and the host launches step i + 1 before it waits for them: it
+    waits, after launching step i, for batch i + 1 only. Every row is still checked."""
+    from backend.lane import Lane
+    from backend.streams import ReleaseClock
+
+    _, _, pipe = workload
+    calls = []
+    for name, cls in (("mark", ReleaseClock), ("launch", Lane), ("finish", Lane)):
+        real = getattr(cls, name)
+
+        def wrapped(self, *args, _real=real, _name=name):
+            calls.append((_name, args[1] if _name != "mark" else args[0]))
+            return _real(self, *args)
+        monkeypatch.setattr(cls, name, wrapped)
+    plan = replace(mixed_plan(pipe), batches_ahead=2)
+    save(plan, tmp_path / "ahead.json")
+    out = tmp_path / "m.json"
+    assert main(["execute", str(tmp_path / "ahead.json"), "--model",
+                 str(workload[0] / "model.json"), "--pipeline",
+                 str(workload[0] / "pipeline.json"), "--device", "cpu", "--iterations", "4",
+                 "--warmup", "0", "--distinct-batches", "3", "--quiet",
+                 "-o", str(out)]) == 0
+    m = load(Measurement, out)
+    assert m.checked_rows == ROWS * 4 and m.plan.batches_ahead == 2
+    steps = [at for at, c in enumerate(calls) if c == ("mark", None)]  # each step's start
+    assert len(steps) == 4
+    launched = [i for kind, i in calls if kind == "launch"]
+    assert sorted(set(launched)) == [0, 1, 2, 3] and launched.count(2) == 2
+    for b in (2, 3):  # launched with step b - 2 ("early" just before it, "late" at one of
+        # its stages), finished after step b - 1 is launched
+        at = [k for k, c in enumerate(calls) if c == ("launch", b)]
+        assert at[0] == steps[b - 2] - 1 and steps[b - 2] < at[1] < steps[b - 1]
+        assert calls.index(("finish", b)) > steps[b - 1]
+    assert calls.index(("finish", 1)) < steps[0]  # batches 0 and 1 before the loop
+
+
 def test_a_stage_is_released_once_the_host_has_enqueued_it():
     """Each stage's kernels go out at the mark that closes the stage (its own work is
     queued first, so the training stream's priority takes the SMs first), behind the
