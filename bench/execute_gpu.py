@@ -87,6 +87,11 @@ MATRICES = {
     "heavy-stages": [("heavy", (8192, 16384), ("ideal", "gpu-sequential", *(
         f"at:{s}" for s in ("emb_fwd", "top_mlp_fwd", "top_mlp_bwd", "interaction_bwd",
                             "bottom_mlp_bwd", "emb_bwd"))))],
+    # heavy preprocessing (heavy-20: the heavy pipeline keeping 20 ids per list) beside
+    # a model whose step is mostly dense maths (heavy-mlp), the one kernel at each stage
+    "heavy-mlp": [("heavy-20", (16384, 32768), ("ideal", "gpu-sequential", "gpu-overlap", *(
+        f"at:{s}" for s in ("top_mlp_fwd", "top_mlp_bwd", "interaction_bwd",
+                            "bottom_mlp_bwd", "emb_bwd"))))],
     # under torchrun on 4 GPUs (issue 8)
     "multigpu": [(p, (4096, 8192), ("ideal", "gpu-sequential", "rap", "corun", "corun-owner"))
                  for p in ("kaggle", "terabyte")],

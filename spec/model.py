@@ -181,6 +181,16 @@ def _heavy_fused() -> Model:
     return replace(_heavy(), name="heavy-fused", embedding_update=EmbeddingUpdate.FUSED_SGD)
 
 
+def _heavy_mlp() -> Model:
+    """A model for `heavy-20` whose step is mostly dense maths: 26 tables of 100k rows x
+    dim 32, 20 ids per sample per table, fused embedding update, a wide top MLP in bf16
+    (issue 6's heavy case: preprocessing beside stages that leave memory idle)."""
+    tables = tuple(Table(f"cat_{k}", HEAVY_TABLE_ROWS, 32, 20.0) for k in range(26))
+    return Model(name="heavy-mlp", dense_features=13, tables=tables, bottom_mlp=(256, 32),
+                 top_mlp=(2048, 2048, 1024, 1), precision=Precision.BF16,
+                 embedding_update=EmbeddingUpdate.FUSED_SGD)
+
+
 MODEL_PRESETS: dict[str, Model] = {
     "criteo-kaggle": _criteo("criteo-kaggle", KAGGLE_ROWS, (1024, 1024, 512, 1)),
     "criteo-terabyte": _criteo("criteo-terabyte", TERABYTE_ROWS, (1024, 1024, 512, 256, 1)),
@@ -189,6 +199,7 @@ MODEL_PRESETS: dict[str, Model] = {
     "mlperf-dcnv2": _mlperf(),
     "heavy": _heavy(),
     "heavy-fused": _heavy_fused(),
+    "heavy-mlp": _heavy_mlp(),
 }
 
 
