@@ -65,6 +65,7 @@ MATRICES = {
     "plans": [("heavy", (4096,), ("ideal", "gpu-sequential", "gpu-overlap", "rap", "corun"))]
     + [(p, (4096, 8192, 16384), ("ideal", "gpu-sequential", "rap", "corun", "corun+ahead2"))
        for p in ("kaggle", "terabyte")]
+    + [("terabyte", (4096,), ("corun+w15", "corun+w12", "corun+w8"))]
     + [(p, (4096, 8192), ("ideal", "gpu-sequential", "rap", "corun", "corun+ahead2"))
        for p in ("wide-2x", "wide-4x")],
     # each batch's assembly enqueued after its last kernel (the default) against after
@@ -135,7 +136,7 @@ def run_case(pipe_name: str, batch: int, label: str, args, trainers: dict, hw) -
         model, pipeline = shrink_tables(model, pipeline, 2000)
     check = args.check
     base, *suffixes = label.split("+")  # "+late": the assembly after the step's launches;
-    # "+ahead2": two batches ahead
+    # "+ahead2": two batches ahead; "+w<N>": N host worker processes
     if base == "gpu-overlap-nocheck":  # what the per-batch check costs the host
         base, check = "gpu-overlap", False
     folder = pipe_name if args.matrix not in MATRIX_MODEL else model_name
@@ -143,6 +144,9 @@ def run_case(pipe_name: str, batch: int, label: str, args, trainers: dict, hw) -
     if "ahead2" in suffixes:
         plan = replace(plan, batches_ahead=2)
     workers = host_workers_per_gpu(strategy, hw)
+    for x in suffixes:
+        if x.startswith("w") and x[1:].isdigit():
+            workers = int(x[1:])
     settings = RunSettings(args.iterations, args.warmup, args.distinct_batches, check,
                            0, None, workers, early_assembly="late" not in suffixes)
     device = "cpu" if args.dry_run else f"cuda:{int(os.environ.get('LOCAL_RANK', '0'))}"
