@@ -9,6 +9,7 @@ On the H200:  python bench/execute_gpu.py --matrix baselines --out $OUT
               python bench/execute_gpu.py --matrix bound --out $OUT
               python bench/execute_gpu.py --matrix heavy --out $OUT
               python bench/execute_gpu.py --matrix heavy-stages --out $OUT
+              python bench/execute_gpu.py --matrix heavy-mlp --out $OUT
 On 4 H200s:   NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 \
               torchrun --standalone --nproc-per-node 4 bench/execute_gpu.py \
               --matrix multigpu --out $OUT

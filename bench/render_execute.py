@@ -91,6 +91,20 @@ RUNS = [  # (file, what the run was, the commit it ran, the command on the H200)
      "timeout 190 python bench/execute_gpu.py --matrix plans --only "
      "kaggle,terabyte,wide-2x,wide-4x --batches 4096,8192 --strategies ideal,corun "
      "--budget-s 165 --out $OUT"),
+    ("execute_plans_run17.json", "corun's plans run one batch ahead (as before) and two "
+     "(+ahead2: the host launches a step without waiting for the kernels co-running with "
+     "the step before)", "9394a71",
+     "python bench/execute_gpu.py --matrix plans --only kaggle,wide-2x --batches "
+     "4096,16384 --strategies ideal,corun,corun+ahead2 --budget-s 200 --out $OUT"),
+    ("execute_plans_run18.json", "the same for terabyte b4096 (after heavy run 9)",
+     "c92bdb6",
+     "python bench/execute_gpu.py --matrix plans --only terabyte --batches 4096 "
+     "--strategies ideal,corun,corun+ahead2 --budget-s 150 --out $OUT"),
+    ("execute_plans_run19.json", "terabyte b4096's all-CPU plan with 16 (the default), "
+     "15, 12 and 8 host workers", "4253c15",
+     "python bench/execute_gpu.py --matrix plans --only terabyte --batches 4096 "
+     "--strategies ideal,corun,corun+w15,corun+w12,corun+w8 --iterations 150 "
+     "--budget-s 330 --out $OUT"),
 ]
 SPLIT = {"execute_baselines_run3.json": {"multihot"},
          "execute_baselines_run4.json": {"multihot"},

@@ -67,7 +67,8 @@ def random_plan(p: spec.Pipeline, gpus: int, rng: np.random.Generator) -> spec.P
             fused.append(
                 spec.FusedKernel(f"k{i}", nodes, stages[pos], blocks=int(rng.integers(1, 2000)))
             )
-    return spec.Plan(p.name, "small", gpus, tuple(fused))
+    return spec.Plan(p.name, "small", gpus, tuple(fused),
+                     batches_ahead=int(rng.integers(1, 3)))
 
 
 @pytest.mark.parametrize("seed", range(12))
@@ -193,6 +194,29 @@ def test_overlap_and_plan_between_sequential_and_ideal(h200, kaggle, kaggle_mode
     plan = spec.one_kernel_plan(kaggle, kaggle_model.name, 1, "top_mlp_fwd")
     planned = tput(Strategy(StrategyKind.PLAN, plan=plan))
     assert seq < planned <= ideal
+
+
+def test_two_batches_ahead_lets_a_late_kernel_run_on(h200, kaggle, kaggle_model):
+    """A kernel released at the last stage outlasts it. One batch ahead, the next step
+    waits for it; two ahead, it runs on beside the next step's stages, which train on a
+    batch finished an iteration earlier (what stall is left waits for the inputs' copy)."""
+    plan = spec.one_kernel_plan(kaggle, kaggle_model.name, 1, "optimizer")
+
+    def run(ahead):
+        sc = Scenario(h200, kaggle_model, kaggle,
+                      Strategy(StrategyKind.PLAN, plan=replace(plan, batches_ahead=ahead)),
+                      host_thread=False, iterations=6, warmup=2)
+        return simulate(sc, AnalyticCostModel(), commit="t")
+
+    one, two = run(1), run(2)
+    assert two.prediction.stall_ms_per_iteration < one.prediction.stall_ms_per_iteration
+    assert two.prediction.iteration_time_ms < one.prediction.iteration_time_ms
+    ends = {s.iteration: s.end_ms for s in two.log.spans if s.name == "optimizer"}
+    spill = [s for s in two.log.spans if s.lane == PREPROCESS and s.iteration + 1 in ends
+             and s.end_ms > ends[s.iteration]]
+    assert spill  # kernels of iteration i end during iteration i + 1
+    ran = sorted(s.iteration for s in two.log.spans if s.lane == PREPROCESS)
+    assert ran == list(range(8))  # once per iteration, the last one's drained for the log
 
 
 def test_deterministic_for_a_seed(kaggle, kaggle_model):
