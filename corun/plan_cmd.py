@@ -40,7 +40,12 @@ def run(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
     from corun.format import table
-    from corun.simulate_cmd import comparison_table, strategies_for, write_outputs
+    from corun.simulate_cmd import (
+        comparison_table,
+        print_caveats,
+        strategies_for,
+        write_outputs,
+    )
     from corun.workload import resolve_hardware, resolve_model, resolve_pipeline
     from planner import LocalSearch, RapProposer, SimJudge
     from sim import EmbeddingComm, Scenario, Strategy, StrategyKind, simulate, steady_state
@@ -89,6 +94,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"{model.name} / {pipeline.name} on {hw.gpu_count} x {hw.gpu.name}, batch "
           f"{model.batch_per_gpu} per GPU, cost model {results[0].compiled.cost_model}")
     print(comparison_table(preds))
+    print_caveats(preds)
     kt = {k.kernel: k for k in preds[-1].kernels}
     rows = [[k.name, k.stage, len(k.nodes), k.blocks, k.threads_per_block,
              f"{kt[k.name].standalone_ms:.3f}" if k.name in kt else "-"]

@@ -19,6 +19,7 @@ from sim import (
     simulate,
     steady_state,
 )
+from sim.scenario import CAUTION
 from spec import Hardware, Plan, Prediction, SpecError
 from spec.serde import dumps, load, save, write_atomic
 
@@ -82,6 +83,16 @@ def comparison_table(preds: list[Prediction]) -> str:
                   "min GPU busy"], rows)
 
 
+def caveats(preds: list[Prediction]) -> list[str]:
+    """The distinct cautionary notes of the predictions, in order."""
+    return list(dict.fromkeys(n for p in preds for n in p.notes if n.startswith(CAUTION)))
+
+
+def print_caveats(preds: list[Prediction]) -> None:
+    for line in caveats(preds):
+        print(line)
+
+
 def run(args: argparse.Namespace) -> int:
     hw = resolve_hardware(args.hardware, args.gpus, args.interconnect, args.host_cores)
     model = resolve_model(args.model, args.batch)
@@ -111,6 +122,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"{model.name} / {pipeline.name} on {hw.gpu_count} x {hw.gpu.name}, batch "
               f"{model.batch_per_gpu} per GPU, cost model {results[0].compiled.cost_model}")
         print(comparison_table(preds))
+        print_caveats(preds)
     return 0
 
 
@@ -126,5 +138,6 @@ def write_outputs(out: Path, results: list[SimResult]) -> None:
             f"{p0.hardware}\n\nBatch {p0.batch_per_gpu} per GPU; cost model "
             f"{p0.provenance.cost_model}; commit {p0.provenance.git_commit}; "
             f"{p0.iterations} simulated iterations.\n\n```\n{comparison_table(preds)}\n```\n\n"
+            + "".join(f"{c}\n\n" for c in caveats(preds)) +
             "Open a `trace-*.json` in https://ui.perfetto.dev or chrome://tracing.\n")
     write_atomic(out / "summary.md", text)

@@ -31,7 +31,7 @@ import numpy as np
 
 from costmodel.profile_data import data_hash, profile_files, read_profile
 from costmodel.types import CoRunEffect, CostModel, KernelWork, StageWork
-from spec import GpuKind, Hardware, OpKind, SpecError, hardware_preset
+from spec import GpuKind, Hardware, Model, OpKind, SpecError, hardware_preset
 
 TARGETS = ("kernel_alone", "kernel_corun", "stage_slowdown", "stage_alone")
 STAGES = ("emb_fwd", "bottom_mlp_fwd", "interaction_fwd", "top_mlp_fwd", "top_mlp_bwd",
@@ -529,10 +529,13 @@ class LearnedCostModel(CostModel):
     become the rates the simulator applies while kernel and stage overlap
     (CoRunEffect.from_whole_run)."""
 
-    def __init__(self, model: CoRunModel, meta: dict, fitted_on: str | None = None) -> None:
+    def __init__(self, model: CoRunModel, meta: dict, fitted_on: str | None = None,
+                 profiled: dict[tuple[str, str], set[int]] | None = None) -> None:
+        """`profiled`: (GPU, model) -> the batches its profile timed (for `caveat`)."""
         from costmodel.analytic import AnalyticCostModel
 
         self.model, self.meta = model, meta
+        self.profiled = profiled or {}
         self.fallback = AnalyticCostModel()
         self._memo: dict[tuple, object] = {}
         """Answers by argument: the planner asks about the same kernels and stages for
@@ -581,6 +584,37 @@ class LearnedCostModel(CostModel):
     def cpu_batch_ms(self, kernel: KernelWork) -> float:
         return self.fallback.cpu_batch_ms(kernel)
 
+    def caveat(self, model: Model, stages: Sequence[StageWork], hw: Hardware) -> str | None:
+        """Says which stages no profile timed on this GPU: at a batch the model was not
+        profiled at the fit interpolates; for a model never profiled it extrapolates,
+        and has been far off (heavy-mlp: its stages 72-113% slow,
+        bench/results/heavy_mlp_h200.md)."""
+        rows = [{"gpu": hw.gpu.name, "stage": w.stage.value, **stage_row(w)} for w in stages]
+        new = [w for w, x in zip(stages, stage_only(rows))
+               if _stage_key(x) not in self.model.stage_measured]
+        if not new:
+            return None
+        err = self.meta.get("heldout", {}).get("learned", {}).get("stage_alone", {})
+        held = f"held-out error {err['mape_pct']:.0f}% on model-batch pairs not fitted" \
+            if err else "no held-out error on record"
+        batches = sorted(self.profiled.get((hw.gpu.name, model.name), ()))
+        if batches:
+            return (f"{model.name} was profiled on {hw.gpu.name} at batch "
+                    f"{', '.join(map(str, batches))}, not {model.batch_per_gpu}: {len(new)} "
+                    f"of {len(stages)} training stages' times are interpolated ({held})")
+        return (f"{model.name} was never profiled on {hw.gpu.name}: its training stages' "
+                f"times are extrapolated ({held}; 72-113% on heavy-mlp, a model never "
+                "profiled, bench/results/heavy_mlp_h200.md); `corun profile` then `corun "
+                "fit` measure them")
+
+
+def profiled_batches(folder: Path) -> dict[tuple[str, str], set[int]]:
+    """(GPU kind name, model name) -> the batches the profiles under `folder` timed."""
+    out: dict[tuple[str, str], set[int]] = {}
+    for r in read_profile(folder):
+        out.setdefault((gpu_of(r["gpu"]).name, r["model"]), set()).add(int(r["batch"]))
+    return out
+
 
 def cost_model_for(hw: Hardware) -> CostModel:
     """The learned model fitted for this GPU kind (costmodel/data/<preset>/model.pkl);
@@ -612,7 +646,8 @@ def _learned(path: Path, fitted_on: str | None) -> LearnedCostModel:
                                        for f in files),
            tuple(sorted(library_versions().items())))
     if key not in _LOADED:
-        _LOADED[key] = LearnedCostModel(*_load_or_refit(path), fitted_on)
+        _LOADED[key] = LearnedCostModel(*_load_or_refit(path), fitted_on,
+                                        profiled_batches(path.parent))
     return _LOADED[key]
 
 

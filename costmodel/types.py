@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import abc
 import enum
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from spec import Hardware, OpKind, Precision, Stage
+from spec import Hardware, Model, OpKind, Precision, Stage
 
 
 class Comm(enum.Enum):
@@ -141,3 +142,8 @@ class CostModel(abc.ABC):
     @abc.abstractmethod
     def cpu_batch_ms(self, kernel: KernelWork) -> float:
         """One host core's time to run the kernel's nodes over its rows."""
+
+    def caveat(self, model: Model, stages: Sequence[StageWork], hw: Hardware) -> str | None:
+        """A line for the user when the model's training stages were timed less closely
+        than usual (None: nothing to add)."""
+        return None

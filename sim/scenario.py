@@ -27,6 +27,9 @@ class EmbeddingComm(enum.Enum):
     """One-sided puts issued during the lookup (SC'24 PGAS paper's mechanism)."""
 
 
+CAUTION = "caution: "
+"""Starts a prediction note the command line shows under its table (Prediction.notes)."""
+
 @dataclass(frozen=True)
 class Scenario:
     hardware: Hardware
@@ -224,4 +227,7 @@ def compile_scenario(sc: Scenario, cm: CostModel) -> Compiled:
         notes.append("more CPU workers than host cores")
     if sc.host_thread:
         notes.append(f"host thread {gpus[0].host_ms:.2f} ms per iteration ({H200_HOST.source})")
+    caveat = cm.caveat(model, [w for w in works[0].values() if w.comm is Comm.NONE], hw)
+    if caveat:
+        notes.append(CAUTION + caveat)
     return Compiled(sc, plan, sharding, gpus, cpu_ms, cm.name, notes)

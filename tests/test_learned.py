@@ -184,3 +184,29 @@ def test_a_profiled_stage_is_answered_with_its_measurement(profile_csv):
                    stage_flops=str(6 * float(r["stage_bytes"]))) for r in seen[:9]]
     power_law = model.estimators["stage_alone"].predict(learned.stage_only(unseen))
     assert model.predict_stage_ms(unseen) == pytest.approx(power_law)
+
+
+def test_caveat_names_what_the_profile_never_timed(capsys):
+    """The committed H200 model answers a profiled model and batch from its measurements
+    and says nothing; at an unprofiled batch it says it interpolates, for a model never
+    profiled that it extrapolates, and the command line shows the line."""
+    from dataclasses import replace
+
+    from costmodel import shard_tables, stage_work
+    from spec import hardware_preset, model_preset
+
+    hw = hardware_preset("h200", 1)
+    cm = learned.cost_model_for(hw)
+
+    def caveat(name, batch):
+        m = replace(model_preset(name), batch_per_gpu=batch)
+        return cm.caveat(m, list(stage_work(m, hw, shard_tables(m, hw), 0).values()), hw)
+
+    assert caveat("criteo-kaggle", 8192) is None
+    said = caveat("criteo-kaggle", 4096)
+    assert "profiled on H200 at batch 2048, 8192, 16384, not 4096" in said
+    assert "9 of 9 training stages" in said and "interpolated" in said
+    assert "never profiled on H200" in caveat("heavy-mlp", 16384)
+    assert main(["simulate", "--model", "heavy-mlp", "--pipeline", "heavy-20", "--batch",
+                 "16384", "--strategy", "ideal", "--iterations", "4", "--quiet"]) == 0
+    assert "caution: heavy-mlp was never profiled on H200" in capsys.readouterr().out
