@@ -210,9 +210,9 @@ def run(compiled: Compiled) -> RunLog:
                     spans.append(Span(g, WAIT, "wait for host launches", it, t_host,
                                       env.now))
             stall = env.now - start
-            pre.advance_alone(start, env.now, -1)  # kernels left from earlier iterations
             knoise = kernel_noise[g, it]
             pre.release(it, knoise[len(before):])
+            pre.advance_alone(start, env.now, -1)  # kernels left from earlier iterations
             for i, k in enumerate(before):  # on the training stream, before stage 0
                 t0 = env.now
                 yield env.timeout(k.alone_ms * knoise[i])
