@@ -62,12 +62,10 @@ MATRICES = {
     # (pipeline, batches, strategies: baseline names or plan files under bench/plans/)
     "baselines": [(p, (4096, 8192), BASELINES) for p in ("kaggle", "terabyte", "multihot")]
     + [("kaggle", (4096,), ("gpu-overlap-nocheck",))],
-    # "+ahead2": the plan run two batches ahead (Plan.batches_ahead)
     "plans": [("heavy", (4096,), ("ideal", "gpu-sequential", "gpu-overlap", "rap", "corun"))]
-    + [(p, (4096, 8192, 16384), ("ideal", "gpu-sequential", "rap", "corun", "corun+ahead2"))
+    + [(p, (4096, 8192, 16384), ("ideal", "gpu-sequential", "rap", "corun"))
        for p in ("kaggle", "terabyte")]
-    + [("terabyte", (4096,), ("corun+w15", "corun+w12", "corun+w8"))]
-    + [(p, (4096, 8192), ("ideal", "gpu-sequential", "rap", "corun", "corun+ahead2"))
+    + [(p, (4096, 8192), ("ideal", "gpu-sequential", "rap", "corun"))
        for p in ("wide-2x", "wide-4x")],
     # each batch's assembly enqueued after its last kernel (the default) against after
     # the step's launches ("+late", runs 1-10), where the host waited for it
@@ -83,7 +81,7 @@ MATRICES = {
     # (model heavy-fused, plans under bench/plans/heavy-fused-b<batch>/): issue 6's heavy
     # case
     "heavy": [("heavy", (8192, 16384, 32768), ("ideal", "gpu-sequential", "gpu-overlap",
-                                                "rap", "corun", "corun+ahead2"))],
+                                                "rap", "corun"))],
     # the same, the whole pipeline in one kernel released at one training stage
     # ("at:<stage>", the training stream above it): which stage absorbs it
     "heavy-stages": [("heavy", (8192, 16384), ("ideal", "gpu-sequential", *(
@@ -208,7 +206,12 @@ def main(argv: list[str] | None = None) -> int:
         for b in batches:
             if keep_b and b not in keep_b:
                 continue
-            for label in labels:
+            # --strategies may add variants of a matrix's labels: "<label>+ahead2" (the
+            # plan two batches ahead, Plan.batches_ahead), "<label>+w<N>" (N host
+            # workers), "<label>+late" (the assembly after the step's launches)
+            variants = [x for x in (keep_s or ()) if x not in labels
+                        and x.split("+")[0] in labels and "+" in x]
+            for label in [*labels, *sorted(variants, key=args.strategies.split(",").index)]:
                 if keep_s and label not in keep_s:
                     continue
                 case = {"pipeline": pipe_name, "batch": b, "strategy": label}
