@@ -105,6 +105,10 @@ RUNS = [  # (file, what the run was, the commit it ran, the command on the H200)
      "python bench/execute_gpu.py --matrix plans --only terabyte --batches 4096 "
      "--strategies ideal,corun,corun+w15,corun+w12,corun+w8 --iterations 150 "
      "--budget-s 330 --out $OUT"),
+    ("execute_plans_run20.json", "terabyte b4096's all-CPU plan with 15 and 16 host "
+     "workers again", "2c13f71",
+     "timeout 175 python bench/execute_gpu.py --matrix plans --only terabyte --batches "
+     "4096 --strategies ideal,corun+w15,corun --iterations 150 --budget-s 150 --out $OUT"),
 ]
 SPLIT = {"execute_baselines_run3.json": {"multihot"},
          "execute_baselines_run4.json": {"multihot"},
