@@ -162,14 +162,16 @@ def shares_of_ideal(m: dict, base: dict) -> dict:
 def measured_scenario(m: dict, strategy: str):
     """The steady-state Scenario of what a Measurement ran, as `corun plan` simulates
     it (learned H200 model, host thread): ideal and gpu-sequential by name, any other
-    strategy as the plan it ran."""
+    strategy as the plan it ran (which carries "+ahead2"), "+w<N>" with N host cores."""
     from dataclasses import replace
 
     import spec
     from sim import Scenario, Strategy, StrategyKind, parse_strategy, steady_state
     from spec.serde import from_jsonable
 
-    hw = spec.hardware_preset("h200", m["gpu_count"])
+    cores = [int(x[1:]) for x in strategy.split("+")[1:] if x[:1] == "w" and x[1:].isdigit()]
+    hw = spec.hardware_preset("h200", m["gpu_count"],
+                              **({"host_cpu_cores": cores[0]} if cores else {}))
     model = replace(spec.model_preset(m["model"]), batch_per_gpu=m["batch_per_gpu"])
     strat = parse_strategy(strategy, hw) if strategy in ("ideal", "gpu-sequential") else \
         Strategy(StrategyKind.PLAN, plan=from_jsonable(spec.Plan, m["plan"], "plan"))
