@@ -394,13 +394,12 @@ class Executor:
         self.say(f"{self.strategy}: compiling and running batch 0 ...")
         self.assembly_waits = (None, None)
         batches: dict[int, Batch | LocalBatch] = {}
-        checked = 0
         for b in range(min(ahead, total)):
             self._stage(b)
             for lane, index, _ in self.kernels:
                 self._launch(b, lane, index, S.pre)
             batches[b] = self._finish(b)
-        checked += self._check(0)
+        checked = self._check(0)
         tops, afters, ends, clocks = [], [], [], []
         report = max(1, total // 10)
         freeze_heap()

@@ -588,7 +588,11 @@ class LearnedCostModel(CostModel):
         """Says which stages no profile timed on this GPU: at a batch the model was not
         profiled at the fit interpolates; for a model never profiled it extrapolates,
         and has been far off (heavy-mlp: its stages 72-113% slow,
-        bench/results/heavy_mlp_h200.md)."""
+        bench/results/heavy_mlp_h200.md). Asked once per simulated plan, so memoised."""
+        return self._cached(("caveat", model, tuple(stages), hw.gpu.name),
+                            lambda: self._caveat(model, stages, hw))
+
+    def _caveat(self, model: Model, stages: Sequence[StageWork], hw: Hardware) -> str | None:
         rows = [{"gpu": hw.gpu.name, "stage": w.stage.value, **stage_row(w)} for w in stages]
         new = [w for w, x in zip(stages, stage_only(rows))
                if _stage_key(x) not in self.model.stage_measured]

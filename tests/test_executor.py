@@ -120,6 +120,34 @@ def test_host_workers_outlive_the_timed_loop(workload, tmp_path, monkeypatch):
     assert seen["alive"] == [True, True] and seen["exit"] == [0, 0]
 
 
+def spy_calls(monkeypatch, **records) -> list:
+    """Record a tuple per call of each named method (`name=(class, record(self, *args))`)
+    before it runs; returns the list they are appended to."""
+    calls = []
+    for name, (cls, record) in records.items():
+        real = getattr(cls, name)
+
+        def wrapped(self, *args, _real=real, _record=record):
+            calls.append(_record(self, *args))
+            return _real(self, *args)
+        monkeypatch.setattr(cls, name, wrapped)
+    return calls
+
+
+def execute_plan(workload, tmp_path, plan: Plan, name: str, iterations: int, distinct: int
+                 ) -> Measurement:
+    """`corun execute` of `plan` saved as <name>.json (the strategy's name) on the CPU,
+    no warm-up; the Measurement."""
+    d, _, _ = workload
+    save(plan, tmp_path / f"{name}.json")
+    out = tmp_path / "m.json"
+    assert main(["execute", str(tmp_path / f"{name}.json"), "--model", str(d / "model.json"),
+                 "--pipeline", str(d / "pipeline.json"), "--device", "cpu", "--iterations",
+                 str(iterations), "--warmup", "0", "--distinct-batches", str(distinct),
+                 "--quiet", "-o", str(out)]) == 0
+    return load(Measurement, out)
+
+
 def test_mixed_plan_file(workload, tmp_path, monkeypatch):
     """Every kind of placement runs and is checked; each batch's assembly is enqueued
     right after its lane's last kernel launch (during the trainer's step, not after it),
@@ -127,29 +155,14 @@ def test_mixed_plan_file(workload, tmp_path, monkeypatch):
     from backend.lane import Lane
     from backend.streams import ReleaseClock
 
-    _, _, pipe = workload
-    calls = []
-
-    def spy(name, real, record, cls=Lane):
-        def wrapped(self, *args):
-            calls.append(record(self, *args))
-            return real(self, *args)
-        monkeypatch.setattr(cls, name, wrapped)
-
-    spy("mark", ReleaseClock.mark, lambda self, stage: ("mark", stage), ReleaseClock)
-
-    spy("launch", Lane.launch, lambda self, S, i, index, stream:
-        ("launch", i, self.kernels[index].name))
-    spy("assemble", Lane.assemble, lambda self, S, i, *_: ("assemble", i))
-    spy("finish", Lane.finish, lambda self, S, i, *_: ("finish", i))
-    save(mixed_plan(pipe), tmp_path / "mixed.json")
-    out = tmp_path / "m.json"
-    assert main(["execute", str(tmp_path / "mixed.json"), "--model",
-                 str(workload[0] / "model.json"), "--pipeline",
-                 str(workload[0] / "pipeline.json"), "--device", "cpu", "--iterations", "2",
-                 "--warmup", "0", "--distinct-batches", "1", "--quiet",
-                 "-o", str(out)]) == 0
-    m = load(Measurement, out)
+    calls = spy_calls(
+        monkeypatch,
+        mark=(ReleaseClock, lambda self, stage: ("mark", stage)),
+        launch=(Lane, lambda self, S, i, index, stream:
+                ("launch", i, self.kernels[index].name)),
+        assemble=(Lane, lambda self, S, i, *_: ("assemble", i)),
+        finish=(Lane, lambda self, S, i, *_: ("finish", i)))
+    m = execute_plan(workload, tmp_path, mixed_plan(workload[2]), "mixed", 2, 1)
     assert m.strategy == "mixed" and set(m.kernels) == {"early", "late"}
     assert m.checked_rows == ROWS * 2  # one batch per iteration, every row
     for i in range(2):  # batch 0 before the loop, batch 1 during step 0
@@ -166,24 +179,12 @@ def test_two_batches_ahead(workload, tmp_path, monkeypatch):
     from backend.lane import Lane
     from backend.streams import ReleaseClock
 
-    _, _, pipe = workload
-    calls = []
-    for name, cls in (("mark", ReleaseClock), ("launch", Lane), ("finish", Lane)):
-        real = getattr(cls, name)
-
-        def wrapped(self, *args, _real=real, _name=name):
-            calls.append((_name, args[1] if _name != "mark" else args[0]))
-            return _real(self, *args)
-        monkeypatch.setattr(cls, name, wrapped)
-    plan = replace(mixed_plan(pipe), batches_ahead=2)
-    save(plan, tmp_path / "ahead.json")
-    out = tmp_path / "m.json"
-    assert main(["execute", str(tmp_path / "ahead.json"), "--model",
-                 str(workload[0] / "model.json"), "--pipeline",
-                 str(workload[0] / "pipeline.json"), "--device", "cpu", "--iterations", "4",
-                 "--warmup", "0", "--distinct-batches", "3", "--quiet",
-                 "-o", str(out)]) == 0
-    m = load(Measurement, out)
+    calls = spy_calls(monkeypatch,
+                      mark=(ReleaseClock, lambda self, stage: ("mark", stage)),
+                      launch=(Lane, lambda self, S, i, *_: ("launch", i)),
+                      finish=(Lane, lambda self, S, i, *_: ("finish", i)))
+    m = execute_plan(workload, tmp_path, replace(mixed_plan(workload[2]), batches_ahead=2),
+                     "ahead", 4, 3)
     assert m.checked_rows == ROWS * 4 and m.plan.batches_ahead == 2
     steps = [at for at, c in enumerate(calls) if c == ("mark", None)]  # each step's start
     assert len(steps) == 4
