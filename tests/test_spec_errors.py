@@ -170,6 +170,8 @@ def test_plan_bad_stage_and_threads():
     k = spec.FusedKernel("k", ("a",), "grad_allreduce")
     with pytest.raises(SpecError, match="a stage that exists with 1 GPU"):
         spec.Plan("p", "m", 1, (k,))
+    with pytest.raises(SpecError, match=r"batches_ahead = 3: an integer in \[1, 2\]"):
+        spec.Plan("p", "m", 1, (), batches_ahead=3)
 
 
 def test_file_errors(tmp_path):
