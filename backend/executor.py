@@ -42,6 +42,7 @@ from backend.data import inputs_of, read_criteo, synthetic_inputs
 from backend.distributed import DistributedTrainer, LocalBatch
 from backend.faults import faults
 from backend.fusion import FusedGroup
+from backend.graphed import make_trainer
 from backend.lane import Lane
 from backend.reference import run_reference
 from backend.runner import PipelineProgram, trainer_batch
@@ -120,6 +121,9 @@ class Executor:
         if plan.gpu_count != self.world:
             raise SpecError("plan.gpu_count", plan.gpu_count,
                             f"the number of processes running it ({self.world})")
+        if model.cuda_graphs and self.world > 1:
+            raise SpecError("model.cuda_graphs", True, "off on several GPUs (the graphed "
+                            "step is one process's)")
         self.hardware = hardware or hardware_preset("h200", self.world)
         self.sharding = shard_tables(model, self.hardware, plan.table_owner or None)
         self.stages = stages_for(self.world)
@@ -314,7 +318,8 @@ class Executor:
                     self.trainer = DistributedTrainer(self.model, owner, self.device, s.seed,
                                                       self.owner_mapped)
                 else:
-                    self.trainer = Trainer(self.model, self.device, s.seed)
+                    self.trainer = make_trainer(self.model, self.device, s.seed)
+        self.trainer.begin_run()
         total = s.warmup + s.iterations
         self.feeder = None
         try:

@@ -217,6 +217,9 @@ class Trainer:
         if model.precision is Precision.TF32 and self.device.type == "cuda":
             torch.backends.cuda.matmul.allow_tf32 = True
 
+    def begin_run(self) -> None:
+        """Called before a run's first step (backend/graphed.py captures anew there)."""
+
     def _autocast(self):
         enabled = self.spec.precision is Precision.BF16
         return torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=enabled)

@@ -10,6 +10,7 @@ On the H200:  python bench/execute_gpu.py --matrix baselines --out $OUT
               python bench/execute_gpu.py --matrix heavy --out $OUT
               python bench/execute_gpu.py --matrix heavy-stages --out $OUT
               python bench/execute_gpu.py --matrix heavy-mlp --out $OUT
+              python bench/execute_gpu.py --matrix graphs --out $OUT
 On 4 H200s:   NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 \
               torchrun --standalone --nproc-per-node 4 bench/execute_gpu.py \
               --matrix multigpu --out $OUT
@@ -41,7 +42,7 @@ import torch  # noqa: E402
 import spec  # noqa: E402
 from backend.executor import Executor  # noqa: E402
 from backend.settings import RunSettings  # noqa: E402
-from backend.trainer import Trainer  # noqa: E402
+from backend.graphed import make_trainer  # noqa: E402
 from corun.workload import shrink_tables  # noqa: E402
 from sim.strategy import (  # noqa: E402
     StrategyKind,
@@ -92,17 +93,23 @@ MATRICES = {
     "heavy-mlp": [("heavy-20", (16384, 32768), ("ideal", "gpu-sequential", "gpu-overlap", *(
         f"at:{s}" for s in ("top_mlp_fwd", "top_mlp_bwd", "interaction_bwd",
                             "bottom_mlp_bwd", "emb_bwd"))))],
+    # the trainer's step replayed as CUDA graphs (Model.cuda_graphs), eager ideal beside
+    # it; plans under bench/plans/graphs/
+    "graphs": [(p, (4096, 8192), ("ideal+eager", "ideal", "gpu-sequential", "rap", "corun"))
+               for p in ("kaggle", "terabyte", "wide-2x", "wide-4x")],
     # under torchrun on 4 GPUs (issue 8)
     "multigpu": [(p, (4096, 8192), ("ideal", "gpu-sequential", "rap", "corun", "corun-owner"))
                  for p in ("kaggle", "terabyte")],
 }
 
 
-MODEL_CHANGES = {"bound": {"sparse_gradients": False}}
+MODEL_CHANGES = {"bound": {"sparse_gradients": False}, "graphs": {"cuda_graphs": True}}
 """Fields a matrix changes in its pipelines' default models."""
 MATRIX_MODEL = {"heavy": "heavy-fused", "heavy-stages": "heavy-fused"}
 """A matrix's model where it is not its pipelines' default (spec.DEFAULT_MODEL_FOR); its
 plans are under bench/plans/<model>-b<batch>/."""
+PLAN_FOLDER = {"graphs": "graphs"}
+"""A matrix whose plans are under bench/plans/<folder>/<pipeline>-b<batch>/."""
 
 
 def say(*a) -> None:
@@ -131,14 +138,20 @@ def run_case(pipe_name: str, batch: int, label: str, args, trainers: dict, hw) -
     model = replace(spec.model_preset(model_name), batch_per_gpu=batch,
                     **MODEL_CHANGES.get(args.matrix, {}))
     pipeline = spec.pipeline_preset(pipe_name)
-    if args.dry_run:
+    if args.dry_run:  # CPU: no CUDA graphs there
         model, pipeline = shrink_tables(model, pipeline, 2000)
+        model = replace(model, cuda_graphs=False)
     check = args.check
     base, *suffixes = label.split("+")  # "+late": the assembly after the step's launches;
-    # "+ahead2": two batches ahead; "+w<N>": N host worker processes
+    # "+ahead2": two batches ahead; "+w<N>": N host worker processes; "+eager": the step
+    # launched kernel by kernel (not as CUDA graphs)
+    if "eager" in suffixes:
+        model = replace(model, cuda_graphs=False)
     if base == "gpu-overlap-nocheck":  # what the per-batch check costs the host
         base, check = "gpu-overlap", False
     folder = pipe_name if args.matrix not in MATRIX_MODEL else model_name
+    if args.matrix in PLAN_FOLDER:
+        folder = f"{PLAN_FOLDER[args.matrix]}/{folder}"
     plan, strategy = case_plan(base, pipeline, model, f"{folder}-b{batch}", hw)
     if "ahead2" in suffixes:
         plan = replace(plan, batches_ahead=2)
@@ -149,17 +162,18 @@ def run_case(pipe_name: str, batch: int, label: str, args, trainers: dict, hw) -
     settings = RunSettings(args.iterations, args.warmup, args.distinct_batches, check,
                            0, None, workers, early_assembly="late" not in suffixes)
     device = "cpu" if args.dry_run else f"cuda:{int(os.environ.get('LOCAL_RANK', '0'))}"
+    key = (model.name, model.cuda_graphs)
     if hw.gpu_count > 1:  # each plan shards (and owner-maps) its own way: build per case
         trainers.clear()
-    elif model.name not in trainers:
+    elif key not in trainers:
         trainers.clear()
         gc.collect()
-        if device == "cuda":
+        if device != "cpu":
             torch.cuda.empty_cache()
-        trainers[model.name] = Trainer(model, device, 0)
+        trainers[key] = make_trainer(model, device, 0)
     replay = strategy is not None and strategy.kind is StrategyKind.IDEAL
     ex = Executor(model, pipeline, plan, label, settings, device, replay,
-                  command=" ".join(["python", *sys.argv]), trainer=trainers.get(model.name),
+                  command=" ".join(["python", *sys.argv]), trainer=trainers.get(key),
                   say=say, hardware=hw)
     return dumps(ex.run())
 

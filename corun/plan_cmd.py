@@ -22,6 +22,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", default="criteo-kaggle")
     p.add_argument("--pipeline", default="kaggle")
     p.add_argument("--batch", type=int)
+    p.add_argument("--cuda-graphs", action="store_true",
+                   help="the trainer replays each training stage as a CUDA graph (one GPU; "
+                   "SGD, a fixed id count per batch): a host launch a stage, not a kernel")
     p.add_argument("--time-limit", type=float, default=5.0, help="search seconds")
     p.add_argument("--iterations", type=int, default=30,
                    help="simulated iterations (with host CPU work at least 60, "
@@ -54,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
     if args.time_limit <= 0:
         raise SpecError("--time-limit", args.time_limit, "a number of seconds > 0")
     hw = resolve_hardware(args.hardware, args.gpus, args.interconnect, args.host_cores)
-    model = resolve_model(args.model, args.batch)
+    model = resolve_model(args.model, args.batch, args.cuda_graphs)
     pipeline = resolve_pipeline(args.pipeline)
     base = Scenario(hw, model, pipeline, Strategy(StrategyKind.IDEAL),
                     iterations=args.iterations, seed=args.seed,

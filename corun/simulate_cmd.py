@@ -36,6 +36,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", default="criteo-kaggle", help="model preset or file")
     p.add_argument("--pipeline", default="kaggle", help="pipeline preset or file")
     p.add_argument("--batch", type=int, help="batch per GPU (default: the model's)")
+    p.add_argument("--cuda-graphs", action="store_true",
+                   help="the trainer replays each training stage as a CUDA graph (one GPU; "
+                   "SGD, a fixed id count per batch): a host launch a stage, not a kernel")
     p.add_argument("--strategy", default="all",
                    help="ideal, cpu:N, gpu-sequential, gpu-overlap, plan, or all")
     p.add_argument("--plan", help="Plan file (for --strategy plan, or added to all)")
@@ -95,7 +98,7 @@ def print_caveats(preds: list[Prediction]) -> None:
 
 def run(args: argparse.Namespace) -> int:
     hw = resolve_hardware(args.hardware, args.gpus, args.interconnect, args.host_cores)
-    model = resolve_model(args.model, args.batch)
+    model = resolve_model(args.model, args.batch, args.cuda_graphs)
     pipeline = resolve_pipeline(args.pipeline)
     plan = load(Plan, args.plan) if args.plan else None
     strategies = strategies_for(args.strategy, hw, plan)

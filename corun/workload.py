@@ -18,7 +18,8 @@ from spec import (
 from spec.serde import from_jsonable, loads, read_document
 
 CONFIG_KEYS = ("hardware", "gpus", "interconnect", "host_cores", "model", "pipeline", "batch",
-               "strategy", "plan", "iterations", "warmup", "seed", "jitter", "embedding_comm")
+               "strategy", "plan", "iterations", "warmup", "seed", "jitter", "embedding_comm",
+               "cuda_graphs")
 
 
 def read_config(path: str) -> dict[str, Any]:
@@ -49,9 +50,13 @@ def resolve_hardware(name: Any, gpus: int, interconnect: str | None,
     return hw.with_gpus(gpus) if gpus != hw.gpu_count else hw
 
 
-def resolve_model(name: Any, batch: int | None) -> Model:
+def resolve_model(name: Any, batch: int | None, cuda_graphs: bool = False) -> Model:
+    """The named model, at `batch` if given, with its step replayed as CUDA graphs if
+    `cuda_graphs` (a model file may also say so itself)."""
     model = _spec_value(Model, name, model_preset, "model")
-    return replace(model, batch_per_gpu=batch) if batch is not None else model
+    if batch is not None:
+        model = replace(model, batch_per_gpu=batch)
+    return replace(model, cuda_graphs=True) if cuda_graphs else model
 
 
 def resolve_pipeline(name: Any) -> Pipeline:

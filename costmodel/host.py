@@ -61,11 +61,16 @@ execute_heavy_run5): 0.03-0.07 ms at 2-8 MB (kaggle, terabyte, wide-2x), 0.13, 0
 which this line puts at 0.06."""
 
 
+GRAPH_STEP_MS = 0.30
+"""PLACEHOLDER, to be measured."""
+
+
 @dataclass(frozen=True)
 class HostCosts:
     """What one GPU's host thread spends per iteration, by piece."""
 
     step_ms: float = 3.74
+    graph_step_ms: float = GRAPH_STEP_MS
     kernel_launch_ms: float = 0.052
     batch_fixed_ms: float = 0.29
     batch_ms_per_mb: float = 0.0
@@ -76,11 +81,14 @@ class HostCosts:
     source: str = "corun execute host breakdown, H200 machine (costmodel/host.py)"
 
     def iteration_ms(self, kernel_launches: int, output_mb: float, batches: bool,
-                     gpus: int = 1) -> float:
-        """Host time of one iteration: the step (the distributed one on several GPUs),
+                     gpus: int = 1, graphs: bool = False) -> float:
+        """Host time of one iteration: the step (the distributed one on several GPUs, the
+        graphed one with `graphs`),
         its fused-kernel launches and, when the executor stages real batches (`batches`;
         not `ideal`'s replay), their staging, assembly and check."""
         step, launch, fixed, per_mb = self._constants(gpus)
+        if graphs:
+            step = self.graph_step_ms
         batch = fixed + per_mb * output_mb if batches else 0.0
         return step + launch * kernel_launches + batch
 

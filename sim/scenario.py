@@ -154,6 +154,9 @@ def _effect(cm: CostModel, kw: KernelWork, work: StageWork, hw: Hardware,
 def compile_scenario(sc: Scenario, cm: CostModel) -> Compiled:
     """Turn a scenario into per-GPU duration tables (all cost-model calls happen here)."""
     hw, model, pipeline = sc.hardware, sc.model, sc.pipeline
+    if model.cuda_graphs and hw.gpu_count > 1:
+        raise SpecError("model.cuda_graphs", True, "off on several GPUs (the graphed step "
+                        "is one process's)")
     plan = strategy_plan(sc.strategy, pipeline, model.name, hw)
     sharding = shard_tables(model, hw, plan.table_owner or None)
     owner_mapped = _owner_mapped_tables(plan, pipeline, sharding)
@@ -213,7 +216,7 @@ def compile_scenario(sc: Scenario, cm: CostModel) -> Compiled:
             mine = [k for k in plan.kernels if k.gpu is None or k.gpu == g]
             host_ms = H200_HOST.iteration_ms(kernel_launches(mine, pipeline), batch_mb,
                                              sc.strategy.kind is not StrategyKind.IDEAL,
-                                             hw.gpu_count)
+                                             hw.gpu_count, model.cuda_graphs)
         turnaround = H200_HOST.turnaround_ms(batch_mb, sc.host_thread, hw.gpu_count)
         gpus.append(GpuTables(stages, stage_ms, tuple(comm.get(s, 0.0) for s in stages),
                               tuple(pre), tuple(kernels), hw.host_link.transfer_ms(copy_bytes),

@@ -72,6 +72,10 @@ class Model:
     precision: Precision = Precision.FP32
     sparse_gradients: bool = True
     embedding_update: EmbeddingUpdate = EmbeddingUpdate.AUTOGRAD
+    cuda_graphs: bool = False
+    """Replay each training stage as a CUDA graph captured once (backend/graphed.py):
+    the host launches nine graphs a step instead of ~190 kernels. One GPU, a fixed id
+    count per batch, SGD with PyTorch's embedding backward."""
 
     def __post_init__(self) -> None:
         require_int_range("dense_features", self.dense_features, 1)
@@ -98,6 +102,13 @@ class Model:
         if self.embedding_update is EmbeddingUpdate.FUSED_SGD:
             require(self.optimizer is Optimizer.SGD, "optimizer", self.optimizer.value,
                     "sgd when embedding_update is fused-sgd (the fused kernel applies SGD)")
+        if self.cuda_graphs:
+            require(self.optimizer is Optimizer.SGD, "optimizer", self.optimizer.value,
+                    "sgd when cuda_graphs is on (Adagrad's sparse update reads a size back "
+                    "to the host, which a captured graph cannot)")
+            require(self.embedding_update is EmbeddingUpdate.AUTOGRAD, "embedding_update",
+                    self.embedding_update.value, "autograd when cuda_graphs is on (the "
+                    "fused update is not captured)")
 
     @property
     def embedding_dim(self) -> int:

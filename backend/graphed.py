@@ -1,0 +1,110 @@
+"""The trainer's step replayed as CUDA graphs, one graph per training stage.
+
+Launched eagerly, a DLRM step costs the host some 190 PyTorch launches: 3.6-4.1 ms at
+kaggle and terabyte b4096 on the H200, where the GPU needs about 2.6 ms
+(costmodel/host.py), so the host, not the GPU, sets the pace. Captured once, a stage is
+one graph launch. The clock still marks every stage boundary, between the launches, so
+the executor releases a plan's preprocessing kernels at the stages it names exactly as
+it does eagerly.
+
+What capture needs: a GPU, one process, the same tensor shapes in every batch (the
+graphs read the batch from fixed buffers that each step copies it into) and a step that
+never reads a value back to the host (`Model.cuda_graphs` admits SGD with PyTorch's
+embedding backward only).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+
+from backend.trainer import TRAINING_STAGES, Batch, Clock, Trainer
+from spec import Model, SpecError, Stage
+
+WARMUP_STEPS = 3
+"""Eager steps on batch 0 before capture (PyTorch's advice: lazy set-up such as cuBLAS
+workspaces must not happen inside a capture). They train the model, like any step."""
+
+
+class _StageCuts:
+    """The clock passed to the step while it is captured: each mark closes the graph
+    being captured and opens the next one, so the step falls into one graph a stage."""
+
+    def __init__(self, pool, last: Stage) -> None:
+        self.pool, self.last = pool, last
+        self.graphs: list[tuple[Stage, torch.cuda.CUDAGraph]] = []
+        self.open: torch.cuda.CUDAGraph | None = None
+
+    def mark(self, stage: Stage | None) -> None:
+        if self.open is not None:
+            self.open.capture_end()
+            self.graphs.append((stage, self.open))
+            self.open = None
+        if stage is not self.last:
+            self.open = torch.cuda.CUDAGraph()
+            self.open.capture_begin(pool=self.pool)
+
+
+class GraphedTrainer(Trainer):
+    """A `Trainer` whose `step` replays the stages captured on the first batch it is given
+    (or on `capture`'s)."""
+
+    def __init__(self, model: Model, device: torch.device | str = "cuda", seed: int = 0,
+                 tables: Sequence[int] | None = None) -> None:
+        super().__init__(model, device, seed, tables)
+        if self.device.type != "cuda":
+            raise SpecError("model.cuda_graphs", True, "off on a CPU (CUDA graphs need a GPU)")
+        self.graphs: list[tuple[Stage, torch.cuda.CUDAGraph]] = []
+        self.static: Batch | None = None
+        self.loss: torch.Tensor | None = None
+
+    def begin_run(self) -> None:
+        """Forget the graphs: the run's first batch is captured anew (a reused trainer may
+        meet another batch size)."""
+        self.graphs, self.static, self.loss = [], None, None
+
+    def capture(self, batch: Batch) -> None:
+        """Copy `batch` into the fixed input buffers, warm up, and capture one step on
+        them, a graph per stage. Capture runs nothing: the step's work happens at replay."""
+        self.static = Batch(*(t.clone() for t in _tensors(batch)))
+        side = torch.cuda.Stream(self.device)
+        side.wait_stream(torch.cuda.current_stream(self.device))
+        with torch.cuda.stream(side):
+            for _ in range(WARMUP_STEPS):
+                super().step(self.static)
+        torch.cuda.synchronize(self.device)
+        cuts = _StageCuts(torch.cuda.graph_pool_handle(), TRAINING_STAGES[-1])
+        with torch.cuda.stream(side):
+            self.loss = super().step(self.static, cuts)
+        self.graphs = cuts.graphs
+        torch.cuda.synchronize(self.device)
+
+    def step(self, batch: Batch, clock: Clock | None = None) -> torch.Tensor:
+        """Train on one batch: copy it into the captured step's inputs on the current
+        stream, then launch the stages' graphs there, marking `clock` between them."""
+        if self.static is None:
+            self.capture(batch)
+        for name, mine, given in zip(("dense", "ids", "offsets", "labels"),
+                                     _tensors(self.static), _tensors(batch)):
+            if mine.shape != given.shape:
+                raise SpecError(f"batch.{name}", tuple(given.shape),
+                                f"the shape captured in the CUDA graphs, {tuple(mine.shape)} "
+                                "(model.cuda_graphs needs the same id count in every batch)")
+            mine.copy_(given, non_blocking=True)
+        mark = clock.mark if clock is not None else (lambda stage: None)
+        mark(None)
+        for stage, graph in self.graphs:
+            graph.replay()
+            mark(stage)
+        return self.loss
+
+
+def _tensors(batch: Batch) -> tuple[torch.Tensor, ...]:
+    return batch.dense, batch.ids, batch.offsets, batch.labels
+
+
+def make_trainer(model: Model, device: torch.device | str = "cpu", seed: int = 0) -> Trainer:
+    """The one-process trainer the model asks for: graphed or eager."""
+    cls = GraphedTrainer if model.cuda_graphs else Trainer
+    return cls(model, device, seed)
