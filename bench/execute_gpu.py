@@ -11,6 +11,7 @@ On the H200:  python bench/execute_gpu.py --matrix baselines --out $OUT
               python bench/execute_gpu.py --matrix heavy-stages --out $OUT
               python bench/execute_gpu.py --matrix heavy-mlp --out $OUT
               python bench/execute_gpu.py --matrix graphs --out $OUT
+              python bench/execute_gpu.py --matrix graphs-stages --out $OUT
 On 4 H200s:   NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 \
               torchrun --standalone --nproc-per-node 4 bench/execute_gpu.py \
               --matrix multigpu --out $OUT
@@ -97,13 +98,18 @@ MATRICES = {
     # it; plans under bench/plans/graphs/
     "graphs": [(p, (4096, 8192), ("ideal+eager", "ideal", "gpu-sequential", "rap", "corun"))
                for p in ("kaggle", "terabyte", "wide-2x", "wide-4x")],
+    # the graphed step's stage times, to fit the cost model's graph correction
+    # (costmodel/graphs.py)
+    "graphs-stages": [(p, (2048, 4096, 8192, 16384), ("ideal",))
+                      for p in ("kaggle", "terabyte", "wide-2x", "wide-4x")],
     # under torchrun on 4 GPUs (issue 8)
     "multigpu": [(p, (4096, 8192), ("ideal", "gpu-sequential", "rap", "corun", "corun-owner"))
                  for p in ("kaggle", "terabyte")],
 }
 
 
-MODEL_CHANGES = {"bound": {"sparse_gradients": False}, "graphs": {"cuda_graphs": True}}
+MODEL_CHANGES = {"bound": {"sparse_gradients": False}, "graphs": {"cuda_graphs": True},
+                 "graphs-stages": {"cuda_graphs": True}}
 """Fields a matrix changes in its pipelines' default models."""
 MATRIX_MODEL = {"heavy": "heavy-fused", "heavy-stages": "heavy-fused"}
 """A matrix's model where it is not its pipelines' default (spec.DEFAULT_MODEL_FOR); its
