@@ -231,7 +231,8 @@ def main(argv: list[str] | None = None) -> int:
             # workers), "<label>+late" (the assembly after the step's launches)
             variants = [x for x in (keep_s or ()) if x not in labels
                         and x.split("+")[0] in labels and "+" in x]
-            for label in [*labels, *sorted(variants, key=args.strategies.split(",").index)]:
+            order = args.strategies.split(",") if args.strategies else []
+            for label in [*labels, *sorted(variants, key=order.index)]:
                 if keep_s and label not in keep_s:
                     continue
                 case = {"pipeline": pipe_name, "batch": b, "strategy": label}
