@@ -513,6 +513,10 @@ class Executor:
             notes.append("h2d and assemble are listed with the stages; " + (
                 "every row of every batch was compared with the NumPy reference on the "
                 "device" if self.settings.check else "the batches were not checked"))
+        if self.model.cuda_graphs:
+            notes.append("the trainer's step replayed as CUDA graphs, one a stage, captured "
+                         "on the run's first batch after eager warm-up steps "
+                         "(backend/graphed.py)")
         if self.host_nodes:
             notes.append(f"{len(self.host_nodes)} op node(s) on {self.settings.cpu_workers} "
                          "host worker process(es), one thread each")

@@ -159,10 +159,16 @@ def shares_of_ideal(m: dict, base: dict) -> dict:
             / base["throughput_samples_per_s"]}
 
 
+def graphed(m: dict) -> bool:
+    """Whether a Measurement's trainer replayed CUDA graphs (the executor notes it)."""
+    return any("CUDA graphs" in n for n in m.get("notes", ()))
+
+
 def measured_scenario(m: dict, strategy: str):
     """The steady-state Scenario of what a Measurement ran, as `corun plan` simulates
     it (learned H200 model, host thread): ideal and gpu-sequential by name, any other
-    strategy as the plan it ran (which carries "+ahead2"), "+w<N>" with N host cores."""
+    strategy as the plan it ran (which carries "+ahead2"), "+w<N>" with N host cores,
+    the step graphed or not as it ran ("+eager" names an eager step beside graphed ones)."""
     from dataclasses import replace
 
     import spec
@@ -172,7 +178,9 @@ def measured_scenario(m: dict, strategy: str):
     cores = [int(x[1:]) for x in strategy.split("+")[1:] if x[:1] == "w" and x[1:].isdigit()]
     hw = spec.hardware_preset("h200", m["gpu_count"],
                               **({"host_cpu_cores": cores[0]} if cores else {}))
-    model = replace(spec.model_preset(m["model"]), batch_per_gpu=m["batch_per_gpu"])
+    model = replace(spec.model_preset(m["model"]), batch_per_gpu=m["batch_per_gpu"],
+                    cuda_graphs=graphed(m))
+    strategy = strategy.removesuffix("+eager")
     strat = parse_strategy(strategy, hw) if strategy in ("ideal", "gpu-sequential") else \
         Strategy(StrategyKind.PLAN, plan=from_jsonable(spec.Plan, m["plan"], "plan"))
     return steady_state(Scenario(hw, model, spec.pipeline_preset(m["pipeline"]), strat))

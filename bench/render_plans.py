@@ -24,6 +24,7 @@ sys.path.insert(0, str(ROOT))
 import spec  # noqa: E402
 from bench.render_execute import (  # noqa: E402
     PLAN_FILES,
+    graphed,
     measured_cases,
     measured_scenario,
     plan_unchanged,
@@ -35,10 +36,11 @@ RAW = [ROOT / f"bench/results/raw/execute_plans_run{n}.json" for n in (15, 16)]
 OUT = ROOT / "bench/results/plans_h200.md"
 
 
-def plan_folder(pipeline: str, model: str, batch: int) -> Path:
-    """Where bench/plans/make.sh put a workload's plans and predictions."""
+def plan_folder(pipeline: str, model: str, batch: int, graphs: bool = False) -> Path:
+    """Where bench/plans/make.sh put a workload's plans and predictions (under graphs/
+    for the step replayed as CUDA graphs)."""
     name = pipeline if model == spec.DEFAULT_MODEL_FOR[pipeline] else model
-    return ROOT / f"bench/plans/{name}-b{batch}"
+    return ROOT / "bench/plans" / ("graphs" if graphs else "") / f"{name}-b{batch}"
 
 
 def rows(raw: list[Path]) -> list[dict]:
@@ -53,7 +55,7 @@ def rows(raw: list[Path]) -> list[dict]:
             m, key = r["measurement"], (r["pipeline"], r["batch"])
             if key not in ideal:
                 continue
-            folder = plan_folder(key[0], m["model"], key[1])
+            folder = plan_folder(key[0], m["model"], key[1], graphed(m))
             predicted = folder / f"prediction-{r['strategy']}.json"
             plan_file = PLAN_FILES.get(r["strategy"])
             stale = plan_file is not None and not plan_unchanged(m["plan"], folder / plan_file)
@@ -104,7 +106,7 @@ def render(rs: list[dict]) -> str:
               "within 5%.", ""]
     best: dict[tuple, list] = {}
     for r in rs:
-        if r["strategy"] != "ideal":
+        if not r["strategy"].startswith("ideal"):  # "ideal+eager": no preprocessing either
             best.setdefault((r["pipeline"], r["batch"]), []).append(r)
     lines.append("| workload | measured best by median | by throughput | planner's corun "
                  "plan: median / throughput |")

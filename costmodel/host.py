@@ -61,8 +61,13 @@ execute_heavy_run5): 0.03-0.07 ms at 2-8 MB (kaggle, terabyte, wide-2x), 0.13, 0
 which this line puts at 0.06."""
 
 
-GRAPH_STEP_MS = 0.30
-"""PLACEHOLDER, to be measured."""
+GRAPH_STEP_MS = 0.42
+"""The host's step when the trainer replays CUDA graphs (Model.cuda_graphs): copying the
+batch into the graphs' inputs, nine graph launches and their stage marks. gpu-sequential's
+host step less its one kernel's three launches (3 x 0.052 ms) at kaggle, terabyte and
+wide-4x b4096: 0.28, 0.53 and 0.42 ms, the median taken (H200 machine, commit 0b3647a,
+bench/results/raw/execute_graphs_run1.json, `bash bench/graphs_probe.sh`). Eagerly the
+same step took 3.3-4.8 ms of host there."""
 
 
 @dataclass(frozen=True)

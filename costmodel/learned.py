@@ -24,11 +24,12 @@ import functools
 import json
 import pickle
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 
+from costmodel.graphs import GraphedStages, fit_savings, read_graphed
 from costmodel.profile_data import data_hash, profile_files, read_profile
 from costmodel.types import CoRunEffect, CostModel, KernelWork, StageWork
 from spec import GpuKind, Hardware, Model, OpKind, SpecError, hardware_preset
@@ -39,6 +40,8 @@ STAGES = ("emb_fwd", "bottom_mlp_fwd", "interaction_fwd", "top_mlp_fwd", "top_ml
 GPU_PRESETS = ("h200", "h100", "a100", "v100")
 DATA_DIR = Path(__file__).resolve().parent / "data"
 """Fitted models per GPU kind: data/<preset>/model.pkl (from `corun fit`)."""
+GRAPHED_CSV = "graphed-stages.csv"
+"""Beside a model.pkl: stage times of the step replayed as CUDA graphs (graphs.py)."""
 
 
 def preset_of(name: str) -> str:
@@ -530,12 +533,15 @@ class LearnedCostModel(CostModel):
     (CoRunEffect.from_whole_run)."""
 
     def __init__(self, model: CoRunModel, meta: dict, fitted_on: str | None = None,
-                 profiled: dict[tuple[str, str], set[int]] | None = None) -> None:
-        """`profiled`: (GPU, model) -> the batches its profile timed (for `caveat`)."""
+                 profiled: dict[tuple[str, str], set[int]] | None = None,
+                 graphed_rows: Sequence[dict] = ()) -> None:
+        """`profiled`: (GPU, model) -> the batches its profile timed (for `caveat`);
+        `graphed_rows`: a graphed-stages.csv's rows (costmodel/graphs.py)."""
         from costmodel.analytic import AnalyticCostModel
 
         self.model, self.meta = model, meta
         self.profiled = profiled or {}
+        self.graphs = graphed_stages(model, graphed_rows)
         self.fallback = AnalyticCostModel()
         self._memo: dict[tuple, object] = {}
         """Answers by argument: the planner asks about the same kernels and stages for
@@ -560,6 +566,9 @@ class LearnedCostModel(CostModel):
                             lambda: self._corun(kernel, stage, hw))
 
     def _stage_ms(self, work: StageWork, hw: Hardware) -> float:
+        if work.graphed:
+            eager = self.stage_ms(replace(work, graphed=False), hw)
+            return self.graphs.stage_ms(work.stage.value, graph_key(hw.gpu.name, work), eager)
         row = {"gpu": hw.gpu.name, "stage": work.stage.value, **stage_row(work)}
         return float(self.model.predict_stage_ms([row])[0])
 
@@ -593,11 +602,18 @@ class LearnedCostModel(CostModel):
                             lambda: self._caveat(model, stages, hw))
 
     def _caveat(self, model: Model, stages: Sequence[StageWork], hw: Hardware) -> str | None:
+        if model.cuda_graphs and all(graph_key(hw.gpu.name, w) in self.graphs.measured
+                                     for w in stages):
+            return None  # the graphed step was timed at this batch
         rows = [{"gpu": hw.gpu.name, "stage": w.stage.value, **stage_row(w)} for w in stages]
         new = [w for w, x in zip(stages, stage_only(rows))
                if _stage_key(x) not in self.model.stage_measured]
+        graphed = ("the graphed step was not timed at this batch, so each stage is its eager "
+                   "time less the stage's fitted saving (bench/results/graphs_fit.json)"
+                   if model.cuda_graphs else "")
         if not new:
-            return None
+            return graphed or None
+        graphed = "; " + graphed if graphed else ""
         err = self.meta.get("heldout", {}).get("learned", {}).get("stage_alone", {})
         held = f"held-out error {err['mape_pct']:.0f}% on model-batch pairs not fitted" \
             if err else "no held-out error on record"
@@ -605,11 +621,45 @@ class LearnedCostModel(CostModel):
         if batches:
             return (f"{model.name} was profiled on {hw.gpu.name} at batch "
                     f"{', '.join(map(str, batches))}, not {model.batch_per_gpu}: {len(new)} "
-                    f"of {len(stages)} training stages' times are interpolated ({held})")
+                    f"of {len(stages)} training stages' times are interpolated ({held})"
+                    + graphed)
         return (f"{model.name} was never profiled on {hw.gpu.name}: its training stages' "
                 f"times are extrapolated ({held}; 72-113% on heavy-mlp, a model never "
                 "profiled, bench/results/heavy_mlp_h200.md); `corun profile` then `corun "
-                "fit` measure them")
+                "fit` measure them" + graphed)
+
+
+def graph_key(gpu: str, work: StageWork) -> tuple:
+    """A stage's key among graphed stage times: the GPU kind and its profile features."""
+    row = {"gpu": gpu, "stage": work.stage.value, **stage_row(work)}
+    return gpu_of(gpu).name, _stage_key(stage_only([row])[0])
+
+
+def preset_stages(model_name: str, batch: int) -> dict[str, StageWork]:
+    """A model preset's stages at `batch` on one GPU (what a graphed-stages.csv row
+    names), by stage name."""
+    from costmodel.sharding import shard_tables
+    from costmodel.workload import stage_work
+    from spec import model_preset
+
+    model = replace(model_preset(model_name), batch_per_gpu=batch)
+    hw = hardware_preset("h200", 1)
+    return {s.value: w for s, w in stage_work(model, hw, shard_tables(model, hw), 0).items()}
+
+
+def graphed_stages(model: CoRunModel, rows: Sequence[dict]) -> GraphedStages:
+    """Measured graphed stage times by key, and each stage's saving against the profile's
+    eager time (fitted here, on the stages the profile also timed)."""
+    times: dict[tuple[str, tuple], list[float]] = {}
+    for r in rows:
+        work = preset_stages(r["model"], int(r["batch"]))[r["stage"]]
+        times.setdefault((r["stage"], graph_key(r["gpu"], work)), []).append(
+            float(r["graphed_ms"]))
+    # models whose stages have the same features (kaggle's and terabyte's embedding
+    # stages: the same ids and bytes) share one key: their mean answers for both
+    by_stage = {k: float(np.mean(v)) for k, v in times.items()}
+    savings = fit_savings(by_stage, lambda key: model.stage_measured.get(key[1]))
+    return GraphedStages({key: ms for (_, key), ms in by_stage.items()}, savings)
 
 
 def profiled_batches(folder: Path) -> dict[tuple[str, str], set[int]]:
@@ -646,12 +696,15 @@ def _learned(path: Path, fitted_on: str | None) -> LearnedCostModel:
     versions: every simulate() asks for one, so it is loaded (and its data hashed) once
     and its memoised answers serve every later call."""
     files = [path, *profile_files(path.parent)]
+    if (path.parent / GRAPHED_CSV).exists():
+        files.append(path.parent / GRAPHED_CSV)
     key = (str(path), fitted_on, tuple((f.name, f.stat().st_mtime_ns, f.stat().st_size)
                                        for f in files),
            tuple(sorted(library_versions().items())))
     if key not in _LOADED:
         _LOADED[key] = LearnedCostModel(*_load_or_refit(path), fitted_on,
-                                        profiled_batches(path.parent))
+                                        profiled_batches(path.parent),
+                                        read_graphed(path.parent / GRAPHED_CSV))
     return _LOADED[key]
 
 

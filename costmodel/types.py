@@ -53,6 +53,8 @@ class StageWork:
     """The embedding backward is the fused SGD update (EmbeddingUpdate.FUSED_SGD): one
     pass of atomic adds per id, not PyTorch's backward (heavy at batch 4096 on the
     H200: 6.2 ms of backward and update unfused, bench/embedding_update.py)."""
+    graphed: bool = False
+    """The stage is replayed as a CUDA graph (`Model.cuda_graphs`, costmodel/graphs.py)."""
 
 
 @dataclass(frozen=True)

@@ -94,7 +94,7 @@ def stage_work(model: Model, hw: Hardware, sharding: Sharding, gpu: int,
         out[stage] = StageWork(stage, flops, nbytes, prec, kernels, parallel, comm, send, recv,
                                ids, d, model.features,
                                model.interaction is not Interaction.DOT,
-                               fused and stage is Stage.EMB_BWD)
+                               fused and stage is Stage.EMB_BWD, model.cuda_graphs)
 
     if n > 1:
         # Ids of other GPUs' tables leave; ids of mine arrive from n-1 peers.

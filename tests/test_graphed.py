@@ -105,3 +105,46 @@ def test_a_batch_of_another_shape_is_refused_by_name():
     short = Batch(data[0].dense, data[0].ids[:-1], data[0].offsets, data[0].labels)
     with pytest.raises(SpecError, match="batch.ids"):
         graphed.step(short)
+
+
+def test_savings_are_the_median_of_eager_less_graphed_where_both_were_timed():
+    from costmodel.graphs import GraphedStages, fit_savings
+
+    graphed = {("emb_fwd", "a"): 1.0, ("emb_fwd", "b"): 2.0, ("emb_fwd", "c"): 3.0,
+               ("optimizer", "a"): 0.5, ("optimizer", "z"): 9.0}
+    eager = {"a": 1.1, "b": 2.3, "c": 3.2}.get  # "z": never profiled eagerly
+    savings = fit_savings(graphed, eager)
+    assert savings == pytest.approx({"emb_fwd": 0.2, "optimizer": 0.6})
+    stages = GraphedStages({"a": 0.9}, savings)
+    assert stages.stage_ms("emb_fwd", "a", 5.0) == 0.9  # measured: as measured
+    assert stages.stage_ms("emb_fwd", "new", 5.0) == pytest.approx(4.8)
+    assert stages.stage_ms("emb_fwd", "new", 0.3) == pytest.approx(0.15)  # at most half
+    assert stages.stage_ms("top_mlp_fwd", "new", 5.0) == 5.0  # no saving fitted
+
+
+def test_the_learned_model_answers_a_graphed_stage_from_its_measurement():
+    from costmodel.learned import cost_model_for, graph_key, preset_stages
+
+    hw = hardware_preset("h200", 1)
+    cm = cost_model_for(hw)
+    if not cm.graphs.measured:
+        pytest.skip("no graphed-stages.csv beside the committed model")
+    import csv
+    from pathlib import Path
+
+    from costmodel.learned import DATA_DIR, GRAPHED_CSV
+
+    rows = list(csv.DictReader(Path(DATA_DIR / "h200" / GRAPHED_CSV).open()))
+    r = rows[0]
+    work = preset_stages(r["model"], int(r["batch"]))[r["stage"]]
+    graphed = replace(work, graphed=True)
+    key = graph_key(hw.gpu.name, graphed)
+    assert key == graph_key(hw.gpu.name, work)
+    same = [float(x["graphed_ms"]) for x in rows if x["stage"] == r["stage"] and graph_key(
+        hw.gpu.name, preset_stages(x["model"], int(x["batch"]))[x["stage"]]) == key]
+    assert cm.stage_ms(graphed, hw) == pytest.approx(np.mean(same))  # kaggle = terabyte
+    other = preset_stages(r["model"], 3 * int(r["batch"]))[r["stage"]]  # never graphed
+    eager = cm.stage_ms(other, hw)
+    saving = cm.graphs.saving_ms.get(r["stage"], 0.0)
+    assert cm.stage_ms(replace(other, graphed=True), hw) == pytest.approx(
+        max(eager - saving, eager / 2))

@@ -20,6 +20,13 @@ for b in 8192 16384 32768; do  # the heavy case with the fused embedding update
   corun plan --hardware h200 --gpus 1 --pipeline heavy --model heavy-fused --batch "$b" \
     --time-limit 10 --quiet --out "bench/plans/heavy-fused-b$b" > "bench/plans/heavy-fused-b$b.txt"
 done
+mkdir -p bench/plans/graphs  # the trainer's step replayed as CUDA graphs (--matrix graphs)
+for p in kaggle terabyte wide-2x wide-4x; do
+  for b in 4096 8192; do
+    corun plan --hardware h200 --gpus 1 --pipeline "$p" --model "$(python3 -c "import spec; print(spec.DEFAULT_MODEL_FOR['$p'])")" \
+      --batch "$b" --cuda-graphs --time-limit 10 --quiet --out "bench/plans/graphs/$p-b$b" > "bench/plans/graphs/$p-b$b.txt"
+  done
+done
 corun simulate --hardware h200 --pipeline multihot --model mlperf-dcnv2 --batch 8192 --strategy all --quiet --out bench/plans/multihot-b8192 > bench/plans/multihot-b8192.txt
 corun simulate --hardware h200 --pipeline multihot --model mlperf-dcnv2 --batch 4096 --strategy all --quiet --out bench/plans/multihot-b4096 > bench/plans/multihot-b4096.txt
 # 4 GPUs (issue 8), and 2 for when only two are lent: corun's and RAP's plans, then the
@@ -30,7 +37,7 @@ corun simulate --hardware h200 --pipeline multihot --model mlperf-dcnv2 --batch 
 # 44-59% by throughput at batch 4096, mostly the host workers exiting before the timed
 # loop ended, fixed since: 2-GPU run 5 measured kaggle b4096's at 77.1%)
 if [ "${GPUS:-all}" = 1 ]; then
-  rm -f bench/plans/*/trace-*.json
+  rm -f bench/plans/*/trace-*.json bench/plans/graphs/*/trace-*.json
   exit 0
 fi
 for g in 2 4; do
