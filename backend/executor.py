@@ -124,6 +124,8 @@ class Executor:
         if model.cuda_graphs and self.world > 1:
             raise SpecError("model.cuda_graphs", True, "off on several GPUs (the graphed "
                             "step is one process's)")
+        if model.cuda_graphs and self.device.type != "cuda":
+            raise SpecError("model.cuda_graphs", True, "off on a CPU (CUDA graphs need a GPU)")
         self.hardware = hardware or hardware_preset("h200", self.world)
         self.sharding = shard_tables(model, self.hardware, plan.table_owner or None)
         self.stages = stages_for(self.world)

@@ -57,6 +57,13 @@ def test_graphs_are_refused_on_a_cpu_and_on_several_gpus():
     model, pipeline = small_kaggle()
     with pytest.raises(SpecError, match="cuda_graphs.*CPU"):
         GraphedTrainer(model, "cpu")
+    from backend.executor import Executor
+    from backend.settings import RunSettings
+    from spec import Plan
+
+    empty = Plan(pipeline.name, model.name, 1, (), ())
+    with pytest.raises(SpecError, match="cuda_graphs.*CPU"):  # before any batch is made
+        Executor(model, pipeline, empty, "ideal", RunSettings(), "cpu", replay=True)
     assert type(make_trainer(replace(model, cuda_graphs=False))) is Trainer
     from sim import Scenario, Strategy, StrategyKind, simulate
 
