@@ -98,6 +98,8 @@ MATRICES = {
     # it; plans under bench/plans/graphs/
     "graphs": [(p, (4096, 8192), ("ideal+eager", "ideal", "gpu-sequential", "rap", "corun"))
                for p in ("kaggle", "terabyte", "wide-2x", "wide-4x")],
+    # whether 16 host workers keep up with the graphed step (the simulator says so)
+    "graphs-cpu": [(p, (4096,), ("ideal", "cpu:16")) for p in ("kaggle", "terabyte")],
     # the graphed step's stage times, to fit the cost model's graph correction
     # (costmodel/graphs.py)
     "graphs-stages": [(p, (2048, 4096, 8192, 16384), ("ideal",))
@@ -109,12 +111,12 @@ MATRICES = {
 
 
 MODEL_CHANGES = {"bound": {"sparse_gradients": False}, "graphs": {"cuda_graphs": True},
-                 "graphs-stages": {"cuda_graphs": True}}
+                 "graphs-stages": {"cuda_graphs": True}, "graphs-cpu": {"cuda_graphs": True}}
 """Fields a matrix changes in its pipelines' default models."""
 MATRIX_MODEL = {"heavy": "heavy-fused", "heavy-stages": "heavy-fused"}
 """A matrix's model where it is not its pipelines' default (spec.DEFAULT_MODEL_FOR); its
 plans are under bench/plans/<model>-b<batch>/."""
-PLAN_FOLDER = {"graphs": "graphs"}
+PLAN_FOLDER = {"graphs": "graphs", "graphs-cpu": "graphs"}
 """A matrix whose plans are under bench/plans/<folder>/<pipeline>-b<batch>/."""
 
 
