@@ -19,7 +19,7 @@ from sim import (
     simulate,
     steady_state,
 )
-from sim.scenario import CAUTION
+from sim.scenario import CAUTION, HINT
 from spec import Hardware, Plan, Prediction, SpecError
 from spec.serde import dumps, load, save, write_atomic
 
@@ -87,8 +87,9 @@ def comparison_table(preds: list[Prediction]) -> str:
 
 
 def caveats(preds: list[Prediction]) -> list[str]:
-    """The distinct cautionary notes of the predictions, in order."""
-    return list(dict.fromkeys(n for p in preds for n in p.notes if n.startswith(CAUTION)))
+    """The distinct cautions and hints in the predictions' notes, in order."""
+    return list(dict.fromkeys(n for p in preds for n in p.notes
+                              if n.startswith((CAUTION, HINT))))
 
 
 def print_caveats(preds: list[Prediction]) -> None:

@@ -72,8 +72,12 @@ def test_graphs_are_refused_on_a_cpu_and_on_several_gpus():
         simulate(sc)
 
 
-def test_the_graphed_step_costs_the_host_less_in_simulation():
+def test_the_graphed_step_costs_the_host_less_in_simulation_and_a_hint_says_so():
     from sim import Scenario, Strategy, StrategyKind, simulate
+    from sim.scenario import HINT
+
+    def hints(p):
+        return [n for n in p.notes if n.startswith(HINT) and "--cuda-graphs" in n]
 
     model = replace(model_preset("criteo-kaggle"), batch_per_gpu=4096)
     sc = Scenario(hardware_preset("h200", 1), model, pipeline_preset("kaggle"),
@@ -81,6 +85,12 @@ def test_the_graphed_step_costs_the_host_less_in_simulation():
     eager = simulate(sc).prediction
     graphed = simulate(replace(sc, model=replace(model, cuda_graphs=True))).prediction
     assert graphed.iteration_time_ms < 0.9 * eager.iteration_time_ms  # host-paced eagerly
+    assert len(hints(eager)) == 1 and not hints(graphed)
+    gpu_bound = simulate(replace(sc, model=replace(model, batch_per_gpu=16384))).prediction
+    assert not hints(gpu_bound)
+    adagrad = replace(sc, model=replace(model_preset("mlperf-dcnv2"), batch_per_gpu=4096),
+                      pipeline=pipeline_preset("multihot"))
+    assert not hints(simulate(adagrad).prediction)  # a model graphs cannot take
 
 
 @gpu
