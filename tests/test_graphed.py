@@ -165,3 +165,27 @@ def test_the_learned_model_answers_a_graphed_stage_from_its_measurement():
     saving = cm.graphs.saving_ms.get(r["stage"], 0.0)
     assert cm.stage_ms(replace(other, graphed=True), hw) == pytest.approx(
         max(eager - saving, eager / 2))
+
+
+@gpu
+def test_corun_execute_runs_a_plan_on_the_graphed_step_and_checks_it(tmp_path):
+    """`corun execute PLAN --cuda-graphs`: a one-kernel plan co-running with the graphed
+    step, every batch checked on the device, noted as graphed."""
+    from corun.cli import main
+    from spec import Measurement, one_kernel_plan
+    from spec.serde import load, save
+
+    model, pipeline = small_kaggle(512)
+    save(replace(model, cuda_graphs=False), tmp_path / "model.json")
+    save(pipeline, tmp_path / "pipeline.json")
+    plan = one_kernel_plan(pipeline, model.name, 1, "top_mlp_fwd", 64, 128)
+    save(plan, tmp_path / "plan.json")
+    out = tmp_path / "m.json"
+    assert main(["execute", str(tmp_path / "plan.json"), "--cuda-graphs", "--model",
+                 str(tmp_path / "model.json"), "--pipeline", str(tmp_path / "pipeline.json"),
+                 "--iterations", "20", "--warmup", "3", "--distinct-batches", "2", "--quiet",
+                 "-o", str(out)]) == 0
+    m = load(Measurement, out)
+    assert m.checked_rows == 23 * 512  # every batch, warm-up included
+    assert any("CUDA graphs" in n for n in m.notes)
+    assert len(m.kernels) == 1 and len([s for s in Stage if s.value in m.stages]) == 9
