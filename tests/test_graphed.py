@@ -3,6 +3,7 @@ cannot run, and on a GPU equal to the eager step."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import replace
 
 import numpy as np
@@ -26,6 +27,10 @@ from spec import (
 )
 
 gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+real_cuda = pytest.mark.skipif(
+    not torch.cuda.is_available() or os.environ.get("NUMBA_ENABLE_CUDASIM") == "1",
+    reason="needs a CUDA GPU and Numba's real CUDA target (NUMBA_ENABLE_CUDASIM=0; the "
+    "suite turns the simulator on by default)")
 
 
 def small_kaggle(batch: int = 256):
@@ -167,7 +172,7 @@ def test_the_learned_model_answers_a_graphed_stage_from_its_measurement():
         max(eager - saving, eager / 2))
 
 
-@gpu
+@real_cuda
 def test_corun_execute_runs_a_plan_on_the_graphed_step_and_checks_it(tmp_path):
     """`corun execute PLAN --cuda-graphs`: a one-kernel plan co-running with the graphed
     step, every batch checked on the device, noted as graphed."""
