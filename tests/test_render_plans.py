@@ -42,3 +42,28 @@ def test_heavy_fused_rows_and_a_stage_sweep_case(tmp_path):
     assert "| heavy / heavy-fused b8192 | at:emb_fwd (predicted here) | 4.600 (5.06) | " \
         "87.0% / 87.0% |" in text
     assert "| heavy / heavy-fused b8192 | at:emb_fwd (87.0%) |" in text  # the measured best
+
+
+def test_a_graphed_run_reads_the_graphs_plans_and_predicts_its_eager_variant_eagerly(tmp_path):
+    note = "the trainer's step replayed as CUDA graphs, one a stage (backend/graphed.py)"
+
+    def kaggle(strategy: str, median_ms: float, graphed: bool) -> dict:
+        m = {"pipeline": "kaggle", "model": "criteo-kaggle", "batch_per_gpu": 4096,
+             "gpu_count": 1, "plan": {"pipeline": "kaggle", "model": "criteo-kaggle",
+                                      "gpu_count": 1, "kernels": []},
+             "iteration": {"median_ms": median_ms, "p90_ms": median_ms},
+             "throughput_samples_per_s": 4096e3 / median_ms, "host": {},
+             "notes": [note] if graphed else [], "command": "python bench/execute_gpu.py"}
+        return {"pipeline": "kaggle", "batch": 4096, "strategy": strategy, "measurement": m}
+
+    assert plan_folder("kaggle", "criteo-kaggle", 4096, graphs=True).parent.name == "graphs"
+    path = tmp_path / "raw.json"
+    path.write_text(json.dumps([kaggle("ideal+eager", 4.0, False),
+                                kaggle("ideal", 2.6, True)]))
+    eager, ideal = rows([path])
+    filed = json.loads((plan_folder("kaggle", "criteo-kaggle", 4096, graphs=True)
+                        / "prediction-ideal.json").read_text())
+    assert ideal["predicted_ms"] == filed["iteration_time_ms"] and ideal["note"] == ""
+    assert eager["note"] == " (predicted here)"
+    assert eager["predicted_ms"] > 1.3 * ideal["predicted_ms"]  # the host paces it eagerly
+    assert eager["of_ideal_pct"] == pytest.approx(100 * 2.6 / 4.0)
