@@ -42,8 +42,8 @@ import torch  # noqa: E402
 
 import spec  # noqa: E402
 from backend.executor import Executor  # noqa: E402
-from backend.settings import RunSettings  # noqa: E402
 from backend.graphed import make_trainer  # noqa: E402
+from backend.settings import RunSettings  # noqa: E402
 from corun.workload import shrink_tables  # noqa: E402
 from sim.strategy import (  # noqa: E402
     StrategyKind,

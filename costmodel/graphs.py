@@ -23,7 +23,6 @@ COLUMNS = ("gpu", "model", "batch", "stage", "graphed_ms", "source")
 stage, the graphed stage's median ms and the measurement file it came from."""
 
 
-
 def read_graphed(path: Path) -> list[dict[str, str]]:
     """The rows of a graphed-stages.csv (none if it does not exist)."""
     if not path.exists():

@@ -32,6 +32,7 @@ CAUTION = "caution: "
 HINT = "hint: "
 """Starts a note the command line shows there too: a change the user may want to try."""
 
+
 @dataclass(frozen=True)
 class Scenario:
     hardware: Hardware

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 import torch
 
+from backend.data import synthetic_inputs
 from backend.fusion import FusedGroup
 from backend.graphed import GraphedTrainer, make_trainer
-from backend.data import synthetic_inputs
 from backend.runner import PipelineProgram, trainer_batch
 from backend.trainer import Batch, Clock, Trainer
 from corun.workload import shrink_tables
