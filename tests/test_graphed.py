@@ -10,10 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from backend.data import synthetic_inputs
-from backend.fusion import FusedGroup
 from backend.graphed import GraphedTrainer, make_trainer
-from backend.runner import PipelineProgram, trainer_batch
 from backend.trainer import Batch, Clock, Trainer
 from corun.workload import shrink_tables
 from spec import (
@@ -39,15 +36,9 @@ def small_kaggle(batch: int = 256):
 
 
 def batches(model, pipeline, n: int, seed: int = 0) -> list[Batch]:
-    rng = np.random.default_rng(seed)
-    group = [FusedGroup(pipeline, pipeline.order, "all")]
-    out = []
-    for _ in range(n):
-        raw = synthetic_inputs(pipeline, model.batch_per_gpu, rng)
-        labels = (rng.random(model.batch_per_gpu) < 0.25).astype(np.float32)
-        out.append(trainer_batch(pipeline, model, PipelineProgram(pipeline, group, raw).run_cpu(),
-                                 labels))
-    return out
+    from bench.trainer_gpu import make_batches
+
+    return make_batches(model, pipeline, n, np.random.default_rng(seed))
 
 
 @pytest.mark.parametrize("field,change", [("optimizer", {"optimizer": Optimizer.ADAGRAD}),
