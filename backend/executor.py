@@ -361,6 +361,8 @@ class Executor:
                 pieces, lens = table_pieces(b, counts)
                 b = LocalBatch(b.dense, b.labels, pieces, list(lens.unbind(0)))
             batches.append(b)
+        with S.use(S.train):
+            self.trainer.prepare(batches[0])
         tops, afters, ends, clocks = [], [], [], []
         self.host_ms = {"step": []}
         freeze_heap()
@@ -407,6 +409,11 @@ class Executor:
                 self._launch(b, lane, index, S.pre)
             batches[b] = self._finish(b)
         checked = self._check(0)
+        if total:
+            with S.use(S.train):
+                for ready in self.ready[0]:  # batch 0 assembled (the loop waits again)
+                    S.wait(S.train, ready)
+                self.trainer.prepare(batches[0])
         tops, afters, ends, clocks = [], [], [], []
         report = max(1, total // 10)
         freeze_heap()
@@ -517,8 +524,8 @@ class Executor:
                 "device" if self.settings.check else "the batches were not checked"))
         if self.model.cuda_graphs:
             notes.append("the trainer's step replayed as CUDA graphs, one a stage, captured "
-                         "on the run's first batch after eager warm-up steps "
-                         "(backend/graphed.py)")
+                         "before the timed loop on the run's first batch, after eager "
+                         "warm-up steps on it (backend/graphed.py)")
         if self.host_nodes:
             notes.append(f"{len(self.host_nodes)} op node(s) on {self.settings.cpu_workers} "
                          "host worker process(es), one thread each")

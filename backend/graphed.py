@@ -48,7 +48,7 @@ class _StageCuts:
 
 class GraphedTrainer(Trainer):
     """A `Trainer` whose `step` replays the stages captured on the first batch it is given
-    (or on `capture`'s)."""
+    (or on `prepare`'s or `capture`'s)."""
 
     def __init__(self, model: Model, device: torch.device | str = "cuda", seed: int = 0,
                  tables: Sequence[int] | None = None) -> None:
@@ -63,6 +63,10 @@ class GraphedTrainer(Trainer):
         """Forget the graphs: the run's first batch is captured anew (a reused trainer may
         meet another batch size)."""
         self.graphs, self.static, self.loss = [], None, None
+
+    def prepare(self, batch: Batch) -> None:
+        if self.static is None:
+            self.capture(batch)
 
     def capture(self, batch: Batch) -> None:
         """Copy `batch` into the fixed input buffers, warm up, and capture one step on
@@ -83,8 +87,7 @@ class GraphedTrainer(Trainer):
     def step(self, batch: Batch, clock: Clock | None = None) -> torch.Tensor:
         """Train on one batch: copy it into the captured step's inputs on the current
         stream, then launch the stages' graphs there, marking `clock` between them."""
-        if self.static is None:
-            self.capture(batch)
+        self.prepare(batch)
         for name, mine, given in zip(("dense", "ids", "offsets", "labels"),
                                      _tensors(self.static), _tensors(batch)):
             if mine.shape != given.shape:

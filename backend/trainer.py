@@ -218,7 +218,11 @@ class Trainer:
             torch.backends.cuda.matmul.allow_tf32 = True
 
     def begin_run(self) -> None:
-        """Called before a run's first step (backend/graphed.py captures anew there)."""
+        """Called when a run starts (backend/graphed.py forgets its graphs there)."""
+
+    def prepare(self, batch: Batch) -> None:
+        """Called with a run's first batch before its timed loop (backend/graphed.py
+        captures its graphs there, so no timed iteration pays for it)."""
 
     def _autocast(self):
         enabled = self.spec.precision is Precision.BF16
