@@ -185,3 +185,13 @@ def test_corun_execute_runs_a_plan_on_the_graphed_step_and_checks_it(tmp_path):
     assert m.checked_rows == 23 * 512  # every batch, warm-up included
     assert any("CUDA graphs" in n for n in m.notes)
     assert len(m.kernels) == 1 and len([s for s in Stage if s.value in m.stages]) == 9
+
+
+def test_the_command_line_takes_cuda_graphs_and_refuses_it_on_two_gpus(capsys):
+    from corun.cli import main
+
+    assert main(["simulate", "--cuda-graphs", "--batch", "4096", "--strategy", "ideal"]) == 0
+    out = capsys.readouterr().out
+    assert "ideal" in out and "hint:" not in out  # already graphed: nothing to suggest
+    assert main(["plan", "--cuda-graphs", "--gpus", "2", "--quiet"]) == 2
+    assert "model.cuda_graphs" in capsys.readouterr().err
