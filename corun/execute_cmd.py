@@ -24,7 +24,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--batch", type=int, help="batch per GPU (default: the model's)")
     p.add_argument("--cuda-graphs", action="store_true",
                    help="the trainer replays each training stage as a CUDA graph (one GPU; "
-                   "SGD, a fixed id count per batch): a host launch a stage, not a kernel")
+                   "SGD, a fixed id count per batch): a host launch a stage, not a kernel "
+                   "(a plan made with --cuda-graphs says so itself)")
     p.add_argument("--hardware", default="h200",
                    help="hardware preset: the baselines' launch shape and host cores")
     p.add_argument("--host-cores", type=int,
@@ -55,7 +56,7 @@ def build(args: argparse.Namespace):
         raise SpecError("plan", args.plan, "either a plan file or --strategy, not both")
     plan = load(Plan, args.plan) if args.plan else None
     model = resolve_model(args.model or (plan.model if plan else None) or "criteo-kaggle",
-                          args.batch, args.cuda_graphs)
+                          args.batch, args.cuda_graphs or (plan is not None and plan.cuda_graphs))
     pipeline = resolve_pipeline(args.pipeline or (plan.pipeline if plan else None) or "kaggle")
     world = int(os.environ.get("WORLD_SIZE", "1"))
     hw = resolve_hardware(args.hardware, world, None, args.host_cores)

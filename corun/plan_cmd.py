@@ -83,12 +83,16 @@ def run(args: argparse.Namespace) -> int:
         say(f"[{i + 1}/{len(strategies)}] simulating {s.label} ...")
         results.append(simulate(steady_state(replace(base, strategy=s))))
     preds = [r.prediction for r in results]
+
+    def stamp(plan):  # a plan file says whether it was made for the graphed step
+        return replace(plan, cuda_graphs=model.cuda_graphs)
+
     if args.output:
-        save(chosen.plan, args.output)
+        save(stamp(chosen.plan), args.output)
     if args.out:
         write_outputs(Path(args.out), results)
-        save(chosen.plan, Path(args.out) / "plan.json")
-        save(rap.plan, Path(args.out) / "plan-rap.json")
+        save(stamp(chosen.plan), Path(args.out) / "plan.json")
+        save(stamp(rap.plan), Path(args.out) / "plan-rap.json")
     if args.trace:
         results[-1].write_trace(args.trace)
     if args.json:

@@ -99,9 +99,10 @@ def print_caveats(preds: list[Prediction]) -> None:
 
 def run(args: argparse.Namespace) -> int:
     hw = resolve_hardware(args.hardware, args.gpus, args.interconnect, args.host_cores)
-    model = resolve_model(args.model, args.batch, args.cuda_graphs)
-    pipeline = resolve_pipeline(args.pipeline)
     plan = load(Plan, args.plan) if args.plan else None
+    model = resolve_model(args.model, args.batch,
+                          args.cuda_graphs or (plan is not None and plan.cuda_graphs))
+    pipeline = resolve_pipeline(args.pipeline)
     strategies = strategies_for(args.strategy, hw, plan)
     if args.trace and len(strategies) > 1:
         raise SpecError("--trace", args.trace, "one strategy (use --out DIR for all)")

@@ -75,9 +75,16 @@ class Plan:
     kernels and assembly are done); 2, the batch after it (the host launches a step
     without waiting for the preprocessing co-running with the step before; one more
     pool set of memory). On the H200 the two measured alike (README, heavy case)."""
+    cuda_graphs: bool = False
+    """Planned for the trainer's step replayed as CUDA graphs (`corun plan --cuda-graphs`):
+    `corun execute` and `corun simulate --plan` then replay it so without being told."""
 
     def __post_init__(self) -> None:
         require_int_range("gpu_count", self.gpu_count, 1, 4096)
+        require(isinstance(self.cuda_graphs, bool), "cuda_graphs", self.cuda_graphs,
+                "true or false")
+        require(not (self.cuda_graphs and self.gpu_count > 1), "cuda_graphs", True,
+                "false with several GPUs (the graphed step is one process's)")
         require_int_range("batches_ahead", self.batches_ahead, 1, 2)
         names = [k.name for k in self.kernels]
         dup = sorted({n for n in names if names.count(n) > 1})

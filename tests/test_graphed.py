@@ -195,3 +195,34 @@ def test_the_command_line_takes_cuda_graphs_and_refuses_it_on_two_gpus(capsys):
     assert "ideal" in out and "hint:" not in out  # already graphed: nothing to suggest
     assert main(["plan", "--cuda-graphs", "--gpus", "2", "--quiet"]) == 2
     assert "model.cuda_graphs" in capsys.readouterr().err
+
+
+def test_a_plan_made_for_the_graphed_step_says_so_and_is_run_so(tmp_path, capsys):
+    import json
+
+    from corun.cli import main
+    from spec import Plan
+    from spec.serde import load, save
+
+    plan_file = tmp_path / "plan.json"
+    assert main(["plan", "--cuda-graphs", "--time-limit", "1", "--quiet",
+                 "-o", str(plan_file)]) == 0
+    plan = load(Plan, plan_file)
+    assert plan.cuda_graphs
+    capsys.readouterr()
+    times = []
+    for flag in ([], ["--cuda-graphs"], ["--model", "criteo-kaggle"]):
+        assert main(["simulate", "--strategy", "plan", "--plan", str(plan_file), "--batch",
+                     "4096", "--json", *flag]) == 0
+        times.append(json.loads(capsys.readouterr().out)["iteration_time_ms"])
+    assert times[0] == times[1] == times[2]  # the plan's own word is enough
+    eager = replace(plan, cuda_graphs=False)
+    save(eager, tmp_path / "eager.json")
+    assert main(["simulate", "--strategy", "plan", "--plan", str(tmp_path / "eager.json"),
+                 "--batch", "4096", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["iteration_time_ms"] > 1.2 * times[0]
+    with pytest.raises(SpecError, match="cuda_graphs.*several GPUs"):
+        replace(plan, gpu_count=2)
+    assert main(["execute", str(plan_file), "--device", "cpu", "-o",
+                 str(tmp_path / "m.json")]) == 2  # graphed, so refused on a CPU
+    assert "cuda_graphs" in capsys.readouterr().err
