@@ -46,7 +46,7 @@ def main() -> int:
         for path in RAW:
             rs = rows([path])
 
-            def errs(keep):
+            def errs(keep, rs=rs):
                 return [abs(r["error_pct"]) for r in rs if keep(r["strategy"])]
 
             print(f"{mode:16} {path.name:32} all {summary(errs(lambda s: True))}; rap "
