@@ -121,9 +121,7 @@ class Executor:
         if plan.gpu_count != self.world:
             raise SpecError("plan.gpu_count", plan.gpu_count,
                             f"the number of processes running it ({self.world})")
-        if model.cuda_graphs and self.world > 1:
-            raise SpecError("model.cuda_graphs", True, "off on several GPUs (the graphed "
-                            "step is one process's)")
+        model.check_gpu_count(self.world)
         if model.cuda_graphs and self.device.type != "cuda":
             raise SpecError("model.cuda_graphs", True, "off on a CPU (CUDA graphs need a GPU)")
         self.hardware = hardware or hardware_preset("h200", self.world)

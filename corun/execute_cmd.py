@@ -8,6 +8,7 @@ import shlex
 import sys
 from pathlib import Path
 
+from corun.workload import add_cuda_graphs_argument
 from spec import SpecError
 
 
@@ -22,10 +23,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", help="model preset or file (default: the plan's model)")
     p.add_argument("--pipeline", help="pipeline preset or file (default: the plan's)")
     p.add_argument("--batch", type=int, help="batch per GPU (default: the model's)")
-    p.add_argument("--cuda-graphs", action="store_true",
-                   help="the trainer replays each training stage as a CUDA graph (one GPU; "
-                   "SGD, a fixed id count per batch): a host launch a stage, not a kernel "
-                   "(a plan made with --cuda-graphs says so itself)")
+    add_cuda_graphs_argument(p)
     p.add_argument("--hardware", default="h200",
                    help="hardware preset: the baselines' launch shape and host cores")
     p.add_argument("--host-cores", type=int,
@@ -48,7 +46,12 @@ def build(args: argparse.Namespace):
     """The Executor the arguments describe (no device work yet)."""
     from backend.executor import Executor
     from backend.settings import RunSettings
-    from corun.workload import resolve_hardware, resolve_model, resolve_pipeline
+    from corun.workload import (
+        resolve_hardware,
+        resolve_model,
+        resolve_pipeline,
+        wants_graphs,
+    )
     from sim.strategy import StrategyKind, host_workers_per_gpu, parse_strategy, strategy_plan
     from spec import Plan, load
 
@@ -56,7 +59,7 @@ def build(args: argparse.Namespace):
         raise SpecError("plan", args.plan, "either a plan file or --strategy, not both")
     plan = load(Plan, args.plan) if args.plan else None
     model = resolve_model(args.model or (plan.model if plan else None) or "criteo-kaggle",
-                          args.batch, args.cuda_graphs or (plan is not None and plan.cuda_graphs))
+                          args.batch, wants_graphs(args, plan))
     pipeline = resolve_pipeline(args.pipeline or (plan.pipeline if plan else None) or "kaggle")
     world = int(os.environ.get("WORLD_SIZE", "1"))
     hw = resolve_hardware(args.hardware, world, None, args.host_cores)

@@ -7,6 +7,7 @@ import json
 import sys
 from pathlib import Path
 
+from corun.workload import add_cuda_graphs_argument
 from spec import SpecError
 
 
@@ -22,9 +23,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", default="criteo-kaggle")
     p.add_argument("--pipeline", default="kaggle")
     p.add_argument("--batch", type=int)
-    p.add_argument("--cuda-graphs", action="store_true",
-                   help="the trainer replays each training stage as a CUDA graph (one GPU; "
-                   "SGD, a fixed id count per batch): a host launch a stage, not a kernel")
+    add_cuda_graphs_argument(p)
     p.add_argument("--time-limit", type=float, default=5.0, help="search seconds")
     p.add_argument("--iterations", type=int, default=30,
                    help="simulated iterations (with host CPU work at least 60, "

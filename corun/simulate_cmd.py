@@ -8,7 +8,13 @@ import sys
 from pathlib import Path
 
 from corun.format import table
-from corun.workload import resolve_hardware, resolve_model, resolve_pipeline
+from corun.workload import (
+    add_cuda_graphs_argument,
+    resolve_hardware,
+    resolve_model,
+    resolve_pipeline,
+    wants_graphs,
+)
 from sim import (
     EmbeddingComm,
     Scenario,
@@ -36,9 +42,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", default="criteo-kaggle", help="model preset or file")
     p.add_argument("--pipeline", default="kaggle", help="pipeline preset or file")
     p.add_argument("--batch", type=int, help="batch per GPU (default: the model's)")
-    p.add_argument("--cuda-graphs", action="store_true",
-                   help="the trainer replays each training stage as a CUDA graph (one GPU; "
-                   "SGD, a fixed id count per batch): a host launch a stage, not a kernel")
+    add_cuda_graphs_argument(p)
     p.add_argument("--strategy", default="all",
                    help="ideal, cpu:N, gpu-sequential, gpu-overlap, plan, or all")
     p.add_argument("--plan", help="Plan file (for --strategy plan, or added to all)")
@@ -100,8 +104,7 @@ def print_caveats(preds: list[Prediction]) -> None:
 def run(args: argparse.Namespace) -> int:
     hw = resolve_hardware(args.hardware, args.gpus, args.interconnect, args.host_cores)
     plan = load(Plan, args.plan) if args.plan else None
-    model = resolve_model(args.model, args.batch,
-                          args.cuda_graphs or (plan is not None and plan.cuda_graphs))
+    model = resolve_model(args.model, args.batch, wants_graphs(args, plan))
     pipeline = resolve_pipeline(args.pipeline)
     strategies = strategies_for(args.strategy, hw, plan)
     if args.trace and len(strategies) > 1:

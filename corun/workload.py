@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -10,6 +11,7 @@ from spec import (
     Hardware,
     Model,
     Pipeline,
+    Plan,
     SpecError,
     hardware_preset,
     model_preset,
@@ -48,6 +50,19 @@ def resolve_hardware(name: Any, gpus: int, interconnect: str | None,
         return hardware_preset(name, gpus, host_cores, interconnect)
     hw = _spec_value(Hardware, name, None, "hardware")
     return hw.with_gpus(gpus) if gpus != hw.gpu_count else hw
+
+
+def add_cuda_graphs_argument(p: argparse.ArgumentParser) -> None:
+    """`--cuda-graphs`, as plan, simulate and execute take it."""
+    p.add_argument("--cuda-graphs", action="store_true",
+                   help="the trainer replays each training stage as a CUDA graph (one GPU; "
+                   "SGD, a fixed id count per batch): a host launch a stage, not a kernel "
+                   "(a plan made with --cuda-graphs says so itself)")
+
+
+def wants_graphs(args: argparse.Namespace, plan: Plan | None) -> bool:
+    """--cuda-graphs given, or the plan given was made for the graphed step."""
+    return bool(args.cuda_graphs) or (plan is not None and plan.cuda_graphs)
 
 
 def resolve_model(name: Any, batch: int | None, cuda_graphs: bool = False) -> Model:

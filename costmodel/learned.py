@@ -651,8 +651,12 @@ def graphed_stages(model: CoRunModel, rows: Sequence[dict]) -> GraphedStages:
     """Measured graphed stage times by key, and each stage's saving against the profile's
     eager time (fitted here, on the stages the profile also timed)."""
     times: dict[tuple[str, tuple], list[float]] = {}
+    stages: dict[tuple[str, int], dict[str, StageWork]] = {}
     for r in rows:
-        work = preset_stages(r["model"], int(r["batch"]))[r["stage"]]
+        case = (r["model"], int(r["batch"]))
+        if case not in stages:
+            stages[case] = preset_stages(*case)
+        work = stages[case][r["stage"]]
         times.setdefault((r["stage"], graph_key(r["gpu"], work)), []).append(
             float(r["graphed_ms"]))
     # models whose stages have the same features (kaggle's and terabyte's embedding

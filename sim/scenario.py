@@ -176,9 +176,7 @@ def _graphs_hint(sc: Scenario, tables: GpuTables) -> str | None:
 def compile_scenario(sc: Scenario, cm: CostModel) -> Compiled:
     """Turn a scenario into per-GPU duration tables (all cost-model calls happen here)."""
     hw, model, pipeline = sc.hardware, sc.model, sc.pipeline
-    if model.cuda_graphs and hw.gpu_count > 1:
-        raise SpecError("model.cuda_graphs", True, "off on several GPUs (the graphed step "
-                        "is one process's)")
+    model.check_gpu_count(hw.gpu_count)
     plan = strategy_plan(sc.strategy, pipeline, model.name, hw)
     sharding = shard_tables(model, hw, plan.table_owner or None)
     owner_mapped = _owner_mapped_tables(plan, pipeline, sharding)

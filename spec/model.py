@@ -110,6 +110,12 @@ class Model:
                     self.embedding_update.value, "autograd when cuda_graphs is on (the "
                     "fused update is not captured)")
 
+    def check_gpu_count(self, gpus: int) -> None:
+        """The graphed step is one process's: refused on several GPUs."""
+        if self.cuda_graphs and gpus > 1:
+            raise SpecError("model.cuda_graphs", True, "off on several GPUs (the graphed "
+                            "step is one process's)")
+
     @property
     def embedding_dim(self) -> int:
         return self.tables[0].dim
