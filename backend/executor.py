@@ -310,7 +310,8 @@ class Executor:
                  "reference outputs ...")
         self.raws = self._raw_batches()
         cuda = self.device.type == "cuda"
-        self.S = Streams(self.device, self.plan.training_priority_high)
+        self.S = Streams(self.device, self.plan.training_priority_high,
+                         self.plan.preprocess_sms)
         if self.trainer is None:
             with faults(f"building the {self.model.name} trainer"):
                 if self.world > 1:
@@ -524,6 +525,10 @@ class Executor:
             notes.append("the trainer's step replayed as CUDA graphs, one a stage, captured "
                          "before the timed loop on the run's first batch, after eager "
                          "warm-up steps on it (backend/graphed.py)")
+        split = getattr(getattr(self, "S", None), "split", None)
+        if split is not None:
+            notes.append(f"SMs split: preprocessing on {split.pre_sms}, training on "
+                         f"{split.train_sms} (CUDA green contexts, backend/sm_split.py)")
         if self.host_nodes:
             notes.append(f"{len(self.host_nodes)} op node(s) on {self.settings.cpu_workers} "
                          "host worker process(es), one thread each")

@@ -29,11 +29,20 @@ def gpu_spin(ms: float) -> None:
 class Streams:
     """Streams and timing events on a GPU; no-ops and the host clock on the CPU."""
 
-    def __init__(self, device: torch.device, training_high: bool) -> None:
+    def __init__(self, device: torch.device, training_high: bool, pre_sms: int = 0) -> None:
+        """`pre_sms` > 0: the preprocessing stream on that many SMs of its own, training
+        on the rest (backend/sm_split.py); 0: both streams on every SM."""
         self.cuda = device.type == "cuda"
+        self.split = None
         if self.cuda:
-            self.train = torch.cuda.Stream(device, priority=-2 if training_high else 0)
-            self.pre = torch.cuda.Stream(device, priority=0)
+            if pre_sms:
+                from backend.sm_split import split_sms
+
+                self.split = split_sms(device, pre_sms, training_high)
+                self.train, self.pre = self.split.train, self.split.pre
+            else:
+                self.train = torch.cuda.Stream(device, priority=-2 if training_high else 0)
+                self.pre = torch.cuda.Stream(device, priority=0)
             self.copy = torch.cuda.Stream(device, priority=0)
             from numba import cuda
 

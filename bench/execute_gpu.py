@@ -152,7 +152,8 @@ def run_case(pipe_name: str, batch: int, label: str, args, trainers: dict, hw) -
     check = args.check
     base, *suffixes = label.split("+")  # "+late": the assembly after the step's launches;
     # "+ahead2": two batches ahead; "+w<N>": N host worker processes; "+eager": the step
-    # launched kernel by kernel (not as CUDA graphs)
+    # launched kernel by kernel (not as CUDA graphs); "+sm<N>": preprocessing on N SMs of
+    # its own, training on the rest
     if "eager" in suffixes:
         model = replace(model, cuda_graphs=False)
     if base == "gpu-overlap-nocheck":  # what the per-batch check costs the host
@@ -163,6 +164,9 @@ def run_case(pipe_name: str, batch: int, label: str, args, trainers: dict, hw) -
     plan, strategy = case_plan(base, pipeline, model, f"{folder}-b{batch}", hw)
     if "ahead2" in suffixes:
         plan = replace(plan, batches_ahead=2)
+    for x in suffixes:  # "+sm<N>": preprocessing on N SMs of its own (Plan.preprocess_sms)
+        if x.startswith("sm") and x[2:].isdigit():
+            plan = replace(plan, preprocess_sms=int(x[2:]))
     workers = host_workers_per_gpu(strategy, hw)
     for x in suffixes:
         if x.startswith("w") and x[1:].isdigit():

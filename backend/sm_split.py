@@ -1,0 +1,74 @@
+"""Disjoint sets of SMs for the training and the preprocessing streams (CUDA green
+contexts), so that preprocessing runs beside every training stage on SMs of its own
+instead of waiting for the SMs the training kernels leave free (Plan.preprocess_sms).
+
+Green contexts share the primary context's memory and modules: PyTorch's and Numba's
+kernels run on their streams unchanged, on the SMs of the stream's context. The driver
+rounds a requested count up to its granularity (8 SMs on Hopper); `SmSplit` reports the
+counts it got."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+
+@dataclass(frozen=True)
+class SmSplit:
+    """Two streams on disjoint SMs of one GPU, and how many SMs each got."""
+
+    train: torch.cuda.ExternalStream
+    pre: torch.cuda.ExternalStream
+    train_sms: int
+    pre_sms: int
+    keep: tuple
+    """The green contexts and raw streams, kept alive as long as the streams are used."""
+
+
+def _ok(result, call: str):
+    err, *rest = result
+    from cuda.bindings import driver as drv
+
+    if err != drv.CUresult.CUDA_SUCCESS:
+        raise RuntimeError(f"{call} failed: {err}")
+    return rest[0] if len(rest) == 1 else tuple(rest)
+
+
+def split_sms(device: torch.device, pre_sms: int, training_high: bool) -> SmSplit:
+    """Give the preprocessing stream `pre_sms` SMs (rounded up by the driver) and the
+    training stream the rest; the training stream at the higher priority when
+    `training_high` (it then matters only for the work the two streams share: copies)."""
+    from cuda.bindings import driver as drv
+
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    torch.cuda.init()
+    total = torch.cuda.get_device_properties(index).multi_processor_count
+    if not 1 <= pre_sms <= total - 8:
+        from spec import SpecError
+
+        raise SpecError("plan.preprocess_sms", pre_sms,
+                        f"an integer in [1, {total - 8}] on this {total}-SM GPU (training "
+                        "keeps at least 8)")
+    torch.empty(1, device=device)  # the primary context exists before any green one
+    dev = _ok(drv.cuDeviceGet(index), "cuDeviceGet")
+    full = _ok(drv.cuDeviceGetDevResource(dev, drv.CUdevResourceType.CU_DEV_RESOURCE_TYPE_SM),
+               "cuDeviceGetDevResource")
+    groups, count, rest = _ok(drv.cuDevSmResourceSplitByCount(1, full, 0, pre_sms),
+                              "cuDevSmResourceSplitByCount")
+    if count != 1 or rest.sm.smCount < 1:
+        raise RuntimeError(f"could not split {total} SMs into {pre_sms} and the rest")
+
+    def stream(resource, priority: int):
+        desc = _ok(drv.cuDevResourceGenerateDesc([resource], 1), "cuDevResourceGenerateDesc")
+        ctx = _ok(drv.cuGreenCtxCreate(
+            desc, dev, drv.CUgreenCtxCreate_flags.CU_GREEN_CTX_DEFAULT_STREAM),
+            "cuGreenCtxCreate")
+        raw = _ok(drv.cuGreenCtxStreamCreate(
+            ctx, drv.CUstream_flags.CU_STREAM_NON_BLOCKING, priority), "cuGreenCtxStreamCreate")
+        return torch.cuda.ExternalStream(int(raw), device=device), (ctx, raw)
+
+    train, keep_t = stream(rest, -2 if training_high else 0)  # as Streams does
+    pre, keep_p = stream(groups[0], 0)
+    return SmSplit(train, pre, int(rest.sm.smCount), int(groups[0].sm.smCount),
+                   (keep_t, keep_p))
