@@ -78,17 +78,8 @@ def length_lines(p: str, sig: tuple) -> list[str]:
     return lines
 
 
-def _load(pool: str, index: str, hints: bool) -> str:
-    return f"load_once({pool}, {index})" if hints else f"{pool}[{index}]"
-
-
-def _store(pool: str, index: str, value: str, hints: bool) -> str:
-    return f"store_once({pool}, {index}, {value})" if hints else f"{pool}[{index}] = {value}"
-
-
-def value_lines(p: str, sig: tuple, division: str, hints: bool = False) -> list[str]:
-    """Code computing {p}v{K}, the chain's value at output index j of row r; with `hints`,
-    its raw value read evict-first (backend/cache_hints.py)."""
+def value_lines(p: str, sig: tuple, division: str) -> list[str]:
+    """Code computing {p}v{K}, the chain's value at output index j of row r."""
     src_dtype, src_shape, _, ops, *_ = sig
     dts = _dtypes(sig)
     K = len(ops)
@@ -105,10 +96,10 @@ def value_lines(p: str, sig: tuple, division: str, hints: bool = False) -> list[
             lines.append(f"{p}i{k - 1} = {p}i{k}")
     pool = _pool(src_dtype)
     if src_shape == "list":
-        lines.append(f"{p}v0 = {_load(pool, f'desc[src, 0] + {p}st + {p}i0', hints)} "
-                     f"if {p}i0 < {p}L0 else {_zero(dts[0])}")
+        lines.append(f"{p}v0 = {pool}[desc[src, 0] + {p}st + {p}i0] if {p}i0 < {p}L0 "
+                     f"else {_zero(dts[0])}")
     else:
-        lines.append(f"{p}v0 = {_load(pool, 'desc[src, 0] + r', hints)}")
+        lines.append(f"{p}v0 = {pool}[desc[src, 0] + r]")
     for k, op in enumerate(ops, start=1):
         name, v, f, i = _op_name(op), f"{p}v{k - 1}", 2 * (k - 1), 4 * (k - 1)
         out = f"{p}v{k}"
@@ -154,11 +145,10 @@ def value_lines(p: str, sig: tuple, division: str, hints: bool = False) -> list[
     return lines
 
 
-def chain_body(p: str, sig: tuple, part: str, division: str, lanes: bool = False,
-               hints: bool = False) -> list[str]:
+def chain_body(p: str, sig: tuple, part: str, division: str, lanes: bool = False
+               ) -> list[str]:
     """Statements for one row r of one chain. part: 'lengths' or 'values'. With `lanes`,
-    the row's elements are split over the 32 lanes of a warp (lane, lane + 32, ...); with
-    `hints`, raw values are read and outputs written evict-first."""
+    the row's elements are split over the 32 lanes of a warp (lane, lane + 32, ...)."""
     ops, sink_dtype, sink_shape = sig[3], sig[4], sig[5]
     K = len(ops)
     lines = length_lines(p, sig)
@@ -171,17 +161,17 @@ def chain_body(p: str, sig: tuple, part: str, division: str, lanes: bool = False
         lines.append(f"{p}ost = desc[dst, 0] + offs[desc[dst, 1] + r]")
         lines.append(f"for j in range(lane, {p}L{K}, 32):" if lanes else
                      f"for j in range({p}L{K}):")
-        lines += ["    " + s for s in value_lines(p, sig, division, hints)]
-        lines.append("    " + _store(pool, f"{p}ost + j", f"{p}v{K}", hints))
+        lines += ["    " + s for s in value_lines(p, sig, division)]
+        lines.append(f"    {pool}[{p}ost + j] = {p}v{K}")
     else:
         lines.append("j = 0")
-        lines += value_lines(p, sig, division, hints)
-        lines.append(_store(pool, "desc[dst, 0] + r", f"{p}v{K}", hints))
+        lines += value_lines(p, sig, division)
+        lines.append(f"{pool}[desc[dst, 0] + r] = {p}v{K}")
     return lines
 
 
 def kernel_source(signatures: list[tuple], part: str, target: str, name: str,
-                  division: str = "magic", hints: bool = False) -> str:
+                  division: str = "magic") -> str:
     """Source of one kernel over `signatures` (slot_sig[slot] indexes this list).
 
     target 'cuda': a 1-D grid; block b serves slot block_slot[b], whose blocks
@@ -189,8 +179,6 @@ def kernel_source(signatures: list[tuple], part: str, target: str, name: str,
       in proportion to their work, so a long-list slot is not left running alone.
     target 'cpu': a serial loop over slots, prange over rows.
     division 'magic': sigrid_hash's floor-mod by multiply-and-shift; 'mod': a 64-bit `%`.
-    hints (cuda only): raw values read and outputs written through `load_once` /
-    `store_once` (evict-first; backend/cache_hints.py).
     """
     out = [f"def {name}({PARAMS}):"]
     if target == "cuda":
@@ -214,8 +202,7 @@ def kernel_source(signatures: list[tuple], part: str, target: str, name: str,
             loop = "range(first, rows, stride)" if target == "cuda" else "prange(rows)"
         out.append(f"{indent}    for r in {loop}:")
         out += [f"{indent}        {line}"
-                for line in chain_body(f"s{s}_", sig, part, division, lanes=warp,
-                                       hints=hints and target == "cuda")]
+                for line in chain_body(f"s{s}_", sig, part, division, lanes=warp)]
     if len(out) and not signatures:
         out.append(f"{indent}pass")
     return "\n".join(out) + "\n"

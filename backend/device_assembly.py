@@ -22,7 +22,6 @@ from numba import cuda
 from numba.extending import register_jitable
 
 from backend.assembly import OutputMap
-from backend.cache_hints import load_once
 from backend.check import MismatchError
 from backend.launch import BoundLaunch
 from backend.trainer import Batch
@@ -58,10 +57,10 @@ def assemble_ids(t, x, stride, i64, offs, values_base, offsets_base, capacity, r
     if count < 0 or count > capacity[t] or start < 0 or start + count > ids.size:
         return  # flagged by assemble_offsets
     base, shift = values_base[t], row_base[t]
-    for j in range(x, count, stride):  # the pool and the reference are read once
-        v = load_once(i64, base + j) + shift
+    for j in range(x, count, stride):
+        v = i64[base + j] + shift
         ids[start + j] = v
-        if check and (start + j >= ref_ids.size or load_once(ref_ids, start + j) != v):
+        if check and (start + j >= ref_ids.size or ref_ids[start + j] != v):
             status[values_base.size] = 1
 
 

@@ -124,6 +124,9 @@ class Executor:
         model.check_gpu_count(self.world)
         if model.cuda_graphs and self.device.type != "cuda":
             raise SpecError("model.cuda_graphs", True, "off on a CPU (CUDA graphs need a GPU)")
+        if settings.preprocess_sms and (self.device.type != "cuda" or self.world > 1):
+            raise SpecError("preprocess_sms", settings.preprocess_sms,
+                            "0 on a CPU or several GPUs (the SMs of one GPU are split)")
         self.hardware = hardware or hardware_preset("h200", self.world)
         self.sharding = shard_tables(model, self.hardware, plan.table_owner or None)
         self.stages = stages_for(self.world)
@@ -310,8 +313,7 @@ class Executor:
                  "reference outputs ...")
         self.raws = self._raw_batches()
         cuda = self.device.type == "cuda"
-        self.S = Streams(self.device, self.plan.training_priority_high,
-                         self.plan.preprocess_sms)
+        self.S = Streams(self.device, self.plan.training_priority_high, s.preprocess_sms)
         if self.trainer is None:
             with faults(f"building the {self.model.name} trainer"):
                 if self.world > 1:

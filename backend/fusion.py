@@ -20,7 +20,6 @@ from pathlib import Path
 import numpy as np
 
 from backend import (
-    cache_hints,
     compat,  # noqa: F401  (before the first CUDA compile)
     scalar,
 )
@@ -49,9 +48,8 @@ def _compile(signatures: tuple, part: str, target: str, division: str) -> object
         _CACHE[key] = compiled
         return compiled
     name = f"corun_{part}_{target}_{len(_CACHE)}"
-    src = kernel_source(list(signatures), part, target, name, division, cache_hints.ENABLED)
-    ns: dict = {"np": np, "cuda": cuda, "prange": prange, "min": min, "max": max,
-                "load_once": cache_hints.load_once, "store_once": cache_hints.store_once}
+    src = kernel_source(list(signatures), part, target, name, division)
+    ns: dict = {"np": np, "cuda": cuda, "prange": prange, "min": min, "max": max}
     for fn in _SCALARS:
         ns[fn] = getattr(scalar, fn)
     exec(compile(src, f"<corun generated {name}>", "exec"), ns)

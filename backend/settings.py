@@ -27,10 +27,15 @@ class RunSettings:
     """Enqueue each batch's assembly right after its last kernel launch; False: after
     the host has launched the whole step, as the executor of H200 runs 1-10 did (kept to
     measure the change against it in one run: bench/execute_gpu.py --matrix assembly)."""
+    preprocess_sms: int = 0
+    """0: preprocessing and training share every SM (the training stream first when the
+    plan says so); N: the preprocessing stream runs on N SMs of its own and training on
+    the rest (CUDA green contexts, backend/sm_split.py; one GPU). An experiment, not a
+    planned decision: on the heavy case it measured worse than sharing (README)."""
 
     def __post_init__(self) -> None:
         for name, lo in (("iterations", 1), ("warmup", 0), ("distinct_batches", 1),
-                         ("cpu_workers", 1)):
+                         ("cpu_workers", 1), ("preprocess_sms", 0)):
             v = getattr(self, name)
             if not isinstance(v, int) or v < lo:
                 raise SpecError(name, v, f"an integer >= {lo}")

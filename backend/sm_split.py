@@ -1,6 +1,11 @@
 """Disjoint sets of SMs for the training and the preprocessing streams (CUDA green
 contexts), so that preprocessing runs beside every training stage on SMs of its own
-instead of waiting for the SMs the training kernels leave free (Plan.preprocess_sms).
+instead of waiting for the SMs the training kernels leave free (RunSettings.preprocess_sms).
+
+An experiment that answered a question and stays to repeat it: on the heavy case it lost
+to sharing every SM (bench/sm_split_probe.sh, README "The heavy case"). The kernel on 24
+SMs of its own still stretched the training on the other 108 by about three quarters of
+its own time: the two meet in the memory system, not on the SMs.
 
 Green contexts share the primary context's memory and modules: PyTorch's and Numba's
 kernels run on their streams unchanged, on the SMs of the stream's context. The driver
@@ -47,7 +52,7 @@ def split_sms(device: torch.device, pre_sms: int, training_high: bool) -> SmSpli
     if not 1 <= pre_sms <= total - 8:
         from spec import SpecError
 
-        raise SpecError("plan.preprocess_sms", pre_sms,
+        raise SpecError("preprocess_sms", pre_sms,
                         f"an integer in [1, {total - 8}] on this {total}-SM GPU (training "
                         "keeps at least 8)")
     torch.empty(1, device=device)  # the primary context exists before any green one

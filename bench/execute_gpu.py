@@ -166,15 +166,15 @@ def run_case(pipe_name: str, batch: int, label: str, args, trainers: dict, hw) -
     plan, strategy = case_plan(base, pipeline, model, f"{folder}-b{batch}", hw)
     if "ahead2" in suffixes:
         plan = replace(plan, batches_ahead=2)
-    for x in suffixes:  # "+sm<N>": preprocessing on N SMs of its own (Plan.preprocess_sms)
-        if x.startswith("sm") and x[2:].isdigit():
-            plan = replace(plan, preprocess_sms=int(x[2:]))
-    workers = host_workers_per_gpu(strategy, hw)
+    workers, pre_sms = host_workers_per_gpu(strategy, hw), 0
     for x in suffixes:
         if x.startswith("w") and x[1:].isdigit():
             workers = int(x[1:])
+        if x.startswith("sm") and x[2:].isdigit():  # RunSettings.preprocess_sms
+            pre_sms = int(x[2:])
     settings = RunSettings(args.iterations, args.warmup, args.distinct_batches, check,
-                           0, None, workers, early_assembly="late" not in suffixes)
+                           0, None, workers, early_assembly="late" not in suffixes,
+                           preprocess_sms=pre_sms)
     device = "cpu" if args.dry_run else f"cuda:{int(os.environ.get('LOCAL_RANK', '0'))}"
     key = (model.name, model.cuda_graphs)
     if hw.gpu_count > 1:  # each plan shards (and owner-maps) its own way: build per case

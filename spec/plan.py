@@ -78,10 +78,6 @@ class Plan:
     cuda_graphs: bool = False
     """Planned for the trainer's step replayed as CUDA graphs (`corun plan --cuda-graphs`):
     `corun execute` and `corun simulate --plan` then replay it so without being told."""
-    preprocess_sms: int = 0
-    """0: preprocessing and training share every SM (the training stream first when
-    `training_priority_high`); N: the preprocessing stream runs on N SMs of its own and
-    training on the rest (CUDA green contexts, backend/sm_split.py; one GPU)."""
 
     def __post_init__(self) -> None:
         require_int_range("gpu_count", self.gpu_count, 1, 4096)
@@ -90,7 +86,6 @@ class Plan:
         require(not (self.cuda_graphs and self.gpu_count > 1), "cuda_graphs", True,
                 "false with several GPUs (the graphed step is one process's)")
         require_int_range("batches_ahead", self.batches_ahead, 1, 2)
-        require_int_range("preprocess_sms", self.preprocess_sms, 0, 1024)
         names = [k.name for k in self.kernels]
         dup = sorted({n for n in names if names.count(n) > 1})
         require(not dup, "kernels", dup, "unique kernel names")

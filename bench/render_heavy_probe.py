@@ -1,0 +1,72 @@
+"""One table of heavy-case probe runs (bench/sm_split_probe.sh, and the evict-first
+hints tried at commit 434bac1): per case the median iteration, its share of the same
+command's ideal, the training stages' sum and the three longest, the preprocessing
+kernels, the copy and assembly spans, and the host's step.
+
+    python bench/render_heavy_probe.py RAW.json [RAW.json ...] [-o OUT.md]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from spec.serde import write_atomic  # noqa: E402
+
+NOT_TRAINING = ("h2d", "assemble")
+
+
+def span(stages: dict[str, float], name: str) -> str:
+    return f"{stages[name]:.2f}" if name in stages else "-"
+
+
+def rows(path: Path) -> list[str]:
+    out, ideal = [], {}
+    for case in json.loads(path.read_text()):
+        m = case.get("measurement")
+        if m is None:
+            out.append(f"| {path.name} | {case['batch']} | {case['strategy']} | "
+                       f"{case.get('error', '')} |||||||")
+            continue
+        m = json.loads(m) if isinstance(m, str) else m
+        ms = m["iteration"]["median_ms"]
+        if case["strategy"] == "ideal":
+            ideal[case["batch"]] = ms
+        base = ideal.get(case["batch"])
+        share = f"{base / ms * 100:.1f}%" if base else "-"
+        st = {k: v["median_ms"] for k, v in m["stages"].items()}
+        train = sum(v for k, v in st.items() if k not in NOT_TRAINING)
+
+        kernels = ", ".join(f"{v['median_ms']:.2f}" for v in m["kernels"].values()) or "-"
+        out.append(f"| {path.name} | {case['batch']} | {case['strategy']} | {ms:.3f} | {share} "
+                   f"| {train:.2f} | {span(st, 'emb_fwd')} / {span(st, 'interaction_bwd')} / "
+                   f"{span(st, 'emb_bwd')} | {kernels} | {span(st, 'h2d')} / "
+                   f"{span(st, 'assemble')} | {m['host']['step']['median_ms']:.2f} |")
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("raw", nargs="+", type=Path)
+    ap.add_argument("-o", "--out", type=Path)
+    args = ap.parse_args(argv)
+    lines = ["| run | batch | strategy | median ms | of ideal | training stages ms | "
+             "emb_fwd / interaction_bwd / emb_bwd | kernels ms | h2d / assemble | host step |",
+             "|---|---:|---|---:|---:|---:|---|---|---|---:|"]
+    for path in args.raw:
+        lines += rows(path)
+    text = "\n".join(lines) + "\n"
+    if args.out:
+        write_atomic(args.out, text)
+    else:
+        print(text, end="")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
