@@ -1,9 +1,10 @@
-"""One table of heavy-case probe runs (bench/sm_split_probe.sh, and the evict-first
-hints tried at commit 434bac1): per case the median iteration, its share of the same
-command's ideal, the training stages' sum and the three longest, the preprocessing
+"""One table of heavy-case probe runs: per case the median iteration, its share of the
+same command's ideal, the training stages' sum and the three longest, the preprocessing
 kernels, the copy and assembly spans, and the host's step.
 
     python bench/render_heavy_probe.py RAW.json [RAW.json ...] [-o OUT.md]
+
+bench/results/heavy_probe_h200.md is this over the raw files HEADER names.
 """
 
 from __future__ import annotations
@@ -19,6 +20,25 @@ sys.path.insert(0, str(ROOT))
 from spec.serde import write_atomic  # noqa: E402
 
 NOT_TRAINING = ("h2d", "assemble")
+HEADER = """# Heavy case on the H200: the SMs split between the streams, and evict-first hints
+
+heavy-fused / heavy, one H200, every batch checked on the device; "+sm<N>": the
+preprocessing stream on N SMs of its own (CUDA green contexts, RunSettings.preprocess_sms),
+training on the rest. Shares are of the ideal measured in the same process.
+
+- execute_heavy_smsplit_run1.json: `bash bench/sm_split_probe.sh` (commit a1e306d)
+- execute_heavy_smsplit_run2.json: `python bench/execute_gpu.py --matrix heavy --batches
+  8192 --strategies ideal,gpu-overlap,gpu-overlap+sm24 --iterations 60 --warmup 10`
+  (commit 3ceec6a)
+- execute_heavy_smsplit_repeat_*.json: `bash bench/sm_split_repeat.sh` (commit b05f073),
+  one process a round, rounds in the order listed
+- execute_heavy_hints_{off,on}_run1.json: loads and stores of the fused kernels' raw
+  values and outputs, and the assembly's reads, marked evict-first (ld/st .cs), off and
+  on, one process each (commit 434bac1, bench/cache_hints_probe.sh there; removed after)
+
+Rendered by `python bench/render_heavy_probe.py` over those files, in this order.
+
+"""
 
 
 def span(stages: dict[str, float], name: str) -> str:
@@ -60,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
              "|---|---:|---|---:|---:|---:|---|---|---|---:|"]
     for path in args.raw:
         lines += rows(path)
-    text = "\n".join(lines) + "\n"
+    text = (HEADER if args.out else "") + "\n".join(lines) + "\n"
     if args.out:
         write_atomic(args.out, text)
     else:
