@@ -1,5 +1,8 @@
-"""An experiment, not adopted: what if a training stage kept its pace beside a co-running
-kernel, the kernel taking all of the delay the profile measured?
+"""An experiment, adopted for graphed stages only: what if a training stage kept its pace
+beside a co-running kernel, the kernel taking all of the delay the profile measured?
+The simulator does this for stages replayed as CUDA graphs (sim/scenario.py `_effect`
+says why), so "as is" below has it there; "stage keeps pace" extends it to eager stages,
+where it helps RAP's plans and hurts the heavy runs, and is not adopted.
 
 Every executed case below is predicted again, as bench/repredict.py does, once with the
 simulator as it is and once with each co-run effect (stage factor s, kernel factor k)
