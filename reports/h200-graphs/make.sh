@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The report of the step replayed as CUDA graphs (run 4 of `python bench/execute_gpu.py
-# --matrix graphs`, bench/graphs_session.sh), from committed files only (no GPU needed):
+# The report of the step replayed as CUDA graphs (run 7 of `python bench/execute_gpu.py
+# --matrix graphs --strategies ideal,gpu-sequential,rap,corun`), from committed files only (no GPU needed):
 # each measured case into its own Measurement file, then corun report against the
 # predictions its plans were chosen on (bench/plans/graphs/, bash bench/plans/make.sh).
 set -euo pipefail
@@ -14,7 +14,7 @@ from pathlib import Path
 from spec.serde import write_atomic
 
 out = Path("reports/h200-graphs/measurements")
-for case in json.loads(Path("bench/results/raw/execute_graphs_run4.json").read_text()):
+for case in json.loads(Path("bench/results/raw/execute_graphs_run7.json").read_text()):
     m = case.get("measurement")
     if m and "+" not in case["strategy"]:  # the matrix's strategies, not their variants
         write_atomic(out / f"{case['pipeline']}-b{case['batch']}-{case['strategy']}.json",
