@@ -30,6 +30,7 @@ from costmodel.learned import (  # noqa: E402
     graph_key,
     graphed_stages,
     preset_stages,
+    stage_key,
 )
 from spec import hardware_preset  # noqa: E402
 from spec.serde import write_atomic  # noqa: E402
@@ -67,8 +68,8 @@ def held_out(rows: list[dict]) -> dict:
             pred = {s: blind.stage_ms(s, graph_key(hw.gpu.name, w),
                                       learned.stage_ms(replace(w, graphed=False), hw))
                     for s, w in works.items()}
-            profiled = all(learned.model.stage_measured.get(graph_key(hw.gpu.name, w)[1])
-                           is not None for w in works.values())
+            profiled = all(stage_key(hw.gpu.name, w) in learned.model.stage_measured
+                           for w in works.values())
             for s in measured:
                 stage_errors.append(abs(pred[s] / measured[s] - 1) * 100)
             step_pred, step_meas = sum(pred.values()), sum(measured.values())

@@ -569,8 +569,7 @@ class LearnedCostModel(CostModel):
         if work.graphed:
             eager = self.stage_ms(replace(work, graphed=False), hw)
             return self.graphs.stage_ms(work.stage.value, graph_key(hw.gpu.name, work), eager)
-        row = {"gpu": hw.gpu.name, "stage": work.stage.value, **stage_row(work)}
-        return float(self.model.predict_stage_ms([row])[0])
+        return float(self.model.predict_stage_ms([stage_query(hw.gpu.name, work)])[0])
 
     def _kernel_ms(self, work: KernelWork, hw: Hardware) -> float:
         measured = self.model.kernel_measured.get((hw.gpu.name, work.key, work.rows))
@@ -579,9 +578,8 @@ class LearnedCostModel(CostModel):
         return float(self.model.predict([work_row(work, None, 0.0, hw)])["kernel_alone"][0])
 
     def _corun(self, kernel: KernelWork, stage: StageWork, hw: Hardware) -> CoRunEffect:
-        row = {"gpu": hw.gpu.name, "stage": stage.stage.value, **stage_row(stage)}
         measured = self.model.pair_measured.get(
-            (hw.gpu.name, kernel.key, _stage_key(stage_only([row])[0])))
+            (hw.gpu.name, kernel.key, stage_key(hw.gpu.name, stage)))
         if measured is not None:
             return CoRunEffect.from_whole_run(*measured)
         stage_alone_ms = self.stage_ms(stage, hw)
@@ -605,9 +603,7 @@ class LearnedCostModel(CostModel):
         if model.cuda_graphs and all(graph_key(hw.gpu.name, w) in self.graphs.measured
                                      for w in stages):
             return None  # the graphed step was timed at this batch
-        rows = [{"gpu": hw.gpu.name, "stage": w.stage.value, **stage_row(w)} for w in stages]
-        new = [w for w, x in zip(stages, stage_only(rows))
-               if _stage_key(x) not in self.model.stage_measured]
+        new = [w for w in stages if stage_key(hw.gpu.name, w) not in self.model.stage_measured]
         graphed = ("the graphed step was not timed at this batch, so each stage is its eager "
                    "time less the stage's fitted saving (bench/results/graphs_fit.json)"
                    if model.cuda_graphs else "")
@@ -629,10 +625,19 @@ class LearnedCostModel(CostModel):
                 "fit` measure them" + graphed)
 
 
+def stage_query(gpu: str, work: StageWork) -> dict:
+    """A stage the simulator asks about on GPU `gpu`, as a profile-like row."""
+    return {"gpu": gpu, "stage": work.stage.value, **stage_row(work)}
+
+
+def stage_key(gpu: str, work: StageWork) -> tuple:
+    """A stage's profile features as a lookup key (CoRunModel.stage_measured's)."""
+    return _stage_key(stage_only([stage_query(gpu, work)])[0])
+
+
 def graph_key(gpu: str, work: StageWork) -> tuple:
     """A stage's key among graphed stage times: the GPU kind and its profile features."""
-    row = {"gpu": gpu, "stage": work.stage.value, **stage_row(work)}
-    return gpu_of(gpu).name, _stage_key(stage_only([row])[0])
+    return gpu_of(gpu).name, stage_key(gpu, work)
 
 
 def preset_stages(model_name: str, batch: int) -> dict[str, StageWork]:
