@@ -144,27 +144,35 @@ def _owner_mapped_tables(plan: Plan, pipeline: Pipeline, sharding: Sharding) -> 
     return frozenset(out)
 
 
-def _effect(cm: CostModel, kw: KernelWork, work: StageWork, hw: Hardware,
-            priority: bool) -> tuple[float, float]:
-    """(stage factor, kernel factor); collectives are taken as free of interference
-    (NCCL kernels use few SMs and wait on the links).
-
-    A graphed stage above the preprocessing stream keeps its pace and the kernel takes
-    the whole profiled delay. Eagerly the host launches a stage's kernels one by one, and
-    a co-running kernel's blocks take the SMs in the gaps between them and keep them
-    until they end; one graph launch leaves no such gaps. Measured on the H200, RAP's
-    kernels released at the optimizer stage stretched it by 0.02-0.56 ms eagerly (plans
-    runs 12 and 15) and by at most 0.033 ms graphed in 14 of 16 cases (graphs runs 3-4;
-    wide-4x b8192, where the kernels end inside the 0.93 ms stage, 0.28-0.30 ms). With
-    the rule, RAP's graphed plans in those two runs are predicted within 5% in 15 of 16
-    cases, against 11 (bench/results/stage_pace_experiment.txt), and in run 7, executed
-    after the rule was chosen, in 6 of 8, against 5 (README, "The step as CUDA graphs")."""
+def _profiled_effect(cm: CostModel, kw: KernelWork, work: StageWork, hw: Hardware,
+                     priority: bool) -> tuple[float, float]:
+    """(stage factor, kernel factor) as the cost model's co-run rates give them;
+    collectives are taken as free of interference (NCCL kernels use few SMs and wait on
+    the links)."""
     if work.comm is not Comm.NONE:
         return 1.0, 1.0
     e = cm.corun(kw, work, hw, priority)
-    if work.graphed and priority:
-        return 1.0, e.kernel_factor * e.stage_factor
     return e.stage_factor, e.kernel_factor
+
+
+def _effect(cm: CostModel, kw: KernelWork, work: StageWork, hw: Hardware,
+            priority: bool) -> tuple[float, float]:
+    """(stage factor, kernel factor): the profiled rates, except that a graphed stage
+    above the preprocessing stream keeps its pace and the kernel takes the whole profiled
+    delay. Eagerly the host launches a stage's kernels one by one, and a co-running
+    kernel's blocks take the SMs in the gaps between them and keep them until they end;
+    one graph launch leaves no such gaps. Measured on the H200, RAP's kernels released at
+    the optimizer stage stretched it by more than 0.05 ms (up to 0.56) in 11 of 21 eager
+    cases (plans runs 12 and 15), and by at most 0.033 ms in 14 of 16 graphed ones
+    (graphs runs 3-4; wide-4x b8192, where the kernels end inside the 0.93 ms stage,
+    0.28-0.30 ms). With the rule, RAP's graphed
+    plans in those two runs are predicted within 5% in 15 of 16 cases, against 11, and in
+    run 7, executed after the rule was chosen, in 6 of 8, against 5 (`python
+    bench/stage_pace_experiment.py`, bench/results/stage_pace_experiment.txt)."""
+    stage, kernel = _profiled_effect(cm, kw, work, hw, priority)
+    if work.graphed and priority:
+        return 1.0, kernel * stage
+    return stage, kernel
 
 
 def _graphs_hint(sc: Scenario, tables: GpuTables) -> str | None:
