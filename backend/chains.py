@@ -13,16 +13,16 @@ from dataclasses import dataclass
 
 from spec import Column, OpKind, OpNode, Pipeline, Shape, SpecError
 
-WARP_ROW_MIN_LENGTH = float("inf")
-"""Sinks whose lists hold at least this many values on average get a warp per row, lanes
-striding over the output elements (coalesced); shorter ones a thread per row. On the
-H200 the multihot values kernel ran at 10% of copy bandwidth with a thread per row, and
-choosing the warp mapping by the longest list anywhere in the chain (threshold 4) made
-multihot 1.8x and wide-2x 8.7x slower: lanes stride over the sink, so a short sink
-leaves most lanes idle (bench/results/raw/ops_h200_run4.json). With threshold 16 only
-multihot's 100- and 27-id sinks took it and multihot still ran slower (62.7 vs 40.4 ms at
-4M rows, run5 vs run3): so it is off by default (infinite threshold); the tests turn it
-on to keep it correct."""
+WARP_ROW_MIN_LENGTH = 16.0
+"""With `warp_rows`, sinks whose lists hold at least this many values on average get a
+warp per row, lanes striding over the output elements (coalesced); shorter ones, and
+every sink without it, a thread per row. History on the H200: by the longest list
+anywhere in the chain (threshold 4) it made multihot 1.8x and wide-2x 8.7x slower, lanes
+idle over short sinks (bench/results/raw/ops_h200_run4.json); by the sink, threshold 16,
+multihot still ran slower (62.7 vs 40.4 ms at 4M rows, run5 vs run3), so it was off; on
+the heavy pipeline's 100-id sinks it made the kernel 1.75x faster alone (0.36 against
+0.63 ms at batch 8192) and stretched emb_fwd beside it by 0.07 instead of 0.40 ms
+(bench/results/raw/execute_heavy_warp_round1.json)."""
 
 
 @dataclass(frozen=True)
@@ -36,14 +36,15 @@ class Chain:
         return sum(max(cols[n.input].mean_length, cols[n.name].mean_length, 1.0)
                    for n in self.nodes)
 
-    def signature(self, cols: dict[str, Column]) -> tuple:
+    def signature(self, cols: dict[str, Column], warp_rows: bool = False) -> tuple:
         """What the generated code depends on: types, op kinds and the thread mapping,
         never parameter values."""
         src = cols[self.source]
         ops = tuple((n.op.value, n.params.get("to")) if n.op is OpKind.CAST else n.op.value
                     for n in self.nodes)
         sink = cols[self.sink]
-        long_sink = sink.shape is Shape.LIST and sink.mean_length >= WARP_ROW_MIN_LENGTH
+        long_sink = (warp_rows and sink.shape is Shape.LIST
+                     and sink.mean_length >= WARP_ROW_MIN_LENGTH)
         mapping = "warp" if long_sink else "thread"
         return (src.dtype.value, src.shape.value, src.nullable, ops, sink.dtype.value,
                 sink.shape.value, mapping)

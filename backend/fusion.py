@@ -141,15 +141,16 @@ class FusedGroup:
 
     def __init__(self, pipeline: Pipeline, nodes: Sequence[str], name: str = "group",
                  blocks: int = 1056, threads_per_block: int = 256,
-                 division: str = "magic") -> None:
+                 division: str = "magic", warp_rows: bool = False) -> None:
+        """`warp_rows`: long list sinks a warp per row (backend.chains.WARP_ROW_MIN_LENGTH)."""
         if division not in ("magic", "mod"):
             raise ValueError(f"division = {division!r}: 'magic' or 'mod'")
         self.pipeline, self.name, self.division = pipeline, name, division
-        self.blocks, self.threads = blocks, threads_per_block
+        self.blocks, self.threads, self.warp_rows = blocks, threads_per_block, warp_rows
         self.nodes = tuple(nodes)
         self.chains = chains_of(pipeline, nodes)
         cols = pipeline.columns
-        sigs = [c.signature(cols) for c in self.chains]
+        sigs = [c.signature(cols, warp_rows) for c in self.chains]
         self.signatures = tuple(sorted(set(sigs), key=repr))
         self.slot_sig = np.array([self.signatures.index(s) for s in sigs], np.int64)
         self.has_lists = any(s[5] == "list" for s in self.signatures)

@@ -40,7 +40,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import torch  # noqa: E402
 
-import backend.chains  # noqa: E402
 import spec  # noqa: E402
 from backend.executor import Executor  # noqa: E402
 from backend.graphed import make_trainer  # noqa: E402
@@ -117,11 +116,6 @@ MODEL_CHANGES = {"bound": {"sparse_gradients": False}, "graphs": {"cuda_graphs":
 MATRIX_MODEL = {"heavy": "heavy-fused", "heavy-stages": "heavy-fused"}
 """A matrix's model where it is not its pipelines' default (spec.DEFAULT_MODEL_FOR); its
 plans are under bench/plans/<model>-b<batch>/."""
-WARP_PROBE_MIN_LENGTH = 16.0
-"""The "+warp" variant's threshold (backend.chains.WARP_ROW_MIN_LENGTH, off by default):
-the heavy pipeline's 100-id sinks a warp per row, lanes over the ids, so the values
-kernel's loads and stores coalesce (a thread per row stores 32 rows' ids, 800 bytes
-apart, per warp instruction)."""
 PLAN_FOLDER = {"graphs": "graphs", "graphs-cpu": "graphs"}
 """A matrix whose plans are under bench/plans/<folder>/<pipeline>-b<batch>/."""
 
@@ -159,7 +153,7 @@ def run_case(pipe_name: str, batch: int, label: str, args, trainers: dict, hw) -
     base, *suffixes = label.split("+")  # "+late": the assembly after the step's launches;
     # "+ahead2": two batches ahead; "+w<N>": N host worker processes; "+eager": the step
     # launched kernel by kernel (not as CUDA graphs); "+sm<N>": preprocessing on N SMs of
-    # its own, training on the rest; "+warp": list sinks of 16 or more ids a warp per row
+    # its own, training on the rest; "+warp": the kernels' long list outputs a warp per row
     if "eager" in suffixes:
         model = replace(model, cuda_graphs=False)
     if base == "gpu-overlap-nocheck":  # what the per-batch check costs the host
@@ -172,6 +166,8 @@ def run_case(pipe_name: str, batch: int, label: str, args, trainers: dict, hw) -
     plan, strategy = case_plan(base, pipeline, model, f"{folder}-b{batch}", hw)
     if "ahead2" in suffixes:
         plan = replace(plan, batches_ahead=2)
+    if "warp" in suffixes:  # FusedKernel.warp_rows: long list outputs a warp per row
+        plan = replace(plan, kernels=tuple(replace(k, warp_rows=True) for k in plan.kernels))
     workers, pre_sms = host_workers_per_gpu(strategy, hw), 0
     for x in suffixes:
         if x.startswith("w") and x[1:].isdigit():
@@ -192,16 +188,10 @@ def run_case(pipe_name: str, batch: int, label: str, args, trainers: dict, hw) -
             torch.cuda.empty_cache()
         trainers[key] = make_trainer(model, device, 0)
     replay = strategy is not None and strategy.kind is StrategyKind.IDEAL
-    threshold = backend.chains.WARP_ROW_MIN_LENGTH
-    if "warp" in suffixes:  # the codegen reads it when it builds the plan's kernels
-        backend.chains.WARP_ROW_MIN_LENGTH = WARP_PROBE_MIN_LENGTH
-    try:
-        ex = Executor(model, pipeline, plan, label, settings, device, replay,
-                      command=" ".join(["python", *sys.argv]), trainer=trainers.get(key),
-                      say=say, hardware=hw)
-        return dumps(ex.run())
-    finally:
-        backend.chains.WARP_ROW_MIN_LENGTH = threshold
+    ex = Executor(model, pipeline, plan, label, settings, device, replay,
+                  command=" ".join(["python", *sys.argv]), trainer=trainers.get(key),
+                  say=say, hardware=hw)
+    return dumps(ex.run())
 
 
 def main(argv: list[str] | None = None) -> int:

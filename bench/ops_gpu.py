@@ -44,6 +44,8 @@ from spec import (  # noqa: E402
 )
 
 PIPELINES = ["kaggle", "terabyte", "wide-2x", "wide-4x", "multihot"]
+ROW_CAP = {"multihot": 2_097_152, "heavy": 262_144}
+"""Rows at most per pipeline (heavy: 2,600 ids a row after ngram and firstx)."""
 LAUNCH: dict[str, int] = {}
 """Launch shape for every group but the launch-shape sweep; tiny under the simulator."""
 
@@ -231,18 +233,26 @@ def bench_pipelines(b: Bench, bw: float, check_rows: int, sizes: list[int],
                     sample: int, names: list[str], keep: list[str]) -> None:
     for name in names:
         p = pipeline_preset(name)
-        rows = check_rows if name != "multihot" else min(check_rows, 2_097_152)
+        cap = ROW_CAP.get(name)
+        rows = min(check_rows, cap) if cap else check_rows
         inp = synthetic_inputs(p, rows, b.rng, zipf_a=0)
-        out, _ = b.run_gpu(PipelineProgram(p, [FusedGroup(p, p.order, "all", **LAUNCH)], inp))
         pick = np.sort(b.rng.choice(rows, min(sample, rows), replace=False))
         sub = {k: take_rows(v, pick) for k, v in inp.items()}
-        bad = check(run_numpy(p, sub), out, pick)
-        b.save({"kind": "pipeline-check", "pipeline": name, "rows": rows,
-                "checked_rows": len(pick), "outputs": len(out), "mismatches": bad[:10]})
-        del out, inp
+        ref = run_numpy(p, sub)
+        for warp in (False, True):  # both thread mappings (FusedKernel.warp_rows)
+            group = FusedGroup(p, p.order, "all", warp_rows=warp, **LAUNCH)
+            out, _ = b.run_gpu(PipelineProgram(p, [group], inp))
+            bad = check(ref, out, pick)
+            b.save({"kind": "pipeline-check", "pipeline": name, "warp_rows": warp,
+                    "rows": rows, "checked_rows": len(pick), "outputs": len(out),
+                    "mismatches": bad[:10]})
+            del out
+        del inp
         for rows in sizes:
+            rows = min(rows, cap) if cap else rows
             inp = synthetic_inputs(p, rows, b.rng, zipf_a=0)
             variants = {"fused": [FusedGroup(p, p.order, "all", **LAUNCH)],
+                        "fused-warp": [FusedGroup(p, p.order, "all", warp_rows=True, **LAUNCH)],
                         "fused-mod": [FusedGroup(p, p.order, "all", division="mod", **LAUNCH)],
                         "unfused": [FusedGroup(p, [n], n, **LAUNCH) for n in p.order]}
             if len(p.nodes) > 300 and rows > 1_000_000:

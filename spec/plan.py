@@ -31,7 +31,9 @@ class FusedKernel:
 
     `gpu` None means every GPU runs it over its local batch; an int means only that GPU
     runs it, over the global batch (owner mapping). `stage` is the training stage whose
-    start releases it, or BEFORE_ITERATION.
+    start releases it, or BEFORE_ITERATION. `warp_rows`: its long list outputs (16 or
+    more ids a row on average) are written a warp per row, lanes over the ids, so loads
+    and stores coalesce; otherwise a thread per row.
     """
 
     name: str
@@ -40,10 +42,12 @@ class FusedKernel:
     blocks: int = 264
     threads_per_block: int = 256
     gpu: int | None = None
+    warp_rows: bool = False
 
     def __post_init__(self) -> None:
         require(len(self.nodes) >= 1, "nodes", self.nodes, "at least one op node")
         require_int_range("blocks", self.blocks, 1, 2**31 - 1)
+        require(isinstance(self.warp_rows, bool), "warp_rows", self.warp_rows, "true or false")
         require(self.threads_per_block in (32, 64, 128, 256, 512, 1024), "threads_per_block",
                 self.threads_per_block, "one of 32, 64, 128, 256, 512, 1024")
         allowed = [BEFORE_ITERATION] + [s.value for s in Stage]

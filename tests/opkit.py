@@ -24,10 +24,12 @@ def pipeline_of(nodes: list[OpNode], source: Column, outputs: list[str]) -> Pipe
 
 
 def compare_all(p: Pipeline, inputs: dict[str, ColumnData], groups: list[list[str]],
-                blocks: int = 2, threads: int = 8, division: str = "magic") -> None:
+                blocks: int = 2, threads: int = 8, division: str = "magic",
+                warp_rows: bool = False) -> None:
     """NumPy reference == Numba CPU == CUDA simulator, on every group output."""
     ref = run_numpy(p, inputs)
-    fused = [FusedGroup(p, g, f"g{i}", blocks, threads, division) for i, g in enumerate(groups)]
+    fused = [FusedGroup(p, g, f"g{i}", blocks, threads, division, warp_rows)
+             for i, g in enumerate(groups)]
     cpu = PipelineProgram(p, fused, inputs).run_cpu()
     sim = PipelineProgram(p, fused, inputs).run_cuda_simulated()
     for name, got in list(cpu.items()) + list(sim.items()):

@@ -140,15 +140,18 @@ def test_occupancy_from_registers():
 
 
 def test_warp_per_row_mapping_when_enabled(monkeypatch):
-    """The warp mapping is off by default (H200 measurements); it must stay correct."""
+    """A warp per row only where asked (warp_rows) and only for long sinks; correct."""
     import backend.chains
 
-    monkeypatch.setattr(backend.chains, "WARP_ROW_MIN_LENGTH", 4.0)
     p = spec.pipeline_preset("multihot")
-    g = FusedGroup(p, p.order)
-    assert any(s[6] == "warp" for s in g.signatures)
+    assert all(s[6] == "thread" for s in FusedGroup(p, p.order).signatures)
+    long = {s[6] for s in FusedGroup(p, p.order, warp_rows=True).signatures}
+    assert long == {"warp", "thread"}  # the 100- and 27-id sinks only
+    monkeypatch.setattr(backend.chains, "WARP_ROW_MIN_LENGTH", 4.0)
+    g = FusedGroup(p, p.order, warp_rows=True)
+    assert sum(s[6] == "warp" for s in g.signatures) > 2
     inputs = synthetic_inputs(p, 60, np.random.default_rng(3), vary_lengths=True)
-    compare_all(p, inputs, [list(p.order)], blocks=3, threads=64)
+    compare_all(p, inputs, [list(p.order)], blocks=3, threads=64, warp_rows=True)
 
 
 def test_blocks_follow_work():
