@@ -12,17 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from spec import Column, OpKind, OpNode, Pipeline, Shape, SpecError
-
-WARP_ROW_MIN_LENGTH = 16.0
-"""With `warp_rows`, sinks whose lists hold at least this many values on average get a
-warp per row, lanes striding over the output elements (coalesced); shorter ones, and
-every sink without it, a thread per row. History on the H200: by the longest list
-anywhere in the chain (threshold 4) it made multihot 1.8x and wide-2x 8.7x slower, lanes
-idle over short sinks (bench/results/raw/ops_h200_run4.json); by the sink, threshold 16,
-multihot still ran slower (62.7 vs 40.4 ms at 4M rows, run5 vs run3), so it was off; on
-the heavy pipeline's 100-id sinks it made the kernel 1.75x faster alone (0.36 against
-0.63 ms at batch 8192) and stretched emb_fwd beside it by 0.07 instead of 0.40 ms
-(bench/results/raw/execute_heavy_warp_round1.json)."""
+from spec.pipeline import WARP_ROW_MIN_LENGTH
 
 
 @dataclass(frozen=True)
@@ -37,8 +27,9 @@ class Chain:
                    for n in self.nodes)
 
     def signature(self, cols: dict[str, Column], warp_rows: bool = False) -> tuple:
-        """What the generated code depends on: types, op kinds and the thread mapping,
-        never parameter values."""
+        """What the generated code depends on: types, op kinds and the thread mapping
+        (with `warp_rows`, a warp per row for long list sinks:
+        spec.pipeline.WARP_ROW_MIN_LENGTH), never parameter values."""
         src = cols[self.source]
         ops = tuple((n.op.value, n.params.get("to")) if n.op is OpKind.CAST else n.op.value
                     for n in self.nodes)

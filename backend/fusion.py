@@ -142,7 +142,7 @@ class FusedGroup:
     def __init__(self, pipeline: Pipeline, nodes: Sequence[str], name: str = "group",
                  blocks: int = 1056, threads_per_block: int = 256,
                  division: str = "magic", warp_rows: bool = False) -> None:
-        """`warp_rows`: long list sinks a warp per row (backend.chains.WARP_ROW_MIN_LENGTH)."""
+        """`warp_rows`: long list sinks a warp per row (FusedKernel.warp_rows)."""
         if division not in ("magic", "mod"):
             raise ValueError(f"division = {division!r}: 'magic' or 'mod'")
         self.pipeline, self.name, self.division = pipeline, name, division

@@ -56,7 +56,7 @@ PLAIN_REPS = 15
 
 COLUMNS = KEY + (
     "pipeline", "features", "nodes", "chains", "has_lists", "rows", "elements", "int_ops",
-    "kernel_bytes", "blocks", "threads", "registers", "occupancy",
+    "kernel_bytes", "blocks", "threads", "registers", "occupancy", "warp_rows",
     *(f"op_{op.value}" for op in OpKind),
     "stage_flops", "stage_bytes", "stage_kernels", "stage_parallelism", "stage_lookups",
     "stage_embedding_dim", "stage_feature_count", "stage_cross_network", "stage_fused_update",
@@ -69,8 +69,11 @@ BEFORE_DERIVED = tuple(c for c in COLUMNS if c not in DERIVED)
 """The columns before the stage's ids and model shape were recorded: such a file is still
 appended to (without them; the fit derives them from the preset model,
 costmodel.learned.stage_lookups, stage_shape and stage_fused)."""
-READABLE_HEADERS = (COLUMNS, tuple(c for c in COLUMNS if c != "stage_fused_update"),
-                    BEFORE_DERIVED)
+BEFORE_WARP = tuple(c for c in COLUMNS if c != "warp_rows")
+"""The columns before kernels could write a warp per row: every kernel a thread per row."""
+READABLE_HEADERS = (COLUMNS, BEFORE_WARP,
+                    tuple(c for c in BEFORE_WARP if c != "stage_fused_update"),
+                    tuple(c for c in BEFORE_DERIVED if c != "warp_rows"))
 """Headers a profile is appended to: this version's and the earlier ones."""
 
 
@@ -85,6 +88,8 @@ class KernelSpec:
     blocks: int
     threads: int
     group: tuple[str, ...] = ()
+    warp_rows: bool = True
+    """As FusedKernel.warp_rows."""
 
     @functools.cached_property
     def nodes(self) -> tuple[str, ...]:
@@ -102,11 +107,17 @@ class KernelSpec:
         return tuple(n for n in self.pipeline.order if n in keep)
 
     @property
+    def warp(self) -> bool:
+        """Whether `warp_rows` takes effect: the kernel writes a long list."""
+        return self.warp_rows and bool(self.pipeline.warp_sinks(self.nodes))
+
+    @property
     def name(self) -> str:
         if self.group:
-            return kernel_key(self.pipeline, self.nodes, self.blocks, self.threads)
+            return kernel_key(self.pipeline, self.nodes, self.blocks, self.threads, self.warp)
         digest = hashlib.sha1(",".join(self.features).encode()).hexdigest()[:8]
-        return f"{self.pipeline.name}:{len(self.features)}f:{digest}:{self.blocks}x{self.threads}"
+        name = f"{self.pipeline.name}:{len(self.features)}f:{digest}:{self.blocks}x{self.threads}"
+        return name + (":warp" if self.warp else "")
 
     @property
     def feature_count(self) -> int:
@@ -121,15 +132,18 @@ def plan_kernels(plan, pipeline: Pipeline) -> list[KernelSpec]:
     """Each fused kernel of a plan as it runs (its nodes, blocks and threads): the shapes
     a planner's plans launch, RAP's per-layer kernels among them, which feature-set
     sampling does not draw."""
-    return [KernelSpec(pipeline, (), k.blocks, k.threads_per_block, tuple(k.nodes))
-            for k in plan.kernels]
+    return [KernelSpec(pipeline, (), k.blocks, k.threads_per_block, tuple(k.nodes),
+                       k.warp_rows) for k in plan.kernels]
 
 
 def sample_kernels(pipelines: Sequence[Pipeline], shapes: int, launches: int,
-                   rng: np.random.Generator) -> list[KernelSpec]:
+                   rng: np.random.Generator, mappings: Sequence[bool] = (False, True)
+                   ) -> list[KernelSpec]:
     """`shapes` random feature sets (sizes spread log-uniformly from one feature to the
-    whole pipeline), each with `launches` random launch shapes. Launch shapes of one
-    feature set share a compiled kernel, which keeps compile time down."""
+    whole pipeline), each with `launches` random launch shapes, each launch with every
+    thread mapping of `mappings` (FusedKernel.warp_rows; one where it makes no
+    difference). Launch shapes of one feature set share a compiled kernel, which keeps
+    compile time down. The random draws do not depend on `mappings`."""
     specs = []
     for s in range(shapes):
         p = pipelines[s % len(pipelines)]
@@ -137,7 +151,8 @@ def sample_kernels(pipelines: Sequence[Pipeline], shapes: int, launches: int,
         k = int(np.clip(round(np.exp(rng.uniform(0, np.log(len(outs))))), 1, len(outs)))
         feats = tuple(sorted(rng.choice(outs, k, replace=False).tolist()))
         for _ in range(launches):
-            specs.append(KernelSpec(p, feats, int(rng.choice(BLOCKS)), int(rng.choice(THREADS))))
+            blocks, threads = int(rng.choice(BLOCKS)), int(rng.choice(THREADS))
+            specs += [KernelSpec(p, feats, blocks, threads, warp_rows=w) for w in mappings]
     unique = {s.name: s for s in reversed(specs)}  # a launch shape drawn twice: keep one
     return [s for s in specs if unique[s.name] is s]
 
@@ -173,7 +188,8 @@ class Profiler:
         p = spec.pipeline
         if p.name not in self._raw:
             self._raw[p.name] = synthetic_inputs(p, self.rows, self.rng)
-        group = FusedGroup(p, spec.nodes, spec.name, spec.blocks, spec.threads)
+        group = FusedGroup(p, spec.nodes, spec.name, spec.blocks, spec.threads,
+                           warp_rows=spec.warp_rows)
         inside = set(spec.nodes)
         rest = [n for n in p.order if n not in inside]
         read = {p.node_by_name[n].input for n in spec.nodes} - inside
@@ -241,7 +257,7 @@ class Profiler:
         self._sync()
         alone = self.kernel_alone_ms(launch, reps)
         kw = kernel_work(spec.pipeline, spec.name, spec.nodes, self.rows, group.grid(),
-                         spec.threads)
+                         spec.threads, spec.warp_rows)
         regs = group.registers_per_thread() if self.S.cuda else None
         occ = group.occupancy(self.hw.gpu) if self.S.cuda else None
         ops = {op: 0 for op in OpKind}
@@ -265,7 +281,7 @@ class Profiler:
                 "elements": kw.elements, "int_ops": kw.int_ops, "kernel_bytes": kw.hbm_bytes,
                 "blocks": group.grid(), "threads": spec.threads,
                 "registers": regs if regs is not None else "",
-                "occupancy": occ if occ is not None else "",
+                "occupancy": occ if occ is not None else "", "warp_rows": int(spec.warp),
                 **{f"op_{op.value}": c for op, c in ops.items()},
                 **stage_row(w),
                 "stage_alone_ms": self.plain_stage_ms[stage],
@@ -287,6 +303,10 @@ def append_rows(path: Path, rows: Sequence[dict]) -> None:
         if header not in READABLE_HEADERS:
             raise SpecError(str(path), "its header", "the columns of this corun profile "
                             "(the file is from another version: profile into a new --out)")
+        if "warp_rows" not in header and any(int(r.get("warp_rows", 0)) for r in rows):
+            raise SpecError(str(path), "its header", "a warp_rows column for kernels that "
+                            "write a warp per row (profile into a new --out, or --mappings "
+                            "thread)")
     with path.open("a", newline="") as f:
         w = csv.DictWriter(f, fieldnames=header, extrasaction="ignore")
         if new:

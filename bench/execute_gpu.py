@@ -153,7 +153,8 @@ def run_case(pipe_name: str, batch: int, label: str, args, trainers: dict, hw) -
     base, *suffixes = label.split("+")  # "+late": the assembly after the step's launches;
     # "+ahead2": two batches ahead; "+w<N>": N host worker processes; "+eager": the step
     # launched kernel by kernel (not as CUDA graphs); "+sm<N>": preprocessing on N SMs of
-    # its own, training on the rest; "+warp": the kernels' long list outputs a warp per row
+    # its own, training on the rest; "+warp" / "+thread": the kernels' long list outputs a warp
+    # per row / a thread per row (FusedKernel.warp_rows)
     if "eager" in suffixes:
         model = replace(model, cuda_graphs=False)
     if base == "gpu-overlap-nocheck":  # what the per-batch check costs the host
@@ -166,8 +167,9 @@ def run_case(pipe_name: str, batch: int, label: str, args, trainers: dict, hw) -
     plan, strategy = case_plan(base, pipeline, model, f"{folder}-b{batch}", hw)
     if "ahead2" in suffixes:
         plan = replace(plan, batches_ahead=2)
-    if "warp" in suffixes:  # FusedKernel.warp_rows: long list outputs a warp per row
-        plan = replace(plan, kernels=tuple(replace(k, warp_rows=True) for k in plan.kernels))
+    for mapping, warp in (("warp", True), ("thread", False)):  # FusedKernel.warp_rows
+        if mapping in suffixes:
+            plan = replace(plan, kernels=tuple(replace(k, warp_rows=warp) for k in plan.kernels))
     workers, pre_sms = host_workers_per_gpu(strategy, hw), 0
     for x in suffixes:
         if x.startswith("w") and x[1:].isdigit():

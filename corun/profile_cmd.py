@@ -27,6 +27,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--plans", help="comma-separated plan files: each of their kernels is "
                    "profiled too, as the plan launches it (0 --shapes: only these)")
     p.add_argument("--launches", type=int, default=4, help="launch shapes per feature set")
+    p.add_argument("--mappings", default="thread,warp",
+                   help="thread mappings per launch shape: thread, warp or both "
+                   "(FusedKernel.warp_rows; one where the kernel writes no long list)")
     p.add_argument("--reps", type=int, default=3, help="step pairs per measurement")
     p.add_argument("--hardware", default="h200")
     p.add_argument("--seed", type=int, default=0)
@@ -50,11 +53,16 @@ def run(args: argparse.Namespace) -> int:
     for name, lo in (("shapes", 0 if args.plans else 1), ("launches", 1), ("reps", 1)):
         if getattr(args, name) < lo:
             raise SpecError(f"--{name}", getattr(args, name), f"an integer >= {lo}")
+    mappings = args.mappings.split(",")
+    if not mappings or any(m not in ("thread", "warp") for m in mappings):
+        raise SpecError("--mappings", args.mappings, "thread, warp or thread,warp")
     shard, shards = _shard(args.shard)
     hw = resolve_hardware(args.hardware, 1, None, None)
     pipelines = [resolve_pipeline(p) for p in args.pipelines.split(",")]
     specs = sample_kernels(pipelines, args.shapes, args.launches,
-                           np.random.default_rng(args.seed)) if args.shapes else []
+                           np.random.default_rng(args.seed),
+                           tuple(dict.fromkeys(m == "warp" for m in mappings))
+                           ) if args.shapes else []
     for path_text in (args.plans.split(",") if args.plans else []):
         plan = load(Plan, path_text)
         specs += plan_kernels(plan, resolve_pipeline(plan.pipeline))

@@ -76,6 +76,7 @@ def kernel_features(r: dict) -> list[float]:
         _f(r, "threads") / 1024, _f(r, "registers", 40) / 255, _f(r, "occupancy", 0.5),
         _f(r, "chains"), nodes, _f(r, "has_lists"),
         *(_f(r, f"op_{op.value}") / nodes for op in OpKind),
+        _f(r, "warp_rows"),  # long lists a warp per row (profiles before it: a thread)
     ]
 
 
@@ -87,7 +88,7 @@ parallelism, kernels)."""
 LOOKUP_STAGES = ("emb_bwd", "optimizer")
 """Stages whose time follows the id count (StageWork.lookups), each its own feature (and
 the fused update's emb_bwd a third: its cost per id is another)."""
-FEATURES_VERSION = "6"
+FEATURES_VERSION = "7"
 """Bumped when the features or estimators change: a model saved under another is refitted."""
 
 
@@ -518,7 +519,7 @@ def work_row(kernel: KernelWork, stage: StageWork | None, stage_alone_ms: float,
            "threads": kernel.threads_per_block, "registers": regs,
            "occupancy": hw.gpu.occupancy(kernel.blocks, kernel.threads_per_block, regs),
            "chains": kernel.chains, "nodes": kernel.node_count,
-           "has_lists": int(kernel.has_lists),
+           "has_lists": int(kernel.has_lists), "warp_rows": int(kernel.warp_rows),
            **{f"op_{op.value}": counts.get(op, 0) for op in OpKind},
            "stage": stage.stage.value if stage else STAGES[0], **stage_row(stage),
            "stage_alone_ms": stage_alone_ms, "kernel_alone_ms": 0.0}

@@ -82,6 +82,8 @@ class KernelWork:
     """How many of its nodes are of each op kind."""
     key: str = ""
     """Its name in a profile (costmodel.workload.kernel_key); empty when not known."""
+    warp_rows: bool = False
+    """It writes long list outputs a warp per row (FusedKernel.warp_rows, in effect)."""
 
 
 MAX_OVERLAP_FACTOR = 100.0

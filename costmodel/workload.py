@@ -167,9 +167,10 @@ OPS_PER_ELEMENT: dict[OpKind, float] = {
 
 
 def kernel_work(pipeline: Pipeline, name: str, nodes: Iterable[str], rows: int, blocks: int,
-                threads_per_block: int) -> KernelWork:
+                threads_per_block: int, warp_rows: bool = True) -> KernelWork:
     """A fused kernel's counts: it reads inputs produced outside it and writes outputs
-    used outside it; chains inside it stay in registers."""
+    used outside it; chains inside it stay in registers. `warp_rows` as FusedKernel's:
+    the work says whether it takes effect (a long list output)."""
     nodes = tuple(nodes)
     inside = set(nodes)
     cols = pipeline.columns
@@ -192,19 +193,24 @@ def kernel_work(pipeline: Pipeline, name: str, nodes: Iterable[str], rows: int, 
     kinds = [pipeline.node_by_name[n].op for n in nodes]
     op_kinds = tuple(sorted(set(kinds), key=lambda o: o.value))
     sinks = pipeline.sinks(nodes)
+    warp = warp_rows and bool(pipeline.warp_sinks(nodes))
     return KernelWork(name, rows, elements, ops, nbytes, op_kinds, blocks, threads_per_block,
                       node_count=len(nodes), chains=len(sinks),
                       has_lists=any(cols[n].shape.value == "list" for n in sinks),
                       op_counts=tuple((o, kinds.count(o)) for o in op_kinds),
-                      key=kernel_key(pipeline, nodes, blocks, threads_per_block))
+                      key=kernel_key(pipeline, nodes, blocks, threads_per_block, warp),
+                      warp_rows=warp)
 
 
 def kernel_key(pipeline: Pipeline, nodes: Iterable[str], blocks: int,
-               threads_per_block: int) -> str:
+               threads_per_block: int, warp_rows: bool = False) -> str:
     """A fused kernel's name in a profile (`corun profile --plans`): its pipeline, node
-    count, a digest of its nodes in pipeline order and its launch request. The learned
-    model answers a kernel and stage the profile measured with that measurement."""
+    count, a digest of its nodes in pipeline order, its launch request and ":warp" where
+    it writes long lists a warp per row (`warp_rows` as it takes effect: the key of a
+    kernel without long lists is the same either way). The learned model answers a
+    kernel and stage the profile measured with that measurement."""
     inside = set(nodes)
     ordered = [n for n in pipeline.order if n in inside]
     digest = hashlib.sha1(",".join(ordered).encode()).hexdigest()[:8]
-    return f"{pipeline.name}:{len(ordered)}n:{digest}:{blocks}x{threads_per_block}"
+    key = f"{pipeline.name}:{len(ordered)}n:{digest}:{blocks}x{threads_per_block}"
+    return key + (":warp" if warp_rows else "")

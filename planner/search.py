@@ -6,7 +6,8 @@ every stage, at a few launch sizes and both stream priorities, and (with remappi
 whole pipeline on the host CPU. Improvement repeats best-improvement steps over these
 moves until none helps or time runs out: move a kernel to another stage; split a
 kernel's units in two (the second half tried at every stage); merge two kernels of one
-stage; double or halve a kernel's blocks; flip the plan's stream priority (training
+stage; double or halve a kernel's blocks; flip a kernel with long list outputs between a
+warp and a thread per row (FusedKernel.warp_rows); flip the plan's stream priority (training
 above preprocessing, or equal: on a pipeline too heavy to hide, equal priority finishes
 the kernels sooner); remap a unit: to the host CPU workers and back (into a new kernel
 at every stage where no local kernel is left), or (several GPUs) a unit that is one
@@ -56,6 +57,7 @@ class Draft:
     threads: int
     gpu: int | None = None
     """None: every GPU over its local batch; an index: the owner GPU over the global batch."""
+    warp_rows: bool = True
 
 
 @dataclass(frozen=True)
@@ -97,7 +99,8 @@ class LocalSearch(Proposer):
             kernels, mapping = [], {}
             for i, d in enumerate(sorted(state.drafts, key=lambda d: (pos[d.stage], d.units))):
                 nodes = tuple(n for u in d.units for n in units[u])
-                kernels.append(FusedKernel(f"k{i}", nodes, d.stage, d.blocks, d.threads, d.gpu))
+                kernels.append(FusedKernel(f"k{i}", nodes, d.stage, d.blocks, d.threads, d.gpu,
+                                           d.warp_rows))
                 if d.gpu is not None:
                     mapping.update({units[u][-1]: Mapping.OWNER for u in d.units})
             cpu = tuple(n for u in sorted(state.cpu_units) for n in units[u])
@@ -114,6 +117,9 @@ class LocalSearch(Proposer):
         def valid(state: State) -> bool:
             return all(d.units and d.blocks >= len(pipeline.sinks(
                 [n for u in d.units for n in units[u]])) for d in state.drafts)
+
+        def has_long_lists(d: Draft) -> bool:  # where warp_rows changes the kernel
+            return bool(pipeline.warp_sinks([n for u in d.units for n in units[u]]))
 
         every = tuple(range(len(units)))
         priorities = (True, False) if self.tune_priority else (True,)
@@ -139,7 +145,8 @@ class LocalSearch(Proposer):
                 best, best_state = j, on_cpu
         while time.monotonic() < deadline:
             improved, improved_state = None, best_state
-            for cand in self._moves(best_state, stages, owner_of, (blocks, threads)):
+            for cand in self._moves(best_state, stages, owner_of, (blocks, threads),
+                                    has_long_lists):
                 if time.monotonic() >= deadline:
                     break
                 if not valid(cand):
@@ -173,9 +180,9 @@ class LocalSearch(Proposer):
         return out
 
     def _moves(self, state: State, stages: list[str], owner_of: dict[int, int],
-               launch: tuple[int, int]):
+               launch: tuple[int, int], has_long_lists: Callable[[Draft], bool]):
         drafts = list(state.drafts)
-        for cand in self._neighbours(drafts, stages, self.tune_launch):
+        for cand in self._neighbours(drafts, stages, self.tune_launch, has_long_lists):
             yield State(tuple(cand), state.priority_high, state.cpu_units)
         if self.tune_priority:
             yield State(state.drafts, not state.priority_high, state.cpu_units)
@@ -217,7 +224,8 @@ class LocalSearch(Proposer):
                                 state.priority_high, left)
 
     @staticmethod
-    def _neighbours(drafts: list[Draft], stages: list[str], tune_launch: bool):
+    def _neighbours(drafts: list[Draft], stages: list[str], tune_launch: bool,
+                    has_long_lists: Callable[[Draft], bool]):
         for i, d in enumerate(drafts):
             rest = drafts[:i] + drafts[i + 1 :]
             for s in stages:
@@ -232,6 +240,8 @@ class LocalSearch(Proposer):
                 nb = int(d.blocks * f)
                 if 1 <= nb <= 1 << 16:
                     yield rest + [replace(d, blocks=nb)]
+            if tune_launch and has_long_lists(d):
+                yield rest + [replace(d, warp_rows=not d.warp_rows)]
             for j in range(i + 1, len(drafts)):
                 e = drafts[j]
                 if e.stage == d.stage and e.gpu == d.gpu == None:  # noqa: E711

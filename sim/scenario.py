@@ -238,7 +238,8 @@ def compile_scenario(sc: Scenario, cm: CostModel) -> Compiled:
             if k.gpu is not None and k.gpu != g:
                 continue
             rows = rows_local if k.gpu is None else rows_local * hw.gpu_count
-            kw = kernel_work(pipeline, k.name, k.nodes, rows, k.blocks, k.threads_per_block)
+            kw = kernel_work(pipeline, k.name, k.nodes, rows, k.blocks, k.threads_per_block,
+                             k.warp_rows)
             effects = tuple(_effect(cm, kw, w[s], hw, plan.training_priority_high)
                             for s in stages)
             pos = -1 if k.release is None else stages.index(k.release)

@@ -229,6 +229,17 @@ class SparseOutput:
     table: str
 
 
+WARP_ROW_MIN_LENGTH = 16.0
+"""A kernel with FusedKernel.warp_rows writes list outputs of at least this many values a
+row on average a warp per row, lanes striding over the values, so loads and stores
+coalesce; shorter ones a thread per row, as every output without it. On the H200, by
+the longest list anywhere in the chain (threshold 4), it made multihot 1.8x and wide-2x
+8.7x slower, lanes idle over short outputs (bench/results/raw/ops_h200_run4.json); by
+the output at 16, timed beside a thread per row in one run (bench/ops_gpu.py, its
+"fused-warp" variant, bench/results/raw/ops_h200_run7.json): heavy 1.72-1.76x and
+multihot 1.51-1.65x faster at 65,536 rows and up, both checked against the reference."""
+
+
 @dataclass(frozen=True)
 class Pipeline:
     """Raw input columns, operator nodes, and which results feed the model."""
@@ -331,6 +342,13 @@ class Pipeline:
         outputs = set(self.dense_outputs) | {s.node for s in self.sparse_outputs}
         return [n for n in self.order if n in inside and
                 (n in outputs or any(c not in inside for c in self.consumers[n]))]
+
+    def warp_sinks(self, group) -> list[str]:
+        """Sinks of `group` a kernel with FusedKernel.warp_rows writes a warp per row:
+        lists of at least WARP_ROW_MIN_LENGTH values on average."""
+        cols = self.columns
+        return [n for n in self.sinks(group) if cols[n].shape is Shape.LIST
+                and cols[n].mean_length >= WARP_ROW_MIN_LENGTH]
 
     def feature_of(self) -> dict[str, str]:
         """Node name -> the output (feature) it contributes to; dense features too."""

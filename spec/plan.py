@@ -31,9 +31,10 @@ class FusedKernel:
 
     `gpu` None means every GPU runs it over its local batch; an int means only that GPU
     runs it, over the global batch (owner mapping). `stage` is the training stage whose
-    start releases it, or BEFORE_ITERATION. `warp_rows`: its long list outputs (16 or
-    more ids a row on average) are written a warp per row, lanes over the ids, so loads
-    and stores coalesce; otherwise a thread per row.
+    start releases it, or BEFORE_ITERATION. `warp_rows`: its long list outputs
+    (spec.pipeline.WARP_ROW_MIN_LENGTH) are written a warp per row, lanes over the ids,
+    so loads and stores coalesce; false: a thread per row, as every kernel ran before
+    the field existed (plan files from before then load with the default).
     """
 
     name: str
@@ -42,7 +43,7 @@ class FusedKernel:
     blocks: int = 264
     threads_per_block: int = 256
     gpu: int | None = None
-    warp_rows: bool = False
+    warp_rows: bool = True
 
     def __post_init__(self) -> None:
         require(len(self.nodes) >= 1, "nodes", self.nodes, "at least one op node")

@@ -181,11 +181,37 @@ def test_whole_pipeline_on_the_cpu_only_where_it_gains_the_margin():
     assert gpu_paced.kernels and not gpu_paced.cpu_nodes
     stages = ["emb_fwd", "top_mlp_bwd"]
     back = list(LocalSearch()._moves(State((), True, frozenset({0, 1, 2})), stages, {},
-                                     (64, 128)))
+                                     (64, 128), lambda d: False))
     new = [s for s in back if s.drafts]
     assert {(s.drafts[0].units, s.drafts[0].stage) for s in new} == {
         (u, st) for u in ((0,), (0, 1, 2)) for st in stages}
     assert all(s.cpu_units == frozenset({0, 1, 2}) - set(s.drafts[0].units) for s in new)
+
+
+def test_thread_mapping_flips_only_where_it_changes_the_kernel():
+    """A kernel writing long lists may flip FusedKernel.warp_rows; one that writes none is
+    the same kernel either way, so no move flips it; the plan carries the flag."""
+    from planner.search import Draft, State
+
+    long = Draft((0, 1), "emb_fwd", 132, 256)
+    short = Draft((2,), "emb_bwd", 132, 256)
+    moves = list(LocalSearch()._moves(State((long, short), True), ["emb_fwd", "emb_bwd"],
+                                      {}, (132, 256), lambda d: d is long))
+    flipped = [d for s in moves for d in s.drafts if not d.warp_rows]
+    assert flipped and all(d.units == long.units for d in flipped)
+
+
+def test_kernel_work_says_where_warp_rows_takes_effect():
+    """heavy writes 100-id lists: its kernel's key and work differ by the mapping; kaggle
+    writes one id a row: the same kernel either way."""
+    from costmodel.workload import kernel_work
+
+    for name, effect in (("heavy", True), ("kaggle", False)):
+        p = spec.pipeline_preset(name)
+        warp, thread = (kernel_work(p, "k", p.order, 4096, 132, 256, w) for w in (True, False))
+        assert warp.warp_rows is effect and thread.warp_rows is False
+        assert (warp.key != thread.key) is effect
+        assert warp.key.endswith(":warp") is effect
 
 
 def test_construction_reaches_a_smaller_launch_the_moves_do_not():

@@ -34,7 +34,12 @@ def profile(files, out, *extra):
 def test_rows_per_kernel_and_stage_and_resume(files, tmp_path):
     assert profile(files, tmp_path) == 0
     rows = list(csv.DictReader((tmp_path / "profile.csv").open()))
-    assert len(rows) == 2 * 2 * len(TRAINING_STAGES)
+    drawn = sample_kernels([spec.pipeline_preset(p) for p in ("kaggle", "multihot")], 2, 2,
+                           np.random.default_rng(0))
+    warp = {s.name for s in drawn if s.warp}
+    assert warp and len(drawn) == 2 * 2 + len(warp)  # both mappings where they differ
+    assert len(rows) == len(drawn) * len(TRAINING_STAGES)
+    assert {r["kernel"] for r in rows if r["warp_rows"] == "1"} == warp
     assert list(rows[0]) == list(COLUMNS)
     assert {r["stage"] for r in rows} == {s.value for s in TRAINING_STAGES}
     for r in rows:
@@ -72,6 +77,19 @@ def test_bad_shard_names_the_field(files, tmp_path, bad, capsys):
     assert profile(files, tmp_path, "--shard", bad) != 0
     assert "--shard" in capsys.readouterr().err
     assert not list(tmp_path.glob("profile*.csv"))
+
+
+def test_warp_rows_need_a_csv_that_records_them(files, tmp_path, capsys):
+    """A CSV from before warp_rows is appended thread-per-row kernels only."""
+    old = tmp_path / "profile.csv"
+    old.write_text(",".join(c for c in COLUMNS if c != "warp_rows") + "\n")
+    assert profile(files, tmp_path) != 0
+    assert "warp_rows" in capsys.readouterr().err
+    assert profile(files, tmp_path, "--mappings", "thread") == 0
+    rows = list(csv.DictReader(old.open()))
+    assert len(rows) == 2 * 2 * len(TRAINING_STAGES) and "warp_rows" not in rows[0]
+    assert profile(files, tmp_path / "new", "--mappings", "warp,x") != 0
+    assert "--mappings" in capsys.readouterr().err
 
 
 def test_older_csv_is_not_appended_to(files, tmp_path, capsys):
