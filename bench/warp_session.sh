@@ -5,8 +5,10 @@
 # the H200 model with those rows (costmodel/data/h200/profile-warp.csv) and replan
 # heavy-fused at 8192 and 16384; (3) execute the heavy matrix with the new plans, the
 # baselines both ways ("+thread"). Usage, with OUT set by the device tool:
-#   bash bench/warp_session.sh
-# What to commit comes back under $OUT: profile-warp.csv, model.*, plans/, execute_heavy.json.
+#   bash bench/warp_session.sh            (all three)
+#   PART=profile bash bench/warp_session.sh   (step 1, then a repeat of the b8192 baselines)
+# What to commit comes back in $OUT/warp.tar (the device tool returns few files):
+# profile-warp.csv, model.*, plans/, execute_heavy.json and the logs.
 set -u
 stamp() { while IFS= read -r l; do echo "$(date +%T.%3N) $l"; done; }
 mkdir -p "$OUT/profile" "$OUT/plans"
@@ -16,6 +18,14 @@ python -m corun.cli profile --out "$OUT/profile" --models heavy-fused --train-pi
 python -m corun.cli profile --out "$OUT/profile" --models mlperf-dcnv2 --pipelines multihot \
   --batches 8192 --shapes 4 --launches 2 --reps 3 --mappings thread,warp \
   --budget-minutes 1.2 2>&1 | tail -3
+if [ "${PART:-all}" = profile ]; then
+  python bench/execute_gpu.py --matrix heavy --batches 8192 --iterations 100 --warmup 10 \
+    --strategies ideal,gpu-sequential,gpu-overlap,gpu-sequential+thread,gpu-overlap+thread \
+    --budget-s 120 --out "$OUT" 2>&1 | stamp > "$OUT/execute_heavy.log"
+  grep -E "===|ms, |Error" "$OUT/execute_heavy.log"
+  tar -C "$OUT" -cf "$OUT/warp.tar" profile execute_heavy.json execute_heavy.log
+  exit 0
+fi
 cp "$OUT/profile/profile.csv" costmodel/data/h200/profile-warp.csv
 python -m corun.cli fit costmodel/data/h200 -o costmodel/data/h200/model.pkl 2>&1 | tail -16
 cp costmodel/data/h200/model.pkl costmodel/data/h200/model.json "$OUT/"
@@ -31,3 +41,5 @@ python bench/execute_gpu.py --matrix heavy --batches 8192,16384 --iterations 100
   --strategies ideal,gpu-sequential,gpu-overlap,corun,gpu-sequential+thread,gpu-overlap+thread,rap \
   --budget-s "${EXEC_S:-270}" --out "$OUT" 2>&1 | stamp > "$OUT/execute_heavy.log"
 grep -E "===|ms, |Error" "$OUT/execute_heavy.log"
+tar -C "$OUT" -cf "$OUT/warp.tar" profile plans model.pkl model.json execute_heavy.json \
+  execute_heavy.log
