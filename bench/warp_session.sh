@@ -23,7 +23,8 @@ if [ "${PART:-all}" = profile ]; then
     --strategies ideal,gpu-sequential,gpu-overlap,gpu-sequential+thread,gpu-overlap+thread \
     --budget-s 120 --out "$OUT" 2>&1 | stamp > "$OUT/execute_heavy.log"
   grep -E "===|ms, |Error" "$OUT/execute_heavy.log"
-  tar -C "$OUT" -cf "$OUT/warp.tar" profile execute_heavy.json execute_heavy.log
+  tar -C "$OUT" -cf "$OUT/warp.tar" profile execute_heavy.json execute_heavy.log \
+    && rm -rf "$OUT/profile" "$OUT/execute_heavy.json"
   exit 0
 fi
 cp "$OUT/profile/profile.csv" costmodel/data/h200/profile-warp.csv
@@ -42,4 +43,4 @@ python bench/execute_gpu.py --matrix heavy --batches 8192,16384 --iterations 100
   --budget-s "${EXEC_S:-270}" --out "$OUT" 2>&1 | stamp > "$OUT/execute_heavy.log"
 grep -E "===|ms, |Error" "$OUT/execute_heavy.log"
 tar -C "$OUT" -cf "$OUT/warp.tar" profile plans model.pkl model.json execute_heavy.json \
-  execute_heavy.log
+  execute_heavy.log && rm -rf "$OUT/profile" "$OUT/plans" "$OUT"/model.* "$OUT/execute_heavy.json"
