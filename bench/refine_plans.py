@@ -13,7 +13,7 @@ are for, from the repository root:
 
 Writes the final plans where bench/execute_gpu.py and bench/render_plans.py read them
 (bench/plans/<model>-b<batch>/, with the planner's table in <model>-b<batch>.txt), the new
-profile rows to costmodel/data/h200/profile-refine-<model>.csv, the refitted model.pkl
+profile rows to costmodel/data/h200/profile-refine-<model>[-<n>].csv, the refitted model.pkl
 there (the planner's model), and under --out each round's plans and tables and
 refine.json (per round and batch: the predicted share of ideal of every strategy, the
 plan's kernels, and those the profile lacked).
@@ -77,17 +77,31 @@ def missing_kernels(plan: Plan, model: str, batch: int, gpu: str, data: Path,
 
 
 def append_csv(src: Path, dst: Path) -> int:
-    """Append src's rows to dst (written with src's header if new); the rows added."""
+    """Append src's rows to dst through the profiler's own writer (it refuses a file of
+    another version's columns); the rows added."""
+    from backend.profile import append_rows
+
     rows = read_profile(src) if src.exists() else []
-    if not rows:
-        return 0
-    new = not dst.exists()
-    with dst.open("a", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[0]))
-        if new:
-            w.writeheader()
-        w.writerows(rows)
+    if rows:
+        append_rows(dst, rows)
     return len(rows)
+
+
+def refine_file(data: Path, model: str) -> Path:
+    """profile-refine-<model>.csv, or where that holds another version's columns (before
+    warp_rows), the first profile-refine-<model>-<n>.csv that is new or current."""
+    from backend.profile import COLUMNS
+
+    n = 1
+    while True:
+        path = data / (f"profile-refine-{model}.csv" if n == 1 else
+                       f"profile-refine-{model}-{n}.csv")
+        if not path.exists():
+            return path
+        with path.open(newline="") as f:
+            if tuple(next(csv.reader(f), [])) == COLUMNS:
+                return path
+        n += 1
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -119,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
     stages = [s.value for s in TRAINING_STAGES]
     args.out.mkdir(parents=True, exist_ok=True)
     log, record = args.out / "refine.log", []
-    rows_file = args.data / f"profile-refine-{args.model}.csv"
+    rows_file = refine_file(args.data, args.model)
     converged = False
     for rnd in range(1, args.rounds + 1):
         todo: dict[int, Path] = {}

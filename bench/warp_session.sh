@@ -7,11 +7,28 @@
 # baselines both ways ("+thread"). Usage, with OUT set by the device tool:
 #   bash bench/warp_session.sh            (all three)
 #   PART=profile bash bench/warp_session.sh   (step 1, then a repeat of the b8192 baselines)
+#   PART=refine bash bench/warp_session.sh    (with profile-warp.csv committed: plan, profile
+#     the plans' kernels, refit, plan again (bench/refine_plans.py, 3 rounds), then the
+#     heavy matrix with the final plans)
 # What to commit comes back in $OUT/warp.tar (the device tool returns few files):
 # profile-warp.csv, model.*, plans/, execute_heavy.json and the logs.
 set -u
 stamp() { while IFS= read -r l; do echo "$(date +%T.%3N) $l"; done; }
 mkdir -p "$OUT/profile" "$OUT/plans"
+if [ "${PART:-all}" = refine ]; then
+  python bench/refine_plans.py --model heavy-fused --pipeline heavy --batches 8192,16384 \
+    --rounds 3 --time-limit 8 --out "$OUT/refine" 2>&1 | stamp > "$OUT/refine.log"
+  grep -E "round|converged" "$OUT/refine.log"
+  cp costmodel/data/h200/profile-refine-heavy-fused*.csv costmodel/data/h200/model.json \
+    "$OUT/refine/"
+  python bench/execute_gpu.py --matrix heavy --batches 8192,16384 --iterations 100 \
+    --warmup 10 --strategies ideal,gpu-sequential,gpu-overlap,corun --budget-s 150 \
+    --out "$OUT" 2>&1 | stamp > "$OUT/execute_heavy.log"
+  grep -E "===|ms, |Error" "$OUT/execute_heavy.log"
+  tar -C "$OUT" -cf "$OUT/warp.tar" refine execute_heavy.json execute_heavy.log \
+    && rm -rf "$OUT/refine" "$OUT/execute_heavy.json" "$OUT/profile" "$OUT/plans"
+  exit 0
+fi
 python -m corun.cli profile --out "$OUT/profile" --models heavy-fused --train-pipeline heavy \
   --pipelines heavy --batches 8192,16384 --shapes 6 --launches 2 --reps 3 \
   --mappings thread,warp --budget-minutes 2.5 2>&1 | tail -3

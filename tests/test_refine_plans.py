@@ -40,3 +40,25 @@ kernel  released at  op nodes  blocks  threads  alone ms
 k0          emb_fwd       130    1056      256     0.646
 """
     assert shares(table) == {"ideal": 100.0, "gpu-sequential": 86.0, "corun": 90.1}
+
+
+def test_new_rows_never_go_under_another_versions_header(tmp_path):
+    """The refine rows go to profile-refine-<model>.csv while its columns are this
+    version's; a file from before warp_rows is left as it is and a -2 file is used."""
+    from backend.profile import BEFORE_WARP
+    from bench.refine_plans import append_csv, refine_file
+
+    assert refine_file(tmp_path, "m") == tmp_path / "profile-refine-m.csv"
+    old = tmp_path / "profile-refine-m.csv"
+    old.write_text(",".join(BEFORE_WARP) + "\n")
+    path = refine_file(tmp_path, "m")
+    assert path == tmp_path / "profile-refine-m-2.csv"
+    src = tmp_path / "fresh.csv"
+    row = dict.fromkeys(COLUMNS, "1")
+    with src.open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=COLUMNS)
+        w.writeheader()
+        w.writerow(row)
+    assert append_csv(src, path) == 1 and refine_file(tmp_path, "m") == path
+    assert old.read_text() == ",".join(BEFORE_WARP) + "\n"
+    assert next(csv.DictReader(path.open())) == row
