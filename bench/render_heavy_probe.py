@@ -2,9 +2,10 @@
 same command's ideal, the training stages' sum and the three longest, the preprocessing
 kernels, the copy and assembly spans, and the host's step.
 
-    python bench/render_heavy_probe.py RAW.json [RAW.json ...] [-o OUT.md]
+    python bench/render_heavy_probe.py RAW.json [RAW.json ...] [-o OUT.md] [--header warp]
 
-bench/results/heavy_probe_h200.md is this over the raw files HEADER names.
+bench/results/heavy_probe_h200.md is this over the raw files HEADER names,
+bench/results/heavy_warp_h200.md over those WARP_HEADER names (--header warp).
 """
 
 from __future__ import annotations
@@ -41,6 +42,31 @@ Rendered by `python bench/render_heavy_probe.py` over those files, in this order
 """
 
 
+WARP_HEADER = """# Heavy case on the H200: a warp per row against a thread per row
+
+heavy-fused / heavy, one H200, every batch checked on the device; shares are of the
+ideal measured in the same process. Kernels write their long lists (100 ids a row) a
+warp per row where the strategy has no suffix and a thread per row with "+thread"
+(FusedKernel.warp_rows; in runs 1-2, before warp became the default, "+warp" asked for
+it and no suffix meant a thread).
+
+- execute_heavy_warp_round1.json, round2.json (runs 1-2): `bash bench/warp_probe.sh`
+  (commit 4f44968)
+- execute_heavy_warp_run3.json: `bash bench/warp_session.sh` (commit dbb48b1; its corun
+  plans were made there by the model refitted with the warp profile, and are not
+  committed)
+- execute_heavy_warp_run4.json: `PART=profile bash bench/warp_session.sh` (commit 9b51d4c)
+- execute_heavy_warp_run5.json: `PART=refine bash bench/warp_session.sh` (commit
+  2cd13ce): corun's plans after three rounds of bench/refine_plans.py, as committed under
+  bench/plans/heavy-fused-b8192 and -b16384
+
+Rendered by `python bench/render_heavy_probe.py --header warp` over those files, in this
+order.
+
+"""
+HEADERS = {"probe": HEADER, "warp": WARP_HEADER}
+
+
 def span(stages: dict[str, float], name: str) -> str:
     return f"{stages[name]:.2f}" if name in stages else "-"
 
@@ -74,13 +100,15 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("raw", nargs="+", type=Path)
     ap.add_argument("-o", "--out", type=Path)
+    ap.add_argument("--header", choices=sorted(HEADERS), default="probe",
+                    help="the text above the table, naming the runs (with -o)")
     args = ap.parse_args(argv)
     lines = ["| run | batch | strategy | median ms | of ideal | training stages ms | "
              "emb_fwd / interaction_bwd / emb_bwd | kernels ms | h2d / assemble | host step |",
              "|---|---:|---|---:|---:|---:|---|---|---|---:|"]
     for path in args.raw:
         lines += rows(path)
-    text = (HEADER if args.out else "") + "\n".join(lines) + "\n"
+    text = (HEADERS[args.header] if args.out else "") + "\n".join(lines) + "\n"
     if args.out:
         write_atomic(args.out, text)
     else:
