@@ -69,6 +69,12 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out)  # made once every input has been read
     out.mkdir(parents=True, exist_ok=True)
     path = shard_file(out, shard, shards)
+    if path.exists() and any(s.warp for s in specs):  # refused before any GPU time goes
+        with path.open() as f:
+            if "warp_rows" not in f.readline().strip().split(","):
+                raise SpecError(str(path), "its header", "a warp_rows column for kernels "
+                                "that write a warp per row (a profile from before it: "
+                                "profile into a new --out, or --mappings thread)")
     done = done_keys(out)
     index = {}  # node set -> its position in the sample: shards split whole sets
     for s in specs:
