@@ -141,11 +141,15 @@ class FusedGroup:
 
     def __init__(self, pipeline: Pipeline, nodes: Sequence[str], name: str = "group",
                  blocks: int = 1056, threads_per_block: int = 256,
-                 division: str = "magic", warp_rows: bool = False) -> None:
-        """`warp_rows`: long list sinks a warp per row (FusedKernel.warp_rows)."""
+                 division: str = "magic", warp_rows: bool = True) -> None:
+        """`warp_rows`: long list sinks a warp per row (FusedKernel.warp_rows, whose
+        default it shares; the CPU target runs rows in parallel either way). Only with
+        whole warps per block (threads a multiple of 32, as every plan's): a warp that
+        spans two blocks has no common row."""
         if division not in ("magic", "mod"):
             raise ValueError(f"division = {division!r}: 'magic' or 'mod'")
         self.pipeline, self.name, self.division = pipeline, name, division
+        warp_rows = warp_rows and threads_per_block % 32 == 0
         self.blocks, self.threads, self.warp_rows = blocks, threads_per_block, warp_rows
         self.nodes = tuple(nodes)
         self.chains = chains_of(pipeline, nodes)

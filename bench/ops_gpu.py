@@ -251,8 +251,12 @@ def bench_pipelines(b: Bench, bw: float, check_rows: int, sizes: list[int],
         for rows in sizes:
             rows = min(rows, cap) if cap else rows
             inp = synthetic_inputs(p, rows, b.rng, zipf_a=0)
+            # "fused": long lists a warp per row (the default since commit dbb48b1; in
+            # ops_h200_run7.json, made before, "fused" is a thread per row and
+            # "fused-warp" a warp), "fused-thread": a thread per row
             variants = {"fused": [FusedGroup(p, p.order, "all", **LAUNCH)],
-                        "fused-warp": [FusedGroup(p, p.order, "all", warp_rows=True, **LAUNCH)],
+                        "fused-thread": [FusedGroup(p, p.order, "all", warp_rows=False,
+                                                    **LAUNCH)],
                         "fused-mod": [FusedGroup(p, p.order, "all", division="mod", **LAUNCH)],
                         "unfused": [FusedGroup(p, [n], n, **LAUNCH) for n in p.order]}
             if len(p.nodes) > 300 and rows > 1_000_000:

@@ -25,7 +25,7 @@ def pipeline_of(nodes: list[OpNode], source: Column, outputs: list[str]) -> Pipe
 
 def compare_all(p: Pipeline, inputs: dict[str, ColumnData], groups: list[list[str]],
                 blocks: int = 2, threads: int = 8, division: str = "magic",
-                warp_rows: bool = False) -> None:
+                warp_rows: bool = True) -> None:
     """NumPy reference == Numba CPU == CUDA simulator, on every group output."""
     ref = run_numpy(p, inputs)
     fused = [FusedGroup(p, g, f"g{i}", blocks, threads, division, warp_rows)

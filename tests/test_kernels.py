@@ -147,14 +147,15 @@ def test_warp_per_row_mapping_when_enabled(monkeypatch):
         return {c.sink for c, i in zip(g.chains, g.slot_sig) if g.signatures[i][6] == "warp"}
 
     p = spec.pipeline_preset("multihot")
-    assert not warp_slots(FusedGroup(p, p.order))
-    long = warp_slots(FusedGroup(p, p.order, warp_rows=True))
+    assert not warp_slots(FusedGroup(p, p.order, warp_rows=False))
+    long = warp_slots(FusedGroup(p, p.order))
     assert long == set(p.warp_sinks(p.order)) == {"first_cat_20", "first_cat_21"}  # 100, 27
     monkeypatch.setattr(backend.chains, "WARP_ROW_MIN_LENGTH", 4.0)
     g = FusedGroup(p, p.order, warp_rows=True)
     assert len(warp_slots(g)) > 2
     inputs = synthetic_inputs(p, 60, np.random.default_rng(3), vary_lengths=True)
     compare_all(p, inputs, [list(p.order)], blocks=3, threads=64, warp_rows=True)
+    compare_all(p, inputs, [list(p.order)], blocks=3, threads=64, warp_rows=False)
 
 
 def test_blocks_follow_work():
