@@ -293,20 +293,34 @@ class Profiler:
             }
 
 
+def csv_header(path: Path) -> tuple[str, ...]:
+    """The column names on a CSV's first line (none for an empty file)."""
+    with path.open(newline="") as f:
+        return tuple(next(csv.reader(f), []))
+
+
+def appendable_header(path: Path, warp_rows: bool) -> tuple[str, ...] | None:
+    """The header rows are appended to `path` under (None: a new file, written with
+    COLUMNS); refuses another version's columns and, where `warp_rows` (some kernel
+    writes a warp per row), columns from before warp_rows."""
+    if not path.exists() or path.stat().st_size == 0:
+        return None
+    header = csv_header(path)
+    if header not in READABLE_HEADERS:
+        raise SpecError(str(path), "its header", "the columns of this corun profile "
+                        "(the file is from another version: profile into a new --out)")
+    if warp_rows and "warp_rows" not in header:
+        raise SpecError(str(path), "its header", "a warp_rows column for kernels that "
+                        "write a warp per row (a profile from before it: profile into a "
+                        "new --out, or --mappings thread)")
+    return header
+
+
 def append_rows(path: Path, rows: Sequence[dict]) -> None:
     """Append rows (with a header for a new file) and flush them to disk."""
-    new = not path.exists() or path.stat().st_size == 0
-    header = COLUMNS
-    if not new:
-        with path.open(newline="") as f:
-            header = tuple(next(csv.reader(f), []))
-        if header not in READABLE_HEADERS:
-            raise SpecError(str(path), "its header", "the columns of this corun profile "
-                            "(the file is from another version: profile into a new --out)")
-        if "warp_rows" not in header and any(int(r.get("warp_rows", 0)) for r in rows):
-            raise SpecError(str(path), "its header", "a warp_rows column for kernels that "
-                            "write a warp per row (profile into a new --out, or --mappings "
-                            "thread)")
+    header = appendable_header(path, any(int(r.get("warp_rows", 0)) for r in rows))
+    new = header is None
+    header = header or COLUMNS
     with path.open("a", newline="") as f:
         w = csv.DictWriter(f, fieldnames=header, extrasaction="ignore")
         if new:

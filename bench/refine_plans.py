@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import csv
 import io
 import json
 import shutil
@@ -90,17 +89,14 @@ def append_csv(src: Path, dst: Path) -> int:
 def refine_file(data: Path, model: str) -> Path:
     """profile-refine-<model>.csv, or where that holds another version's columns (before
     warp_rows), the first profile-refine-<model>-<n>.csv that is new or current."""
-    from backend.profile import COLUMNS
+    from backend.profile import COLUMNS, csv_header
 
     n = 1
     while True:
         path = data / (f"profile-refine-{model}.csv" if n == 1 else
                        f"profile-refine-{model}-{n}.csv")
-        if not path.exists():
+        if not path.exists() or csv_header(path) == COLUMNS:
             return path
-        with path.open(newline="") as f:
-            if tuple(next(csv.reader(f), [])) == COLUMNS:
-                return path
         n += 1
 
 

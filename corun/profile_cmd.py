@@ -43,7 +43,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from backend.profile import Profiler, append_rows, plan_kernels, sample_kernels
+    from backend.profile import (
+        Profiler,
+        append_rows,
+        appendable_header,
+        plan_kernels,
+        sample_kernels,
+    )
     from corun.workload import resolve_hardware, resolve_model, resolve_pipeline
     from costmodel.profile_data import KEY, done_keys, shard_file
     from spec import DEFAULT_MODEL_FOR, Plan, load
@@ -69,12 +75,7 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out)  # made once every input has been read
     out.mkdir(parents=True, exist_ok=True)
     path = shard_file(out, shard, shards)
-    if path.exists() and any(s.warp for s in specs):  # refused before any GPU time goes
-        with path.open() as f:
-            if "warp_rows" not in f.readline().strip().split(","):
-                raise SpecError(str(path), "its header", "a warp_rows column for kernels "
-                                "that write a warp per row (a profile from before it: "
-                                "profile into a new --out, or --mappings thread)")
+    appendable_header(path, any(s.warp for s in specs))  # refused before any GPU time
     done = done_keys(out)
     index = {}  # node set -> its position in the sample: shards split whole sets
     for s in specs:
