@@ -154,7 +154,8 @@ def run_case(pipe_name: str, batch: int, label: str, args, trainers: dict, hw) -
     # "+ahead2": two batches ahead; "+w<N>": N host worker processes; "+eager": the step
     # launched kernel by kernel (not as CUDA graphs); "+sm<N>": preprocessing on N SMs of
     # its own, training on the rest; "+warp" / "+thread": the kernels' long list outputs a warp
-    # per row / a thread per row (FusedKernel.warp_rows)
+    # per row / a thread per row (FusedKernel.warp_rows); "+b<N>": every kernel launched
+    # with N blocks
     if "eager" in suffixes:
         model = replace(model, cuda_graphs=False)
     if base == "gpu-overlap-nocheck":  # what the per-batch check costs the host
@@ -172,6 +173,9 @@ def run_case(pipe_name: str, batch: int, label: str, args, trainers: dict, hw) -
             plan = replace(plan, kernels=tuple(replace(k, warp_rows=warp) for k in plan.kernels))
     workers, pre_sms = host_workers_per_gpu(strategy, hw), 0
     for x in suffixes:
+        if x.startswith("b") and x[1:].isdigit():
+            plan = replace(plan, kernels=tuple(replace(k, blocks=int(x[1:]))
+                                               for k in plan.kernels))
         if x.startswith("w") and x[1:].isdigit():
             workers = int(x[1:])
         if x.startswith("sm") and x[2:].isdigit():  # RunSettings.preprocess_sms
