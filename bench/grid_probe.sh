@@ -15,7 +15,7 @@ run() {  # batch, strategies, budget
 }
 run 8192 ideal,gpu-sequential,gpu-overlap,gpu-overlap+b4224,gpu-overlap+b16896,\
 gpu-overlap+b67584,gpu-sequential+b16896,gpu-sequential+b67584,at:emb_bwd+b67584,\
-at:interaction_bwd+b16896,corun,corun+b16896,ideal 330
+at:interaction_bwd+b16896,corun,corun+b16896 330
 run 16384 ideal,gpu-sequential,gpu-overlap,gpu-overlap+b16896,gpu-overlap+b67584,\
 gpu-sequential+b67584 150
 tar -C "$OUT" -cf "$OUT/grid.tar" b8192 b16384 execute_heavy_b8192.log \
