@@ -98,18 +98,22 @@ class Executor:
     def __init__(self, model: Model, pipeline: Pipeline, plan: Plan, strategy: str,
                  settings: RunSettings, device: torch.device | str = "cuda",
                  replay: bool = False, command: str = "", say=print,
-                 trainer: Trainer | None = None, hardware: Hardware | None = None) -> None:
+                 trainer: Trainer | None = None, hardware: Hardware | None = None,
+                 inputs: dict | None = None) -> None:
         """`replay` is the `ideal` strategy: reference batches preprocessed ahead of time
         and replayed (the plan must then be empty). `trainer` reuses a built one (a
-        benchmark running several strategies on one model). Inside an initialised
-        torch.distributed group every rank runs one, on its own rows of each global
-        batch, with the tables sharded over the ranks (`hardware` sizes the balancer;
-        H200s by default); a table's owner preprocesses its owner-mapped features over
-        the global batch."""
+        benchmark running several strategies on one model); so does `inputs`, a dict that
+        keeps the raw batches and their references by what makes them (pipeline, rows,
+        seed, count, data file) for the next Executor of the same batches. Inside an
+        initialised torch.distributed group every rank runs one, on its own rows of each
+        global batch, with the tables sharded over the ranks (`hardware` sizes the
+        balancer; H200s by default); a table's owner preprocesses its owner-mapped
+        features over the global batch."""
         self.device = torch.device(device)
         self.model, self.pipeline, self.plan = model, pipeline, plan
         self.strategy, self.settings, self.replay = strategy, settings, replay
         self.command, self.say, self.trainer = command, say, trainer
+        self.inputs = inputs
         pipeline.check_model(model)
         if replay and (plan.kernels or plan.cpu_nodes):
             raise SpecError("plan", plan.pipeline, "an empty plan for the ideal strategy")
@@ -308,10 +312,17 @@ class Executor:
     # ---------------------------------------------------------------- the run
     def run(self) -> Measurement:
         s = self.settings
-        self.say(f"{self.strategy}: preparing {s.distinct_batches} batch(es) of {self.rows} "
-                 f"rows{f' per GPU x {self.world}' if self.world > 1 else ''} and their "
-                 "reference outputs ...")
-        self.raws = self._raw_batches()
+        key = (repr(self.pipeline), self.rows * self.world, s.seed, s.distinct_batches, s.data)
+        if self.inputs is not None and key in self.inputs:
+            self.say(f"{self.strategy}: the batches and references of an earlier case")
+            self.raws = self.inputs[key]
+        else:
+            self.say(f"{self.strategy}: preparing {s.distinct_batches} batch(es) of "
+                     f"{self.rows} rows{f' per GPU x {self.world}' if self.world > 1 else ''}"
+                     " and their reference outputs ...")
+            self.raws = self._raw_batches()
+            if self.inputs is not None:
+                self.inputs[key] = self.raws
         cuda = self.device.type == "cuda"
         self.S = Streams(self.device, self.plan.training_priority_high, s.preprocess_sms)
         if self.trainer is None:

@@ -120,6 +120,14 @@ PLAN_FOLDER = {"graphs": "graphs", "graphs-cpu": "graphs"}
 """A matrix whose plans are under bench/plans/<folder>/<pipeline>-b<batch>/."""
 
 
+def rounds(cases: list[str], repeats: int) -> list[tuple[int, str]]:
+    """(round, case) in the order --repeats runs them: every round runs each case once,
+    each round's order turned by one more, so that no case always runs first after
+    another; a round's other cases are compared with its own ideal."""
+    n = len(cases)
+    return [(r, cases[(r + k) % n]) for r in range(repeats) for k in range(n)]
+
+
 def say(*a) -> None:
     if os.environ.get("RANK", "0") == "0":
         print(*a, flush=True)
@@ -141,7 +149,8 @@ def case_plan(label: str, pipeline: spec.Pipeline, model: spec.Model, folder: st
     return strategy_plan(strategy, pipeline, model.name, hw), strategy
 
 
-def run_case(pipe_name: str, batch: int, label: str, args, trainers: dict, hw) -> dict:
+def run_case(pipe_name: str, batch: int, label: str, args, trainers: dict, hw,
+             inputs: dict) -> dict:
     model_name = MATRIX_MODEL.get(args.matrix, spec.DEFAULT_MODEL_FOR[pipe_name])
     model = replace(spec.model_preset(model_name), batch_per_gpu=batch,
                     **MODEL_CHANGES.get(args.matrix, {}))
@@ -196,7 +205,7 @@ def run_case(pipe_name: str, batch: int, label: str, args, trainers: dict, hw) -
     replay = strategy is not None and strategy.kind is StrategyKind.IDEAL
     ex = Executor(model, pipeline, plan, label, settings, device, replay,
                   command=" ".join(["python", *sys.argv]), trainer=trainers.get(key),
-                  say=say, hardware=hw)
+                  say=say, hardware=hw, inputs=inputs)
     return dumps(ex.run())
 
 
@@ -212,10 +221,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--warmup", type=int, default=d.warmup)
     ap.add_argument("--distinct-batches", type=int, default=d.distinct_batches)
     ap.add_argument("--no-check", dest="check", action="store_false")
+    ap.add_argument("--repeats", type=int, default=1,
+                    help="rounds of every case (records then carry their round, 'repeat')")
     ap.add_argument("--budget-s", type=float, default=540.0,
                     help="start no case after this many seconds")
     ap.add_argument("--dry-run", action="store_true")
     args = ap.parse_args(argv)
+    if args.repeats < 1:
+        ap.error(f"--repeats {args.repeats}: an integer >= 1")
     if args.dry_run:
         args.iterations, args.warmup, args.distinct_batches = 4, 1, 1
     world = int(os.environ.get("WORLD_SIZE", "1"))
@@ -232,6 +245,7 @@ def main(argv: list[str] | None = None) -> int:
     path = out / f"execute_{args.matrix}.json"
     results: list[dict] = []
     trainers: dict = {}
+    inputs: dict = {}  # raw batches and references, made once per batch size (Executor)
     t_start = time.time()
     only = set(args.only.split(",")) if args.only else None
     keep_b = {int(x) for x in args.batches.split(",")} if args.batches else None
@@ -248,10 +262,12 @@ def main(argv: list[str] | None = None) -> int:
             variants = [x for x in (keep_s or ()) if x not in labels
                         and x.split("+")[0] in labels and "+" in x]
             order = args.strategies.split(",") if args.strategies else []
-            for label in [*labels, *sorted(variants, key=order.index)]:
-                if keep_s and label not in keep_s:
-                    continue
-                case = {"pipeline": pipe_name, "batch": b, "strategy": label}
+            cases = [x for x in [*labels, *sorted(variants, key=order.index)]
+                     if not keep_s or x in keep_s]
+            inputs.clear()  # the batches of the last batch size are not read again
+            for rnd, label in rounds(cases, args.repeats):
+                case = {"pipeline": pipe_name, "batch": b, "strategy": label,
+                        **({"repeat": rnd} if args.repeats > 1 else {})}
                 go = [time.time() - t_start <= args.budget_s]
                 if world > 1:  # every rank takes the same decision
                     dist.broadcast_object_list(go, src=0)
@@ -261,10 +277,11 @@ def main(argv: list[str] | None = None) -> int:
                         write_atomic(path, json.dumps(results, indent=1))
                     continue
                 t0 = time.time()
-                say(f"=== {pipe_name} b{b} {label}")
+                say(f"=== {pipe_name} b{b} {label}"
+                    + (f" (round {rnd + 1}/{args.repeats})" if args.repeats > 1 else ""))
                 try:
-                    results.append({**case, "measurement": run_case(pipe_name, b, label, args,
-                                                                     trainers, hw)})
+                    results.append({**case, "measurement": run_case(
+                        pipe_name, b, label, args, trainers, hw, inputs)})
                 except Exception as e:  # record it and go on with the next case
                     traceback.print_exc()
                     results.append({**case, "error": f"{type(e).__name__}: {e}"})

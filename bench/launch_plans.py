@@ -46,7 +46,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         blocks = [int(x) for x in a.blocks.split(",")]
     except ValueError:
-        raise SystemExit(f"--blocks: comma-separated integers, got {a.blocks!r}")
+        blocks = []
+    if not blocks or min(blocks) < 1:
+        ap.error(f"--blocks {a.blocks}: comma-separated integers >= 1")
     paths = launch_plans(a.pipeline, a.model, blocks, a.threads, a.out)
     print(",".join(str(x) for x in paths))
     return 0

@@ -43,11 +43,28 @@ def plan_folder(pipeline: str, model: str, batch: int, graphs: bool = False) -> 
     return ROOT / "bench/plans" / ("graphs" if graphs else "") / f"{name}-b{batch}"
 
 
+def predicted_ms(case: dict) -> tuple[float, str]:
+    """(the iteration time predicted for a measured case, a note): from the prediction
+    file `corun plan` wrote beside the plan it ran; simulated afresh, and noted, where
+    there is none or the plan there is no longer the one that ran."""
+    from sim import simulate
+
+    m, strategy = case["measurement"], case["strategy"]
+    folder = plan_folder(case["pipeline"], m["model"], case["batch"], graphed(m))
+    predicted = folder / f"prediction-{strategy}.json"
+    plan_file = PLAN_FILES.get(strategy)
+    stale = plan_file is not None and not plan_unchanged(m["plan"], folder / plan_file)
+    note = " (earlier plan, re-predicted)" if stale else ""
+    if not predicted.exists():
+        note = " (predicted here)"
+    if note:  # predicted afresh, as `corun plan` simulates its candidates
+        return simulate(measured_scenario(m, strategy)).prediction.iteration_time_ms, note
+    return json.loads(predicted.read_text())["iteration_time_ms"], note
+
+
 def rows(raw: list[Path]) -> list[dict]:
     """One row per (pipeline, batch, strategy), from the last file that measured it; each
     share of ideal is against the ideal of the same command."""
-    from sim import simulate
-
     out: dict[tuple, dict] = {}
     for path in raw:
         runs, ideal = measured_cases(path)
@@ -55,17 +72,7 @@ def rows(raw: list[Path]) -> list[dict]:
             m, key = r["measurement"], (r["pipeline"], r["batch"])
             if key not in ideal:
                 continue
-            folder = plan_folder(key[0], m["model"], key[1], graphed(m))
-            predicted = folder / f"prediction-{r['strategy']}.json"
-            plan_file = PLAN_FILES.get(r["strategy"])
-            stale = plan_file is not None and not plan_unchanged(m["plan"], folder / plan_file)
-            note = " (earlier plan, re-predicted)" if stale else ""
-            if not predicted.exists():
-                note = " (predicted here)"
-            if note:  # predicted afresh, as `corun plan` simulates its candidates
-                p = simulate(measured_scenario(m, r["strategy"])).prediction.iteration_time_ms
-            else:
-                p = json.loads(predicted.read_text())["iteration_time_ms"]
+            p, note = predicted_ms(r)
             workload = key[0] if m["model"] == spec.DEFAULT_MODEL_FOR[key[0]] else \
                 f"{key[0]} / {m['model']}"
             ms = m["iteration"]["median_ms"]

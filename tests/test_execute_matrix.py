@@ -36,3 +36,13 @@ def test_plan_labels_read_the_model_s_own_folder(heavy_fused):
     assert plan.model == "heavy-fused"
     labels = [lab for _, _, labs in MATRICES["heavy-stages"] for lab in labs]
     assert [lab for lab in labels if lab.startswith("at:")][0] == "at:emb_fwd"
+
+
+def test_repeated_rounds_turn_their_order():
+    from bench.execute_gpu import rounds
+
+    assert rounds(["ideal", "a", "b"], 1) == [(0, "ideal"), (0, "a"), (0, "b")]
+    assert rounds(["ideal", "a", "b"], 3) == [
+        (0, "ideal"), (0, "a"), (0, "b"), (1, "a"), (1, "b"), (1, "ideal"),
+        (2, "b"), (2, "ideal"), (2, "a")]
+    assert rounds([], 4) == []

@@ -405,3 +405,30 @@ def test_device_check_follows_the_host_rule():
     assert differs(batch(i=torch.tensor([3, 4, 6])), ref).item()
     assert differs(batch(o=torch.tensor([0, 2, 3])), ref).item()
     assert differs(batch(i=torch.tensor([3, 4])), ref).item()
+
+
+def test_executors_share_the_batches_they_are_given(workload, monkeypatch):
+    """A benchmark of several strategies makes the raw batches and their references once
+    (`inputs`): the second Executor reads the first one's and still checks every row
+    against them; another seed makes its own."""
+    from backend.executor import Executor
+    from backend.settings import RunSettings
+    from sim.strategy import parse_strategy, strategy_plan
+
+    _, model, pipe = workload
+    made = []
+    original = Executor._raw_batches
+
+    def counted(self):
+        made.append(self.strategy)
+        return original(self)
+
+    monkeypatch.setattr(Executor, "_raw_batches", counted)
+    hw, inputs = spec.hardware_preset("h200", 1), {}
+    settings = RunSettings(ITERS, WARMUP, 2)
+    for strategy, seed in (("gpu-sequential", 0), ("gpu-overlap", 0), ("gpu-overlap", 1)):
+        plan = strategy_plan(parse_strategy(strategy, hw), pipe, model.name, hw)
+        m = Executor(model, pipe, plan, strategy, replace(settings, seed=seed), "cpu",
+                     say=lambda *a: None, inputs=inputs).run()
+        assert m.checked_rows == ROWS * (ITERS + WARMUP)
+    assert made == ["gpu-sequential", "gpu-overlap"] and len(inputs) == 2

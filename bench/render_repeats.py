@@ -1,0 +1,129 @@
+"""Strategies measured in several rounds of one command (bench/execute_gpu.py --repeats R),
+against the predictions they were chosen on: per workload and strategy, the median
+iteration over the rounds and its range, the share of each round's own ideal, how often
+the strategy was the round's fastest, gpu-sequential's gap to ideal and the share of it
+each strategy recovers (both per round, then the median), and the predicted iteration
+(bench/render_plans.predicted_ms) with its error against the median. One run's median
+moves by several percent with the host's pace on the heavy case; rounds show by how much.
+
+    python bench/render_repeats.py RAW.json [...] -o OUT.md
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import spec  # noqa: E402
+from bench.render_execute import render_main  # noqa: E402
+from bench.render_plans import predicted_ms  # noqa: E402
+
+SEQUENTIAL = "gpu-sequential"
+
+
+def rounds_of(raw: list[Path]) -> dict[tuple, dict[int, dict[str, dict]]]:
+    """{(source, pipeline, model, batch): {round: {strategy: case}}} of the measured cases
+    (a file without rounds is one round)."""
+    import json
+
+    out: dict[tuple, dict[int, dict[str, dict]]] = {}
+    for path in raw:
+        for c in json.loads(path.read_text()):
+            if c.get("measurement"):
+                key = (str(path), c["pipeline"], c["measurement"]["model"], c["batch"])
+                out.setdefault(key, {}).setdefault(c.get("repeat", 0), {})[c["strategy"]] = c
+    return out
+
+
+def summarise(rounds: dict[int, dict[str, dict]]) -> list[dict]:
+    """One row per strategy of one workload, over the rounds that measured it and ideal."""
+    ms = {r: {s: c["measurement"]["iteration"]["median_ms"] for s, c in cases.items()}
+          for r, cases in rounds.items() if "ideal" in cases}
+    names = list(dict.fromkeys(s for cases in rounds.values() for s in cases))
+    wins = {s: 0 for s in names}
+    for t in ms.values():
+        planned = {s: v for s, v in t.items() if s != "ideal"}
+        if planned:
+            wins[min(planned, key=planned.get)] += 1
+    out = []
+    for s in names:
+        times = [t[s] for t in ms.values() if s in t]
+        if not times:
+            continue
+        shares = [100 * t["ideal"] / t[s] for t in ms.values() if s in t]
+        recovered = [100 * (t[SEQUENTIAL] - t[s]) / (t[SEQUENTIAL] - t["ideal"])
+                     for t in ms.values() if s in t and SEQUENTIAL in t
+                     and t[SEQUENTIAL] > t["ideal"]]
+        case = next(cases[s] for cases in rounds.values() if s in cases)
+        median = statistics.median(times)
+        predicted, note = predicted_ms(case)
+        out.append({"strategy": s, "note": note, "rounds": len(times), "median_ms": median,
+                    "min_ms": min(times), "max_ms": max(times),
+                    "of_ideal_pct": statistics.median(shares),
+                    "of_ideal_min_pct": min(shares), "of_ideal_max_pct": max(shares),
+                    "wins": wins[s] if s != "ideal" else None,
+                    "recovered_pct": statistics.median(recovered) if recovered else None,
+                    "predicted_ms": predicted,
+                    "error_pct": 100 * (predicted - median) / median,
+                    "command": case["measurement"]["command"]})
+    return out
+
+
+def render(raw: list[Path]) -> str:
+    lines = ["# Strategies in rounds on the H200: measured against predicted", "",
+             f"Made by `python bench/render_repeats.py {' '.join(map(str, raw))}`. "
+             "Each round runs every strategy once, in a turned order, and shares and "
+             "recoveries are against that round's ideal and gpu-sequential, then the "
+             "median over rounds (min-max in brackets). Recovered: the share of "
+             "gpu-sequential's gap to ideal a strategy closes. Predicted: the prediction "
+             "file of the plan that ran (bench/plans/), or simulated here where noted.", ""]
+    for (source, pipeline, model, batch), rounds in rounds_of(raw).items():
+        rows = summarise(rounds)
+        if not rows:
+            continue
+        name = pipeline if model == spec.DEFAULT_MODEL_FOR.get(pipeline) else \
+            f"{pipeline} / {model}"
+        lines += [f"## {name}, batch {batch} ({source})", "",
+                  f"`{rows[0]['command']}`", "",
+                  "| strategy | rounds | median ms (min-max) | of ideal (min-max) | "
+                  "fastest in rounds | recovered | predicted ms | error |",
+                  "|---|---:|---:|---:|---:|---:|---:|---:|"]
+        for r in rows:
+            rec = "-" if r["recovered_pct"] is None or r["strategy"] in ("ideal", SEQUENTIAL) \
+                else f"{r['recovered_pct']:.0f}%"
+            lines.append(
+                f"| {r['strategy']}{r['note']} | {r['rounds']} | {r['median_ms']:.3f} "
+                f"({r['min_ms']:.3f}-{r['max_ms']:.3f}) | {r['of_ideal_pct']:.1f}% "
+                f"({r['of_ideal_min_pct']:.1f}-{r['of_ideal_max_pct']:.1f}) | "
+                f"{'-' if r['wins'] is None else r['wins']} | {rec} | "
+                f"{r['predicted_ms']:.3f} | {r['error_pct']:+.1f}% |")
+        by = {r["strategy"]: r for r in rows}
+        best = min((r for r in rows if r["strategy"] != "ideal"),
+                   key=lambda r: r["median_ms"], default=None)
+        facts = []
+        if SEQUENTIAL in by:
+            facts.append(f"gpu-sequential {100 - by[SEQUENTIAL]['of_ideal_pct']:.1f}% below "
+                         "ideal (median of rounds)")
+        if best is not None:
+            facts.append(f"measured best by median: {best['strategy']}")
+        if "corun" in by:
+            ranked = sorted((r for r in rows if r["strategy"] != "ideal"),
+                            key=lambda r: r["predicted_ms"])
+            facts.append(f"predicted best: {ranked[0]['strategy']}")
+        errs = [abs(r["error_pct"]) for r in rows]
+        facts.append(f"{sum(e <= 5 for e in errs)} of {len(errs)} predicted within 5%")
+        lines += ["", "; ".join(facts) + ".", ""]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    return render_main(argv, __doc__, [], ROOT / "bench/results/repeats_h200.md",
+                       "a bench/execute_gpu.py --repeats output", render)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
