@@ -164,7 +164,8 @@ def run_case(pipe_name: str, batch: int, label: str, args, trainers: dict, hw,
     # launched kernel by kernel (not as CUDA graphs); "+sm<N>": preprocessing on N SMs of
     # its own, training on the rest; "+warp" / "+thread": the kernels' long list outputs a warp
     # per row / a thread per row (FusedKernel.warp_rows); "+b<N>": every kernel launched
-    # with N blocks
+    # with N blocks; "+high" / "+low": the training stream above preprocessing / level
+    # with it (Plan.training_priority_high)
     if "eager" in suffixes:
         model = replace(model, cuda_graphs=False)
     if base == "gpu-overlap-nocheck":  # what the per-batch check costs the host
@@ -177,6 +178,9 @@ def run_case(pipe_name: str, batch: int, label: str, args, trainers: dict, hw,
     plan, strategy = case_plan(base, pipeline, model, f"{folder}-b{batch}", hw)
     if "ahead2" in suffixes:
         plan = replace(plan, batches_ahead=2)
+    for priority, high in (("high", True), ("low", False)):
+        if priority in suffixes:
+            plan = replace(plan, training_priority_high=high)
     for mapping, warp in (("warp", True), ("thread", False)):  # FusedKernel.warp_rows
         if mapping in suffixes:
             plan = replace(plan, kernels=tuple(replace(k, warp_rows=warp) for k in plan.kernels))
