@@ -6,7 +6,9 @@ each strategy recovers (both per round, then the median), and the predicted iter
 (bench/render_plans.predicted_ms) with its error against the median. One run's median
 moves by several percent with the host's pace on the heavy case; rounds show by how much.
 
-    python bench/render_repeats.py RAW.json [...] -o OUT.md
+    python bench/render_repeats.py [RAW.json ...] [-o OUT.md]
+
+writes bench/results/heavy_rounds_h200.md from this session's heavy runs by default.
 """
 
 from __future__ import annotations
@@ -23,6 +25,12 @@ from bench.render_execute import render_main  # noqa: E402
 from bench.render_plans import predicted_ms  # noqa: E402
 
 SEQUENTIAL = "gpu-sequential"
+
+
+def shown(path: Path | str) -> str:
+    """A path as the tables name it: from the repository root where it lies inside."""
+    path = Path(path).resolve()
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
 
 
 def rounds_of(raw: list[Path]) -> dict[tuple, dict[int, dict[str, dict]]]:
@@ -73,21 +81,54 @@ def summarise(rounds: dict[int, dict[str, dict]]) -> list[dict]:
     return out
 
 
+def stretch_table(rounds: dict[int, dict[str, dict]]) -> list[str]:
+    """Where each strategy's time goes: every training stage's median over rounds less
+    ideal's, and its kernels' spans (first launch to last end, ms), in markdown."""
+    def med(strategy: str, part: str, name: str) -> float | None:
+        v = [c[strategy]["measurement"][part][name]["median_ms"] for c in rounds.values()
+             if strategy in c and name in c[strategy]["measurement"][part]]
+        return statistics.median(v) if v else None
+
+    names = list(dict.fromkeys(s for cases in rounds.values() for s in cases))
+    if "ideal" not in names:
+        return []
+    first = next(c["ideal"] for c in rounds.values() if "ideal" in c)
+    stages = list(first["measurement"]["stages"])
+    out = ["| strategy | " + " | ".join(stages) + " | kernels ms |",
+           "|---|" + "---:|" * (len(stages) + 1),
+           "| ideal (ms) | " + " | ".join(f"{med('ideal', 'stages', x):.3f}" for x in stages)
+           + " | - |"]
+    for s in names:
+        if s == "ideal":
+            continue
+        cells = []
+        for x in stages:
+            v, base = med(s, "stages", x), med("ideal", "stages", x)
+            cells.append("-" if v is None else f"{v - base:+.3f}")
+        kernels = next(c[s]["measurement"]["kernels"] for c in rounds.values() if s in c)
+        spans = ", ".join(f"{med(s, 'kernels', k):.2f}" for k in kernels) or "-"
+        out.append(f"| {s} | " + " | ".join(cells) + f" | {spans} |")
+    return out
+
+
 def render(raw: list[Path]) -> str:
     lines = ["# Strategies in rounds on the H200: measured against predicted", "",
-             f"Made by `python bench/render_repeats.py {' '.join(map(str, raw))}`. "
+             f"Made by `python bench/render_repeats.py {' '.join(map(shown, raw))}`. "
              "Each round runs every strategy once, in a turned order, and shares and "
              "recoveries are against that round's ideal and gpu-sequential, then the "
              "median over rounds (min-max in brackets). Recovered: the share of "
              "gpu-sequential's gap to ideal a strategy closes. Predicted: the prediction "
-             "file of the plan that ran (bench/plans/), or simulated here where noted.", ""]
+             "file of the plan that ran, as committed now under bench/plans/ (the model "
+             "of today, not of the run), or simulated here where noted. Below each table: "
+             "each training stage's median over rounds less ideal's, in ms, and the "
+             "kernels' spans from launch to end (stretched by what runs beside them).", ""]
     for (source, pipeline, model, batch), rounds in rounds_of(raw).items():
         rows = summarise(rounds)
         if not rows:
             continue
         name = pipeline if model == spec.DEFAULT_MODEL_FOR.get(pipeline) else \
             f"{pipeline} / {model}"
-        lines += [f"## {name}, batch {batch} ({source})", "",
+        lines += [f"## {name}, batch {batch} ({shown(source)})", "",
                   f"`{rows[0]['command']}`", "",
                   "| strategy | rounds | median ms (min-max) | of ideal (min-max) | "
                   "fastest in rounds | recovered | predicted ms | error |",
@@ -101,6 +142,7 @@ def render(raw: list[Path]) -> str:
                 f"({r['of_ideal_min_pct']:.1f}-{r['of_ideal_max_pct']:.1f}) | "
                 f"{'-' if r['wins'] is None else r['wins']} | {rec} | "
                 f"{r['predicted_ms']:.3f} | {r['error_pct']:+.1f}% |")
+        lines += ["", *stretch_table(rounds)]
         by = {r["strategy"]: r for r in rows}
         best = min((r for r in rows if r["strategy"] != "ideal"),
                    key=lambda r: r["median_ms"], default=None)
@@ -120,8 +162,15 @@ def render(raw: list[Path]) -> str:
     return "\n".join(lines) + "\n"
 
 
+RAW = [ROOT / f"bench/results/raw/execute_heavy_{name}_run1.json" for name in (
+    "repeats_b8192", "repeats_b16384", "priority_b8192", "priority_b16384", "early_b8192",
+    "early_b16384", "grid_b8192", "grid_b16384", "launch")]
+"""Session 13's heavy runs (bash bench/repeats_session.sh, priority_session.sh,
+early_session.sh, grid_probe.sh, launch_session.sh), in the order they make their case."""
+
+
 def main(argv: list[str] | None = None) -> int:
-    return render_main(argv, __doc__, [], ROOT / "bench/results/repeats_h200.md",
+    return render_main(argv, __doc__, RAW, ROOT / "bench/results/heavy_rounds_h200.md",
                        "a bench/execute_gpu.py --repeats output", render)
 
 
