@@ -8,11 +8,12 @@ moves by several percent with the host's pace on the heavy case; rounds show by 
 
     python bench/render_repeats.py [RAW.json ...] [-o OUT.md]
 
-writes bench/results/heavy_rounds_h200.md from this session's heavy runs by default.
+By default: bench/results/heavy_rounds_h200.md from the heavy runs of 2026-11-30 (RAW).
 """
 
 from __future__ import annotations
 
+import json
 import statistics
 import sys
 from pathlib import Path
@@ -36,8 +37,6 @@ def shown(path: Path | str) -> str:
 def rounds_of(raw: list[Path]) -> dict[tuple, dict[int, dict[str, dict]]]:
     """{(source, pipeline, model, batch): {round: {strategy: case}}} of the measured cases
     (a file without rounds is one round)."""
-    import json
-
     out: dict[tuple, dict[int, dict[str, dict]]] = {}
     for path in raw:
         for c in json.loads(path.read_text()):
@@ -165,7 +164,7 @@ def render(raw: list[Path]) -> str:
 RAW = [ROOT / f"bench/results/raw/execute_heavy_{name}_run1.json" for name in (
     "repeats_b8192", "repeats_b16384", "priority_b8192", "priority_b16384", "early_b8192",
     "early_b16384", "grid_b8192", "grid_b16384", "launch")]
-"""Session 13's heavy runs (bash bench/repeats_session.sh, priority_session.sh,
+"""The heavy runs of 2026-11-30 (bash bench/repeats_session.sh, priority_session.sh,
 early_session.sh, grid_probe.sh, launch_session.sh), in the order they make their case."""
 
 
