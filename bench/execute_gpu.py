@@ -44,6 +44,7 @@ import spec  # noqa: E402
 from backend.executor import Executor  # noqa: E402
 from backend.graphed import make_trainer  # noqa: E402
 from backend.settings import RunSettings  # noqa: E402
+from bench.render_execute import plan_file  # noqa: E402
 from corun.workload import shrink_tables  # noqa: E402
 from sim.strategy import (  # noqa: E402
     StrategyKind,
@@ -55,10 +56,6 @@ from sim.strategy import (  # noqa: E402
 from spec.serde import dumps, write_atomic  # noqa: E402
 
 PLANS = Path(__file__).resolve().parent / "plans"
-PLAN_FILES = {"corun": "plan.json", "rap": "plan-rap.json", "corun-owner": "plan-owner.json"}
-"""Planned strategies: the files `corun plan --out bench/plans/<pipeline>-b<batch>` writes
-(bench/plans/x<N>/ for N = 2 or 4 GPUs, with the owner-mapped variant;
-bench/plans/make.sh)."""
 BASELINES = ("ideal", "gpu-sequential", "gpu-overlap", "cpu:16")
 MATRICES = {
     # (pipeline, batches, strategies: baseline names or plan files under bench/plans/)
@@ -144,9 +141,9 @@ def case_plan(label: str, pipeline: spec.Pipeline, model: spec.Model, folder: st
         plan = spec.one_kernel_plan(pipeline, model.name, hw.gpu_count,
                                     label.removeprefix("at:"), blocks, threads)
         return replace(plan, training_priority_high=True), None
-    if label in PLAN_FILES:
+    if plan_file(label) is not None:
         plans = PLANS if hw.gpu_count == 1 else PLANS / f"x{hw.gpu_count}"
-        return spec.load(spec.Plan, plans / folder / PLAN_FILES[label]), None
+        return spec.load(spec.Plan, plans / folder / plan_file(label)), None
     strategy = parse_strategy(label, hw)
     return strategy_plan(strategy, pipeline, model.name, hw), strategy
 
@@ -264,9 +261,12 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             # --strategies may add variants of a matrix's labels: "<label>+ahead2" (the
             # plan two batches ahead, Plan.batches_ahead), "<label>+w<N>" (N host
-            # workers), "<label>+late" (the assembly after the step's launches)
-            variants = [x for x in (keep_s or ()) if x not in labels
-                        and x.split("+")[0] in labels and "+" in x]
+            # workers), "<label>+late" (the assembly after the step's launches); and
+            # where the matrix runs corun's plan, its runners-up "corun-<N>"
+            variants = [x for x in (keep_s or ()) if x not in labels and (
+                x.split("+")[0] in labels and "+" in x  # a label's variant
+                or "corun" in labels and x.split("+")[0].startswith("corun-")
+                and plan_file(x.split("+")[0]))]  # a runner-up of corun's plan
             order = args.strategies.split(",") if args.strategies else []
             cases = [x for x in [*labels, *sorted(variants, key=order.index)]
                      if not keep_s or x in keep_s]

@@ -9,6 +9,7 @@ into its own file under reports/h200/measurements/ for `corun report`.
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -123,13 +124,25 @@ only, on a slower host: it would pair a case's ideal with another run's baseline
 11 (an x4's host, beside another matrix) and run 13 (an x2's host), the last two
 rendered in bench/results/plans_h200*.md. multihot was last measured in runs 3-4 (its
 GPU strategies then paid the executor's older host costs)."""
-PLAN_FILES = {"corun": "plan.json", "rap": "plan-rap.json"}
+PLAN_FILES = {"corun": "plan.json", "rap": "plan-rap.json", "corun-owner": "plan-owner.json"}
+"""Planned strategies: the files `corun plan --out bench/plans/<pipeline>-b<batch>` writes
+(bench/plans/x<N>/ for N = 2 or 4 GPUs, with the owner-mapped variant;
+bench/plans/make.sh); "corun-<N>" (N >= 2) is its runner-up plan-<N>.json
+(`--runners-up`, planner/runners_up.py)."""
+
+
+def plan_file(strategy: str) -> str | None:
+    """The plan file a planned strategy runs (None for a baseline)."""
+    runner_up = re.fullmatch(r"corun-(\d+)", strategy)
+    if runner_up and int(runner_up[1]) >= 2:
+        return f"plan-{runner_up[1]}.json"
+    return PLAN_FILES.get(strategy)
 
 
 def same_plan(case: dict) -> bool:
     """Whether a planned strategy's measurement ran the plan now in bench/plans/ (the
     one its prediction is of); baselines always do."""
-    name = PLAN_FILES.get(case["strategy"])
+    name = plan_file(case["strategy"])
     if name is None:
         return True
     path = ROOT / "bench" / "plans" / f"{case['pipeline']}-b{case['batch']}" / name

@@ -23,10 +23,10 @@ sys.path.insert(0, str(ROOT))
 
 import spec  # noqa: E402
 from bench.render_execute import (  # noqa: E402
-    PLAN_FILES,
     graphed,
     measured_cases,
     measured_scenario,
+    plan_file,
     plan_unchanged,
     render_main,
     shares_of_ideal,
@@ -52,8 +52,8 @@ def predicted_ms(case: dict) -> tuple[float, str]:
     m, strategy = case["measurement"], case["strategy"]
     folder = plan_folder(case["pipeline"], m["model"], case["batch"], graphed(m))
     predicted = folder / f"prediction-{strategy}.json"
-    plan_file = PLAN_FILES.get(strategy)
-    stale = plan_file is not None and not plan_unchanged(m["plan"], folder / plan_file)
+    name = plan_file(strategy)
+    stale = name is not None and not plan_unchanged(m["plan"], folder / name)
     note = " (earlier plan, re-predicted)" if stale else ""
     if not predicted.exists():
         note = " (predicted here)"

@@ -10,6 +10,9 @@ from pathlib import Path
 from corun.workload import add_cuda_graphs_argument
 from spec import SpecError
 
+MAX_RUNNERS_UP = 8
+"""Runners-up `corun plan` predicts at most (each one more full simulation)."""
+
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", help="YAML/JSON file with any of these options")
@@ -33,6 +36,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("-o", "--output", help="write the chosen Plan here")
     p.add_argument("--out", help="directory for plan.json (corun's), plan-rap.json, "
                    "predictions, traces and summary.md")
+    p.add_argument("--runners-up", type=int, default=0, metavar="K",
+                   help="also predict and write (--out: plan-2.json ...) the best plan of "
+                        "each of the K next-best schedules, to measure beside the chosen one")
     p.add_argument("--trace", help="write the chosen plan's Chrome trace here")
     p.add_argument("--json", action="store_true", help="print the Predictions as JSON")
     p.add_argument("--quiet", action="store_true")
@@ -49,12 +55,15 @@ def run(args: argparse.Namespace) -> int:
         write_outputs,
     )
     from corun.workload import resolve_hardware, resolve_model, resolve_pipeline
-    from planner import LocalSearch, RapProposer, SimJudge
+    from planner import LocalSearch, RapProposer, SimJudge, runners_up
     from sim import EmbeddingComm, Scenario, Strategy, StrategyKind, simulate, steady_state
     from spec.serde import dumps, save
 
     if args.time_limit <= 0:
         raise SpecError("--time-limit", args.time_limit, "a number of seconds > 0")
+    if not 0 <= args.runners_up <= MAX_RUNNERS_UP:
+        raise SpecError("--runners-up", args.runners_up,
+                        f"an integer in [0, {MAX_RUNNERS_UP}]")
     hw = resolve_hardware(args.hardware, args.gpus, args.interconnect, args.host_cores)
     model = resolve_model(args.model, args.batch, args.cuda_graphs)
     pipeline = resolve_pipeline(args.pipeline)
@@ -77,6 +86,10 @@ def run(args: argparse.Namespace) -> int:
     strategies = strategies_for("all", hw, None)
     strategies += [Strategy(StrategyKind.PLAN, plan=rap.plan, name="rap"),
                    Strategy(StrategyKind.PLAN, plan=chosen.plan, name="corun")]
+    others = runners_up(judge.cache.values(), chosen.plan, args.runners_up)
+    strategies += [Strategy(StrategyKind.PLAN, plan=j.plan, name=f"corun-{i}")
+                   for i, j in enumerate(others, start=2)]
+    chosen_at = len(strategies) - len(others) - 1
     results = []
     for i, s in enumerate(strategies):
         say(f"[{i + 1}/{len(strategies)}] simulating {s.label} ...")
@@ -92,8 +105,10 @@ def run(args: argparse.Namespace) -> int:
         write_outputs(Path(args.out), results)
         save(stamp(chosen.plan), Path(args.out) / "plan.json")
         save(stamp(rap.plan), Path(args.out) / "plan-rap.json")
+        for i, j in enumerate(others, start=2):
+            save(stamp(j.plan), Path(args.out) / f"plan-{i}.json")
     if args.trace:
-        results[-1].write_trace(args.trace)
+        results[chosen_at].write_trace(args.trace)
     if args.json:
         print(json.dumps([dumps(p) for p in preds], indent=1))
         return 0
@@ -101,7 +116,7 @@ def run(args: argparse.Namespace) -> int:
           f"{model.batch_per_gpu} per GPU, cost model {results[0].compiled.cost_model}")
     print(comparison_table(preds))
     print_caveats(preds)
-    kt = {k.kernel: k for k in preds[-1].kernels}
+    kt = {k.kernel: k for k in preds[chosen_at].kernels}
     rows = [[k.name, k.stage, len(k.nodes), k.blocks, k.threads_per_block,
              f"{kt[k.name].standalone_ms:.3f}" if k.name in kt else "-"]
             for k in chosen.plan.kernels]

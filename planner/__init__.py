@@ -2,7 +2,9 @@
 
 from planner.judge import SimJudge
 from planner.rap import RapProposer
+from planner.runners_up import runners_up
 from planner.search import LocalSearch
 from planner.types import Judge, Judged, Proposer
 
-__all__ = ["Judge", "Judged", "LocalSearch", "Proposer", "RapProposer", "SimJudge"]
+__all__ = ["Judge", "Judged", "LocalSearch", "Proposer", "RapProposer", "SimJudge",
+           "runners_up"]

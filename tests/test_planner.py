@@ -230,3 +230,42 @@ def test_construction_reaches_a_smaller_launch_the_moves_do_not():
                                                sc.pipeline, sc.model.name, sc.hardware))
     assert best.throughput_samples_per_s > 1.2 * seq.throughput_samples_per_s
     assert all(k.blocks < 1056 for k in best.plan.kernels)
+
+
+def test_runners_up_are_the_best_plan_of_each_other_schedule():
+    from planner import Judged, runners_up
+    from planner.runners_up import schedule
+
+    p = spec.pipeline_preset("kaggle")
+
+    def judged(stage: str, blocks: int, samples_per_s: float, cpu: bool = False) -> Judged:
+        plan = spec.one_kernel_plan(p, "criteo-kaggle", 1, stage, blocks)
+        if cpu:
+            plan = spec.Plan(p.name, "criteo-kaggle", 1, (), tuple(p.order))
+        return Judged(plan, samples_per_s, 1e3 / samples_per_s)
+
+    chosen = judged("emb_fwd", 264, 100.0)
+    pool = [chosen, judged("emb_fwd", 528, 99.0),  # the chosen schedule: not a runner-up
+            judged("top_mlp_fwd", 264, 90.0), judged("top_mlp_fwd", 132, 95.0),
+            judged("emb_bwd", 264, 97.0), judged("optimizer", 264, 50.0, cpu=True)]
+    assert schedule(pool[5].plan) == ((), True)
+    got = runners_up(pool, chosen.plan, 3)
+    assert [(j.plan.kernels[0].stage if j.plan.kernels else "cpu", j.throughput_samples_per_s)
+            for j in got] == [("emb_bwd", 97.0), ("top_mlp_fwd", 95.0), ("cpu", 50.0)]
+    assert runners_up(pool, chosen.plan, 1) == got[:1] and runners_up(pool, chosen.plan, 0) == []
+
+
+def test_plan_cli_writes_runners_up(tmp_path, capsys):
+    out = tmp_path / "out"
+    assert main(["plan", "--time-limit", "2", "--iterations", "4", "--runners-up", "2",
+                 "--out", str(out), "--quiet"]) == 0
+    text = capsys.readouterr().out
+    assert "corun-2" in text and "corun-3" in text
+    chosen = spec.load(spec.Plan, out / "plan.json")
+    others = [spec.load(spec.Plan, out / f"plan-{i}.json") for i in (2, 3)]
+    from planner.runners_up import schedule
+
+    assert len({schedule(x) for x in [chosen, *others]}) == 3  # three schedules
+    assert (out / "prediction-corun-2.json").exists()
+    assert main(["plan", "--runners-up", "9", "--quiet"]) == 2
+    assert "--runners-up = 9" in capsys.readouterr().err
