@@ -75,6 +75,15 @@ def missing_kernels(plan: Plan, model: str, batch: int, gpu: str, data: Path,
                                     for s in stages)]
 
 
+def plan_files(folder: Path, table: str) -> list[Path]:
+    """The plans `corun plan --out folder` wrote with the comparison `table` it printed:
+    plan.json, and plan-<N>.json for each runner-up "corun-<N>" the table lists (not a
+    file an earlier run left there)."""
+    ranks = sorted(int(s.removeprefix("corun-")) for s in shares(table)
+                   if s.startswith("corun-") and s.removeprefix("corun-").isdigit())
+    return [folder / "plan.json", *(folder / f"plan-{n}.json" for n in ranks)]
+
+
 def append_csv(src: Path, dst: Path) -> int:
     """Append src's rows to dst through the profiler's own writer (it refuses a file of
     another version's columns); the rows added."""
@@ -108,6 +117,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--batches", required=True, help="comma-separated batch sizes")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--time-limit", type=float, default=10.0, help="planner seconds")
+    ap.add_argument("--runners-up", type=int, default=0,
+                    help="also profile the kernels of the best plan of the K next-best "
+                         "schedules (corun plan --runners-up)")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args(argv)
@@ -132,14 +144,14 @@ def main(argv: list[str] | None = None) -> int:
     rows_file = refine_file(args.data, args.model)
     converged = False
     for rnd in range(1, args.rounds + 1):
-        todo: dict[int, Path] = {}
+        todo: dict[int, list[Path]] = {}
         for b in batches:
             folder = ROOT / f"bench/plans/{args.model}-b{b}"
             t0 = time.time()
             table = run_corun(["plan", "--hardware", "h200", "--gpus", "1", "--pipeline",
                                args.pipeline, "--model", args.model, "--batch", str(b),
-                               "--time-limit", str(args.time_limit), "--quiet", "--out",
-                               str(folder)], log)
+                               "--time-limit", str(args.time_limit), "--runners-up",
+                               str(args.runners_up), "--quiet", "--out", str(folder)], log)
             for t in folder.glob("trace-*.json"):
                 t.unlink()
             (ROOT / f"bench/plans/{args.model}-b{b}.txt").write_text(table)
@@ -147,7 +159,10 @@ def main(argv: list[str] | None = None) -> int:
             shutil.copytree(folder, kept, dirs_exist_ok=True)
             (kept / "plan.txt").write_text(table)
             plan = load(Plan, folder / "plan.json")
-            new = missing_kernels(plan, args.model, b, gpu, args.data, stages)
+            lacking = {path: missing_kernels(load(Plan, path), args.model, b, gpu, args.data,
+                                             stages)
+                       for path in plan_files(folder, table)}
+            new = sorted({n for names in lacking.values() for n in names})
             record.append({"round": rnd, "batch": b, "plan_s": round(time.time() - t0, 1),
                            "predicted_share_of_ideal_pct": shares(table),
                            "kernels": [{"nodes": len(k.nodes), "stage": k.stage,
@@ -158,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"predicted, {len(plan.kernels)} kernel(s), {len(new)} unprofiled",
                   flush=True)
             if new:
-                todo[b] = folder / "plan.json"
+                todo[b] = [path for path, names in lacking.items() if names]
         (args.out / "refine.json").write_text(json.dumps(
             {"model": args.model, "pipeline": args.pipeline, "gpu": gpu,
              "rounds": record, "converged": not todo}, indent=1))
@@ -168,10 +183,10 @@ def main(argv: list[str] | None = None) -> int:
         if rnd == args.rounds:
             break
         fresh = args.out / f"round{rnd}" / "profile"
-        for b, plan_path in todo.items():
+        for b, paths in todo.items():
             run_corun(["profile", "--out", str(fresh), "--models", args.model,
                        "--train-pipeline", args.pipeline, "--batches", str(b), "--shapes",
-                       "0", "--reps", str(args.reps), "--plans", str(plan_path),
+                       "0", "--reps", str(args.reps), "--plans", ",".join(map(str, paths)),
                        "--device", "cuda" if torch.cuda.is_available() else "cpu",
                        "--budget-minutes", "5", "--quiet"], log)
         added = append_csv(fresh / "profile.csv", rows_file)

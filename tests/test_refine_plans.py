@@ -1,12 +1,13 @@
-"""bench/refine_plans.py's two decisions: which of a plan's kernels the profile lacks (a
-kernel counts as profiled only with a row for every stage), and the predicted shares it
-records from `corun plan`'s table."""
+"""bench/refine_plans.py's decisions: which of a plan's kernels the profile lacks (a
+kernel counts as profiled only with a row for every stage), the predicted shares it
+records from `corun plan`'s table, and which plan files (runners-up too) that table
+vouches for."""
 
 import csv
 
 from backend.profile import COLUMNS, plan_kernels
 from backend.trainer import TRAINING_STAGES
-from bench.refine_plans import missing_kernels, shares
+from bench.refine_plans import missing_kernels, plan_files, shares
 from spec import Plan, load, pipeline_preset
 
 
@@ -62,3 +63,13 @@ def test_new_rows_never_go_under_another_versions_header(tmp_path):
     assert append_csv(src, path) == 1 and refine_file(tmp_path, "m") == path
     assert old.read_text() == ",".join(BEFORE_WARP) + "\n"
     assert next(csv.DictReader(path.open())) == row
+
+
+def test_the_runners_up_read_are_those_the_table_lists(tmp_path):
+    from pathlib import Path
+
+    table = Path("bench/plans/heavy-fused-b16384.txt").read_text()  # corun plan's output
+    assert [p.name for p in plan_files(tmp_path, table)] == \
+        ["plan.json", "plan-2.json", "plan-3.json"]  # corun-2 and corun-3 in the table
+    alone = "\n".join(x for x in table.splitlines() if not x.startswith("corun-"))
+    assert [p.name for p in plan_files(tmp_path, alone)] == ["plan.json"]
