@@ -119,6 +119,22 @@ PLAN_FOLDER = {"graphs": "graphs", "graphs-cpu": "graphs"}
 """A matrix whose plans are under bench/plans/<folder>/<pipeline>-b<batch>/."""
 
 
+def cases_for(labels: tuple[str, ...], strategies: str | None) -> list[str]:
+    """The strategies a matrix entry runs: its labels, or those that --strategies names,
+    which may add variants of a label: "<label>+ahead2" (the plan two batches ahead,
+    Plan.batches_ahead), "<label>+w<N>" (N host workers), "<label>+late" (the assembly
+    after the step's launches) and the other suffixes of run_case; and where the entry
+    runs corun's plan, its runners-up "corun-<N>" (corun plan --runners-up)."""
+    if not strategies:
+        return list(labels)
+    order = strategies.split(",")
+    variants = [x for x in order if x not in labels and (
+        x.split("+")[0] in labels and "+" in x  # a label's variant
+        or "corun" in labels and x.split("+")[0].startswith("corun-")
+        and plan_file(x.split("+")[0]) is not None)]  # a runner-up of corun's plan
+    return [x for x in labels if x in order] + list(dict.fromkeys(variants))
+
+
 def rounds(cases: list[str], repeats: int) -> list[tuple[int, str]]:
     """(round, case) in the order --repeats runs them: every round runs each case once,
     each round's order turned by one more, so that no case always runs first after
@@ -252,24 +268,22 @@ def main(argv: list[str] | None = None) -> int:
     t_start = time.time()
     only = set(args.only.split(",")) if args.only else None
     keep_b = {int(x) for x in args.batches.split(",")} if args.batches else None
-    keep_s = set(args.strategies.split(",")) if args.strategies else None
+    if args.strategies:  # a name that matches no case is a typo, not an empty run
+        known = {x for _, _, labels in MATRICES[args.matrix]
+                 for x in cases_for(labels, args.strategies)}
+        unknown = [x for x in args.strategies.split(",") if x not in known]
+        labels = dict.fromkeys(x for _, _, ls in MATRICES[args.matrix] for x in ls)
+        if unknown:
+            ap.error(f"--strategies {unknown[0]}: not a label of --matrix {args.matrix} "
+                     f"({', '.join(labels)}), a variant of one (<label>+<suffix>) or a "
+                     "runner-up corun-<N>")
     for pipe_name, batches, labels in MATRICES[args.matrix]:
         if only and pipe_name not in only:
             continue
         for b in batches:
             if keep_b and b not in keep_b:
                 continue
-            # --strategies may add variants of a matrix's labels: "<label>+ahead2" (the
-            # plan two batches ahead, Plan.batches_ahead), "<label>+w<N>" (N host
-            # workers), "<label>+late" (the assembly after the step's launches); and
-            # where the matrix runs corun's plan, its runners-up "corun-<N>"
-            variants = [x for x in (keep_s or ()) if x not in labels and (
-                x.split("+")[0] in labels and "+" in x  # a label's variant
-                or "corun" in labels and x.split("+")[0].startswith("corun-")
-                and plan_file(x.split("+")[0]))]  # a runner-up of corun's plan
-            order = args.strategies.split(",") if args.strategies else []
-            cases = [x for x in [*labels, *sorted(variants, key=order.index)]
-                     if not keep_s or x in keep_s]
+            cases = cases_for(labels, args.strategies)
             inputs.clear()  # the batches of the last batch size are not read again
             for rnd, label in rounds(cases, args.repeats):
                 case = {"pipeline": pipe_name, "batch": b, "strategy": label,

@@ -49,3 +49,15 @@ def test_repeated_rounds_turn_their_order():
         (0, "ideal"), (0, "a"), (0, "b"), (1, "a"), (1, "b"), (1, "ideal"),
         (2, "b"), (2, "ideal"), (2, "a")]
     assert rounds([], 4) == []
+
+
+def test_strategies_name_labels_their_variants_and_runners_up(capsys):
+    from bench.execute_gpu import cases_for, main
+
+    labels = MATRICES["heavy"][0][2]
+    assert cases_for(labels, None) == list(labels)
+    assert cases_for(labels, "corun-2,gpu-overlap+b4224,ideal,at:emb_fwd") == \
+        ["ideal", "corun-2", "gpu-overlap+b4224"]  # labels first, then in the order given
+    with pytest.raises(SystemExit):  # a name that matches no case: refused before any run
+        main(["--matrix", "heavy", "--strategies", "ideal,at:emb_bwd", "--dry-run"])
+    assert "--strategies at:emb_bwd: not a label of --matrix heavy" in capsys.readouterr().err
