@@ -55,7 +55,8 @@ def run(args: argparse.Namespace) -> int:
         write_outputs,
     )
     from corun.workload import resolve_hardware, resolve_model, resolve_pipeline
-    from planner import LocalSearch, RapProposer, SimJudge, runners_up
+    from planner import Judged, LocalSearch, RapProposer, SimJudge, runners_up
+    from planner.runners_up import near_tie
     from sim import EmbeddingComm, Scenario, Strategy, StrategyKind, simulate, steady_state
     from spec.serde import dumps, save
 
@@ -116,6 +117,17 @@ def run(args: argparse.Namespace) -> int:
           f"{model.batch_per_gpu} per GPU, cost model {results[0].compiled.cost_model}")
     print(comparison_table(preds))
     print_caveats(preds)
+    if others:  # the runner-up as the table shows it, beside the chosen plan
+        shown = {p.strategy: p.throughput_samples_per_s for p in preds}
+        caution = near_tie(Judged(chosen.plan, shown["corun"], 0.0),
+                           Judged(others[0].plan, shown["corun-2"], 0.0))
+        if caution:
+            print(caution + "; bench/execute_gpu.py runs plan-2.json as corun-2")
+    else:  # both as the search judged them (its shorter simulations)
+        nearest = runners_up(judge.cache.values(), chosen.plan, 1)
+        caution = nearest and near_tie(judge.judge(chosen.plan), nearest[0])
+        if caution:
+            print(caution + "; --runners-up 1 writes it as plan-2.json")
     kt = {k.kernel: k for k in preds[chosen_at].kernels}
     rows = [[k.name, k.stage, len(k.nodes), k.blocks, k.threads_per_block,
              f"{kt[k.name].standalone_ms:.3f}" if k.name in kt else "-"]

@@ -269,3 +269,19 @@ def test_plan_cli_writes_runners_up(tmp_path, capsys):
     assert (out / "prediction-corun-2.json").exists()
     assert main(["plan", "--runners-up", "9", "--quiet"]) == 2
     assert "--runners-up = 9" in capsys.readouterr().err
+
+
+def test_a_runner_up_within_the_simulator_s_error_is_called_a_near_tie():
+    from planner import Judged
+    from planner.runners_up import NEAR_TIE_PCT, describe, near_tie
+
+    p = spec.pipeline_preset("kaggle")
+    at_emb = spec.one_kernel_plan(p, "criteo-kaggle", 1, "emb_fwd", 264)
+    at_bwd = spec.one_kernel_plan(p, "criteo-kaggle", 1, "interaction_bwd", 264)
+    on_cpu = spec.Plan(p.name, "criteo-kaggle", 1, (), tuple(p.order))
+    assert describe(at_emb) == "kernel at emb_fwd"
+    assert describe(on_cpu) == "no GPU kernel, nodes on the host CPU"
+    chosen = Judged(at_bwd, 1000.0, 1.0)
+    close = near_tie(chosen, Judged(at_emb, 1000.0 * (1 - 0.5 * NEAR_TIE_PCT / 100), 1.0))
+    assert close is not None and "(kernel at emb_fwd) is predicted 0.75% behind" in close
+    assert near_tie(chosen, Judged(at_emb, 1000.0 * (1 - 2 * NEAR_TIE_PCT / 100), 1.0)) is None
