@@ -7,16 +7,7 @@
 # (bench/execute_gpu.py --repeats). Usage, with OUT set by the device tool:
 #   bash bench/early_session.sh
 # Returns $OUT/early.tar; render with python bench/render_repeats.py.
-set -u
-stamp() { while IFS= read -r l; do echo "$(date +%T.%3N) $l"; done; }
-for pair in 8192:110 16384:170; do
-  b=${pair%:*}
-  python bench/execute_gpu.py --matrix heavy-stages --batches "$b" --iterations 300 \
-    --warmup 20 --repeats "${ROUNDS:-3}" --strategies ideal,gpu-sequential,at:emb_fwd,\
-at:emb_fwd+ahead2,at:optimizer+ahead2,at:optimizer+ahead2+b528,at:optimizer+ahead2+b264 \
-    --budget-s "${pair#*:}" --out "$OUT/b$b" 2>&1 | stamp > "$OUT/execute_early_b$b.log"
-  grep -E "===|ms, |Error" "$OUT/execute_early_b$b.log" | paste - - | cut -c1-130
-  mv "$OUT/b$b/execute_heavy-stages.json" "$OUT/execute_early_b$b.json" && rmdir "$OUT/b$b"
-done
-tar -C "$OUT" -cf "$OUT/early.tar" execute_early_b8192.json execute_early_b16384.json \
-  execute_early_b8192.log execute_early_b16384.log && rm -f "$OUT"/execute_early_*
+# (the rounds themselves: bench/heavy_rounds.sh)
+exec bash bench/heavy_rounds.sh early early heavy-stages "${ROUNDS:-3}" \
+  ideal,gpu-sequential,at:emb_fwd,at:emb_fwd+ahead2,at:optimizer+ahead2,at:optimizer+ahead2+b528,at:optimizer+ahead2+b264 \
+  8192:110 16384:170

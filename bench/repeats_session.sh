@@ -7,15 +7,6 @@
 #   bash bench/repeats_session.sh
 # Returns $OUT/repeats.tar (execute_heavy_b8192.json, _b16384.json and the logs); render
 # with python bench/render_repeats.py.
-set -u
-stamp() { while IFS= read -r l; do echo "$(date +%T.%3N) $l"; done; }
-for pair in 8192:230 16384:270; do
-  b=${pair%:*}
-  python bench/execute_gpu.py --matrix heavy --batches "$b" --iterations 300 --warmup 20 \
-    --repeats "${ROUNDS:-5}" --strategies ideal,gpu-sequential,gpu-overlap,corun,rap \
-    --budget-s "${pair#*:}" --out "$OUT/b$b" 2>&1 | stamp > "$OUT/execute_heavy_b$b.log"
-  grep -E "===|ms, |Error" "$OUT/execute_heavy_b$b.log" | paste - - | cut -c1-150
-  mv "$OUT/b$b/execute_heavy.json" "$OUT/execute_heavy_b$b.json" && rmdir "$OUT/b$b"
-done
-tar -C "$OUT" -cf "$OUT/repeats.tar" execute_heavy_b8192.json execute_heavy_b16384.json \
-  execute_heavy_b8192.log execute_heavy_b16384.log && rm -f "$OUT"/execute_heavy_*
+# (the rounds themselves: bench/heavy_rounds.sh)
+exec bash bench/heavy_rounds.sh repeats heavy heavy "${ROUNDS:-5}" \
+  ideal,gpu-sequential,gpu-overlap,corun,rap 8192:230 16384:270
