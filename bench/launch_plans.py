@@ -15,6 +15,8 @@ from dataclasses import replace
 from pathlib import Path
 
 import spec
+from corun.workload import int_list
+from spec import SpecError
 from spec.serde import save
 
 
@@ -44,11 +46,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, required=True)
     a = ap.parse_args(argv)
     try:
-        blocks = [int(x) for x in a.blocks.split(",")]
-    except ValueError:
-        blocks = []
-    if not blocks or min(blocks) < 1:
-        ap.error(f"--blocks {a.blocks}: comma-separated integers >= 1")
+        blocks = int_list(a.blocks, "--blocks")
+    except SpecError as e:
+        ap.error(str(e))
     paths = launch_plans(a.pipeline, a.model, blocks, a.threads, a.out)
     print(",".join(str(x) for x in paths))
     return 0

@@ -37,8 +37,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from corun.cli import main as corun  # noqa: E402
+from corun.workload import int_list  # noqa: E402
 from costmodel.profile_data import done_keys, read_profile  # noqa: E402
-from spec import Plan, load, pipeline_preset  # noqa: E402
+from spec import Plan, SpecError, load, pipeline_preset  # noqa: E402
 
 DATA = ROOT / "costmodel/data/h200"
 
@@ -130,11 +131,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.rounds < 1:
         ap.error(f"--rounds {args.rounds}: an integer >= 1")
     try:
-        batches = [int(b) for b in args.batches.split(",")]
-    except ValueError:
-        batches = []
-    if not batches or min(batches) < 1:
-        ap.error(f"--batches {args.batches}: comma-separated integers >= 1")
+        batches = int_list(args.batches, "--batches")
+    except SpecError as e:
+        ap.error(str(e))
 
     import torch
 

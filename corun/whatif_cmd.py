@@ -67,16 +67,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quiet", action="store_true")
 
 
-def _ints(text: str, field: str) -> list[int]:
-    try:
-        values = [int(x) for x in text.split(",")]
-    except ValueError:
-        raise SpecError(field, text, "a comma-separated list of integers") from None
-    if any(v < 1 for v in values):
-        raise SpecError(field, text, "integers >= 1")
-    return values
-
-
 def plan_point(hw_name: str, gpus: int, batch: int, model_name: str, pipe_name: str,
                time_limit: float) -> Point:
     from corun.workload import resolve_model, resolve_pipeline
@@ -118,7 +108,7 @@ def plan_point(hw_name: str, gpus: int, batch: int, model_name: str, pipe_name: 
 
 
 def run(args: argparse.Namespace) -> int:
-    from corun.workload import resolve_model
+    from corun.workload import int_list, resolve_model
     from costmodel import shard_tables
     from reports.whatif import heatmaps, markdown
     from spec import GPU_KINDS, hardware_preset
@@ -128,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
     for k in kinds:
         if k not in GPU_KINDS:
             raise SpecError("--hardware", k, f"one of {', '.join(GPU_KINDS)}")
-    gpus, batches = _ints(args.gpus, "--gpus"), _ints(args.batch, "--batch")
+    gpus, batches = int_list(args.gpus, "--gpus"), int_list(args.batch, "--batch")
     if args.jobs < 1:
         raise SpecError("--jobs", args.jobs, "an integer >= 1")
     model = resolve_model(args.model, batches[0])

@@ -24,6 +24,18 @@ CONFIG_KEYS = ("hardware", "gpus", "interconnect", "host_cores", "model", "pipel
                "cuda_graphs")
 
 
+def int_list(text: str, field: str) -> list[int]:
+    """A comma-separated list of integers >= 1 (GPU counts, batch sizes, block counts), or
+    a SpecError naming `field`."""
+    try:
+        values = [int(x) for x in text.split(",")]
+    except ValueError:
+        raise SpecError(field, text, "a comma-separated list of integers") from None
+    if any(v < 1 for v in values):
+        raise SpecError(field, text, "integers >= 1")
+    return values
+
+
 def read_config(path: str) -> dict[str, Any]:
     """A YAML/JSON mapping of the CLI's options; unknown keys are errors."""
     doc = read_document(path)
