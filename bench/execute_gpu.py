@@ -248,6 +248,15 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.repeats < 1:
         ap.error(f"--repeats {args.repeats}: an integer >= 1")
+    if args.strategies:  # a name that matches no case is a typo, not an empty run
+        entries = MATRICES[args.matrix]
+        known = {x for _, _, labels in entries for x in cases_for(labels, args.strategies)}
+        unknown = [x for x in args.strategies.split(",") if x not in known]
+        if unknown:
+            names = dict.fromkeys(x for _, _, labels in entries for x in labels)
+            ap.error(f"--strategies {unknown[0]}: not a label of --matrix {args.matrix} "
+                     f"({', '.join(names)}), a variant of one (<label>+<suffix>) or a "
+                     "runner-up corun-<N>")
     if args.dry_run:
         args.iterations, args.warmup, args.distinct_batches = 4, 1, 1
     world = int(os.environ.get("WORLD_SIZE", "1"))
@@ -268,15 +277,6 @@ def main(argv: list[str] | None = None) -> int:
     t_start = time.time()
     only = set(args.only.split(",")) if args.only else None
     keep_b = {int(x) for x in args.batches.split(",")} if args.batches else None
-    if args.strategies:  # a name that matches no case is a typo, not an empty run
-        known = {x for _, _, labels in MATRICES[args.matrix]
-                 for x in cases_for(labels, args.strategies)}
-        unknown = [x for x in args.strategies.split(",") if x not in known]
-        labels = dict.fromkeys(x for _, _, ls in MATRICES[args.matrix] for x in ls)
-        if unknown:
-            ap.error(f"--strategies {unknown[0]}: not a label of --matrix {args.matrix} "
-                     f"({', '.join(labels)}), a variant of one (<label>+<suffix>) or a "
-                     "runner-up corun-<N>")
     for pipe_name, batches, labels in MATRICES[args.matrix]:
         if only and pipe_name not in only:
             continue
