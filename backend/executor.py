@@ -324,7 +324,8 @@ class Executor:
             if self.inputs is not None:
                 self.inputs[key] = self.raws
         cuda = self.device.type == "cuda"
-        self.S = Streams(self.device, self.plan.training_priority_high, s.preprocess_sms)
+        self.S = Streams(self.device, self.plan.training_priority_high, s.preprocess_sms,
+                         s.preprocess_first)
         if self.trainer is None:
             with faults(f"building the {self.model.name} trainer"):
                 if self.world > 1:

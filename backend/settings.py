@@ -32,6 +32,10 @@ class RunSettings:
     plan says so); N: the preprocessing stream runs on N SMs of its own and training on
     the rest (CUDA green contexts, backend/sm_split.py; one GPU). An experiment, not a
     planned decision: on the heavy case it measured worse than sharing (README)."""
+    preprocess_first: bool = False
+    """The preprocessing stream above training: a kernel released at a training stage
+    gets the SMs that stage's blocks free as they end, instead of waiting for all of
+    them. An experiment (bench/execute_gpu.py "+pre"), not yet a planned decision."""
 
     def __post_init__(self) -> None:
         for name, lo in (("iterations", 1), ("warmup", 0), ("distinct_batches", 1),

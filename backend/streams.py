@@ -29,9 +29,12 @@ def gpu_spin(ms: float) -> None:
 class Streams:
     """Streams and timing events on a GPU; no-ops and the host clock on the CPU."""
 
-    def __init__(self, device: torch.device, training_high: bool, pre_sms: int = 0) -> None:
+    def __init__(self, device: torch.device, training_high: bool, pre_sms: int = 0,
+                 preprocess_first: bool = False) -> None:
         """`pre_sms` > 0: the preprocessing stream on that many SMs of its own, training
-        on the rest (backend/sm_split.py); 0: both streams on every SM."""
+        on the rest (backend/sm_split.py); 0: both streams on every SM.
+        `preprocess_first`: the preprocessing stream above training (overrides
+        `training_high`), so its blocks take the SMs a training kernel's blocks free."""
         self.cuda = device.type == "cuda"
         self.split = None
         if self.cuda:
@@ -41,8 +44,9 @@ class Streams:
                 self.split = split_sms(device, pre_sms, training_high)
                 self.train, self.pre = self.split.train, self.split.pre
             else:
-                self.train = torch.cuda.Stream(device, priority=-2 if training_high else 0)
-                self.pre = torch.cuda.Stream(device, priority=0)
+                high_train = training_high and not preprocess_first
+                self.train = torch.cuda.Stream(device, priority=-2 if high_train else 0)
+                self.pre = torch.cuda.Stream(device, priority=-2 if preprocess_first else 0)
             self.copy = torch.cuda.Stream(device, priority=0)
             from numba import cuda
 

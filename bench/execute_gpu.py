@@ -180,7 +180,8 @@ def run_case(pipe_name: str, batch: int, label: str, args, trainers: dict, hw,
     # its own, training on the rest; "+warp" / "+thread": the kernels' long list outputs a warp
     # per row / a thread per row (FusedKernel.warp_rows); "+b<N>": every kernel launched
     # with N blocks; "+high" / "+low": the training stream above preprocessing / level
-    # with it (Plan.training_priority_high)
+    # with it (Plan.training_priority_high); "+pre": the preprocessing stream above
+    # training (RunSettings.preprocess_first)
     if "eager" in suffixes:
         model = replace(model, cuda_graphs=False)
     if base == "gpu-overlap-nocheck":  # what the per-batch check costs the host
@@ -210,7 +211,7 @@ def run_case(pipe_name: str, batch: int, label: str, args, trainers: dict, hw,
             pre_sms = int(x[2:])
     settings = RunSettings(args.iterations, args.warmup, args.distinct_batches, check,
                            0, None, workers, early_assembly="late" not in suffixes,
-                           preprocess_sms=pre_sms)
+                           preprocess_sms=pre_sms, preprocess_first="pre" in suffixes)
     device = "cpu" if args.dry_run else f"cuda:{int(os.environ.get('LOCAL_RANK', '0'))}"
     key = (model.name, model.cuda_graphs)
     if hw.gpu_count > 1:  # each plan shards (and owner-maps) its own way: build per case
