@@ -97,17 +97,16 @@ class HostCosts:
         batch = fixed + per_mb * output_mb if batches else 0.0
         return step + launch * kernel_launches + batch
 
-    def turnaround_ms(self, output_mb: float, host_thread: bool, gpus: int = 1) -> float:
-        """From a batch's last preprocessing kernel to the earliest start of the step that
-        trains on it: the kernel that assembles it, and, with the host thread modelled,
-        the host's staging and check before it launches that step (the executor's host
-        waits for the assembly). Hidden when the kernel ends early in the step before;
-        exposed when it ends after that step: heavy-fused b16384's whole pipeline
-        released at emb_bwd ended 1.1 ms after the step, and the next began 1.6 ms after
-        it (bench/results/raw/execute_heavy_run5.json)."""
-        fixed = self._constants(gpus)[2]
-        return (ASSEMBLY_FIXED_MS + ASSEMBLY_MS_PER_MB * output_mb
-                + (fixed if host_thread else 0.0))
+    def turnaround_ms(self, host_thread: bool, gpus: int = 1) -> float:
+        """From the end of a batch's assembly on the GPU to the earliest start of the step
+        that trains on it: with the host thread modelled, the host's staging and check
+        before it launches that step (the executor's host waits for the assembly); 0
+        without. The assembly itself is simulated on the preprocessing stream
+        (`assembly_ms`, sim/scenario.py). Hidden when the batch is ready early in the
+        step before; exposed when it is not: heavy-fused b16384's whole pipeline released
+        at emb_bwd ended 1.1 ms after the step, and the next began 1.6 ms after it
+        (bench/results/raw/execute_heavy_run5.json)."""
+        return self._constants(gpus)[2] if host_thread else 0.0
 
     def _constants(self, gpus: int) -> tuple[float, float, float, float]:
         """(step, kernel launch, batch fixed, batch per MB) ms for one GPU or several."""
@@ -119,6 +118,11 @@ class HostCosts:
 
 
 H200_HOST = HostCosts()
+
+
+def assembly_ms(output_mb: float) -> float:
+    """The GPU kernel that assembles (and checks) one batch of `output_mb`, alone."""
+    return ASSEMBLY_FIXED_MS + ASSEMBLY_MS_PER_MB * output_mb
 
 
 def output_mb(pipeline: Pipeline, rows: int) -> float:

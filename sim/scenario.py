@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 
 from costmodel import CostModel, Sharding, kernel_work, shard_tables, stage_work
 from costmodel.comm import all_to_all_ms, pgas_exposed_ms, ring_allreduce_ms
-from costmodel.host import H200_HOST, kernel_launches, output_mb
+from costmodel.host import H200_HOST, assembly_ms, kernel_launches, output_mb
 from costmodel.types import Comm, KernelWork, StageWork
 from sim.strategy import Strategy, StrategyKind, strategy_plan
 from spec import Hardware, Mapping, Model, Pipeline, Plan, SpecError, Stage, stages_for
@@ -104,8 +104,8 @@ class GpuTables:
     host_ms: float = 0.0
     """The host thread's time to launch and feed one iteration (0: not modelled)."""
     turnaround_ms: float = 0.0
-    """From a batch's last released kernel to the earliest start of the step that trains
-    on it (costmodel.host.HostCosts.turnaround_ms)."""
+    """From a batch's assembly to the earliest start of the step that trains on it
+    (costmodel.host.HostCosts.turnaround_ms)."""
 
 
 @dataclass
@@ -173,6 +173,22 @@ def _effect(cm: CostModel, kw: KernelWork, work: StageWork, hw: Hardware,
     if work.graphed and priority:
         return 1.0, kernel * stage
     return stage, kernel
+
+
+ASSEMBLY_KERNEL = "assembly"
+
+
+def _assembly_run(last: KernelRun, batch_mb: float) -> KernelRun:
+    """The kernel that assembles and checks the batch (backend/device_assembly.py), on
+    the preprocessing stream right behind the batch's last kernel (after a kernel run
+    before the iteration: from stage 0), co-running at that kernel's rates: it streams
+    the kernels' outputs through the memory system as they did. Measured on the H200,
+    heavy-fused b16384's plan (the whole pipeline at interaction_bwd) stretched that stage
+    by 0.754 ms where the profile of the kernel alone beside it says 0.539 ms; the 0.29 ms
+    assembly that followed it there, at the kernel's rates, adds the 0.21 ms between
+    (bench/results/heavy_rounds_h200.md)."""
+    return KernelRun(ASSEMBLY_KERNEL, max(0, last.release_pos), assembly_ms(batch_mb),
+                     last.effects)
 
 
 def _graphs_hint(sc: Scenario, tables: GpuTables) -> str | None:
@@ -254,12 +270,14 @@ def compile_scenario(sc: Scenario, cm: CostModel) -> Compiled:
                 copy_bytes += rows_local * cols[n].bytes_per_row()
         kernels.sort(key=lambda r: r.release_pos)  # stable: plan order within a stage
         host_ms, batch_mb = 0.0, output_mb(pipeline, rows_local)
+        if kernels:
+            kernels.append(_assembly_run(kernels[-1], batch_mb))
         if sc.host_thread:
             mine = [k for k in plan.kernels if k.gpu is None or k.gpu == g]
             host_ms = H200_HOST.iteration_ms(kernel_launches(mine, pipeline), batch_mb,
                                              sc.strategy.kind is not StrategyKind.IDEAL,
                                              hw.gpu_count, model.cuda_graphs)
-        turnaround = H200_HOST.turnaround_ms(batch_mb, sc.host_thread, hw.gpu_count)
+        turnaround = H200_HOST.turnaround_ms(sc.host_thread, hw.gpu_count)
         gpus.append(GpuTables(stages, stage_ms, tuple(comm.get(s, 0.0) for s in stages),
                               tuple(pre), tuple(kernels), hw.host_link.transfer_ms(copy_bytes),
                               host_ms, turnaround))

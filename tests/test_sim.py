@@ -8,7 +8,9 @@ import pytest
 import spec
 from costmodel import AnalyticCostModel, shard_tables, stage_work
 from costmodel.comm import all_to_all_ms, ring_allreduce_ms
+from costmodel.host import assembly_ms, output_mb
 from sim import EmbeddingComm, Scenario, Strategy, StrategyKind, parse_strategy, simulate
+from sim.scenario import ASSEMBLY_KERNEL
 from sim.strategy import host_workers_per_gpu
 from sim.trace import PREPROCESS, TRAINING
 from spec import Stage, stages_for
@@ -215,8 +217,30 @@ def test_two_batches_ahead_lets_a_late_kernel_run_on(h200, kaggle, kaggle_model)
     spill = [s for s in two.log.spans if s.lane == PREPROCESS and s.iteration + 1 in ends
              and s.end_ms > ends[s.iteration]]
     assert spill  # kernels of iteration i end during iteration i + 1
-    ran = sorted(s.iteration for s in two.log.spans if s.lane == PREPROCESS)
-    assert ran == list(range(8))  # once per iteration, the last one's drained for the log
+    for name in (plan.kernels[0].name, ASSEMBLY_KERNEL):
+        ran = sorted(s.iteration for s in two.log.spans if s.lane == PREPROCESS
+                     and s.name == name)
+        assert ran == list(range(8))  # once per iteration, the last one's drained for the log
+
+
+def test_the_assembly_follows_the_last_kernel_at_its_rates(kaggle, kaggle_model, h200):
+    """Each batch's assembly runs on the preprocessing stream right behind its last
+    kernel, for assembly_ms of its outputs alone, at that kernel's co-run rates."""
+    plan = spec.one_kernel_plan(kaggle, kaggle_model.name, 1, "interaction_bwd")
+    sc = Scenario(h200, kaggle_model, kaggle, Strategy(StrategyKind.PLAN, plan=plan),
+                  host_thread=False, iterations=4, warmup=1)
+    result = simulate(sc, AnalyticCostModel(), commit="t")
+    kernel, assembly = result.compiled.gpus[0].kernels
+    assert assembly.name == ASSEMBLY_KERNEL
+    assert assembly.release_pos == kernel.release_pos
+    assert assembly.effects == kernel.effects
+    assert assembly.alone_ms == pytest.approx(assembly_ms(output_mb(kaggle, kaggle_model.batch_per_gpu)))
+    spans = {(s.name, s.iteration): s for s in result.log.spans if s.lane == PREPROCESS}
+    for it in range(5):
+        assert spans[(ASSEMBLY_KERNEL, it)].start_ms == spans[(kernel.name, it)].end_ms
+    ideal = simulate(replace(sc, strategy=Strategy(StrategyKind.IDEAL)), AnalyticCostModel(),
+                     commit="t")
+    assert ideal.compiled.gpus[0].kernels == ()  # nothing preprocessed, nothing assembled
 
 
 def test_deterministic_for_a_seed(kaggle, kaggle_model):
@@ -269,8 +293,9 @@ def test_owner_kernel_must_run_on_owner(kaggle, kaggle_model):
     r = simulate(
         Scenario(hw, kaggle_model, kaggle, Strategy(StrategyKind.PLAN, plan=ok)), commit="t"
     )
-    assert len(r.compiled.gpus[owner].kernels) == 2
-    assert len(r.compiled.gpus[1 - owner].kernels) == 1
+    names = [[k.name for k in g.kernels] for g in r.compiled.gpus]
+    assert sorted(names[owner]) == sorted(["rest", "c0", ASSEMBLY_KERNEL])
+    assert names[1 - owner] == ["rest", ASSEMBLY_KERNEL]
 
 
 def test_steady_state_runs_cpu_work_long_enough():
