@@ -283,5 +283,6 @@ def test_a_runner_up_within_the_simulator_s_error_is_called_a_near_tie():
     assert describe(on_cpu) == "no GPU kernel, nodes on the host CPU"
     chosen = Judged(at_bwd, 1000.0, 1.0)
     close = near_tie(chosen, Judged(at_emb, 1000.0 * (1 - 0.5 * NEAR_TIE_PCT / 100), 1.0))
-    assert close is not None and "(kernel at emb_fwd) is predicted 0.75% behind" in close
+    half = f"{0.5 * NEAR_TIE_PCT:.2f}%"
+    assert close is not None and f"(kernel at emb_fwd) is predicted {half} behind" in close
     assert near_tie(chosen, Judged(at_emb, 1000.0 * (1 - 2 * NEAR_TIE_PCT / 100), 1.0)) is None
