@@ -57,6 +57,7 @@ def run(args: argparse.Namespace) -> int:
     from corun.workload import resolve_hardware, resolve_model, resolve_pipeline
     from planner import Judged, LocalSearch, RapProposer, SimJudge, runners_up
     from planner.runners_up import near_tie
+    from planner.search import host_plan_caution
     from sim import EmbeddingComm, Scenario, Strategy, StrategyKind, simulate, steady_state
     from spec.serde import dumps, save
 
@@ -128,6 +129,9 @@ def run(args: argparse.Namespace) -> int:
         caution = nearest and near_tie(judge.judge(chosen.plan), nearest[0])
         if caution:
             print(caution + "; --runners-up 1 writes it as plan-2.json")
+    host_caution = host_plan_caution(chosen.plan)
+    if host_caution:
+        print(host_caution)
     kt = {k.kernel: k for k in preds[chosen_at].kernels}
     rows = [[k.name, k.stage, len(k.nodes), k.blocks, k.threads_per_block,
              f"{kt[k.name].standalone_ms:.3f}" if k.name in kt else "-"]

@@ -286,3 +286,15 @@ def test_a_runner_up_within_the_simulator_s_error_is_called_a_near_tie():
     half = f"{0.5 * NEAR_TIE_PCT:.2f}%"
     assert close is not None and f"(kernel at emb_fwd) is predicted {half} behind" in close
     assert near_tie(chosen, Judged(at_emb, 1000.0 * (1 - 2 * NEAR_TIE_PCT / 100), 1.0)) is None
+
+
+def test_a_plan_on_the_host_cpu_carries_what_such_plans_measured():
+    from planner.search import HOST_PLAN_ROUNDS, host_plan_caution
+
+    p = spec.pipeline_preset("kaggle")
+    on_gpu = spec.one_kernel_plan(p, "criteo-kaggle", 1, "emb_fwd", 264)
+    on_cpu = spec.Plan(p.name, "criteo-kaggle", 1, (), tuple(p.order))
+    assert host_plan_caution(on_gpu) is None
+    text = host_plan_caution(on_cpu)
+    assert text.startswith(f"caution: the chosen plan runs {len(p.order)} op nodes on the host")
+    assert f"median of {HOST_PLAN_ROUNDS} rounds" in text
