@@ -234,7 +234,8 @@ def test_the_assembly_follows_the_last_kernel_at_its_rates(kaggle, kaggle_model,
     assert assembly.name == ASSEMBLY_KERNEL
     assert assembly.release_pos == kernel.release_pos
     assert assembly.effects == kernel.effects
-    assert assembly.alone_ms == pytest.approx(assembly_ms(output_mb(kaggle, kaggle_model.batch_per_gpu)))
+    batch_mb = output_mb(kaggle, kaggle_model.batch_per_gpu)
+    assert assembly.alone_ms == pytest.approx(assembly_ms(batch_mb))
     spans = {(s.name, s.iteration): s for s in result.log.spans if s.lane == PREPROCESS}
     for it in range(5):
         assert spans[(ASSEMBLY_KERNEL, it)].start_ms == spans[(kernel.name, it)].end_ms
