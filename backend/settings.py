@@ -43,3 +43,7 @@ class RunSettings:
             v = getattr(self, name)
             if not isinstance(v, int) or v < lo:
                 raise SpecError(name, v, f"an integer >= {lo}")
+        if self.preprocess_first and self.preprocess_sms:
+            raise SpecError("preprocess_first", self.preprocess_first,
+                            "False when preprocess_sms > 0 (the streams then have SMs of "
+                            "their own and do not compete for them)")

@@ -23,6 +23,23 @@ def test_a_negative_sm_count_is_refused():
         RunSettings(preprocess_sms=-1)
 
 
+def test_preprocessing_first_and_an_sm_split_are_refused_together():
+    with pytest.raises(SpecError, match="preprocess_first.*preprocess_sms > 0"):
+        RunSettings(preprocess_sms=16, preprocess_first=True)
+    assert RunSettings(preprocess_first=True).preprocess_first
+
+
+@real_cuda
+def test_preprocessing_first_puts_its_stream_above_training():
+    from backend.streams import Streams
+
+    device = torch.device("cuda", 0)
+    first = Streams(device, training_high=True, preprocess_first=True)
+    assert first.pre.priority < first.train.priority  # lower number, higher priority
+    usual = Streams(device, training_high=True)
+    assert usual.train.priority < usual.pre.priority
+
+
 def test_the_executor_refuses_to_split_a_cpu():
     from backend.executor import Executor
 
