@@ -115,10 +115,9 @@ def timeline(pair: Pair) -> Figure:
     for s in pair.prediction.stages:
         start[s.stage] = t
         t += s.time_ms
-    for k in pair.prediction.kernels:
-        left = start.get(k.stage, 0.0)
-        if k.stage == "before":
-            start["before"] += k.time_ms
+    for k in pair.prediction.kernels:  # one stream: a stage's kernels (and the batch's
+        left = start.get(k.stage, 0.0)  # assembly) one after another
+        start[k.stage] = left + k.time_ms
         ax.barh(1, k.time_ms, left=left, color="0.3", height=0.5)
         ax.text(left, 1, f" {k.kernel}", va="center", fontsize=6, color="white")
     ax.set_yticks([0, 1, 2], ["measured", "predicted kernels", "predicted"])
