@@ -31,7 +31,7 @@ import numpy as np
 
 from costmodel.graphs import GraphedStages, fit_savings, read_graphed
 from costmodel.profile_data import data_hash, profile_files, read_profile
-from costmodel.types import CoRunEffect, CostModel, KernelWork, StageWork
+from costmodel.types import CoRunEffect, CostModel, KernelWork, StageWork, WholeRun
 from spec import GpuKind, Hardware, Model, OpKind, SpecError, hardware_preset
 
 TARGETS = ("kernel_alone", "kernel_corun", "stage_slowdown", "stage_alone")
@@ -578,16 +578,23 @@ class LearnedCostModel(CostModel):
             return measured
         return float(self.model.predict([work_row(work, None, 0.0, hw)])["kernel_alone"][0])
 
-    def _corun(self, kernel: KernelWork, stage: StageWork, hw: Hardware) -> CoRunEffect:
+    def whole_run(self, kernel: KernelWork, stage: StageWork, hw: Hardware) -> WholeRun:
+        return self._cached(("whole", kernel, stage, hw.gpu.name),
+                            lambda: self._whole_run(kernel, stage, hw))
+
+    def _whole_run(self, kernel: KernelWork, stage: StageWork, hw: Hardware) -> WholeRun:
+        """The measured pair where the profile timed it, else the model's prediction."""
         measured = self.model.pair_measured.get(
             (hw.gpu.name, kernel.key, stage_key(hw.gpu.name, stage)))
         if measured is not None:
-            return CoRunEffect.from_whole_run(*measured)
+            return measured
         stage_alone_ms = self.stage_ms(stage, hw)
         p = self.model.predict([work_row(kernel, stage, stage_alone_ms, hw)])
-        return CoRunEffect.from_whole_run(
-            float(p["kernel_alone"][0]), float(p["kernel_corun"][0]), stage_alone_ms,
-            stage_alone_ms * max(1.0, float(p["stage_slowdown"][0])))
+        return (float(p["kernel_alone"][0]), float(p["kernel_corun"][0]), stage_alone_ms,
+                stage_alone_ms * max(1.0, float(p["stage_slowdown"][0])))
+
+    def _corun(self, kernel: KernelWork, stage: StageWork, hw: Hardware) -> CoRunEffect:
+        return CoRunEffect.from_whole_run(*self.whole_run(kernel, stage, hw))
 
     def cpu_batch_ms(self, kernel: KernelWork) -> float:
         return self.fallback.cpu_batch_ms(kernel)

@@ -125,6 +125,65 @@ class CoRunEffect:
         return cls(stage, min(MAX_OVERLAP_FACTOR, max(1.0, kernel)))
 
 
+WholeRun = tuple[float, float, float, float]
+"""A profiled pair as timed: (kernel alone, kernel from release to end, stage alone, stage
+beside the kernel), ms; the kernel released at the stage's start."""
+
+
+def kernel_factors_through(runs: Sequence[WholeRun]) -> list[float]:
+    """Kernel slowdown factors for every stage of a step, from whole runs that released
+    the kernel at each stage's start. Where the kernel outlasts its stage, the rest of
+    its work runs beside the stages after it, at the rates solved for them (from the last
+    stage back: after the last, the GPU is idle and the kernel runs alone), not alone as
+    `CoRunEffect.from_whole_run` takes it. Beside a 0.02 ms stage that reading
+    attributes almost the whole run to the stage and stalls the kernel there."""
+    factors = [1.0] * len(runs)
+    for i in range(len(runs) - 1, -1, -1):
+        alone, corun, _, stage = runs[i]
+        if i == len(runs) - 1 or corun <= stage or alone <= 0 or stage <= 0:
+            factors[i] = CoRunEffect.from_whole_run(*runs[i]).kernel_factor
+            continue
+        done = _work_beside(stage, corun, alone, lambda w, i=i: _finish_ms(runs, factors,
+                                                                            i + 1, w))
+        factors[i] = MAX_OVERLAP_FACTOR if done <= 0 else min(
+            MAX_OVERLAP_FACTOR, max(1.0, stage / done))
+    return factors
+
+
+def _finish_ms(runs: Sequence[WholeRun], factors: list[float], first: int,
+               work_ms: float) -> float:
+    """Time to do `work_ms` of standalone work from stage `first`'s start, at `factors`
+    beside each stage (its time beside the kernel, runs[j][3]) and alone after the last."""
+    t = 0.0
+    for j in range(first, len(runs)):
+        stage_ms = runs[j][3]
+        if work_ms <= stage_ms / factors[j]:
+            return t + work_ms * factors[j]
+        work_ms -= stage_ms / factors[j]
+        t += stage_ms
+    return t + work_ms
+
+
+def _work_beside(stage_ms: float, corun_ms: float, alone_ms: float, after) -> float:
+    """Standalone work (ms) a kernel did beside a stage of `stage_ms`, given that it
+    ended `corun_ms` after its release and `after(w)` ms of the following stages finish
+    work w: bisection on a decreasing function; 0 if it would have ended sooner even
+    stalled, the standalone rate's share if later even at that rate."""
+    lo, hi = 0.0, min(alone_ms, stage_ms)
+
+    def late(done: float) -> float:
+        return stage_ms + after(alone_ms - done) - corun_ms
+
+    if late(lo) <= 0:
+        return 0.0
+    if late(hi) >= 0:
+        return hi
+    for _ in range(50):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if late(mid) > 0 else (lo, mid)
+    return hi
+
+
 class CostModel(abc.ABC):
     """Times on a given hardware. Implementations must be pure and deterministic."""
 
@@ -142,6 +201,11 @@ class CostModel(abc.ABC):
     def corun(self, kernel: KernelWork, stage: StageWork, hw: Hardware,
               training_priority_high: bool) -> CoRunEffect:
         """How much each slows while they overlap."""
+
+    def whole_run(self, kernel: KernelWork, stage: StageWork, hw: Hardware) -> WholeRun | None:
+        """The pair as a profile times it, where the model knows it that way (None: only
+        as rates, `corun`)."""
+        return None
 
     @abc.abstractmethod
     def cpu_batch_ms(self, kernel: KernelWork) -> float:

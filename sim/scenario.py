@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from costmodel import CostModel, Sharding, kernel_work, shard_tables, stage_work
 from costmodel.comm import all_to_all_ms, pgas_exposed_ms, ring_allreduce_ms
 from costmodel.host import H200_HOST, assembly_ms, kernel_launches, output_mb
-from costmodel.types import Comm, KernelWork, StageWork
+from costmodel.types import Comm, CoRunEffect, KernelWork, StageWork, kernel_factors_through
 from sim.strategy import Strategy, StrategyKind, strategy_plan
 from spec import Hardware, Mapping, Model, Pipeline, Plan, SpecError, Stage, stages_for
 from spec.errors import require, require_int_range
@@ -155,7 +155,21 @@ def _profiled_effect(cm: CostModel, kw: KernelWork, work: StageWork, hw: Hardwar
     return e.stage_factor, e.kernel_factor
 
 
-def _effect(cm: CostModel, kw: KernelWork, work: StageWork, hw: Hardware,
+def _effects(cm: CostModel, kw: KernelWork, works: list[StageWork], hw: Hardware,
+             priority: bool) -> tuple[tuple[float, float], ...]:
+    """(stage factor, kernel factor) at every stage of the step, in order. Where the cost
+    model knows each stage's pair as a whole run (the learned one), the kernel's factors
+    come from all of them together (`kernel_factors_through`); otherwise stage by stage."""
+    runs = [cm.whole_run(kw, w, hw) if w.comm is Comm.NONE else None for w in works]
+    if any(r is None for r in runs):
+        return tuple(_effect(_profiled_effect(cm, kw, w, hw, priority), w, priority)
+                     for w in works)
+    kernel = kernel_factors_through(runs)
+    return tuple(_effect((CoRunEffect.from_whole_run(*r).stage_factor, k), w, priority)
+                 for r, k, w in zip(runs, kernel, works))
+
+
+def _effect(profiled: tuple[float, float], work: StageWork,
             priority: bool) -> tuple[float, float]:
     """(stage factor, kernel factor): the profiled rates, except that a graphed stage
     above the preprocessing stream keeps its pace and the kernel takes the whole profiled
@@ -169,7 +183,7 @@ def _effect(cm: CostModel, kw: KernelWork, work: StageWork, hw: Hardware,
     plans in those two runs are predicted within 5% in 15 of 16 cases, against 11, and in
     run 7, executed after the rule was chosen, in 6 of 8, against 5 (`python
     bench/stage_pace_experiment.py`, bench/results/stage_pace_experiment.txt)."""
-    stage, kernel = _profiled_effect(cm, kw, work, hw, priority)
+    stage, kernel = profiled
     if work.graphed and priority:
         return 1.0, kernel * stage
     return stage, kernel
@@ -258,8 +272,8 @@ def compile_scenario(sc: Scenario, cm: CostModel) -> Compiled:
             rows = rows_local if k.gpu is None else rows_local * hw.gpu_count
             kw = kernel_work(pipeline, k.name, k.nodes, rows, k.blocks, k.threads_per_block,
                              k.warp_rows)
-            effects = tuple(_effect(cm, kw, w[s], hw, plan.training_priority_high)
-                            for s in stages)
+            effects = _effects(cm, kw, [w[s] for s in stages], hw,
+                               plan.training_priority_high)
             pos = -1 if k.release is None else stages.index(k.release)
             kernels.append(KernelRun(k.name, pos, cm.kernel_ms(kw, hw), effects))
             copy_bytes += rows * sum(raw_cols[pipeline.node_by_name[n].input]

@@ -59,3 +59,34 @@ def test_a_stage_delayed_by_more_than_the_overlap_stops_while_the_kernel_runs():
 def test_a_pair_without_interference_has_unit_factors():
     e = CoRunEffect.from_whole_run(0.2, 0.2, 1.0, 0.99)
     assert (e.stage_factor, e.kernel_factor) == (1.0, 1.0)
+
+
+def whole_runs(factors: list[float], stage_ms: list[float], kernel_alone_ms: float
+               ) -> list[tuple[float, float, float, float]]:
+    """What a profile times for a kernel released at each stage's start, when it moves
+    at 1/factor of its standalone rate beside each stage and alone after the last."""
+    runs = []
+    for i in range(len(stage_ms)):
+        left, t = kernel_alone_ms, 0.0
+        for f, c in zip(factors[i:], stage_ms[i:]):
+            if left <= c / f:
+                t, left = t + left * f, 0.0
+                break
+            left, t = left - c / f, t + c
+        runs.append((kernel_alone_ms, t + left, 0.5 * stage_ms[i], stage_ms[i]))
+    return runs
+
+
+def test_kernel_factors_come_from_the_stages_after_not_an_idle_gpu():
+    """A kernel that outlasts a 0.1 ms stage runs on beside the next one, not alone:
+    read stage by stage, the pair at that stage says the kernel stalled there (it ended
+    later than it would have alone after the stage); read together, the runs give back
+    the rates that made them."""
+    from costmodel.types import kernel_factors_through
+
+    factors, stage_ms = [4.0, 1.0, 2.0], [1.0, 0.1, 1.0]
+    runs = whole_runs(factors, stage_ms, 1.0)
+    assert CoRunEffect.from_whole_run(*runs[1]).kernel_factor == MAX_OVERLAP_FACTOR
+    assert kernel_factors_through(runs) == pytest.approx(factors, rel=1e-6)
+    ends_early = whole_runs([1.5, 1.0, 2.0], [1.0, 0.1, 1.0], 0.5)  # within stage 0
+    assert kernel_factors_through(ends_early)[0] == pytest.approx(1.5)

@@ -343,3 +343,29 @@ def test_several_gpus_pay_the_distributed_host_step(kaggle, kaggle_model):
         r = simulate(Scenario(hw, model, kaggle, parse_strategy("ideal", hw)))
         assert r.compiled.gpus[0].host_ms == step
         assert r.prediction.iteration_time_ms == pytest.approx(step, rel=0.01)  # host-paced
+
+
+def test_kernel_rates_come_from_the_whole_runs_together(kaggle, kaggle_model, h200):
+    """A cost model that knows pairs as whole runs (the learned one) gives the simulator
+    the kernel's rates solved over all stages (costmodel.types.kernel_factors_through),
+    and each stage's own rate from its pair."""
+    from costmodel.types import CoRunEffect, kernel_factors_through
+
+    class WholeRuns(AnalyticCostModel):
+        def whole_run(self, kernel, stage, hw):
+            alone = self.stage_ms(stage, hw)
+            return (0.5, 0.5 + 3 * alone, alone, 1.5 * alone)
+
+    plan = spec.one_kernel_plan(kaggle, kaggle_model.name, 1, "emb_fwd")
+    sc = Scenario(h200, kaggle_model, kaggle, Strategy(StrategyKind.PLAN, plan=plan),
+                  host_thread=False, iterations=4, warmup=1)
+    cm = WholeRuns()
+    result = simulate(sc, cm, commit="t")
+    tables = result.compiled.gpus[0]
+    works = stage_work(kaggle_model, h200, shard_tables(kaggle_model, h200), 0)
+    runs = [cm.whole_run(None, works[s], h200) for s in tables.stages]
+    want = kernel_factors_through(runs)
+    got = tables.kernels[0].effects
+    assert [k for _, k in got] == pytest.approx(want)
+    assert [s for s, _ in got] == pytest.approx(
+        [CoRunEffect.from_whole_run(*r).stage_factor for r in runs])
