@@ -202,7 +202,7 @@ def _assembly_run(last: KernelRun, batch_mb: float) -> KernelRun:
     assembly that followed it there, at the kernel's rates, adds the 0.21 ms between
     (bench/results/heavy_rounds_h200.md). Over 150 executed cases re-predicted, the
     median error fell from 2.51% (the assembly as a delay after the kernel) to 1.21%
-    (bench/results/repredict_rounds_h200.md)."""
+    (README, "The batch's assembly, simulated")."""
     return KernelRun(ASSEMBLY_KERNEL, max(0, last.release_pos), assembly_ms(batch_mb),
                      last.effects)
 
