@@ -232,19 +232,15 @@ def test_a_graphed_stage_keeps_its_pace_beside_a_lower_priority_kernel():
     """sim/scenario.py `_effect`: eagerly both sides take the profiled rates; a graphed
     stage above the preprocessing stream keeps its pace and the kernel takes the delay."""
     from costmodel import shard_tables, stage_work
-    from costmodel.types import CoRunEffect
     from sim.scenario import _effect
 
-    class Profiled:
-        def corun(self, kernel, stage, hw, priority):
-            return CoRunEffect(stage_factor=1.5, kernel_factor=2.0)
-
+    profiled = (1.5, 2.0)  # (stage factor, kernel factor) as a profile gives them
     hw = hardware_preset("h200", 1)
     model = replace(model_preset("criteo-kaggle"), batch_per_gpu=4096)
     eager = stage_work(model, hw, shard_tables(model, hw), 0)[Stage.OPTIMIZER]
     graphed = stage_work(replace(model, cuda_graphs=True), hw,
                          shard_tables(model, hw), 0)[Stage.OPTIMIZER]
     assert graphed.graphed and not eager.graphed
-    assert _effect(Profiled(), None, eager, hw, True) == (1.5, 2.0)
-    assert _effect(Profiled(), None, graphed, hw, True) == (1.0, 3.0)
-    assert _effect(Profiled(), None, graphed, hw, False) == (1.5, 2.0)
+    assert _effect(profiled, eager, True) == (1.5, 2.0)
+    assert _effect(profiled, graphed, True) == (1.0, 3.0)
+    assert _effect(profiled, graphed, False) == (1.5, 2.0)
