@@ -9,12 +9,6 @@
 # Run 1 took the defaults; run 2:
 #   ROUNDS=2 STRATEGIES=ideal,gpu-sequential,corun,corun+w8,corun+w4 bash bench/default_session.sh
 # Returns $OUT/default.tar; render with python bench/render_repeats.py.
-set -u
-stamp() { while IFS= read -r l; do echo "$(date +%T.%3N) $l"; done; }
-python bench/execute_gpu.py --matrix plans --only kaggle --batches 4096 --iterations 300 \
-  --warmup 20 --repeats "${ROUNDS:-4}" --strategies "${STRATEGIES:-ideal,gpu-sequential,corun,corun-2,corun-3}" \
-  --budget-s "${BUDGET_S:-400}" --out "$OUT/b4096" 2>&1 | stamp > "$OUT/execute_default_b4096.log"
-grep -E "===|ms, |Error" "$OUT/execute_default_b4096.log" | paste - - | cut -c1-150
-mv "$OUT/b4096/execute_plans.json" "$OUT/execute_default_b4096.json" && rmdir "$OUT/b4096"
-tar -C "$OUT" -cf "$OUT/default.tar" execute_default_b4096.json execute_default_b4096.log \
-  && rm -f "$OUT"/execute_default_b4096.*
+# (the rounds themselves: bench/heavy_rounds.sh)
+ONLY=kaggle exec bash bench/heavy_rounds.sh default default plans "${ROUNDS:-4}" \
+  "${STRATEGIES:-ideal,gpu-sequential,corun,corun-2,corun-3}" "4096:${BUDGET_S:-400}"

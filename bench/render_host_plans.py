@@ -19,10 +19,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.render_execute import measured_cases, render_main  # noqa: E402
+from bench.render_repeats import SEQUENTIAL  # noqa: E402
 
 RAW = sorted((ROOT / "bench/results/raw").glob("execute_*.json"))
 OUT = ROOT / "bench/results/host_plans_h200.md"
-SEQUENTIAL = "gpu-sequential"
 
 
 def host_nodes(m: dict) -> int:
