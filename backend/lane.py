@@ -95,6 +95,7 @@ class Lane:
                     bufs = {k: v.pin_memory() for k, v in bufs.items()}
                 stage_into(self.layout, bufs, {n: c[n] for n in self.staged})
                 self.staging.append(bufs)
+        self._sliced: dict[tuple[int, int], list] = {}
         self.copied: dict[int, object] = {}
         self.opened: dict[int, object] = {}
         self.assembled: dict[int, object] = {}
@@ -105,17 +106,29 @@ class Lane:
         """Copy batch i's staged columns and labels into pool set i % slots; returns the
         copy's (start, end) events."""
         k, raw = i % self.slots, i % len(self.raw_labels)
-        bufs = bufs if bufs is not None else self.staging[raw]
+        pairs = self._copies(k, raw) if bufs is None else self._pairs(k, raw, bufs)
         with S.use(S.copy):
             S.wait(S.copy, self.pool_free[k])
             t0 = S.event(S.copy)
-            for name in POOLS:
-                n = self.sizes[name]
-                if n:
-                    self.sets[k].views[name][:n].copy_(bufs[name][:n], non_blocking=True)
-            self.labels[k].copy_(self.raw_labels[raw], non_blocking=True)
+            for dst, src in pairs:
+                dst.copy_(src, non_blocking=True)
             self.copied[i] = S.event(S.copy)
         return t0, self.copied[i]
+
+    def _pairs(self, k: int, raw: int, bufs) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        """(pool view, staged buffer) of every copy that stages raw batch `raw` into pool
+        set k, the labels last."""
+        pairs = [(self.sets[k].views[name][:n], bufs[name][:n])
+                 for name in POOLS if (n := self.sizes[name])]
+        return pairs + [(self.labels[k], self.raw_labels[raw])]
+
+    def _copies(self, k: int, raw: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        """`_pairs` of the buffers staged ahead, sliced once (each slice costs the host
+        thread that launches training a few microseconds a batch)."""
+        key = (k, raw)
+        if key not in self._sliced:
+            self._sliced[key] = self._pairs(k, raw, self.staging[raw])
+        return self._sliced[key]
 
     def launch(self, S: Streams, i: int, index: int, stream):
         """Launch kernel `index` for batch i on `stream`; returns its (start, end) events."""

@@ -5,34 +5,93 @@ device arrays (7 parameters each), and on the H200 machine's host a launch cost 
 ms of Python against 0.02-0.3 ms of GPU (bench/results/raw/host_split_h200_run1.json), on
 the thread that also launches the training step. The executor launches the same kernel
 over the same pools every batch, so here the parameters are packed once, after a first
-launch through Numba, and every later launch is one call of cuda.core's `launch`.
-`python bench/host_split.py` measures both ways in one run: 0.07-0.22 ms of host per
-fused kernel against Numba's 0.22-0.59 ms (bench/results/raw/host_split_h200_run2.json).
+launch through Numba. cuda.core's `launch` still converts every parameter on each call
+(0.07-0.22 ms of host per fused kernel against Numba's 0.22-0.59 ms,
+bench/results/raw/host_split_h200_run2.json), so the packed parameters are kept as C
+values behind one array of pointers and each later launch is one `cuLaunchKernel` call
+(the driver's own ABI), checked at binding against the kernel's parameter sizes.
+`python bench/host_split.py` measures the three ways in one run.
 """
 
 from __future__ import annotations
 
+import ctypes
 from collections.abc import Sequence
+
+_DRIVER: list = []  # cuLaunchKernel from libcuda, loaded once (empty: not loaded yet)
+
+
+def driver_arguments(params: Sequence[object], sizes: Sequence[int]):
+    """(the C values, an array of pointers to them) for cuLaunchKernel from Numba's packed
+    parameters (Python ints for pointers and extents, ctypes scalars, bools), or None
+    where a parameter's size differs from the kernel's (`sizes`, the driver's own account)."""
+    values = []
+    for p in params:
+        if isinstance(p, bool):
+            values.append(ctypes.c_bool(p))
+        elif isinstance(p, int):
+            values.append(ctypes.c_int64(p))
+        elif isinstance(p, ctypes._SimpleCData):
+            values.append(p)
+        else:
+            return None
+    if len(values) != len(sizes) or any(ctypes.sizeof(v) != n for v, n in zip(values, sizes)):
+        return None
+    pointers = (ctypes.c_void_p * max(len(values), 1))(*map(ctypes.addressof, values))
+    return values, pointers
+
+
+def stream_address(stream) -> int:
+    """The CUstream address of a Numba stream (0: the default stream)."""
+    if not stream:
+        return 0
+    h = getattr(stream, "handle", stream)
+    h = getattr(h, "value", h)  # a ctypes handle
+    return int(h or 0)
+
+
+def _cu_launch_kernel():
+    if not _DRIVER:
+        try:
+            f = ctypes.CDLL("libcuda.so.1").cuLaunchKernel
+        except (OSError, AttributeError):
+            f = None
+        else:
+            f.argtypes = [ctypes.c_void_p] + [ctypes.c_uint] * 7 + [ctypes.c_void_p] * 3
+            f.restype = ctypes.c_int
+        _DRIVER.append(f)
+    return _DRIVER[0]
 
 
 class BoundLaunch:
     """`dispatcher[grid, block, stream](*args)` for any stream, with `args` (device
-    arrays and integers that stay the same) packed at the first launch. Falls back to
-    Numba's own launch in the CUDA simulator or if this numba-cuda lacks the internals
-    used (`bound` says which)."""
+    arrays and integers that stay the same) packed at the first launch: later launches
+    call the driver (`driver` True) or cuda.core's `launch`. Falls back to Numba's own
+    launch in the CUDA simulator or if this numba-cuda lacks the internals used (`bound`
+    says which)."""
+
+    use_driver = True
+    """False: every bound launch goes through cuda.core (a baseline for benches)."""
 
     def __init__(self, dispatcher, grid: int | tuple[int, int], block: int,
                  args: Sequence[object]) -> None:
         self.dispatcher, self.grid, self.block = dispatcher, grid, block
         self.args = tuple(args)
-        self.bound = False
+        self.bound = self.driver = False
         self._tried = False
 
     def __call__(self, stream=0) -> None:
         if self.bound:
             key = id(stream)
             if key not in self._streams:  # converted as Numba does, once per stream
-                self._streams[key] = (stream, self._to_core(stream))
+                self._streams[key] = (stream, self._to_core(stream), stream_address(stream))
+            if self.driver and BoundLaunch.use_driver:
+                rc = self._cu_launch(self._function, *self._shape,
+                                     self._streams[key][2], self._pointers, None)
+                if rc:
+                    raise RuntimeError(f"cuLaunchKernel of {self.dispatcher.__name__}: "
+                                       f"CUresult {rc}")
+                return
             self._launch(self._streams[key][1], self._config, self._kernel, *self._params)
             return
         self.dispatcher[self.grid, self.block, stream](*self.args)  # compiles if needed
@@ -75,3 +134,25 @@ class BoundLaunch:
         self._to_core = getattr(nd.driver, "_to_core_stream", lambda s: s)
         self._streams: dict[int, tuple] = {}
         self.bound = True
+        self._bind_driver()
+
+    def _bind_driver(self) -> None:
+        """The driver's launch over C copies of the packed parameters, where libcuda and
+        the kernel's parameter sizes (cuFuncGetParamInfo) can be had and agree."""
+        f = _cu_launch_kernel()
+        try:
+            info = self._kernel.arguments_info
+            sizes = [getattr(p, "size", None) or p[1] for p in info]
+            function = int(self._kernel.handle)
+        except Exception:  # an older driver or cuda.core: cuda.core's launch it is
+            return
+        packed = driver_arguments(self._params, sizes)
+        if f is None or packed is None:
+            return
+        gx, gy = self.grid if isinstance(self.grid, tuple) else (self.grid, 1)
+        self._shape = (gx, gy, 1, self.block, 1, 1, 0)
+        self._values, pointers = packed
+        self._pointers_array = pointers  # kept alive: the driver reads through it
+        self._pointers = ctypes.addressof(pointers)
+        self._function, self._cu_launch = function, f
+        self.driver = True

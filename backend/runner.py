@@ -185,6 +185,7 @@ class DeviceState:
             arrs = (arrs, maps)
             self.groups.append((g, arrs, g.list_offsets_block(program.layout)))
         self._scan_buf = None
+        self._scans: dict[int, tuple] = {}
         self._launches: dict[tuple[int, str], BoundLaunch] = {}
         import torch
 
@@ -215,7 +216,7 @@ class DeviceState:
             if mark is not None:
                 mark(part, g.name)
             if part == "lengths":
-                self._scan(self.views["offs"][base : base + count * (rows + 1)], count, rows)
+                self._scan(index, base, count, rows)
                 if mark is not None:
                     mark("scan", g.name)
 
@@ -231,12 +232,21 @@ class DeviceState:
                                               g.threads, args)
         return self._launches[key]
 
-    def _scan(self, flat, count: int, rows: int) -> None:
+    def _scan(self, index: int, base: int, count: int, rows: int) -> None:
+        """Group `index`'s list lengths (`count` regions at `base` of the offsets pool) to
+        offsets, through views made once per group (each slice or view costs the host a
+        few microseconds a batch)."""
         import torch
 
-        if self._scan_buf is None or self._scan_buf.numel() < flat.numel():
-            self._scan_buf = torch.empty(flat.numel(), dtype=flat.dtype, device=flat.device)
-        scan_regions(flat, count, rows, self._scan_buf)
+        if index not in self._scans:
+            n = count * (rows + 1)
+            if self._scan_buf is None or self._scan_buf.numel() < n:
+                self._scan_buf = torch.empty(n, dtype=torch.int64,
+                                             device=self.views["offs"].device)
+                self._scans.clear()  # their views are of the buffer replaced
+            self._scans[index] = scan_views(self.views["offs"][base : base + n], count, rows,
+                                            self._scan_buf)
+        scan_with(*self._scans[index])
 
     def outputs(self) -> dict[str, ColumnData]:
         h = self.program.host
@@ -250,9 +260,19 @@ def scan_regions(flat, count: int, rows: int, buf) -> None:
     entry is 0 (torch tensors). One 1-D scan over all regions (PyTorch uses CUB for 1-D; a
     2-D scan along the last dim runs a slow per-row kernel: 11 ms for 27 x 4M on the
     H200), then each region subtracts its own start: two passes over the offsets."""
+    scan_with(*scan_views(flat, count, rows, buf))
+
+
+def scan_views(flat, count: int, rows: int, buf) -> tuple:
+    """The views `scan_with` reads and writes, to make once for pools that stay put."""
+    out = buf[: flat.numel()]
+    grid = out.view(count, rows + 1)
+    return flat, out, grid, grid[:, :1], flat.view(count, rows + 1)
+
+
+def scan_with(flat, out, grid, starts, regions) -> None:
+    """`scan_regions` over views from `scan_views`."""
     import torch
 
-    out = buf[: flat.numel()]
     torch.cumsum(flat, 0, out=out)
-    grid = out.view(count, rows + 1)
-    torch.sub(grid, grid[:, :1], out=flat.view(count, rows + 1))
+    torch.sub(grid, starts, out=regions)

@@ -10,9 +10,10 @@ inside (row-wise Adagrad's coalesce) shows a host time as long as the spin: it i
 flagged, not reported as launch cost.
 
 Also, in the same run, what the executor's two host savings buy (issue 6): a fused
-kernel launched with its arguments packed once (backend/launch.py) against Numba's own
-launch, and a batch assembled and checked by one kernel (backend/device_assembly.py)
-against the PyTorch Assembler + `differs`; both assemblies are compared for equality.
+kernel launched with its arguments packed once (backend/launch.py: by the driver, and
+through cuda.core) against Numba's own launch, and a batch assembled and checked by one
+kernel (backend/device_assembly.py) against the PyTorch Assembler + `differs`; both
+assemblies are compared for equality.
 
 On the H200:  python bench/host_split.py --out $OUT
 Locally:      python bench/host_split.py --dry-run     (CPU, tiny tables: host clock only)
@@ -41,6 +42,7 @@ from backend.assembly import Assembler, differs, output_map  # noqa: E402
 from backend.data import synthetic_inputs  # noqa: E402
 from backend.device_assembly import DeviceAssembler  # noqa: E402
 from backend.fusion import FusedGroup  # noqa: E402
+from backend.launch import BoundLaunch  # noqa: E402
 from backend.reference import run_reference  # noqa: E402
 from backend.runner import PipelineProgram, trainer_batch  # noqa: E402
 from backend.trainer import Trainer  # noqa: E402
@@ -124,12 +126,16 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--out", default=os.environ.get("OUT", "out/host_split"))
     ap.add_argument("--reps", type=int, default=20)
+    ap.add_argument("--only", help="comma-separated pipelines to run (default: all)")
     ap.add_argument("--dry-run", action="store_true")
     args = ap.parse_args(argv)
     device = torch.device("cpu" if args.dry_run else "cuda")
     rng = np.random.default_rng(0)
     results = []
+    only = set(args.only.split(",")) if args.only else None
     for pipe_name, batch in CASES:
+        if only and pipe_name not in only:
+            continue
         model = replace(spec.model_preset(spec.DEFAULT_MODEL_FOR[pipe_name]),
                         batch_per_gpu=64 if args.dry_run else batch)
         pipe = spec.pipeline_preset(pipe_name)
@@ -150,6 +156,11 @@ def main(argv: list[str] | None = None) -> int:
             state = program.to_device()
             state.launch(0)
             launch = split_ms(functools.partial(state.launch, 0), device, args.reps)
+            extra["fused_launch_driver"] = all(b.driver for b in state._launches.values())
+            BoundLaunch.use_driver = False
+            extra["fused_launch_through_core"] = split_ms(functools.partial(
+                state.launch, 0), device, args.reps)
+            BoundLaunch.use_driver = True
             extra["fused_launch_through_numba"] = split_ms(functools.partial(
                 state.launch, 0, through_numba=True), device, args.reps)
             extra.update(assembly_ms(pipe, model, program, state, args.reps))

@@ -1,0 +1,90 @@
+"""Bound launches (backend/launch.py): the packed parameters as the driver reads them,
+and on a GPU the driver's launch computing what Numba's own does."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+
+import numpy as np
+import pytest
+import torch
+from numba import cuda
+
+from backend import compat  # noqa: F401  (before the first CUDA compile)
+from backend.launch import BoundLaunch, driver_arguments, stream_address
+
+real_cuda = pytest.mark.skipif(
+    not torch.cuda.is_available() or os.environ.get("NUMBA_ENABLE_CUDASIM") == "1",
+    reason="needs a CUDA GPU and Numba's real CUDA target (NUMBA_ENABLE_CUDASIM=0)")
+
+
+@cuda.jit
+def add(x, k):
+    i = cuda.grid(1)
+    if i < x.size:
+        x[i] += k
+
+
+@cuda.jit
+def axpy(out, x, n, a, flip):
+    i = cuda.grid(1)
+    if i < n:
+        v = a * x[i] + out[i]
+        out[i] = -v if flip else v
+
+
+def test_packed_parameters_are_read_back_through_the_pointer_array():
+    params = [0, 0, 12, 8, 0x7F0000001000, ctypes.c_int32(-5), ctypes.c_float(1.5), True]
+    values, pointers = driver_arguments(params, [8, 8, 8, 8, 8, 4, 4, 1])
+    read = [ctypes.cast(pointers[k], ctypes.POINTER(type(v))).contents.value
+            for k, v in enumerate(values)]
+    assert read == [0, 0, 12, 8, 0x7F0000001000, -5, 1.5, True]
+
+
+@pytest.mark.parametrize("sizes", [[8, 8], [8, 8, 8, 4], [8, 8, 8]])
+def test_parameters_the_kernel_reads_otherwise_are_not_packed(sizes):
+    assert driver_arguments([1, 2, ctypes.c_int32(3)], sizes) is None
+    assert driver_arguments([1, "x"], [8, 8]) is None
+
+
+def test_a_default_stream_has_address_zero():
+    assert stream_address(0) == 0 and stream_address(None) == 0
+
+    class Handle:
+        value = 0xABC
+
+    class Stream:
+        handle = Handle()
+
+    assert stream_address(Stream()) == 0xABC
+
+
+def test_the_simulator_launches_through_numba_unbound():
+    from numba import config
+
+    if not config.ENABLE_CUDASIM:
+        pytest.skip("the CUDA simulator's path (NUMBA_ENABLE_CUDASIM=1)")
+    x = cuda.to_device(np.zeros(40, np.int64))
+    launch = BoundLaunch(add, 2, 32, (x, 3))
+    launch()
+    launch()
+    assert not launch.bound and not launch.driver
+    assert (x.copy_to_host() == 6).all()
+
+
+@real_cuda
+def test_the_driver_launch_computes_as_numba_on_any_stream():
+    x = cuda.to_device(np.arange(1000, dtype=np.float32))
+    mine = cuda.to_device(np.ones(1000, np.float32))
+    theirs = cuda.to_device(np.ones(1000, np.float32))
+    args = (np.int64(900), np.float32(0.5), True)
+    launch = BoundLaunch(axpy, 4, 256, (mine, x, *args))
+    stream = cuda.external_stream(torch.cuda.Stream().cuda_stream)
+    for s in (0, stream, stream):
+        launch(s)
+        axpy[4, 256, s](theirs, x, *args)
+    cuda.synchronize()
+    assert launch.bound and launch.driver
+    np.testing.assert_array_equal(mine.copy_to_host(), theirs.copy_to_host())
+    assert mine.copy_to_host()[950] == 1.0  # past n: untouched
