@@ -21,9 +21,10 @@ import torch
 from numba import cuda
 from numba.extending import register_jitable
 
+from backend import driver
 from backend.assembly import OutputMap
 from backend.check import MismatchError
-from backend.launch import BoundLaunch
+from backend.launch import BoundLaunch, stream_address
 from backend.trainer import Batch
 
 THREADS = 256
@@ -159,6 +160,7 @@ class DeviceAssembler:
         self.offsets = torch.zeros(t * rows + 1, dtype=torch.int64, device=device)
         self.status = torch.zeros(t + 1, dtype=torch.int64, device=device)
         self.host_status = torch.zeros(t + 1, dtype=torch.int64, pin_memory=True)
+        self._driver = device.type == "cuda" and driver.available()
         fixed = [as_dev(list(x)) for x in (omap.dense_bases, omap.table_values,
                                            omap.table_offsets, omap.table_capacity,
                                            omap.row_base)]
@@ -181,6 +183,13 @@ class DeviceAssembler:
             [BoundLaunch(kernel, blocks, THREADS, (*head, 0, *map(nb, dummy)))]
 
     def start(self, i: int, stream) -> None:
+        if self._driver and driver.use:  # two driver calls instead of two PyTorch ops
+            address = stream_address(stream)
+            status, nbytes = self.status.data_ptr(), self.status.numel() * 8
+            driver.zero_words(status, nbytes // 4, address)
+            self.launches[i % len(self.launches)](stream)
+            driver.copy_to_host(self.host_status.data_ptr(), status, nbytes, address)
+            return
         self.status.zero_()
         self.launches[i % len(self.launches)](stream)
         self.host_status.copy_(self.status, non_blocking=True)

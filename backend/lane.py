@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 import torch
 
+from backend import driver
 from backend.assembly import Assembler, HostBatch, check_batch_rows, differs, output_map
 from backend.check import MismatchError
 from backend.columns import ColumnData
@@ -95,7 +96,7 @@ class Lane:
                     bufs = {k: v.pin_memory() for k, v in bufs.items()}
                 stage_into(self.layout, bufs, {n: c[n] for n in self.staged})
                 self.staging.append(bufs)
-        self._sliced: dict[tuple[int, int], list] = {}
+        self._sliced: dict[tuple, list] = {}
         self.copied: dict[int, object] = {}
         self.opened: dict[int, object] = {}
         self.assembled: dict[int, object] = {}
@@ -110,8 +111,13 @@ class Lane:
         with S.use(S.copy):
             S.wait(S.copy, self.pool_free[k])
             t0 = S.event(S.copy)
-            for dst, src in pairs:
-                dst.copy_(src, non_blocking=True)
+            if bufs is None and S.cuda and driver.use and driver.available():
+                stream = S.copy.cuda_stream
+                for dst, src, nbytes in self._addresses(k, raw):
+                    driver.copy_to_device(dst, src, nbytes, stream)
+            else:
+                for dst, src in pairs:
+                    dst.copy_(src, non_blocking=True)
             self.copied[i] = S.event(S.copy)
         return t0, self.copied[i]
 
@@ -121,6 +127,21 @@ class Lane:
         pairs = [(self.sets[k].views[name][:n], bufs[name][:n])
                  for name in POOLS if (n := self.sizes[name])]
         return pairs + [(self.labels[k], self.raw_labels[raw])]
+
+    def _addresses(self, k: int, raw: int) -> list[tuple[int, int, int]]:
+        """`_copies` as (device address, pinned host address, bytes) for the driver."""
+        key = (k, raw, "addresses")
+        if key not in self._sliced:
+            pairs = self._copies(k, raw)
+            for dst, src in pairs:
+                if not (src.is_pinned() and dst.is_cuda and src.is_contiguous()
+                        and dst.is_contiguous() and dst.dtype == src.dtype):
+                    raise ValueError(f"staging copy {tuple(src.shape)} {src.dtype} -> "
+                                     f"{tuple(dst.shape)} {dst.dtype}: not pinned and "
+                                     "contiguous on both sides")
+            self._sliced[key] = [(dst.data_ptr(), src.data_ptr(),
+                                  src.numel() * src.element_size()) for dst, src in pairs]
+        return self._sliced[key]
 
     def _copies(self, k: int, raw: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
         """`_pairs` of the buffers staged ahead, sliced once (each slice costs the host

@@ -18,7 +18,7 @@ from __future__ import annotations
 import ctypes
 from collections.abc import Sequence
 
-_DRIVER: list = []  # cuLaunchKernel from libcuda, loaded once (empty: not loaded yet)
+from backend import driver
 
 
 def driver_arguments(params: Sequence[object], sizes: Sequence[int]):
@@ -50,28 +50,13 @@ def stream_address(stream) -> int:
     return int(h or 0)
 
 
-def _cu_launch_kernel():
-    if not _DRIVER:
-        try:
-            f = ctypes.CDLL("libcuda.so.1").cuLaunchKernel
-        except (OSError, AttributeError):
-            f = None
-        else:
-            f.argtypes = [ctypes.c_void_p] + [ctypes.c_uint] * 7 + [ctypes.c_void_p] * 3
-            f.restype = ctypes.c_int
-        _DRIVER.append(f)
-    return _DRIVER[0]
-
-
 class BoundLaunch:
     """`dispatcher[grid, block, stream](*args)` for any stream, with `args` (device
     arrays and integers that stay the same) packed at the first launch: later launches
-    call the driver (`driver` True) or cuda.core's `launch`. Falls back to Numba's own
+    call the driver (`driver` True, unless `backend.driver.use` is off) or cuda.core's
+    `launch`. Falls back to Numba's own
     launch in the CUDA simulator or if this numba-cuda lacks the internals used (`bound`
     says which)."""
-
-    use_driver = True
-    """False: every bound launch goes through cuda.core (a baseline for benches)."""
 
     def __init__(self, dispatcher, grid: int | tuple[int, int], block: int,
                  args: Sequence[object]) -> None:
@@ -85,12 +70,9 @@ class BoundLaunch:
             key = id(stream)
             if key not in self._streams:  # converted as Numba does, once per stream
                 self._streams[key] = (stream, self._to_core(stream), stream_address(stream))
-            if self.driver and BoundLaunch.use_driver:
-                rc = self._cu_launch(self._function, *self._shape,
-                                     self._streams[key][2], self._pointers, None)
-                if rc:
-                    raise RuntimeError(f"cuLaunchKernel of {self.dispatcher.__name__}: "
-                                       f"CUresult {rc}")
+            if self.driver and driver.use:
+                driver.launch_kernel(self._function, self._shape, self._streams[key][2],
+                                     self._pointers)
                 return
             self._launch(self._streams[key][1], self._config, self._kernel, *self._params)
             return
@@ -139,7 +121,8 @@ class BoundLaunch:
     def _bind_driver(self) -> None:
         """The driver's launch over C copies of the packed parameters, where libcuda and
         the kernel's parameter sizes (cuFuncGetParamInfo) can be had and agree."""
-        f = _cu_launch_kernel()
+        if not driver.available():
+            return
         try:
             info = self._kernel.arguments_info
             sizes = [getattr(p, "size", None) or p[1] for p in info]
@@ -147,12 +130,12 @@ class BoundLaunch:
         except Exception:  # an older driver or cuda.core: cuda.core's launch it is
             return
         packed = driver_arguments(self._params, sizes)
-        if f is None or packed is None:
+        if packed is None:
             return
         gx, gy = self.grid if isinstance(self.grid, tuple) else (self.grid, 1)
         self._shape = (gx, gy, 1, self.block, 1, 1, 0)
         self._values, pointers = packed
         self._pointers_array = pointers  # kept alive: the driver reads through it
         self._pointers = ctypes.addressof(pointers)
-        self._function, self._cu_launch = function, f
+        self._function = function
         self.driver = True

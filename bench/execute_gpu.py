@@ -41,9 +41,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import torch  # noqa: E402
 
 import spec  # noqa: E402
+from backend import driver  # noqa: E402
 from backend.executor import Executor  # noqa: E402
 from backend.graphed import make_trainer  # noqa: E402
-from backend.launch import BoundLaunch  # noqa: E402
 from backend.settings import RunSettings  # noqa: E402
 from bench.render_execute import plan_file  # noqa: E402
 from corun.workload import shrink_tables  # noqa: E402
@@ -182,9 +182,10 @@ def run_case(pipe_name: str, batch: int, label: str, args, trainers: dict, hw,
     # per row / a thread per row (FusedKernel.warp_rows); "+b<N>": every kernel launched
     # with N blocks; "+high" / "+low": the training stream above preprocessing / level
     # with it (Plan.training_priority_high); "+pre": the preprocessing stream above
-    # training (RunSettings.preprocess_first); "+core": Numba kernels launched through
-    # cuda.core's launch, not the driver's (backend/launch.py)
-    BoundLaunch.use_driver = "core" not in suffixes
+    # training (RunSettings.preprocess_first); "+core": each batch's copies through
+    # PyTorch and its kernels launched through cuda.core, not the driver
+    # (backend/driver.py)
+    driver.use = "core" not in suffixes
     if "eager" in suffixes:
         model = replace(model, cuda_graphs=False)
     if base == "gpu-overlap-nocheck":  # what the per-batch check costs the host

@@ -38,11 +38,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import torch  # noqa: E402
 
 import spec  # noqa: E402
+from backend import driver  # noqa: E402
 from backend.assembly import Assembler, differs, output_map  # noqa: E402
 from backend.data import synthetic_inputs  # noqa: E402
 from backend.device_assembly import DeviceAssembler  # noqa: E402
 from backend.fusion import FusedGroup  # noqa: E402
-from backend.launch import BoundLaunch  # noqa: E402
 from backend.reference import run_reference  # noqa: E402
 from backend.runner import PipelineProgram, trainer_batch  # noqa: E402
 from backend.trainer import Trainer  # noqa: E402
@@ -157,10 +157,10 @@ def main(argv: list[str] | None = None) -> int:
             state.launch(0)
             launch = split_ms(functools.partial(state.launch, 0), device, args.reps)
             extra["fused_launch_driver"] = all(b.driver for b in state._launches.values())
-            BoundLaunch.use_driver = False
+            driver.use = False
             extra["fused_launch_through_core"] = split_ms(functools.partial(
                 state.launch, 0), device, args.reps)
-            BoundLaunch.use_driver = True
+            driver.use = True
             extra["fused_launch_through_numba"] = split_ms(functools.partial(
                 state.launch, 0, through_numba=True), device, args.reps)
             extra.update(assembly_ms(pipe, model, program, state, args.reps))

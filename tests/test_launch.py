@@ -1,5 +1,6 @@
-"""Bound launches (backend/launch.py): the packed parameters as the driver reads them,
-and on a GPU the driver's launch computing what Numba's own does."""
+"""Bound launches (backend/launch.py) and the driver's per-batch calls
+(backend/driver.py): the packed parameters as the driver reads them, and on a GPU the
+driver's launch computing what Numba's own does and its copies moving what PyTorch's do."""
 
 from __future__ import annotations
 
@@ -11,7 +12,10 @@ import pytest
 import torch
 from numba import cuda
 
-from backend import compat  # noqa: F401  (before the first CUDA compile)
+from backend import (
+    compat,  # noqa: F401  (before the first CUDA compile)
+    driver,
+)
 from backend.launch import BoundLaunch, driver_arguments, stream_address
 
 real_cuda = pytest.mark.skipif(
@@ -88,3 +92,28 @@ def test_the_driver_launch_computes_as_numba_on_any_stream():
     assert launch.bound and launch.driver
     np.testing.assert_array_equal(mine.copy_to_host(), theirs.copy_to_host())
     assert mine.copy_to_host()[950] == 1.0  # past n: untouched
+
+
+def test_without_libcuda_the_driver_is_not_available():
+    from numba import config
+
+    if config.ENABLE_CUDASIM:
+        assert not driver.available()
+
+
+@real_cuda
+def test_driver_copies_and_zeroing_move_what_pytorch_moves():
+    stream = torch.cuda.Stream()
+    host = torch.arange(1000, dtype=torch.int64).pin_memory()
+    dev = torch.full((1200,), -1, dtype=torch.int64, device="cuda")
+    back = torch.zeros(1000, dtype=torch.int64).pin_memory()
+    driver.copy_to_device(dev.data_ptr(), host.data_ptr(), 8000, stream.cuda_stream)
+    driver.zero_words(dev.data_ptr() + 8 * 10, 2 * 5, stream.cuda_stream)
+    driver.copy_to_host(back.data_ptr(), dev.data_ptr(), 8000, stream.cuda_stream)
+    stream.synchronize()
+    want = torch.arange(1000, dtype=torch.int64)
+    want[10:15] = 0
+    assert torch.equal(back, want)
+    assert (dev[1000:].cpu() == -1).all()  # nothing past the copy
+    with pytest.raises(RuntimeError, match="cuMemcpyHtoDAsync failed"):
+        driver.copy_to_device(0, host.data_ptr(), 8, stream.cuda_stream)
