@@ -1,0 +1,50 @@
+"""bench/render_driver.py: strategies beside their "+core" twins of the same round, and
+the host calls' medians both ways."""
+
+import json
+
+import pytest
+
+from bench.render_driver import main, pairs
+
+
+def case(strategy: str, ms: float, rnd: int, batch: int = 8192) -> dict:
+    m = {"pipeline": "heavy", "gpu_count": 1, "iteration": {"median_ms": ms},
+         "git_commit": "4bec2ee0000"}
+    return {"pipeline": "heavy", "batch": batch, "strategy": strategy, "repeat": rnd,
+            "measurement": m}
+
+
+RAW = [case("gpu-sequential", 4.5, 0), case("gpu-sequential+core", 5.0, 0),
+       case("corun-2", 4.4, 0), case("corun-2+core", 4.0, 0),
+       case("gpu-sequential", 4.6, 1),  # round 1 ran no twin
+       case("corun-2+core", 4.0, 2),  # nor round 2 the strategy
+       case("ideal", 3.9, 0)]
+
+
+def breakdown(strategy: str, stage_ms: float) -> dict:
+    return {"strategy": strategy, "calls": {"Lane.stage": {
+        "median_ms": stage_ms, "calls_per_step": 1.0, "ms_per_step": stage_ms}}}
+
+
+def test_only_strategies_beside_their_twin_of_the_same_round_are_paired(tmp_path):
+    path = tmp_path / "execute_x.json"
+    path.write_text(json.dumps(RAW))
+    rows = pairs([path])
+    assert [(r["round"], r["strategy"], r["commit"]) for r in rows] == [
+        (0, "gpu-sequential", "4bec2ee"), (0, "corun-2", "4bec2ee")]
+    assert [r["driver_ms"] / r["core_ms"] for r in rows] == pytest.approx([0.9, 1.1])
+
+
+def test_the_command_line_writes_the_summary_and_the_call_table(tmp_path):
+    path, hb, out = tmp_path / "execute_x.json", tmp_path / "hb.json", tmp_path / "d.md"
+    path.write_text(json.dumps(RAW))
+    hb.write_text(json.dumps({"command": "python bench/host_breakdown.py x", "results": [
+        breakdown("gpu-sequential", 0.12), breakdown("gpu-sequential+core", 0.15),
+        breakdown("ideal", 0.0)]}))
+    assert main([str(path), "--breakdown", str(hb), "-o", str(out)]) == 0
+    text = out.read_text()
+    assert "2 paired rounds: ratio median 1.000, range 0.900-1.100" in text
+    assert "| Lane.stage | 0.1200 / 0.1500 (x1) |" in text
+    with pytest.raises(SystemExit):
+        main([str(tmp_path / "missing.json"), "-o", str(out)])
