@@ -39,6 +39,10 @@ Measured at 2 GPUs on one machine: used for any count.
 The one-GPU constants moved with the host: fitted on run 7 (the H200 machine, an
 earlier day) they were 4.10 / 0.086 / 0.39 / 0.0024, and ideal's b4096 step measured
 3.88-4.32 ms there.
+Since commit 4bec2ee the executor's launches and per-batch copies are CUDA driver calls
+(backend/driver.py): 0.03-0.05 ms of host a step less at heavy b8192, a median 1.4% off
+the iteration in 39 paired rounds (bench/results/driver_h200.md); these constants were
+fitted before it and are not refitted (less than the lent hosts' spread).
 The same host is assumed for every GPU kind (a what-if elsewhere keeps this host). Before
 the executor packed launch arguments once and assembled with one kernel (runs 2-6), the
 constants were 4.90 / 0.29 / 1.31 / 0.080, fitted by hand on runs 2-3 (heavy.s batch
