@@ -43,7 +43,7 @@ def _calls():
 
 
 def available() -> bool:
-    """Whether libcuda's calls can be made here."""
+    """Whether libcuda's calls can be made here (not in Numba's CUDA simulator)."""
     from numba import config
 
     return not config.ENABLE_CUDASIM and _calls() is not None

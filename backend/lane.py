@@ -96,7 +96,9 @@ class Lane:
                     bufs = {k: v.pin_memory() for k, v in bufs.items()}
                 stage_into(self.layout, bufs, {n: c[n] for n in self.staged})
                 self.staging.append(bufs)
-        self._sliced: dict[tuple, list] = {}
+        self._sliced: dict[tuple[int, int], list] = {}  # (slot, raw batch): copies
+        self._addressed: dict[tuple[int, int], list] = {}  # the same, as addresses
+        self._driver = cuda and driver.available()
         self.copied: dict[int, object] = {}
         self.opened: dict[int, object] = {}
         self.assembled: dict[int, object] = {}
@@ -111,7 +113,7 @@ class Lane:
         with S.use(S.copy):
             S.wait(S.copy, self.pool_free[k])
             t0 = S.event(S.copy)
-            if bufs is None and S.cuda and driver.use and driver.available():
+            if bufs is None and self._driver and driver.use:
                 stream = S.copy.cuda_stream
                 for dst, src, nbytes in self._addresses(k, raw):
                     driver.copy_to_device(dst, src, nbytes, stream)
@@ -130,8 +132,8 @@ class Lane:
 
     def _addresses(self, k: int, raw: int) -> list[tuple[int, int, int]]:
         """`_copies` as (device address, pinned host address, bytes) for the driver."""
-        key = (k, raw, "addresses")
-        if key not in self._sliced:
+        key = (k, raw)
+        if key not in self._addressed:
             pairs = self._copies(k, raw)
             for dst, src in pairs:
                 if not (src.is_pinned() and dst.is_cuda and src.is_contiguous()
@@ -139,9 +141,9 @@ class Lane:
                     raise ValueError(f"staging copy {tuple(src.shape)} {src.dtype} -> "
                                      f"{tuple(dst.shape)} {dst.dtype}: not pinned and "
                                      "contiguous on both sides")
-            self._sliced[key] = [(dst.data_ptr(), src.data_ptr(),
-                                  src.numel() * src.element_size()) for dst, src in pairs]
-        return self._sliced[key]
+            self._addressed[key] = [(dst.data_ptr(), src.data_ptr(),
+                                     src.numel() * src.element_size()) for dst, src in pairs]
+        return self._addressed[key]
 
     def _copies(self, k: int, raw: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
         """`_pairs` of the buffers staged ahead, sliced once (each slice costs the host

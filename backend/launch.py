@@ -54,9 +54,8 @@ class BoundLaunch:
     """`dispatcher[grid, block, stream](*args)` for any stream, with `args` (device
     arrays and integers that stay the same) packed at the first launch: later launches
     call the driver (`driver` True, unless `backend.driver.use` is off) or cuda.core's
-    `launch`. Falls back to Numba's own
-    launch in the CUDA simulator or if this numba-cuda lacks the internals used (`bound`
-    says which)."""
+    `launch`. Falls back to Numba's own launch in the CUDA simulator or if this
+    numba-cuda lacks the internals used (`bound` says which)."""
 
     def __init__(self, dispatcher, grid: int | tuple[int, int], block: int,
                  args: Sequence[object]) -> None:
