@@ -4,15 +4,16 @@ each strategy's median iteration over its "+core" twin's of the same round, and,
 bench/host_breakdown.py's runs, each host call's median time both ways. Writes
 bench/results/driver_h200.md.
 
-    python bench/render_driver.py [RAW.json ...] [--breakdown B.json ...] [-o OUT.md]
+    python bench/render_driver.py [RAW.json ...] [-o OUT.md]
 
-By default every bench/results/raw/execute_*.json that ran a "+core" case, and every
+RAW: bench/execute_gpu.py's files (a list of cases) and bench/host_breakdown.py's (an
+object with "results"), told apart by their content. By default every
+bench/results/raw/execute_*.json (those without a "+core" case add nothing) and every
 bench/results/raw/host_breakdown_*.json.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import sys
@@ -21,8 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.render_execute import measured_cases  # noqa: E402
-from spec.serde import write_atomic  # noqa: E402
+from bench.render_execute import measured_cases, render_main  # noqa: E402
 
 RAW = ROOT / "bench/results/raw"
 OUT = ROOT / "bench/results/driver_h200.md"
@@ -72,9 +72,10 @@ def breakdown_rows(files: list[Path]) -> list[str]:
     return lines
 
 
-def render(rows: list[dict], raw: list[Path], breakdowns: list[Path]) -> str:
+def render(rows: list[dict], runs: list[str], breakdowns: list[Path]) -> str:
     lines = ["# Per-batch host calls through the CUDA driver, against PyTorch and cuda.core",
-             "", f"Made by `python bench/render_driver.py` from {len(raw)} raw files and "
+             "", f"Made by `python bench/render_driver.py` from {len(runs)} runs with "
+             "\"+core\" cases and "
              f"{len(breakdowns)} host breakdowns. Ratio: a strategy's median iteration "
              "with the driver's calls (the default) over the same strategy's with "
              "\"+core\" in the same round and process (below 1: the driver's is faster). "
@@ -98,24 +99,19 @@ def render(rows: list[dict], raw: list[Path], breakdowns: list[Path]) -> str:
     return "\n".join(lines + breakdown_rows(breakdowns)) + "\n"
 
 
+def render_files(files: list[Path]) -> str:
+    """The report over execute files and host breakdowns, told apart by their content;
+    execute files without a "+core" case add nothing."""
+    breakdowns = [p for p in files if isinstance(json.loads(p.read_text()), dict)]
+    raw = [p for p in files if p not in breakdowns]
+    rows = pairs(raw)
+    return render(rows, sorted({r["run"] for r in rows}), breakdowns)
+
+
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("raw", nargs="*", type=Path)
-    ap.add_argument("--breakdown", nargs="*", type=Path)
-    ap.add_argument("-o", "--out", type=Path, default=OUT)
-    args = ap.parse_args(argv)
-    raw = args.raw or [p for p in sorted(RAW.glob("execute_*.json"))
-                       if TWIN in p.read_text()]
-    breakdowns = sorted(RAW.glob("host_breakdown_*.json")) if args.breakdown is None \
-        else args.breakdown
-    for p in [*raw, *breakdowns]:
-        if not p.is_file():
-            ap.error(f"{p}: not a file (bench/execute_gpu.py's or bench/host_breakdown.py's "
-                     "raw output)")
-    write_atomic(args.out, render(pairs(raw), raw, breakdowns))
-    print(f"wrote {args.out}")
-    return 0
+    default = sorted(RAW.glob("execute_*.json")) + sorted(RAW.glob("host_breakdown_*.json"))
+    return render_main(argv, __doc__, default, OUT, "bench/execute_gpu.py's or "
+                       "bench/host_breakdown.py's raw output", render_files)
 
 
 if __name__ == "__main__":

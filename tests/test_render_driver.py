@@ -42,7 +42,7 @@ def test_the_command_line_writes_the_summary_and_the_call_table(tmp_path):
     hb.write_text(json.dumps({"command": "python bench/host_breakdown.py x", "results": [
         breakdown("gpu-sequential", 0.12), breakdown("gpu-sequential+core", 0.15),
         breakdown("ideal", 0.0)]}))
-    assert main([str(path), "--breakdown", str(hb), "-o", str(out)]) == 0
+    assert main([str(path), str(hb), "-o", str(out)]) == 0
     text = out.read_text()
     assert "2 paired rounds: ratio median 1.000, range 0.900-1.100" in text
     assert "| Lane.stage | 0.1200 / 0.1500 (x1) |" in text
