@@ -102,7 +102,13 @@ def render(rows: list[dict], runs: list[str], breakdowns: list[Path]) -> str:
 def render_files(files: list[Path]) -> str:
     """The report over execute files and host breakdowns, told apart by their content;
     execute files without a "+core" case add nothing."""
-    breakdowns = [p for p in files if isinstance(json.loads(p.read_text()), dict)]
+    docs = {p: json.loads(p.read_text()) for p in files}
+    for p, doc in docs.items():
+        if not isinstance(doc, list) and not (isinstance(doc, dict) and "results" in doc):
+            raise SystemExit(f"raw = {str(p)!r}: neither a list of cases (bench/"
+                             "execute_gpu.py) nor an object with \"results\" "
+                             "(bench/host_breakdown.py)")
+    breakdowns = [p for p in files if isinstance(docs[p], dict)]
     raw = [p for p in files if p not in breakdowns]
     rows = pairs(raw)
     return render(rows, sorted({r["run"] for r in rows}), breakdowns)

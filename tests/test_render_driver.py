@@ -48,3 +48,8 @@ def test_the_command_line_writes_the_summary_and_the_call_table(tmp_path):
     assert "| Lane.stage | 0.1200 / 0.1500 (x1) |" in text
     with pytest.raises(SystemExit):
         main([str(tmp_path / "missing.json"), "-o", str(out)])
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({"cases": []}))
+    with pytest.raises(SystemExit, match="neither a list of cases"):
+        main([str(other), "-o", str(tmp_path / "o.md")])
+    assert not (tmp_path / "o.md").exists()
