@@ -27,7 +27,8 @@ def _calls():
         try:
             lib = ctypes.CDLL("libcuda.so.1")
             calls = {"launch": lib.cuLaunchKernel, "htod": lib.cuMemcpyHtoDAsync_v2,
-                     "dtoh": lib.cuMemcpyDtoHAsync_v2, "memset32": lib.cuMemsetD32Async}
+                     "dtoh": lib.cuMemcpyDtoHAsync_v2, "memset32": lib.cuMemsetD32Async,
+                     "graph": lib.cuGraphLaunch}
         except (OSError, AttributeError):
             calls = None
         else:
@@ -36,6 +37,7 @@ def _calls():
             calls["htod"].argtypes = [p, p, n, p]
             calls["dtoh"].argtypes = [p, p, n, p]
             calls["memset32"].argtypes = [p, u, n, p]
+            calls["graph"].argtypes = [p, p]
             for f in calls.values():
                 f.restype = ctypes.c_int
         _LIB.append(calls)
@@ -73,3 +75,8 @@ def copy_to_host(dst: int, src: int, nbytes: int, stream: int) -> None:
 def zero_words(dst: int, words: int, stream: int) -> None:
     """Set `words` 32-bit words at device address `dst` to zero, on `stream`."""
     _check(_calls()["memset32"](dst, 0, words, stream), "cuMemsetD32Async")
+
+
+def launch_graph(graph_exec: int, stream: int) -> None:
+    """cuGraphLaunch: an instantiated CUDA graph (its CUgraphExec address) on `stream`."""
+    _check(_calls()["graph"](graph_exec, stream), "cuGraphLaunch")

@@ -225,7 +225,9 @@ class Executor:
                                                        lane.tables, lane.dense)))
             lane.build(cols, labels, refs, self.device,
                        staged_ahead=not (lane.host_nodes and lane.name == "local"),
-                       check=self.settings.check, slots=self.plan.batches_ahead + 1)
+                       check=self.settings.check, slots=self.plan.batches_ahead + 1,
+                       graphs=self.settings.preprocess_graphs
+                       and not self.settings.preprocess_sms)
 
     # ---------------------------------------------------------------- one batch
     def _stage(self, i: int) -> None:

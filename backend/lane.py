@@ -19,6 +19,7 @@ from backend import driver
 from backend.assembly import Assembler, HostBatch, check_batch_rows, differs, output_map
 from backend.check import MismatchError
 from backend.columns import ColumnData
+from backend.batch_graphs import WorkGraphs
 from backend.cpu_feeder import POOLS, stage_into, staging_buffers
 from backend.device_assembly import DeviceAssembler
 from backend.faults import faults
@@ -56,12 +57,16 @@ class Lane:
 
     def build(self, columns: Sequence[Mapping[str, ColumnData]], labels: Sequence[np.ndarray],
               references: Sequence[HostBatch], device: torch.device, staged_ahead: bool,
-              check: bool = True, slots: int = 2) -> None:
+              check: bool = True, slots: int = 2, graphs: bool = False) -> None:
         """`slots` pool sets (batch i uses set i % slots: one per batch preprocessed
         ahead, plus the one training reads), their assemblers and (if `check`) the
         references on the device; staging buffers for every raw batch when the staged
-        columns are known ahead (no host workers)."""
+        columns are known ahead (no host workers). `graphs`: on a GPU, each batch's
+        staging, kernel launches and assembly replayed as CUDA graphs
+        (backend/batch_graphs.py)."""
         cuda = device.type == "cuda"
+        on = graphs and cuda
+        self.graphs = WorkGraphs(on, torch.cuda.Stream(device) if on else None)
         self.slots = slots
         capacity = {n: max(len(c[n].values) for c in columns) for n in self.staged}
         first = {n: columns[0][n] for n in self.staged}
@@ -113,15 +118,26 @@ class Lane:
         with S.use(S.copy):
             S.wait(S.copy, self.pool_free[k])
             t0 = S.event(S.copy)
-            if bufs is None and self._driver and driver.use:
-                stream = S.copy.cuda_stream
-                for dst, src, nbytes in self._addresses(k, raw):
-                    driver.copy_to_device(dst, src, nbytes, stream)
+            if bufs is None:  # staged ahead: the same copies whenever raw batch `raw` comes
+                fast = self._addresses(k, raw) if self._driver and driver.use else None
+                self.graphs.run(("stage", k, raw), lambda s: self._copy(S, s, pairs, fast),
+                                S.copy)
             else:
-                for dst, src in pairs:
-                    dst.copy_(src, non_blocking=True)
+                self._copy(S, S.copy, pairs, None)
             self.copied[i] = S.event(S.copy)
         return t0, self.copied[i]
+
+    @staticmethod
+    def _copy(S: Streams, stream, pairs, addresses) -> None:
+        """The staging copies on `stream`: driver calls over `addresses` (`pairs` as
+        addresses) where given, PyTorch copies of `pairs` otherwise."""
+        if addresses is not None:
+            for dst, src, nbytes in addresses:
+                driver.copy_to_device(dst, src, nbytes, stream.cuda_stream)
+            return
+        with S.use(stream):
+            for dst, src in pairs:
+                dst.copy_(src, non_blocking=True)
 
     def _pairs(self, k: int, raw: int, bufs) -> list[tuple[torch.Tensor, torch.Tensor]]:
         """(pool view, staged buffer) of every copy that stages raw batch `raw` into pool
@@ -159,10 +175,17 @@ class Lane:
         with S.use(stream):
             S.wait(stream, self.copied[i])
             t0 = S.event(stream)
+            k = i % self.slots
             with faults(f"launching fused kernel {kernel.name!r} ({len(kernel.nodes)} op "
                         "nodes)"):
-                self.sets[i % self.slots].launch(index, S.numba(stream))
+                self.graphs.run(("launch", k, index), lambda s: self._launch_on(S, s, k, index),
+                                stream)
             return t0, S.event(stream)
+
+    def _launch_on(self, S: Streams, stream, k: int, index: int) -> None:
+        """Kernel `index` over pool set k on `stream` (its list scan too)."""
+        with S.use(stream):
+            self.sets[k].launch(index, S.numba(stream))
 
     def assemble(self, S: Streams, i: int, before_done, consumed) -> None:
         """Enqueue batch i's assembly on the preprocessing stream, after its input copy,
@@ -178,7 +201,9 @@ class Lane:
             S.wait(S.pre, consumed)
             self.opened[i] = S.event(S.pre)
             if self.kernel_assembly:
-                self.kernel_assembly[i % self.slots].start(i, S.numba(S.pre))
+                assembler = self.kernel_assembly[i % self.slots]
+                key = ("assemble", i % self.slots, i % len(assembler.launches))
+                self.graphs.run(key, lambda s: assembler.start(i, S.numba(s)), S.pre)
                 self.assembled[i] = S.event(S.pre)
 
     def finish(self, S: Streams, i: int, waited: Callable[[float], None]

@@ -37,6 +37,13 @@ class RunSettings:
     gets the SMs that stage's blocks free as they end, instead of waiting for all of
     them. An experiment (bench/execute_gpu.py "+pre"), not yet a planned decision."""
 
+    preprocess_graphs: bool = True
+    """On a GPU, each batch's staging copies, kernel launches (with their list scans) and
+    assembly replayed as CUDA graphs captured on the run's first batches
+    (backend/batch_graphs.py): one graph launch instead of a few host calls each. False:
+    the calls one by one, as before (bench/execute_gpu.py "+calls"), and always so with
+    `preprocess_sms`, whose streams live in a green context of their own."""
+
     def __post_init__(self) -> None:
         for name, lo in (("iterations", 1), ("warmup", 0), ("distinct_batches", 1),
                          ("cpu_workers", 1), ("preprocess_sms", 0)):

@@ -52,6 +52,7 @@ class Streams:
 
             self._nb = {id(s): cuda.external_stream(s.cuda_stream)
                         for s in (self.train, self.pre)}
+            self._kept: list = []
         else:
             self.train = self.pre = self.copy = None
 
@@ -59,7 +60,15 @@ class Streams:
         return torch.cuda.stream(stream) if self.cuda else contextlib.nullcontext()
 
     def numba(self, stream):
-        return self._nb[id(stream)] if self.cuda else None
+        """Numba's handle on a torch stream of this device (made once per stream)."""
+        if not self.cuda:
+            return None
+        if id(stream) not in self._nb:
+            from numba import cuda
+
+            self._nb[id(stream)] = cuda.external_stream(stream.cuda_stream)
+            self._kept.append(stream)  # its id must not be reused while the handle lives
+        return self._nb[id(stream)]
 
     def event(self, stream):
         if not self.cuda:

@@ -26,7 +26,16 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from backend import device_assembly, executor, lane, launch, runner, streams, trainer  # noqa: E402
+from backend import (  # noqa: E402
+    batch_graphs,
+    device_assembly,
+    executor,
+    lane,
+    launch,
+    runner,
+    streams,
+    trainer,
+)
 from bench import execute_gpu  # noqa: E402
 from spec.serde import write_atomic  # noqa: E402
 
@@ -36,6 +45,7 @@ CALLS = [(executor.Executor, n) for n in ("_stage", "_release", "_launch", "_ass
     (runner.DeviceState, n) for n in ("launch", "_scan")] + [
     (launch.BoundLaunch, "__call__"),
     (device_assembly.DeviceAssembler, "start"), (device_assembly.DeviceAssembler, "batch"),
+    (batch_graphs.WorkGraphs, "run"), (batch_graphs._Graph, "launch"),
     (streams.Streams, "event"), (streams.Streams, "wait"), (streams.Streams, "sync"),
     (trainer.Trainer, "step")]
 """The host calls timed: (class, method)."""
