@@ -17,9 +17,9 @@ import torch
 
 from backend import driver
 from backend.assembly import Assembler, HostBatch, check_batch_rows, differs, output_map
+from backend.batch_graphs import WorkGraphs
 from backend.check import MismatchError
 from backend.columns import ColumnData
-from backend.batch_graphs import WorkGraphs
 from backend.cpu_feeder import POOLS, stage_into, staging_buffers
 from backend.device_assembly import DeviceAssembler
 from backend.faults import faults
