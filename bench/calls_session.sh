@@ -4,8 +4,8 @@
 # rounds of one process. With OUT set by the device tool:
 #   PART=heavy8192 bash bench/calls_session.sh   GPU tests, heavy b8192 (4 rounds), and
 #                                                the host's calls at b8192
-#   PART=more bash bench/calls_session.sh        heavy b16384 (3 rounds), kaggle and
-#                                                terabyte b4096 and b8192 eager (3 rounds)
+#   PART=more bash bench/calls_session.sh        kaggle and terabyte b4096 and b8192
+#                                                eager (3 rounds), heavy b16384 (2 rounds)
 # Returns $OUT/<part>.tar; render with python bench/render_repeats.py.
 set -u
 case "${PART:-heavy8192}" in
@@ -21,12 +21,12 @@ case "${PART:-heavy8192}" in
     tail -3 "$OUT/hb.log"
     ;;
   more)
-    bash bench/heavy_rounds.sh calls_heavy16384 heavy_calls heavy 3 \
-      ideal,gpu-sequential,gpu-sequential+calls,gpu-overlap,gpu-overlap+calls,corun,corun+calls \
-      16384:170
-    ONLY=kaggle,terabyte bash bench/heavy_rounds.sh calls_plans plans_calls plans 3 \
-      ideal,gpu-sequential,gpu-sequential+calls,rap,rap+calls,corun,corun+calls \
-      4096:110 8192:110
+    ONLY=kaggle,terabyte bash bench/heavy_rounds.sh calls_plans4096 plans_calls plans 3 \
+      ideal,gpu-sequential,gpu-sequential+calls,rap,rap+calls 4096:150
+    ONLY=kaggle,terabyte bash bench/heavy_rounds.sh calls_plans8192 plans_calls plans 3 \
+      ideal,gpu-sequential,gpu-sequential+calls,rap,rap+calls,corun,corun+calls 8192:150
+    bash bench/heavy_rounds.sh calls_heavy16384 heavy_calls heavy 2 \
+      ideal,gpu-overlap,gpu-overlap+calls,corun,corun+calls 16384:100
     ;;
   *) echo "PART: heavy8192 or more" >&2; exit 2 ;;
 esac
