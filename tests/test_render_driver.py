@@ -5,7 +5,8 @@ import json
 
 import pytest
 
-from bench.render_driver import main, pairs
+from bench.render_driver import DRIVER, main
+from bench.render_twins import pairs
 
 
 def case(strategy: str, ms: float, rnd: int, batch: int = 8192) -> dict:
@@ -30,10 +31,10 @@ def breakdown(strategy: str, stage_ms: float) -> dict:
 def test_only_strategies_beside_their_twin_of_the_same_round_are_paired(tmp_path):
     path = tmp_path / "execute_x.json"
     path.write_text(json.dumps(RAW))
-    rows = pairs([path])
+    rows = pairs([path], DRIVER)
     assert [(r["round"], r["strategy"], r["commit"]) for r in rows] == [
         (0, "gpu-sequential", "4bec2ee"), (0, "corun-2", "4bec2ee")]
-    assert [r["driver_ms"] / r["core_ms"] for r in rows] == pytest.approx([0.9, 1.1])
+    assert [r["ms"] / r["twin_ms"] for r in rows] == pytest.approx([0.9, 1.1])
 
 
 def test_the_command_line_writes_the_summary_and_the_call_table(tmp_path):
