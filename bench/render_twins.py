@@ -93,8 +93,9 @@ def render(rows: list[dict], runs: list[str], breakdowns: list[Path], twins: Twi
                      f"{sum(x < 1 for x in ratios)}, by more than 1% in "
                      f"{sum(x < 0.99 for x in ratios)}; slower by more than 1% in "
                      f"{sum(x > 1.01 for x in ratios)}.")
-        lines += ["", f"| run | commit | pipeline | batch | round | strategy | {twins.short} ms | {t} ms "
-                  "| ratio |", "|---|---|---|---:|---:|---|---:|---:|---:|"]
+        lines += ["", "| run | commit | pipeline | batch | round | strategy | "
+                  f"{twins.short} ms | {t} ms | ratio |",
+                  "|---|---|---|---:|---:|---|---:|---:|---:|"]
         lines += [f"| {r['run']} | {r['commit']} | {r['pipeline']} | {r['batch']} | "
                   f"{r['round']} | {r['strategy']} | {r['ms']:.3f} | {r['twin_ms']:.3f} | "
                   f"{r['ms'] / r['twin_ms']:.3f} |" for r in rows]

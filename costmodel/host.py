@@ -43,6 +43,10 @@ Since commit 4bec2ee the executor's launches and per-batch copies are CUDA drive
 (backend/driver.py): 0.03-0.05 ms of host a step less at heavy b8192, a median 1.4% off
 the iteration in 39 paired rounds (bench/results/driver_h200.md); these constants were
 fitted before it and are not refitted (less than the lent hosts' spread).
+Since commit fd22a7b each batch's copies, launches and assembly replay as CUDA graphs
+(backend/batch_graphs.py): about 0.12 ms of host a batch less at heavy b8192, no change
+in the iteration over 46 paired rounds (bench/results/calls_h200.md); not refitted
+either.
 The same host is assumed for every GPU kind (a what-if elsewhere keeps this host). Before
 the executor packed launch arguments once and assembled with one kernel (runs 2-6), the
 constants were 4.90 / 0.29 / 1.31 / 0.080, fitted by hand on runs 2-3 (heavy.s batch

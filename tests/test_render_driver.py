@@ -54,3 +54,25 @@ def test_the_command_line_writes_the_summary_and_the_call_table(tmp_path):
     with pytest.raises(SystemExit, match="neither a list of cases"):
         main([str(other), "-o", str(tmp_path / "o.md")])
     assert not (tmp_path / "o.md").exists()
+
+
+def test_render_calls_pairs_the_calls_twins_and_shows_calls_one_side_made(tmp_path):
+    from bench.render_calls import main as calls_main
+
+    path, out = tmp_path / "execute_y.json", tmp_path / "c.md"
+    path.write_text(json.dumps(RAW + [case("corun-2+calls", 4.0, 0)]))
+    hb = tmp_path / "hb.json"
+    graphs = breakdown("gpu-overlap", 0.1)
+    graphs["calls"]["_Graph.launch"] = {"median_ms": 0.0168, "calls_per_step": 3.0,
+                                        "ms_per_step": 0.05}
+    hb.write_text(json.dumps({"command": "python bench/host_breakdown.py y", "results": [
+        graphs, breakdown("gpu-overlap+calls", 0.09)]}))
+    other = tmp_path / "hb_core.json"  # twins of another kind: not counted here
+    other.write_text(json.dumps({"command": "c", "results": [
+        breakdown("corun", 0.1), breakdown("corun+core", 0.2)]}))
+    assert calls_main([str(path), str(hb), str(other), "-o", str(out)]) == 0
+    text = out.read_text()
+    assert "from 1 runs with \"+calls\" cases and 1 host breakdowns" in text
+    assert "1 paired rounds: ratio median 1.100" in text  # corun-2 4.4 against 4.0
+    assert "| _Graph.launch | 0.0168 / - (x3) |" in text
+    assert "| Lane.stage | 0.1000 / 0.0900 (x1) |" in text
