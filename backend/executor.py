@@ -43,7 +43,6 @@ from backend.distributed import DistributedTrainer, LocalBatch
 from backend.faults import faults
 from backend.fusion import FusedGroup
 from backend.graphed import make_trainer
-from backend.host_thread import pinned
 from backend.lane import Lane
 from backend.reference import run_reference
 from backend.runner import PipelineProgram, trainer_batch
@@ -341,10 +340,8 @@ class Executor:
         total = s.warmup + s.iterations
         self.feeder = None
         try:
-            pin = s.pin_host and cuda
             if self.replay:
-                with pinned(pin, self.rank):
-                    return self._run_replay(total)
+                return self._run_replay(total)
             self._build()
             local = self.lanes[0]
             if local.host_nodes:
@@ -361,8 +358,7 @@ class Executor:
                                          for m in mine], total,
                                         depth=self.plan.batches_ahead + 1,
                                         pin=page_lock if cuda else None)
-            with pinned(pin, self.rank):  # after the workers start: they keep every core
-                return self._run_pipelined(total)
+            return self._run_pipelined(total)
         finally:
             gc.unfreeze()
             if self.feeder is not None:

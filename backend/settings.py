@@ -44,10 +44,6 @@ class RunSettings:
     the calls one by one, as before (bench/execute_gpu.py "+calls"), and always so with
     `preprocess_sms`, whose streams live in a green context of their own."""
 
-    pin_host: bool = False
-    """Keep the thread that launches training and preprocessing on one CPU core for the
-    timed loop (backend/host_thread.py; bench/execute_gpu.py "+pin"). An experiment."""
-
     def __post_init__(self) -> None:
         for name, lo in (("iterations", 1), ("warmup", 0), ("distinct_batches", 1),
                          ("cpu_workers", 1), ("preprocess_sms", 0)):

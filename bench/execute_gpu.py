@@ -185,8 +185,7 @@ def run_case(pipe_name: str, batch: int, label: str, args, trainers: dict, hw,
     # training (RunSettings.preprocess_first); "+core": each batch's copies through
     # PyTorch and its kernels launched through cuda.core, not the driver
     # (backend/driver.py); "+calls": each batch's copies, launches and assembly as calls
-    # one by one, not replayed as CUDA graphs (RunSettings.preprocess_graphs); "+pin":
-    # the host thread kept on one core for the timed loop (RunSettings.pin_host)
+    # one by one, not replayed as CUDA graphs (RunSettings.preprocess_graphs)
     driver.use = "core" not in suffixes
     if "eager" in suffixes:
         model = replace(model, cuda_graphs=False)
@@ -218,8 +217,7 @@ def run_case(pipe_name: str, batch: int, label: str, args, trainers: dict, hw,
     settings = RunSettings(args.iterations, args.warmup, args.distinct_batches, check,
                            0, None, workers, early_assembly="late" not in suffixes,
                            preprocess_sms=pre_sms, preprocess_first="pre" in suffixes,
-                           preprocess_graphs="calls" not in suffixes,
-                           pin_host="pin" in suffixes)
+                           preprocess_graphs="calls" not in suffixes)
     device = "cpu" if args.dry_run else f"cuda:{int(os.environ.get('LOCAL_RANK', '0'))}"
     key = (model.name, model.cuda_graphs)
     if hw.gpu_count > 1:  # each plan shards (and owner-maps) its own way: build per case
