@@ -15,6 +15,7 @@ from __future__ import annotations
 import queue as queue_mod
 import time
 from collections.abc import Mapping, Sequence
+from multiprocessing.reduction import ForkingPickler
 
 import torch
 import torch.multiprocessing as mp
@@ -46,10 +47,15 @@ def stage_into(layout: Layout, buffers: Mapping[str, torch.Tensor],
         pools.pack(name, data)
 
 
-def _worker(w: int, n: int, pipeline: Pipeline, host_nodes: Sequence[str],
-            staged: Sequence[str], layout: Layout, raw: Sequence[Mapping[str, ColumnData]],
-            buffers: Sequence[Mapping[str, torch.Tensor]], free, done, total: int,
-            stop) -> None:
+def _worker(inbox, free, done, stop) -> None:
+    """Take the worker's data from `inbox` (pickled by the parent), then `_feed`."""
+    _feed(*ForkingPickler.loads(inbox.get()), free, done, stop)
+
+
+def _feed(w: int, n: int, pipeline: Pipeline, host_nodes: Sequence[str],
+          staged: Sequence[str], layout: Layout, raw: Sequence[Mapping[str, ColumnData]],
+          buffers: Sequence[Mapping[str, torch.Tensor]], total: int, free, done,
+          stop) -> None:
     import numba
 
     from backend.fusion import FusedGroup
@@ -85,12 +91,21 @@ class CpuFeeder:
         self.free = [ctx.Semaphore(depth) for _ in range(workers)]
         self.done = [ctx.Queue() for _ in range(workers)]
         self.stop = ctx.Event()
+        # The data (the raw batches: megabytes) goes through a queue once every worker
+        # has started; only the synchronisation objects, which must be inherited, go to
+        # Process. Passed to Process, the data filled the pipe of each start, which then
+        # waited for its worker to import torch before the next began: 16 workers took
+        # 71 s to start on the H200 machine (bench/results/raw/
+        # execute_plans_pin_b4096.json's log).
+        self.inbox = [ctx.Queue() for _ in range(workers)]
         self.procs = [ctx.Process(target=_worker, daemon=True, args=(
-            w, workers, pipeline, tuple(host_nodes), tuple(staged), layout, list(raw),
-            self.buffers[w], self.free[w], self.done[w], total, self.stop))
-            for w in range(workers)]
+            self.inbox[w], self.free[w], self.done[w], self.stop)) for w in range(workers)]
         for p in self.procs:
             p.start()
+        for w, box in enumerate(self.inbox):  # pickled here: an error is raised here
+            data = (w, workers, pipeline, tuple(host_nodes), tuple(staged), layout,
+                    list(raw), self.buffers[w], total)
+            box.put(bytes(ForkingPickler.dumps(data)))
 
     def get(self, i: int, timeout_s: float = 600.0) -> dict[str, torch.Tensor]:
         w, waited_s = i % self.workers, 0.0
