@@ -34,6 +34,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-check", dest="check", action="store_false",
                    help="do not compare the preprocessed batches with the NumPy reference "
                    "(by default every row of every batch is, on the GPU)")
+    p.add_argument("--no-batch-graphs", dest="batch_graphs", action="store_false",
+                   help="issue each batch's staging copies, kernel launches and assembly "
+                   "call by call (by default they are captured once and replayed as CUDA "
+                   "graphs)")
     p.add_argument("--data", help="Criteo-format TSV input (default: synthetic)")
     p.add_argument("--seed", type=int, default=d.seed)
     p.add_argument("--device", default="cuda", choices=["cuda", "cpu"],
@@ -73,7 +77,8 @@ def build(args: argparse.Namespace):
         label, replay = args.label or Path(args.plan).stem, False
     settings = RunSettings(args.iterations, args.warmup, args.distinct_batches,
                            args.check, args.seed, args.data,
-                           host_workers_per_gpu(strategy, hw))
+                           host_workers_per_gpu(strategy, hw),
+                           preprocess_graphs=args.batch_graphs)
     rank = int(os.environ.get("RANK", "0"))
     quiet = args.quiet or rank != 0
     say = (lambda *a: None) if quiet else (lambda *a: print(*a, file=sys.stderr))

@@ -71,3 +71,16 @@ def test_graphed_batches_equal_the_reference_as_the_calls_do(pipeline_name, stra
         seen[on] = (m.checked_rows, len(ex.lanes[0].graphs.graphs))
     assert seen[True][0] == seen[False][0] == 1024 * 14  # every batch, warm-up and timed
     assert seen[True][1] > 0 and seen[False][1] == 0  # captured only when on
+
+
+def test_corun_execute_turns_the_graphs_off_on_request():
+    import argparse
+
+    from corun.execute_cmd import add_arguments, build
+
+    p = argparse.ArgumentParser()
+    add_arguments(p)
+    for extra, on in (([], True), (["--no-batch-graphs"], False)):
+        args = p.parse_args(["--strategy", "gpu-sequential", "--device", "cpu", "-o", "m.json",
+                             *extra])
+        assert build(args).settings.preprocess_graphs is on
