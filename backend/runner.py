@@ -184,13 +184,23 @@ class DeviceState:
             maps = {part: [cuda.to_device(a) for a in m] for part, m in g.block_maps.items()}
             arrs = (arrs, maps)
             self.groups.append((g, arrs, g.list_offsets_block(program.layout)))
-        self._scan_buf = None
-        self._scans: dict[int, tuple] = {}
         self._launches: dict[tuple[int, str], BoundLaunch] = {}
         import torch
 
         self.views = {k: torch.as_tensor(v, device="cuda") for k, v in self.pools.items()}
         """Zero-copy torch views of the pools (staging copies, scans, batch assembly)."""
+        rows = program.layout.rows
+        self._scans: dict[int, tuple] = {}
+        """Each list group's scan views (`scan_views`), made once over one scratch buffer
+        sized for the largest group (the groups of one pool set scan one after another): a
+        graph that captured a scan (backend/batch_graphs.py) keeps the addresses it saw,
+        so the buffer must never be replaced."""
+        sizes = [count * (rows + 1) if g.has_lists else 0 for g, _, (_, count) in self.groups]
+        scratch = torch.empty(max(sizes, default=0) or 1, dtype=torch.int64, device="cuda")
+        for index, ((_, _, (base, count)), n) in enumerate(zip(self.groups, sizes)):
+            if n:
+                self._scans[index] = scan_views(self.views["offs"][base : base + n], count,
+                                                rows, scratch)
 
     def launches_per_batch(self) -> int:
         """Kernel launches one batch costs: values, plus for lists lengths, a 1-D scan
@@ -208,15 +218,14 @@ class DeviceState:
         """Launch group `index` on `stream`; its scan runs on torch's current stream,
         which the caller makes the same stream. Arguments are packed once per kernel
         (backend/launch.py); `through_numba` has Numba pack them every time."""
-        rows = self.program.layout.rows
-        g, _, (base, count) = self.groups[index]
+        g = self.groups[index][0]
         for part in ("lengths", "values") if g.has_lists else ("values",):
             bound = self._bound(index, part)
             bound.through_numba(stream) if through_numba else bound(stream)
             if mark is not None:
                 mark(part, g.name)
             if part == "lengths":
-                self._scan(index, base, count, rows)
+                scan_with(*self._scans[index])
                 if mark is not None:
                     mark("scan", g.name)
 
@@ -231,22 +240,6 @@ class DeviceState:
             self._launches[key] = BoundLaunch(g.kernel(part, "cuda"), g.grid(part),
                                               g.threads, args)
         return self._launches[key]
-
-    def _scan(self, index: int, base: int, count: int, rows: int) -> None:
-        """Group `index`'s list lengths (`count` regions at `base` of the offsets pool) to
-        offsets, through views made once per group (each slice or view costs the host a
-        few microseconds a batch)."""
-        import torch
-
-        if index not in self._scans:
-            n = count * (rows + 1)
-            if self._scan_buf is None or self._scan_buf.numel() < n:
-                self._scan_buf = torch.empty(n, dtype=torch.int64,
-                                             device=self.views["offs"].device)
-                self._scans.clear()  # their views are of the buffer replaced
-            self._scans[index] = scan_views(self.views["offs"][base : base + n], count, rows,
-                                            self._scan_buf)
-        scan_with(*self._scans[index])
 
     def outputs(self) -> dict[str, ColumnData]:
         h = self.program.host

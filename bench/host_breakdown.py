@@ -42,19 +42,21 @@ from spec.serde import write_atomic  # noqa: E402
 CALLS = [(executor.Executor, n) for n in ("_stage", "_release", "_launch", "_assemble",
                                           "_finish", "_check")] + [
     (lane.Lane, n) for n in ("stage", "launch", "assemble", "finish", "check")] + [
-    (runner.DeviceState, n) for n in ("launch", "_scan")] + [
+    (runner.DeviceState, "launch"), (runner, "scan_with")] + [
     (launch.BoundLaunch, "__call__"),
     (device_assembly.DeviceAssembler, "start"), (device_assembly.DeviceAssembler, "batch"),
     (batch_graphs.WorkGraphs, "run"), (batch_graphs._Graph, "launch"),
     (streams.Streams, "event"), (streams.Streams, "wait"), (streams.Streams, "sync"),
     (trainer.Trainer, "step")]
-"""The host calls timed: (class, method)."""
+"""The host calls timed: (class or module, method or function). The list scan is
+`runner.scan_with` (recorded as DeviceState._scan in the breakdowns committed so far)."""
 
 
 def wrap_all(times: dict[str, list[float]]) -> None:
-    """Replace every method in CALLS by one that appends its host ms to `times`."""
+    """Replace every method (or module function) in CALLS by one that appends its host
+    ms to `times`, under "Class.method" (or "module.function")."""
     for cls, name in CALLS:
-        key = f"{cls.__name__}.{name}"
+        key = f"{cls.__name__.rsplit('.', 1)[-1]}.{name}"
         times[key] = []
         original = getattr(cls, name)
 
