@@ -157,6 +157,20 @@ def sample_kernels(pipelines: Sequence[Pipeline], shapes: int, launches: int,
     return [s for s in specs if unique[s.name] is s]
 
 
+@dataclass(frozen=True)
+class StepTimes:
+    """One profiled step, in ms of GPU time."""
+
+    stage_ms: dict[Stage, float]
+    kernel_ms: float
+    """The released kernel from its release to its end (0 when none was released)."""
+    span_ms: float
+    """From the step's first stage opening to the later of its end and the kernel's."""
+    host_ahead: bool
+    """Whether the host had enqueued the whole step before the GPU began it (always on
+    the CPU)."""
+
+
 class Profiler:
     """One trainer (model, batch) on one device; measures kernels against its stages."""
 
@@ -199,10 +213,9 @@ class Profiler:
         program = PipelineProgram(p, [group], inputs, elsewhere=rest)
         return group, (program.to_device() if self.S.cuda else HostPoolSet(program))
 
-    def _step(self, release: Stage | None, launch) -> tuple[dict[Stage, float], float, bool]:
-        """One training step behind a spin; `launch` (pre-stream) released at `release`.
-        Returns stage times, the kernel's time (0 when none) and whether the host had
-        enqueued the whole step before the GPU began it (always on the CPU)."""
+    def step(self, release: Stage | None, launch) -> StepTimes:
+        """One training step behind a spin; `launch` (pre-stream) released at `release`
+        (none: a plain step)."""
         S, spans = self.S, []
 
         def on_open(stage: Stage, opened) -> None:
@@ -222,13 +235,18 @@ class Profiler:
             self.trainer.step(self.batch, clock)
             ahead = not began.query() if S.cuda else True
         self._sync()
-        kernel = S.ms(*spans[0]) if spans else 0.0
-        return clock.stage_ms(), kernel, ahead
+        first, last = clock.marks[0][1], clock.marks[-1][1]
+        span = S.ms(first, last)
+        kernel = 0.0
+        if spans:
+            kernel = S.ms(*spans[0])
+            span = max(span, S.ms(first, spans[0][1]))
+        return StepTimes(clock.stage_ms(), kernel, span, ahead)
 
     @functools.cached_property
     def plain_stage_ms(self) -> dict[Stage, float]:
         """Each stage's median time over PLAIN_REPS plain steps (after two warm ones)."""
-        steps = [self._step(None, None)[0] for _ in range(PLAIN_REPS + 2)][2:]
+        steps = [self.step(None, None).stage_ms for _ in range(PLAIN_REPS + 2)][2:]
         return {st: statistics.median(s[st] for s in steps) for st in TRAINING_STAGES}
 
     def kernel_alone_ms(self, launch, reps: int) -> float:
@@ -244,8 +262,9 @@ class Profiler:
             xs.append(S.ms(t0, t1))
         return statistics.median(xs)
 
-    def profile(self, spec: KernelSpec, reps: int) -> Iterator[dict]:
-        """The spec's rows, one per training stage."""
+    def launcher(self, spec: KernelSpec) -> tuple[FusedGroup, Callable[[], None]]:
+        """The spec's fused group and a call that launches it on the preprocessing
+        stream (compiled and warmed by its first call)."""
         group, state = self._state(spec)
         numba_stream = self.S.numba(self.S.pre)
 
@@ -253,6 +272,11 @@ class Profiler:
             with self.S.use(self.S.pre):
                 state.launch(0, numba_stream)
 
+        return group, launch
+
+    def profile(self, spec: KernelSpec, reps: int) -> Iterator[dict]:
+        """The spec's rows, one per training stage."""
+        group, launch = self.launcher(spec)
         launch()  # compile and warm
         self._sync()
         alone = self.kernel_alone_ms(launch, reps)
@@ -267,10 +291,10 @@ class Profiler:
         for stage in TRAINING_STAGES:
             corun, kernel, ahead = [], [], 0
             for _ in range(reps):
-                st, k, a = self._step(stage, launch)
-                corun.append(st[stage])
-                kernel.append(k)
-                ahead += a
+                t = self.step(stage, launch)
+                corun.append(t.stage_ms[stage])
+                kernel.append(t.kernel_ms)
+                ahead += t.host_ahead
             w = self.work[stage]
             yield {
                 "gpu": torch.cuda.get_device_name() if self.S.cuda else "cpu",
