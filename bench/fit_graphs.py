@@ -33,13 +33,13 @@ from costmodel.learned import (  # noqa: E402
     stage_key,
 )
 from spec import hardware_preset  # noqa: E402
-from spec.serde import write_atomic  # noqa: E402
+from spec.serde import read_stored_text, write_atomic  # noqa: E402
 
 
 def graphed_rows(files: list[str]) -> list[dict]:
     rows: dict[tuple, dict] = {}
     for f in files:
-        for case in json.loads(Path(f).read_text()):
+        for case in json.loads(read_stored_text(f)):
             m = case.get("measurement")
             if not m or m["strategy"] != "ideal":
                 continue

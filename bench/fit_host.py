@@ -17,7 +17,7 @@ sys.path.insert(0, str(ROOT))
 
 from costmodel.host_fit import fit, runs  # noqa: E402
 from spec import SpecError  # noqa: E402
-from spec.serde import write_atomic  # noqa: E402
+from spec.serde import stored_path, write_atomic  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -26,7 +26,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("raw", nargs="+", type=Path)
     ap.add_argument("-o", "--out", type=Path)
     args = ap.parse_args(argv)
-    missing = [str(p) for p in args.raw if not p.is_file()]
+    missing = [str(p) for p in args.raw if not stored_path(p).is_file()]
     if missing:
         ap.error(f"raw = {missing[0]!r}: an existing execute_*.json of bench/execute_gpu.py")
     rows = runs(args.raw)

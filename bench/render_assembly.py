@@ -16,7 +16,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from spec.serde import write_atomic  # noqa: E402
+from spec.serde import read_stored_text, write_atomic  # noqa: E402
 
 
 def _share(m: dict, ideal: dict) -> float:
@@ -77,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.raw.is_file():
         print(f"render_assembly: RAW = {str(args.raw)!r}: no such file", file=sys.stderr)
         return 2
-    rows = pairs(json.loads(args.raw.read_text()))
+    rows = pairs(json.loads(read_stored_text(args.raw)))
     if not rows:
         print(f"render_assembly: {args.raw} holds no strategy measured both early and late "
               "beside its ideal (bench/execute_gpu.py --matrix assembly)", file=sys.stderr)

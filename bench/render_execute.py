@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from reports.summary import markdown_table  # noqa: E402
-from spec.serde import write_atomic  # noqa: E402
+from spec.serde import read_stored_text, stored_path, write_atomic  # noqa: E402
 
 RAW = ROOT / "bench" / "results" / "raw"
 RUNS = [  # (file, what the run was, the commit it ran, the command on the H200)
@@ -151,14 +151,14 @@ def same_plan(case: dict) -> bool:
 
 def plan_unchanged(ran: dict, path: Path) -> bool:
     """Whether the plan a measurement ran (its dict) is the one in the plan file."""
-    now = json.loads(path.read_text())
+    now = json.loads(read_stored_text(path))
     return all(now.get(k) == ran.get(k) for k in ("kernels", "cpu_nodes"))
 
 
 def measured_cases(path: Path) -> tuple[list[dict], dict[tuple, dict]]:
     """A raw file's measured cases, and each workload's ideal measurement from the same
     command, by (pipeline, batch)."""
-    cases = [r for r in json.loads(path.read_text()) if r.get("measurement")]
+    cases = [r for r in json.loads(read_stored_text(path)) if r.get("measurement")]
     ideal = {(r["pipeline"], r["batch"]): r["measurement"] for r in cases
              if r["strategy"] == "ideal"}
     return cases, ideal
@@ -213,7 +213,7 @@ def render_main(argv: list[str] | None, doc: str, default_raw: list[Path], defau
                     help="default: " + ", ".join(p.name for p in default_raw))
     ap.add_argument("-o", "--out", type=Path, default=default_out)
     args = ap.parse_args(argv)
-    missing = [str(p) for p in args.raw if not p.is_file()]
+    missing = [str(p) for p in args.raw if not stored_path(p).is_file()]
     if missing:
         ap.error(f"raw = {missing[0]!r}: {expected}")
     text = render_raw(args.raw or default_raw)
@@ -278,7 +278,7 @@ def main() -> int:
              "host costs (bench/host_split.py); from run 15 on, each stage's kernels are "
              "released once the host has enqueued the stage. reports/h200 takes run 15, "
              "run 12 where run 15 has no current plan's case (multihot from runs 3-4).", ""]
-    trainer = json.loads((RAW / "trainer_h200_run3.json").read_text())
+    trainer = json.loads(read_stored_text(RAW / "trainer_h200_run3.json"))
     lines += ["## Our trainer against a straightforward PyTorch DLRM", "",
               "`python bench/trainer_gpu.py --out $OUT/trainer --iterations 100 "
               "--warmup 10` (same batches, both with SGD; ours stacks all tables in one "
@@ -292,9 +292,9 @@ def main() -> int:
                       for m in pre) + ".", ""]
     for name, what, commit, command in RUNS:
         path = RAW / name
-        if not path.exists():
+        if not stored_path(path).exists():
             continue
-        cases = json.loads(path.read_text())
+        cases = json.loads(read_stored_text(path))
         recorded = next((c["measurement"]["git_commit"] for c in cases
                          if c.get("measurement")), "?")
         lines += [f"## {what}", "", f"`{command}` at commit `{commit}` "

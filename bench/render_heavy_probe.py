@@ -18,7 +18,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from spec.serde import write_atomic  # noqa: E402
+from spec.serde import read_stored_text, write_atomic  # noqa: E402
 
 NOT_TRAINING = ("h2d", "assemble")
 HEADER = """# Heavy case on the H200: the SMs split between the streams, and evict-first hints
@@ -73,7 +73,7 @@ def span(stages: dict[str, float], name: str) -> str:
 
 def rows(path: Path) -> list[str]:
     out, ideal = [], {}
-    for case in json.loads(path.read_text()):
+    for case in json.loads(read_stored_text(path)):
         m = case.get("measurement")
         if m is None:
             out.append(f"| {path.name} | {case['batch']} | {case['strategy']} | "

@@ -20,8 +20,9 @@ sys.path.insert(0, str(ROOT))
 
 from bench.render_execute import measured_cases, render_main  # noqa: E402
 from bench.render_repeats import SEQUENTIAL  # noqa: E402
+from spec.serde import stored_glob  # noqa: E402
 
-RAW = sorted((ROOT / "bench/results/raw").glob("execute_*.json"))
+RAW = stored_glob(ROOT / "bench/results/raw", "execute_*.json")
 OUT = ROOT / "bench/results/host_plans_h200.md"
 
 

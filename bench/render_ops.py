@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from spec.serde import read_stored_text
+
 RAW = Path(__file__).parent / "results" / "raw"
 OUT = Path(__file__).parent / "results" / "ops_h200.md"
 PREFIX = "python bench/ops_gpu.py --out $OUT"
@@ -30,7 +32,7 @@ RUNS = {
 
 
 def load(run: int) -> list[dict]:
-    return json.loads((RAW / f"ops_h200_run{run}.json").read_text())
+    return json.loads(read_stored_text(RAW / f"ops_h200_run{run}.json"))
 
 
 def pick(run: int, **match) -> list[dict]:

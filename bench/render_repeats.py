@@ -24,6 +24,7 @@ sys.path.insert(0, str(ROOT))
 import spec  # noqa: E402
 from bench.render_execute import render_main  # noqa: E402
 from bench.render_plans import predicted_ms  # noqa: E402
+from spec.serde import read_stored_text  # noqa: E402
 
 SEQUENTIAL = "gpu-sequential"
 
@@ -39,7 +40,7 @@ def rounds_of(raw: list[Path]) -> dict[tuple, dict[int, dict[str, dict]]]:
     (a file without rounds is one round)."""
     out: dict[tuple, dict[int, dict[str, dict]]] = {}
     for path in raw:
-        for c in json.loads(path.read_text()):
+        for c in json.loads(read_stored_text(path)):
             if c.get("measurement"):
                 key = (str(path), c["pipeline"], c["measurement"]["model"], c["batch"])
                 out.setdefault(key, {}).setdefault(c.get("repeat", 0), {})[c["strategy"]] = c

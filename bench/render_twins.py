@@ -16,6 +16,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.render_execute import measured_cases, render_main  # noqa: E402
+from spec.serde import read_stored_text, stored_glob  # noqa: E402
 
 RAW = ROOT / "bench/results/raw"
 
@@ -54,7 +55,7 @@ def breakdown_rows(files: list[Path], twins: Twins) -> list[str]:
     """A table per host_breakdown file: each call's median ms, default / twin."""
     lines = []
     for path in files:
-        data = json.loads(path.read_text())
+        data = json.loads(read_stored_text(path))
         cases = {r["strategy"]: r["calls"] for r in data["results"]}
         both = [s for s in cases if s + twins.suffix in cases]
         if not both:
@@ -107,7 +108,7 @@ def render(rows: list[dict], runs: list[str], breakdowns: list[Path], twins: Twi
 def render_files(files: list[Path], twins: Twins, script: str) -> str:
     """The report over execute files and host breakdowns, told apart by their content;
     files without a twin add nothing."""
-    docs = {p: json.loads(p.read_text()) for p in files}
+    docs = {p: json.loads(read_stored_text(p)) for p in files}
     for p, doc in docs.items():
         if not isinstance(doc, list) and not (isinstance(doc, dict) and "results" in doc):
             raise SystemExit(f"raw = {str(p)!r}: neither a list of cases (bench/"
@@ -123,7 +124,7 @@ def render_files(files: list[Path], twins: Twins, script: str) -> str:
 def twins_main(argv: list[str] | None, doc: str, twins: Twins, out: Path, script: str) -> int:
     """The command line of a twins report: RAW.json ... (by default every execute and
     host breakdown file under bench/results/raw) and -o OUT.md."""
-    default = sorted(RAW.glob("execute_*.json")) + sorted(RAW.glob("host_breakdown_*.json"))
+    default = stored_glob(RAW, "execute_*.json") + stored_glob(RAW, "host_breakdown_*.json")
     return render_main(argv, doc, default, out, "bench/execute_gpu.py's or "
                        "bench/host_breakdown.py's raw output",
                        lambda files: render_files(files, twins, script))

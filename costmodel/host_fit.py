@@ -29,6 +29,7 @@ import numpy as np
 import spec
 from costmodel.host import kernel_launches, output_mb
 from spec import SpecError
+from spec.serde import read_stored_text
 
 IDLE_WAIT_MS = 0.1
 """A workload is host-paced when none of its strategies' host waited longer for the GPU."""
@@ -36,7 +37,7 @@ IDLE_WAIT_MS = 0.1
 
 def runs(paths: list[Path]) -> list[dict]:
     """The rows of every run in these raw files (bench/execute_gpu.py's output)."""
-    return [row for path in paths for row in rows_of(json.loads(path.read_text()), path.name)]
+    return [row for path in paths for row in rows_of(json.loads(read_stored_text(path)), path.name)]
 
 
 def rows_of(cases: list[dict], source: str) -> list[dict]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import gzip
 import json
 import os
 import tempfile
@@ -167,6 +168,36 @@ def write_atomic(path: str | Path, data: str | bytes) -> None:
         raise
 
 
+GZIP_SUFFIX = ".gz"
+
+
+def stored_path(path: str | Path) -> Path:
+    """`path`, or its gzipped twin `path.gz` where only that exists: bench/results/raw
+    keeps its JSON records gzipped (the working tree sent to the GPU machine is capped at
+    64 MiB), and every reader takes a record by either name."""
+    path = Path(path)
+    twin = path.with_name(path.name + GZIP_SUFFIX)
+    if path.suffix != GZIP_SUFFIX and not path.exists() and twin.exists():
+        return twin
+    return path
+
+
+def read_stored_text(path: str | Path) -> str:
+    """The text of `path` (see stored_path), unzipped where it is stored gzipped."""
+    p = stored_path(path)
+    return gzip.decompress(p.read_bytes()).decode() if p.suffix == GZIP_SUFFIX \
+        else p.read_text()
+
+
+def stored_glob(folder: Path, pattern: str) -> list[Path]:
+    """The files of `folder` matching `pattern`, stored plain or gzipped, each under its
+    plain name, sorted."""
+    plain = {p for p in folder.glob(pattern)}
+    plain |= {p.with_name(p.name[:-len(GZIP_SUFFIX)])
+              for p in folder.glob(pattern + GZIP_SUFFIX)}
+    return sorted(plain)
+
+
 def _is_yaml(path: Path) -> bool:
     return path.suffix.lower() in (".yaml", ".yml")
 
@@ -183,7 +214,7 @@ def read_document(path: str | Path) -> Any:
     """Parse a JSON or YAML file; a parse failure names the file."""
     path = Path(path)
     try:
-        text = path.read_text()
+        text = read_stored_text(path)
     except OSError as e:
         raise SpecError(str(path), None, f"a readable file ({e.strerror})") from None
     try:

@@ -52,3 +52,20 @@ def test_write_atomic_keeps_old_file_on_failure(tmp_path):
     write_atomic(path, "new")
     assert path.read_text() == "new"
     assert not any(n.endswith(".tmp") for n in os.listdir(tmp_path))
+
+
+def test_a_record_stored_gzipped_is_read_by_either_name(tmp_path):
+    import gzip
+
+    from spec.serde import read_document, read_stored_text, stored_glob, stored_path
+
+    (tmp_path / "a.json").write_text('{"x": 1}')
+    (tmp_path / "b.json.gz").write_bytes(gzip.compress(b'{"x": 2}'))
+    (tmp_path / "c.txt").write_text("not matched")
+    assert stored_path(tmp_path / "b.json") == tmp_path / "b.json.gz"
+    assert stored_path(tmp_path / "a.json") == tmp_path / "a.json"
+    assert stored_path(tmp_path / "z.json") == tmp_path / "z.json"  # neither: as given
+    assert read_stored_text(tmp_path / "b.json") == '{"x": 2}'
+    assert read_stored_text(tmp_path / "b.json.gz") == '{"x": 2}'
+    assert read_document(tmp_path / "b.json") == {"x": 2}
+    assert stored_glob(tmp_path, "*.json") == [tmp_path / "a.json", tmp_path / "b.json"]

@@ -11,10 +11,10 @@ python3 - <<'PY'
 import json
 from pathlib import Path
 
-from spec.serde import write_atomic
+from spec.serde import read_stored_text, write_atomic
 
 out = Path("reports/h200-graphs/measurements")
-for case in json.loads(Path("bench/results/raw/execute_graphs_run7.json").read_text()):
+for case in json.loads(read_stored_text("bench/results/raw/execute_graphs_run7.json")):
     m = case.get("measurement")
     if m and "+" not in case["strategy"]:  # the matrix's strategies, not their variants
         write_atomic(out / f"{case['pipeline']}-b{case['batch']}-{case['strategy']}.json",
