@@ -18,7 +18,11 @@ Descriptors: desc[col] = (values base, offsets base or -1, validity base or -1).
 
 from __future__ import annotations
 
+import re
+
 FLOAT_POOL, INT_POOL = "f32", "i64"
+SLOT_CONSTANT = re.compile(r"\b(ipar|fpar)\[slot, (\d+)\]|\bdesc\[(src|dst), (\d+)\]")
+"""A per-slot parameter or descriptor read: the same for every row of a slot."""
 
 PARAMS = ("desc, f32, i64, offs, valid, fpar, ipar, aux_f, aux_i, slot_sig, slot_src, slot_dst, "
           "block_slot, slot_block0, slot_nblocks, rows")
@@ -170,6 +174,22 @@ def chain_body(p: str, sig: tuple, part: str, division: str, lanes: bool = False
     return lines
 
 
+def hoist_slot_constants(p: str, body: list[str]) -> tuple[list[str], list[str]]:
+    """`body` with every per-slot parameter and descriptor read (SLOT_CONSTANT) replaced
+    by a local, and the statements that read each once, to go before the row loop. The
+    compiler cannot hoist them itself: the kernel writes the pools, which might alias
+    the parameter arrays, so it reloaded seven of them for every element."""
+    names: dict[str, str] = {}
+
+    def local(m: re.Match) -> str:
+        array, index = (m.group(1), m.group(2)) if m.group(1) else \
+            (f"desc_{m.group(3)}", m.group(4))
+        return names.setdefault(m.group(0), f"{p}{array}{index}")
+
+    body = [SLOT_CONSTANT.sub(local, line) for line in body]
+    return body, [f"{name} = {expr}" for expr, name in names.items()]
+
+
 def kernel_source(signatures: list[tuple], part: str, target: str, name: str,
                   division: str = "magic") -> str:
     """Source of one kernel over `signatures` (slot_sig[slot] indexes this list).
@@ -200,9 +220,11 @@ def kernel_source(signatures: list[tuple], part: str, target: str, name: str,
             loop = "range(first // 32, rows, stride // 32)"
         else:
             loop = "range(first, rows, stride)" if target == "cuda" else "prange(rows)"
+        body, constants = hoist_slot_constants(
+            f"s{s}_", chain_body(f"s{s}_", sig, part, division, lanes=warp))
+        out += [f"{indent}    {line}" for line in constants]
         out.append(f"{indent}    for r in {loop}:")
-        out += [f"{indent}        {line}"
-                for line in chain_body(f"s{s}_", sig, part, division, lanes=warp)]
+        out += [f"{indent}        {line}" for line in body]
     if len(out) and not signatures:
         out.append(f"{indent}pass")
     return "\n".join(out) + "\n"

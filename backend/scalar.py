@@ -130,10 +130,21 @@ def round_to_int64(v):
     return np.int64(r) if x >= 0 else np.int64(-r)
 
 
+U32_LIMIT = 1 << 32
+
+
 @register_jitable
 def ngram_source(j, n, length):
-    """Input index of output element j of ngram(n) over a list of `length`."""
+    """Input index of output element j of ngram(n) over a list of `length`: window
+    j // m plus offset j % m, m = min(n, length). In unsigned 32 bits where j fits (any
+    list under 65,536 ids): the GPU's 64-bit signed division and floor-mod is a long
+    instruction sequence, run for every element of an ngram's output."""
     m = n if n < length else length
+    if 0 <= j < U32_LIMIT and 0 < m < U32_LIMIT:
+        j32 = np.uint32(j)
+        m32 = np.uint32(m)
+        q = j32 // m32
+        return np.int64(q) + np.int64(j32 - q * m32)
     return j // m + j % m
 
 

@@ -169,3 +169,31 @@ def test_blocks_follow_work():
     assert (np.diff(block_slot) >= 0).all() and (first == np.cumsum(count) - count).all()
     _, _, even = g.block_maps["lengths"]
     assert even.max() - even.min() <= 1  # the lengths pass costs the same in every slot
+
+
+def test_slot_constants_read_once_before_the_row_loop():
+    """Every operator parameter and descriptor is read into a local before a slot's row
+    loop; inside it only per-row data is read."""
+    from backend.codegen import SLOT_CONSTANT, kernel_source
+
+    p = spec.pipeline_preset("heavy")
+    g = FusedGroup(p, tuple(p.order), warp_rows=True)
+    for part, target in (("values", "cuda"), ("lengths", "cpu")):
+        src = kernel_source(list(g.signatures), part, target, "k")
+        loops = src.split("for r in ")
+        assert len(loops) == 3  # one row loop per signature
+        assert all(not SLOT_CONSTANT.search(body.split("elif sig")[0])
+                   for body in loops[1:])
+        assert "s1_ipar4 = ipar[slot, 4]" in loops[1]  # ngram's n, for the second slot
+
+
+@pytest.mark.parametrize("j,n,length", [(0, 3, 50), (143, 3, 50), (7, 9, 5), (99, 1, 100),
+                                        ((1 << 32) - 1, 7, 1 << 40), ((1 << 33) + 5, 3, 1 << 40)])
+def test_ngram_source_in_32_bits_and_beyond(j, n, length):
+    from numba import njit
+
+    from backend.scalar import ngram_source
+
+    m = min(n, length)
+    compiled = njit(lambda j, n, length: ngram_source(j, n, length))
+    assert ngram_source(j, n, length) == compiled(j, n, length) == j // m + j % m
