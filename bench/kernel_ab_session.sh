@@ -3,21 +3,37 @@
 # against the code before (old), on the H200, in one command:
 #   mkdir -p .old/backend && git show aa3e82a:backend/codegen.py > .old/backend/codegen.py \
 #     && git show aa3e82a:backend/scalar.py > .old/backend/scalar.py   # here, once
-#   bash bench/kernel_ab_session.sh        # there, with .old carried
+#   [PART=ops] bash bench/kernel_ab_session.sh        # there, with .old carried
+# PART=rounds (the default):
 # 1. the heavy case in rounds with the new kernels (bench/heavy_rounds.sh);
 # 2. bench/contention_probe.py with the new kernels, then with the old ones swapped in
 #    (contention_new.json, contention_old.json: each kernel alone and beside each stage);
 # 3. the kernel tests on the GPU (tests/test_kernels.py, simulator off).
+# PART=ops: bench/ops_gpu.py's fused whole-pipeline kernels of every preset, alone,
+# checked against the reference, new then old (ops_new.json, ops_old.json).
 set -u
+swap_old() { mkdir -p /tmp/new && cp backend/codegen.py backend/scalar.py /tmp/new/ \
+  && cp .old/backend/codegen.py .old/backend/scalar.py backend/; }
+swap_new() { cp /tmp/new/codegen.py /tmp/new/scalar.py backend/; }
+if [ "${PART:-rounds}" = ops ]; then
+  for v in new old; do
+    [ $v = old ] && swap_old
+    python bench/ops_gpu.py --only ceiling,pipelines --variants fused --check-rows 65536 \
+      --pipelines kaggle,terabyte,wide-2x,wide-4x,multihot,heavy --out "$OUT/ops_$v" 2>&1 \
+      | grep -v Warning | tail -3
+    mv "$OUT/ops_$v/ops_h200.json" "$OUT/ops_$v.json" && rmdir "$OUT/ops_$v"
+  done
+  swap_new
+  exit 0
+fi
 ONLY=heavy bash bench/heavy_rounds.sh heavy_ab heavy_ab heavy 3 \
   ideal,gpu-sequential,gpu-overlap,corun 16384:170 8192:150
 python bench/contention_probe.py --out "$OUT/new" --reps 12 2>&1 | grep -v Warning
 mv "$OUT/new/contention_heavy-fused.json" "$OUT/contention_new.json"
-mkdir -p /tmp/new && cp backend/codegen.py backend/scalar.py /tmp/new/
-cp .old/backend/codegen.py .old/backend/scalar.py backend/
+swap_old
 python bench/contention_probe.py --out "$OUT/old" --reps 12 2>&1 | grep -v Warning
 mv "$OUT/old/contention_heavy-fused.json" "$OUT/contention_old.json"
-cp /tmp/new/codegen.py /tmp/new/scalar.py backend/
+swap_new
 rmdir "$OUT/new" "$OUT/old"
 NUMBA_ENABLE_CUDASIM=0 timeout 150 python -m pytest -q -x tests/test_kernels.py \
   -k "preset or chain or warp or slot or ngram or list_op" 2>&1 | tail -3
