@@ -138,6 +138,16 @@ class Synthetic:
         a = self.out if self.kind == "alu" else self.dst
         return a.copy_to_host() if self.prof.S.cuda else a
 
+    def output_matches(self, first: int = 64) -> bool:
+        """Whether the first outputs equal the host reference's (after any launch)."""
+        got = self.output()[:first]
+        if self.kind == "alu":
+            want = alu_reference(min(first, got.size), self.knob, ALU_MAX_VALUE)
+        else:
+            src = self.src.copy_to_host() if self.prof.S.cuda else self.src
+            want = stream_reference(src[:first // 2], self.knob)
+        return bool(np.array_equal(got, want))
+
     def calibrate(self, target_ms: float, reps: int) -> float:
         """Scale the knob so the kernel alone takes about `target_ms` (at least one
         iteration or pass); returns its time alone then."""
@@ -168,6 +178,8 @@ def measure(prof: Profiler, launch: Callable[[], None] | None, reps: int) -> dic
 
 def probe_batch(model_name: str, pipeline_name: str, batch: int, reps: int,
                 dry_run: bool, say) -> dict:
+    """One batch size: the co-runners built and timed alone (synthetic ones scaled to
+    the fused kernel's time), the plain step, then every co-runner at every release."""
     hw = resolve_hardware("h200", 1, None, None)
     model = resolve_model(model_name, batch)
     pipeline = resolve_pipeline(pipeline_name)
@@ -212,7 +224,8 @@ def probe_batch(model_name: str, pipeline_name: str, batch: int, reps: int,
                                    if key not in ("launch", "synthetic")}
         result["kernels"][name]["by_release"] = by_stage
         if "synthetic" in k:
-            result["kernels"][name]["output_sample"] = k["synthetic"].output()[:4].tolist()
+            result["kernels"][name]["output_matches_reference"] = \
+                k["synthetic"].output_matches()
         best = min(by_stage, key=lambda s: by_stage[s]["stretch_ms"])
         say(f"  {name}: alone {k['alone_ms']:.3f} ms; stretch at emb_fwd "
             f"{by_stage['emb_fwd']['stretch_ms']:+.3f} ms, least at {best} "

@@ -61,3 +61,5 @@ def test_dry_run_measures_every_kernel_at_every_release(tmp_path):
             assert row["stretch_ms"] == pytest.approx(row["span_ms"]
                                                       - batch["plain"]["span_ms"])
     assert batch["kernels"]["alu-thin"]["blocks"] < batch["kernels"]["alu"]["blocks"]
+    assert all(batch["kernels"][k]["output_matches_reference"]
+               for k in ("alu", "alu-thin", "stream", "stream1"))
