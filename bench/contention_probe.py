@@ -17,6 +17,8 @@ its first stage's opening to the later of its end and the kernel's; the stretch 
 span less the plain step's (medians of --reps steps).
 
 On the H200: python bench/contention_probe.py --out $OUT
+             ncu --clock-control none ... python bench/contention_probe.py --out $OUT
+               --launch-once 417,5   (bench/kernel_ab_session.sh PART=ncu)
 Locally:     python bench/contention_probe.py --dry-run --out /tmp/x
              (CPU and the CUDA simulator, tables cut to 2,000 rows: checks the script)
 Writes contention_<model>.json atomically once every batch has been measured.
@@ -233,6 +235,27 @@ def probe_batch(model_name: str, pipeline_name: str, batch: int, reps: int,
     return result
 
 
+def launch_once(model_name: str, pipeline_name: str, batch: int, alu_iters: int,
+                stream_passes: int) -> None:
+    """The fused kernel, `alu` and `stream` launched once each and nothing else timed:
+    for a hardware-counter profiler (ncu) to read them alone, without replaying the
+    probe's hundreds of launches."""
+    hw = resolve_hardware("h200", 1, None, None)
+    model, pipeline = resolve_model(model_name, batch), resolve_pipeline(pipeline_name)
+    prof = Profiler(model, pipeline, hw, "cuda")
+    blocks, threads = default_launch(hw)
+    outputs = list(pipeline.dense_outputs) + [o.node for o in pipeline.sparse_outputs]
+    _, fused = prof.launcher(KernelSpec(pipeline, tuple(outputs), blocks, threads))
+    raw_ids = int(sum(batch * c.mean_length for c in pipeline.inputs
+                      if c.shape is Shape.LIST))
+    alu = Synthetic("alu", prof, blocks, threads, raw_ids)
+    stream = Synthetic("stream", prof, blocks, threads, raw_ids)
+    alu.knob, stream.knob = alu_iters, stream_passes
+    for launch in (fused, alu.launch, stream.launch):
+        launch()
+    cuda.synchronize()
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--model", default="heavy-fused")
@@ -241,7 +264,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--reps", type=int, default=12, help="steps per release stage (>= 1)")
     ap.add_argument("--out", required=True)
     ap.add_argument("--dry-run", action="store_true")
+    ap.add_argument("--launch-once", metavar="ALU_ITERS,STREAM_PASSES",
+                    help="launch the fused kernel, alu and stream once each at the first "
+                    "batch size and stop (for ncu); e.g. 417,5, run 1's knobs at 16384")
     args = ap.parse_args(argv)
+    if args.launch_once:
+        alu_iters, passes = (int(x) for x in args.launch_once.split(","))
+        launch_once(args.model, args.pipeline, int(args.batches.split(",")[0]), alu_iters,
+                    passes)
+        return 0
     if args.reps < 1:
         raise SystemExit(f"--reps: {args.reps} is not an integer >= 1")
     if not args.dry_run and not cuda.is_available():

@@ -3,7 +3,7 @@
 # against the code before (old), on the H200, in one command:
 #   mkdir -p .old/backend && git show aa3e82a:backend/codegen.py > .old/backend/codegen.py \
 #     && git show aa3e82a:backend/scalar.py > .old/backend/scalar.py   # here, once
-#   [PART=ops] bash bench/kernel_ab_session.sh        # there, with .old carried
+#   [PART=ops|ncu] bash bench/kernel_ab_session.sh        # there, with .old carried
 # PART=rounds (the default):
 # 1. the heavy case in rounds with the new kernels (bench/heavy_rounds.sh);
 # 2. bench/contention_probe.py with the new kernels, then with the old ones swapped in
@@ -11,10 +11,25 @@
 # 3. the kernel tests on the GPU (tests/test_kernels.py, simulator off).
 # PART=ops: bench/ops_gpu.py's fused whole-pipeline kernels of every preset, alone,
 # checked against the reference, new then old (ops_new.json, ops_old.json).
+# PART=ncu: Nsight Compute's counters of the fused kernel, alu and stream at heavy b16384
+# (bench/contention_probe.py --launch-once), new then old (ncu_new.csv, ncu_old.csv).
 set -u
 swap_old() { mkdir -p /tmp/new && cp backend/codegen.py backend/scalar.py /tmp/new/ \
   && cp .old/backend/codegen.py .old/backend/scalar.py backend/; }
 swap_new() { cp /tmp/new/codegen.py /tmp/new/scalar.py backend/; }
+if [ "${PART:-rounds}" = ncu ]; then  # hardware counters of each kernel alone, new then old
+  for v in new old; do
+    [ $v = old ] && swap_old
+    ncu --clock-control none --kernel-name regex:"corun_values|alu_kernel|stream_kernel" \
+      --section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats \
+      --section Occupancy --section SchedulerStats --section ComputeWorkloadAnalysis \
+      --csv --page details python bench/contention_probe.py --out /tmp/x --batches 16384 \
+      --launch-once 417,5 > "$OUT/ncu_$v.csv" 2> "$OUT/ncu_$v.err"
+    echo "$v: rc $?, $(wc -l < "$OUT/ncu_$v.csv") lines"; tail -3 "$OUT/ncu_$v.err"
+  done
+  swap_new
+  exit 0
+fi
 if [ "${PART:-rounds}" = ops ]; then
   for v in new old; do
     [ $v = old ] && swap_old
