@@ -4,11 +4,13 @@ co-runner's time alone).
 
     python bench/render_contention.py [RAW.json ...] [-o OUT.md]
 
-bench/results/contention_h200.md is this over the runs HEADER names (the default).
+bench/results/contention_h200.md is this over the runs HEADER names (the default), with
+the hardware counters of COUNTERS.
 """
 
 from __future__ import annotations
 
+import csv
 import json
 import sys
 from pathlib import Path
@@ -48,6 +50,50 @@ Rendered by `python bench/render_contention.py` over those files, in this order.
 """
 
 
+COUNTERS = ("ncu_heavy_b16384_new.csv", "ncu_heavy_b16384_old.csv")
+"""`PART=ncu bash bench/kernel_ab_session.sh` at commit 5393c7d: each kernel launched once
+alone (bench/contention_probe.py --launch-once 417,5) under Nsight Compute, new kernels
+then old."""
+METRICS = (("Duration", "us", 1e-3), ("Compute (SM) Throughput", "SM %", 1),
+           ("Issue Slots Busy", "issue %", 1), ("Executed Ipc Active", "IPC", 1),
+           ("DRAM Throughput", "DRAM %", 1), ("L1/TEX Cache Throughput", "L1 %", 1),
+           ("L2 Cache Throughput", "L2 %", 1), ("Memory Throughput", "GB/s", 1e-9),
+           ("Mem Pipes Busy", "mem pipes %", 1), ("Theoretical Occupancy", "occ. max %", 1),
+           ("Achieved Occupancy", "occ. %", 1))
+"""(ncu metric, column, scale): "Memory Throughput" is the byte/s row, not the % one."""
+
+
+def counters(path: Path) -> dict[str, dict[str, float]]:
+    """Kernel (its short name) -> metric -> value, from an ncu `--csv --page details`
+    file (its first lines are ncu's own messages)."""
+    lines = read_stored_text(path).splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith('"ID"'))
+    out: dict[str, dict[str, float]] = {}
+    for row in csv.DictReader(lines[start:]):
+        name = row["Kernel Name"].split("[")[0].split("::")[-1]
+        name = "fused" if name.startswith("corun_values") else name.replace("_kernel", "")
+        unit = row["Metric Unit"]
+        if row["Metric Name"] == "Memory Throughput" and unit != "byte/s":
+            continue
+        try:
+            out.setdefault(name, {})[row["Metric Name"]] = float(
+                row["Metric Value"].replace(",", ""))
+        except ValueError:
+            continue
+    return out
+
+
+def counters_table(paths: list[Path]) -> str:
+    rows = []
+    for path in paths:
+        label = path.stem.rsplit("_", 1)[-1]
+        for kernel, m in counters(path).items():
+            rows.append([f"{kernel} ({label})"] + [
+                f"{m[name] * scale:,.1f}" if name in m else "-"
+                for name, _, scale in METRICS])
+    return markdown_table(["kernel (code)"] + [col for _, col, _ in METRICS], rows)
+
+
 def batch_table(batch: dict) -> str:
     stages = list(next(iter(batch["kernels"].values()))["by_release"])
     rows = []
@@ -74,6 +120,14 @@ def render(paths: list[Path]) -> str:
                       f"(emb_fwd {plain['stage_ms']['emb_fwd']:.3f}, interaction_bwd "
                       f"{plain['stage_ms']['interaction_bwd']:.3f}, emb_bwd "
                       f"{plain['stage_ms']['emb_bwd']:.3f})", "", batch_table(batch), ""]
+    if paths == RAW:
+        lines += ["## Hardware counters, each kernel alone (heavy, batch 16384)", "",
+                  "`PART=ncu bash bench/kernel_ab_session.sh` at commit 5393c7d: the fused "
+                  "kernel, `alu` (417 hashes a thread) and `stream` (5 passes) launched once "
+                  "each under Nsight Compute (`--clock-control none`), the kernels as now "
+                  "(new) and as before slot constants were read once (old). Files: "
+                  + ", ".join(f"`bench/results/raw/{c}`" for c in COUNTERS) + ".", "",
+                  counters_table([RAW_DIR / c for c in COUNTERS]), ""]
     return "\n".join(lines)
 
 

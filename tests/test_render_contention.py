@@ -33,3 +33,30 @@ def test_tables_name_each_run_and_share_each_stretch(tmp_path, capsys):
     assert "| alu | 0.000 | +0.100 | +0.100 |" in text  # no share of a zero time
     assert "plain step 4.500 ms (emb_fwd 1.000, interaction_bwd 0.500, emb_bwd 3.000)" in text
     assert capsys.readouterr().out == text + "\n"  # printed as written
+
+
+def test_counters_read_from_ncu_details_csv(tmp_path):
+    from bench.render_contention import counters, counters_table
+
+    header = ('"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream",'
+              '"Block Size","Grid Size","Device","CC","Section Name","Metric Name",'
+              '"Metric Unit","Metric Value"')
+
+    def row(kernel: str, metric: str, unit: str, value: str) -> str:
+        return (f'"0","1","python","h","{kernel}","1","7","(256, 1, 1)","(1056, 1, 1)","0",'
+                f'"9.0","S","{metric}","{unit}","{value}"')
+
+    fused = "_3cdynamic_3e::corun_values_cuda_1[v3,x](Array<long long>)"
+    path = tmp_path / "ncu_x_new.csv"
+    path.write_text("\n".join([
+        "==PROF== Connected to process 1", header,
+        row(fused, "Duration", "ns", "533,568"),
+        row(fused, "Memory Throughput", "%", "15.54"),
+        row(fused, "Memory Throughput", "byte/s", "681,835,672,304.19"),
+        row(fused, "Local Memory Spilling Request Overhead", "%", "no data"),
+        row("__main__::alu_kernel[v11,y](Array<long long>)", "Duration", "ns", "581,440")]))
+    got = counters(path)
+    assert got["fused"] == {"Duration": 533568.0, "Memory Throughput": 681835672304.19}
+    assert got["alu"] == {"Duration": 581440.0}
+    table = counters_table([path])
+    assert "| fused (new) | 533.6 | - |" in table and "| 681.8 |" in table
