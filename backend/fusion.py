@@ -36,8 +36,11 @@ _SCALARS = ("sigrid_hash", "bucketize", "logit", "boxcox", "onehot_class", "mapi
             "round_to_int64", "ngram_source", "ngram_length", "sigrid_hash_magic")
 
 
-def _compile(signatures: tuple, part: str, target: str, division: str) -> object:
-    key = (signatures, part, target, division)
+def _compile(signatures: tuple, part: str, target: str, division: str,
+             max_registers: int | None = None) -> object:
+    """The kernel over `signatures`; `max_registers` caps a CUDA kernel's registers per
+    thread (ignored by the CUDA simulator, whose jit has no such option)."""
+    key = (signatures, part, target, division, max_registers)
     if key in _CACHE:
         return _CACHE[key]
     import numba
@@ -53,7 +56,12 @@ def _compile(signatures: tuple, part: str, target: str, division: str) -> object
     for fn in _SCALARS:
         ns[fn] = getattr(scalar, fn)
     exec(compile(src, f"<corun generated {name}>", "exec"), ns)
-    compiled = cuda.jit(ns[name]) if target == "cuda" else numba.njit(parallel=True)(ns[name])
+    if target == "cuda":
+        cap = {"max_registers": max_registers} \
+            if max_registers and not numba.config.ENABLE_CUDASIM else {}
+        compiled = cuda.jit(**cap)(ns[name])
+    else:
+        compiled = numba.njit(parallel=True)(ns[name])
     _CACHE[key] = compiled
     return compiled
 
@@ -141,14 +149,18 @@ class FusedGroup:
 
     def __init__(self, pipeline: Pipeline, nodes: Sequence[str], name: str = "group",
                  blocks: int = 1056, threads_per_block: int = 256,
-                 division: str = "magic", warp_rows: bool = True) -> None:
+                 division: str = "magic", warp_rows: bool = True,
+                 max_registers: int | None = None) -> None:
         """`warp_rows`: long list sinks a warp per row (FusedKernel.warp_rows, whose
         default it shares; the CPU target runs rows in parallel either way). Only with
         whole warps per block (threads a multiple of 32, as every plan's): a warp that
-        spans two blocks has no common row."""
+        spans two blocks has no common row. `max_registers`: a cap on the CUDA values
+        kernel's registers per thread (an experiment of bench/contention_probe.py; plans
+        do not set it)."""
         if division not in ("magic", "mod"):
             raise ValueError(f"division = {division!r}: 'magic' or 'mod'")
         self.pipeline, self.name, self.division = pipeline, name, division
+        self.max_registers = max_registers
         warp_rows = warp_rows and threads_per_block % 32 == 0
         self.blocks, self.threads, self.warp_rows = blocks, threads_per_block, warp_rows
         self.nodes = tuple(nodes)
@@ -201,7 +213,8 @@ class FusedGroup:
         return bases[0], len(bases)
 
     def kernel(self, part: str, target: str) -> object:
-        return _compile(self.signatures, part, target, self.division)
+        return _compile(self.signatures, part, target, self.division,
+                        self.max_registers if part == "values" else None)
 
     def registers_per_thread(self) -> int | None:
         """Registers of the compiled values kernel (None in the simulator or before launch)."""

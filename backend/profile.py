@@ -90,6 +90,8 @@ class KernelSpec:
     group: tuple[str, ...] = ()
     warp_rows: bool = True
     """As FusedKernel.warp_rows."""
+    max_registers: int | None = None
+    """As FusedGroup.max_registers (bench/contention_probe.py's experiment)."""
 
     @functools.cached_property
     def nodes(self) -> tuple[str, ...]:
@@ -117,7 +119,8 @@ class KernelSpec:
             return kernel_key(self.pipeline, self.nodes, self.blocks, self.threads, self.warp)
         digest = hashlib.sha1(",".join(self.features).encode()).hexdigest()[:8]
         name = f"{self.pipeline.name}:{len(self.features)}f:{digest}:{self.blocks}x{self.threads}"
-        return name + (":warp" if self.warp else "")
+        return name + (":warp" if self.warp else "") + \
+            (f":r{self.max_registers}" if self.max_registers else "")
 
     @property
     def feature_count(self) -> int:
@@ -203,7 +206,7 @@ class Profiler:
         if p.name not in self._raw:
             self._raw[p.name] = synthetic_inputs(p, self.rows, self.rng)
         group = FusedGroup(p, spec.nodes, spec.name, spec.blocks, spec.threads,
-                           warp_rows=spec.warp_rows)
+                           warp_rows=spec.warp_rows, max_registers=spec.max_registers)
         inside = set(spec.nodes)
         rest = [n for n in p.order if n not in inside]
         read = {p.node_by_name[n].input for n in spec.nodes} - inside

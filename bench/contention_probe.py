@@ -4,6 +4,8 @@ training: issue 6 asks where the heavy case's remaining gap goes.
 A training step, alone and beside co-runners of about equal time alone, each released at
 the opening of one training stage as the profiler and the executor release kernels:
   fused    the pipeline's whole-pipeline kernel at gpu-overlap's launch
+  fused-rN the same compiled with at most N registers a thread (--register-caps): more
+           of its warps fit on an SM
   alu      sigrid_hash chained in registers at the same launch: arithmetic like the fused
            kernel's without its memory traffic (one int64 written per thread)
   alu-thin the same on one block per SM, fewer of the SMs' warp slots taken
@@ -33,6 +35,7 @@ import statistics
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -179,7 +182,7 @@ def measure(prof: Profiler, launch: Callable[[], None] | None, reps: int) -> dic
 
 
 def probe_batch(model_name: str, pipeline_name: str, batch: int, reps: int,
-                dry_run: bool, say) -> dict:
+                dry_run: bool, say, register_caps: tuple[int, ...] = ()) -> dict:
     """One batch size: the co-runners built and timed alone (synthetic ones scaled to
     the fused kernel's time), the plain step, then every co-runner at every release."""
     hw = resolve_hardware("h200", 1, None, None)
@@ -197,7 +200,15 @@ def probe_batch(model_name: str, pipeline_name: str, batch: int, reps: int,
     raw_ids = int(sum(model.batch_per_gpu * c.mean_length for c in pipeline.inputs
                       if c.shape is Shape.LIST))
     kernels: dict[str, dict] = {"fused": {"alone_ms": fused_alone, "launch": fused,
-                                          "blocks": group.grid(), "threads": threads}}
+                                          "blocks": group.grid(), "threads": threads,
+                                          "registers": group.registers_per_thread()}}
+    for cap in register_caps:
+        capped, launch = prof.launcher(replace(fused_spec, max_registers=cap))
+        launch()  # compile and warm
+        kernels[f"fused-r{cap}"] = {"alone_ms": prof.kernel_alone_ms(launch, reps),
+                                    "launch": launch, "blocks": capped.grid(),
+                                    "threads": threads,
+                                    "registers": capped.registers_per_thread()}
     if dry_run:
         raw_ids = min(raw_ids, 512)
     thin = 1 if dry_run else hw.gpu.sm_count
@@ -264,6 +275,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--reps", type=int, default=12, help="steps per release stage (>= 1)")
     ap.add_argument("--out", required=True)
     ap.add_argument("--dry-run", action="store_true")
+    ap.add_argument("--register-caps", default="",
+                    help="also the fused kernel compiled with at most this many registers "
+                    "a thread, e.g. 32,40 (co-runners fused-r32, ...)")
     ap.add_argument("--launch-once", metavar="ALU_ITERS,STREAM_PASSES",
                     help="launch the fused kernel, alu and stream once each at the first "
                     "batch size and stop (for ncu); e.g. 417,5, run 1's knobs at 16384")
@@ -278,6 +292,10 @@ def main(argv: list[str] | None = None) -> int:
     if not args.dry_run and not cuda.is_available():
         raise SystemExit("no CUDA GPU: run on the H200, or pass --dry-run")
     say = lambda *a: print(*a, file=sys.stderr, flush=True)  # noqa: E731
+    caps = tuple(int(c) for c in args.register_caps.split(",")) if args.register_caps else ()
+    if any(not 16 <= c <= 255 for c in caps):
+        raise SystemExit(f"--register-caps: {args.register_caps} is not a list of "
+                         "integers in [16, 255]")
     t0 = time.time()
     batches = [int(b) for b in args.batches.split(",")]
     if args.dry_run:
@@ -286,8 +304,8 @@ def main(argv: list[str] | None = None) -> int:
         argv if argv is not None else sys.argv[1:]),
         "model": args.model, "pipeline": args.pipeline, "versions": versions(),
         "commit": os.environ.get("CORUN_GIT_COMMIT", ""), "dry_run": args.dry_run,
-        "batches": [probe_batch(args.model, args.pipeline, b, args.reps, args.dry_run, say)
-                    for b in batches],
+        "batches": [probe_batch(args.model, args.pipeline, b, args.reps, args.dry_run, say,
+                                caps) for b in batches],
         "seconds": time.time() - t0}
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

@@ -49,11 +49,12 @@ def test_stream_kernel_writes_two_ids_per_raw_id():
 
 
 def test_dry_run_measures_every_kernel_at_every_release(tmp_path):
-    assert main(["--dry-run", "--out", str(tmp_path)]) == 0
+    assert main(["--dry-run", "--out", str(tmp_path), "--register-caps", "32"]) == 0
     doc = json.loads((tmp_path / "contention_heavy-fused.json").read_text())
     assert doc["dry_run"] and doc["command"].endswith("--dry-run --out " + str(tmp_path))
     (batch,) = doc["batches"]
-    assert set(batch["kernels"]) == {"fused", "alu", "alu-thin", "stream", "stream1"}
+    assert set(batch["kernels"]) == {"fused", "fused-r32", "alu", "alu-thin", "stream",
+                                     "stream1"}
     for k in batch["kernels"].values():
         assert set(k["by_release"]) == {s.value for s in TRAINING_STAGES}
         for row in k["by_release"].values():
@@ -63,3 +64,8 @@ def test_dry_run_measures_every_kernel_at_every_release(tmp_path):
     assert batch["kernels"]["alu-thin"]["blocks"] < batch["kernels"]["alu"]["blocks"]
     assert all(batch["kernels"][k]["output_matches_reference"]
                for k in ("alu", "alu-thin", "stream", "stream1"))
+
+
+def test_register_caps_are_checked():
+    with pytest.raises(SystemExit, match="register-caps"):
+        main(["--dry-run", "--out", "/tmp/unused", "--register-caps", "8"])

@@ -197,3 +197,13 @@ def test_ngram_source_in_32_bits_and_beyond(j, n, length):
     m = min(n, length)
     compiled = njit(lambda j, n, length: ngram_source(j, n, length))
     assert ngram_source(j, n, length) == compiled(j, n, length) == j // m + j % m
+
+
+def test_register_cap_compiles_a_kernel_of_its_own():
+    """FusedGroup.max_registers keys the values kernel apart (the simulator ignores the cap
+    itself); the lengths kernel is shared."""
+    p = spec.pipeline_preset("heavy")
+    plain = FusedGroup(p, tuple(p.order))
+    capped = FusedGroup(p, tuple(p.order), max_registers=32)
+    assert plain.kernel("values", "cuda") is not capped.kernel("values", "cuda")
+    assert plain.kernel("lengths", "cuda") is capped.kernel("lengths", "cuda")
