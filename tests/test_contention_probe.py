@@ -51,7 +51,7 @@ def test_stream_kernel_writes_two_ids_per_raw_id():
 def test_dry_run_measures_every_kernel_at_every_release(tmp_path):
     assert main(["--dry-run", "--out", str(tmp_path), "--register-caps", "32"]) == 0
     doc = json.loads((tmp_path / "contention_heavy-fused.json").read_text())
-    assert doc["dry_run"] and doc["command"].endswith("--dry-run --out " + str(tmp_path))
+    assert doc["dry_run"] and doc["command"].endswith(f"--out {tmp_path} --register-caps 32")
     (batch,) = doc["batches"]
     assert set(batch["kernels"]) == {"fused", "fused-r32", "alu", "alu-thin", "stream",
                                      "stream1"}
