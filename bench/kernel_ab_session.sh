@@ -3,7 +3,7 @@
 # against the code before (old), on the H200, in one command:
 #   mkdir -p .old/backend && git show aa3e82a:backend/codegen.py > .old/backend/codegen.py \
 #     && git show aa3e82a:backend/scalar.py > .old/backend/scalar.py   # here, once
-#   [PART=ops|ncu] bash bench/kernel_ab_session.sh        # there, with .old carried
+#   [PART=ops|ncu|caps] bash bench/kernel_ab_session.sh        # there, with .old carried
 # PART=rounds (the default):
 # 1. the heavy case in rounds with the new kernels (bench/heavy_rounds.sh);
 # 2. bench/contention_probe.py with the new kernels, then with the old ones swapped in
@@ -13,10 +13,19 @@
 # checked against the reference, new then old (ops_new.json, ops_old.json).
 # PART=ncu: Nsight Compute's counters of the fused kernel, alu and stream at heavy b16384
 # (bench/contention_probe.py --launch-once), new then old (ncu_new.csv, ncu_old.csv).
+# PART=caps: every preset's fused kernel with and without a 32-register cap, alone, the
+# capped one checked against the reference (ops_caps.json; new code only).
 set -u
 swap_old() { mkdir -p /tmp/new && cp backend/codegen.py backend/scalar.py /tmp/new/ \
   && cp .old/backend/codegen.py .old/backend/scalar.py backend/; }
 swap_new() { cp /tmp/new/codegen.py /tmp/new/scalar.py backend/; }
+if [ "${PART:-rounds}" = caps ]; then  # every preset's fused kernel, registers capped at 32
+  python bench/ops_gpu.py --only ceiling,pipelines --variants fused,fused-r32 \
+    --check-rows 65536 --pipelines kaggle,terabyte,wide-2x,wide-4x,multihot,heavy \
+    --out "$OUT/ops_caps" 2>&1 | grep -v Warning | tail -2
+  mv "$OUT/ops_caps/ops_h200.json" "$OUT/ops_caps.json" && rmdir "$OUT/ops_caps"
+  exit 0
+fi
 if [ "${PART:-rounds}" = ncu ]; then  # hardware counters of each kernel alone, new then old
   for v in new old; do
     [ $v = old ] && swap_old

@@ -258,6 +258,9 @@ def bench_pipelines(b: Bench, bw: float, check_rows: int, sizes: list[int],
                         "fused-thread": [FusedGroup(p, p.order, "all", warp_rows=False,
                                                     **LAUNCH)],
                         "fused-mod": [FusedGroup(p, p.order, "all", division="mod", **LAUNCH)],
+                        # registers capped at 32 a thread (FusedGroup.max_registers)
+                        "fused-r32": [FusedGroup(p, p.order, "all", max_registers=32,
+                                                 **LAUNCH)],
                         "unfused": [FusedGroup(p, [n], n, **LAUNCH) for n in p.order]}
             if len(p.nodes) > 300 and rows > 1_000_000:
                 # 442 materialised columns at 4M rows exhausted the host (run 2): skip
@@ -266,6 +269,11 @@ def bench_pipelines(b: Bench, bw: float, check_rows: int, sizes: list[int],
             for label, groups in variants.items():
                 out, timing = b.run_gpu(PipelineProgram(p, groups, inp),
                                         breakdown=label == "fused")
+                if label == "fused-r32":  # checked like the default kernel: same rows
+                    ref_rows = np.sort(b.rng.choice(rows, min(sample, rows), replace=False))
+                    bad = check(run_numpy(p, {k: take_rows(v, ref_rows)
+                                              for k, v in inp.items()}), out, ref_rows)
+                    timing = {**timing, "mismatches": bad[:10]}
                 outputs = list(p.dense_outputs) + [s.node for s in p.sparse_outputs]
                 moved = nbytes(inp, [c.name for c in p.inputs]) + nbytes(out, outputs)
                 regs = groups[0].registers_per_thread() if label != "unfused" else None
