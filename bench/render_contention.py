@@ -23,7 +23,8 @@ from reports.summary import markdown_table  # noqa: E402
 from spec.serde import read_stored_text  # noqa: E402
 
 RAW_DIR = ROOT / "bench/results/raw"
-RAW = [RAW_DIR / f"contention_{n}.json" for n in ("probe_run1", "ab_old_run1", "ab_new_run1")]
+RAW = [RAW_DIR / f"contention_{n}.json"
+       for n in ("probe_run1", "ab_old_run1", "ab_new_run1", "caps_run1")]
 OUT = ROOT / "bench/results/contention_h200.md"
 HEADER = """# What the heavy kernel contends for beside training, on the H200
 
@@ -45,6 +46,10 @@ medians of 12 steps; in brackets, its share of the co-runner's time alone.
   bench/kernel_ab_session.sh` at commit f0a0301, one command: the probe with the kernels
   as before (aa3e82a's backend/codegen.py and backend/scalar.py swapped in) and as now
   (slot constants read once per slot, ngram's index in 32 bits)
+- contention_caps_run1.json: `python bench/contention_probe.py --out $OUT --batches
+  16384,8192 --reps 12 --register-caps 32,40` at commit 86ea9ad: `fused-r32` and
+  `fused-r40`, the fused kernel compiled with at most 32 and 40 registers a thread (56
+  uncapped; 8 and 6 blocks of 256 threads fit an SM instead of 4)
 
 Rendered by `python bench/render_contention.py` over those files, in this order.
 """

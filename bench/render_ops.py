@@ -86,6 +86,33 @@ def hoisted_section() -> str:
                "registers"], rows)])
 
 
+def capped_section() -> str:
+    """Run 9: every preset's fused kernel with its registers capped at 32 a thread
+    (FusedGroup.max_registers), against the default, in one process."""
+    recs = json.loads(read_stored_text(RAW / "ops_h200_run9_caps.json"))
+    times = {(r["pipeline"], r["rows"], r["variant"]): r for r in recs
+             if r["kind"] == "pipeline-time"}
+    rows = []
+    for (name, n, variant), r in times.items():
+        if variant != "fused":
+            continue
+        capped = times[(name, n, "fused-r32")]
+        rows.append([name, f"{n:,}", f"{r['registers']}", f(r["device_ms"]),
+                     f(capped["device_ms"]), f"{r['device_ms'] / capped['device_ms']:.2f}x",
+                     "all" if not capped["mismatches"] else capped["mismatches"]])
+    return "\n".join([
+        "\n## Registers capped at 32 a thread (run 9)\n",
+        "`PART=caps bash bench/kernel_ab_session.sh` at commit 07a7088: `python "
+        "bench/ops_gpu.py --only ceiling,pipelines --variants fused,fused-r32 "
+        "--check-rows 65536 --pipelines kaggle,terabyte,wide-2x,wide-4x,multihot,heavy`; "
+        "the capped kernel's output compared with the reference on 200,000 sampled rows "
+        "(or all). Faster where the uncapped kernel's registers limit its blocks and "
+        "spilling costs little (heavy, kaggle), slower where it spills (multihot, "
+        "wide-2x): a per-kernel choice, not a default.\n",
+        table(["pipeline", "rows", "registers uncapped", "uncapped ms", "capped ms",
+               "speed-up", "capped rows equal"], rows)])
+
+
 def one_of(records: list[dict], kind: str) -> dict:
     (rec,) = [r for r in records if r["kind"] == kind]
     return rec
@@ -166,6 +193,7 @@ def render() -> str:
                         "wall ms", "fused wall ms", "wall vs fused"], rows))
 
     parts.append(hoisted_section())
+    parts.append(capped_section())
 
     parts.append("\n## Where the time goes (4M rows)\n")
     rows = []
