@@ -13,7 +13,8 @@ the opening of one training stage as the profiler and the executor release kerne
            written for each), passes repeated until it takes the fused kernel's time
   stream1  one pass of `stream`: the fused kernel's bytes once
 If `alu` hides where `stream` costs about what `fused` does, the memory system is what
-they share; if `alu` costs as much, the SMs are. Every step is enqueued behind a GPU spin
+they share; if `alu` costs as much, the SMs are (--launch-once lets Nsight Compute read
+each one's counters alone). Every step is enqueued behind a GPU spin
 (backend/profile.py), so the events time the GPU, not the host. A step's span runs from
 its first stage's opening to the later of its end and the kernel's; the stretch is the
 span less the plain step's (medians of --reps steps).
@@ -58,10 +59,11 @@ from corun.workload import (  # noqa: E402
 )
 from sim.strategy import default_launch  # noqa: E402
 from spec import Shape  # noqa: E402
+from spec.model import HEAVY_TABLE_ROWS  # noqa: E402
 from spec.serde import write_atomic  # noqa: E402
 
-ALU_MAX_VALUE = 100_000
-"""heavy's table rows: the modulus the fused kernel's hashes reduce by."""
+ALU_MAX_VALUE = HEAVY_TABLE_ROWS
+"""The modulus heavy's hashes reduce by."""
 CALIBRATION_START = {"alu": 16, "stream": 1}
 """First guess of iterations (alu) and passes (stream) before scaling to the target
 (synthetic kernels are timed alone at --reps launches, scaled once, timed again)."""
