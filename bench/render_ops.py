@@ -106,9 +106,8 @@ def capped_section() -> str:
         "bench/ops_gpu.py --only ceiling,pipelines --variants fused,fused-r32 "
         "--check-rows 65536 --pipelines kaggle,terabyte,wide-2x,wide-4x,multihot,heavy`; "
         "the capped kernel's output compared with the reference on 200,000 sampled rows "
-        "(or all). Faster where the uncapped kernel's registers limit its blocks and "
-        "spilling costs little (heavy, kaggle), slower where it spills (multihot, "
-        "wide-2x): a per-kernel choice, not a default.\n",
+        "(or all). Faster for some presets, slower for others: a per-kernel choice, not "
+        "a default.\n",
         table(["pipeline", "rows", "registers uncapped", "uncapped ms", "capped ms",
                "speed-up", "capped rows equal"], rows)])
 
