@@ -141,18 +141,18 @@ class Synthetic:
         else:
             stream_kernel[self.blocks, self.threads, stream](self.src, self.dst, self.knob)
 
-    def output(self) -> np.ndarray:
-        a = self.out if self.kind == "alu" else self.dst
-        return a.copy_to_host() if self.prof.S.cuda else a
+    def _host(self, a, n: int) -> np.ndarray:
+        """The first `n` values of array `a`, on the host (only those are copied)."""
+        return a[:n].copy_to_host() if self.prof.S.cuda else a[:n]
 
     def output_matches(self, first: int = 64) -> bool:
         """Whether the first outputs equal the host reference's (after any launch)."""
-        got = self.output()[:first]
         if self.kind == "alu":
-            want = alu_reference(min(first, got.size), self.knob, ALU_MAX_VALUE)
+            got = self._host(self.out, first)
+            want = alu_reference(got.size, self.knob, ALU_MAX_VALUE)
         else:
-            src = self.src.copy_to_host() if self.prof.S.cuda else self.src
-            want = stream_reference(src[:first // 2], self.knob)
+            got = self._host(self.dst, first)
+            want = stream_reference(self._host(self.src, first // 2), self.knob)
         return bool(np.array_equal(got, want))
 
     def calibrate(self, target_ms: float, reps: int) -> float:
@@ -269,6 +269,18 @@ def launch_once(model_name: str, pipeline_name: str, batch: int, alu_iters: int,
     cuda.synchronize()
 
 
+def int_list(text: str, flag: str, lo: int, hi: int) -> tuple[int, ...]:
+    """Comma-separated integers in [lo, hi], or an exit naming `flag` and the range."""
+    try:
+        values = tuple(int(x) for x in text.split(","))
+    except ValueError:
+        values = ()
+    if not values or any(not lo <= v <= hi for v in values):
+        raise SystemExit(f"{flag}: {text!r} is not a comma-separated list of integers "
+                         f"in [{lo}, {hi}]")
+    return values
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--model", default="heavy-fused")
@@ -284,22 +296,22 @@ def main(argv: list[str] | None = None) -> int:
                     help="launch the fused kernel, alu and stream once each at the first "
                     "batch size and stop (for ncu); e.g. 417,5, run 1's knobs at 16384")
     args = ap.parse_args(argv)
+    batches = int_list(args.batches, "--batches", 1, 1 << 24)
+    caps = int_list(args.register_caps, "--register-caps", 16, 255) \
+        if args.register_caps else ()
     if args.launch_once:
-        alu_iters, passes = (int(x) for x in args.launch_once.split(","))
-        launch_once(args.model, args.pipeline, int(args.batches.split(",")[0]), alu_iters,
-                    passes)
+        knobs = int_list(args.launch_once, "--launch-once", 1, 1 << 20)
+        if len(knobs) != 2:
+            raise SystemExit(f"--launch-once: {args.launch_once} is not two integers "
+                             "ALU_ITERS,STREAM_PASSES")
+        launch_once(args.model, args.pipeline, batches[0], *knobs)
         return 0
     if args.reps < 1:
         raise SystemExit(f"--reps: {args.reps} is not an integer >= 1")
     if not args.dry_run and not cuda.is_available():
         raise SystemExit("no CUDA GPU: run on the H200, or pass --dry-run")
     say = lambda *a: print(*a, file=sys.stderr, flush=True)  # noqa: E731
-    caps = tuple(int(c) for c in args.register_caps.split(",")) if args.register_caps else ()
-    if any(not 16 <= c <= 255 for c in caps):
-        raise SystemExit(f"--register-caps: {args.register_caps} is not a list of "
-                         "integers in [16, 255]")
     t0 = time.time()
-    batches = [int(b) for b in args.batches.split(",")]
     if args.dry_run:
         batches, args.reps = [64], 1
     results = {"command": "python bench/contention_probe.py " + " ".join(

@@ -133,6 +133,10 @@ def main(argv: list[str] | None = None) -> int:
     rng = np.random.default_rng(0)
     results = []
     only = set(args.only.split(",")) if args.only else None
+    known = {name for name, _ in CASES}
+    if only and not only <= known:
+        ap.error(f"--only: {args.only!r} is not a comma-separated list of "
+                 f"{', '.join(sorted(known))}")
     for pipe_name, batch in CASES:
         if only and pipe_name not in only:
             continue

@@ -66,6 +66,9 @@ def test_dry_run_measures_every_kernel_at_every_release(tmp_path):
                for k in ("alu", "alu-thin", "stream", "stream1"))
 
 
-def test_register_caps_are_checked():
-    with pytest.raises(SystemExit, match="register-caps"):
-        main(["--dry-run", "--out", "/tmp/unused", "--register-caps", "8"])
+@pytest.mark.parametrize("flag,value", [("--register-caps", "8"), ("--batches", "0"),
+                                        ("--batches", "8192,x"), ("--launch-once", "417"),
+                                        ("--launch-once", "0,5")])
+def test_bad_lists_are_refused_naming_the_flag(flag, value):
+    with pytest.raises(SystemExit, match=flag):
+        main(["--dry-run", "--out", "/tmp/unused", flag, value])

@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from bench.host_breakdown import summary
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -28,3 +30,12 @@ def test_a_dry_run_times_the_lane_calls_of_a_planned_case(tmp_path):
     calls = case["calls"]
     for name in ("Lane.stage", "Lane.launch", "Lane.assemble", "Lane.finish", "Trainer.step"):
         assert calls[name]["calls_per_step"] == 1.0, name
+
+
+def test_host_split_refuses_an_unknown_pipeline(capsys):
+    from bench.host_split import main as host_split
+
+    with pytest.raises(SystemExit):
+        host_split(["--dry-run", "--only", "kaggle,nope"])
+    assert "--only: 'kaggle,nope' is not a comma-separated list of heavy, kaggle" in \
+        capsys.readouterr().err
