@@ -192,7 +192,7 @@ def read_stored_text(path: str | Path) -> str:
 def stored_glob(folder: Path, pattern: str) -> list[Path]:
     """The files of `folder` matching `pattern`, stored plain or gzipped, each under its
     plain name, sorted."""
-    plain = {p for p in folder.glob(pattern)}
+    plain = set(folder.glob(pattern))
     plain |= {p.with_name(p.name[:-len(GZIP_SUFFIX)])
               for p in folder.glob(pattern + GZIP_SUFFIX)}
     return sorted(plain)
