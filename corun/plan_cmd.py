@@ -133,8 +133,12 @@ def run(args: argparse.Namespace) -> int:
     if host_caution:
         print(host_caution)
     kt = {k.kernel: k for k in preds[chosen_at].kernels}
-    rows = [[k.name, k.stage, len(k.nodes), k.blocks, k.threads_per_block,
-             f"{kt[k.name].standalone_ms:.3f}" if k.name in kt else "-"]
+
+    def alone(k) -> str:  # on several GPUs predictions name kernels gpu<g>/<name>
+        key = k.name if hw.gpu_count == 1 else f"gpu{k.gpu or 0}/{k.name}"
+        return f"{kt[key].standalone_ms:.3f}" if key in kt else "-"
+
+    rows = [[k.name, k.stage, len(k.nodes), k.blocks, k.threads_per_block, alone(k)]
             for k in chosen.plan.kernels]
     plan = chosen.plan
     owners = sum(1 for v in plan.feature_mapping.values() if v.value == "owner")

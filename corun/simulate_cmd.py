@@ -25,7 +25,7 @@ from sim import (
     simulate,
     steady_state,
 )
-from sim.scenario import CAUTION, HINT
+from sim.scenario import CAUTION, HINT, NOTE
 from spec import Hardware, Plan, Prediction, SpecError
 from spec.serde import dumps, load, save, write_atomic
 
@@ -91,9 +91,9 @@ def comparison_table(preds: list[Prediction]) -> str:
 
 
 def caveats(preds: list[Prediction]) -> list[str]:
-    """The distinct cautions and hints in the predictions' notes, in order."""
+    """The distinct cautions, hints and notes in the predictions' notes, in order."""
     return list(dict.fromkeys(n for p in preds for n in p.notes
-                              if n.startswith((CAUTION, HINT))))
+                              if n.startswith((CAUTION, HINT, NOTE))))
 
 
 def print_caveats(preds: list[Prediction]) -> None:

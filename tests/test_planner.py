@@ -87,6 +87,19 @@ def test_plan_cli(tmp_path, capsys):
     assert [d["strategy"] for d in docs][-2:] == ["rap", "corun"]
 
 
+def test_plan_cli_shows_kernel_times_on_several_gpus(capsys):
+    """On two GPUs predictions name kernels gpu<g>/<name>; the chosen plan's table still
+    shows each kernel's time alone."""
+    assert main(["plan", "--gpus", "2", "--batch", "16384", "--time-limit", "2",
+                 "--iterations", "4", "--quiet"]) == 0  # GPU-bound: a GPU plan
+    text = capsys.readouterr().out
+    table = text.split("chosen plan (corun)")[1].splitlines()[3:]
+    kernel_rows = [r.split() for r in table if r.strip()]
+    assert kernel_rows, text
+    for row in kernel_rows:
+        assert float(row[-1]) > 0, row
+
+
 def test_search_within_one_percent_of_the_milp():
     """Deciding what the MILP decides (fusion, stages; default launch shape), the local
     search reaches the exact optimum's simulated throughput within 1%."""

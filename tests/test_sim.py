@@ -276,6 +276,34 @@ def test_owner_mapping_removes_input_all_to_all_bytes(kaggle, kaggle_model):
     assert local.send_bytes > 0 and owner.send_bytes == 0 and owner.recv_bytes == 0
 
 
+def test_owner_mapped_plan_says_why_it_can_exceed_ideal(kaggle, kaggle_model):
+    """The note names the mapped tables and the all-to-all they skip, in ms."""
+    from sim.scenario import NOTE
+
+    hw = spec.hardware_preset("h200", 2)
+    owner = shard_tables(kaggle_model, hw).owner["cat_0"]
+    chain = ("fill_cat_0", "hash_cat_0", "first_cat_0")
+    rest = tuple(n for n in kaggle.order if n not in chain)
+    kernels = (spec.FusedKernel("rest", rest, "emb_fwd"),
+               spec.FusedKernel("c0", chain, "emb_fwd", gpu=owner))
+    plan = spec.Plan("kaggle", kaggle_model.name, 2, kernels,
+                     feature_mapping={"first_cat_0": spec.Mapping.OWNER})
+    r = simulate(Scenario(hw, kaggle_model, kaggle, Strategy(StrategyKind.PLAN, plan=plan)),
+                 commit="t")
+    notes = [n for n in r.prediction.notes if n.startswith(NOTE)]
+    assert len(notes) == 1 and notes[0].startswith(NOTE + "1 of 27 tables")
+    sh = shard_tables(kaggle_model, hw)
+    works = [stage_work(kaggle_model, hw, sh, g)[Stage.INPUT_A2A] for g in range(2)]
+    whole = all_to_all_ms([w.send_bytes for w in works], [w.recv_bytes for w in works],
+                          hw.collective_link)
+    i = r.compiled.gpus[0].stages.index(Stage.INPUT_A2A)
+    assert f"predicted {whole:.3f} -> {r.compiled.gpus[0].comm_ms[i]:.3f} ms" in notes[0]
+    assert r.compiled.gpus[0].comm_ms[i] <= whole  # one table of 27: the other GPU's bytes set it
+    ideal = simulate(Scenario(hw, kaggle_model, kaggle, Strategy(StrategyKind.IDEAL)),
+                     commit="t")
+    assert not [n for n in ideal.prediction.notes if n.startswith(NOTE)]
+
+
 def test_owner_kernel_must_run_on_owner(kaggle, kaggle_model):
     hw = spec.hardware_preset("h200", 2)
     owner = shard_tables(kaggle_model, hw).owner["cat_0"]
