@@ -1,4 +1,5 @@
-"""`corun whatif`: plan every point of a hardware x GPUs x batch grid, in parallel."""
+"""`corun whatif`: plan every point of a hardware x interconnect x GPUs x batch grid, in
+parallel."""
 
 from __future__ import annotations
 
@@ -20,6 +21,8 @@ MAX_CORES = 8192
 @dataclass(frozen=True)
 class Point:
     hardware: str
+    interconnect: str
+    """The GPUs' link inside a node (a spec.LINKS key; by default the hardware's NVLink)."""
     gpus: int
     batch: int
     ideal_samples_per_s: float
@@ -57,6 +60,9 @@ def _limit_threads(threads: int) -> None:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--hardware", default="h100,h200,a100")
+    p.add_argument("--interconnect", default="",
+                   help="links inside a node to compare, e.g. nvlink4,pcie5 (default: each "
+                   "hardware's own NVLink; `corun presets` lists them)")
     p.add_argument("--gpus", default="1,2,4,8")
     p.add_argument("--batch", default="4096,8192")
     p.add_argument("--model", default="criteo-kaggle")
@@ -67,15 +73,22 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quiet", action="store_true")
 
 
+def link_key(hw) -> str:
+    """The spec.LINKS key of the hardware's link inside a node."""
+    from spec import LINKS
+
+    return next(k for k, v in LINKS.items() if v == hw.intra_node)
+
+
 def plan_point(hw_name: str, gpus: int, batch: int, model_name: str, pipe_name: str,
-               time_limit: float) -> Point:
+               time_limit: float, interconnect: str | None = None) -> Point:
     from corun.workload import resolve_model, resolve_pipeline
     from planner import LocalSearch, SimJudge
     from sim import Scenario, Strategy, StrategyKind, simulate
     from sim.scenario import CPU_ITERATIONS, CPU_WARMUP
     from spec import hardware_preset
 
-    hw = hardware_preset(hw_name, gpus)
+    hw = hardware_preset(hw_name, gpus, intra_node=interconnect)
     model = resolve_model(model_name, batch)
     # every point as long as sim.steady_state runs CPU work: ideal, plan and cpu:N alike
     sc = Scenario(hw, model, resolve_pipeline(pipe_name), Strategy(StrategyKind.IDEAL),
@@ -86,7 +99,8 @@ def plan_point(hw_name: str, gpus: int, batch: int, model_name: str, pipe_name: 
                        commit="whatif").prediction.throughput_samples_per_s
 
     def cpu(n: int) -> float:
-        s = replace(sc, hardware=hardware_preset(hw_name, gpus, host_cpu_cores=n),
+        s = replace(sc, hardware=hardware_preset(hw_name, gpus, host_cpu_cores=n,
+                                                 intra_node=interconnect),
                     strategy=Strategy(StrategyKind.CPU, cpu_workers=n))
         return simulate(s, commit="whatif").prediction.throughput_samples_per_s
 
@@ -103,7 +117,7 @@ def plan_point(hw_name: str, gpus: int, batch: int, model_name: str, pipe_name: 
             else:
                 lo = mid
         need = hi
-    return Point(hw_name, gpus, batch, ideal, planned, planned / ideal, need,
+    return Point(hw_name, link_key(hw), gpus, batch, ideal, planned, planned / ideal, need,
                  plan_summary(plan))
 
 
@@ -111,13 +125,17 @@ def run(args: argparse.Namespace) -> int:
     from corun.workload import int_list, resolve_model
     from costmodel import shard_tables
     from reports.whatif import heatmaps, markdown
-    from spec import GPU_KINDS, hardware_preset
+    from spec import GPU_KINDS, LINKS, hardware_preset
     from spec.serde import write_atomic
 
     kinds = args.hardware.split(",")
     for k in kinds:
         if k not in GPU_KINDS:
             raise SpecError("--hardware", k, f"one of {', '.join(GPU_KINDS)}")
+    links: list[str | None] = args.interconnect.split(",") if args.interconnect else [None]
+    for link in links:
+        if link is not None and link not in LINKS:
+            raise SpecError("--interconnect", link, f"one of {', '.join(LINKS)}")
     gpus, batches = int_list(args.gpus, "--gpus"), int_list(args.batch, "--batch")
     if args.jobs < 1:
         raise SpecError("--jobs", args.jobs, "an integer >= 1")
@@ -125,7 +143,7 @@ def run(args: argparse.Namespace) -> int:
     for k in kinds:  # fail fast on a model that cannot fit, before the workers start
         for g in gpus:
             shard_tables(model, hardware_preset(k, g))
-    grid = [(k, g, b) for k in kinds for g in gpus for b in batches]
+    grid = [(k, link, g, b) for k in kinds for link in links for g in gpus for b in batches]
     points: list[Point] = []
     # spawned, not forked: a fork of a process whose OpenMP threads (scikit-learn's
     # gradient boosting in the learned cost model) have run can hang in the child
@@ -134,7 +152,7 @@ def run(args: argparse.Namespace) -> int:
                              initargs=(threads,),
                              mp_context=multiprocessing.get_context("spawn")) as pool:
         futures = [pool.submit(plan_point, k, g, b, args.model, args.pipeline,
-                               args.time_limit) for k, g, b in grid]
+                               args.time_limit, link) for k, link, g, b in grid]
         for i, f in enumerate(futures):
             points.append(f.result())
             if not args.quiet:

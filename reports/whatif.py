@@ -13,21 +13,28 @@ def markdown(points, model: str, pipeline: str) -> str:
     lines = [f"# What-if: {model} / {pipeline}", "",
              "Planned throughput (corun's plan, simulated), as a share of ideal, and the "
              "smallest cpu:N that matches the plan.", "",
-             "| hardware | GPUs | batch/GPU | ideal samples/s | planned samples/s | of ideal "
-             "| CPU cores to match | plan |", "|---|---|---|---|---|---|---|---|"]
+             "| hardware | interconnect | GPUs | batch/GPU | ideal samples/s "
+             "| planned samples/s | of ideal | CPU cores to match | plan |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for p in points:
         cores = str(p.cpu_cores_to_match) if p.cpu_cores_to_match <= 8192 else "> 8192"
-        lines.append(f"| {p.hardware} | {p.gpus} | {p.batch} | {p.ideal_samples_per_s:,.0f} "
-                     f"| {p.planned_samples_per_s:,.0f} | {100 * p.of_ideal:.1f}% | {cores} "
-                     f"| {p.plan} |")
+        lines.append(f"| {p.hardware} | {p.interconnect} | {p.gpus} | {p.batch} "
+                     f"| {p.ideal_samples_per_s:,.0f} | {p.planned_samples_per_s:,.0f} "
+                     f"| {100 * p.of_ideal:.1f}% | {cores} | {p.plan} |")
+    if any(p.of_ideal > 1 for p in points):
+        lines += ["", "Above 100%: ideal's batches are ready on each GPU row-wise, so their "
+                  "ids still cross the input all-to-all; a plan's owner-mapped features are "
+                  "preprocessed by their table's GPU over the global batch and skip it "
+                  "(`corun plan` prints the all-to-all's time with and without them)."]
     return "\n".join(lines) + "\n"
 
 
 def heatmaps(points, out: Path) -> list[Path]:
-    """One figure per metric; one panel per hardware; GPUs down, batch across."""
+    """One figure per metric; one panel per hardware and interconnect; GPUs down, batch
+    across."""
     import matplotlib.pyplot as plt
 
-    kinds = list(dict.fromkeys(p.hardware for p in points))
+    kinds = list(dict.fromkeys((p.hardware, p.interconnect) for p in points))
     gpus = sorted({p.gpus for p in points})
     batches = sorted({p.batch for p in points})
     metrics = (("planned_samples_per_s", "planned samples/s", "{:,.0f}"),
@@ -39,7 +46,7 @@ def heatmaps(points, out: Path) -> list[Path]:
         for ax, kind in zip(axes[0], kinds):
             grid = np.full((len(gpus), len(batches)), np.nan)
             for p in points:
-                if p.hardware == kind:
+                if (p.hardware, p.interconnect) == kind:
                     grid[gpus.index(p.gpus), batches.index(p.batch)] = getattr(p, attr)
             ax.imshow(grid, cmap="viridis", aspect="auto")
             for i in range(len(gpus)):
@@ -52,7 +59,7 @@ def heatmaps(points, out: Path) -> list[Path]:
             ax.set_yticks(range(len(gpus)), gpus)
             ax.set_xlabel("batch per GPU")
             ax.set_ylabel("GPUs")
-            ax.set_title(f"{kind}: {title}", fontsize=9)
+            ax.set_title(f"{kind[0]} / {kind[1]}: {title}", fontsize=9)
         fig.tight_layout()
         paths += figures.save(fig, out, f"whatif_{attr}")
     return paths

@@ -126,6 +126,22 @@ def test_mismatched_and_malformed_inputs(files, tmp_path, capsys):
     assert "'corun.prediction/1' or 'corun.measurement/1'" in capsys.readouterr().err
 
 
+def test_whatif_compares_interconnects_and_says_why_a_plan_beats_ideal(tmp_path):
+    """Over PCIe the heavy pipeline's owner-mapped plan skips an input all-to-all that
+    costs ideal more than the owners' host copies: above 100%, and the table says why."""
+    from corun.whatif_cmd import plan_point
+    from reports.whatif import markdown
+
+    fast = plan_point("h200", 2, 16384, "heavy-fused", "heavy", 2, "nvlink4")
+    slow = plan_point("h200", 2, 16384, "heavy-fused", "heavy", 2, "pcie5")
+    assert (fast.interconnect, slow.interconnect) == ("nvlink4", "pcie5")
+    assert slow.ideal_samples_per_s < fast.ideal_samples_per_s
+    text = markdown([fast, slow], "heavy-fused", "heavy")
+    assert "| h200 | pcie5 | 2 | 16384 |" in text
+    assert ("Above 100%" in text) == (slow.of_ideal > 1 or fast.of_ideal > 1)
+    assert slow.of_ideal > 1 and "owner-mapped" in slow.plan
+
+
 def test_whatif_grid(tmp_path, capsys):
     from corun.whatif_cmd import plan_point
 
@@ -135,9 +151,11 @@ def test_whatif_grid(tmp_path, capsys):
                  "--time-limit", "60", "--jobs", "2", "--out", str(out), "--quiet"]) == 0
     with (out / "whatif.csv").open(newline="") as f:
         rows = list(csv.DictReader(f))
-    assert list(rows[0])[:4] == ["hardware", "gpus", "batch", "ideal_samples_per_s"]
-    assert [(r["hardware"], r["gpus"]) for r in rows] == [
-        ("h200", "1"), ("h200", "2"), ("a100", "1"), ("a100", "2")]
+    assert list(rows[0])[:5] == ["hardware", "interconnect", "gpus", "batch",
+                                 "ideal_samples_per_s"]
+    assert [(r["hardware"], r["interconnect"], r["gpus"]) for r in rows] == [
+        ("h200", "nvlink4", "1"), ("h200", "nvlink4", "2"), ("a100", "nvlink3", "1"),
+        ("a100", "nvlink3", "2")]
     direct = plan_point("h200", 1, 4096, "criteo-kaggle", "kaggle", 60)
     assert (rows[0]["plan"], float(rows[0]["planned_samples_per_s"])) == \
         (direct.plan, pytest.approx(direct.planned_samples_per_s))
@@ -147,5 +165,8 @@ def test_whatif_grid(tmp_path, capsys):
         assert (out / f"whatif_{metric}.png").exists()
     assert main(["whatif", "--gpus", "0", "--out", str(out), "--quiet"]) == 2
     assert "--gpus = '0': integers >= 1" in capsys.readouterr().err
+    assert main(["whatif", "--interconnect", "nvlink4,pcie9", "--out", str(out),
+                 "--quiet"]) == 2
+    assert "--interconnect = 'pcie9': one of nvlink2" in capsys.readouterr().err
     assert main(["whatif", "--hardware", "tpu", "--out", str(out), "--quiet"]) == 2
     assert "--hardware = 'tpu'" in capsys.readouterr().err
