@@ -22,27 +22,32 @@ THREADS_PER_BLOCK = 256
 
 @cuda.jit
 def bag_sgd_kernel(weight, ids, offsets, grad, scale):
-    """weight[ids[j], c] += scale * grad[bag, c] for every j of every bag."""
-    i = cuda.grid(1)
+    """weight[ids[j], c] += scale * grad[bag, c] for every j of every bag; a grid
+    smaller than one thread per (bag, column) strides over the rest."""
     cols = weight.shape[1]
-    if i >= grad.shape[0] * cols:
-        return
-    bag = i // cols
-    col = i - bag * cols
-    g = grad[bag, col] * scale
-    for j in range(offsets[bag], offsets[bag + 1]):
-        cuda.atomic.add(weight, (ids[j], col), g)
+    n = grad.shape[0] * cols
+    i = cuda.grid(1)
+    while i < n:
+        bag = i // cols
+        col = i - bag * cols
+        g = grad[bag, col] * scale
+        for j in range(offsets[bag], offsets[bag + 1]):
+            cuda.atomic.add(weight, (ids[j], col), g)
+        i += cuda.gridsize(1)
 
 
-def blocks_for(bags: int, cols: int) -> int:
-    return max(1, -(-bags * cols // THREADS_PER_BLOCK))
+def blocks_for(bags: int, cols: int, max_blocks: int = 0) -> int:
+    """One thread per (bag, column), or at most `max_blocks` blocks (0: no cap)."""
+    full = max(1, -(-bags * cols // THREADS_PER_BLOCK))
+    return min(full, max_blocks) if max_blocks > 0 else full
 
 
 @torch.no_grad()
 def bag_sgd_(weight: torch.Tensor, ids: torch.Tensor, offsets: torch.Tensor,
-             grad: torch.Tensor, lr: float) -> None:
+             grad: torch.Tensor, lr: float, max_blocks: int = 0) -> None:
     """In place: weight[ids in bag k] -= lr * grad[k]. `offsets` has one entry per bag
-    plus the last (include_last_offset layout), `grad` is [bags, dim]."""
+    plus the last (include_last_offset layout), `grad` is [bags, dim]. On a GPU the
+    kernel takes at most `max_blocks` blocks (0: one thread per bag and column)."""
     if grad.shape[0] != offsets.numel() - 1 or grad.shape[1] != weight.shape[1]:
         raise ValueError(f"grad {tuple(grad.shape)} does not match {offsets.numel() - 1} "
                          f"bags of dim {weight.shape[1]}")
@@ -52,7 +57,7 @@ def bag_sgd_(weight: torch.Tensor, ids: torch.Tensor, offsets: torch.Tensor,
         return
     stream = cuda.external_stream(torch.cuda.current_stream(weight.device).cuda_stream)
     args = [cuda.as_cuda_array(t) for t in (weight.detach(), ids, offsets, grad)]
-    bag_sgd_kernel[blocks_for(grad.shape[0], weight.shape[1]), THREADS_PER_BLOCK,
+    bag_sgd_kernel[blocks_for(grad.shape[0], weight.shape[1], max_blocks), THREADS_PER_BLOCK,
                    stream](*args, np.float32(-lr))
 
 

@@ -216,6 +216,8 @@ class Trainer:
             self.row_state = torch.zeros_like(emb)
         if model.precision is Precision.TF32 and self.device.type == "cuda":
             torch.backends.cuda.matmul.allow_tf32 = True
+        self.update_max_blocks = 0
+        """The fused embedding update's grid cap (embedding_sgd.bag_sgd_; 0: none)."""
 
     def begin_run(self) -> None:
         """Called when a run starts (backend/graphed.py forgets its graphs there)."""
@@ -318,7 +320,8 @@ class Trainer:
         dim]: autograd into `embedding.grad`, or, fused, the SGD update itself (the
         optimizer stage then updates the dense parameters only)."""
         if self.spec.embedding_update is EmbeddingUpdate.FUSED_SGD:
-            bag_sgd_(self.net.embedding, ids, offsets, grad, self.spec.learning_rate)
+            bag_sgd_(self.net.embedding, ids, offsets, grad, self.spec.learning_rate,
+                     self.update_max_blocks)
         else:
             pooled.backward(grad)
 

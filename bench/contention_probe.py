@@ -166,10 +166,11 @@ class Synthetic:
         return self.prof.kernel_alone_ms(self.launch, reps)
 
 
-def measure(prof: Profiler, launch: Callable[[], None] | None, reps: int) -> dict:
-    """Median span, kernel time and each stage's time per release stage (one entry,
-    "plain", without a kernel)."""
-    releases = [None] if launch is None else list(TRAINING_STAGES)
+def measure(prof: Profiler, launch: Callable[[], None] | None, reps: int,
+            stages=TRAINING_STAGES) -> dict:
+    """Median span, kernel time and each stage's time per release stage of `stages` (one
+    entry, "plain", without a kernel)."""
+    releases = [None] if launch is None else list(stages)
     out = {}
     for stage in releases:
         steps = [prof.step(stage, launch) for _ in range(reps + 1)][1:]

@@ -206,6 +206,10 @@ def test_bag_sgd_kernel_in_the_cuda_simulator():
     bag_sgd_kernel[blocks_for(4, 3), THREADS_PER_BLOCK](got, ids, offsets, grad,
                                                         np.float32(-0.5))
     assert np.allclose(got, want, atol=1e-6)
+    strided = w.copy()  # a grid of 1 block of 4 threads strides over the 12 (bag, column)s
+    assert blocks_for(4, 3, max_blocks=1) == 1 and blocks_for(4000, 3, 7) == 7
+    bag_sgd_kernel[1, 4](strided, ids, offsets, grad, np.float32(-0.5))
+    assert np.allclose(strided, want, atol=1e-6)
     on_cpu = torch.from_numpy(w.copy())
     bag_sgd_(on_cpu, torch.from_numpy(ids), torch.from_numpy(offsets), torch.from_numpy(grad),
              0.5)
