@@ -13,11 +13,20 @@ CPU, torch's `index_add_` of each id's bag gradient does the same.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import torch
 from numba import cuda
 
 THREADS_PER_BLOCK = 256
+UPDATE_BLOCKS_PER_SM = 4
+"""The kernel's default grid: 4 blocks an SM, striding over the (bag, column) pairs.
+Measured on the H200 (`python bench/update_grid_probe.py`, heavy-fused, run 1 in
+bench/results/update_grid_h200.md): one thread per pair (13,312 blocks at batch 16384)
+took 5.60 ms, 4 an SM 3.17 ms (8: 3.12, 2: 3.26, 1: 3.46; batch 8192 1.96 -> 1.49 ms),
+and the grid, resident at once, leaves room on the SMs: the pipeline's kernel released
+beside it cost the step 0.17 ms of its 0.56 alone, against 0.51 beside the full grid."""
 
 
 @cuda.jit
@@ -43,11 +52,17 @@ def blocks_for(bags: int, cols: int, max_blocks: int = 0) -> int:
 
 
 @torch.no_grad()
+@functools.cache
+def _sm_count(device: torch.device) -> int:
+    return torch.cuda.get_device_properties(device).multi_processor_count
+
+
 def bag_sgd_(weight: torch.Tensor, ids: torch.Tensor, offsets: torch.Tensor,
-             grad: torch.Tensor, lr: float, max_blocks: int = 0) -> None:
+             grad: torch.Tensor, lr: float, max_blocks: int | None = None) -> None:
     """In place: weight[ids in bag k] -= lr * grad[k]. `offsets` has one entry per bag
     plus the last (include_last_offset layout), `grad` is [bags, dim]. On a GPU the
-    kernel takes at most `max_blocks` blocks (0: one thread per bag and column)."""
+    kernel takes at most `max_blocks` blocks (None: UPDATE_BLOCKS_PER_SM an SM; 0: one
+    thread per bag and column)."""
     if grad.shape[0] != offsets.numel() - 1 or grad.shape[1] != weight.shape[1]:
         raise ValueError(f"grad {tuple(grad.shape)} does not match {offsets.numel() - 1} "
                          f"bags of dim {weight.shape[1]}")
@@ -55,6 +70,8 @@ def bag_sgd_(weight: torch.Tensor, ids: torch.Tensor, offsets: torch.Tensor,
     if weight.device.type != "cuda":
         bag_sgd_index_add_(weight, ids, offsets, grad, lr)
         return
+    if max_blocks is None:
+        max_blocks = UPDATE_BLOCKS_PER_SM * _sm_count(weight.device)
     stream = cuda.external_stream(torch.cuda.current_stream(weight.device).cuda_stream)
     args = [cuda.as_cuda_array(t) for t in (weight.detach(), ids, offsets, grad)]
     bag_sgd_kernel[blocks_for(grad.shape[0], weight.shape[1], max_blocks), THREADS_PER_BLOCK,

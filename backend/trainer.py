@@ -216,8 +216,9 @@ class Trainer:
             self.row_state = torch.zeros_like(emb)
         if model.precision is Precision.TF32 and self.device.type == "cuda":
             torch.backends.cuda.matmul.allow_tf32 = True
-        self.update_max_blocks = 0
-        """The fused embedding update's grid cap (embedding_sgd.bag_sgd_; 0: none)."""
+        self.update_max_blocks: int | None = None
+        """The fused embedding update's grid cap (embedding_sgd.bag_sgd_; None: its
+        default, 0: one thread per bag and column)."""
 
     def begin_run(self) -> None:
         """Called when a run starts (backend/graphed.py forgets its graphs there)."""

@@ -185,7 +185,9 @@ def run_case(pipe_name: str, batch: int, label: str, args, trainers: dict, hw,
     # training (RunSettings.preprocess_first); "+core": each batch's copies through
     # PyTorch and its kernels launched through cuda.core, not the driver
     # (backend/driver.py); "+calls": each batch's copies, launches and assembly as calls
-    # one by one, not replayed as CUDA graphs (RunSettings.preprocess_graphs)
+    # one by one, not replayed as CUDA graphs (RunSettings.preprocess_graphs); "+uncapped":
+    # the fused embedding update with one thread per bag and column, not
+    # embedding_sgd.UPDATE_BLOCKS_PER_SM blocks an SM (one GPU)
     driver.use = "core" not in suffixes
     if "eager" in suffixes:
         model = replace(model, cuda_graphs=False)
@@ -228,6 +230,8 @@ def run_case(pipe_name: str, batch: int, label: str, args, trainers: dict, hw,
         if device != "cpu":
             torch.cuda.empty_cache()
         trainers[key] = make_trainer(model, device, 0)
+    if key in trainers:
+        trainers[key].update_max_blocks = 0 if "uncapped" in suffixes else None
     replay = strategy is not None and strategy.kind is StrategyKind.IDEAL
     ex = Executor(model, pipeline, plan, label, settings, device, replay,
                   command=" ".join(["python", *sys.argv]), trainer=trainers.get(key),

@@ -91,7 +91,7 @@ def probe_batch(model_name: str, pipeline_name: str, batch: int, caps: tuple[int
                 f"{plain['span_ms']:.3f}; {name}: " + ", ".join(
                     f"{st} {r['stretch_ms']:+.3f}" for st, r in by_stage.items()))
         by_cap.append(row)
-    prof.trainer.update_max_blocks = 0
+    prof.trainer.update_max_blocks = None
     return {"batch": batch, "raw_ids": raw_ids,
             "output_matches_reference": alu.output_matches(),
             "kernels": {k: {key: v for key, v in d.items() if key != "launch"}
@@ -106,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--batches", default="16384,8192")
     ap.add_argument("--caps", default="0,8,4,2,1",
                     help="the update's blocks per SM to try (0: one thread per bag and "
-                    "column, the default)")
+                    "column, as before embedding_sgd.UPDATE_BLOCKS_PER_SM)")
     ap.add_argument("--stages", default=DEFAULT_STAGES, help="release stages")
     ap.add_argument("--reps", type=int, default=12, help="steps per measurement (>= 1)")
     ap.add_argument("--out", required=True)
