@@ -6,6 +6,8 @@
 #                 the uncapped update, gpu-sequential likewise, and the whole pipeline
 #                 released at emb_fwd (gpu-overlap's kernel), interaction_bwd and emb_bwd
 #                 (also at 132 blocks): $OUT/capped.tar
+#   PART=ahead    b16384: those with the batch unchecked and two batches ahead:
+#                 $OUT/capped_ahead.tar
 #   PART=profile  heavy-fused's co-running profile with the capped update (the rows the
 #                 uncapped update measured no longer hold): $OUT/profile/profile.csv
 #   PART=plans    corun's plans (bench/plans/heavy-fused-b<batch>/, refitted and replanned
@@ -17,6 +19,12 @@ if [ "$PART" = rounds ]; then
   bash bench/heavy_rounds.sh capped capped heavy-stages "${ROUNDS:-3}" \
     "ideal,ideal+uncapped,gpu-sequential,gpu-sequential+uncapped,at:emb_fwd,at:interaction_bwd,at:emb_bwd,at:emb_bwd+b132" \
     16384:230 8192:200
+elif [ "$PART" = ahead ]; then
+  # where the co-run's cost goes at b16384: the batch's assembly and check (+nocheck),
+  # and the next step waiting for the batch (+ahead2: the kernels two batches ahead)
+  bash bench/heavy_rounds.sh capped_ahead capped_ahead heavy-stages "${ROUNDS:-3}" \
+    "ideal,gpu-sequential,gpu-sequential+nocheck,at:emb_fwd,at:emb_fwd+nocheck,at:emb_fwd+ahead2,at:interaction_bwd+ahead2,at:emb_bwd+ahead2,at:emb_bwd+ahead2+nocheck" \
+    16384:280
 elif [ "$PART" = profile ]; then
   mkdir -p "$OUT/profile"
   PLANS=bench/plans/heavy-fused-one-kernel.json
