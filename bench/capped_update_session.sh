@@ -9,9 +9,10 @@
 #   PART=ahead    b16384: those with the batch unchecked and two batches ahead:
 #                 $OUT/capped_ahead.tar
 #   PART=profile  heavy-fused's co-running profile with the capped update (the rows the
-#                 uncapped update measured no longer hold): $OUT/profile/profile.csv
-#   PART=plans    corun's plans (bench/plans/heavy-fused-b<batch>/, refitted and replanned
-#                 on those rows) in 3 rounds beside the baselines: $OUT/capped_plans.tar
+#                 uncapped update measured moved to costmodel/data/h200/uncapped-update/),
+#                 refit, replan b8192/b16384, and the plans in 2 rounds beside the
+#                 baselines: $OUT/capped_profile.tar, $OUT/capped_plans.tar
+#   PART=plans    the committed plans in 3 rounds beside the baselines: $OUT/capped_plans.tar
 set -u
 PART=${PART:-rounds}
 nvidia-smi --query-gpu=index,name,clocks.sm,memory.used --format=csv
@@ -26,14 +27,38 @@ elif [ "$PART" = ahead ]; then
     "ideal,gpu-sequential,gpu-sequential+nocheck,at:emb_fwd,at:emb_fwd+nocheck,at:emb_fwd+ahead2,at:interaction_bwd+ahead2,at:emb_bwd+ahead2,at:emb_bwd+ahead2+nocheck" \
     16384:280
 elif [ "$PART" = profile ]; then
-  mkdir -p "$OUT/profile"
-  PLANS=bench/plans/heavy-fused-one-kernel.json
-  python -m corun.cli profile --out "$OUT/profile" --models heavy-fused --train-pipeline heavy \
-    --pipelines heavy --batches 8192,16384,32768 --shapes 6 --launches 2 --mappings both \
-    --reps 3 --budget-minutes "${PROFILE_MIN:-4}" 2>&1 | tail -5
-  python -m corun.cli profile --out "$OUT/profile" --models heavy-fused --train-pipeline heavy \
-    --batches 8192,16384,32768 --shapes 0 --reps 3 --plans "$PLANS" --budget-minutes 2 \
-    2>&1 | tail -3
+  # profile heavy-fused again (random kernels, and the whole pipeline at every launch
+  # shape), refit, replan b8192/b16384, then the plans in 2 rounds beside the baselines
+  stamp() { while IFS= read -r l; do echo "$(date +%T.%3N) $l"; done; }
+  D=costmodel/data/h200
+  mkdir -p "$OUT/capped" "$OUT/launches" "$OUT/plans"
+  python -m corun.cli profile --out "$OUT/capped" --models heavy-fused --train-pipeline heavy \
+    --pipelines heavy --batches 8192,16384,32768 --shapes 6 --launches 2 \
+    --mappings thread,warp --reps 3 --budget-minutes 2.5 2>&1 | stamp > "$OUT/capped.log"
+  tail -2 "$OUT/capped.log"
+  plans=$(python bench/launch_plans.py --pipeline heavy --model heavy-fused \
+    --blocks 132,264,528,1056,2112 --out /tmp/launch-plans) || exit 1
+  python -m corun.cli profile --out "$OUT/launches" --models heavy-fused --train-pipeline heavy \
+    --pipelines heavy --batches 8192,16384 --shapes 0 --plans "$plans" --reps 3 \
+    --budget-minutes 1.5 2>&1 | stamp > "$OUT/launches.log"
+  tail -2 "$OUT/launches.log"
+  cp "$OUT/capped/profile.csv" $D/profile-capped-update.csv
+  cp "$OUT/launches/profile.csv" $D/profile-capped-launches.csv
+  python -m corun.cli fit $D -o $D/model.pkl 2>&1 | stamp > "$OUT/fit.log"
+  tail -14 "$OUT/fit.log"
+  cp $D/model.pkl $D/model.json $D/model-heldout.png $D/model-heldout.svg "$OUT/plans/"
+  for b in 8192 16384; do
+    python -m corun.cli plan --hardware h200 --gpus 1 --pipeline heavy --model heavy-fused \
+      --batch "$b" --time-limit 10 --quiet --out "bench/plans/heavy-fused-b$b" \
+      > "bench/plans/heavy-fused-b$b.txt" 2>&1
+    rm -f bench/plans/heavy-fused-b$b/trace-*.json
+    cp -r "bench/plans/heavy-fused-b$b" "bench/plans/heavy-fused-b$b.txt" "$OUT/plans/"
+    sed -n '/^strategy/,/^corun /p' "bench/plans/heavy-fused-b$b.txt"
+  done
+  bash bench/heavy_rounds.sh capped_plans capped_plans heavy "${ROUNDS:-2}" \
+    ideal,gpu-sequential,gpu-overlap,corun,corun+ahead2 16384:140 8192:110
+  tar -C "$OUT" -cf "$OUT/capped_profile.tar" capped launches plans capped.log launches.log \
+    fit.log && rm -rf "$OUT/capped" "$OUT/launches" "$OUT/plans" "$OUT"/*.log
 else
   bash bench/heavy_rounds.sh capped_plans capped_plans heavy "${ROUNDS:-3}" \
     ideal,gpu-sequential,gpu-overlap,corun 16384:200 8192:170
