@@ -12,6 +12,9 @@
 #                 uncapped update measured moved to costmodel/data/h200/uncapped-update/),
 #                 refit, replan b8192/b16384, and the plans in 2 rounds beside the
 #                 baselines: $OUT/capped_profile.tar, $OUT/capped_plans.tar
+#   PART=refine   plan, profile the plans' unprofiled kernels, refit, replan
+#                 (bench/refine_plans.py), then those plans in 3 rounds beside the
+#                 baselines: $OUT/capped_refine.tar, $OUT/capped_refined.tar
 #   PART=plans    the committed plans in 3 rounds beside the baselines: $OUT/capped_plans.tar
 set -u
 PART=${PART:-rounds}
@@ -59,6 +62,24 @@ elif [ "$PART" = profile ]; then
     ideal,gpu-sequential,gpu-overlap,corun,corun+ahead2 16384:140 8192:110
   tar -C "$OUT" -cf "$OUT/capped_profile.tar" capped launches plans capped.log launches.log \
     fit.log && rm -rf "$OUT/capped" "$OUT/launches" "$OUT/plans" "$OUT"/*.log
+elif [ "$PART" = refine ]; then
+  # plan, profile what the plans launch and no row has, refit, plan again
+  # (bench/refine_plans.py; the search now also tries two batches ahead), then the final
+  # plans in 3 rounds beside the baselines
+  D=costmodel/data/h200
+  python bench/refine_plans.py --model heavy-fused --pipeline heavy --batches 8192,16384 \
+    --rounds "${REFINE_ROUNDS:-2}" --time-limit 8 --out "$OUT/refine" > "$OUT/refine.log" 2>&1
+  grep -E "round|converged|profil" "$OUT/refine.log" | tail -12
+  cp $D/profile-refine-heavy-fused*.csv $D/model.pkl $D/model.json $D/model-heldout.png \
+    $D/model-heldout.svg "$OUT/refine/"
+  cp -r bench/plans/heavy-fused-b8192 bench/plans/heavy-fused-b16384 \
+    bench/plans/heavy-fused-b8192.txt bench/plans/heavy-fused-b16384.txt "$OUT/refine/"
+  for b in 8192 16384; do sed -n '/^gpu-seq/,/^corun /p;/released at/,$p' \
+    "bench/plans/heavy-fused-b$b.txt"; done
+  bash bench/heavy_rounds.sh capped_refined capped_refined heavy "${ROUNDS:-3}" \
+    ideal,gpu-sequential,gpu-overlap,corun 16384:150 8192:120
+  tar -C "$OUT" -cf "$OUT/capped_refine.tar" refine refine.log && rm -rf "$OUT/refine" \
+    "$OUT/refine.log"
 else
   bash bench/heavy_rounds.sh capped_plans capped_plans heavy "${ROUNDS:-3}" \
     ideal,gpu-sequential,gpu-overlap,corun 16384:200 8192:170

@@ -34,8 +34,8 @@ def main() -> int:
         t0 = time.perf_counter()
         exact = solve(judge)
         t_milp = time.perf_counter() - t0
-        fixed = LocalSearch(tune_launch=False, remap=False, tune_priority=False).propose(
-            judge, 60)
+        fixed = LocalSearch(tune_launch=False, remap=False, tune_priority=False,
+                            tune_ahead=False).propose(judge, 60)
         tuned = LocalSearch().propose(judge, 60)
         m = exact.judged.throughput_samples_per_s
         rows.append({"pipeline": pipe, "milp_s": t_milp, "milp_status": exact.status,

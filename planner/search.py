@@ -9,10 +9,12 @@ kernel's units in two (the second half tried at every stage); merge two kernels 
 stage; double or halve a kernel's blocks; flip a kernel with long list outputs between a
 warp and a thread per row (FusedKernel.warp_rows); flip the plan's stream priority (training
 above preprocessing, or equal: on a pipeline too heavy to hide, equal priority finishes
-the kernels sooner); remap a unit: to the host CPU workers and back (into a new kernel
-at every stage where no local kernel is left), or (several GPUs) a unit that is one
-sparse feature to its table's owner GPU, over the global batch, which saves its ids the
-input all-to-all. A move that puts more units on the host CPU must gain CPU_MARGIN.
+the kernels sooner); preprocess one or two batches ahead (Plan.batches_ahead: with two, a
+kernel that outlasts the step does not hold back the next one); remap a unit: to the host
+CPU workers and back (into a new kernel at every stage where no local kernel is left),
+or (several GPUs) a unit that is one sparse feature to its table's owner GPU, over the
+global batch, which saves its ids the input all-to-all. A move that puts more units on
+the host CPU must gain CPU_MARGIN.
 """
 
 from __future__ import annotations
@@ -85,6 +87,8 @@ class State:
     drafts: tuple[Draft, ...]
     priority_high: bool
     cpu_units: frozenset[int] = frozenset()
+    ahead: int = 1
+    """Plan.batches_ahead."""
 
 
 class LocalSearch(Proposer):
@@ -92,12 +96,13 @@ class LocalSearch(Proposer):
 
     def __init__(self, progress: Callable[[int, Judged], None] | None = None,
                  tune_launch: bool = True, remap: bool = True,
-                 tune_priority: bool = True) -> None:
-        """Turning off `tune_launch`, `remap` and `tune_priority` leaves the decisions the
-        MILP makes (fusion and release stages, training at high priority), to measure the
-        search's gap to the exact optimum."""
+                 tune_priority: bool = True, tune_ahead: bool = True) -> None:
+        """Turning off `tune_launch`, `remap`, `tune_priority` and `tune_ahead` leaves the
+        decisions the MILP makes (fusion and release stages, training at high priority,
+        one batch ahead), to measure the search's gap to the exact optimum."""
         self.progress = progress
         self.tune_launch, self.remap, self.tune_priority = tune_launch, remap, tune_priority
+        self.tune_ahead = tune_ahead
 
     def propose(self, judge: Judge, time_limit_s: float) -> Judged:
         assert isinstance(judge, SimJudge)
@@ -129,7 +134,8 @@ class LocalSearch(Proposer):
                                 if n in sparse_out})
             owned = any(d.gpu is not None for d in state.drafts)
             return Plan(pipeline.name, sc.model.name, hw.gpu_count, tuple(kernels), cpu,
-                        mapping, state.priority_high, dict(table_owner) if owned else {})
+                        mapping, state.priority_high, dict(table_owner) if owned else {},
+                        batches_ahead=state.ahead)
 
         def score(state: State) -> Judged:
             return judge.judge(to_plan(state))
@@ -203,9 +209,11 @@ class LocalSearch(Proposer):
                launch: tuple[int, int], has_long_lists: Callable[[Draft], bool]):
         drafts = list(state.drafts)
         for cand in self._neighbours(drafts, stages, self.tune_launch, has_long_lists):
-            yield State(tuple(cand), state.priority_high, state.cpu_units)
+            yield replace(state, drafts=tuple(cand))
         if self.tune_priority:
-            yield State(state.drafts, not state.priority_high, state.cpu_units)
+            yield replace(state, priority_high=not state.priority_high)
+        if self.tune_ahead and state.drafts:  # kernels two batches ahead, or one
+            yield replace(state, ahead=3 - state.ahead)
         if not self.remap:
             return
         for i, d in enumerate(drafts):  # units of a local kernel to the CPU or owners
@@ -217,7 +225,7 @@ class LocalSearch(Proposer):
             for moved in {d.units[:1], d.units[: max(1, len(d.units) // 2)], d.units}:
                 left = tuple(x for x in d.units if x not in moved)
                 kept = rest + ([replace(d, units=left)] if left else [])
-                yield State(tuple(kept), state.priority_high, state.cpu_units | set(moved))
+                yield replace(state, drafts=tuple(kept), cpu_units=state.cpu_units | set(moved))
                 owned = [u for u in moved if u in owner_of]
                 if owned:
                     keep = tuple(x for x in d.units if x not in owned)
@@ -228,7 +236,7 @@ class LocalSearch(Proposer):
                     share = max(1, d.blocks // max(len(d.units), 1))
                     own = [Draft(tuple(us), d.stage, share * len(us), d.threads, g)
                            for g, us in sorted(by_gpu.items())]
-                    yield State(tuple(kept + own), state.priority_high, state.cpu_units)
+                    yield replace(state, drafts=tuple(kept + own))
         local = [k for k, d in enumerate(drafts) if d.gpu is None]
         on_cpu = sorted(state.cpu_units)
         for back in {tuple(on_cpu[:1]), tuple(on_cpu)} if on_cpu else ():
@@ -236,12 +244,12 @@ class LocalSearch(Proposer):
             if local:  # back from the CPU into the first local kernel
                 k = local[0]
                 merged = replace(drafts[k], units=tuple(sorted(drafts[k].units + back)))
-                yield State(tuple(drafts[:k] + [merged] + drafts[k + 1 :]),
-                            state.priority_high, left)
+                yield replace(state, drafts=tuple(drafts[:k] + [merged] + drafts[k + 1 :]),
+                              cpu_units=left)
             else:  # no local kernel left: a new one, at every stage
                 for s in stages:
-                    yield State(tuple(drafts) + (Draft(back, s, *launch),),
-                                state.priority_high, left)
+                    yield replace(state, drafts=tuple(drafts) + (Draft(back, s, *launch),),
+                                  cpu_units=left)
 
     @staticmethod
     def _neighbours(drafts: list[Draft], stages: list[str], tune_launch: bool,

@@ -63,6 +63,20 @@ def test_search_is_deterministic():
     assert a == b
 
 
+def test_search_may_preprocess_two_batches_ahead():
+    """The ahead move flips Plan.batches_ahead; the MILP's decision set leaves it at 1."""
+    from planner.search import Draft, State
+
+    state = State((Draft((0,), "emb_fwd", 528, 256),), True)
+    moves = list(LocalSearch()._moves(state, ["emb_fwd"], {}, (528, 256), lambda d: False))
+    assert State(state.drafts, True, frozenset(), 2) in moves
+    assert all(m.ahead == 1 for m in LocalSearch(tune_ahead=False)._moves(
+        state, ["emb_fwd"], {}, (528, 256), lambda d: False))
+    fixed = LocalSearch(tune_launch=False, remap=False, tune_priority=False,
+                        tune_ahead=False).propose(SimJudge(scenario("kaggle", 1)), 3.0)
+    assert fixed.plan.batches_ahead == 1
+
+
 def test_too_few_blocks_rejected():
     p = spec.pipeline_preset("kaggle")
     plan = spec.one_kernel_plan(p, "criteo-kaggle", 1, "emb_fwd", blocks=8)
@@ -108,7 +122,8 @@ def test_search_within_one_percent_of_the_milp():
     j = SimJudge(scenario("kaggle", 1))
     exact = solve(j)
     exact.judged.plan.check_pipeline(j.scenario.pipeline)
-    ours = LocalSearch(tune_launch=False, remap=False, tune_priority=False).propose(j, 30.0)
+    ours = LocalSearch(tune_launch=False, remap=False, tune_priority=False,
+                       tune_ahead=False).propose(j, 30.0)
     assert ours.throughput_samples_per_s >= 0.99 * exact.judged.throughput_samples_per_s
     with pytest.raises(spec.SpecError, match="1 for the exact MILP"):
         solve(SimJudge(scenario("kaggle", 2)))
