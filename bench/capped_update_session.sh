@@ -15,6 +15,8 @@
 #   PART=refine   plan, profile the plans' unprofiled kernels, refit, replan
 #                 (bench/refine_plans.py), then those plans in 3 rounds beside the
 #                 baselines: $OUT/capped_refine.tar, $OUT/capped_refined.tar
+#   PART=thin     b16384: the refined plan one and two batches ahead, and at 66 blocks
+#                 two ahead: $OUT/capped_thin.tar
 #   PART=plans    the committed plans in 3 rounds beside the baselines: $OUT/capped_plans.tar
 set -u
 PART=${PART:-rounds}
@@ -80,6 +82,11 @@ elif [ "$PART" = refine ]; then
     ideal,gpu-sequential,gpu-overlap,corun 16384:150 8192:120
   tar -C "$OUT" -cf "$OUT/capped_refine.tar" refine refine.log && rm -rf "$OUT/refine" \
     "$OUT/refine.log"
+elif [ "$PART" = thin ]; then
+  # the refined plan beside itself two batches ahead, and at 66 blocks (the shape of
+  # PART=profile's plan, which measured best two batches ahead there)
+  bash bench/heavy_rounds.sh capped_thin capped_thin heavy "${ROUNDS:-3}" \
+    ideal,gpu-sequential,gpu-overlap+ahead2,corun,corun+ahead2,corun+ahead2+b66 16384:260
 else
   bash bench/heavy_rounds.sh capped_plans capped_plans heavy "${ROUNDS:-3}" \
     ideal,gpu-sequential,gpu-overlap,corun 16384:200 8192:170
