@@ -152,7 +152,9 @@ def same_plan(case: dict) -> bool:
 def plan_unchanged(ran: dict, path: Path) -> bool:
     """Whether the plan a measurement ran (its dict) is the one in the plan file."""
     now = json.loads(read_stored_text(path))
-    return all(now.get(k) == ran.get(k) for k in ("kernels", "cpu_nodes"))
+    defaults = {"batches_ahead": 1, "training_priority_high": True}  # older plans lack them
+    return all(now.get(k) == ran.get(k) for k in ("kernels", "cpu_nodes")) and all(
+        now.get(k, d) == ran.get(k, d) for k, d in defaults.items())
 
 
 def measured_cases(path: Path) -> tuple[list[dict], dict[tuple, dict]]:

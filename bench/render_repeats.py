@@ -14,6 +14,7 @@ By default: bench/results/heavy_rounds_h200.md from the heavy runs of 2026-11-30
 from __future__ import annotations
 
 import json
+import math
 import statistics
 import sys
 from pathlib import Path
@@ -141,7 +142,8 @@ def render(raw: list[Path]) -> str:
                 f"({r['min_ms']:.3f}-{r['max_ms']:.3f}) | {r['of_ideal_pct']:.1f}% "
                 f"({r['of_ideal_min_pct']:.1f}-{r['of_ideal_max_pct']:.1f}) | "
                 f"{'-' if r['wins'] is None else r['wins']} | {rec} | "
-                f"{r['predicted_ms']:.3f} | {r['error_pct']:+.1f}% |")
+                + ("- | - |" if math.isnan(r["predicted_ms"])
+                   else f"{r['predicted_ms']:.3f} | {r['error_pct']:+.1f}% |"))
         lines += ["", *stretch_table(rounds)]
         by = {r["strategy"]: r for r in rows}
         best = min((r for r in rows if r["strategy"] != "ideal"),
@@ -153,10 +155,11 @@ def render(raw: list[Path]) -> str:
         if best is not None:
             facts.append(f"measured best by median: {best['strategy']}")
         if "corun" in by:
-            ranked = sorted((r for r in rows if r["strategy"] != "ideal"),
+            ranked = sorted((r for r in rows if r["strategy"] != "ideal"
+                             and not math.isnan(r["predicted_ms"])),
                             key=lambda r: r["predicted_ms"])
             facts.append(f"predicted best: {ranked[0]['strategy']}")
-        errs = [abs(r["error_pct"]) for r in rows]
+        errs = [abs(r["error_pct"]) for r in rows if not math.isnan(r["error_pct"])]
         facts.append(f"{sum(e <= 5 for e in errs)} of {len(errs)} predicted within 5%")
         lines += ["", "; ".join(facts) + ".", ""]
     return "\n".join(lines) + "\n"

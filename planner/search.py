@@ -208,8 +208,13 @@ class LocalSearch(Proposer):
     def _moves(self, state: State, stages: list[str], owner_of: dict[int, int],
                launch: tuple[int, int], has_long_lists: Callable[[Draft], bool]):
         drafts = list(state.drafts)
+        blocks = sorted(d.blocks for d in drafts)
         for cand in self._neighbours(drafts, stages, self.tune_launch, has_long_lists):
             yield replace(state, drafts=tuple(cand))
+            if self.tune_ahead and sorted(d.blocks for d in cand) != blocks:
+                # a launch made longer or shorter with the other lead: a thinner kernel
+                # may outlast the step, which only two batches ahead absorbs
+                yield replace(state, drafts=tuple(cand), ahead=3 - state.ahead)
         if self.tune_priority:
             yield replace(state, priority_high=not state.priority_high)
         if self.tune_ahead and state.drafts:  # kernels two batches ahead, or one
