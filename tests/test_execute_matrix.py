@@ -36,7 +36,9 @@ def test_plan_labels_read_the_model_s_own_folder(heavy_fused):
     assert plan.model == "heavy-fused"
     second, _ = case_plan("corun-2", pipeline, model, "heavy-fused-b8192", hw)  # runner-up
     assert second == spec.load(spec.Plan, PLANS / "heavy-fused-b8192" / "plan-2.json")
-    assert second.kernels[0].stage != plan.kernels[0].stage
+    from planner.runners_up import schedule
+
+    assert schedule(second) != schedule(plan)  # another schedule, as corun plan wrote it
     labels = [lab for _, _, labs in MATRICES["heavy-stages"] for lab in labs]
     assert [lab for lab in labels if lab.startswith("at:")][0] == "at:emb_fwd"
 
