@@ -51,12 +51,12 @@ def blocks_for(bags: int, cols: int, max_blocks: int = 0) -> int:
     return min(full, max_blocks) if max_blocks > 0 else full
 
 
-@torch.no_grad()
 @functools.cache
 def _sm_count(device: torch.device) -> int:
     return torch.cuda.get_device_properties(device).multi_processor_count
 
 
+@torch.no_grad()
 def bag_sgd_(weight: torch.Tensor, ids: torch.Tensor, offsets: torch.Tensor,
              grad: torch.Tensor, lr: float, max_blocks: int | None = None) -> None:
     """In place: weight[ids in bag k] -= lr * grad[k]. `offsets` has one entry per bag
