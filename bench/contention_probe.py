@@ -184,24 +184,58 @@ def measure(prof: Profiler, launch: Callable[[], None] | None, reps: int,
     return out
 
 
-def probe_batch(model_name: str, pipeline_name: str, batch: int, reps: int,
-                dry_run: bool, say, register_caps: tuple[int, ...] = ()) -> dict:
-    """One batch size: the co-runners built and timed alone (synthetic ones scaled to
-    the fused kernel's time), the plain step, then every co-runner at every release."""
+def probe_setup(model_name: str, pipeline_name: str, batch: int, dry_run: bool, say):
+    """(hardware, model, pipeline, profiler, blocks, threads) for one batch: the H200, tables
+    cut to 2,000 rows and a tiny launch on a dry run (the CPU and the CUDA simulator)."""
     hw = resolve_hardware("h200", 1, None, None)
-    model = resolve_model(model_name, batch)
-    pipeline = resolve_pipeline(pipeline_name)
+    model, pipeline = resolve_model(model_name, batch), resolve_pipeline(pipeline_name)
     if dry_run:
         model, pipeline = shrink_tables(model, pipeline, 2000)
     prof = Profiler(model, pipeline, hw, "cuda" if not dry_run else "cpu", say=say)
     blocks, threads = (4, 32) if dry_run else default_launch(hw)
+    return hw, model, pipeline, prof, blocks, threads
+
+
+def whole_pipeline(pipeline, blocks: int, threads: int) -> KernelSpec:
+    """Every output of the pipeline in one fused kernel, as gpu-overlap launches it."""
     outputs = list(pipeline.dense_outputs) + [o.node for o in pipeline.sparse_outputs]
-    fused_spec = KernelSpec(pipeline, tuple(outputs), blocks, threads)
+    return KernelSpec(pipeline, tuple(outputs), blocks, threads)
+
+
+def raw_id_count(pipeline, rows: int) -> int:
+    """The raw list ids of `rows` rows (the synthetic stream's size)."""
+    return int(sum(rows * c.mean_length for c in pipeline.inputs if c.shape is Shape.LIST))
+
+
+def add_stretch(by_release: dict, plain_span_ms: float, alone_ms: float) -> None:
+    """Each release's stretch of the step over the plain span, and its share of the
+    co-runner's time alone (None for a zero time)."""
+    for row in by_release.values():
+        row["stretch_ms"] = row["span_ms"] - plain_span_ms
+        row["stretch_per_alone"] = row["stretch_ms"] / alone_ms if alone_ms > 0 else None
+
+
+def probe_record(script: str, argv: list[str] | None, args, batches: list[dict],
+                 t0: float) -> dict:
+    """A probe run's JSON: its command, workload, versions, commit and batches."""
+    return {"command": f"python bench/{script} " + " ".join(
+        argv if argv is not None else sys.argv[1:]),
+        "model": args.model, "pipeline": args.pipeline, "versions": versions(),
+        "commit": os.environ.get("CORUN_GIT_COMMIT", ""), "dry_run": args.dry_run,
+        "batches": batches, "seconds": time.time() - t0}
+
+
+def probe_batch(model_name: str, pipeline_name: str, batch: int, reps: int,
+                dry_run: bool, say, register_caps: tuple[int, ...] = ()) -> dict:
+    """One batch size: the co-runners built and timed alone (synthetic ones scaled to
+    the fused kernel's time), the plain step, then every co-runner at every release."""
+    hw, model, pipeline, prof, blocks, threads = probe_setup(
+        model_name, pipeline_name, batch, dry_run, say)
+    fused_spec = whole_pipeline(pipeline, blocks, threads)
     group, fused = prof.launcher(fused_spec)
     fused()  # compile and warm
     fused_alone = prof.kernel_alone_ms(fused, reps)
-    raw_ids = int(sum(model.batch_per_gpu * c.mean_length for c in pipeline.inputs
-                      if c.shape is Shape.LIST))
+    raw_ids = raw_id_count(pipeline, model.batch_per_gpu)
     kernels: dict[str, dict] = {"fused": {"alone_ms": fused_alone, "launch": fused,
                                           "blocks": group.grid(), "threads": threads,
                                           "registers": group.registers_per_thread()}}
@@ -232,10 +266,7 @@ def probe_batch(model_name: str, pipeline_name: str, batch: int, reps: int,
     result = {"batch": batch, "raw_ids": raw_ids, "plain": plain, "kernels": {}}
     for name, k in kernels.items():
         by_stage = measure(prof, k["launch"], reps)
-        for row in by_stage.values():
-            row["stretch_ms"] = row["span_ms"] - plain["span_ms"]
-            row["stretch_per_alone"] = (row["stretch_ms"] / k["alone_ms"]
-                                        if k["alone_ms"] > 0 else None)
+        add_stretch(by_stage, plain["span_ms"], k["alone_ms"])
         result["kernels"][name] = {key: v for key, v in k.items()
                                    if key not in ("launch", "synthetic")}
         result["kernels"][name]["by_release"] = by_stage
@@ -258,10 +289,8 @@ def launch_once(model_name: str, pipeline_name: str, batch: int, alu_iters: int,
     model, pipeline = resolve_model(model_name, batch), resolve_pipeline(pipeline_name)
     prof = Profiler(model, pipeline, hw, "cuda")
     blocks, threads = default_launch(hw)
-    outputs = list(pipeline.dense_outputs) + [o.node for o in pipeline.sparse_outputs]
-    _, fused = prof.launcher(KernelSpec(pipeline, tuple(outputs), blocks, threads))
-    raw_ids = int(sum(batch * c.mean_length for c in pipeline.inputs
-                      if c.shape is Shape.LIST))
+    _, fused = prof.launcher(whole_pipeline(pipeline, blocks, threads))
+    raw_ids = raw_id_count(pipeline, batch)
     alu = Synthetic("alu", prof, blocks, threads, raw_ids)
     stream = Synthetic("stream", prof, blocks, threads, raw_ids)
     alu.knob, stream.knob = alu_iters, stream_passes
@@ -315,13 +344,9 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.time()
     if args.dry_run:
         batches, args.reps = [64], 1
-    results = {"command": "python bench/contention_probe.py " + " ".join(
-        argv if argv is not None else sys.argv[1:]),
-        "model": args.model, "pipeline": args.pipeline, "versions": versions(),
-        "commit": os.environ.get("CORUN_GIT_COMMIT", ""), "dry_run": args.dry_run,
-        "batches": [probe_batch(args.model, args.pipeline, b, args.reps, args.dry_run, say,
-                                caps) for b in batches],
-        "seconds": time.time() - t0}
+    results = probe_record("contention_probe.py", argv, args, [
+        probe_batch(args.model, args.pipeline, b, args.reps, args.dry_run, say, caps)
+        for b in batches], t0)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     write_atomic(out / f"contention_{args.model}.json", json.dumps(results, indent=1))

@@ -33,17 +33,18 @@ if "--dry-run" in sys.argv:
 
 from numba import cuda  # noqa: E402
 
-from backend.executor import versions  # noqa: E402
-from backend.profile import KernelSpec, Profiler  # noqa: E402
-from bench.contention_probe import Synthetic, int_list, measure  # noqa: E402
-from corun.workload import (  # noqa: E402
-    resolve_hardware,
-    resolve_model,
-    resolve_pipeline,
-    shrink_tables,
+from bench.contention_probe import (  # noqa: E402
+    Synthetic,
+    add_stretch,
+    int_list,
+    measure,
+    probe_record,
+    probe_setup,
+    raw_id_count,
+    whole_pipeline,
 )
-from sim.strategy import default_launch  # noqa: E402
-from spec import Shape, Stage  # noqa: E402
+from corun.workload import resolve_model  # noqa: E402
+from spec import EmbeddingUpdate, Stage  # noqa: E402
 from spec.serde import write_atomic  # noqa: E402
 
 DEFAULT_STAGES = "emb_fwd,interaction_bwd,emb_bwd"
@@ -53,21 +54,16 @@ def probe_batch(model_name: str, pipeline_name: str, batch: int, caps: tuple[int
                 stages: tuple[Stage, ...], reps: int, dry_run: bool, say) -> dict:
     """One batch: the co-runners built and timed alone, then per update cap the plain
     step and every co-runner at every stage of `stages`."""
-    hw = resolve_hardware("h200", 1, None, None)
-    model, pipeline = resolve_model(model_name, batch), resolve_pipeline(pipeline_name)
-    if dry_run:
-        model, pipeline = shrink_tables(model, pipeline, 2000)
-    prof = Profiler(model, pipeline, hw, "cuda" if not dry_run else "cpu", say=say)
+    hw, _, pipeline, prof, blocks, threads = probe_setup(
+        model_name, pipeline_name, batch, dry_run, say)
     sms = 1 if dry_run else hw.gpu.sm_count
-    blocks, threads = (4, 32) if dry_run else default_launch(hw)
-    outputs = tuple(list(pipeline.dense_outputs) + [o.node for o in pipeline.sparse_outputs])
     kernels: dict[str, dict] = {}
     for name, n_blocks in (("fused", blocks), ("fused-thin", sms)):
-        group, launch = prof.launcher(KernelSpec(pipeline, outputs, n_blocks, threads))
+        group, launch = prof.launcher(whole_pipeline(pipeline, n_blocks, threads))
         launch()  # compile and warm
         kernels[name] = {"launch": launch, "blocks": group.grid(), "threads": threads,
                          "alone_ms": prof.kernel_alone_ms(launch, reps)}
-    raw_ids = int(sum(batch * c.mean_length for c in pipeline.inputs if c.shape is Shape.LIST))
+    raw_ids = raw_id_count(pipeline, batch)
     alu = Synthetic("alu", prof, blocks, threads, min(raw_ids, 512) if dry_run else raw_ids)
     alone = alu.calibrate(kernels["fused"]["alone_ms"], reps) if not dry_run else 0.0
     kernels["alu"] = {"launch": alu.launch, "blocks": blocks, "threads": threads,
@@ -82,10 +78,7 @@ def probe_batch(model_name: str, pipeline_name: str, batch: int, caps: tuple[int
         row = {"blocks_per_sm": cap, "max_blocks": cap * sms, "plain": plain, "kernels": {}}
         for name, k in kernels.items():
             by_stage = measure(prof, k["launch"], reps, stages)
-            for r in by_stage.values():
-                r["stretch_ms"] = r["span_ms"] - plain["span_ms"]
-                r["stretch_per_alone"] = (r["stretch_ms"] / k["alone_ms"]
-                                          if k["alone_ms"] > 0 else None)
+            add_stretch(by_stage, plain["span_ms"], k["alone_ms"])
             row["kernels"][name] = by_stage
             say(f"  cap {cap}/SM: emb_bwd alone {plain['stage_ms']['emb_bwd']:.3f} ms, span "
                 f"{plain['span_ms']:.3f}; {name}: " + ", ".join(
@@ -121,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
                          f"{', '.join(names)}")
     if args.reps < 1:
         raise SystemExit(f"--reps: {args.reps} is not an integer >= 1")
-    if resolve_model(args.model, None).embedding_update.value != "fused-sgd":
+    if resolve_model(args.model, None).embedding_update is not EmbeddingUpdate.FUSED_SGD:
         raise SystemExit(f"--model: {args.model} does not train with the fused embedding "
                          "update (embedding_update fused-sgd), whose grid this caps")
     if not args.dry_run and not cuda.is_available():
@@ -130,13 +123,9 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.time()
     if args.dry_run:
         batches, args.reps = (64,), 1
-    results = {"command": "python bench/update_grid_probe.py " + " ".join(
-        argv if argv is not None else sys.argv[1:]),
-        "model": args.model, "pipeline": args.pipeline, "versions": versions(),
-        "commit": os.environ.get("CORUN_GIT_COMMIT", ""), "dry_run": args.dry_run,
-        "batches": [probe_batch(args.model, args.pipeline, b, caps, stages, args.reps,
-                                args.dry_run, say) for b in batches],
-        "seconds": time.time() - t0}
+    results = probe_record("update_grid_probe.py", argv, args, [
+        probe_batch(args.model, args.pipeline, b, caps, stages, args.reps, args.dry_run, say)
+        for b in batches], t0)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     write_atomic(out / f"update_grid_{args.model}.json", json.dumps(results, indent=1))
