@@ -104,9 +104,10 @@ MATRICES = {
     # (costmodel/graphs.py)
     "graphs-stages": [(p, (2048, 4096, 8192, 16384), ("ideal",))
                       for p in ("kaggle", "terabyte", "wide-2x", "wide-4x")],
-    # under torchrun on 4 GPUs (issue 8)
-    "multigpu": [(p, (4096, 8192), ("ideal", "gpu-sequential", "rap", "corun", "corun-owner"))
-                 for p in ("kaggle", "terabyte")],
+    # under torchrun on 4 GPUs (issue 8); corun-gpu: corun's best plan with preprocessing
+    # on the GPUs, corun-owner: the same (or corun's, where it has kernels) owner-mapped
+    "multigpu": [(p, (4096, 8192), ("ideal", "gpu-sequential", "rap", "corun", "corun-gpu",
+                                    "corun-owner")) for p in ("kaggle", "terabyte")],
 }
 
 

@@ -124,10 +124,12 @@ only, on a slower host: it would pair a case's ideal with another run's baseline
 11 (an x4's host, beside another matrix) and run 13 (an x2's host), the last two
 rendered in bench/results/plans_h200*.md. multihot was last measured in runs 3-4 (its
 GPU strategies then paid the executor's older host costs)."""
-PLAN_FILES = {"corun": "plan.json", "rap": "plan-rap.json", "corun-owner": "plan-owner.json"}
+PLAN_FILES = {"corun": "plan.json", "rap": "plan-rap.json", "corun-owner": "plan-owner.json",
+              "corun-gpu": "plan-gpu.json"}
 """Planned strategies: the files `corun plan --out bench/plans/<pipeline>-b<batch>` writes
-(bench/plans/x<N>/ for N = 2 or 4 GPUs, with the owner-mapped variant;
-bench/plans/make.sh); "corun-<N>" (N >= 2) is its runner-up plan-<N>.json
+(bench/plans/x<N>/ for N = 2 or 4 GPUs, with corun's best plan on the GPUs and the
+owner-mapped variant; bench/plans/make.sh); "corun-<N>" (N >= 2) is its runner-up
+plan-<N>.json
 (`--runners-up`, planner/runners_up.py)."""
 
 

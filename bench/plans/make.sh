@@ -30,13 +30,12 @@ for p in kaggle terabyte wide-2x wide-4x; do
 done
 corun simulate --hardware h200 --pipeline multihot --model mlperf-dcnv2 --batch 8192 --strategy all --quiet --out bench/plans/multihot-b8192 > bench/plans/multihot-b8192.txt
 corun simulate --hardware h200 --pipeline multihot --model mlperf-dcnv2 --batch 4096 --strategy all --quiet --out bench/plans/multihot-b4096 > bench/plans/multihot-b4096.txt
-# 4 GPUs (issue 8), and 2 for when only two are lent: corun's and RAP's plans, then the
-# owner-mapped variant and PGAS
-# (the committed x2/x4 plans are the ones 4-GPU runs 1-2 and 2-GPU runs 3-5 executed,
-# made before costmodel/host.py had the distributed host costs; with them the planner
-# picks all-CPU plans there, predicted at 88% of ideal. Run 2 measured all-CPU plans at
-# 44-59% by throughput at batch 4096, mostly the host workers exiting before the timed
-# loop ended, fixed since: 2-GPU run 5 measured kaggle b4096's at 77.1%)
+# 4 GPUs (issue 8), and 2 for when only two are lent: corun's and RAP's plans; corun's
+# best plan with preprocessing on the GPUs (plan-gpu.json: planned for a host of one core
+# a GPU, so the host workers are out); the owner-mapped variant of the chosen plan, or of
+# plan-gpu.json where the chosen one runs on the host CPU (it does: with the distributed
+# host costs of costmodel/host.py all-CPU plans are predicted best there); and PGAS.
+# (2-GPU runs 3-5 and 4-GPU runs 1-2 executed older plans; their records carry them.)
 if [ "${GPUS:-all}" = 1 ]; then
   rm -f bench/plans/*/trace-*.json bench/plans/graphs/*/trace-*.json
   exit 0
@@ -47,6 +46,8 @@ for g in 2 4; do
     for b in 4096 8192; do
       corun plan --hardware h200 --gpus "$g" --pipeline "$p" --model "criteo-$p" --batch "$b" \
         --time-limit 10 --quiet --out "bench/plans/x$g/$p-b$b" > "bench/plans/x$g/$p-b$b.txt"
+      corun plan --hardware h200 --gpus "$g" --pipeline "$p" --model "criteo-$p" --batch "$b" \
+        --host-cores "$g" --time-limit 10 --quiet -o "bench/plans/x$g/$p-b$b/plan-gpu.json"
     done
   done
 done
