@@ -104,7 +104,8 @@ def probe_batch(pipe_name: str, model_name: str, rows: int, factors: list[int],
     src = torch.empty(n_ids, dtype=torch.int64, device=device)
     dst = torch.empty_like(src)
     copy_ms = events_ms(lambda: dst.copy_(src), reps)
-    out["copy"] = {"ms": copy_ms, "bytes": 2 * n_ids * 8, "tb_per_s": 2 * n_ids * 8 / copy_ms / 1e9}
+    out["copy"] = {"ms": copy_ms, "bytes": 2 * n_ids * 8,
+                   "tb_per_s": 2 * n_ids * 8 / copy_ms / 1e9}
     return out
 
 
@@ -168,7 +169,8 @@ def main(argv: list[str] | None = None) -> int:
     record = {"command": "python bench/assembly_probe.py " + " ".join(
         argv if argv is not None else sys.argv[1:]), "pipeline": args.pipeline,
         "model": args.model, "reps": args.reps, "versions": versions(),
-        "commit": os.environ.get("CORUN_GIT_COMMIT", ""), "batches": results, "seconds": time.time() - t0}
+        "commit": os.environ.get("CORUN_GIT_COMMIT", ""), "batches": results,
+        "seconds": time.time() - t0}
     path = Path(args.out) / "assembly_probe.json"
     write_atomic(path, json.dumps(record, indent=1))
     print(f"wrote {path}")
