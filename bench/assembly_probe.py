@@ -73,7 +73,8 @@ def probe_batch(pipe_name: str, model_name: str, rows: int, factors: list[int],
     torch.cuda.synchronize()
     omap = output_map(program.layout, pipe, model)
     labels = torch.zeros(rows, device=device)
-    want = Assembler(omap, state.views).batch(Assembler(omap, state.views).offsets(), labels)
+    torch_asm = Assembler(omap, state.views)
+    want = torch_asm.batch(torch_asm.offsets(), labels)
     refs = [(want.dense.clone(), want.ids.clone(), want.offsets.clone())]
     n_ids, tables = int(want.ids.numel()), len(omap.row_base)
     out = {"rows": rows, "tables": tables, "ids": n_ids, "grid": list(grid_for(omap)),
