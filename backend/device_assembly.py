@@ -25,6 +25,7 @@ from backend import driver
 from backend.assembly import OutputMap
 from backend.check import MismatchError
 from backend.launch import BoundLaunch, stream_address
+from backend.settings import ASSEMBLY_IDS_PER_THREAD
 from backend.trainer import Batch
 
 THREADS = 256
@@ -113,8 +114,9 @@ def assemble_dense(r, f32_bits, dense_base, dense_bits, status, check, ref_dense
 @functools.cache
 def _kernel():
     """The CUDA kernel (compiled once per process, lazily: the CPU never needs it).
-    Grid (x over rows, tables + 1): block row t < tables writes table t's offsets and
-    copies its ids (grid-stride), the last block row writes the dense features."""
+    Grid (x over rows or more, tables + 1): block row t < tables writes table t's
+    offsets and copies its ids (grid-stride), the last block row writes the dense
+    features; threads past the rows only copy ids."""
 
     @cuda.jit
     def assemble(f32_bits, i64, offs, dense_base, values_base, offsets_base, capacity,
@@ -136,9 +138,14 @@ def _kernel():
     return assemble
 
 
-def grid_for(omap: OutputMap, threads: int = THREADS) -> tuple[int, int]:
-    """(blocks over the rows, tables + 1)."""
-    return max(1, -(-omap.rows // threads)), len(omap.row_base) + 1
+def grid_for(omap: OutputMap, threads: int = THREADS,
+             ids_per_thread: int = ASSEMBLY_IDS_PER_THREAD) -> tuple[int, int]:
+    """(blocks along each table's row, tables + 1): enough for a thread a row and about
+    `ids_per_thread` ids a thread in the largest table (the ids are grid-strided; 0: a
+    thread a row only, the grid before 2026-12-01)."""
+    ids = max(omap.table_capacity, default=0) if ids_per_thread else 0
+    return max(1, -(-omap.rows // threads), -(-ids // (threads * max(1, ids_per_thread)))), \
+        len(omap.row_base) + 1
 
 
 class DeviceAssembler:
@@ -149,7 +156,8 @@ class DeviceAssembler:
     caller keeps the stream from starting before the trainer has used the last one."""
 
     def __init__(self, omap: OutputMap, pools: dict, refs: list[tuple[torch.Tensor, ...]],
-                 device: torch.device) -> None:
+                 device: torch.device,
+                 ids_per_thread: int = ASSEMBLY_IDS_PER_THREAD) -> None:
         self.omap = omap
         t, rows = len(omap.row_base), omap.rows
         as_dev = functools.partial(torch.tensor, dtype=torch.int64, device=device)
@@ -176,7 +184,7 @@ class DeviceAssembler:
             if tuple(d.shape) != tuple(self.dense_bits.shape):
                 raise ValueError(f"reference dense features are {tuple(d.shape)}, the "
                                  f"batch's {tuple(self.dense_bits.shape)}")
-        kernel, blocks = _kernel(), grid_for(omap)
+        kernel, blocks = _kernel(), grid_for(omap, THREADS, ids_per_thread)
         self.launches = [BoundLaunch(kernel, blocks, THREADS,
                                      (*head, 1, nb(d.view(torch.int32)), nb(i), nb(o)))
                          for d, i, o in refs] or \

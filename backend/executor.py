@@ -226,6 +226,7 @@ class Executor:
             lane.build(cols, labels, refs, self.device,
                        staged_ahead=not (lane.host_nodes and lane.name == "local"),
                        check=self.settings.check, slots=self.plan.batches_ahead + 1,
+                       ids_per_thread=self.settings.assembly_ids_per_thread,
                        graphs=self.settings.preprocess_graphs
                        and not self.settings.preprocess_sms)
 

@@ -25,6 +25,7 @@ from backend.device_assembly import DeviceAssembler
 from backend.faults import faults
 from backend.fusion import FusedGroup
 from backend.runner import PipelineProgram
+from backend.settings import ASSEMBLY_IDS_PER_THREAD
 from backend.streams import HostPoolSet, Streams
 from backend.trainer import Batch
 from spec import FusedKernel, Model, Pipeline
@@ -57,13 +58,15 @@ class Lane:
 
     def build(self, columns: Sequence[Mapping[str, ColumnData]], labels: Sequence[np.ndarray],
               references: Sequence[HostBatch], device: torch.device, staged_ahead: bool,
-              check: bool = True, slots: int = 2, graphs: bool = False) -> None:
+              check: bool = True, slots: int = 2, graphs: bool = False,
+              ids_per_thread: int = ASSEMBLY_IDS_PER_THREAD) -> None:
         """`slots` pool sets (batch i uses set i % slots: one per batch preprocessed
         ahead, plus the one training reads), their assemblers and (if `check`) the
         references on the device; staging buffers for every raw batch when the staged
         columns are known ahead (no host workers). `graphs`: on a GPU, each batch's
         staging, kernel launches and assembly replayed as CUDA graphs
-        (backend/batch_graphs.py)."""
+        (backend/batch_graphs.py). `ids_per_thread`: the assembly kernel's grid
+        (device_assembly.grid_for)."""
         cuda = device.type == "cuda"
         on = graphs and cuda
         self.graphs = WorkGraphs(on, torch.cuda.Stream(device) if on else None)
@@ -83,7 +86,8 @@ class Lane:
             if check else []
         if cuda:  # one kernel per batch assembles and checks it
             self.kernel_assembly = [DeviceAssembler(self.omap, s.pools, self.device_refs,
-                                                    device) for s in self.sets]
+                                                    device, ids_per_thread)
+                                    for s in self.sets]
             self.assemblers, self.flags = [], []
         else:  # the PyTorch Assembler and `differs` (the kernel's reference in the tests)
             self.kernel_assembly = []

@@ -7,6 +7,14 @@ from dataclasses import dataclass
 
 from spec import SpecError
 
+ASSEMBLY_IDS_PER_THREAD = 20
+"""About how many of its largest table's ids each thread of the batch's assembly kernel
+copies (backend/device_assembly.py, grid_for; its block row per table is at least a
+thread a row wide). Measured alone on the H200 (`python bench/assembly_probe.py`,
+bench/results/assembly_probe_h200.md): heavy b16384's 32 M ids
+took 0.282 ms with a block row of rows / 256 (76 ids a thread), 0.239 ms four times wider
+(19), 0.281 ms sixteen times wider; kaggle's one id a row is fastest at rows / 256."""
+
 
 @dataclass(frozen=True)
 class RunSettings:
@@ -44,9 +52,15 @@ class RunSettings:
     the calls one by one, as before (bench/execute_gpu.py "+calls"), and always so with
     `preprocess_sms`, whose streams live in a green context of their own."""
 
+    assembly_ids_per_thread: int = ASSEMBLY_IDS_PER_THREAD
+    """The batch's assembly kernel copies about this many of its largest table's ids a
+    thread (backend/device_assembly.py, grid_for); 0: a thread a row, the grid before
+    2026-12-01 (bench/execute_gpu.py "+rowgrid")."""
+
     def __post_init__(self) -> None:
         for name, lo in (("iterations", 1), ("warmup", 0), ("distinct_batches", 1),
-                         ("cpu_workers", 1), ("preprocess_sms", 0)):
+                         ("cpu_workers", 1), ("preprocess_sms", 0),
+                         ("assembly_ids_per_thread", 0)):
             v = getattr(self, name)
             if not isinstance(v, int) or v < lo:
                 raise SpecError(name, v, f"an integer >= {lo}")

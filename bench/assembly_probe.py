@@ -3,15 +3,16 @@ runs alone, at its grid and at wider ones, against a plain device copy of its by
 
 At heavy b16384 the assembly took 0.29 ms alone for about 345 MB, 1.2 TB/s where the
 H200's memory moves 3-4 TB/s, and in execution it costs the step about its whole time
-(bench/results/heavy_capped_h200.md). Its grid has a block row per table and only
-rows / 256 blocks along it, so each table's ids are copied by rows threads whatever
-their number. This probe times the same launch with that row of blocks `factor` times
-wider (the kernel strides over the ids; the offsets and dense blocks past the rows do
-nothing), with and without the check, and a `torch` copy of the ids' bytes as the floor.
-Every variant's batch is compared with the PyTorch Assembler's.
+(bench/results/heavy_capped_h200.md). Its grid has a block row per table; until
+2026-12-01 only rows / 256 blocks wide, so each table's ids were copied by a thread a
+row whatever their number. This probe times the same launch with that row of blocks
+`factor` times wider (the kernel strides over the ids; threads past the rows copy ids
+only) and at today's grid (device_assembly.grid_for), with and without the check, and a
+`torch` copy of the ids' bytes as the floor. Every variant's batch is compared with the
+PyTorch Assembler's.
 
 On the H200:  python bench/assembly_probe.py --out $OUT
-Then:         python bench/assembly_probe.py --render RAW.json [-o OUT.md]
+Then:         python bench/assembly_probe.py --render RAW.json ... [-o OUT.md]
 (GPU only: the pools live in CUDA memory; tests/test_device_assembly.py runs the
 kernel at wider grids in the CUDA simulator.)
 """
@@ -42,7 +43,7 @@ from backend.executor import versions  # noqa: E402
 from backend.fusion import FusedGroup  # noqa: E402
 from backend.launch import BoundLaunch  # noqa: E402
 from backend.runner import PipelineProgram  # noqa: E402
-from spec.serde import write_atomic  # noqa: E402
+from spec.serde import read_stored_text, write_atomic  # noqa: E402
 
 OUT_MD = ROOT / "bench/results/assembly_probe_h200.md"
 
@@ -77,8 +78,9 @@ def probe_batch(pipe_name: str, model_name: str, rows: int, factors: list[int],
     want = torch_asm.batch(torch_asm.offsets(), labels)
     refs = [(want.dense.clone(), want.ids.clone(), want.offsets.clone())]
     n_ids, tables = int(want.ids.numel()), len(omap.row_base)
-    out = {"rows": rows, "tables": tables, "ids": n_ids, "grid": list(grid_for(omap)),
-           "variants": []}
+    by_row = grid_for(omap, THREADS, 0)
+    out = {"rows": rows, "tables": tables, "ids": n_ids, "grid": list(by_row),
+           "grid_default": list(grid_for(omap)), "variants": []}
     # bytes the kernel must move: ids read from the pool and written (and the reference
     # read, checked), offsets written (and read), dense features read and written (and read)
     for check in (True, False):
@@ -86,9 +88,10 @@ def probe_batch(pipe_name: str, model_name: str, rows: int, factors: list[int],
         base = asm.launches[0]
         moved = (n_ids * 8 + (tables * rows + 1) * 8 + rows * len(omap.dense_bases) * 4) * (
             3 if check else 2)
-        for f in factors:
-            bx, by = grid_for(omap)
-            launch = BoundLaunch(base.dispatcher, (bx * f, by), THREADS, base.args)
+        bx, by = by_row
+        for f in [*factors, None]:  # None: today's grid
+            width = bx * f if f else grid_for(omap)[0]
+            launch = BoundLaunch(base.dispatcher, (width, by), THREADS, base.args)
             asm.status.zero_()
             asm.ids.zero_()
             launch(0)
@@ -99,7 +102,7 @@ def probe_batch(pipe_name: str, model_name: str, rows: int, factors: list[int],
                          and torch.equal(asm.dense_bits, want.dense.view(torch.int32))
                          and sum(counts) == n_ids)
             ms = events_ms(lambda launch=launch: launch(0), reps)
-            out["variants"].append({"check": check, "factor": f, "blocks": [bx * f, by],
+            out["variants"].append({"check": check, "factor": f, "blocks": [width, by],
                                     "ms": ms, "bytes": moved, "tb_per_s": moved / ms / 1e9,
                                     "equal": equal})
     src = torch.empty(n_ids, dtype=torch.int64, device=device)
@@ -110,13 +113,23 @@ def probe_batch(pipe_name: str, model_name: str, rows: int, factors: list[int],
     return out
 
 
-def render(record: dict, raw_name: str) -> str:
+def render(records: list[tuple[str, dict]]) -> str:
+    """Markdown of probe records, given as (raw file name, record)."""
+    names = " ".join(f"bench/results/raw/{name}" for name, _ in records)
     lines = ["# The batch's assembly kernel alone, by grid width (H200)", "",
-             f"Made by `python bench/assembly_probe.py --render bench/results/raw/{raw_name}` "
-             f"from `{record['command']}` at commit {record['commit'][:7] or '?'} "
-             f"({record['pipeline']} beside {record['model']}; median of "
+             f"Made by `python bench/assembly_probe.py --render {names}`."]
+    for name, record in records:
+        lines += render_record(record, name)
+    return "\n".join(lines)
+
+
+def render_record(record: dict, raw_name: str) -> list[str]:
+    lines = ["", f"# {record['pipeline']} beside {record['model']} ({raw_name})", "",
+             f"From `{record['command']}` at commit {record['commit'][:7] or '?'} "
+             f"(median of "
              f"{record['reps']} launches each, CUDA events). `factor`: the grid's row of "
-             "blocks that many times wider than rows / 256 (1 = today's grid). Bytes: "
+             "blocks that many times wider than rows / 256 (1: the grid before 2026-12-01, "
+             "a thread a row; `default`: device_assembly.grid_for's). Bytes: "
              "what the kernel must read and write (ids, offsets, dense; the reference too "
              "when it checks). `copy`: `torch` copying the ids' bytes once, the floor.", ""]
     for b in record["batches"]:
@@ -125,14 +138,14 @@ def render(record: dict, raw_name: str) -> str:
                   "| check | factor | blocks | ms | MB | TB/s | same batch |",
                   "|---|---:|---|---:|---:|---:|---|"]
         for v in b["variants"]:
-            lines.append(f"| {'yes' if v['check'] else 'no'} | {v['factor']} | "
+            lines.append(f"| {'yes' if v['check'] else 'no'} | {v['factor'] or 'default'} | "
                          f"{v['blocks'][0]} x {v['blocks'][1]} | {v['ms']:.3f} | "
                          f"{v['bytes'] / 1e6:.0f} | {v['tb_per_s']:.2f} | "
                          f"{'yes' if v['equal'] else 'NO'} |")
         c = b["copy"]
         lines += ["", f"copy of the ids: {c['ms']:.3f} ms for {c['bytes'] / 1e6:.0f} MB "
                   f"({c['tb_per_s']:.2f} TB/s).", ""]
-    return "\n".join(lines)
+    return lines
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -143,12 +156,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--batches", default="16384,8192")
     ap.add_argument("--factors", default="1,2,4,8,16")
     ap.add_argument("--reps", type=int, default=30)
-    ap.add_argument("--render", metavar="RAW", help="render a probe's JSON instead")
+    ap.add_argument("--render", metavar="RAW", nargs="+", help="render probes' JSON instead")
     ap.add_argument("-o", "--output", default=str(OUT_MD), help="with --render")
     args = ap.parse_args(argv)
     if args.render:
-        raw = Path(args.render)
-        write_atomic(Path(args.output), render(json.loads(raw.read_text()), raw.name))
+        records = [(Path(r).name, json.loads(read_stored_text(Path(r)))) for r in args.render]
+        write_atomic(Path(args.output), render(records))
         print(f"wrote {args.output}")
         return 0
     try:

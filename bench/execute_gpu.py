@@ -188,7 +188,8 @@ def run_case(pipe_name: str, batch: int, label: str, args, trainers: dict, hw,
     # (backend/driver.py); "+calls": each batch's copies, launches and assembly as calls
     # one by one, not replayed as CUDA graphs (RunSettings.preprocess_graphs); "+uncapped":
     # the fused embedding update with one thread per bag and column, not
-    # embedding_sgd.UPDATE_BLOCKS_PER_SM blocks an SM (one GPU)
+    # embedding_sgd.UPDATE_BLOCKS_PER_SM blocks an SM (one GPU); "+rowgrid": the batch's
+    # assembly kernel on a thread a row, not about ASSEMBLY_IDS_PER_THREAD ids a thread
     driver.use = "core" not in suffixes
     if "eager" in suffixes:
         model = replace(model, cuda_graphs=False)
@@ -220,7 +221,9 @@ def run_case(pipe_name: str, batch: int, label: str, args, trainers: dict, hw,
     settings = RunSettings(args.iterations, args.warmup, args.distinct_batches, check,
                            0, None, workers, early_assembly="late" not in suffixes,
                            preprocess_sms=pre_sms, preprocess_first="pre" in suffixes,
-                           preprocess_graphs="calls" not in suffixes)
+                           preprocess_graphs="calls" not in suffixes,
+                           assembly_ids_per_thread=0 if "rowgrid" in suffixes
+                           else RunSettings.assembly_ids_per_thread)
     device = "cpu" if args.dry_run else f"cuda:{int(os.environ.get('LOCAL_RANK', '0'))}"
     key = (model.name, model.cuda_graphs)
     if hw.gpu_count > 1:  # each plan shards (and owner-maps) its own way: build per case

@@ -14,6 +14,7 @@ from backend.data import synthetic_inputs
 from backend.device_assembly import _kernel, grid_for
 from backend.fusion import FusedGroup
 from backend.runner import PipelineProgram
+from backend.settings import ASSEMBLY_IDS_PER_THREAD
 from corun.workload import shrink_tables
 
 ROWS = 40
@@ -33,8 +34,9 @@ def program(name: str, model_name: str):
     return prog.host, omap, want
 
 
-def assemble(host, omap, ref=None):
-    """Run the kernel in the simulator; (dense, ids, offsets, status) as NumPy arrays."""
+def assemble(host, omap, ref=None, grid=None):
+    """Run the kernel in the simulator (on `grid`, grid_for's by default); (dense, ids,
+    offsets, status) as NumPy arrays."""
     t = len(omap.row_base)
     dense_bits = np.zeros((omap.rows, len(omap.dense_bases)), np.int32)
     ids = np.zeros(sum(omap.table_capacity), np.int64)
@@ -49,7 +51,7 @@ def assemble(host, omap, ref=None):
     else:
         check, refs = 1, (ref.dense.numpy().view(np.int32), ref.ids.numpy(),
                           ref.offsets.numpy())
-    _kernel()[grid_for(omap, 32), 32](host.f32.view(np.int32), host.i64, host.offs,
+    _kernel()[grid or grid_for(omap, 32), 32](host.f32.view(np.int32), host.i64, host.offs,
                                          *fixed, omap.rows, dense_bits, ids, offsets,
                                          status, check, *refs)
     return dense_bits.view(np.float32), ids, offsets, status
@@ -71,6 +73,33 @@ def test_kernel_builds_the_pytorch_batch(name, model):
     np.testing.assert_array_equal(ids[: counts.sum()], want.ids.numpy())
     np.testing.assert_array_equal(offsets, want.offsets.numpy())
     assert counts.sum() == len(want.ids)
+
+
+def test_a_wider_block_row_builds_the_same_batch(multihot):
+    """Threads past the rows copy ids only: the batch is the same at any width."""
+    host, omap, want = multihot
+    bx, by = grid_for(omap, 32)
+    for width in (bx, 3 * bx + 1):
+        dense, ids, offsets, status = assemble(host, omap, want, (width, by))
+        assert status[-1] == 0, width
+        np.testing.assert_array_equal(ids[: status[:-1].sum()], want.ids.numpy())
+        np.testing.assert_array_equal(offsets, want.offsets.numpy())
+        np.testing.assert_array_equal(dense.view(np.int32), want.dense.numpy().view(np.int32))
+
+
+def test_the_block_row_widens_with_the_largest_table():
+    """A thread a row, or about ASSEMBLY_IDS_PER_THREAD ids a thread in the largest table."""
+    from backend.assembly import OutputMap
+
+    def omap(rows, capacities):
+        t = len(capacities)
+        return OutputMap(rows, (), (), (0,) * t, (0,) * t, tuple(capacities),
+                         ("f",) * t, (0,) * t)
+
+    assert grid_for(omap(8192, [8192] * 26)) == (32, 27)  # kaggle: one id a row
+    wide = grid_for(omap(16384, [1_300_000, 10]))
+    assert wide == (-(-1_300_000 // (256 * ASSEMBLY_IDS_PER_THREAD)), 3)
+    assert grid_for(omap(1, [])) == (1, 1)
 
 
 def changed(batch, **parts):
