@@ -24,6 +24,7 @@ class SimJudge(Judge):
         self.scenario = replace(scenario, iterations=iterations, warmup=warmup, jitter_cv=0.0)
         self.cost_model = cost_model or cost_model_for(scenario.hardware)
         self.cache: dict[str, Judged] = {}
+        self.gpu_side: dict[str, float] = {}
         self.evaluations = 0
 
     def judge(self, plan: Plan) -> Judged:
@@ -36,3 +37,22 @@ class SimJudge(Judge):
             self.cache[key] = Judged(plan, p.throughput_samples_per_s, p.iteration_time_ms)
             self.evaluations += 1
         return self.cache[key]
+
+    def gpu_side_ms(self, plan: Plan) -> float | None:
+        """The plan simulated without the host thread (cached), where the scenario has
+        one: the host model's step is one constant for every model and moves with the
+        lent machine (costmodel/host.py), so plans it paces alike may differ on the GPU.
+        heavy-fused b8192 (2026-12-01, bench/results/heavy_asmgrid_h200.md): the host
+        model put every strategy at 4.186 ms and the tie fell to a kernel at
+        top_mlp_bwd that measured 3.954 ms, where gpu-overlap, ahead on the GPU side
+        (3.748 against 3.862 predicted for gpu-sequential), measured 3.751."""
+        if not self.scenario.host_thread:
+            return None
+        key = plan_key(plan)
+        if key not in self.gpu_side:
+            sc = steady_state(replace(self.scenario, host_thread=False,
+                                      strategy=Strategy(StrategyKind.PLAN, plan=plan)))
+            self.gpu_side[key] = simulate(sc, self.cost_model,
+                                          commit="planner").prediction.iteration_time_ms
+            self.evaluations += 1
+        return self.gpu_side[key]

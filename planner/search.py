@@ -14,7 +14,9 @@ kernel that outlasts the step does not hold back the next one); remap a unit: to
 CPU workers and back (into a new kernel at every stage where no local kernel is left),
 or (several GPUs) a unit that is one sparse feature to its table's owner GPU, over the
 global batch, which saves its ids the input all-to-all. A move that puts more units on
-the host CPU must gain CPU_MARGIN.
+the host CPU must gain CPU_MARGIN. Where the host thread paces two candidates alike (a
+tie, TIE), the one faster on the GPU side wins: the host's pace is the least certain part
+of a prediction.
 """
 
 from __future__ import annotations
@@ -29,6 +31,10 @@ from planner.types import Judge, Judged, Proposer
 from planner.units import units_of
 from sim.strategy import default_launch
 from spec import BEFORE_ITERATION, FusedKernel, Mapping, Plan, stages_for
+
+TIE = 1e-6
+"""Relative throughput difference below which two plans are predicted alike (the host
+thread pacing both): the GPU side decides (Judge.gpu_side_ms)."""
 
 CPU_MARGIN = 0.005
 """Predicted throughput gain a move must bring to put more units on the host CPU. Host
@@ -140,6 +146,16 @@ class LocalSearch(Proposer):
         def score(state: State) -> Judged:
             return judge.judge(to_plan(state))
 
+        def better(j: Judged, ref: Judged, gain: float = 0.0) -> bool:
+            """j ahead of ref by more than `gain`; with no gain asked, a tie goes to the
+            plan faster on the GPU side."""
+            if j.throughput_samples_per_s > ref.throughput_samples_per_s * (1 + gain + TIE):
+                return True
+            if gain or j.throughput_samples_per_s < ref.throughput_samples_per_s * (1 - TIE):
+                return False
+            a, b = judge.gpu_side_ms(j.plan), judge.gpu_side_ms(ref.plan)
+            return a is not None and b is not None and a < b * (1 - TIE)
+
         def valid(state: State) -> bool:
             return all(d.units and d.blocks >= len(pipeline.sinks(
                 [n for u in d.units for n in units[u]])) for d in state.drafts)
@@ -162,12 +178,12 @@ class LocalSearch(Proposer):
                 break
             if valid(st):
                 j = score(st)
-                if j.throughput_samples_per_s > best.throughput_samples_per_s:
+                if better(j, best):
                     best_state, best = st, j
         if self.remap:  # the whole pipeline on the host CPU, judged from the start
             on_cpu = State((), True, frozenset(every))
             j = score(on_cpu)
-            if j.throughput_samples_per_s > best.throughput_samples_per_s * (1 + CPU_MARGIN):
+            if better(j, best, CPU_MARGIN):
                 best, best_state = j, on_cpu
         while time.monotonic() < deadline:
             improved, improved_state = None, best_state
@@ -180,8 +196,8 @@ class LocalSearch(Proposer):
                 j = score(cand)
                 ref = improved or best
                 gain = CPU_MARGIN if len(cand.cpu_units) > len(improved_state.cpu_units) \
-                    else 1e-9
-                if j.throughput_samples_per_s > ref.throughput_samples_per_s * (1 + gain):
+                    else 0.0
+                if better(j, ref, gain):
                     improved, improved_state = j, cand
             if improved is None:
                 break

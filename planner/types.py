@@ -28,6 +28,11 @@ class Judge(abc.ABC):
     @abc.abstractmethod
     def judge(self, plan: Plan) -> Judged: ...
 
+    def gpu_side_ms(self, plan: Plan) -> float | None:
+        """The plan's iteration with the host thread's pace left out (the GPUs alone), to
+        break ties between plans the host paces alike; None where there is no host pace."""
+        return None
+
 
 class Proposer(abc.ABC):
     """Produces a plan for the judge's scenario within `time_limit_s`."""

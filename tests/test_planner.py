@@ -329,3 +329,26 @@ def test_a_plan_on_the_host_cpu_carries_what_such_plans_measured():
     text = host_plan_caution(on_cpu)
     assert text.startswith(f"caution: the chosen plan runs {len(p.order)} op nodes on the host")
     assert f"median of {HOST_PLAN_ROUNDS} rounds" in text
+
+
+def test_a_tie_under_the_host_s_pace_goes_to_the_plan_faster_on_the_gpu_side():
+    """heavy-fused b8192: the host model paces every GPU plan at one step time; the plan
+    chosen is then the fastest of them with the host thread left out."""
+    from dataclasses import replace
+
+    sc = replace(scenario("heavy", 1), model=replace(spec.model_preset("heavy-fused"),
+                                                     batch_per_gpu=8192))
+    j = SimJudge(sc)
+    ours = LocalSearch().propose(j, 5.0)
+    hw = sc.hardware
+    seq = j.judge(strategy_plan(Strategy(StrategyKind.GPU_SEQUENTIAL), sc.pipeline,
+                                sc.model.name, hw))
+    assert ours.throughput_samples_per_s == pytest.approx(seq.throughput_samples_per_s,
+                                                          rel=1e-6)  # paced alike
+    gpu_side = {name: j.gpu_side_ms(spec.one_kernel_plan(sc.pipeline, sc.model.name, 1, s,
+                                                         1056, 256))
+                for name, s in (("emb_fwd", "emb_fwd"), ("top_mlp_bwd", "top_mlp_bwd"))}
+    assert j.gpu_side_ms(ours.plan) <= min(gpu_side.values())
+    assert j.gpu_side_ms(seq.plan) > j.gpu_side_ms(ours.plan)
+    no_host = SimJudge(replace(sc, host_thread=False))
+    assert no_host.gpu_side_ms(ours.plan) is None  # nothing to break a tie on
