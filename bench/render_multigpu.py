@@ -30,7 +30,7 @@ from bench.render_execute import (  # noqa: E402
 
 RAW = [ROOT / "bench/results/raw/execute_multigpu_run2.json"]
 OUT = ROOT / "bench/results/multigpu_h200.md"
-FIT_SOURCE = "execute_multigpu_run3.json"
+FIT_SOURCE = "execute_multigpu_run6.json"
 """The run costmodel/host.py's distributed_* host constants were fitted on (every row)."""
 COMM = ("input_a2a", "emb_a2a_fwd", "emb_a2a_bwd", "grad_allreduce")
 
@@ -80,7 +80,7 @@ def render(rs: list[dict]) -> str:
              "iterations after 20, every value of every batch checked on the device; "
              "rank 0's clock. Predictions: each measured plan simulated now (learned H200 "
              "model, host thread; the `distributed_*` host constants of costmodel/host.py "
-             f"were fitted on every row of 2-GPU run 3, {FIT_SOURCE}: every other row "
+             f"were fitted on every row of {FIT_SOURCE}: every other row "
              "tests them).", "",
              "| workload | strategy | measured ms (p90) | of ideal: median / throughput | "
              "predicted ms | error | host step ms |", "|---|---|---:|---:|---:|---:|---:|"]

@@ -25,17 +25,20 @@ would be 3.74 / 0.042 / 0.30 / 0.00006:
   batch_ms_per_mb   0     and checks it, the host reads one copy back): over the 34
                           non-ideal runs (1.9-86 MB: 0.22-0.63 ms) the line through
                           cost against output MB fell, so the median, flat.
-Several GPUs, the same four fitted apart, from the 20 cases of 2-GPU run 3 (bench/
-execute_gpu.py --matrix multigpu under torchrun on an H200 x2, commit 2bce8fc; 2-GPU
-run 4 on the same kind checks them in bench/results/multigpu_h200x2.md, mean 8.5%, and
-4-GPU run 2 on an x4, an older distributed trainer, in bench/results/multigpu_h200.md,
-mean 6.5%); every case there was host-paced:
-  distributed_step_ms          7.64  ideal's step: all-to-alls, gradient all-reduce,
-                                     reshuffles (6.92-9.16 ms; 4-GPU run 2: 6.61-7.81);
-  distributed_kernel_launch_ms 0.087 per fused-kernel launch;
-  distributed_batch_fixed_ms   1.04  staging, assembly, check and the per-table split of
-  distributed_batch_ms_per_mb  0     each batch (0.72-1.96 ms; flat, as above).
-Measured at 2 GPUs on one machine: used for any count.
+Several GPUs, the same four fitted apart, from the 24 cases of 2-GPU run 6 (`python
+bench/fit_host.py bench/results/raw/execute_plans_run11.json
+bench/results/raw/execute_multigpu_run6.json -o bench/results/host_fit_multigpu_run6.json`;
+bench/execute_gpu.py --matrix multigpu under torchrun on an H200 x2, commit ff15883,
+2026-12-01, the distributed trainer with one input all-to-all pass and the gradients
+copied back in one call, bench/results/multigpu_h200x2_run6.md):
+  distributed_step_ms          6.00  ideal's host-paced step (b4096: 5.87-6.12 ms);
+  distributed_kernel_launch_ms 0.029 per fused-kernel launch;
+  distributed_batch_fixed_ms   0.35  staging, assembly, check and the per-table split of
+  distributed_batch_ms_per_mb  0     each batch (0.28-1.21 ms at 1.9-3.9 MB: too narrow a
+                                     span for a slope, host_fit.MIN_MB_SPAN; the median).
+Measured at 2 GPUs on one machine: used for any count. Fitted before on 2-GPU run 3
+(commit 2bce8fc, the trainer before those changes) they were 7.64 / 0.087 / 1.04 / 0,
+23-49% slow on run 6.
 The one-GPU constants moved with the host: fitted on run 7 (the H200 machine, an
 earlier day) they were 4.10 / 0.086 / 0.39 / 0.0024, and ideal's b4096 step measured
 3.88-4.32 ms there.
@@ -90,9 +93,9 @@ class HostCosts:
     kernel_launch_ms: float = 0.052
     batch_fixed_ms: float = 0.29
     batch_ms_per_mb: float = 0.0
-    distributed_step_ms: float = 7.64
-    distributed_kernel_launch_ms: float = 0.087
-    distributed_batch_fixed_ms: float = 1.04
+    distributed_step_ms: float = 6.00
+    distributed_kernel_launch_ms: float = 0.029
+    distributed_batch_fixed_ms: float = 0.35
     distributed_batch_ms_per_mb: float = 0.0
     source: str = "corun execute host breakdown, H200 machine (costmodel/host.py)"
 

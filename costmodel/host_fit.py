@@ -10,7 +10,8 @@ wait, finish, check; backend/executor.py). Three fits, each on the runs that sho
                     over the host-paced runs;
   batch_fixed_ms,   a line of staging + assembly + check (stage + finish - wait + check)
   batch_ms_per_mb   against the batch's output MB, over every non-ideal GPU run (flat at
-                    the median where the line falls with size);
+                    the median where the line falls with size or the sizes span less
+                    than MIN_MB_SPAN);
   distributed_*     the same four from the runs of more than one GPU, apart from the
                     one-GPU runs: the distributed step (all-to-alls, gradient
                     all-reduce) and the per-table form the distributed trainer takes
@@ -33,6 +34,12 @@ from spec.serde import read_stored_text
 
 IDLE_WAIT_MS = 0.1
 """A workload is host-paced when none of its strategies' host waited longer for the GPU."""
+
+MIN_MB_SPAN = 10.0
+"""The batch cost is fitted as a line only over batches whose output sizes span at least
+this ratio; over less the slope is mostly noise and is extrapolated far outside the sizes
+seen (2-GPU run 6: 1.9-3.9 MB gave 0.068 ms/MB, 23 ms at heavy b16384's 345 MB, where
+one GPU's whole batch costs 0.3 ms): flat at the median instead."""
 
 
 def runs(paths: list[Path]) -> list[dict]:
@@ -106,7 +113,8 @@ def fit_pieces(rows: list[dict]) -> dict:
             mb.append(r["output_mb"])
             batch.append(h["stage"] + h["finish"] - h["wait"] + h["check"])
     slope, fixed = np.polyfit(mb, batch, 1)
-    if slope < 0:  # no measurable growth with size: the batch costs its median, flat
+    if slope < 0 or max(mb) < MIN_MB_SPAN * min(mb):
+        # no measurable growth with size, or too narrow a span to tell: the median, flat
         slope, fixed = 0.0, statistics.median(batch)
     return {"step_ms": step_ms, "kernel_launch_ms": launch_ms,
             "batch_fixed_ms": float(fixed), "batch_ms_per_mb": float(slope),

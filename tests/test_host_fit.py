@@ -6,7 +6,7 @@ import pytest
 
 import spec
 from costmodel.host import kernel_launches, output_mb
-from costmodel.host_fit import fit, rows_of
+from costmodel.host_fit import MIN_MB_SPAN, fit, rows_of
 from sim.strategy import parse_strategy, strategy_plan
 from spec import SpecError
 
@@ -93,4 +93,20 @@ def test_batch_cost_falling_with_size_is_fitted_flat():
     got = fit(rows)
     assert got["batch_ms_per_mb"] == 0.0
     costs = [r["host"]["stage"] + r["host"]["finish"] - r["host"]["wait"] for r in (small, large)]
+    assert got["batch_fixed_ms"] == pytest.approx(np.median(costs))
+
+
+def test_batch_cost_over_too_narrow_a_span_of_sizes_is_fitted_flat():
+    """kaggle at 4096 and 8192 only (2x the MB): a slope from there would be extrapolated
+    to heavy's hundreds of MB; the batch costs the median instead."""
+    rng = np.random.default_rng(4)
+    cases = [case("kaggle", b, s, 0.02, rng) for b in (4096, 8192)
+             for s in ("ideal", "gpu-sequential", "gpu-overlap")]
+    rows = rows_of(cases, "run")
+    mbs = sorted({r["output_mb"] for r in rows})
+    assert mbs[-1] < MIN_MB_SPAN * mbs[0]
+    got = fit(rows)
+    assert got["batch_ms_per_mb"] == 0.0
+    costs = [r["host"]["stage"] + r["host"]["finish"] - r["host"]["wait"] + r["host"]["check"]
+             for r in rows if r["strategy"] != "ideal"]
     assert got["batch_fixed_ms"] == pytest.approx(np.median(costs))
