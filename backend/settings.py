@@ -11,9 +11,11 @@ ASSEMBLY_IDS_PER_THREAD = 20
 """About how many of its largest table's ids each thread of the batch's assembly kernel
 copies (backend/device_assembly.py, grid_for; its block row per table is at least a
 thread a row wide). Measured alone on the H200 (`python bench/assembly_probe.py`,
-bench/results/assembly_probe_h200.md): heavy b16384's 32 M ids
-took 0.282 ms with a block row of rows / 256 (76 ids a thread), 0.239 ms four times wider
-(19), 0.281 ms sixteen times wider; kaggle's one id a row is fastest at rows / 256."""
+bench/results/assembly_probe_h200.md): heavy b16384's 32 M ids took 0.282 ms with a
+block row of rows / 256 (76 ids a thread), 0.239 ms four times wider (19), 0.281 ms
+sixteen times wider; kaggle's one id a row is fastest at rows / 256. In the executed
+step the wider grid changed nothing (bench/results/heavy_asmgrid_h200.md): the kernel
+is bound by its bytes."""
 
 
 @dataclass(frozen=True)
