@@ -1,6 +1,7 @@
 """Plans that preprocess on the host CPU, measured beside gpu-sequential: every round of
-every executed one-GPU run where both ran (same pipeline, batch and round), with the two
-median iterations, their ratio and the host thread's step. The default `corun plan`
+every executed run where both ran (same GPU count, pipeline, batch and round), with the
+two median iterations, their ratio and the host thread's step; one GPU and several
+(rank 0's clock under torchrun) summed up apart. The default `corun plan`
 (kaggle, batch 4096) chooses such a plan for a predicted gain of a few percent; this says
 what the H200 machines measured, run by run. Writes bench/results/host_plans_h200.md.
 
@@ -37,18 +38,22 @@ def host_step_ms(m: dict) -> float | None:
 
 
 def pairs(raw: list[Path]) -> list[dict]:
-    """(run, pipeline, batch, round, strategy): a host-CPU plan and gpu-sequential."""
+    """(run, GPUs, pipeline, batch, round, strategy): a host-CPU plan and gpu-sequential."""
     out = []
+
+    def key(r: dict) -> tuple:
+        return r["measurement"]["gpu_count"], r["pipeline"], r["batch"], r.get("repeat", 0)
+
     for path in raw:
-        cases = [r for r in measured_cases(path)[0] if r["measurement"]["gpu_count"] == 1]
-        seq = {(r["pipeline"], r["batch"], r.get("repeat", 0)): r["measurement"]
-               for r in cases if r["strategy"] == SEQUENTIAL}
+        cases = measured_cases(path)[0]
+        seq = {key(r): r["measurement"] for r in cases if r["strategy"] == SEQUENTIAL}
         for r in cases:
             m = r["measurement"]
-            base = seq.get((r["pipeline"], r["batch"], r.get("repeat", 0)))
+            base = seq.get(key(r))
             if base is None or r["strategy"].startswith("cpu:") or not host_nodes(m):
                 continue
-            out.append({"run": path.name, "pipeline": r["pipeline"], "batch": r["batch"],
+            out.append({"run": path.name, "gpus": m["gpu_count"],
+                        "pipeline": r["pipeline"], "batch": r["batch"],
                         "round": r.get("repeat", 0), "strategy": r["strategy"],
                         "host_nodes": host_nodes(m), "plan_ms": m["iteration"]["median_ms"],
                         "sequential_ms": base["iteration"]["median_ms"],
@@ -67,21 +72,31 @@ def render(rows: list[dict], raw: list[Path]) -> str:
              "the median time the host thread took to launch a step.", ""]
     if not rows:
         return "\n".join(lines + ["No round ran both.", ""])
-    for batch in sorted({r["batch"] for r in rows}):
-        ratios = [r["plan_ms"] / r["sequential_ms"] for r in rows if r["batch"] == batch]
-        lines.append(f"Batch {batch}: {len(ratios)} rounds, ratio median "
-                     f"{statistics.median(ratios):.3f}, range {min(ratios):.3f}-"
-                     f"{max(ratios):.3f}; the plan faster by more than 1% in "
-                     f"{sum(x < 0.99 for x in ratios)}, slower by more than 1% in "
-                     f"{sum(x > 1.01 for x in ratios)}.")
-    lines += ["", "| run | pipeline | batch | round | strategy | host nodes | plan ms | "
+    for several, gpus in ((False, "One GPU"), (True, "Several GPUs")):
+        group = [r for r in rows if (r["gpus"] > 1) == several]
+        for batch in sorted({r["batch"] for r in group}):
+            lines.append(summary(f"{gpus}, batch {batch}", [
+                r["plan_ms"] / r["sequential_ms"] for r in group if r["batch"] == batch]))
+        if several and group:
+            counts = "/".join(map(str, sorted({r["gpus"] for r in group})))
+            lines.append(summary(f"{gpus} ({counts}), every batch",
+                                 [r["plan_ms"] / r["sequential_ms"] for r in group]))
+    lines += ["", "| run | GPUs | pipeline | batch | round | strategy | host nodes | plan ms | "
               "gpu-sequential ms | ratio | host step ms (plan / gpu-sequential) |",
-              "|---|---|---:|---:|---|---:|---:|---:|---:|---:|"]
-    lines += [f"| {r['run']} | {r['pipeline']} | {r['batch']} | {r['round']} | "
+              "|---|---:|---|---:|---:|---|---:|---:|---:|---:|---:|"]
+    lines += [f"| {r['run']} | {r['gpus']} | {r['pipeline']} | {r['batch']} | {r['round']} | "
               f"{r['strategy']} | {r['host_nodes']} | {r['plan_ms']:.3f} | "
               f"{r['sequential_ms']:.3f} | {r['plan_ms'] / r['sequential_ms']:.3f} | "
               f"{step(r['plan_step_ms'])} / {step(r['sequential_step_ms'])} |" for r in rows]
     return "\n".join(lines) + "\n"
+
+
+def summary(label: str, ratios: list[float]) -> str:
+    """One line: how many rounds, the ratio's median and range, how often either side won."""
+    return (f"{label}: {len(ratios)} rounds, ratio median "
+            f"{statistics.median(ratios):.3f}, range {min(ratios):.3f}-{max(ratios):.3f}; "
+            f"the plan faster by more than 1% in {sum(x < 0.99 for x in ratios)}, slower "
+            f"by more than 1% in {sum(x > 1.01 for x in ratios)}.")
 
 
 def main(argv: list[str] | None = None) -> int:

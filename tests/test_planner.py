@@ -328,7 +328,9 @@ def test_a_plan_on_the_host_cpu_carries_what_such_plans_measured():
     assert host_plan_caution(on_gpu) is None
     text = host_plan_caution(on_cpu)
     assert text.startswith(f"caution: the chosen plan runs {len(p.order)} op nodes on the host")
-    assert f"median of {HOST_PLAN_ROUNDS} rounds" in text
+    assert f"median of {HOST_PLAN_ROUNDS} rounds" in text and "on one H200" in text
+    several = host_plan_caution(spec.Plan(p.name, "criteo-kaggle", 4, (), tuple(p.order)))
+    assert "on 2 and 4 H200s" in several and several != text
 
 
 def test_a_tie_under_the_host_s_pace_goes_to_the_plan_faster_on_the_gpu_side():

@@ -30,8 +30,10 @@ def test_only_host_plans_beside_gpu_sequential_of_their_round_are_paired(tmp_pat
     path = tmp_path / "execute_x.json"
     path.write_text(json.dumps(RAW))
     rows = pairs([path])
-    assert [(r["round"], r["strategy"]) for r in rows] == [(0, "corun"), (1, "corun")]
-    assert [r["plan_ms"] / r["sequential_ms"] for r in rows] == pytest.approx([0.9, 1.1])
+    assert [(r["gpus"], r["round"], r["strategy"]) for r in rows] == [
+        (1, 0, "corun"), (1, 1, "corun"), (2, 0, "corun")]  # each beside its own GPU count
+    assert [r["plan_ms"] / r["sequential_ms"] for r in rows] == pytest.approx(
+        [0.9, 1.1, 6 / 7])
     assert (rows[0]["plan_step_ms"], rows[0]["sequential_step_ms"]) == (3.4, 3.7)
 
 
@@ -40,7 +42,9 @@ def test_the_command_line_writes_the_summary(tmp_path):
     path.write_text(json.dumps(RAW))
     assert main([str(path), "-o", str(out)]) == 0
     text = out.read_text()
-    assert "Batch 4096: 2 rounds, ratio median 1.000, range 0.900-1.100" in text
+    assert "One GPU, batch 4096: 2 rounds, ratio median 1.000, range 0.900-1.100" in text
     assert "faster by more than 1% in 1, slower by more than 1% in 1" in text
+    assert "Several GPUs, batch 4096: 1 rounds, ratio median 0.857" in text
+    assert "Several GPUs (2), every batch: 1 rounds" in text
     with pytest.raises(SystemExit):
         main([str(tmp_path / "missing.json"), "-o", str(out)])
