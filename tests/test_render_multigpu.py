@@ -33,6 +33,10 @@ def test_rows_predict_and_compare(tmp_path):
     assert seq["error_pct"] == pytest.approx(100 * (seq["predicted_ms"] - 8.0) / 8.0)
     assert seq["predicted_ms"] > ideal["predicted_ms"]  # the kernel and batch host time
     assert "pgas_ms" in ideal and "pgas_ms" not in seq
+    # calibrated: the prediction scaled by ideal's measured over predicted time
+    assert "calibrated_ms" not in ideal
+    assert seq["calibrated_ms"] == pytest.approx(
+        seq["predicted_ms"] * 7.0 / ideal["predicted_ms"])
     assert ideal["comm"]["input_a2a"] == 1.5 and ideal["comm_pred"]["input_a2a"] > 0
     out = tmp_path / "m.md"
     assert main([str(path), "-o", str(out)]) == 0
@@ -40,6 +44,7 @@ def test_rows_predict_and_compare(tmp_path):
     assert "| kaggle b4096 x4 | gpu-sequential | 8.000 (8.80) | 87.5% / 87.5% |" in text
     # a raw file other than the one the constants were fitted on: every row held out
     assert "were not fitted on (held out): mean" in text and "in sample" not in text
+    assert "Calibrated on each command's ideal (the other strategies only): mean" in text
     assert text.count("| kaggle b4096 x4 | 1.000 ms |") == 1  # PGAS: ideal's row only
 
 
