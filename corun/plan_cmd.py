@@ -57,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
     from corun.workload import resolve_hardware, resolve_model, resolve_pipeline
     from planner import Judged, LocalSearch, RapProposer, SimJudge, runners_up
     from planner.runners_up import near_tie
-    from planner.search import host_plan_caution
+    from planner.search import gpu_side_note, host_plan_caution
     from sim import EmbeddingComm, Scenario, Strategy, StrategyKind, simulate, steady_state
     from spec.serde import dumps, save
 
@@ -124,11 +124,16 @@ def run(args: argparse.Namespace) -> int:
                            Judged(others[0].plan, shown["corun-2"], 0.0))
         if caution:
             print(caution + "; bench/execute_gpu.py runs plan-2.json as corun-2")
+        runner_up = others[0].plan
     else:  # both as the search judged them (its shorter simulations)
         nearest = runners_up(judge.cache.values(), chosen.plan, 1)
         caution = nearest and near_tie(judge.judge(chosen.plan), nearest[0])
         if caution:
             print(caution + "; --runners-up 1 writes it as plan-2.json")
+        runner_up = nearest[0].plan if nearest else None
+    note = runner_up and gpu_side_note(judge, judge.judge(chosen.plan), judge.judge(runner_up))
+    if note:
+        print(note)
     host_caution = host_plan_caution(chosen.plan)
     if host_caution:
         print(host_caution)

@@ -68,6 +68,20 @@ machine decides (its thread's step moved by -0.8 to +0.8 ms between the two)."""
 HOST_PLAN_ROUNDS = HOST_PLAN_RECORDS[False].rounds
 
 
+def gpu_side_note(judge: Judge, chosen: Judged, other: Judged) -> str | None:
+    """A note where the host thread paces `chosen` and `other` alike (a TIE) and the
+    GPU side decided between them (LocalSearch's tie-break)."""
+    tied = abs(chosen.throughput_samples_per_s - other.throughput_samples_per_s) <= \
+        TIE * chosen.throughput_samples_per_s
+    a, b = judge.gpu_side_ms(chosen.plan), judge.gpu_side_ms(other.plan)
+    if not tied or a is None or b is None:
+        return None
+    return (f"note: the host thread paces the chosen plan and the next-best alike; with it "
+            f"left out the chosen plan takes {a:.3f} ms an iteration against {b:.3f} "
+            "(the search breaks such ties on the GPU side; the host's pace moves with "
+            "the machine)")
+
+
 def host_plan_caution(plan: Plan) -> str | None:
     """A caution for a plan that preprocesses on the host CPU: what such plans measured
     on as many GPUs (one, or several)."""

@@ -6,7 +6,7 @@ import pytest
 
 import spec
 from corun.cli import main
-from planner import LocalSearch, RapProposer, SimJudge
+from planner import Judged, LocalSearch, RapProposer, SimJudge
 from planner.rap import layers
 from planner.units import units_of
 from sim import Scenario, Strategy, StrategyKind, simulate
@@ -354,3 +354,19 @@ def test_a_tie_under_the_host_s_pace_goes_to_the_plan_faster_on_the_gpu_side():
     assert j.gpu_side_ms(seq.plan) > j.gpu_side_ms(ours.plan)
     no_host = SimJudge(replace(sc, host_thread=False))
     assert no_host.gpu_side_ms(ours.plan) is None  # nothing to break a tie on
+
+
+def test_plan_cli_notes_a_tie_the_gpu_side_broke(capsys):
+    """heavy-fused b8192: every GPU plan paced alike by the host; the output says the GPU
+    side chose, with both times; a plan ahead by itself gets no such note."""
+    from planner.search import gpu_side_note
+
+    assert main(["plan", "--model", "heavy-fused", "--pipeline", "heavy", "--batch", "8192",
+                 "--time-limit", "5", "--quiet"]) == 0
+    note = [x for x in capsys.readouterr().out.splitlines() if x.startswith("note: the host")]
+    assert len(note) == 1 and "with it left out the chosen plan takes" in note[0]
+    j = SimJudge(scenario("kaggle", 1))
+    a = j.judge(spec.one_kernel_plan(spec.pipeline_preset("kaggle"), "criteo-kaggle", 1,
+                                     "emb_fwd", 1056))
+    slower = Judged(a.plan, a.throughput_samples_per_s * 0.9, a.iteration_ms)
+    assert gpu_side_note(j, a, slower) is None  # 10% apart: no tie
