@@ -74,8 +74,8 @@ def gpu_side_note(judge: Judge, chosen: Judged, other: Judged) -> str | None:
     tied = abs(chosen.throughput_samples_per_s - other.throughput_samples_per_s) <= \
         TIE * chosen.throughput_samples_per_s
     a, b = judge.gpu_side_ms(chosen.plan), judge.gpu_side_ms(other.plan)
-    if not tied or a is None or b is None:
-        return None
+    if not tied or a is None or b is None or a >= b * (1 - TIE):
+        return None  # not a tie, or the GPU side did not decide it either
     return (f"note: the host thread paces the chosen plan and the next-best alike; with it "
             f"left out the chosen plan takes {a:.3f} ms an iteration against {b:.3f} "
             "(the search breaks such ties on the GPU side; the host's pace moves with "

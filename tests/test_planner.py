@@ -370,3 +370,4 @@ def test_plan_cli_notes_a_tie_the_gpu_side_broke(capsys):
                                      "emb_fwd", 1056))
     slower = Judged(a.plan, a.throughput_samples_per_s * 0.9, a.iteration_ms)
     assert gpu_side_note(j, a, slower) is None  # 10% apart: no tie
+    assert gpu_side_note(j, a, a) is None  # tied on the GPU side too: it decided nothing
