@@ -37,11 +37,13 @@ RAW = [ROOT / f"bench/results/raw/execute_plans_run{n}.json" for n in (15, 16)]
 OUT = ROOT / "bench/results/plans_h200.md"
 
 
-def plan_folder(pipeline: str, model: str, batch: int, graphs: bool = False) -> Path:
+def plan_folder(pipeline: str, model: str, batch: int, graphs: bool = False,
+                gpus: int = 1) -> Path:
     """Where bench/plans/make.sh put a workload's plans and predictions (under graphs/
-    for the step replayed as CUDA graphs)."""
+    for the step replayed as CUDA graphs, under x<N>/ for N GPUs)."""
     name = pipeline if model == spec.DEFAULT_MODEL_FOR[pipeline] else model
-    return ROOT / "bench/plans" / ("graphs" if graphs else "") / f"{name}-b{batch}"
+    sub = "graphs" if graphs else (f"x{gpus}" if gpus > 1 else "")
+    return ROOT / "bench/plans" / sub / f"{name}-b{batch}"
 
 
 def predicted_ms(case: dict) -> tuple[float, str]:
@@ -53,7 +55,8 @@ def predicted_ms(case: dict) -> tuple[float, str]:
     m, strategy = case["measurement"], case["strategy"]
     if "uncapped" in strategy.split("+")[1:]:  # the model knows the capped update only
         return math.nan, " (not predicted: the uncapped embedding update)"
-    folder = plan_folder(case["pipeline"], m["model"], case["batch"], graphed(m))
+    folder = plan_folder(case["pipeline"], m["model"], case["batch"], graphed(m),
+                         m.get("gpu_count", 1))
     predicted = folder / f"prediction-{strategy}.json"
     name = plan_file(strategy)
     stale = name is not None and not plan_unchanged(m["plan"], folder / name)

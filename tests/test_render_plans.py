@@ -24,6 +24,8 @@ def test_heavy_fused_rows_and_a_stage_sweep_case(tmp_path):
 
     assert plan_folder("heavy", "heavy-fused", 8192).name == "heavy-fused-b8192"
     assert plan_folder("heavy", "heavy", 4096).name == "heavy-b4096"
+    x4 = plan_folder("kaggle", "criteo-kaggle", 8192, gpus=4)
+    assert (x4.parent.name, x4.name) == ("x4", "kaggle-b8192")
     at_emb_fwd = spec.one_kernel_plan(spec.pipeline_preset("heavy"), "heavy-fused", 1,
                                       "emb_fwd", 1056, 256)
     raw = [case("ideal", 4.0), case("gpu-sequential", 4.8),
