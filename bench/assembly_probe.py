@@ -39,10 +39,10 @@ import spec  # noqa: E402
 from backend.assembly import Assembler, output_map  # noqa: E402
 from backend.data import synthetic_inputs  # noqa: E402
 from backend.device_assembly import THREADS, DeviceAssembler, grid_for  # noqa: E402
-from backend.executor import versions  # noqa: E402
 from backend.fusion import FusedGroup  # noqa: E402
 from backend.launch import BoundLaunch  # noqa: E402
 from backend.runner import PipelineProgram  # noqa: E402
+from bench.contention_probe import probe_record  # noqa: E402
 from spec.serde import read_stored_text, write_atomic  # noqa: E402
 
 OUT_MD = ROOT / "bench/results/assembly_probe_h200.md"
@@ -180,11 +180,7 @@ def main(argv: list[str] | None = None) -> int:
     for rows in batches:
         results.append(probe_batch(args.pipeline, args.model, rows, factors, args.reps))
         print(json.dumps(results[-1]), flush=True)
-    record = {"command": "python bench/assembly_probe.py " + " ".join(
-        argv if argv is not None else sys.argv[1:]), "pipeline": args.pipeline,
-        "model": args.model, "reps": args.reps, "versions": versions(),
-        "commit": os.environ.get("CORUN_GIT_COMMIT", ""), "batches": results,
-        "seconds": time.time() - t0}
+    record = {**probe_record("assembly_probe.py", argv, args, results, t0), "reps": args.reps}
     path = Path(args.out) / "assembly_probe.json"
     write_atomic(path, json.dumps(record, indent=1))
     print(f"wrote {path}")

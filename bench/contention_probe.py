@@ -221,7 +221,8 @@ def probe_record(script: str, argv: list[str] | None, args, batches: list[dict],
     return {"command": f"python bench/{script} " + " ".join(
         argv if argv is not None else sys.argv[1:]),
         "model": args.model, "pipeline": args.pipeline, "versions": versions(),
-        "commit": os.environ.get("CORUN_GIT_COMMIT", ""), "dry_run": args.dry_run,
+        "commit": os.environ.get("CORUN_GIT_COMMIT", ""),
+        "dry_run": getattr(args, "dry_run", False),  # a GPU-only probe has none
         "batches": batches, "seconds": time.time() - t0}
 
 

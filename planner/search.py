@@ -65,17 +65,24 @@ the host-paced case where the search picks such plans (H200 plans runs 11-20 and
 default runs). Several: every multi-GPU run (4-GPU runs 1-2, 2-GPU runs 3 and 6-7 and
 the calls run, rank 0's clock). Predicted, such plans gain 1-4%; measured, the host
 machine decides (its thread's step moved by -0.8 to +0.8 ms between the two)."""
-HOST_PLAN_ROUNDS = HOST_PLAN_RECORDS[False].rounds
+
+
+def wins_tie(judge: Judge, j: Judged, ref: Judged) -> bool:
+    """Whether `j` and `ref` are predicted alike (within TIE) and `j` is the faster on
+    the GPU side (Judge.gpu_side_ms): LocalSearch's tie-break."""
+    if abs(j.throughput_samples_per_s - ref.throughput_samples_per_s) > \
+            TIE * ref.throughput_samples_per_s:
+        return False
+    a, b = judge.gpu_side_ms(j.plan), judge.gpu_side_ms(ref.plan)
+    return a is not None and b is not None and a < b * (1 - TIE)
 
 
 def gpu_side_note(judge: Judge, chosen: Judged, other: Judged) -> str | None:
     """A note where the host thread paces `chosen` and `other` alike (a TIE) and the
     GPU side decided between them (LocalSearch's tie-break)."""
-    tied = abs(chosen.throughput_samples_per_s - other.throughput_samples_per_s) <= \
-        TIE * chosen.throughput_samples_per_s
-    a, b = judge.gpu_side_ms(chosen.plan), judge.gpu_side_ms(other.plan)
-    if not tied or a is None or b is None or a >= b * (1 - TIE):
+    if not wins_tie(judge, chosen, other):
         return None  # not a tie, or the GPU side did not decide it either
+    a, b = judge.gpu_side_ms(chosen.plan), judge.gpu_side_ms(other.plan)
     return (f"note: the host thread paces the chosen plan and the next-best alike; with it "
             f"left out the chosen plan takes {a:.3f} ms an iteration against {b:.3f} "
             "(the search breaks such ties on the GPU side; the host's pace moves with "
@@ -180,10 +187,7 @@ class LocalSearch(Proposer):
             plan faster on the GPU side."""
             if j.throughput_samples_per_s > ref.throughput_samples_per_s * (1 + gain + TIE):
                 return True
-            if gain or j.throughput_samples_per_s < ref.throughput_samples_per_s * (1 - TIE):
-                return False
-            a, b = judge.gpu_side_ms(j.plan), judge.gpu_side_ms(ref.plan)
-            return a is not None and b is not None and a < b * (1 - TIE)
+            return not gain and wins_tie(judge, j, ref)
 
         def valid(state: State) -> bool:
             return all(d.units and d.blocks >= len(pipeline.sinks(
