@@ -43,7 +43,7 @@ from backend.fusion import FusedGroup  # noqa: E402
 from backend.launch import BoundLaunch  # noqa: E402
 from backend.runner import PipelineProgram  # noqa: E402
 from bench.contention_probe import probe_record  # noqa: E402
-from spec.serde import read_stored_text, write_atomic  # noqa: E402
+from spec.serde import read_stored_text, stored_path, write_atomic  # noqa: E402
 
 OUT_MD = ROOT / "bench/results/assembly_probe_h200.md"
 
@@ -160,6 +160,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("-o", "--output", default=str(OUT_MD), help="with --render")
     args = ap.parse_args(argv)
     if args.render:
+        missing = [r for r in args.render if not stored_path(Path(r)).is_file()]
+        if missing:
+            ap.error(f"--render {missing[0]}: an existing assembly_probe.json of this probe")
         records = [(Path(r).name, json.loads(read_stored_text(Path(r)))) for r in args.render]
         write_atomic(Path(args.output), render(records))
         print(f"wrote {args.output}")

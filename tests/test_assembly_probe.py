@@ -44,6 +44,14 @@ def test_render_command_writes_the_report(tmp_path):
     assert "heavy beside heavy-fused (probe.json)" in out.read_text()
 
 
+def test_a_missing_record_is_named(tmp_path, capsys):
+    with pytest.raises(SystemExit) as e:
+        assembly_probe.main(["--render", str(tmp_path / "none.json"), "-o",
+                             str(tmp_path / "x.md")])
+    assert e.value.code == 2 and "none.json" in capsys.readouterr().err
+    assert not (tmp_path / "x.md").exists()
+
+
 def test_bad_factors_are_named():
     with pytest.raises(SystemExit):
         assembly_probe.main(["--factors", "1,x"])
