@@ -61,10 +61,10 @@ took 7.9-8.6 ms of host).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from spec import FusedKernel, Pipeline
+from spec import FusedKernel, Pipeline, Stage
 from spec.pipeline import Shape
 
 ASSEMBLY_FIXED_MS, ASSEMBLY_MS_PER_MB = 0.05, 0.0007
@@ -85,6 +85,30 @@ host step less its one kernel's three launches (3 x 0.052 ms) at kaggle, terabyt
 wide-4x b4096: 0.28, 0.53 and 0.42 ms, the median taken (H200 machine, commit 0b3647a,
 bench/results/raw/execute_graphs_run1.json, `bash bench/graphs_probe.sh`). Eagerly the
 same step took 3.3-4.8 ms of host there."""
+
+
+LAUNCH_SHARE: dict[str, float] = {
+    "emb_fwd": 0.027, "bottom_mlp_fwd": 0.066, "interaction_fwd": 0.042,
+    "top_mlp_fwd": 0.086, "top_mlp_bwd": 0.271, "interaction_bwd": 0.179,
+    "bottom_mlp_bwd": 0.154, "emb_bwd": 0.087, "optimizer": 0.088}
+"""Each stage's share of the one-GPU step's host launches: eagerly the host launches a
+stage's kernels one by one, so the GPU cannot begin a stage before the host has launched
+the ones before it. Fitted with the constants above (`launch_share`, costmodel/host_fit.py:
+the median over run 11's host-paced ideal steps, kaggle and terabyte b4096, of the host's
+time per stage mark, bench/results/host_fit_multigpu_run6.json). heavy-fused b8192's
+ideal, host-paced too, measured alike (0.03 / 0.07 / 0.05 / 0.07 / 0.24 / 0.17 / 0.12 /
+0.18 / 0.07, bench/results/raw/execute_asmgrid_b8192.json). The backward MLPs take most:
+autograd launches several kernels a layer."""
+
+DISTRIBUTED_LAUNCH_SHARE: dict[str, float] = {
+    "input_a2a": 0.286, "emb_fwd": 0.016, "emb_a2a_fwd": 0.036, "bottom_mlp_fwd": 0.047,
+    "interaction_fwd": 0.028, "top_mlp_fwd": 0.058, "top_mlp_bwd": 0.163,
+    "interaction_bwd": 0.091, "bottom_mlp_bwd": 0.075, "emb_a2a_bwd": 0.054,
+    "emb_bwd": 0.052, "grad_allreduce": 0.047, "optimizer": 0.046}
+"""The same for the distributed step, fitted on 2-GPU run 6's host-paced ideal steps
+(`distributed_launch_share`, the same fit). The input all-to-all's host part, the ids
+split per rank and their counts exchanged first, is over a quarter of the step (1.6-1.8 ms
+of 6.0): a batch assembled late holds back everything after it."""
 
 
 @dataclass(frozen=True)
@@ -124,6 +148,27 @@ class HostCosts:
         at emb_bwd ended 1.1 ms after the step, and the next began 1.6 ms after it
         (bench/results/raw/execute_heavy_run5.json)."""
         return self._constants(gpus)[2] if host_thread else 0.0
+
+    def launched_ms(self, stages: Sequence[Stage], launches_at: Sequence[int],
+                    launches_before: int, gpus: int = 1, graphs: bool = False
+                    ) -> tuple[float, ...]:
+        """Per stage position, the host's time from the start of a step's launches until
+        that stage's are all made (the last: every launch of the step): the step's own
+        launches shared out by stage (LAUNCH_SHARE), each fused kernel's three or one at
+        the stage that releases it (`launches_at`), those before the iteration first.
+        The GPU begins a stage no earlier than the stages before it are launched."""
+        step, launch, _, _ = self._constants(gpus)
+        if graphs:
+            step = self.graph_step_ms
+        table = DISTRIBUTED_LAUNCH_SHARE if gpus > 1 else LAUNCH_SHARE
+        mean = sum(table.values()) / len(table)
+        shares = [table.get(s.value, mean) for s in stages]
+        total = sum(shares) or 1.0
+        out, acc = [], launch * launches_before
+        for share, n in zip(shares, launches_at):
+            acc += step * share / total + launch * n
+            out.append(acc)
+        return tuple(out)
 
     def _constants(self, gpus: int) -> tuple[float, float, float, float]:
         """(step, kernel launch, batch fixed, batch per MB) ms for one GPU or several."""

@@ -12,7 +12,10 @@ wait, finish, check; backend/executor.py). Three fits, each on the runs that sho
   batch_ms_per_mb   against the batch's output MB, over every non-ideal GPU run (flat at
                     the median where the line falls with size or the sizes span less
                     than MIN_MB_SPAN);
-  distributed_*     the same four from the runs of more than one GPU, apart from the
+  launch_share      each stage's share of ideal's step launches on the host-paced
+                    workloads (the median, scaled to sum to 1): when the GPU may begin
+                    each stage;
+  distributed_*     the same five from the runs of more than one GPU, apart from the
                     one-GPU runs: the distributed step (all-to-alls, gradient
                     all-reduce) and the per-table form the distributed trainer takes
                     each batch in cost the host more than one GPU's.
@@ -67,6 +70,26 @@ def rows_of(cases: list[dict], source: str) -> list[dict]:
     return out
 
 
+LAUNCH = "launch:"
+"""The executor's host piece per stage: the host's time from that stage's mark to the
+next, its launches (backend/trainer.Clock.host_stage_ms)."""
+
+
+def launch_shares(paced: list[dict]) -> dict[str, float]:
+    """Each stage's share of the host's step launches: the median over host-paced ideal
+    runs (where the host never waits for the GPU inside the step, so a stage's host time
+    is its launches alone), scaled to sum to 1. Empty where no run recorded them."""
+    per: dict[str, list[float]] = {}
+    for r in paced:
+        marks = {k[len(LAUNCH):]: v for k, v in r["host"].items() if k.startswith(LAUNCH)}
+        total = sum(marks.values())
+        for stage, ms in marks.items():
+            per.setdefault(stage, []).append(ms / total if total > 0 else 0.0)
+    med = {s: statistics.median(v) for s, v in per.items()}
+    total = sum(med.values())
+    return {s: round(v / total, 3) for s, v in med.items()} if total > 0 else {}
+
+
 def fit(rows: list[dict]) -> dict:
     """The constants (as HostCosts names them), how many runs each used, and the ranges
     they came from. One-GPU runs give the one-GPU constants; runs of more than one GPU,
@@ -76,7 +99,8 @@ def fit(rows: list[dict]) -> dict:
     out = fit_pieces(single) if single else {"used": {}, "ranges": {}}
     if multi:
         d = fit_pieces(multi)
-        for k in ("step_ms", "kernel_launch_ms", "batch_fixed_ms", "batch_ms_per_mb"):
+        for k in ("step_ms", "kernel_launch_ms", "batch_fixed_ms", "batch_ms_per_mb",
+                  "launch_share"):
             out[f"distributed_{k}"] = d[k]
         out["used"].update({f"distributed_{k}": n for k, n in d["used"].items()})
         out["ranges"].update({f"distributed_{k}": v for k, v in d["ranges"].items()})
@@ -116,9 +140,13 @@ def fit_pieces(rows: list[dict]) -> dict:
     if slope < 0 or max(mb) < MIN_MB_SPAN * min(mb):
         # no measurable growth with size, or too narrow a span to tell: the median, flat
         slope, fixed = 0.0, statistics.median(batch)
+    shares = launch_shares(paced)
     return {"step_ms": step_ms, "kernel_launch_ms": launch_ms,
             "batch_fixed_ms": float(fixed), "batch_ms_per_mb": float(slope),
-            "used": {"step": len(paced), "launch": len(x), "batch": len(mb)},
+            "launch_share": shares,
+            "used": {"step": len(paced), "launch": len(x), "batch": len(mb),
+                     "launch_share": sum(any(k.startswith(LAUNCH) for k in r["host"])
+                                         for r in paced)},
             "ranges": {"ideal_step_ms": [min(r["host"]["step"] for r in paced),
                                          max(r["host"]["step"] for r in paced)],
                        "batch_ms": [min(batch), max(batch)],

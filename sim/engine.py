@@ -9,11 +9,18 @@ each once its releasing stage has started. A step waits for the batch it trains 
 with the plan's `batches_ahead` 1, for the kernels of the step before; with 2, for
 those of the step before that, so a kernel still running at a step's end runs on into
 the next step.
+
+Where the host thread is modelled it runs the executor's loop: it launches a step, waits
+for the batch the next step trains on, then reads it back, checks it and stages the next
+inputs. The GPU begins a step once the host has begun launching it, and each stage once
+the host has launched the stages before it (costmodel.host.HostCosts.launched_ms), so a
+batch assembled late holds back the next step's launches, not only its start.
 """
 
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -74,6 +81,9 @@ class _PreStream:
         self.started = 0.0
         self.done_ms: dict[int, float] = {}
         """Iteration -> when the last kernel it released ended."""
+        self.on_done: Callable[[int, float], None] | None = None
+        """Told (iteration, time) when an iteration's last kernel ends: the time may lie
+        behind the clock (a span run alone, worked out afterwards) or ahead (`drain`)."""
 
     def release(self, it: int, noise: np.ndarray) -> None:
         """Queue iteration it's kernels (each starts once its stage of `it` has)."""
@@ -97,6 +107,8 @@ class _PreStream:
         self.kernel_ms[it][self.index[j]] = now - self.started
         if not any(q[0] == it for q in self.queue):
             self.done_ms[it] = now
+            if self.on_done is not None:
+                self.on_done(it, now)
         self.active = -1
 
     def pending(self, upto_it: int) -> bool:
@@ -155,7 +167,15 @@ def run(compiled: Compiled) -> RunLog:
                  [[[0.0] * n_kernels for _ in range(iters)] for _ in range(n)], spans, 0.0)
     barriers: dict[tuple[int, int], _Barrier] = {}
     ready = [simpy.Store(env, capacity=2) for _ in range(n)]
-    launched = [simpy.Store(env, capacity=1) for _ in range(n)]
+    host_start = [[env.event() for _ in range(iters)] for _ in range(n)]
+    """[gpu][iteration] the host thread has begun launching that step."""
+    host_start_ms = [[0.0] * iters for _ in range(n)]
+    host_scale = [[1.0] * iters for _ in range(n)]
+    gpu_start = [[env.event() for _ in range(iters)] for _ in range(n)]
+    inputs = [[env.event() for _ in range(iters)] for _ in range(n)]
+    """[gpu][iteration] that step's inputs have reached the GPU."""
+    batch_ready = [[env.event() for _ in range(iters)] for _ in range(n)]
+    """[gpu][iteration] the batch whose kernels that iteration released is assembled."""
     cpu_ms = compiled.cpu_batch_ms
     queue = simpy.Store(env, capacity=sc.queue_depth_per_gpu * n) if cpu_ms > 0 else None
 
@@ -182,22 +202,54 @@ def run(compiled: Compiled) -> RunLog:
             t0 = env.now
             yield env.timeout(tables.h2d_ms)
             spans.append(Span(g, COPY, "h2d", it, t0, env.now))
+            if it < iters:
+                inputs[g][it].succeed()
             yield ready[g].put(it)
 
-    def host_thread(g: int, tables: GpuTables):
-        """Launches and feeds one iteration after another, one iteration ahead of the GPU
-        at most (the executor's check of each batch waits for its assembly on the GPU)."""
+    def fire(event: simpy.Event, at_ms: float) -> None:
+        """Trigger `event` at `at_ms` (now if that has passed)."""
+        if at_ms <= env.now:
+            event.succeed()
+        else:
+            env.timeout(at_ms - env.now).callbacks.append(lambda _: event.succeed())
+
+    def host_thread(g: int, tables: GpuTables, feeds: bool):
+        """The executor's loop (backend/executor.py): launch step `it` (with the kernels
+        it releases), wait for the batch step it + 1 trains on to be assembled (where
+        the plan has kernels: `feeds`), then read it back, check it and stage the next
+        inputs (the rest of host_ms). Step it + 1's launches begin once the GPU has
+        begun step it and has the inputs of step it + 1: the host runs at most one step
+        ahead, and starts with the GPU (the executor preprocesses its first batches
+        before its loop)."""
+        launch_ms = tables.launched_ms[-1]
+        finish_ms = max(0.0, tables.host_ms - launch_ms)
+        ahead = compiled.plan.batches_ahead
         for it in range(iters):
+            yield inputs[g][it]  # the step's inputs are on the GPU
+            if it > 0:
+                yield gpu_start[g][it - 1]
             t0 = env.now
-            yield env.timeout(tables.host_ms * host_noise[g][it])
-            spans.append(Span(g, HOST, "launch and feed", it, t0, env.now))
-            yield launched[g].put(it)
+            scale = host_noise[g][it]
+            host_start_ms[g][it] = t0
+            host_scale[g][it] = scale
+            host_start[g][it].succeed()
+            yield env.timeout(launch_ms * scale)
+            spans.append(Span(g, HOST, "launch step", it, t0, env.now))
+            need = it + 1 - ahead  # the iteration that released step it + 1's batch
+            if feeds and need >= 0 and it + 1 < iters:
+                yield batch_ready[g][need]
+            t1 = env.now
+            yield env.timeout(finish_ms * scale)
+            if env.now > t1:
+                spans.append(Span(g, HOST, "feed batch", it, t1, env.now))
 
     def gpu(g: int, tables: GpuTables):
         before = [k for k in tables.kernels if k.release_pos < 0]
         stage_ms, comm_ms, pre_ms = tables.stage_ms, tables.comm_ms, tables.pre_barrier_ms
         names = [s.value for s in tables.stages]
         pre = _PreStream(g, tables, spans, log.kernel_ms[g])
+        pre.on_done = lambda j, t: fire(batch_ready[g][j], t)
+        launched = tables.launched_ms
         ahead = compiled.plan.batches_ahead
         for it in range(iters):
             start = env.now
@@ -208,10 +260,11 @@ def run(compiled: Compiled) -> RunLog:
                 spans.append(Span(g, WAIT, "wait for input", it, start, env.now))
             if tables.host_ms > 0:
                 t_host = env.now
-                yield launched[g].get()  # the host thread has launched this iteration
+                yield host_start[g][it]  # the host thread has begun this step
                 if env.now > t_host:
                     spans.append(Span(g, WAIT, "wait for host launches", it, t_host,
                                       env.now))
+            gpu_start[g][it].succeed()
             stall = env.now - start
             knoise = kernel_noise[g, it]
             pre.release(it, knoise[len(before):])
@@ -222,7 +275,18 @@ def run(compiled: Compiled) -> RunLog:
                 spans.append(Span(g, TRAINING, k.name, it, t0, env.now))
                 log.kernel_ms[g][it][i] = env.now - t0
                 busy += env.now - t0
-            for pos in range(n_stages):
+            for pos in range(n_stages + 1):
+                if launched and pos > 0:  # the host has not launched all before `pos`
+                    gate = host_start_ms[g][it] + host_scale[g][it] * launched[pos - 1]
+                    if gate > env.now + 1e-9:
+                        t_gate = env.now
+                        yield env.timeout(gate - env.now)
+                        pre.advance_alone(t_gate, env.now, pos - 1)
+                        spans.append(Span(g, WAIT, "wait for host launches", it, t_gate,
+                                          env.now))
+                        stall += env.now - t_gate
+                if pos == n_stages:
+                    break
                 t0 = env.now
                 if comm_ms[pos] > 0 or pre_ms[pos] > 0 or (n > 1 and tables.stages[pos]
                                                            .is_collective):
@@ -283,8 +347,10 @@ def run(compiled: Compiled) -> RunLog:
     for g in range(n):
         env.process(loader(g, compiled.gpus[g]))
         env.process(gpu(g, compiled.gpus[g]))
-        if compiled.gpus[g].host_ms > 0:
-            env.process(host_thread(g, compiled.gpus[g]))
+        tables = compiled.gpus[g]
+        if tables.host_ms > 0:
+            feeds = any(k.release_pos >= 0 for k in tables.kernels)
+            env.process(host_thread(g, tables, feeds))
     env.run()
     log.end_ms = env.now
     log.events = next(env._eid)  # SimPy numbers every scheduled event from this counter

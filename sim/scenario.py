@@ -108,6 +108,11 @@ class GpuTables:
     turnaround_ms: float = 0.0
     """From a batch's assembly to the earliest start of the step that trains on it
     (costmodel.host.HostCosts.turnaround_ms)."""
+    launched_ms: tuple[float, ...] = ()
+    """Per stage position, the host's time from the start of a step's launches until
+    that stage's are made (costmodel.host.HostCosts.launched_ms; the last: all of them,
+    the rest of host_ms is the batch's read-back, check and staging); empty: the host is
+    not modelled."""
 
 
 @dataclass
@@ -290,15 +295,21 @@ def compile_scenario(sc: Scenario, cm: CostModel) -> Compiled:
         host_ms, batch_mb = 0.0, output_mb(pipeline, rows_local)
         if kernels:
             kernels.append(_assembly_run(kernels[-1], batch_mb))
+        launched: tuple[float, ...] = ()
         if sc.host_thread:
             mine = [k for k in plan.kernels if k.gpu is None or k.gpu == g]
             host_ms = H200_HOST.iteration_ms(kernel_launches(mine, pipeline), batch_mb,
                                              sc.strategy.kind is not StrategyKind.IDEAL,
                                              hw.gpu_count, model.cuda_graphs)
+            at = [kernel_launches([k for k in mine if k.release == s], pipeline)
+                  for s in stages]
+            before = kernel_launches([k for k in mine if k.release is None], pipeline)
+            launched = H200_HOST.launched_ms(stages, at, before, hw.gpu_count,
+                                             model.cuda_graphs)
         turnaround = H200_HOST.turnaround_ms(sc.host_thread, hw.gpu_count)
         gpus.append(GpuTables(stages, stage_ms, tuple(comm.get(s, 0.0) for s in stages),
                               tuple(pre), tuple(kernels), hw.host_link.transfer_ms(copy_bytes),
-                              host_ms, turnaround))
+                              host_ms, turnaround, launched))
     cpu_ms = 0.0
     if plan.cpu_nodes:
         kw = kernel_work(pipeline, "cpu", plan.cpu_nodes, rows_local, 1, 32)

@@ -11,6 +11,9 @@ from sim.strategy import parse_strategy, strategy_plan
 from spec import SpecError
 
 STEP, LAUNCH, FIXED, PER_MB = 4.1, 0.09, 0.4, 0.003
+SHARE = {"emb_fwd": 0.1, "top_mlp_fwd": 0.2, "top_mlp_bwd": 0.4, "emb_bwd": 0.3}
+BLOCKED = {"emb_fwd": 0.05, "top_mlp_fwd": 0.8, "top_mlp_bwd": 0.1, "emb_bwd": 0.05}
+"""A GPU-paced host's profile: it blocks inside one stage, waiting for the GPU."""
 
 
 def case(pipeline: str, batch: int, strategy: str, wait: float, rng,
@@ -22,9 +25,13 @@ def case(pipeline: str, batch: int, strategy: str, wait: float, rng,
     hw = spec.hardware_preset("h200", 1)
     pipe = spec.pipeline_preset(pipeline)
     if strategy == "ideal":
+        shares = BLOCKED if wait > 0.1 else SHARE
+        host = {"step": {"median_ms": step + rng.normal(0, 0.01)}}
+        host.update({f"launch:{s}": {"median_ms": step * x + rng.normal(0, 0.002)}
+                     for s, x in shares.items()})
         return {"pipeline": pipeline, "batch": batch, "strategy": strategy, "measurement": {
             "plan": None, "iteration": {"median_ms": step}, "gpu_count": gpus,
-            "host": {"step": {"median_ms": step + rng.normal(0, 0.01)}}}}
+            "host": host}}
     plan = strategy_plan(parse_strategy(strategy, hw), pipe, "criteo-kaggle", hw)
     n = kernel_launches(plan.kernels, pipe)
     batch_ms = fixed + per_mb * output_mb(pipe, batch)
@@ -48,7 +55,10 @@ def test_fit_recovers_the_constants():
     assert got["kernel_launch_ms"] == pytest.approx(LAUNCH, abs=0.02)
     assert got["batch_fixed_ms"] == pytest.approx(FIXED, abs=1e-6)
     assert got["batch_ms_per_mb"] == pytest.approx(PER_MB, abs=1e-6)
-    assert got["used"] == {"step": 2, "launch": 4, "batch": 6}  # GPU-paced b8192 left out
+    assert got["launch_share"] == pytest.approx(SHARE, abs=0.01)
+    assert sum(got["launch_share"].values()) == pytest.approx(1, abs=0.002)
+    # GPU-paced b8192 left out of the step, the launches and the shares
+    assert got["used"] == {"step": 2, "launch": 4, "batch": 6, "launch_share": 2}
 
 
 def test_no_host_paced_workload_is_an_error():
