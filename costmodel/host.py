@@ -100,6 +100,21 @@ ideal, host-paced too, measured alike (0.03 / 0.07 / 0.05 / 0.07 / 0.24 / 0.17 /
 0.18 / 0.07, bench/results/raw/execute_asmgrid_b8192.json). The backward MLPs take most:
 autograd launches several kernels a layer."""
 
+MODEL_LAUNCH_SHARE: dict[str, dict[str, float]] = {
+    "heavy-fused": {
+        "emb_fwd": 0.033, "bottom_mlp_fwd": 0.067, "interaction_fwd": 0.054,
+        "top_mlp_fwd": 0.073, "top_mlp_bwd": 0.237, "interaction_bwd": 0.171,
+        "bottom_mlp_bwd": 0.112, "emb_bwd": 0.18, "optimizer": 0.073}}
+"""A model's own one-GPU shares where its ideal step was measured without blocking for
+the GPU: heavy-fused's fused embedding update takes twice kaggle's share at emb_bwd.
+Fitted by `python bench/fit_host.py --shares-by-model
+bench/results/raw/execute_asmgrid_b8192.json.gz execute_tiebreak_b8192.json.gz
+execute_tieab_b8192.json.gz execute_capped_plans_b8192.json.gz execute_coupled_stages.json
+(each under bench/results/raw/) -o bench/results/launch_shares_heavy_fused.json` (15
+b8192 ideal steps, 2026-12-01). Without it the 2-round run `coupled_stages` (kernel at
+emb_bwd and at the optimizer, b8192) was predicted 5.22 and 5.39 ms, with it 4.96 and
+5.12; measured 4.39 and 4.67, on a host whose ideal step ran 8% faster than the model's."""
+
 DISTRIBUTED_LAUNCH_SHARE: dict[str, float] = {
     "input_a2a": 0.286, "emb_fwd": 0.016, "emb_a2a_fwd": 0.036, "bottom_mlp_fwd": 0.047,
     "interaction_fwd": 0.028, "top_mlp_fwd": 0.058, "top_mlp_bwd": 0.163,
@@ -150,17 +165,19 @@ class HostCosts:
         return self._constants(gpus)[2] if host_thread else 0.0
 
     def launched_ms(self, stages: Sequence[Stage], launches_at: Sequence[int],
-                    launches_before: int, gpus: int = 1, graphs: bool = False
-                    ) -> tuple[float, ...]:
+                    launches_before: int, gpus: int = 1, graphs: bool = False,
+                    model: str = "") -> tuple[float, ...]:
         """Per stage position, the host's time from the start of a step's launches until
         that stage's are all made (the last: every launch of the step): the step's own
         launches shared out by stage (LAUNCH_SHARE), each fused kernel's three or one at
-        the stage that releases it (`launches_at`), those before the iteration first.
+        the stage that releases it (`launches_at`), those before the iteration first;
+        `model`'s own shares where measured (MODEL_LAUNCH_SHARE, one GPU).
         The GPU begins a stage no earlier than the stages before it are launched."""
         step, launch, _, _ = self._constants(gpus)
         if graphs:
             step = self.graph_step_ms
-        table = DISTRIBUTED_LAUNCH_SHARE if gpus > 1 else LAUNCH_SHARE
+        table = DISTRIBUTED_LAUNCH_SHARE if gpus > 1 else \
+            MODEL_LAUNCH_SHARE.get(model, LAUNCH_SHARE)
         mean = sum(table.values()) / len(table)
         shares = [table.get(s.value, mean) for s in stages]
         total = sum(shares) or 1.0

@@ -61,7 +61,8 @@ def rows_of(cases: list[dict], source: str) -> list[dict]:
         pipe = spec.pipeline_preset(r["pipeline"])
         kernels = [spec.FusedKernel(**{**k, "nodes": tuple(k["nodes"])})
                    for k in (m.get("plan") or {}).get("kernels", [])]
-        out.append({"source": source, "pipeline": r["pipeline"], "batch": r["batch"],
+        out.append({"source": source, "pipeline": r["pipeline"], "model": m.get("model"),
+                    "batch": r["batch"],
                     "strategy": r["strategy"], "gpus": m.get("gpu_count", 1),
                     "launches": kernel_launches(kernels, pipe),
                     "output_mb": output_mb(pipe, r["batch"]),
@@ -90,6 +91,45 @@ def launch_shares(paced: list[dict]) -> dict[str, float]:
     return {s: round(v / total, 3) for s, v in med.items()} if total > 0 else {}
 
 
+def paced_ideals(rows: list[dict]) -> list[dict]:
+    """The `ideal` rows of the host-paced workloads: those whose other strategies' host
+    never waited for the GPU longer than IDLE_WAIT_MS."""
+    def key(r):
+        return r["source"], r["pipeline"], r["batch"]
+
+    ideal = {key(r): r for r in rows if r["strategy"] == "ideal"}
+    waits: dict = {}
+    for r in rows:
+        if r["strategy"] != "ideal":
+            waits[key(r)] = max(waits.get(key(r), 0.0), r["host"]["wait"])
+    return [ideal[k] for k, w in waits.items() if w < IDLE_WAIT_MS and k in ideal]
+
+
+BLOCKED_SHARE = 0.5
+"""An ideal step where one stage took more of the host's launch time than this blocked
+inside that stage for the GPU (heavy b4096 and b16384, GPU-paced: 0.51-0.63 at
+top_mlp_fwd; host-paced steps: at most 0.27), so it shows where the GPU was, not what
+the launches cost."""
+
+
+def launch_shares_by_model(rows: list[dict]) -> dict[str, dict]:
+    """launch_shares for each model apart, from its one-GPU ideal steps that did not
+    block for the GPU (BLOCKED_SHARE), and how many each used: a model's step launches
+    its own mix of kernels (heavy-fused's fused embedding update costs the host more at
+    emb_bwd than kaggle's)."""
+    def blocked(r: dict) -> bool:
+        marks = [v for k, v in r["host"].items() if k.startswith(LAUNCH)]
+        return not marks or max(marks) > BLOCKED_SHARE * sum(marks)
+
+    ideal = [r for r in rows if r["strategy"] == "ideal" and r.get("gpus", 1) == 1
+             and r.get("model") and not blocked(r)]
+    out = {}
+    for model in sorted({r["model"] for r in ideal}):
+        mine = [r for r in ideal if r["model"] == model]
+        out[model] = {"launch_share": launch_shares(mine), "used": len(mine)}
+    return out
+
+
 def fit(rows: list[dict]) -> dict:
     """The constants (as HostCosts names them), how many runs each used, and the ranges
     they came from. One-GPU runs give the one-GPU constants; runs of more than one GPU,
@@ -114,11 +154,7 @@ def fit_pieces(rows: list[dict]) -> dict:
         return r["source"], r["pipeline"], r["batch"]
 
     ideal = {key(r): r for r in rows if r["strategy"] == "ideal"}
-    waits: dict = {}
-    for r in rows:
-        if r["strategy"] != "ideal":
-            waits[key(r)] = max(waits.get(key(r), 0.0), r["host"]["wait"])
-    paced = [ideal[k] for k, w in waits.items() if w < IDLE_WAIT_MS and k in ideal]
+    paced = paced_ideals(rows)
     if not paced:
         raise SpecError("runs", len(rows), "at least one workload measured next to its "
                         "ideal whose strategies never waited for the GPU (host-paced)")

@@ -305,7 +305,7 @@ def compile_scenario(sc: Scenario, cm: CostModel) -> Compiled:
                   for s in stages]
             before = kernel_launches([k for k in mine if k.release is None], pipeline)
             launched = H200_HOST.launched_ms(stages, at, before, hw.gpu_count,
-                                             model.cuda_graphs)
+                                             model.cuda_graphs, model.name)
         turnaround = H200_HOST.turnaround_ms(sc.host_thread, hw.gpu_count)
         gpus.append(GpuTables(stages, stage_ms, tuple(comm.get(s, 0.0) for s in stages),
                               tuple(pre), tuple(kernels), hw.host_link.transfer_ms(copy_bytes),

@@ -6,7 +6,7 @@ import pytest
 
 import spec
 from costmodel.host import kernel_launches, output_mb
-from costmodel.host_fit import MIN_MB_SPAN, fit, rows_of
+from costmodel.host_fit import MIN_MB_SPAN, fit, launch_shares_by_model, rows_of
 from sim.strategy import parse_strategy, strategy_plan
 from spec import SpecError
 
@@ -31,7 +31,7 @@ def case(pipeline: str, batch: int, strategy: str, wait: float, rng,
                      for s, x in shares.items()})
         return {"pipeline": pipeline, "batch": batch, "strategy": strategy, "measurement": {
             "plan": None, "iteration": {"median_ms": step}, "gpu_count": gpus,
-            "host": host}}
+            "model": spec.DEFAULT_MODEL_FOR[pipeline], "host": host}}
     plan = strategy_plan(parse_strategy(strategy, hw), pipe, "criteo-kaggle", hw)
     n = kernel_launches(plan.kernels, pipe)
     batch_ms = fixed + per_mb * output_mb(pipe, batch)
@@ -59,6 +59,19 @@ def test_fit_recovers_the_constants():
     assert sum(got["launch_share"].values()) == pytest.approx(1, abs=0.002)
     # GPU-paced b8192 left out of the step, the launches and the shares
     assert got["used"] == {"step": 2, "launch": 4, "batch": 6, "launch_share": 2}
+
+
+def test_launch_shares_by_model_leave_out_steps_that_blocked():
+    """Each model's shares come from its own ideal steps; a step that blocked for the GPU
+    inside one stage (over BLOCKED_SHARE of it) says where the GPU was, and is left out."""
+    rng = np.random.default_rng(2)
+    cases = [case(p, b, "ideal", w, rng) for p, b, w in (
+        ("kaggle", 4096, 0.0), ("kaggle", 8192, 0.8), ("heavy", 4096, 0.0))]
+    got = launch_shares_by_model(rows_of(cases, "run"))
+    assert set(got) == {"criteo-kaggle", "heavy"}
+    assert got["criteo-kaggle"]["used"] == 1  # the blocked b8192 step left out
+    assert got["criteo-kaggle"]["launch_share"] == pytest.approx(SHARE, abs=0.01)
+    assert launch_shares_by_model(rows_of(cases[1:2], "run")) == {}
 
 
 def test_no_host_paced_workload_is_an_error():

@@ -403,10 +403,10 @@ def test_kernel_rates_come_from_the_whole_runs_together(kaggle, kaggle_model, h2
 def test_a_batch_assembled_late_holds_back_the_next_launches(h200):
     """The host thread waits for the batch the next step trains on before it launches
     that step (backend/executor.py), and the GPU begins each stage only once the host
-    has launched the ones before it (costmodel.host.LAUNCH_SHARE). On a host-paced step
+    has launched the ones before it (costmodel.host.launched_ms). On a host-paced step
     a kernel released at the last stage then costs its time, its assembly and the
     host's read-back; released at the first it hides under the host's launches."""
-    from costmodel.host import H200_HOST, LAUNCH_SHARE
+    from costmodel.host import H200_HOST, MODEL_LAUNCH_SHARE
 
     cm = AnalyticCostModel()
     model = replace(spec.model_preset("heavy-fused"), batch_per_gpu=4096)
@@ -425,8 +425,10 @@ def test_a_batch_assembled_late_holds_back_the_next_launches(h200):
     assert list(t.launched_ms) == sorted(t.launched_ms)
     kernel, assembly = t.kernels
     # the kernel's three launches are made at the optimizer's, the last stage's: the
-    # stages before take the step's launches but the optimizer's share
-    assert t.launched_ms[-2] == pytest.approx(step * (1 - LAUNCH_SHARE["optimizer"]), rel=1e-3)
+    # stages before take the step's launches but the optimizer's share (heavy-fused's own)
+    share = MODEL_LAUNCH_SHARE["heavy-fused"]
+    assert t.launched_ms[-2] == pytest.approx(
+        step * (1 - share["optimizer"] / sum(share.values())), rel=1e-6)
     # the next step's launches begin after the optimizer's launch, the kernel, its
     # assembly and the host's read-back and check
     floor = (t.launched_ms[-2] + kernel.alone_ms + assembly.alone_ms + t.turnaround_ms)
