@@ -4,10 +4,18 @@ bench/plans/. What a change to the cost model or the simulator does to the predi
 of measurements already made. Writes bench/results/repredict_h200.md.
 
     python bench/repredict.py [RAW.json ...] [-o OUT.md]
+    python bench/repredict.py --all [--rows-json ROWS.json] [--against OLD.json] -o OUT.md
+
+--all takes every raw run under bench/results/raw/ and names those today's code can no
+longer simulate (plans of pipelines since changed). --rows-json keeps the rows; --against
+puts each run's error beside the rows another commit's code wrote for the same runs (run
+this script there: `git worktree add /tmp/old COMMIT`, copy it in, `--rows-json`).
 """
 
 from __future__ import annotations
 
+import argparse
+import json
 import statistics
 import sys
 from pathlib import Path
@@ -15,41 +23,100 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.render_execute import measured_cases, measured_scenario, render_main  # noqa: E402
+from bench.render_execute import measured_cases, measured_scenario  # noqa: E402
+from spec.serde import stored_path, write_atomic  # noqa: E402
 
-RAW = [ROOT / "bench/results/raw" / name for name in (
+RAW_DIR = ROOT / "bench/results/raw"
+RAW = [RAW_DIR / name for name in (
     "execute_plans_run12.json", "execute_heavy_run2.json", "execute_heavy_stages_run1.json")]
 """The 76 cases executed before the cost model took overlap rates and measured pairs."""
 OUT = ROOT / "bench/results/repredict_h200.md"
+CHANGED = 0.01
+"""Points of error by which a case must move for --against to list its run."""
 
 
-def rows(raw: list[Path]) -> list[dict]:
+def every_raw() -> list[Path]:
+    """Every executed run's raw file (bench/execute_gpu.py's output), by name."""
+    names = {p.name.removesuffix(".gz") for p in RAW_DIR.glob("execute_*.json*")
+             if p.name.endswith((".json", ".json.gz"))}
+    return [RAW_DIR / n for n in sorted(names)]
+
+
+def rows(raw: list[Path], skipped: dict[str, str] | None = None) -> list[dict]:
+    """One row per measured case. With `skipped`, a run today's code cannot simulate is
+    named there with why, instead of stopping."""
     from sim import simulate
 
     out = []
     for path in raw:
-        for r in measured_cases(path)[0]:
-            m = r["measurement"]
-            p = simulate(measured_scenario(m, r["strategy"])).prediction.iteration_time_ms
-            ms = m["iteration"]["median_ms"]
-            out.append({"source": path.name, "model": m["model"], "batch": r["batch"],
-                        "strategy": r["strategy"], "measured_ms": ms, "predicted_ms": p,
-                        "error_pct": 100 * (p - ms) / ms})
+        try:
+            mine = []
+            for r in measured_cases(path)[0]:
+                m = r["measurement"]
+                p = simulate(measured_scenario(m, r["strategy"])).prediction.iteration_time_ms
+                ms = m["iteration"]["median_ms"]
+                mine.append({"source": path.name.removesuffix(".gz"), "model": m["model"],
+                             "batch": r["batch"], "strategy": r["strategy"],
+                             "measured_ms": ms, "predicted_ms": p,
+                             "error_pct": 100 * (p - ms) / ms})
+        except Exception as e:  # noqa: BLE001 - any failure names the run
+            if skipped is None:
+                raise
+            skipped[path.name] = f"{type(e).__name__}: {str(e)[:120]}"
+            continue
+        out += mine
     return out
 
 
-def render(rs: list[dict], raw: list[Path]) -> str:
+def summary(errs: list[float]) -> str:
+    return (f"mean {statistics.mean(errs):.2f}%, median {statistics.median(errs):.2f}%, "
+            f"{sum(e <= 5 for e in errs)} of {len(errs)} within 5%")
+
+
+def against_table(rs: list[dict], old: list[dict]) -> list[str]:
+    """Per run: the error of the rows `old` holds for the same cases, then today's."""
+    key = [(r["source"], r["strategy"], r["batch"], round(r["measured_ms"], 6)) for r in rs]
+    before: dict[tuple, list[dict]] = {}
+    for r in old:
+        k = (r["source"].removesuffix(".gz"), r["strategy"], r["batch"],
+             round(r["measured_ms"], 6))
+        before.setdefault(k, []).append(r)
+    pairs = [(b.pop(0), r) for k, r in zip(key, rs) if (b := before.get(k))]
+    by_run: dict[str, list[tuple[float, float]]] = {}
+    for b, r in pairs:
+        by_run.setdefault(r["source"], []).append((abs(b["error_pct"]), abs(r["error_pct"])))
+    lines = ["| run | cases | earlier: mean error (within 5%) | today | change |",
+             "|---|---:|---:|---:|---:|"]
+    same = [run for run, v in by_run.items() if all(abs(x - y) < CHANGED for x, y in v)]
+    for run, v in by_run.items():
+        if run in same:
+            continue
+        a, b = [x for x, _ in v], [y for _, y in v]
+        lines.append(f"| {run} | {len(v)} | {statistics.mean(a):.2f}% ({sum(e <= 5 for e in a)}) "
+                     f"| {statistics.mean(b):.2f}% ({sum(e <= 5 for e in b)}) | "
+                     f"{statistics.mean(b) - statistics.mean(a):+.2f} |")
+    a = [x for v in by_run.values() for x, _ in v]
+    b = [y for v in by_run.values() for _, y in v]
+    return [f"Against the earlier rows ({len(pairs)} cases in both): earlier {summary(a)}; "
+            f"today {summary(b)}. The runs where a case moved by {CHANGED} points or more "
+            f"({len(by_run) - len(same)} of {len(by_run)}):", ""] + lines + [""]
+
+
+def render(rs: list[dict], raw: list[Path], command: str, skipped: dict[str, str],
+           old: list[dict] | None = None) -> str:
     from sim.simulate import git_commit
 
     errs = [abs(r["error_pct"]) for r in rs]
     lines = ["# Executed cases, predicted again by today's model", "",
-             f"Made by `python bench/repredict.py {' '.join(p.name for p in raw)}` at "
-             f"commit {git_commit()}.", "",
-             f"Iteration-time error: mean {statistics.mean(errs):.2f}%, median "
-             f"{statistics.median(errs):.2f}%, {sum(e <= 5 for e in errs)} of {len(errs)} "
-             "within 5%.", "",
-             "| run | model | batch | strategy | measured ms | predicted ms | error |",
-             "|---|---|---:|---|---:|---:|---:|"]
+             f"Made by `{command}` at commit {git_commit()}.", "",
+             f"Iteration-time error: {summary(errs)}.", ""]
+    if skipped:
+        lines += [f"Not simulated today ({len(skipped)} runs):", ""]
+        lines += [f"- {name}: {why}" for name, why in skipped.items()] + [""]
+    if old is not None:
+        lines += against_table(rs, old)
+    lines += ["| run | model | batch | strategy | measured ms | predicted ms | error |",
+              "|---|---|---:|---|---:|---:|---:|"]
     lines += [f"| {r['source']} | {r['model']} | {r['batch']} | {r['strategy']} | "
               f"{r['measured_ms']:.3f} | {r['predicted_ms']:.3f} | {r['error_pct']:+.1f}% |"
               for r in rs]
@@ -57,8 +124,34 @@ def render(rs: list[dict], raw: list[Path]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return render_main(argv, __doc__, RAW, OUT, "an existing execute_*.json of "
-                       "bench/execute_gpu.py", lambda raw: render(rows(raw), raw))
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("raw", nargs="*", type=Path,
+                    help="default: " + ", ".join(p.name for p in RAW))
+    ap.add_argument("--all", action="store_true", help="every raw run under bench/results/raw")
+    ap.add_argument("-o", "--out", type=Path, default=OUT)
+    ap.add_argument("--rows-json", type=Path, help="also write the rows here")
+    ap.add_argument("--against", type=Path, help="rows another commit wrote (--rows-json)")
+    args = ap.parse_args(argv)
+    if args.all and args.raw:
+        ap.error("raw: give run files or --all, not both")
+    missing = [str(p) for p in args.raw if not stored_path(p).is_file()]
+    if missing:
+        ap.error(f"raw = {missing[0]!r}: an existing execute_*.json of bench/execute_gpu.py")
+    if args.against is not None and not args.against.is_file():
+        ap.error(f"--against = {str(args.against)!r}: a rows file --rows-json wrote")
+    raw = every_raw() if args.all else (args.raw or RAW)
+    skipped: dict[str, str] = {}
+    rs = rows(raw, skipped if args.all else None)
+    old = json.loads(args.against.read_text()) if args.against else None
+    command = " ".join(["python bench/repredict.py", *(argv if argv is not None
+                                                        else sys.argv[1:])])
+    if args.rows_json:
+        write_atomic(args.rows_json, json.dumps(rs, indent=0))
+    text = render(rs, raw, command, skipped, old)
+    write_atomic(args.out, text)
+    print(text)
+    return 0
 
 
 if __name__ == "__main__":

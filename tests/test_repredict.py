@@ -1,0 +1,33 @@
+"""bench/repredict.py: its comparison with an earlier commit's rows pairs the same cases
+and lists only the runs that moved; its list of runs takes each raw file once."""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.repredict import against_table, every_raw  # noqa: E402
+
+
+def row(source: str, strategy: str, measured: float, error: float) -> dict:
+    return {"source": source, "model": "m", "batch": 4096, "strategy": strategy,
+            "measured_ms": measured, "predicted_ms": measured * (1 + error / 100),
+            "error_pct": error}
+
+
+def test_against_pairs_the_same_cases_and_lists_the_runs_that_moved():
+    old = [row("a.json.gz", "ideal", 3.0, 8.0), row("a.json.gz", "ideal", 3.1, -2.0),
+           row("b.json", "rap", 5.0, 4.0), row("gone.json", "ideal", 1.0, 50.0)]
+    today = [row("a.json", "ideal", 3.1, -1.0), row("a.json", "ideal", 3.0, 4.0),
+             row("b.json", "rap", 5.0, 4.0), row("new.json", "ideal", 2.0, 30.0)]
+    text = "\n".join(against_table(today, old))
+    assert "(3 cases in both)" in text  # gone.json and new.json are in one side only
+    assert "earlier mean 4.67%" in text and "today mean 3.00%" in text
+    assert "| a.json | 2 | 5.00% (1) | 2.50% (2) | -2.50 |" in text
+    assert "| b.json |" not in text and "(1 of 2)" in text  # b.json did not move
+
+
+def test_every_raw_takes_each_run_once():
+    runs = every_raw()
+    assert runs and len({p.name for p in runs}) == len(runs)
+    assert all(p.name.startswith("execute_") and p.name.endswith(".json") for p in runs)
