@@ -83,12 +83,13 @@ MATRICES = {
     "heavy": [("heavy", (8192, 16384, 32768), ("ideal", "gpu-sequential", "gpu-overlap",
                                                 "rap", "corun"))],
     # the same, the whole pipeline in one kernel released at one training stage
-    # ("at:<stage>", the training stream above it): which stage absorbs it ("optimizer":
+    # ("at:<stage>", the training stream above it), and corun's plan beside them: which
+    # stage absorbs it ("optimizer":
     # the kernel's blocks reach the GPU before the next step's emb_fwd; with "+ahead2"
     # only, or the next step waits for it)
     "heavy-stages": [("heavy", (8192, 16384), ("ideal", "gpu-sequential", *(
         f"at:{s}" for s in ("emb_fwd", "top_mlp_fwd", "top_mlp_bwd", "interaction_bwd",
-                            "bottom_mlp_bwd", "emb_bwd", "optimizer"))))],
+                            "bottom_mlp_bwd", "emb_bwd", "optimizer")), "corun"))],
     # heavy preprocessing (heavy-20: the heavy pipeline keeping 20 ids per list) beside
     # a model whose step is mostly dense maths (heavy-mlp), the one kernel at each stage
     "heavy-mlp": [("heavy-20", (16384, 32768), ("ideal", "gpu-sequential", "gpu-overlap", *(
