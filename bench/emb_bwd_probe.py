@@ -8,7 +8,10 @@ which differ in one thing each:
   spin-same      the profiler's way: each step alone behind a GPU spin, one batch;
   spin-rotate    the same, the batches rotating (as the executor's distinct batches);
   b2b-same       steps back to back (as the executor's loop), one batch;
-  b2b-rotate     back to back, rotating.
+  b2b-rotate     back to back, rotating;
+  stream         back to back, rotating, on a stream made as the executor makes ideal's
+                 (a plan without kernels: training not above preprocessing);
+  executor       the executor's own ideal (Executor, replay) on the same trainer.
 
 On the H200: python bench/emb_bwd_probe.py --out $OUT
 Locally:     python bench/emb_bwd_probe.py --dry-run --out /tmp/x   (CUDA simulator)
@@ -36,11 +39,12 @@ from backend.data import synthetic_inputs  # noqa: E402
 from backend.reference import run_reference  # noqa: E402
 from backend.runner import trainer_batch  # noqa: E402
 from backend.streams import gpu_spin  # noqa: E402
-from backend.trainer import Clock  # noqa: E402
+from backend.trainer import TRAINING_STAGES, Clock  # noqa: E402
 from bench.contention_probe import probe_record, probe_setup  # noqa: E402
 from spec.serde import write_atomic  # noqa: E402
 
-MODES = ("spin-same", "spin-rotate", "b2b-same", "b2b-rotate")
+STAGE_NAMES = {st.value for st in TRAINING_STAGES}
+MODES = ("spin-same", "spin-rotate", "b2b-same", "b2b-rotate", "stream", "executor")
 
 
 def batches(prof, pipeline, model, count: int, seed: int) -> list:
@@ -55,8 +59,27 @@ def batches(prof, pipeline, model, count: int, seed: int) -> list:
     return out
 
 
+def executor_ideal(prof, pipeline, model, steps: int) -> dict[str, float]:
+    """The executor's ideal on the profiler's trainer: each stage's median."""
+    from backend.executor import Executor
+    from backend.settings import RunSettings
+    from spec import Plan
+
+    plan = Plan(pipeline.name, model.name, 1, ())
+    settings = RunSettings(iterations=steps, warmup=2, check=False)
+    m = Executor(model, pipeline, plan, "ideal", settings, str(prof.device), True,
+                 trainer=prof.trainer, say=lambda *a: None, hardware=prof.hw).run()
+    return {k: v.median_ms for k, v in m.stages.items() if k in STAGE_NAMES}
+
+
 def timed(prof, mode: str, pool: list, steps: int, spin_ms: float) -> dict[str, float]:
     """Each stage's median over `steps` steps (after two) in one mode."""
+    if mode == "stream":
+        from backend.streams import Streams
+
+        S = Streams(prof.device, False)
+        with S.use(S.train):
+            return timed(prof, "b2b-rotate", pool, steps, spin_ms)
     clocks = []
     for i in range(steps + 2):
         batch = pool[i % len(pool)] if mode.endswith("rotate") else pool[0]
@@ -93,7 +116,8 @@ def main(argv: list[str] | None = None) -> int:
     rounds = []
     for r in range(args.rounds):
         for mode in MODES[r % 2:] + MODES[:r % 2]:  # the order turned each round
-            stages = timed(prof, mode, pool, steps, spin)
+            stages = executor_ideal(prof, pipeline, model, steps) if mode == "executor" \
+                else timed(prof, mode, pool, steps, spin)
             rounds.append({"round": r, "mode": mode, "stage_ms": stages})
             print(f"round {r} {mode:12s} emb_bwd {stages['emb_bwd']:.3f} ms, step "
                   f"{sum(stages.values()):.3f} ms", flush=True)
