@@ -4,9 +4,12 @@
     python bench/fit_host.py bench/results/raw/execute_plans_run7.json [...] \
         [-o bench/results/host_fit.json]
     python bench/fit_host.py --shares-by-model RAW.json [...] [-o OUT.json]
+    python bench/fit_host.py --workers RAW.json [...] [-o OUT.json]
 
 --shares-by-model fits only each model's share of the step's launches by stage
-(costmodel.host.MODEL_LAUNCH_SHARE), leaving the constants to the runs they came from.
+(costmodel.host.MODEL_LAUNCH_SHARE), leaving the constants to the runs they came from;
+--workers only what host workers cost a rank's step on several GPUs
+(costmodel.host.DISTRIBUTED_WORKERS_MS), with the committed distributed batch cost.
 """
 
 from __future__ import annotations
@@ -19,7 +22,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from costmodel.host_fit import fit, launch_shares_by_model, runs  # noqa: E402
+from costmodel.host import H200_HOST  # noqa: E402
+from costmodel.host_fit import fit, launch_shares_by_model, runs, workers_ms  # noqa: E402
 from spec import SpecError  # noqa: E402
 from spec.serde import stored_path, write_atomic  # noqa: E402
 
@@ -31,13 +35,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("-o", "--out", type=Path)
     ap.add_argument("--shares-by-model", action="store_true",
                     help="fit each model's launch shares by stage only")
+    ap.add_argument("--workers", action="store_true",
+                    help="fit only what host workers cost a rank's step (several GPUs)")
     args = ap.parse_args(argv)
     missing = [str(p) for p in args.raw if not stored_path(p).is_file()]
     if missing:
         ap.error(f"raw = {missing[0]!r}: an existing execute_*.json of bench/execute_gpu.py")
     rows = runs(args.raw)
     try:
-        fitted = launch_shares_by_model(rows) if args.shares_by_model else fit(rows)
+        if args.workers:
+            fitted = workers_ms(rows, H200_HOST.distributed_batch_fixed_ms)
+        else:
+            fitted = launch_shares_by_model(rows) if args.shares_by_model else fit(rows)
         if not fitted:
             raise SpecError("raw", [p.name for p in args.raw], "runs with a host-paced "
                             "workload measured next to its ideal on one GPU")

@@ -126,6 +126,20 @@ split per rank and their counts exchanged first, is over a quarter of the step (
 of 6.0): a batch assembled late holds back everything after it."""
 
 
+DISTRIBUTED_WORKERS_MS = 0.74
+"""What a plan with op nodes on the host CPU adds to each rank's step on several GPUs,
+beyond its batch's staging and check: the 16 worker processes a rank starts compete with
+its launching thread (34 busy processes on an H200 x2's 32 cores; the input all-to-all's
+host part, first in the step, measured 0.7 ms longer in 2-GPU run 8). Fitted by `python
+bench/fit_host.py --workers bench/results/raw/execute_multigpu_run6.json
+bench/results/raw/execute_multigpu_run7.json -o bench/results/host_workers_x2.json`:
+the median over the 8 all-CPU plans of 2-GPU runs 6 and 7 of their iteration less the
+same command's ideal (0.03-1.74 ms, median 1.09), less the distributed batch cost (0.35).
+Before it the model put such plans 0.35 ms behind ideal and the planner chose them on 2
+and 4 GPUs; measured they took 1.2 ms more than ideal (median of 16, runs 6-8) and lost
+to the plans with kernels in every workload of run 8."""
+
+
 @dataclass(frozen=True)
 class HostCosts:
     """What one GPU's host thread spends per iteration, by piece."""
@@ -139,19 +153,26 @@ class HostCosts:
     distributed_kernel_launch_ms: float = 0.029
     distributed_batch_fixed_ms: float = 0.35
     distributed_batch_ms_per_mb: float = 0.0
+    distributed_workers_ms: float = DISTRIBUTED_WORKERS_MS
     source: str = "corun execute host breakdown, H200 machine (costmodel/host.py)"
 
     def iteration_ms(self, kernel_launches: int, output_mb: float, batches: bool,
-                     gpus: int = 1, graphs: bool = False) -> float:
+                     gpus: int = 1, graphs: bool = False, workers: bool = False) -> float:
         """Host time of one iteration: the step (the distributed one on several GPUs, the
-        graphed one with `graphs`),
+        graphed one with `graphs`, slowed by host workers beside it: `workers`),
         its fused-kernel launches and, when the executor stages real batches (`batches`;
         not `ideal`'s replay), their staging, assembly and check."""
-        step, launch, fixed, per_mb = self._constants(gpus)
-        if graphs:
-            step = self.graph_step_ms
+        _, launch, fixed, per_mb = self._constants(gpus)
         batch = fixed + per_mb * output_mb if batches else 0.0
-        return step + launch * kernel_launches + batch
+        return self._step_ms(gpus, graphs, workers) + launch * kernel_launches + batch
+
+    def _step_ms(self, gpus: int, graphs: bool, workers: bool) -> float:
+        """The step's own launches: the graphed step, or the eager one plus, on several
+        GPUs, what host workers preprocessing beside the launching thread cost it."""
+        if graphs:
+            return self.graph_step_ms
+        extra = self.distributed_workers_ms if workers and gpus > 1 else 0.0
+        return self._constants(gpus)[0] + extra
 
     def turnaround_ms(self, host_thread: bool, gpus: int = 1) -> float:
         """From the end of a batch's assembly on the GPU to the earliest start of the step
@@ -166,16 +187,15 @@ class HostCosts:
 
     def launched_ms(self, stages: Sequence[Stage], launches_at: Sequence[int],
                     launches_before: int, gpus: int = 1, graphs: bool = False,
-                    model: str = "") -> tuple[float, ...]:
+                    model: str = "", workers: bool = False) -> tuple[float, ...]:
         """Per stage position, the host's time from the start of a step's launches until
         that stage's are all made (the last: every launch of the step): the step's own
         launches shared out by stage (LAUNCH_SHARE), each fused kernel's three or one at
         the stage that releases it (`launches_at`), those before the iteration first;
         `model`'s own shares where measured (MODEL_LAUNCH_SHARE, one GPU).
         The GPU begins a stage no earlier than the stages before it are launched."""
-        step, launch, _, _ = self._constants(gpus)
-        if graphs:
-            step = self.graph_step_ms
+        launch = self._constants(gpus)[1]
+        step = self._step_ms(gpus, graphs, workers)
         table = DISTRIBUTED_LAUNCH_SHARE if gpus > 1 else \
             MODEL_LAUNCH_SHARE.get(model, LAUNCH_SHARE)
         mean = sum(table.values()) / len(table)

@@ -298,14 +298,15 @@ def compile_scenario(sc: Scenario, cm: CostModel) -> Compiled:
         launched: tuple[float, ...] = ()
         if sc.host_thread:
             mine = [k for k in plan.kernels if k.gpu is None or k.gpu == g]
+            workers = bool(plan.cpu_nodes)
             host_ms = H200_HOST.iteration_ms(kernel_launches(mine, pipeline), batch_mb,
                                              sc.strategy.kind is not StrategyKind.IDEAL,
-                                             hw.gpu_count, model.cuda_graphs)
+                                             hw.gpu_count, model.cuda_graphs, workers)
             at = [kernel_launches([k for k in mine if k.release == s], pipeline)
                   for s in stages]
             before = kernel_launches([k for k in mine if k.release is None], pipeline)
             launched = H200_HOST.launched_ms(stages, at, before, hw.gpu_count,
-                                             model.cuda_graphs, model.name)
+                                             model.cuda_graphs, model.name, workers)
         turnaround = H200_HOST.turnaround_ms(sc.host_thread, hw.gpu_count)
         gpus.append(GpuTables(stages, stage_ms, tuple(comm.get(s, 0.0) for s in stages),
                               tuple(pre), tuple(kernels), hw.host_link.transfer_ms(copy_bytes),

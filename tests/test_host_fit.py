@@ -133,3 +133,27 @@ def test_batch_cost_over_too_narrow_a_span_of_sizes_is_fitted_flat():
     costs = [r["host"]["stage"] + r["host"]["finish"] - r["host"]["wait"] + r["host"]["check"]
              for r in rows if r["strategy"] != "ideal"]
     assert got["batch_fixed_ms"] == pytest.approx(np.median(costs))
+
+
+def test_workers_ms_is_what_host_plans_add_over_ideal_less_the_batch():
+    """distributed_workers_ms: the median over several-GPU host plans of their iteration
+    over the same command's (and round's) ideal, less the batch cost; one-GPU runs and
+    plans with kernels only are left out."""
+    from costmodel.host_fit import workers_ms
+
+    def row(strategy, it, host_nodes, gpus=2, repeat=0, source="run"):
+        return {"source": source, "pipeline": "kaggle", "batch": 4096, "strategy": strategy,
+                "gpus": gpus, "host_nodes": host_nodes, "repeat": repeat, "iteration_ms": it}
+
+    rows = [row("ideal", 6.0, 0), row("corun", 7.0, 105),
+            row("ideal", 6.2, 0, repeat=1), row("corun", 7.6, 105, repeat=1),
+            row("ideal", 5.0, 0, source="b"), row("corun", 5.9, 105, source="b"),
+            row("corun-gpu", 9.0, 0),  # kernels only: not a host plan
+            row("ideal", 3.0, 0, gpus=1, source="one"), row("corun", 9.0, 105, gpus=1,
+                                                            source="one")]
+    got = workers_ms(rows, 0.35)
+    assert got["used"] == 3  # 1.0, 1.4 and 0.9 ms over ideal
+    assert got["added_median_ms"] == pytest.approx(1.0)
+    assert got["distributed_workers_ms"] == pytest.approx(0.65)
+    with pytest.raises(SpecError, match="plan on the host"):
+        workers_ms(rows[-2:], 0.35)

@@ -437,3 +437,19 @@ def test_a_batch_assembled_late_holds_back_the_next_launches(h200):
     assert early.prediction.iteration_time_ms == pytest.approx(t.host_ms, rel=0.01)
     assert any(s.name == "wait for host launches" and s.iteration >= 5
                for s in late.log.spans)
+
+
+def test_host_workers_slow_the_launching_thread_on_several_gpus(kaggle, kaggle_model):
+    """A plan with op nodes on the host CPU pays costmodel.host.DISTRIBUTED_WORKERS_MS a
+    step on several GPUs (each rank's workers beside its launching thread), not on one."""
+    from costmodel.host import H200_HOST
+
+    model = replace(kaggle_model, batch_per_gpu=4096)
+    for n, extra in ((1, 0.0), (2, H200_HOST.distributed_workers_ms)):
+        hw = spec.hardware_preset("h200", n)
+        host = simulate(Scenario(hw, model, kaggle, parse_strategy("cpu:16", hw)))
+        gpu = simulate(Scenario(hw, model, kaggle, parse_strategy("gpu-sequential", hw)))
+        step = H200_HOST.step_ms if n == 1 else H200_HOST.distributed_step_ms
+        launches = H200_HOST.iteration_ms(3, 0.0, False, n) - step  # gpu-sequential's kernel
+        assert host.compiled.gpus[0].host_ms == pytest.approx(
+            gpu.compiled.gpus[0].host_ms - launches + extra)
