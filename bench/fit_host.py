@@ -8,8 +8,8 @@
 
 --shares-by-model fits only each model's share of the step's launches by stage
 (costmodel.host.MODEL_LAUNCH_SHARE), leaving the constants to the runs they came from;
---workers only what host workers cost a rank's step on several GPUs
-(costmodel.host.DISTRIBUTED_WORKERS_MS), with the committed distributed batch cost.
+--workers only what host workers cost the launching thread, on one GPU and on several
+(costmodel.host.WORKERS_MS, DISTRIBUTED_WORKERS_MS), with the committed batch costs.
 """
 
 from __future__ import annotations
@@ -43,8 +43,12 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"raw = {missing[0]!r}: an existing execute_*.json of bench/execute_gpu.py")
     rows = runs(args.raw)
     try:
-        if args.workers:
-            fitted = workers_ms(rows, H200_HOST.distributed_batch_fixed_ms)
+        if args.workers:  # each GPU count the runs have, with its committed batch cost
+            fitted = {}
+            for several, fixed in ((False, H200_HOST.batch_fixed_ms),
+                                   (True, H200_HOST.distributed_batch_fixed_ms)):
+                if any((r.get("gpus", 1) > 1) == several for r in rows):
+                    fitted["several" if several else "one"] = workers_ms(rows, fixed, several)
         else:
             fitted = launch_shares_by_model(rows) if args.shares_by_model else fit(rows)
         if not fitted:

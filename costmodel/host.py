@@ -126,13 +126,23 @@ split per rank and their counts exchanged first, is over a quarter of the step (
 of 6.0): a batch assembled late holds back everything after it."""
 
 
+WORKERS_MS = 0.25
+"""The same on one GPU: its plans' 16 workers beside the launching thread on a 16-core
+host. Fitted by `bash bench/fit_workers.sh` (bench/results/host_workers.json): over the
+55 plans with op nodes on the host CPU in one-GPU runs before plans run 21, the median
+of their iteration less the same command's ideal (0.54 ms), less the batch cost (0.29).
+Before it such plans were predicted 3.7% faster than gpu-sequential at kaggle and
+terabyte b4096 and the planner chose them; measured they took 1.02x its iteration (27
+rounds, README), 1.10x and 1.18x in run 21."""
+
 DISTRIBUTED_WORKERS_MS = 0.74
 """What a plan with op nodes on the host CPU adds to each rank's step on several GPUs,
 beyond its batch's staging and check: the 16 worker processes a rank starts compete with
 its launching thread (34 busy processes on an H200 x2's 32 cores; the input all-to-all's
 host part, first in the step, measured 0.7 ms longer in 2-GPU run 8). Fitted by `python
 bench/fit_host.py --workers bench/results/raw/execute_multigpu_run6.json
-bench/results/raw/execute_multigpu_run7.json -o bench/results/host_workers_x2.json`:
+bench/results/raw/execute_multigpu_run7.json -o bench/results/host_workers_x2.json`, and
+the same in `bash bench/fit_workers.sh`):
 the median over the 8 all-CPU plans of 2-GPU runs 6 and 7 of their iteration less the
 same command's ideal (0.03-1.74 ms, median 1.09), less the distributed batch cost (0.35).
 Before it the model put such plans 0.35 ms behind ideal and the planner chose them on 2
@@ -153,6 +163,7 @@ class HostCosts:
     distributed_kernel_launch_ms: float = 0.029
     distributed_batch_fixed_ms: float = 0.35
     distributed_batch_ms_per_mb: float = 0.0
+    workers_ms: float = WORKERS_MS
     distributed_workers_ms: float = DISTRIBUTED_WORKERS_MS
     source: str = "corun execute host breakdown, H200 machine (costmodel/host.py)"
 
@@ -167,11 +178,12 @@ class HostCosts:
         return self._step_ms(gpus, graphs, workers) + launch * kernel_launches + batch
 
     def _step_ms(self, gpus: int, graphs: bool, workers: bool) -> float:
-        """The step's own launches: the graphed step, or the eager one plus, on several
-        GPUs, what host workers preprocessing beside the launching thread cost it."""
+        """The step's own launches: the graphed step, or the eager one plus what host
+        workers preprocessing beside the launching thread cost it (`workers`)."""
         if graphs:
             return self.graph_step_ms
-        extra = self.distributed_workers_ms if workers and gpus > 1 else 0.0
+        extra = (self.distributed_workers_ms if gpus > 1 else self.workers_ms) \
+            if workers else 0.0
         return self._constants(gpus)[0] + extra
 
     def turnaround_ms(self, host_thread: bool, gpus: int = 1) -> float:

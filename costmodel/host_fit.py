@@ -15,8 +15,8 @@ wait, finish, check; backend/executor.py). Three fits, each on the runs that sho
   launch_share      each stage's share of ideal's step launches on the host-paced
                     workloads (the median, scaled to sum to 1): when the GPU may begin
                     each stage;
-  distributed_workers_ms  (apart, `workers_ms`) what host workers cost a rank's step:
-                    the all-CPU plans' iteration over ideal's, less the batch cost;
+  workers_ms,       (apart, `workers_ms`) what host workers cost the launching thread:
+  distributed_workers_ms  plans on the host CPU over ideal's iteration, less the batch cost;
   distributed_*     the same five from the runs of more than one GPU, apart from the
                     one-GPU runs: the distributed step (all-to-alls, gradient
                     all-reduce) and the per-table form the distributed trainer takes
@@ -134,19 +134,24 @@ def launch_shares_by_model(rows: list[dict]) -> dict[str, dict]:
     return out
 
 
-def workers_ms(rows: list[dict], batch_fixed_ms: float) -> dict:
-    """distributed_workers_ms: over the runs of several GPUs, each plan with op nodes on
-    the host CPU against its command's (and round's) ideal, the median of the iteration
-    it added, less `batch_fixed_ms` (its batch's staging and check, modelled apart):
-    host-paced, the rest is what the workers cost the launching thread."""
+def workers_ms(rows: list[dict], batch_fixed_ms: float, several: bool = True) -> dict:
+    """workers_ms (one GPU) or distributed_workers_ms (`several`): over the runs of that
+    GPU count, each plan with op nodes on the host CPU against its command's (and
+    round's) ideal, the median of the iteration it added, less `batch_fixed_ms` (its
+    batch's staging and check, modelled apart): host-paced, the rest is what the
+    workers cost the launching thread."""
+    def mine(r: dict) -> bool:
+        return (r.get("gpus", 1) > 1) == several
+
     ideal = {(r["source"], r["pipeline"], r["batch"], r["repeat"]): r["iteration_ms"]
-             for r in rows if r["strategy"] == "ideal" and r.get("gpus", 1) > 1}
-    added = [r["iteration_ms"] - ideal[k] for r in rows if r["host_nodes"] and r.get(
-        "gpus", 1) > 1 and (k := (r["source"], r["pipeline"], r["batch"], r["repeat"])) in ideal]
+             for r in rows if r["strategy"] == "ideal" and mine(r)}
+    added = [r["iteration_ms"] - ideal[k] for r in rows if r["host_nodes"] and mine(r)
+             and (k := (r["source"], r["pipeline"], r["batch"], r["repeat"])) in ideal]
     if not added:
-        raise SpecError("runs", len(rows), "runs of several GPUs with a plan on the host "
-                        "CPU beside its ideal")
-    return {"distributed_workers_ms": round(statistics.median(added) - batch_fixed_ms, 3),
+        raise SpecError("runs", len(rows), f"runs of {'several GPUs' if several else 'one GPU'}"
+                        " with a plan on the host CPU beside its ideal")
+    name = "distributed_workers_ms" if several else "workers_ms"
+    return {name: round(statistics.median(added) - batch_fixed_ms, 3),
             "used": len(added), "added_ms": [round(min(added), 3), round(max(added), 3)],
             "added_median_ms": round(statistics.median(added), 3)}
 

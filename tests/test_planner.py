@@ -192,13 +192,16 @@ def test_owner_variant_moves_self_contained_features_to_their_owners():
     assert p.prediction.throughput_samples_per_s > 0
 
 
-def test_whole_pipeline_on_the_cpu_only_where_it_gains_the_margin():
-    """kaggle b4096 on the H200 is host-paced (the fused launches cost the host thread
-    more than the CPU workers' batches): all on the CPU, found at construction. At 8192
+def test_whole_pipeline_on_the_cpu_only_where_it_gains_the_margin(monkeypatch):
+    """kaggle b4096 on the H200 is host-paced: were the host workers free to the thread
+    that launches the step (workers_ms 0), the fused launches would cost it more than
+    the CPU workers' batches and all on the CPU is found at construction; with what the
+    workers measured to cost it (costmodel.host.WORKERS_MS) the GPU plan stays. At 8192
     the GPU sets the pace and the GPU plan stays. From an all-CPU state, units come back
     as a new kernel at every stage."""
     from dataclasses import replace
 
+    import sim.scenario
     from planner.search import State
 
     def planned(batch: int):
@@ -207,6 +210,10 @@ def test_whole_pipeline_on_the_cpu_only_where_it_gains_the_margin():
                       Strategy(StrategyKind.IDEAL))
         return LocalSearch().propose(SimJudge(sc), 30.0).plan
 
+    measured = planned(4096)
+    assert measured.kernels and not measured.cpu_nodes
+    monkeypatch.setattr(sim.scenario, "H200_HOST", replace(sim.scenario.H200_HOST,
+                                                           workers_ms=0.0))
     host_paced, gpu_paced = planned(4096), planned(8192)
     assert host_paced.kernels == () and len(host_paced.cpu_nodes) == 105
     assert gpu_paced.kernels and not gpu_paced.cpu_nodes
