@@ -127,27 +127,29 @@ of 6.0): a batch assembled late holds back everything after it."""
 
 
 WORKERS_MS = 0.25
-"""The same on one GPU: its plans' 16 workers beside the launching thread on a 16-core
-host. Fitted by `bash bench/fit_workers.sh` (bench/results/host_workers.json): over the
-55 plans with op nodes on the host CPU in one-GPU runs before plans run 21, the median
-of their iteration less the same command's ideal (0.54 ms), less the batch cost (0.29).
-Before it such plans were predicted 3.7% faster than gpu-sequential at kaggle and
-terabyte b4096 and the planner chose them; measured they took 1.02x its iteration (27
-rounds, README), 1.10x and 1.18x in run 21."""
+"""What a plan with op nodes on the host CPU adds to the one-GPU step beyond its batch's
+staging and check: its 16 worker processes beside the launching thread on a 16-core host
+(DISTRIBUTED_WORKERS_MS below is the same on several GPUs). Fitted by `bash
+bench/fit_workers.sh` (bench/results/host_workers.json): over the 55 plans with op nodes
+on the host CPU in one-GPU runs before plans run 21, the median of their iteration less
+the same command's ideal (0.54 ms), less the batch cost (0.29). Before it such plans
+were predicted 3.7% faster than gpu-sequential at kaggle and terabyte b4096 and the
+planner chose them; measured they took 1.02x its iteration (27 rounds, README), 1.10x
+and 1.18x in run 21."""
 
 DISTRIBUTED_WORKERS_MS = 0.74
 """What a plan with op nodes on the host CPU adds to each rank's step on several GPUs,
 beyond its batch's staging and check: the 16 worker processes a rank starts compete with
 its launching thread (34 busy processes on an H200 x2's 32 cores; the input all-to-all's
-host part, first in the step, measured 0.7 ms longer in 2-GPU run 8). Fitted by `python
-bench/fit_host.py --workers bench/results/raw/execute_multigpu_run6.json
-bench/results/raw/execute_multigpu_run7.json -o bench/results/host_workers_x2.json`, and
-the same in `bash bench/fit_workers.sh`):
-the median over the 8 all-CPU plans of 2-GPU runs 6 and 7 of their iteration less the
-same command's ideal (0.03-1.74 ms, median 1.09), less the distributed batch cost (0.35).
-Before it the model put such plans 0.35 ms behind ideal and the planner chose them on 2
-and 4 GPUs; measured they took 1.2 ms more than ideal (median of 16, runs 6-8) and lost
-to the plans with kernels in every workload of run 8."""
+host part, first in the step, measured 0.7 ms longer in 2-GPU run 8). Fitted by `bash
+bench/fit_workers.sh` (first alone: `python bench/fit_host.py --workers
+bench/results/raw/execute_multigpu_run6.json
+bench/results/raw/execute_multigpu_run7.json -o bench/results/host_workers_x2.json`, the
+same value): the median over the 8 all-CPU plans of 2-GPU runs 6 and 7 of their
+iteration less the same command's ideal (0.03-1.74 ms, median 1.09), less the
+distributed batch cost (0.35). Before it the model put such plans 0.35 ms behind ideal
+and the planner chose them on 2 and 4 GPUs; measured they took 1.2 ms more than ideal
+(median of 16, runs 6-8) and lost to the plans with kernels in every workload of run 8."""
 
 
 @dataclass(frozen=True)
