@@ -80,13 +80,18 @@ LAUNCH = "launch:"
 next, its launches (backend/trainer.Clock.host_stage_ms)."""
 
 
+def launch_marks(r: dict) -> dict[str, float]:
+    """A row's host time per stage mark (ms by stage name; empty where not recorded)."""
+    return {k[len(LAUNCH):]: v for k, v in r["host"].items() if k.startswith(LAUNCH)}
+
+
 def launch_shares(paced: list[dict]) -> dict[str, float]:
     """Each stage's share of the host's step launches: the median over host-paced ideal
     runs (where the host never waits for the GPU inside the step, so a stage's host time
     is its launches alone), scaled to sum to 1. Empty where no run recorded them."""
     per: dict[str, list[float]] = {}
     for r in paced:
-        marks = {k[len(LAUNCH):]: v for k, v in r["host"].items() if k.startswith(LAUNCH)}
+        marks = launch_marks(r)
         total = sum(marks.values())
         for stage, ms in marks.items():
             per.setdefault(stage, []).append(ms / total if total > 0 else 0.0)
@@ -95,17 +100,19 @@ def launch_shares(paced: list[dict]) -> dict[str, float]:
     return {s: round(v / total, 3) for s, v in med.items()} if total > 0 else {}
 
 
+def workload(r: dict) -> tuple:
+    """The workload of one command a row measured: run file, pipeline, batch."""
+    return r["source"], r["pipeline"], r["batch"]
+
+
 def paced_ideals(rows: list[dict]) -> list[dict]:
     """The `ideal` rows of the host-paced workloads: those whose other strategies' host
     never waited for the GPU longer than IDLE_WAIT_MS."""
-    def key(r):
-        return r["source"], r["pipeline"], r["batch"]
-
-    ideal = {key(r): r for r in rows if r["strategy"] == "ideal"}
+    ideal = {workload(r): r for r in rows if r["strategy"] == "ideal"}
     waits: dict = {}
     for r in rows:
         if r["strategy"] != "ideal":
-            waits[key(r)] = max(waits.get(key(r), 0.0), r["host"]["wait"])
+            waits[workload(r)] = max(waits.get(workload(r), 0.0), r["host"]["wait"])
     return [ideal[k] for k, w in waits.items() if w < IDLE_WAIT_MS and k in ideal]
 
 
@@ -122,7 +129,7 @@ def launch_shares_by_model(rows: list[dict]) -> dict[str, dict]:
     its own mix of kernels (heavy-fused's fused embedding update costs the host more at
     emb_bwd than kaggle's)."""
     def blocked(r: dict) -> bool:
-        marks = [v for k, v in r["host"].items() if k.startswith(LAUNCH)]
+        marks = launch_marks(r).values()
         return not marks or max(marks) > BLOCKED_SHARE * sum(marks)
 
     ideal = [r for r in rows if r["strategy"] == "ideal" and r.get("gpus", 1) == 1
@@ -176,10 +183,7 @@ def fit(rows: list[dict]) -> dict:
 def fit_pieces(rows: list[dict]) -> dict:
     """step_ms, kernel_launch_ms, batch_fixed_ms, batch_ms_per_mb from runs of one GPU
     count (`fit` calls it for one GPU and, apart, for several)."""
-    def key(r):
-        return r["source"], r["pipeline"], r["batch"]
-
-    ideal = {key(r): r for r in rows if r["strategy"] == "ideal"}
+    ideal = {workload(r): r for r in rows if r["strategy"] == "ideal"}
     paced = paced_ideals(rows)
     if not paced:
         raise SpecError("runs", len(rows), "at least one workload measured next to its "
@@ -187,7 +191,7 @@ def fit_pieces(rows: list[dict]) -> dict:
     step_ms = statistics.median(r["host"]["step"] for r in paced)
     x, y = [], []
     for r in rows:
-        base = ideal.get(key(r))
+        base = ideal.get(workload(r))
         if r["strategy"] != "ideal" and base in paced:
             x.append(r["launches"])
             y.append(r["host"]["step"] - base["host"]["step"])
@@ -207,8 +211,7 @@ def fit_pieces(rows: list[dict]) -> dict:
             "batch_fixed_ms": float(fixed), "batch_ms_per_mb": float(slope),
             "launch_share": shares,
             "used": {"step": len(paced), "launch": len(x), "batch": len(mb),
-                     "launch_share": sum(any(k.startswith(LAUNCH) for k in r["host"])
-                                         for r in paced)},
+                     "launch_share": sum(bool(launch_marks(r)) for r in paced)},
             "ranges": {"ideal_step_ms": [min(r["host"]["step"] for r in paced),
                                          max(r["host"]["step"] for r in paced)],
                        "batch_ms": [min(batch), max(batch)],

@@ -168,9 +168,7 @@ def run(compiled: Compiled) -> RunLog:
     barriers: dict[tuple[int, int], _Barrier] = {}
     ready = [simpy.Store(env, capacity=2) for _ in range(n)]
     host_start = [[env.event() for _ in range(iters)] for _ in range(n)]
-    """[gpu][iteration] the host thread has begun launching that step."""
-    host_start_ms = [[0.0] * iters for _ in range(n)]
-    host_scale = [[1.0] * iters for _ in range(n)]
+    """[gpu][iteration] the host thread has begun launching that step (value: when)."""
     gpu_start = [[env.event() for _ in range(iters)] for _ in range(n)]
     inputs = [[env.event() for _ in range(iters)] for _ in range(n)]
     """[gpu][iteration] that step's inputs have reached the GPU."""
@@ -230,9 +228,7 @@ def run(compiled: Compiled) -> RunLog:
                 yield gpu_start[g][it - 1]
             t0 = env.now
             scale = host_noise[g][it]
-            host_start_ms[g][it] = t0
-            host_scale[g][it] = scale
-            host_start[g][it].succeed()
+            host_start[g][it].succeed(t0)
             yield env.timeout(launch_ms * scale)
             spans.append(Span(g, HOST, "launch step", it, t0, env.now))
             need = it + 1 - ahead  # the iteration that released step it + 1's batch
@@ -277,7 +273,7 @@ def run(compiled: Compiled) -> RunLog:
                 busy += env.now - t0
             for pos in range(n_stages + 1):
                 if launched and pos > 0:  # the host has not launched all before `pos`
-                    gate = host_start_ms[g][it] + host_scale[g][it] * launched[pos - 1]
+                    gate = host_start[g][it].value + host_noise[g][it] * launched[pos - 1]
                     if gate > env.now + 1e-9:
                         t_gate = env.now
                         yield env.timeout(gate - env.now)
