@@ -36,7 +36,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--shares-by-model", action="store_true",
                     help="fit each model's launch shares by stage only")
     ap.add_argument("--workers", action="store_true",
-                    help="fit only what host workers cost a rank's step (several GPUs)")
+                    help="fit only what host workers cost the launching thread (one GPU "
+                         "and several)")
     args = ap.parse_args(argv)
     missing = [str(p) for p in args.raw if not stored_path(p).is_file()]
     if missing:
@@ -49,11 +50,13 @@ def main(argv: list[str] | None = None) -> int:
                                    (True, H200_HOST.distributed_batch_fixed_ms)):
                 if any((r.get("gpus", 1) > 1) == several for r in rows):
                     fitted["several" if several else "one"] = workers_ms(rows, fixed, several)
+        elif args.shares_by_model:
+            fitted = launch_shares_by_model(rows)
+            if not fitted:
+                raise SpecError("raw", [p.name for p in args.raw], "runs with an ideal "
+                                "step on one GPU that did not block for the GPU")
         else:
-            fitted = launch_shares_by_model(rows) if args.shares_by_model else fit(rows)
-        if not fitted:
-            raise SpecError("raw", [p.name for p in args.raw], "runs with a host-paced "
-                            "workload measured next to its ideal on one GPU")
+            fitted = fit(rows)
     except SpecError as e:
         ap.error(str(e))
     result = {"command": " ".join(["python", "bench/fit_host.py", *sys.argv[1:]]),
