@@ -90,6 +90,12 @@ MATRICES = {
     "heavy-stages": [("heavy", (8192, 16384), ("ideal", "gpu-sequential", *(
         f"at:{s}" for s in ("emb_fwd", "top_mlp_fwd", "top_mlp_bwd", "interaction_bwd",
                             "bottom_mlp_bwd", "emb_bwd", "optimizer")), "corun"))],
+    # the heavy pipeline hashed into 10k buckets beside heavy-fused with tables of 10k rows
+    # (model heavy-small: its tables fit in the L2): a faster step beside the same
+    # preprocessing, the one kernel at each stage that could hide it
+    "heavy-small": [("heavy-small", (8192, 16384), ("ideal", "gpu-sequential", "gpu-overlap", *(
+        f"at:{s}" for s in ("emb_fwd", "interaction_bwd", "bottom_mlp_bwd", "emb_bwd",
+                            "optimizer")), "corun"))],
     # heavy preprocessing (heavy-20: the heavy pipeline keeping 20 ids per list) beside
     # a model whose step is mostly dense maths (heavy-mlp), the one kernel at each stage
     "heavy-mlp": [("heavy-20", (16384, 32768), ("ideal", "gpu-sequential", "gpu-overlap", *(

@@ -7,6 +7,7 @@ from typing import Any
 from spec.errors import SpecError
 from spec.model import (
     BUCKET_TABLE_ROWS,
+    HEAVY_SMALL_TABLE_ROWS,
     HEAVY_TABLE_ROWS,
     KAGGLE_ROWS,
     MLPERF_MULTI_HOT,
@@ -104,12 +105,15 @@ def multihot() -> Pipeline:
 HEAVY_LIST_LENGTH, HEAVY_NGRAM, HEAVY_FIRSTX = 50, 3, 100
 
 
-def heavy(name: str = "heavy", first: int = HEAVY_FIRSTX) -> Pipeline:
+def heavy(name: str = "heavy", first: int = HEAVY_FIRSTX, rows: int = HEAVY_TABLE_ROWS
+          ) -> Pipeline:
     """`heavy`: a production-like pipeline beside a fast model (issue 6's heavy case).
-    26 raw id lists of 50 ids -> fill_null -> ngram(3) (144 ids) -> sigrid_hash ->
-    firstx(`first`: 100); 13 dense -> fill_null -> logit. Not from OPS.md: sized so that,
-    in simulation, preprocessing costs about a third of an iteration of the `heavy` model.
-    `heavy-20` keeps 20 ids of each list: the same preprocessing, a fifth of the lookups."""
+    26 raw id lists of 50 ids -> fill_null -> ngram(3) (144 ids) -> sigrid_hash into
+    `rows` buckets -> firstx(`first`: 100); 13 dense -> fill_null -> logit. Not from
+    OPS.md: sized so that, in simulation, preprocessing costs about a third of an
+    iteration of the `heavy` model. `heavy-20` keeps 20 ids of each list: the same
+    preprocessing, a fifth of the lookups; `heavy-small` hashes into 10k buckets, for the
+    `heavy-small` model's small tables."""
     b = _Builder()
     dense = []
     for k in range(13):
@@ -119,7 +123,7 @@ def heavy(name: str = "heavy", first: int = HEAVY_FIRSTX) -> Pipeline:
     for k in range(26):
         f = b.add(f"fill_cat_{k}", OpKind.FILL_NULL, f"cat_{k}", value=0)
         g = b.add(f"ngram_cat_{k}", OpKind.NGRAM, f, n=HEAVY_NGRAM)
-        h = b.add(f"hash_cat_{k}", OpKind.SIGRID_HASH, g, salt=0, max_value=HEAVY_TABLE_ROWS)
+        h = b.add(f"hash_cat_{k}", OpKind.SIGRID_HASH, g, salt=0, max_value=rows)
         sparse.append(SparseOutput(b.add(f"first_cat_{k}", OpKind.FIRSTX, h, x=first),
                                    f"cat_{k}"))
     inputs = tuple(_dense(k) for k in range(13)) + tuple(
@@ -135,11 +139,13 @@ PIPELINE_PRESETS = {
     "multihot": multihot,
     "heavy": heavy,
     "heavy-20": lambda: heavy("heavy-20", 20),
+    "heavy-small": lambda: heavy("heavy-small", rows=HEAVY_SMALL_TABLE_ROWS),
 }
 
 DEFAULT_MODEL_FOR = {"kaggle": "criteo-kaggle", "terabyte": "criteo-terabyte",
                      "wide-2x": "wide-2x", "wide-4x": "wide-4x", "multihot": "mlperf-dcnv2",
-                     "heavy": "heavy", "heavy-20": "heavy-mlp"}
+                     "heavy": "heavy", "heavy-20": "heavy-mlp",
+                     "heavy-small": "heavy-small"}
 
 
 def pipeline_preset(name: str) -> Pipeline:
