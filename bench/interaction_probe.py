@@ -1,10 +1,11 @@
-"""What the trainer's dot interaction costs, and what its backward's sort is.
+"""What the trainer's dot interaction costs on the GPU, and where its backward goes.
 
 The trainer's DotInteraction (backend/trainer.py) keeps the strict lower triangle of
 the pairwise dot products by advanced indexing, `z[:, rows, cols]`, as the reference
 DLRMs do (facebookresearch/dlrm's interact_features, TorchRec's InteractionArch). Its
-backward is `index_put_` with accumulate, which PyTorch runs on CUDA by sorting the
-indices (pytorch/pytorch#171381 describes that path). The profiles put interaction_bwd
+backward is `index_put_` with accumulate, which PyTorch runs on CUDA by its
+deterministic path, sorting the indices and then `indexing_backward_kernel`
+(pytorch/pytorch#171381 describes that path). The profiles put interaction_bwd
 at 4-7x interaction_fwd (criteo-kaggle b16384: 2.41 against 0.54 ms; wide-4x b8192:
 13.25 against 1.82; costmodel/data/h200/profile.csv). Each case is timed two ways:
 
@@ -17,13 +18,14 @@ backward's CUDA kernels are listed by time (torch.profiler), to name what it spe
 
 On the H200: python bench/interaction_probe.py --out $OUT
 Locally:     python bench/interaction_probe.py --dry-run --out /tmp/x   (CPU, small sizes)
-Writes interaction_probe.json atomically.
+Writes interaction_probe.json atomically; `--render JSON -o MD` writes its table.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import statistics
 import sys
 import time
@@ -134,14 +136,51 @@ def probe(model_name: str, batch: int, device: torch.device, reps: int, warmup: 
     return record
 
 
+def render(doc: dict, source: str) -> str:
+    """A markdown table of one probe record: both ways' times and the backward's
+    largest kernel."""
+    lines = ["# The dot interaction's cost on the GPU: advanced indexing against a flat gather",
+             "", f"Made by `python bench/interaction_probe.py --render {source}` from "
+             f"`{doc['command']}` ({doc['device']}, torch {doc['torch']}); medians of the "
+             "probe's repetitions, each pass timed by CUDA events. *index*: the trainer's "
+             "DotInteraction; *flat*: the same products by index_select on the flattened "
+             "matrix. Equal: outputs and both input gradients bit for bit.", "",
+             "| model | batch | F | d | forward ms index / flat | backward ms index / flat "
+             "| backward speed-up | equal | index backward's largest kernel |",
+             "|---|---:|---:|---:|---:|---:|---:|---|---|"]
+    for c in doc["cases"]:
+        kernels = c.get("index_backward_kernels")  # none on the CPU
+        largest = "-" if not kernels else "`{}` {:.3f} ms".format(re.match(
+            r"(?:void )?([\w:]+)", kernels[0]["kernel"].replace("(anonymous namespace)::", "")
+        ).group(1), kernels[0]["ms"])
+        lines.append(
+            f"| {c['model']} | {c['batch']} | {c['features']} | {c['dim']} | "
+            f"{c['index']['fwd_ms']:.3f} / {c['flat']['fwd_ms']:.3f} | "
+            f"{c['index']['bwd_ms']:.3f} / {c['flat']['bwd_ms']:.3f} | "
+            f"{c['index']['bwd_ms'] / c['flat']['bwd_ms']:.2f}x | {c['equal']} | "
+            f"{largest} |")
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--out", required=True)
+    ap.add_argument("--render", metavar="JSON", help="write the table of a record instead")
+    ap.add_argument("-o", "--output", help="with --render: the markdown file")
+    ap.add_argument("--out")
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--dry-run", action="store_true", help="CPU, batches of 64")
     args = ap.parse_args(argv)
+    if args.render:
+        text = render(json.loads(Path(args.render).read_text()), args.render)
+        if args.output:
+            write_atomic(args.output, text)
+        else:
+            print(text, end="")
+        return 0
+    if not args.out:
+        raise SystemExit("--out is required (or --render)")
     if args.reps < 1 or args.warmup < 0:
         raise SystemExit("--reps must be at least 1 and --warmup at least 0")
     device = torch.device("cpu" if args.dry_run else "cuda")

@@ -28,3 +28,7 @@ def test_dry_run_times_each_model_once(tmp_path):
     assert [c["model"] for c in doc["cases"]] == list(dict.fromkeys(m for m, _ in CASES))
     for c in doc["cases"]:
         assert c["equal"] and c["index"]["bwd_ms"] > 0 and c["flat"]["fwd_ms"] > 0
+    md = tmp_path / "probe.md"
+    assert main(["--render", str(tmp_path / "interaction_probe.json"), "-o", str(md)]) == 0
+    rows = [line for line in md.read_text().splitlines() if line.startswith("| ")]
+    assert len(rows) == 1 + len(doc["cases"])  # the header, then a row a case
