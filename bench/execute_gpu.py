@@ -9,6 +9,7 @@ On the H200:  python bench/execute_gpu.py --matrix baselines --out $OUT
               python bench/execute_gpu.py --matrix bound --out $OUT
               python bench/execute_gpu.py --matrix heavy --out $OUT
               python bench/execute_gpu.py --matrix heavy-stages --out $OUT
+              python bench/execute_gpu.py --matrix heavy-small --out $OUT
               python bench/execute_gpu.py --matrix heavy-mlp --out $OUT
               python bench/execute_gpu.py --matrix graphs --out $OUT
               python bench/execute_gpu.py --matrix graphs-stages --out $OUT
