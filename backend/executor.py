@@ -64,6 +64,7 @@ from spec import (
     hardware_preset,
     stages_for,
 )
+from spec.measurement import GRAPHS_NOTE
 
 
 def freeze_heap() -> None:
@@ -539,7 +540,7 @@ class Executor:
                 "every row of every batch was compared with the NumPy reference on the "
                 "device" if self.settings.check else "the batches were not checked"))
         if self.model.cuda_graphs:
-            notes.append("the trainer's step replayed as CUDA graphs, one a stage, captured "
+            notes.append(GRAPHS_NOTE + ", one a stage, captured "
                          "before the timed loop on the run's first batch, after eager "
                          "warm-up steps on it (backend/graphed.py)")
         split = getattr(getattr(self, "S", None), "split", None)

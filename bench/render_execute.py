@@ -178,7 +178,9 @@ def shares_of_ideal(m: dict, base: dict) -> dict:
 
 def graphed(m: dict) -> bool:
     """Whether a Measurement's trainer replayed CUDA graphs (the executor notes it)."""
-    return any("CUDA graphs" in n for n in m.get("notes", ()))
+    from spec.measurement import notes_say_graphed
+
+    return notes_say_graphed(m.get("notes", ()))
 
 
 def measured_scenario(m: dict, strategy: str):

@@ -50,3 +50,12 @@ class Measurement:
     stream waiting at the top for its batch), `busy` (the training stream's work), and
     `host_<piece>` for each host piece: where a slow iteration's time went, which the
     median and p90 above cannot say."""
+
+
+GRAPHS_NOTE = "the trainer's step replayed as CUDA graphs"
+"""How a measurement's notes begin to say the step ran as CUDA graphs (backend/executor)."""
+
+
+def notes_say_graphed(notes) -> bool:
+    """Whether a Measurement's notes say its trainer replayed CUDA graphs."""
+    return any(n.startswith(GRAPHS_NOTE) for n in notes)
