@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from corun.workload import add_cuda_graphs_argument
+from corun.workload import add_calibration_argument, add_cuda_graphs_argument
 from spec import SpecError
 
 MAX_RUNNERS_UP = 8
@@ -27,6 +27,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--pipeline", default="kaggle")
     p.add_argument("--batch", type=int)
     add_cuda_graphs_argument(p)
+    add_calibration_argument(p)
     p.add_argument("--time-limit", type=float, default=5.0, help="search seconds")
     p.add_argument("--iterations", type=int, default=30,
                    help="simulated iterations (with host CPU work at least 60, "
@@ -54,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
         strategies_for,
         write_outputs,
     )
-    from corun.workload import resolve_hardware, resolve_model, resolve_pipeline
+    from corun.workload import calibrated, resolve_hardware, resolve_model, resolve_pipeline
     from planner import Judged, LocalSearch, RapProposer, SimJudge, runners_up
     from planner.runners_up import near_tie
     from planner.search import gpu_side_note, host_plan_caution
@@ -74,6 +75,7 @@ def run(args: argparse.Namespace) -> int:
                     embedding_comm=EmbeddingComm(args.embedding_comm),
                     host_thread=args.host_thread)
     say = (lambda *a: None) if args.quiet else (lambda *a: print(*a, file=sys.stderr))
+    base = calibrated(base, args.calibration, say)
     judge = SimJudge(base)
 
     def progress(evals, best):

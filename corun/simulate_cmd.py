@@ -5,11 +5,14 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from corun.format import table
 from corun.workload import (
+    add_calibration_argument,
     add_cuda_graphs_argument,
+    calibrated,
     resolve_hardware,
     resolve_model,
     resolve_pipeline,
@@ -43,6 +46,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--pipeline", default="kaggle", help="pipeline preset or file")
     p.add_argument("--batch", type=int, help="batch per GPU (default: the model's)")
     add_cuda_graphs_argument(p)
+    add_calibration_argument(p)
     p.add_argument("--strategy", default="all",
                    help="ideal, cpu:N, gpu-sequential, gpu-overlap, plan, or all")
     p.add_argument("--plan", help="Plan file (for --strategy plan, or added to all)")
@@ -109,15 +113,15 @@ def run(args: argparse.Namespace) -> int:
     strategies = strategies_for(args.strategy, hw, plan)
     if args.trace and len(strategies) > 1:
         raise SpecError("--trace", args.trace, "one strategy (use --out DIR for all)")
-    comm = EmbeddingComm(args.embedding_comm)
+    say = (lambda *a: None) if args.quiet else (lambda *a: print(*a, file=sys.stderr))
+    base = calibrated(Scenario(hw, model, pipeline, strategies[0], iterations=args.iterations,
+                               warmup=args.warmup, seed=args.seed, jitter_cv=args.jitter,
+                               embedding_comm=EmbeddingComm(args.embedding_comm),
+                               host_thread=args.host_thread), args.calibration, say)
     results: list[SimResult] = []
     for i, s in enumerate(strategies):
-        if not args.quiet:
-            print(f"[{i + 1}/{len(strategies)}] simulating {s.label} ...", file=sys.stderr)
-        sc = Scenario(hw, model, pipeline, s, iterations=args.iterations, warmup=args.warmup,
-                      seed=args.seed, jitter_cv=args.jitter, embedding_comm=comm,
-                      host_thread=args.host_thread)
-        results.append(simulate(steady_state(sc)))
+        say(f"[{i + 1}/{len(strategies)}] simulating {s.label} ...")
+        results.append(simulate(steady_state(replace(base, strategy=s))))
     preds = [r.prediction for r in results]
     if args.trace:
         results[0].write_trace(args.trace)

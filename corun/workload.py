@@ -72,6 +72,30 @@ def add_cuda_graphs_argument(p: argparse.ArgumentParser) -> None:
                    "(a plan made with --cuda-graphs says so itself)")
 
 
+def add_calibration_argument(p: argparse.ArgumentParser) -> None:
+    """`--calibration`, as plan and simulate take it."""
+    p.add_argument("--calibration", nargs="+", metavar="IDEAL.json",
+                   help="measurement(s) of ideal on the machine (corun execute --strategy "
+                   "ideal -o IDEAL.json, same model, batch and GPU count; several: their "
+                   "median): every predicted duration is scaled by the measured ideal "
+                   "over the predicted one (costmodel/calibration.py)")
+
+
+def calibrated(base: Any, paths: list[str] | None, say=None) -> Any:
+    """The Scenario `base` calibrated by the measurements at `paths` (unchanged without)."""
+    if not paths:
+        return base
+    from costmodel.calibration import load_calibration
+    from sim import calibrate
+
+    cal = load_calibration(paths)
+    out = calibrate(base, cal)
+    if say is not None:
+        say(f"calibrated by {cal.source}: ideal measured {cal.ideal_ms:.3f} ms, every "
+            f"duration x{out.time_scale:.3f}")
+    return out
+
+
 def wants_graphs(args: argparse.Namespace, plan: Plan | None) -> bool:
     """--cuda-graphs given, or the plan given was made for the graphed step."""
     return bool(args.cuda_graphs) or (plan is not None and plan.cuda_graphs)

@@ -1,10 +1,18 @@
-"""One machine's measured ideal step, to put in place of the cost model's stage times.
+"""One machine's measured ideal step, to calibrate predictions made for that machine.
 
-An experiment (bench/repredict_calibrated.py, bench/results/
-repredict_calibrated_stages_h200.md): the simulator takes each training stage's median
-from the ideal measured for the same model, batch and GPU count, and scales the fused
-kernels by the stages' measured over modelled total; co-running factors and the host
-model stay the cost model's.
+The lent H200s differ (heavy-fused's fused embedding update took 2.82-3.21 ms at batch
+16384 across sessions; README, "Where the heavy case stands"), and the learned model
+carries the profiling machine's times: much of a prediction's error is the training step's
+own time, not co-running. So: `corun execute --strategy ideal -o ideal.json` on the
+machine, then `corun plan --calibration ideal.json`: every simulated duration is scaled
+by the measured ideal iteration over the predicted one (sim.calibrate). Over every
+executed run, each case calibrated by its own command's ideal, the mean error of the
+median iteration fell from 13.1% to 5.6% (`python bench/repredict_calibrated.py`,
+bench/results/repredict_calibrated_h200.md). One factor cannot change which plan ranks
+first; putting each stage's measured time in place of the model's instead (commit
+8383dfa) did, but not for the better (the measured fastest ranked first in 139 of 274
+workloads against 141) and its error was larger (7.3%;
+bench/results/repredict_calibrated_stages_h200.md).
 """
 
 from __future__ import annotations
@@ -14,20 +22,20 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from spec import Measurement, SpecError, Stage, load, stages_for
+from spec import Measurement, SpecError, load
 from spec.measurement import notes_say_graphed
 
 
 @dataclass(frozen=True)
 class Calibration:
-    """The measured ideal step of `model` at `batch_per_gpu` on `gpu_count` GPUs."""
+    """The measured ideal iteration of `model` at `batch_per_gpu` on `gpu_count` GPUs."""
 
     model: str
     batch_per_gpu: int
     gpu_count: int
     cuda_graphs: bool
-    stage_ms: tuple[tuple[str, float], ...]
-    """(training stage, median ms) as measured; the simulator takes the compute stages'."""
+    ideal_ms: float
+    """Median iteration of the measured ideal (the median of several measurements')."""
     source: str
 
     def applies_to(self, model: str, batch_per_gpu: int, gpu_count: int,
@@ -35,12 +43,9 @@ class Calibration:
         return (self.model, self.batch_per_gpu, self.gpu_count, self.cuda_graphs) == \
             (model, batch_per_gpu, gpu_count, cuda_graphs)
 
-    def stage(self, stage: Stage) -> float | None:
-        return dict(self.stage_ms).get(stage.value)
-
-    def describe(self) -> str:
-        return (f"stage times of the ideal step measured in {self.source} "
-                f"({self.model}, batch {self.batch_per_gpu}, {self.gpu_count} GPU(s))")
+    def workload(self) -> str:
+        return (f"{self.model} at batch {self.batch_per_gpu} on {self.gpu_count} GPU(s), "
+                f"{'graphed' if self.cuda_graphs else 'eager'}")
 
 
 def from_measurement(m: Measurement, source: str) -> Calibration:
@@ -48,34 +53,30 @@ def from_measurement(m: Measurement, source: str) -> Calibration:
     if m.strategy != "ideal":
         raise SpecError("calibration.strategy", m.strategy,
                         "ideal (corun execute --strategy ideal)")
-    compute = [s.value for s in stages_for(m.gpu_count)]
-    stage_ms = tuple((s, m.stages[s].median_ms) for s in compute if s in m.stages)
-    if not stage_ms:
-        raise SpecError("calibration.stages", sorted(m.stages),
-                        f"the training stages' times ({', '.join(compute)})")
+    if not m.iteration.median_ms > 0:
+        raise SpecError("calibration.iteration.median_ms", m.iteration.median_ms,
+                        "a positive time")
     return Calibration(m.model, m.batch_per_gpu, m.gpu_count, notes_say_graphed(m.notes),
-                       stage_ms, source)
+                       m.iteration.median_ms, source)
 
 
 def median_of(cals: Sequence[Calibration]) -> Calibration:
-    """One calibration from several ideal runs of one workload: each stage's median."""
+    """One calibration from several ideal runs of one workload: their median."""
     if not cals:
         raise SpecError("calibration", "none", "at least one ideal measurement")
     first = cals[0]
     for c in cals[1:]:
         if not c.applies_to(first.model, first.batch_per_gpu, first.gpu_count,
                             first.cuda_graphs):
-            raise SpecError("calibration", f"{c.model} at batch {c.batch_per_gpu} ({c.source})",
-                            f"{first.model} at batch {first.batch_per_gpu}, as {first.source}")
-    names = [s for s, _ in first.stage_ms if all(c.stage(Stage(s)) is not None for c in cals)]
-    stage_ms = tuple((s, statistics.median(c.stage(Stage(s)) for c in cals)) for s in names)
-    return replace(first, stage_ms=stage_ms,
+            raise SpecError("calibration", f"{c.workload()} ({c.source})",
+                            f"{first.workload()}, as {first.source}")
+    return replace(first, ideal_ms=statistics.median(c.ideal_ms for c in cals),
                    source=", ".join(dict.fromkeys(c.source for c in cals)))
 
 
 def load_calibration(paths: Sequence[str | Path]) -> Calibration:
     """A calibration from measurement files that `corun execute --strategy ideal` wrote
-    for one workload (several: the median of each stage)."""
+    for one workload (several: their median)."""
     cals = []
     for path in paths:
         p = Path(path)

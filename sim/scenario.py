@@ -10,9 +10,8 @@ import enum
 from dataclasses import dataclass, field, replace
 
 from costmodel import CostModel, Sharding, kernel_work, shard_tables, stage_work
-from costmodel.calibration import Calibration
 from costmodel.comm import all_to_all_ms, pgas_exposed_ms, ring_allreduce_ms
-from costmodel.host import H200_HOST, HostCosts, assembly_ms, kernel_launches, output_mb
+from costmodel.host import H200_HOST, assembly_ms, kernel_launches, output_mb
 from costmodel.types import Comm, CoRunEffect, KernelWork, StageWork, kernel_factors_through
 from sim.strategy import Strategy, StrategyKind, strategy_plan
 from spec import Hardware, Mapping, Model, Pipeline, Plan, SpecError, Stage, stages_for
@@ -54,24 +53,18 @@ class Scenario:
     """Model the host thread that launches each GPU's kernels and stages, assembles and
     checks its batches, as `corun execute` runs them (costmodel/host.py); False: the GPU
     alone, as if launches were free."""
-    calibration: Calibration | None = None
-    """The ideal step measured on the machine (costmodel/calibration.py): its stage times
-    in place of the cost model's."""
+    time_scale: float = 1.0
+    """Every simulated duration times this: a machine's measured ideal iteration over the
+    predicted one (sim.calibrate, costmodel/calibration.py); 1: uncalibrated."""
 
     def __post_init__(self) -> None:
         require_int_range("iterations", self.iterations, 1, 1_000_000)
         require_int_range("warmup", self.warmup, 0, 1_000_000)
         require(0 <= self.jitter_cv <= 0.5, "jitter_cv", self.jitter_cv, "a number in [0, 0.5]")
+        require(0.1 <= self.time_scale <= 10, "time_scale", self.time_scale,
+                "a factor in [0.1, 10] (measured ideal over predicted)")
         require_int_range("queue_depth_per_gpu", self.queue_depth_per_gpu, 1, 1024)
         self.pipeline.check_model(self.model)
-        cal, m = self.calibration, self.model
-        if cal is not None and not cal.applies_to(m.name, m.batch_per_gpu,
-                                                  self.hardware.gpu_count, m.cuda_graphs):
-            raise SpecError("calibration", f"{cal.model} at batch {cal.batch_per_gpu} on "
-                            f"{cal.gpu_count} GPU(s){', graphed' if cal.cuda_graphs else ''}",
-                            f"an ideal measured for {m.name} at batch {m.batch_per_gpu} on "
-                            f"{self.hardware.gpu_count} GPU(s)"
-                            f"{', graphed' if m.cuda_graphs else ', eager'}")
 
 
 CPU_ITERATIONS, CPU_WARMUP = 60, 20
@@ -226,7 +219,7 @@ def _assembly_run(last: KernelRun, batch_mb: float) -> KernelRun:
                      last.effects)
 
 
-def _graphs_hint(sc: Scenario, tables: GpuTables, host: HostCosts) -> str | None:
+def _graphs_hint(sc: Scenario, tables: GpuTables) -> str | None:
     """Where the host's own step outlasts the GPU's and the trainer could replay it as
     CUDA graphs (one GPU, a model Model.cuda_graphs admits), say so."""
     model, hw = sc.model, sc.hardware
@@ -236,7 +229,7 @@ def _graphs_hint(sc: Scenario, tables: GpuTables, host: HostCosts) -> str | None
         replace(model, cuda_graphs=True)
     except SpecError:
         return None
-    host_ms, gpu_ms = host.step_ms, sum(tables.stage_ms)
+    host_ms, gpu_ms = H200_HOST.step_ms * sc.time_scale, sum(tables.stage_ms)
     if host_ms <= gpu_ms:
         return None
     return (f"the host thread paces this step ({host_ms:.2f} ms of launches against "
@@ -265,18 +258,14 @@ def compile_scenario(sc: Scenario, cm: CostModel) -> Compiled:
                                                                   Stage.EMB_A2A_BWD)):
             comm[s] = all_to_all_ms([w[s].send_bytes for w in works],
                                     [w[s].recv_bytes for w in works], link)
-    cal, host = sc.calibration, H200_HOST
     rows_local = model.batch_per_gpu
     raw_cols: dict[str, float] = {c.name: c.bytes_per_row() for c in pipeline.inputs}
     cols = pipeline.columns
     gpus = []
     for g in range(hw.gpu_count):
         w = works[g]
-        modelled = tuple(0.0 if w[s].comm is not Comm.NONE else cm.stage_ms(w[s], hw)
+        stage_ms = tuple(0.0 if w[s].comm is not Comm.NONE else cm.stage_ms(w[s], hw)
                          for s in stages)
-        stage_ms = tuple(m if m == 0.0 or cal is None or cal.stage(s) is None else cal.stage(s)
-                         for s, m in zip(stages, modelled))
-        pace = sum(stage_ms) / sum(modelled) if cal is not None and sum(modelled) > 0 else 1.0
         pre = []
         for s in stages:
             if pgas and s is Stage.EMB_A2A_FWD:
@@ -298,7 +287,7 @@ def compile_scenario(sc: Scenario, cm: CostModel) -> Compiled:
             effects = _effects(cm, kw, [w[s] for s in stages], hw,
                                plan.training_priority_high)
             pos = -1 if k.release is None else stages.index(k.release)
-            kernels.append(KernelRun(k.name, pos, cm.kernel_ms(kw, hw) * pace, effects))
+            kernels.append(KernelRun(k.name, pos, cm.kernel_ms(kw, hw), effects))
             copy_bytes += rows * sum(raw_cols[pipeline.node_by_name[n].input]
                                      for n in k.nodes
                                      if pipeline.node_by_name[n].input in raw_cols)
@@ -315,39 +304,56 @@ def compile_scenario(sc: Scenario, cm: CostModel) -> Compiled:
         if sc.host_thread:
             mine = [k for k in plan.kernels if k.gpu is None or k.gpu == g]
             workers = bool(plan.cpu_nodes)
-            host_ms = host.iteration_ms(kernel_launches(mine, pipeline), batch_mb,
+            host_ms = H200_HOST.iteration_ms(kernel_launches(mine, pipeline), batch_mb,
                                              sc.strategy.kind is not StrategyKind.IDEAL,
                                              hw.gpu_count, model.cuda_graphs, workers)
             at = [kernel_launches([k for k in mine if k.release == s], pipeline)
                   for s in stages]
             before = kernel_launches([k for k in mine if k.release is None], pipeline)
-            launched = host.launched_ms(stages, at, before, hw.gpu_count,
+            launched = H200_HOST.launched_ms(stages, at, before, hw.gpu_count,
                                              model.cuda_graphs, model.name, workers)
-        turnaround = host.turnaround_ms(sc.host_thread, hw.gpu_count)
-        gpus.append(GpuTables(stages, stage_ms, tuple(comm.get(s, 0.0) for s in stages),
-                              tuple(pre), tuple(kernels), hw.host_link.transfer_ms(copy_bytes),
-                              host_ms, turnaround, launched))
+        turnaround = H200_HOST.turnaround_ms(sc.host_thread, hw.gpu_count)
+        gpus.append(_scaled(GpuTables(stages, stage_ms, tuple(comm.get(s, 0.0) for s in stages),
+                                      tuple(pre), tuple(kernels),
+                                      hw.host_link.transfer_ms(copy_bytes), host_ms,
+                                      turnaround, launched), sc.time_scale))
     cpu_ms = 0.0
     if plan.cpu_nodes:
         kw = kernel_work(pipeline, "cpu", plan.cpu_nodes, rows_local, 1, 32)
-        cpu_ms = cm.cpu_batch_ms(kw)
+        cpu_ms = cm.cpu_batch_ms(kw) * sc.time_scale
     notes = []
     if sc.strategy.kind is StrategyKind.CPU and sc.strategy.cpu_workers > hw.host_cpu_cores:
         notes.append("more CPU workers than host cores")
     if sc.host_thread:
-        notes.append(f"host thread {gpus[0].host_ms:.2f} ms per iteration ({host.source})")
-    if cal is not None:
-        notes.append(NOTE + "calibrated: " + cal.describe())
+        notes.append(f"host thread {gpus[0].host_ms:.2f} ms per iteration ({H200_HOST.source})")
+    if sc.time_scale != 1.0:
+        notes.append(NOTE + f"calibrated: every duration x{sc.time_scale:.3f}, the machine's "
+                     "measured ideal over the predicted (sim.calibrate)")
     caveat = cm.caveat(model, [w for w in works[0].values() if w.comm is Comm.NONE], hw)
     if caveat:
         notes.append(CAUTION + caveat)
-    hint = _graphs_hint(sc, gpus[0], host)
+    hint = _graphs_hint(sc, gpus[0])
     if hint:
         notes.append(HINT + hint)
     if owner_mapped:
         notes.append(NOTE + _owner_note(model, hw, sharding, owner_mapped,
                                         comm.get(Stage.INPUT_A2A, 0.0)))
     return Compiled(sc, plan, sharding, gpus, cpu_ms, cm.name, notes)
+
+
+def _scaled(t: GpuTables, f: float) -> GpuTables:
+    """`t` with every duration times `f` (Scenario.time_scale); the factors stay."""
+    if f == 1.0:
+        return t
+
+    def ms(xs: tuple[float, ...]) -> tuple[float, ...]:
+        return tuple(x * f for x in xs)
+
+    return replace(t, stage_ms=ms(t.stage_ms), comm_ms=ms(t.comm_ms),
+                   pre_barrier_ms=ms(t.pre_barrier_ms),
+                   kernels=tuple(replace(k, alone_ms=k.alone_ms * f) for k in t.kernels),
+                   h2d_ms=t.h2d_ms * f, host_ms=t.host_ms * f,
+                   turnaround_ms=t.turnaround_ms * f, launched_ms=ms(t.launched_ms))
 
 
 def _owner_note(model: Model, hw: Hardware, sharding: Sharding,

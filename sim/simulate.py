@@ -11,11 +11,12 @@ from pathlib import Path
 import numpy as np
 
 from costmodel import CostModel
+from costmodel.calibration import Calibration
 from costmodel.learned import cost_model_for
 from sim.engine import RunLog, run
 from sim.scenario import Compiled, Scenario, compile_scenario
 from sim.trace import chrome_trace
-from spec import KernelTime, Prediction, Provenance, StageTime
+from spec import KernelTime, Prediction, Provenance, SpecError, StageTime
 from spec.serde import write_atomic
 
 VERSION = "0.1.0"
@@ -107,3 +108,22 @@ def simulate(scenario: Scenario, cost_model: CostModel | None = None,
     compiled = compile_scenario(scenario, cost_model or cost_model_for(scenario.hardware))
     log = run(compiled)
     return SimResult(compiled, log, _summarise(compiled, log, commit or git_commit()))
+
+
+def calibrate(scenario: Scenario, calibration: Calibration,
+              cost_model: CostModel | None = None) -> Scenario:
+    """`scenario` with every duration scaled so that its ideal predicts the ideal
+    measured on the machine (costmodel/calibration.py says why one factor)."""
+    from dataclasses import replace
+
+    from sim.strategy import Strategy, StrategyKind
+
+    m, gpus = scenario.model, scenario.hardware.gpu_count
+    if not calibration.applies_to(m.name, m.batch_per_gpu, gpus, m.cuda_graphs):
+        raise SpecError("--calibration", f"{calibration.workload()} ({calibration.source})",
+                        f"an ideal measured for {m.name} at batch {m.batch_per_gpu} on "
+                        f"{gpus} GPU(s), {'graphed' if m.cuda_graphs else 'eager'}")
+    ideal = replace(scenario, strategy=Strategy(StrategyKind.IDEAL), time_scale=1.0,
+                    jitter_cv=0.0)
+    predicted = simulate(ideal, cost_model).prediction.iteration_time_ms
+    return replace(scenario, time_scale=calibration.ideal_ms / predicted)

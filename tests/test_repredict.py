@@ -31,3 +31,17 @@ def test_every_raw_takes_each_run_once():
     runs = every_raw()
     assert runs and len({p.name for p in runs}) == len(runs)
     assert all(p.name.startswith("execute_") and p.name.endswith(".json") for p in runs)
+
+
+def test_calibrated_rows_put_each_case_beside_its_command_s_ideal(tmp_path):
+    from bench.repredict_calibrated import main, rows
+
+    raw = Path(__file__).resolve().parent.parent / "bench/results/raw"
+    rs = rows([raw / "execute_small_b8192.json"], skipped := {})
+    assert not skipped and rs and all(not r["strategy"].startswith("ideal") for r in rs)
+    assert {r["strategy"] for r in rs} >= {"gpu-sequential", "corun"}
+    # the model's ideal for heavy-small b8192 is 3.740 ms, the run's 4.140: 1.107x
+    factor = {round(r["calibrated_ms"] / r["plain_ms"], 6) for r in rs}
+    assert len(factor) == 1 and abs(factor.pop() - 4.140 / 3.740) < 0.002
+    assert main([str(raw / "execute_small_b8192.json"), "-o", str(tmp_path / "c.md")]) == 0
+    assert "| all | 21 |" in (tmp_path / "c.md").read_text()  # 7 strategies x 3 rounds

@@ -1,0 +1,90 @@
+"""Calibration by a machine's measured ideal (costmodel/calibration.py, sim.calibrate,
+--calibration): what it accepts, that the calibrated ideal predicts the measurement, and
+that every other prediction moves by the same factor."""
+
+import json
+from dataclasses import replace
+
+import pytest
+
+import spec
+from corun.cli import main
+from costmodel.calibration import from_measurement, load_calibration, median_of
+from sim import Scenario, Strategy, StrategyKind, calibrate, simulate
+from spec import Measurement, SpecError, Spread
+from spec.serde import save
+
+
+def measured_ideal(ms: float, batch: int = 4096, strategy: str = "ideal",
+                   notes: tuple[str, ...] = ()) -> Measurement:
+    return Measurement(strategy=strategy, model="criteo-kaggle", pipeline="kaggle",
+                       hardware="NVIDIA H200", gpu_count=1, batch_per_gpu=batch,
+                       iterations=10, warmup=2, iteration=Spread(ms, ms * 0.98, ms * 1.02),
+                       throughput_samples_per_s=batch / ms * 1e3, stall_ms_per_iteration=0.0,
+                       stages={}, kernels={}, checked_rows=0, versions={}, git_commit="x",
+                       command="test", notes=notes)
+
+
+def scenario(kind: StrategyKind, batch: int = 4096) -> Scenario:
+    model = replace(spec.model_preset("criteo-kaggle"), batch_per_gpu=batch)
+    return Scenario(spec.hardware_preset("h200", 1), model, spec.pipeline_preset("kaggle"),
+                    Strategy(kind), iterations=8, warmup=2)
+
+
+def test_only_an_ideal_calibrates_and_graphed_ones_say_so():
+    with pytest.raises(SpecError, match="calibration.strategy"):
+        from_measurement(measured_ideal(4.0, strategy="gpu-sequential"), "x.json")
+    graphed = from_measurement(measured_ideal(3.0, notes=(
+        "the trainer's step replayed as CUDA graphs, one a stage",)), "g.json")
+    assert graphed.cuda_graphs and graphed.ideal_ms == 3.0
+    assert not from_measurement(measured_ideal(3.0), "e.json").cuda_graphs
+
+
+def test_several_measurements_give_their_median_and_must_be_one_workload():
+    cals = [from_measurement(measured_ideal(ms), f"r{i}.json")
+            for i, ms in enumerate((4.0, 5.0, 4.2))]
+    assert median_of(cals).ideal_ms == 4.2
+    assert median_of(cals).source == "r0.json, r1.json, r2.json"
+    other = from_measurement(measured_ideal(4.0, batch=8192), "b.json")
+    with pytest.raises(SpecError, match="batch 8192"):
+        median_of(cals + [other])
+
+
+def test_a_missing_file_is_named(tmp_path):
+    with pytest.raises(SpecError, match="--calibration"):
+        load_calibration([tmp_path / "nope.json"])
+
+
+def test_the_calibrated_ideal_predicts_the_measurement_and_all_else_scales_alike():
+    cal = from_measurement(measured_ideal(5.0), "ideal.json")
+    ideal, seq = scenario(StrategyKind.IDEAL), scenario(StrategyKind.GPU_SEQUENTIAL)
+    before = [simulate(s).prediction.iteration_time_ms for s in (ideal, seq)]
+    after = [simulate(calibrate(s, cal)).prediction.iteration_time_ms for s in (ideal, seq)]
+    assert after[0] == pytest.approx(5.0, rel=1e-6)
+    factor = 5.0 / before[0]
+    assert calibrate(seq, cal).time_scale == pytest.approx(factor)
+    assert after[1] == pytest.approx(before[1] * factor, rel=1e-6)
+    notes = simulate(calibrate(seq, cal)).prediction.notes
+    assert any("calibrated: every duration x" in n for n in notes)
+
+
+def test_another_workload_s_ideal_is_refused():
+    cal = from_measurement(measured_ideal(5.0, batch=8192), "ideal.json")
+    with pytest.raises(SpecError, match="--calibration.*criteo-kaggle at batch 4096"):
+        calibrate(scenario(StrategyKind.IDEAL), cal)
+    with pytest.raises(SpecError, match="time_scale"):
+        replace(scenario(StrategyKind.IDEAL), time_scale=0.0)
+
+
+def test_plan_and_simulate_take_the_calibration(tmp_path, capsys):
+    path = tmp_path / "ideal.json"
+    save(measured_ideal(4.5), path)
+    assert main(["simulate", "--strategy", "ideal", "--calibration", str(path),
+                 "--iterations", "8", "--json", "--quiet"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["iteration_time_ms"] == pytest.approx(4.5, rel=1e-6)
+    assert main(["plan", "--calibration", str(path), "--time-limit", "0.5",
+                 "--iterations", "8", "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "note: calibrated: every duration x" in out
+    assert "ideal                       4.500" in out
