@@ -7,6 +7,8 @@ left out, and so are the ideal cases (calibrated, they predict their own measure
 Writes bench/results/repredict_calibrated_h200.md.
 
     python bench/repredict_calibrated.py [RAW.json ...] [-o OUT.md]   (default: every run)
+    python bench/repredict_calibrated.py RAW.json ... --calibration IDEAL.json ... -o OUT.md
+        (held out: each workload calibrated by an ideal another command measured)
 """
 
 from __future__ import annotations
@@ -48,8 +50,9 @@ def calibrations(cases: list[dict], source: str) -> dict[tuple, object]:
     return {k: median_of(v) for k, v in by.items()}
 
 
-def rows(raw: list[Path], skipped: dict[str, str]) -> list[dict]:
-    """One row per non-ideal case with an ideal of its workload in its command."""
+def rows(raw: list[Path], skipped: dict[str, str], given: dict | None = None) -> list[dict]:
+    """One row per non-ideal case with an ideal of its workload in its command, or in
+    `given` (workload -> calibration: ideals measured apart, by other commands)."""
     from sim import calibrate, simulate
 
     out = []
@@ -57,7 +60,7 @@ def rows(raw: list[Path], skipped: dict[str, str]) -> list[dict]:
         source = path.name.removesuffix(".gz")
         try:
             cases = measured_cases(path)[0]
-            cals = calibrations(cases, source)
+            cals = calibrations(cases, source) if given is None else given
             mine = []
             for r in cases:
                 m = r["measurement"]
@@ -82,7 +85,7 @@ def error(r: dict, key: str) -> float:
     return 100 * abs(r[key] - r["measured_ms"]) / r["measured_ms"]
 
 
-def render(rs: list[dict], command: str, skipped: dict[str, str]) -> str:
+def render(rs: list[dict], command: str, skipped: dict[str, str], held_out: bool) -> str:
     from sim.simulate import git_commit
 
     def line(title: str, sub: list[dict]) -> str:
@@ -92,8 +95,10 @@ def render(rs: list[dict], command: str, skipped: dict[str, str]) -> str:
     lines = ["# Executed cases predicted as is and calibrated by their command's ideal", "",
              f"Made by `{command}` at commit {git_commit()}. Each non-ideal case is "
              "simulated as `corun plan` simulates a candidate (learned H200 model, host "
-             "thread), once as is and once calibrated by the ideal its own command "
-             "measured for the same model, batch and GPU count (`sim.calibrate`: every "
+             "thread), once as is and once calibrated by "
+             + ("the ideal measured apart, by another command (--calibration), "
+                if held_out else "the ideal its own command measured ")
+             + "for the same model, batch and GPU count (`sim.calibrate`: every "
              "duration times the measured ideal iteration over the predicted one, medians "
              "over rounds). Errors are absolute, of the median iteration. One factor per "
              "workload cannot change which strategy is predicted fastest.", "",
@@ -123,17 +128,26 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("raw", nargs="*", type=Path, help="default: every run under "
                     "bench/results/raw")
     ap.add_argument("-o", "--out", type=Path, default=OUT)
+    ap.add_argument("--calibration", nargs="+", type=Path, metavar="IDEAL.json",
+                    help="calibrate by these measurements of ideal (corun execute "
+                    "--strategy ideal), each for its workload, not by the runs' own ideal")
     args = ap.parse_args(argv)
     missing = [str(p) for p in args.raw if not stored_path(p).is_file()]
     if missing:
         ap.error(f"raw = {missing[0]!r}: an existing execute_*.json of bench/execute_gpu.py")
     skipped: dict[str, str] = {}
-    rs = rows(args.raw or every_raw(), skipped)
+    given = None
+    if args.calibration:
+        from costmodel.calibration import load_calibration
+
+        cals = [load_calibration([p]) for p in args.calibration]
+        given = {(c.model, c.batch_per_gpu, c.gpu_count, c.cuda_graphs): c for c in cals}
+    rs = rows(args.raw or every_raw(), skipped, given)
     if not rs:
         ap.error("raw: no case has an ideal of its workload in its command")
     command = " ".join(["python bench/repredict_calibrated.py",
                         *(argv if argv is not None else sys.argv[1:])])
-    text = render(rs, command, skipped)
+    text = render(rs, command, skipped, given is not None)
     write_atomic(args.out, text)
     print(text)
     return 0
