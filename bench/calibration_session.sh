@@ -3,25 +3,31 @@
 # `corun execute --strategy ideal` (its own process), then its plans by separate
 # commands; locally, the plans predicted as is and calibrated by those ideal files:
 #   python bench/repredict_calibrated.py <the plans' raw files> --calibration <ideal files>
-# With OUT set by the device tool; returns $OUT/calibration.tar.
+# With OUT set by the device tool; returns $OUT/calibration.tar. PLANS_BATCH (8192): the
+# batch of kaggle's and terabyte's plans; HEAVY=0 leaves out heavy-fused b16384.
 set -u
+b=${PLANS_BATCH:-8192}
 stamp() { while IFS= read -r l; do echo "$(date +%T.%3N) $l"; done; }
 files=()
-for w in "criteo-kaggle kaggle 8192" "criteo-terabyte terabyte 8192" "heavy-fused heavy 16384"; do
+heavy=("heavy-fused heavy 16384")
+[ "${HEAVY:-1}" = 0 ] && heavy=()
+for w in "criteo-kaggle kaggle $b" "criteo-terabyte terabyte $b" "${heavy[@]}"; do
   read -r model pipe batch <<< "$w"
   python -m corun.cli execute --strategy ideal --model "$model" --pipeline "$pipe" \
     --batch "$batch" --iterations 300 --warmup 20 -o "$OUT/ideal_${pipe}_b$batch.json" \
     2>&1 | stamp | tail -3
   files+=("ideal_${pipe}_b$batch.json")
 done
-python bench/execute_gpu.py --matrix plans --only kaggle,terabyte --batches 8192 \
+python bench/execute_gpu.py --matrix plans --only kaggle,terabyte --batches "$b" \
   --iterations 300 --warmup 20 --repeats 2 --budget-s 200 --out "$OUT/plans" 2>&1 | stamp \
-  > "$OUT/execute_calplans_b8192.log"
-grep -E "===|ms, |Error" "$OUT/execute_calplans_b8192.log" | paste - - | cut -c1-140
-mv "$OUT/plans/execute_plans.json" "$OUT/execute_calplans_b8192.json" && rmdir "$OUT/plans"
-files+=(execute_calplans_b8192.json execute_calplans_b8192.log)
-ONLY=heavy bash bench/heavy_rounds.sh calheavy calheavy heavy-stages 2 \
-  ideal,gpu-sequential,corun,at:bottom_mlp_bwd 16384:120
-tar -C "$OUT" -xf "$OUT/calheavy.tar" && rm "$OUT/calheavy.tar"
-files+=(execute_calheavy_b16384.json execute_calheavy_b16384.log)
+  > "$OUT/execute_calplans_b$b.log"
+grep -E "===|ms, |Error" "$OUT/execute_calplans_b$b.log" | paste - - | cut -c1-140
+mv "$OUT/plans/execute_plans.json" "$OUT/execute_calplans_b$b.json" && rmdir "$OUT/plans"
+files+=("execute_calplans_b$b.json" "execute_calplans_b$b.log")
+if [ ${#heavy[@]} -gt 0 ]; then
+  ONLY=heavy bash bench/heavy_rounds.sh calheavy calheavy heavy-stages 2 \
+    ideal,gpu-sequential,corun,at:bottom_mlp_bwd 16384:120
+  tar -C "$OUT" -xf "$OUT/calheavy.tar" && rm "$OUT/calheavy.tar"
+  files+=(execute_calheavy_b16384.json execute_calheavy_b16384.log)
+fi
 tar -C "$OUT" -cf "$OUT/calibration.tar" "${files[@]}" && (cd "$OUT" && rm -f "${files[@]}")
