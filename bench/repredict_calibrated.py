@@ -92,7 +92,8 @@ def render(rs: list[dict], command: str, skipped: dict[str, str], held_out: bool
         return (f"| {title} | {len(sub)} | {summary([error(r, 'plain_ms') for r in sub])} | "
                 f"{summary([error(r, 'calibrated_ms') for r in sub])} |")
 
-    lines = ["# Executed cases predicted as is and calibrated by their command's ideal", "",
+    title = "an ideal measured apart" if held_out else "their command's ideal"
+    lines = [f"# Executed cases predicted as is and calibrated by {title}", "",
              f"Made by `{command}` at commit {git_commit()}. Each non-ideal case is "
              "simulated as `corun plan` simulates a candidate (learned H200 model, host "
              "thread), once as is and once calibrated by "
