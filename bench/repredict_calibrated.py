@@ -17,6 +17,7 @@ import argparse
 import statistics
 import sys
 from collections import defaultdict
+from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -72,6 +73,8 @@ def rows(raw: list[Path], skipped: dict[str, str], given: dict | None = None) ->
                              "gpus": m["gpu_count"], "strategy": r["strategy"],
                              "measured_ms": m["iteration"]["median_ms"],
                              "plain_ms": simulate(sc).prediction.iteration_time_ms,
+                             "gpu_side_ms": simulate(replace(sc, host_thread=False)
+                                                     ).prediction.iteration_time_ms,
                              "calibrated_ms": simulate(calibrate(sc, cal)
                                                        ).prediction.iteration_time_ms})
         except Exception as e:  # noqa: BLE001 - any failure names the run
@@ -83,6 +86,32 @@ def rows(raw: list[Path], skipped: dict[str, str], given: dict | None = None) ->
 
 def error(r: dict, key: str) -> float:
     return 100 * abs(r[key] - r["measured_ms"]) / r["measured_ms"]
+
+
+TIE = 1e-4
+"""Predictions closer than this share tie; the planner breaks ties by the GPU side (the
+plan simulated without the host thread, planner/judge.py `gpu_side_ms`)."""
+
+
+def regrets(rs: list[dict]) -> list[float]:
+    """Per command and workload of two strategies or more (medians over rounds): how much
+    slower, measured, the strategy the model ranks first ran than the measured fastest
+    (%; 0 where the model ranked it first). Calibration scales a workload's predictions
+    alike, so these hold for both."""
+    groups: dict[tuple, dict[str, list]] = defaultdict(lambda: defaultdict(list))
+    for r in rs:
+        groups[(r["source"], r["model"], r["batch"], r["gpus"])][r["strategy"]].append(r)
+    out = []
+    for by in groups.values():
+        if len(by) < 2:
+            continue
+        med = {k: {s: statistics.median(x[k] for x in v) for s, v in by.items()}
+               for k in ("plain_ms", "gpu_side_ms", "measured_ms")}
+        best = min(med["plain_ms"].values())
+        tied = [s for s, p in med["plain_ms"].items() if p <= best * (1 + TIE)]
+        first = min(tied, key=med["gpu_side_ms"].get)
+        out.append(100 * (med["measured_ms"][first] / min(med["measured_ms"].values()) - 1))
+    return out
 
 
 def render(rs: list[dict], command: str, skipped: dict[str, str], held_out: bool) -> str:
@@ -108,7 +137,13 @@ def render(rs: list[dict], command: str, skipped: dict[str, str], held_out: bool
         lines.append(line(f"batch {b}", [r for r in rs if r["batch"] == b]))
     for g in sorted({r["gpus"] for r in rs}):
         lines.append(line(f"{g} GPU(s)", [r for r in rs if r["gpus"] == g]))
-    lines.append("")
+    reg = regrets(rs)
+    lines += ["", f"Ranked first by the model, ties broken as the planner breaks them: the "
+              f"measured fastest strategy in {sum(x == 0 for x in reg)} of {len(reg)} "
+              "workloads of two strategies or more; the ranked-first ran within 1% of the "
+              f"fastest in {sum(x <= 1 for x in reg)}, within 2% in "
+              f"{sum(x <= 2 for x in reg)} (median {statistics.median(reg):.2f}% slower, "
+              f"worst {max(reg):.1f}%).", ""]
     if skipped:
         lines += [f"Not simulated today ({len(skipped)} runs):", ""]
         lines += [f"- {name}: {why}" for name, why in skipped.items()] + [""]
