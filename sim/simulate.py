@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime
 import os
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +15,7 @@ from costmodel.calibration import Calibration
 from costmodel.learned import cost_model_for
 from sim.engine import RunLog, run
 from sim.scenario import Compiled, Scenario, compile_scenario
+from sim.strategy import Strategy, StrategyKind
 from sim.trace import chrome_trace
 from spec import KernelTime, Prediction, Provenance, SpecError, StageTime
 from spec.serde import write_atomic
@@ -114,9 +115,6 @@ def calibrate(scenario: Scenario, calibration: Calibration,
               cost_model: CostModel | None = None) -> Scenario:
     """`scenario` with every duration scaled so that its ideal predicts the ideal
     measured on the machine (costmodel/calibration.py says why one factor)."""
-    from dataclasses import replace
-
-    from sim.strategy import Strategy, StrategyKind
 
     m, gpus = scenario.model, scenario.hardware.gpu_count
     if not calibration.applies_to(m.name, m.batch_per_gpu, gpus, m.cuda_graphs):
