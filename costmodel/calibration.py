@@ -5,9 +5,9 @@ The lent H200s differ (heavy-fused's fused embedding update took 2.82-3.21 ms at
 carries the profiling machine's times: much of a prediction's error is the training step's
 own time, not co-running. So: `corun execute --strategy ideal -o ideal.json` on the
 machine, then `corun plan --calibration ideal.json`: every simulated duration is scaled
-by the measured ideal iteration over the predicted one (sim.calibrate). Held out on one
-H200 (ideals measured apart, 30 plan cases; bench/results/calibration_heldout_h200.md)
-the mean error of the median iteration fell from 7.3% to 4.5%; over every executed run,
+by the measured ideal iteration over the predicted one (sim.calibrate). Held out on two
+lent H200s (ideals measured apart, 42 plan cases; bench/results/calibration_heldout_h200.md)
+the mean error of the median iteration fell from 5.4% to 3.5%; over every executed run,
 each case calibrated by its own command's ideal, from 13.0% to 5.6% (`python
 bench/repredict_calibrated.py`, bench/results/repredict_calibrated_h200.md). One factor
 cannot change which plan ranks first; putting each stage's measured time in place of the
