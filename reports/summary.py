@@ -11,13 +11,28 @@ from spec import Prediction, SpecError
 from spec.serde import write_atomic
 
 
-def _row(p: Pair) -> list[str]:
+def _row(p: Pair, scale: float | None) -> list[str]:
     pred, meas = p.prediction, p.measurement
-    err = 100 * (pred.iteration_time_ms - meas.iteration.median_ms) / meas.iteration.median_ms
+    ms = meas.iteration.median_ms
+    err = 100 * (pred.iteration_time_ms - ms) / ms
+    cal = "-" if scale is None else f"{100 * (pred.iteration_time_ms * scale - ms) / ms:+.1f}%"
     return [pred.strategy, f"{pred.model}/{pred.pipeline}", str(pred.batch_per_gpu),
-            str(pred.gpu_count), f"{pred.iteration_time_ms:.3f}",
-            f"{meas.iteration.median_ms:.3f}", f"{err:+.1f}%",
-            f"{pred.throughput_samples_per_s:,.0f}", f"{meas.throughput_samples_per_s:,.0f}"]
+            str(pred.gpu_count), f"{pred.iteration_time_ms:.3f}", f"{ms:.3f}", f"{err:+.1f}%",
+            cal, f"{pred.throughput_samples_per_s:,.0f}",
+            f"{meas.throughput_samples_per_s:,.0f}"]
+
+
+def _workload(x) -> tuple:
+    return (x.model, x.pipeline, x.batch_per_gpu, x.gpu_count)
+
+
+def calibration_scales(pairs: list[Pair]) -> dict[tuple, float]:
+    """Per workload with its ideal among the pairs: measured ideal over predicted, the
+    factor `corun plan --calibration` would scale that workload's predictions by
+    (costmodel/calibration.py; a prediction made calibrated gives 1)."""
+    return {_workload(p.measurement): p.measurement.iteration.median_ms
+            / p.prediction.iteration_time_ms
+            for p in pairs if p.measurement.strategy == "ideal"}
 
 
 def _tail_section(meas: list) -> list[str]:
@@ -63,12 +78,23 @@ def report(paths: list[str], out: Path) -> Path:
             figures.save(figures.timeline(pair), out, f"timeline_{i}")
         it = [(p.prediction.iteration_time_ms, p.measurement.iteration.median_ms)
               for p in pairs]
+        scales = calibration_scales(pairs)
+        others = [(p.prediction.iteration_time_ms * scales[_workload(p.measurement)],
+                   p.measurement.iteration.median_ms) for p in pairs
+                  if _workload(p.measurement) in scales and p.measurement.strategy != "ideal"]
+        calibrated = [] if not others else [
+            f"Calibrated by each workload's measured ideal (every prediction times measured "
+            f"ideal over predicted, as `corun plan --calibration` scales): MAPE "
+            f"{mape(others):.1f}% over the {len(others)} other run(s).", ""]
         lines += ["## Predicted against measured", "",
                   f"Iteration time MAPE: {mape(it):.1f}% over {len(pairs)} run(s).", "",
+                  *calibrated,
                   "![predicted vs measured](predicted_vs_measured.png)", "",
                   markdown_table(["strategy", "workload", "batch", "GPUs", "predicted ms",
-                                  "measured ms", "error", "predicted samples/s",
-                                  "measured samples/s"], [_row(p) for p in pairs]),
+                                  "measured ms", "error", "calibrated error",
+                                  "predicted samples/s", "measured samples/s"],
+                                 [_row(p, scales.get(_workload(p.measurement)))
+                                  for p in pairs]),
                   "", "![stages](stages.png)", ""]
         lines += [f"![timeline {i}](timeline_{i}.png)" for i in range(len(pairs))] + [""]
     lines += _tail_section(meas)

@@ -170,3 +170,17 @@ def test_whatif_grid(tmp_path, capsys):
     assert "--interconnect = 'pcie9': one of nvlink2" in capsys.readouterr().err
     assert main(["whatif", "--hardware", "tpu", "--out", str(out), "--quiet"]) == 2
     assert "--hardware = 'tpu'" in capsys.readouterr().err
+
+
+def test_report_calibrates_by_the_measured_ideal(files, tmp_path):
+    """Measured = predicted x 1.10 for both: the ideal's factor takes the other run's
+    error to zero; without the ideal's measurement there is nothing to calibrate by."""
+    out = tmp_path / "report"
+    assert main(["report", *files, "-o", str(out)]) == 0
+    text = (out / "summary.md").read_text()
+    assert "MAPE 0.0% over the 1 other run(s)." in text
+    assert "| -9.1% | +0.0% |" in text  # gpu-sequential: as is, then calibrated
+    no_ideal = [f for f in files if "meas-ideal" not in f]
+    assert main(["report", *no_ideal, "-o", str(tmp_path / "r2")]) == 0
+    text = (tmp_path / "r2" / "summary.md").read_text()
+    assert "Calibrated by" not in text and "| -9.1% | - |" in text
