@@ -23,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.render_execute import measured_cases, measured_scenario  # noqa: E402
+from bench.render_execute import graphed, measured_cases, measured_scenario  # noqa: E402
 from bench.repredict import every_raw, summary  # noqa: E402
 from spec.serde import stored_path, write_atomic  # noqa: E402
 
@@ -31,8 +31,7 @@ OUT = ROOT / "bench/results/repredict_calibrated_h200.md"
 
 
 def workload(m: dict) -> tuple:
-    from bench.render_execute import graphed
-
+    """What a calibration applies to (Calibration.applies_to's fields)."""
     return (m["model"], m["batch_per_gpu"], m["gpu_count"], graphed(m))
 
 
