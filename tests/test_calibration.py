@@ -88,3 +88,20 @@ def test_plan_and_simulate_take_the_calibration(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "note: calibrated: every duration x" in out
     assert "ideal                       4.500" in out
+
+
+def test_several_gpus_scale_their_collectives_too():
+    """On two GPUs the all-to-alls and all-reduce scale with the rest: the calibrated
+    ideal predicts the measurement, and a baseline moves by the same factor."""
+    hw = spec.hardware_preset("h200", 2)
+    model = replace(spec.model_preset("criteo-kaggle"), batch_per_gpu=4096)
+    ideal = Scenario(hw, model, spec.pipeline_preset("kaggle"), Strategy(StrategyKind.IDEAL),
+                     iterations=6, warmup=2, host_thread=False)  # the host would pace it
+    seq = replace(ideal, strategy=Strategy(StrategyKind.GPU_SEQUENTIAL))
+    cal = replace(from_measurement(measured_ideal(9.0), "x2.json"), gpu_count=2)
+    before = simulate(seq).prediction.iteration_time_ms
+    assert simulate(calibrate(ideal, cal)).prediction.iteration_time_ms == \
+        pytest.approx(9.0, rel=1e-6)
+    factor = calibrate(seq, cal).time_scale
+    assert simulate(calibrate(seq, cal)).prediction.iteration_time_ms == \
+        pytest.approx(before * factor, rel=1e-6)
