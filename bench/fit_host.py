@@ -22,10 +22,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.render_execute import require_raw  # noqa: E402
 from costmodel.host import H200_HOST  # noqa: E402
 from costmodel.host_fit import fit, launch_shares_by_model, runs, workers_ms  # noqa: E402
 from spec import SpecError  # noqa: E402
-from spec.serde import stored_path, write_atomic  # noqa: E402
+from spec.serde import write_atomic  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -39,9 +40,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="fit only what host workers cost the launching thread (one GPU "
                          "and several)")
     args = ap.parse_args(argv)
-    missing = [str(p) for p in args.raw if not stored_path(p).is_file()]
-    if missing:
-        ap.error(f"raw = {missing[0]!r}: an existing execute_*.json of bench/execute_gpu.py")
+    require_raw(ap, args.raw)
     rows = runs(args.raw)
     try:
         if args.workers:  # each GPU count the runs have, with its committed batch cost

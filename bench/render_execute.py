@@ -205,6 +205,18 @@ def measured_scenario(m: dict, strategy: str):
     return steady_state(Scenario(hw, model, spec.pipeline_preset(m["pipeline"]), strat))
 
 
+RAW_EXPECTED = "an existing execute_*.json of bench/execute_gpu.py"
+"""What a raw-run argument must name (require_raw's message)."""
+
+
+def require_raw(ap, paths: list[Path], expected: str = RAW_EXPECTED) -> None:
+    """An argparse error naming the first of `paths` that is not stored (plain or .gz)
+    and what was `expected`, before anything is read or written."""
+    missing = [str(p) for p in paths if not stored_path(p).is_file()]
+    if missing:
+        ap.error(f"raw = {missing[0]!r}: {expected}")
+
+
 def render_main(argv: list[str] | None, doc: str, default_raw: list[Path], default_out: Path,
                 expected: str, render_raw) -> int:
     """The command line of a renderer of raw runs: RAW.json ... (default_raw when none)
@@ -219,9 +231,7 @@ def render_main(argv: list[str] | None, doc: str, default_raw: list[Path], defau
                     help="default: " + ", ".join(p.name for p in default_raw))
     ap.add_argument("-o", "--out", type=Path, default=default_out)
     args = ap.parse_args(argv)
-    missing = [str(p) for p in args.raw if not stored_path(p).is_file()]
-    if missing:
-        ap.error(f"raw = {missing[0]!r}: {expected}")
+    require_raw(ap, args.raw, expected)
     text = render_raw(args.raw or default_raw)
     write_atomic(args.out, text)
     print(text)

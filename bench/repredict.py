@@ -23,8 +23,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.render_execute import measured_cases, measured_scenario  # noqa: E402
-from spec.serde import stored_path, write_atomic  # noqa: E402
+from bench.render_execute import measured_cases, measured_scenario, require_raw  # noqa: E402
+from spec.serde import write_atomic  # noqa: E402
 
 RAW_DIR = ROOT / "bench/results/raw"
 RAW = [RAW_DIR / name for name in (
@@ -135,9 +135,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.all and args.raw:
         ap.error("raw: give run files or --all, not both")
-    missing = [str(p) for p in args.raw if not stored_path(p).is_file()]
-    if missing:
-        ap.error(f"raw = {missing[0]!r}: an existing execute_*.json of bench/execute_gpu.py")
+    require_raw(ap, args.raw)
     if args.against is not None and not args.against.is_file():
         ap.error(f"--against = {str(args.against)!r}: a rows file --rows-json wrote")
     raw = every_raw() if args.all else (args.raw or RAW)

@@ -23,9 +23,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.render_execute import graphed, measured_cases, measured_scenario  # noqa: E402
+from bench.render_execute import (  # noqa: E402
+    graphed,
+    measured_cases,
+    measured_scenario,
+    require_raw,
+)
 from bench.repredict import every_raw, summary  # noqa: E402
-from spec.serde import stored_path, write_atomic  # noqa: E402
+from spec.serde import write_atomic  # noqa: E402
 
 OUT = ROOT / "bench/results/repredict_calibrated_h200.md"
 
@@ -167,9 +172,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="calibrate by these measurements of ideal (corun execute "
                     "--strategy ideal), each for its workload, not by the runs' own ideal")
     args = ap.parse_args(argv)
-    missing = [str(p) for p in args.raw if not stored_path(p).is_file()]
-    if missing:
-        ap.error(f"raw = {missing[0]!r}: an existing execute_*.json of bench/execute_gpu.py")
+    require_raw(ap, args.raw)
     skipped: dict[str, str] = {}
     given = None
     if args.calibration:
