@@ -45,8 +45,13 @@ class Calibration:
             (model, batch_per_gpu, gpu_count, cuda_graphs)
 
     def workload(self) -> str:
-        return (f"{self.model} at batch {self.batch_per_gpu} on {self.gpu_count} GPU(s), "
-                f"{'graphed' if self.cuda_graphs else 'eager'}")
+        return workload_text(self.model, self.batch_per_gpu, self.gpu_count, self.cuda_graphs)
+
+
+def workload_text(model: str, batch_per_gpu: int, gpu_count: int, cuda_graphs: bool) -> str:
+    """A workload as calibration errors name it."""
+    return (f"{model} at batch {batch_per_gpu} on {gpu_count} GPU(s), "
+            f"{'graphed' if cuda_graphs else 'eager'}")
 
 
 def from_measurement(m: Measurement, source: str) -> Calibration:

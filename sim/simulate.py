@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from costmodel import CostModel
-from costmodel.calibration import Calibration
+from costmodel.calibration import Calibration, workload_text
 from costmodel.learned import cost_model_for
 from sim.engine import RunLog, run
 from sim.scenario import Compiled, Scenario, compile_scenario
@@ -119,8 +119,8 @@ def calibrate(scenario: Scenario, calibration: Calibration,
     m, gpus = scenario.model, scenario.hardware.gpu_count
     if not calibration.applies_to(m.name, m.batch_per_gpu, gpus, m.cuda_graphs):
         raise SpecError("--calibration", f"{calibration.workload()} ({calibration.source})",
-                        f"an ideal measured for {m.name} at batch {m.batch_per_gpu} on "
-                        f"{gpus} GPU(s), {'graphed' if m.cuda_graphs else 'eager'}")
+                        "an ideal measured for " + workload_text(
+                            m.name, m.batch_per_gpu, gpus, m.cuda_graphs))
     ideal = replace(scenario, strategy=Strategy(StrategyKind.IDEAL), time_scale=1.0,
                     jitter_cv=0.0)
     predicted = simulate(ideal, cost_model).prediction.iteration_time_ms
