@@ -48,6 +48,7 @@ from backend.graphed import make_trainer  # noqa: E402
 from backend.settings import RunSettings  # noqa: E402
 from bench.render_execute import plan_file  # noqa: E402
 from corun.workload import shrink_tables  # noqa: E402
+from reports.rounds import turned_order  # noqa: E402
 from sim.strategy import (  # noqa: E402
     StrategyKind,
     default_launch,
@@ -143,14 +144,6 @@ def cases_for(labels: tuple[str, ...], strategies: str | None) -> list[str]:
         or "corun" in labels and x.split("+")[0].startswith("corun-")
         and plan_file(x.split("+")[0]) is not None)]  # a runner-up of corun's plan
     return [x for x in labels if x in order] + list(dict.fromkeys(variants))
-
-
-def rounds(cases: list[str], repeats: int) -> list[tuple[int, str]]:
-    """(round, case) in the order --repeats runs them: every round runs each case once,
-    each round's order turned by one more, so that no case always runs first after
-    another; a round's other cases are compared with its own ideal."""
-    n = len(cases)
-    return [(r, cases[(r + k) % n]) for r in range(repeats) for k in range(n)]
 
 
 def say(*a) -> None:
@@ -308,7 +301,7 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             cases = cases_for(labels, args.strategies)
             inputs.clear()  # the batches of the last batch size are not read again
-            for rnd, label in rounds(cases, args.repeats):
+            for rnd, label in turned_order(cases, args.repeats):
                 case = {"pipeline": pipe_name, "batch": b, "strategy": label,
                         **({"repeat": rnd} if args.repeats > 1 else {})}
                 go = [time.time() - t_start <= args.budget_s]

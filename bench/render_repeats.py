@@ -17,6 +17,7 @@ import json
 import math
 import statistics
 import sys
+from dataclasses import asdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -25,9 +26,8 @@ sys.path.insert(0, str(ROOT))
 import spec  # noqa: E402
 from bench.render_execute import render_main  # noqa: E402
 from bench.render_plans import predicted_ms  # noqa: E402
+from reports.rounds import SEQUENTIAL, round_stats  # noqa: E402
 from spec.serde import read_stored_text  # noqa: E402
-
-SEQUENTIAL = "gpu-sequential"
 
 
 def shown(path: Path | str) -> str:
@@ -49,35 +49,16 @@ def rounds_of(raw: list[Path]) -> dict[tuple, dict[int, dict[str, dict]]]:
 
 
 def summarise(rounds: dict[int, dict[str, dict]]) -> list[dict]:
-    """One row per strategy of one workload, over the rounds that measured it and ideal."""
+    """One row per strategy of one workload, over the rounds that measured it and ideal
+    (reports.rounds.round_stats), with its predicted iteration and the run's command."""
     ms = {r: {s: c["measurement"]["iteration"]["median_ms"] for s, c in cases.items()}
           for r, cases in rounds.items() if "ideal" in cases}
-    names = list(dict.fromkeys(s for cases in rounds.values() for s in cases))
-    wins = {s: 0 for s in names}
-    for t in ms.values():
-        planned = {s: v for s, v in t.items() if s != "ideal"}
-        if planned:
-            wins[min(planned, key=planned.get)] += 1
     out = []
-    for s in names:
-        times = [t[s] for t in ms.values() if s in t]
-        if not times:
-            continue
-        shares = [100 * t["ideal"] / t[s] for t in ms.values() if s in t]
-        recovered = [100 * (t[SEQUENTIAL] - t[s]) / (t[SEQUENTIAL] - t["ideal"])
-                     for t in ms.values() if s in t and SEQUENTIAL in t
-                     and t[SEQUENTIAL] > t["ideal"]]
-        case = next(cases[s] for cases in rounds.values() if s in cases)
-        median = statistics.median(times)
+    for st in round_stats(ms):
+        case = next(cases[st.strategy] for cases in rounds.values() if st.strategy in cases)
         predicted, note = predicted_ms(case)
-        out.append({"strategy": s, "note": note, "rounds": len(times), "median_ms": median,
-                    "min_ms": min(times), "max_ms": max(times),
-                    "of_ideal_pct": statistics.median(shares),
-                    "of_ideal_min_pct": min(shares), "of_ideal_max_pct": max(shares),
-                    "wins": wins[s] if s != "ideal" else None,
-                    "recovered_pct": statistics.median(recovered) if recovered else None,
-                    "predicted_ms": predicted,
-                    "error_pct": 100 * (predicted - median) / median,
+        out.append({**asdict(st), "note": note, "predicted_ms": predicted,
+                    "error_pct": 100 * (predicted - st.median_ms) / st.median_ms,
                     "command": case["measurement"]["command"]})
     return out
 

@@ -43,16 +43,6 @@ def test_plan_labels_read_the_model_s_own_folder(heavy_fused):
     assert [lab for lab in labels if lab.startswith("at:")][0] == "at:emb_fwd"
 
 
-def test_repeated_rounds_turn_their_order():
-    from bench.execute_gpu import rounds
-
-    assert rounds(["ideal", "a", "b"], 1) == [(0, "ideal"), (0, "a"), (0, "b")]
-    assert rounds(["ideal", "a", "b"], 3) == [
-        (0, "ideal"), (0, "a"), (0, "b"), (1, "a"), (1, "b"), (1, "ideal"),
-        (2, "b"), (2, "ideal"), (2, "a")]
-    assert rounds([], 4) == []
-
-
 def test_strategies_name_labels_their_variants_and_runners_up(capsys):
     from bench.execute_gpu import cases_for, main
 

@@ -1,0 +1,67 @@
+"""Strategies measured in rounds (each round runs every strategy once, in one process):
+per strategy the median iteration over the rounds and its range, its share of each
+round's own ideal, how often it was the round's fastest, and the share of
+gpu-sequential's gap to ideal it closed (per round, then the median). Comparing within a
+round takes out what moves every strategy of a round alike: a lent host's pace drifts by
+several percent between commands (README, "the machines' spread")."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+IDEAL, SEQUENTIAL = "ideal", "gpu-sequential"
+
+
+@dataclass(frozen=True)
+class RoundStats:
+    """One strategy over the rounds that measured it."""
+
+    strategy: str
+    rounds: int
+    median_ms: float
+    min_ms: float
+    max_ms: float
+    of_ideal_pct: float | None
+    """Median over rounds of the round's ideal iteration over this one's (None: no round
+    measured ideal)."""
+    of_ideal_min_pct: float | None
+    of_ideal_max_pct: float | None
+    wins: int | None
+    """Rounds in which it was the fastest strategy other than ideal (None for ideal)."""
+    recovered_pct: float | None
+    """Median over rounds of (gpu-sequential - this) / (gpu-sequential - ideal), in
+    percent (None where no round measured both with gpu-sequential slower than ideal)."""
+
+
+def round_stats(times_ms: Mapping[int, Mapping[str, float]]) -> list[RoundStats]:
+    """{round: {strategy: median iteration ms}} -> one row per strategy, in the order
+    they first appear."""
+    names = list(dict.fromkeys(s for t in times_ms.values() for s in t))
+    wins = {s: 0 for s in names}
+    for t in times_ms.values():
+        others = {s: v for s, v in t.items() if s != IDEAL}
+        if others:
+            wins[min(others, key=others.get)] += 1
+    out = []
+    for s in names:
+        times = [t[s] for t in times_ms.values() if s in t]
+        shares = [100 * t[IDEAL] / t[s] for t in times_ms.values() if s in t and IDEAL in t]
+        recovered = [100 * (t[SEQUENTIAL] - t[s]) / (t[SEQUENTIAL] - t[IDEAL])
+                     for t in times_ms.values() if s in t and IDEAL in t and SEQUENTIAL in t
+                     and t[SEQUENTIAL] > t[IDEAL]]
+        out.append(RoundStats(
+            s, len(times), statistics.median(times), min(times), max(times),
+            statistics.median(shares) if shares else None,
+            min(shares) if shares else None, max(shares) if shares else None,
+            wins[s] if s != IDEAL else None,
+            statistics.median(recovered) if recovered else None))
+    return out
+
+
+def turned_order(cases: list[str], rounds: int) -> list[tuple[int, str]]:
+    """(round, case) in the order rounds run them: every round runs each case once, each
+    round's order turned by one more, so that no case always runs first after another."""
+    n = len(cases)
+    return [(r, cases[(r + k) % n]) for r in range(rounds) for k in range(n)]
