@@ -9,13 +9,13 @@ into its own file under reports/h200/measurements/ for `corun report`.
 from __future__ import annotations
 
 import json
-import re
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from corun.plan_dir import plan_file as corun_plan_file  # noqa: E402
 from reports.summary import markdown_table  # noqa: E402
 from spec.serde import read_stored_text, stored_path, write_atomic  # noqa: E402
 
@@ -124,21 +124,16 @@ only, on a slower host: it would pair a case's ideal with another run's baseline
 11 (an x4's host, beside another matrix) and run 13 (an x2's host), the last two
 rendered in bench/results/plans_h200*.md. multihot was last measured in runs 3-4 (its
 GPU strategies then paid the executor's older host costs)."""
-PLAN_FILES = {"corun": "plan.json", "rap": "plan-rap.json", "corun-owner": "plan-owner.json",
-              "corun-gpu": "plan-gpu.json"}
-"""Planned strategies: the files `corun plan --out bench/plans/<pipeline>-b<batch>` writes
-(bench/plans/x<N>/ for N = 2 or 4 GPUs, with corun's best plan on the GPUs and the
-owner-mapped variant; bench/plans/make.sh); "corun-<N>" (N >= 2) is its runner-up
-plan-<N>.json
-(`--runners-up`, planner/runners_up.py)."""
+BENCH_PLAN_FILES = {"corun-owner": "plan-owner.json", "corun-gpu": "plan-gpu.json"}
+"""Planned strategies beyond what `corun plan --out bench/plans/<pipeline>-b<batch>` writes
+(corun.plan_dir: plan.json, plan-rap.json and the runners-up plan-<N>.json as
+"corun-<N>"): under bench/plans/x<N>/ for N = 2 or 4 GPUs, corun's best plan on the GPUs
+and the owner-mapped variant (bench/plans/make.sh)."""
 
 
 def plan_file(strategy: str) -> str | None:
     """The plan file a planned strategy runs (None for a baseline)."""
-    runner_up = re.fullmatch(r"corun-(\d+)", strategy)
-    if runner_up and int(runner_up[1]) >= 2:
-        return f"plan-{runner_up[1]}.json"
-    return PLAN_FILES.get(strategy)
+    return corun_plan_file(strategy) or BENCH_PLAN_FILES.get(strategy)
 
 
 def same_plan(case: dict) -> bool:

@@ -84,6 +84,8 @@ COMMANDS = {
             "report its held-out error"),
     "execute": ("corun.execute_cmd", "run a plan or strategy beside training on a GPU and "
                 "measure it"),
+    "tune": ("corun.tune_cmd", "run a plan folder's plans on the GPU in rounds and keep the "
+             "fastest"),
 }
 
 

@@ -49,6 +49,7 @@ def run(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
     from corun.format import table
+    from corun.plan_dir import plan_file, runner_up_label
     from corun.simulate_cmd import (
         comparison_table,
         print_caveats,
@@ -91,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
     strategies += [Strategy(StrategyKind.PLAN, plan=rap.plan, name="rap"),
                    Strategy(StrategyKind.PLAN, plan=chosen.plan, name="corun")]
     others = runners_up(judge.cache.values(), chosen.plan, args.runners_up)
-    strategies += [Strategy(StrategyKind.PLAN, plan=j.plan, name=f"corun-{i}")
+    strategies += [Strategy(StrategyKind.PLAN, plan=j.plan, name=runner_up_label(i))
                    for i, j in enumerate(others, start=2)]
     chosen_at = len(strategies) - len(others) - 1
     results = []
@@ -107,10 +108,10 @@ def run(args: argparse.Namespace) -> int:
         save(stamp(chosen.plan), args.output)
     if args.out:
         write_outputs(Path(args.out), results)
-        save(stamp(chosen.plan), Path(args.out) / "plan.json")
-        save(stamp(rap.plan), Path(args.out) / "plan-rap.json")
+        save(stamp(chosen.plan), Path(args.out) / plan_file("corun"))
+        save(stamp(rap.plan), Path(args.out) / plan_file("rap"))
         for i, j in enumerate(others, start=2):
-            save(stamp(j.plan), Path(args.out) / f"plan-{i}.json")
+            save(stamp(j.plan), Path(args.out) / plan_file(runner_up_label(i)))
     if args.trace:
         results[chosen_at].write_trace(args.trace)
     if args.json:

@@ -9,6 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from corun.format import table
+from corun.plan_dir import prediction_file
 from corun.workload import (
     add_calibration_argument,
     add_cuda_graphs_argument,
@@ -141,9 +142,9 @@ def run(args: argparse.Namespace) -> int:
 def write_outputs(out: Path, results: list[SimResult]) -> None:
     out.mkdir(parents=True, exist_ok=True)
     for r in results:
-        label = r.prediction.strategy.replace(":", "-")
-        save(r.prediction, out / f"prediction-{label}.json")
-        r.write_trace(out / f"trace-{label}.json")
+        name = prediction_file(r.prediction.strategy)
+        save(r.prediction, out / name)
+        r.write_trace(out / name.replace("prediction-", "trace-", 1))
     preds = [r.prediction for r in results]
     p0 = preds[0]
     text = (f"# Predicted strategies: {p0.model} / {p0.pipeline} on {p0.gpu_count} x "

@@ -1,0 +1,39 @@
+"""The files of a plan folder (`corun plan --out DIR`), by strategy: its plan files and
+each strategy's prediction, named in one place for the commands that write and read them
+(`corun plan`, `corun tune`) and for the benchmarks."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+PLAN_FILES = {"corun": "plan.json", "rap": "plan-rap.json"}
+"""The planner's choice and RAP's heuristic's plan; runners-up are plan-<N>.json."""
+
+
+def plan_file(strategy: str) -> str | None:
+    """The plan file of a planned strategy ("corun", "corun-<N>" for N >= 2, "rap"), or
+    None for a baseline."""
+    runner_up = re.fullmatch(r"corun-(\d+)", strategy)
+    if runner_up and int(runner_up[1]) >= 2:
+        return f"plan-{runner_up[1]}.json"
+    return PLAN_FILES.get(strategy)
+
+
+def runner_up_label(rank: int) -> str:
+    """The strategy name of the runner-up ranked `rank` (2: the best after the choice)."""
+    return f"corun-{rank}"
+
+
+def prediction_file(strategy: str) -> str:
+    return f"prediction-{strategy.replace(':', '-')}.json"
+
+
+def planned_strategies(folder: Path) -> list[str]:
+    """The planned strategies whose plan files are in `folder`: corun, its runners-up in
+    rank order, then rap."""
+    ranks = sorted(int(m[1]) for p in folder.glob("plan-*.json")
+                   if (m := re.fullmatch(r"plan-(\d+)\.json", p.name)) and int(m[1]) >= 2)
+    found = ["corun"] if (folder / PLAN_FILES["corun"]).is_file() else []
+    found += [runner_up_label(r) for r in ranks]
+    return found + (["rap"] if (folder / PLAN_FILES["rap"]).is_file() else [])

@@ -1,0 +1,298 @@
+"""`corun tune`: run a plan folder's plans on this GPU in rounds and keep the fastest.
+
+`corun plan --runners-up K --out DIR` writes the chosen plan and the best plan of each of
+the K next schedules, often predicted within the cost model's error of each other
+(planner/runners_up.py): which one is fastest is for the GPU to say. Every round runs
+each strategy once, in a turned order, in one process (one trainer, the same batches),
+and shares are taken against the round's own ideal, so a host whose pace drifts between
+rounds moves every strategy of a round alike. The fastest plan by its median over the
+rounds is written as tuned.json, with the measurements and a table of predicted against
+measured ranks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import shutil
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from spec import SpecError
+
+BASELINES = ("ideal", "gpu-sequential", "gpu-overlap")
+MAX_ROUNDS = 50
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    from backend.settings import RunSettings
+
+    d = RunSettings()
+    p.add_argument("plans", help="a plan folder written by `corun plan --out DIR` (best with "
+                   "--runners-up K)")
+    p.add_argument("--strategies", help="comma-separated: ideal, gpu-sequential, gpu-overlap "
+                   "and the folder's plans (corun, corun-<N>, rap); default: ideal, "
+                   "gpu-sequential, corun and every runner-up in the folder")
+    p.add_argument("--rounds", type=int, default=3,
+                   help=f"rounds of every strategy (1-{MAX_ROUNDS}; default 3)")
+    p.add_argument("--model", help="model preset or file (default: the folder's, by name)")
+    p.add_argument("--pipeline", help="pipeline preset or file (default: the folder's)")
+    p.add_argument("--hardware", default="h200",
+                   help="hardware preset: the baselines' launch shape and host cores")
+    p.add_argument("--iterations", type=int, default=d.iterations)
+    p.add_argument("--warmup", type=int, default=d.warmup)
+    p.add_argument("--distinct-batches", type=int, default=d.distinct_batches)
+    p.add_argument("--no-check", dest="check", action="store_false",
+                   help="do not compare the preprocessed batches with the NumPy reference")
+    p.add_argument("--budget-s", type=float,
+                   help="start no round after this many seconds (the rounds done count)")
+    p.add_argument("--seed", type=int, default=d.seed)
+    p.add_argument("--device", default="cuda", choices=["cuda", "cpu"],
+                   help="cpu runs the same steps on the host, untimed by CUDA (for checks)")
+    p.add_argument("-o", "--out", required=True,
+                   help="output folder: tuned.json, tune.md, tune.json, one Measurement per "
+                   "strategy (its median round, for `corun report`) and rounds/")
+    p.add_argument("--quiet", action="store_true")
+
+
+@dataclass(frozen=True)
+class Workload:
+    """What the plan folder was planned for, from its chosen plan's prediction."""
+
+    model: str
+    pipeline: str
+    batch: int
+    gpu_count: int
+    cuda_graphs: bool
+
+
+def read_workload(folder: Path) -> Workload:
+    from corun.plan_dir import plan_file, prediction_file
+    from spec import Plan, Prediction, load
+
+    plan_path, pred_path = folder / plan_file("corun"), folder / prediction_file("corun")
+    for path in (plan_path, pred_path):
+        if not path.is_file():
+            raise SpecError("plans", str(folder), f"a folder written by `corun plan --out` "
+                            f"(it has no {path.name})")
+    pred, plan = load(Prediction, pred_path), load(Plan, plan_path)
+    return Workload(pred.model, pred.pipeline, pred.batch_per_gpu, pred.gpu_count,
+                    plan.cuda_graphs)
+
+
+def choose_strategies(text: str | None, planned: list[str]) -> list[str]:
+    """The strategies to run, in the order given; each a baseline or a plan in the folder."""
+    if text is None:
+        return ["ideal", "gpu-sequential"] + [s for s in planned if s != "rap"]
+    names = [s.strip() for s in text.split(",") if s.strip()]
+    allowed = list(BASELINES) + planned
+    for s in names:
+        if s not in allowed:
+            raise SpecError("--strategies", s, f"one of {', '.join(allowed)}")
+    if len(set(names)) != len(names):
+        raise SpecError("--strategies", text, "each strategy once")
+    if not any(s != "ideal" for s in names):
+        raise SpecError("--strategies", text, "at least one strategy besides ideal")
+    return names
+
+
+def run(args: argparse.Namespace) -> int:
+    import os
+
+    import torch
+
+    from corun.plan_dir import planned_strategies
+
+    folder = Path(args.plans)
+    if not folder.is_dir():
+        raise SpecError("plans", args.plans, "a folder written by `corun plan --out DIR`")
+    if not 1 <= args.rounds <= MAX_ROUNDS:
+        raise SpecError("--rounds", args.rounds, f"an integer in [1, {MAX_ROUNDS}]")
+    if args.budget_s is not None and args.budget_s <= 0:
+        raise SpecError("--budget-s", args.budget_s, "a number of seconds > 0")
+    work = read_workload(folder)
+    if work.gpu_count != 1 or int(os.environ.get("WORLD_SIZE", "1")) != 1:
+        raise SpecError("plans", f"{folder} ({work.gpu_count} GPUs)",
+                        "a one-GPU plan folder, run as one process (on N GPUs, measure each "
+                        "plan with `torchrun ... corun execute`)")
+    strategies = choose_strategies(args.strategies, planned_strategies(folder))
+    if args.device == "cuda" and not torch.cuda.is_available():
+        raise SpecError("--device", "cuda", "a machine with a CUDA GPU (or --device cpu to "
+                        "run the same steps on the host, for a check)")
+    return _tune(args, folder, work, strategies)
+
+
+def _tune(args, folder: Path, work: Workload, strategies: list[str]) -> int:
+    from backend.check import MismatchError
+    from backend.executor import Executor
+    from backend.faults import ExecuteError
+    from backend.settings import RunSettings
+    from corun.plan_dir import plan_file
+    from corun.workload import resolve_hardware, resolve_model, resolve_pipeline
+    from reports.rounds import turned_order
+    from sim.strategy import StrategyKind, host_workers_per_gpu, parse_strategy, strategy_plan
+    from spec import Plan, load
+    from spec.serde import save
+
+    say = (lambda *a: None) if args.quiet else (lambda *a: print(*a, file=sys.stderr))
+    model = resolve_model(args.model or work.model, work.batch, work.cuda_graphs)
+    pipeline = resolve_pipeline(args.pipeline or work.pipeline)
+    hw = resolve_hardware(args.hardware, 1, None, None)
+    plans, kinds = {}, {}
+    for s in strategies:
+        if s in BASELINES:
+            kinds[s] = parse_strategy(s, hw)
+            plans[s] = strategy_plan(kinds[s], pipeline, model.name, hw)
+        else:
+            kinds[s] = None
+            plans[s] = load(Plan, folder / plan_file(s))
+    out = Path(args.out)
+    (out / "rounds").mkdir(parents=True, exist_ok=True)
+    command = "corun tune " + shlex.join(sys.argv[2:]) if sys.argv[1:2] == ["tune"] \
+        else "corun " + shlex.join(sys.argv[1:])
+    trainer, inputs = None, {}
+    measured: dict[int, dict] = {}
+    t_start = time.perf_counter()
+    say(f"tuning {model.name}/{pipeline.name} b{model.batch_per_gpu}: "
+        f"{', '.join(strategies)}, {args.rounds} round(s)")
+    for rnd, s in turned_order(strategies, args.rounds):
+        if rnd not in measured:
+            if args.budget_s is not None and time.perf_counter() - t_start > args.budget_s:
+                say(f"--budget-s {args.budget_s:g} spent: {rnd} round(s) done")
+                break
+            measured[rnd] = {}
+        settings = RunSettings(args.iterations, args.warmup, args.distinct_batches,
+                               args.check, args.seed, None, host_workers_per_gpu(kinds[s], hw))
+        ex = Executor(model, pipeline, plans[s], s, settings, args.device,
+                      kinds[s] is not None and kinds[s].kind is StrategyKind.IDEAL,
+                      command, say, trainer=trainer, hardware=hw, inputs=inputs)
+        try:
+            m = ex.run()
+        except (ExecuteError, MismatchError) as e:
+            print(f"corun: error: {s} in round {rnd + 1}: {e}; the rounds before it are in "
+                  f"{out / 'rounds'}, no summary written", file=sys.stderr)
+            return 1
+        trainer = ex.trainer
+        save(m, out / "rounds" / f"{s.replace(':', '-')}-r{rnd + 1}.json")
+        measured[rnd][s] = m
+        say(f"  round {rnd + 1}: {s} {m.iteration.median_ms:.3f} ms")
+    complete = {r: ms for r, ms in measured.items() if len(ms) == len(strategies)}
+    if not complete:
+        print(f"corun: error: no round completed within --budget-s {args.budget_s:g}; "
+              f"the measurements taken are in {out / 'rounds'}", file=sys.stderr)
+        return 1
+    summary = summarise(complete, folder, strategies)
+    for s in strategies:
+        save(median_round(complete, s), out / f"{s.replace(':', '-')}.json")
+    winner = summary["measured_best"]
+    tuned = out / "tuned.json"
+    if kinds[winner] is None:
+        shutil.copyfile(folder / plan_file(winner), tuned.with_suffix(".tmp"))
+        tuned.with_suffix(".tmp").replace(tuned)
+    else:
+        save(plans[winner], tuned)
+    write_summary(out, summary, command)
+    print(render(summary))
+    print(f"tuned plan: {winner} -> {tuned}")
+    return 0
+
+
+def median_round(rounds: dict[int, dict], strategy: str):
+    """The strategy's Measurement from the round whose median iteration is the median of
+    its rounds (the lower middle one of an even count)."""
+    ms = sorted((m[strategy].iteration.median_ms, r) for r, m in rounds.items())
+    return rounds[ms[(len(ms) - 1) // 2][1]][strategy]
+
+
+def summarise(rounds: dict[int, dict], folder: Path, strategies: list[str]) -> dict:
+    """Per strategy the rounds' statistics (reports.rounds) beside its prediction in the
+    folder; the predicted and measured ranks of the strategies other than ideal; the
+    measured fastest, and whether it is the one the planner chose."""
+    from corun.plan_dir import prediction_file
+    from reports.rounds import IDEAL, round_stats
+    from spec import Prediction, load
+
+    stats = round_stats({r: {s: m[s].iteration.median_ms for s in strategies}
+                         for r, m in rounds.items()})
+    rows = []
+    for st in stats:
+        path = folder / prediction_file(st.strategy)
+        predicted = load(Prediction, path).iteration_time_ms if path.is_file() else None
+        rows.append({**st.__dict__, "predicted_ms": predicted,
+                     "error_pct": None if predicted is None
+                     else 100 * (predicted - st.median_ms) / st.median_ms})
+    ranked = [r for r in rows if r["strategy"] != IDEAL]
+    by_measured = sorted(ranked, key=lambda r: r["median_ms"])
+    by_predicted = sorted((r for r in ranked if r["predicted_ms"] is not None),
+                          key=lambda r: (round(r["predicted_ms"], 4),
+                                         planner_order(r["strategy"], strategies)))
+    for i, r in enumerate(by_measured, 1):
+        r["measured_rank"] = i
+    for i, r in enumerate(by_predicted, 1):
+        r["predicted_rank"] = i
+    best = by_measured[0]
+    first = by_predicted[0]["strategy"] if by_predicted else None
+    m0 = next(iter(rounds.values()))[best["strategy"]]
+    return {"model": m0.model, "pipeline": m0.pipeline, "batch": m0.batch_per_gpu,
+            "hardware": m0.hardware, "rounds": len(rounds), "folder": str(folder),
+            "rows": rows, "measured_best": best["strategy"], "predicted_best": first,
+            "predicted_best_behind_pct": None if first is None else 100 * (
+                next(r["median_ms"] for r in rows if r["strategy"] == first)
+                / best["median_ms"] - 1)}
+
+
+def planner_order(strategy: str, strategies: list[str]) -> int:
+    """How the planner breaks a predicted tie: its choice, then its runners-up by rank,
+    then the rest as given (the host's pace makes many plans tie at batch 4096-8192)."""
+    if strategy == "corun":
+        return 0
+    if strategy.startswith("corun-") and strategy[6:].isdigit():
+        return int(strategy[6:]) - 1
+    return 1000 + strategies.index(strategy)
+
+
+def _pct(x: float | None, fmt: str = "{:.1f}%") -> str:
+    return "-" if x is None else fmt.format(x)
+
+
+def render(summary: dict) -> str:
+    from corun.format import table
+
+    rows = [[r["strategy"], r["rounds"],
+             f"{r['median_ms']:.3f} ({r['min_ms']:.3f}-{r['max_ms']:.3f})",
+             _pct(r["of_ideal_pct"]), "-" if r["wins"] is None else r["wins"],
+             _pct(r["recovered_pct"], "{:.0f}%") if r["strategy"] not in
+             ("ideal", "gpu-sequential") else "-",
+             "-" if r["predicted_ms"] is None else f"{r['predicted_ms']:.3f}",
+             _pct(r["error_pct"], "{:+.1f}%"), r.get("predicted_rank", "-"),
+             r.get("measured_rank", "-")] for r in summary["rows"]]
+    head = (f"{summary['model']} / {summary['pipeline']}, batch {summary['batch']}, "
+            f"{summary['rounds']} round(s) on {summary['hardware']}")
+    text = table(["strategy", "rounds", "median ms (min-max)", "of ideal", "fastest in",
+                  "recovered", "predicted ms", "error", "predicted rank", "measured rank"],
+                 rows)
+    return f"{head}\n{text}\n{verdict(summary)}"
+
+
+def verdict(summary: dict) -> str:
+    first, best = summary["predicted_best"], summary["measured_best"]
+    if first is None:
+        return f"measured fastest: {best} (no prediction in the folder to rank by)"
+    if first == best:
+        return f"the predicted fastest, {first}, was the measured fastest"
+    return (f"the predicted fastest, {first}, measured {summary['predicted_best_behind_pct']:.2f}% "
+            f"slower than the measured fastest, {best}")
+
+
+def write_summary(out: Path, summary: dict, command: str) -> None:
+    import json
+
+    from spec.serde import write_atomic
+
+    write_atomic(out / "tune.json", json.dumps({**summary, "command": command}, indent=1))
+    write_atomic(out / "tune.md", f"# corun tune\n\n`{command}`\n\nEach round runs every "
+                 "strategy once, in a turned order; shares and recoveries are against the "
+                 "round's own ideal and gpu-sequential, then the median over rounds. "
+                 f"Predictions: {summary['folder']}.\n\n```\n{render(summary)}\n```\n")

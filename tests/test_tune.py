@@ -1,0 +1,107 @@
+"""`corun tune` on the CPU: a plan folder's plans and baselines run in rounds, the
+fastest kept, predicted and measured ranks side by side, and bad input refused before
+anything is written."""
+
+import json
+from dataclasses import replace
+
+import pytest
+
+import spec
+from corun.cli import main
+from corun.plan_dir import planned_strategies
+from corun.tune_cmd import median_round
+from corun.workload import shrink_tables
+from spec import Measurement, Plan, load, save
+
+ROWS = 32
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory):
+    """kaggle with tables of 500 rows, planned by `corun plan --runners-up 1 --out`."""
+    d = tmp_path_factory.mktemp("tune")
+    model, pipe = shrink_tables(replace(spec.model_preset("criteo-kaggle"), batch_per_gpu=ROWS),
+                                spec.pipeline_preset("kaggle"), 500)
+    save(model, d / "model.json")
+    save(pipe, d / "pipeline.json")
+    assert main(["plan", "--model", str(d / "model.json"), "--pipeline", str(d / "pipeline.json"),
+                 "--time-limit", "2", "--runners-up", "1", "--iterations", "8", "--quiet",
+                 "--out", str(d / "plans")]) == 0
+    return d
+
+
+def tune(folder, out, *extra):
+    return main(["tune", str(folder / "plans"), "--model", str(folder / "model.json"),
+                 "--pipeline", str(folder / "pipeline.json"), "--device", "cpu",
+                 "--iterations", "3", "--warmup", "1", "--distinct-batches", "2", "--quiet",
+                 "-o", str(out), *extra])
+
+
+def test_rounds_of_every_strategy_and_the_fastest_kept(folder, tmp_path, capsys):
+    out = tmp_path / "tuned"
+    assert planned_strategies(folder / "plans") == ["corun", "corun-2", "rap"]
+    assert tune(folder, out, "--rounds", "2") == 0
+    printed = capsys.readouterr().out
+    summary = json.loads((out / "tune.json").read_text())
+    rows = {r["strategy"]: r for r in summary["rows"]}
+    assert list(rows) == ["ideal", "gpu-sequential", "corun", "corun-2"]  # rap: on request
+    assert summary["rounds"] == 2 and all(r["rounds"] == 2 for r in rows.values())
+    for r in range(1, 3):
+        for s in rows:
+            m = load(Measurement, out / "rounds" / f"{s}-r{r}.json")
+            assert m.strategy == s and m.batch_per_gpu == ROWS
+            assert (m.checked_rows > 0) == (s != "ideal")  # ideal replays checked batches
+    # the winner is the fastest median of the strategies other than ideal, and its plan
+    # is what tuned.json holds
+    best = min((r for s, r in rows.items() if s != "ideal"), key=lambda r: r["median_ms"])
+    assert summary["measured_best"] == best["strategy"] and best["measured_rank"] == 1
+    tuned = load(Plan, out / "tuned.json")
+    if best["strategy"].startswith("corun"):
+        name = "plan.json" if best["strategy"] == "corun" else "plan-2.json"
+        assert tuned == load(Plan, folder / "plans" / name)
+    # predicted ranks follow the folder's predictions, ties going to the planner's
+    # choice, then its runner-up (this host-paced step predicts them alike)
+    order = {"corun": 0, "corun-2": 1, "gpu-sequential": 2}
+    ranked = sorted((r for s, r in rows.items() if s != "ideal"),
+                    key=lambda r: (round(r["predicted_ms"], 4), order[r["strategy"]]))
+    assert [r["predicted_rank"] for r in ranked] == [1, 2, 3]
+    assert summary["predicted_best"] == ranked[0]["strategy"]
+    assert rows["ideal"]["of_ideal_pct"] == pytest.approx(100.0)
+    assert "tuned plan: " + best["strategy"] in printed
+    # each strategy's median round is kept for `corun report` beside the predictions
+    report = tmp_path / "report"
+    files = [str(folder / "plans" / f"prediction-{s}.json") for s in rows] + \
+        [str(out / f"{s}.json") for s in rows]
+    assert main(["report", "-o", str(report), *files]) == 0
+    assert "corun-2" in (report / "summary.md").read_text()
+
+
+def test_median_round_is_the_middle_one():
+    class M:
+        def __init__(self, ms):
+            self.iteration = type("I", (), {"median_ms": ms})
+
+    rounds = {0: {"a": M(3.0)}, 1: {"a": M(1.0)}, 2: {"a": M(2.0)}, 3: {"a": M(4.0)}}
+    assert median_round(rounds, "a").iteration.median_ms == 2.0
+    assert median_round({0: {"a": M(5.0)}}, "a").iteration.median_ms == 5.0
+
+
+@pytest.mark.parametrize("extra,field", [
+    (["--rounds", "0"], "--rounds"),
+    (["--strategies", "ideal,corun-7"], "--strategies"),
+    (["--strategies", "ideal"], "--strategies"),
+    (["--strategies", "corun,corun"], "--strategies"),
+    (["--budget-s", "-1"], "--budget-s"),
+])
+def test_bad_input_is_refused_before_anything_is_written(folder, tmp_path, capsys, extra, field):
+    out = tmp_path / "tuned"
+    assert tune(folder, out, *extra) == 2
+    assert field in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_a_folder_without_a_plan_is_refused(tmp_path, capsys):
+    assert main(["tune", str(tmp_path), "--device", "cpu", "-o", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert "plans" in err and "plan.json" in err
