@@ -126,13 +126,15 @@ def run(args: argparse.Namespace) -> int:
         caution = near_tie(Judged(chosen.plan, shown["corun"], 0.0),
                            Judged(others[0].plan, shown["corun-2"], 0.0))
         if caution:
-            print(caution + "; bench/execute_gpu.py runs plan-2.json as corun-2")
+            where = f"corun tune {args.out}" if args.out else "corun tune DIR (plan with --out DIR)"
+            print(caution + f"; `{where}` runs them in rounds on the GPU and keeps the fastest")
         runner_up = others[0].plan
     else:  # both as the search judged them (its shorter simulations)
         nearest = runners_up(judge.cache.values(), chosen.plan, 1)
         caution = nearest and near_tie(judge.judge(chosen.plan), nearest[0])
         if caution:
-            print(caution + "; --runners-up 1 writes it as plan-2.json")
+            print(caution + "; --runners-up K --out DIR writes it as plan-2.json for `corun "
+                  "tune DIR`")
         runner_up = nearest[0].plan if nearest else None
     note = runner_up and gpu_side_note(judge, judge.judge(chosen.plan), judge.judge(runner_up))
     if note:

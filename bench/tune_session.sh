@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# `corun tune` on one lent H200: the planner's choice and its runners-up (plan folders
+# under bench/plans/tune/, made by `corun plan --runners-up 3 --out ...`; their .txt is
+# the plan's printout) beside ideal and the baselines, in rounds of one process each;
+# then (SIDE=1) the 1056-block kernel at bottom_mlp_bwd with shorter-lived blocks, the
+# heavy case's measured best. With OUT set by the device tool:
+#   [ROUNDS=3] [SIDE=1] bash bench/tune_session.sh
+# returns $OUT/tune.tar (the device tool returns few files).
+set -u
+rounds=${ROUNDS:-3}
+stamp() { while IFS= read -r l; do echo "$(date +%T.%3N) $l"; done; }
+tune() {  # NAME BUDGET_S STRATEGIES
+  python -m corun.cli tune "bench/plans/tune/$1" --strategies "$3" --rounds "$rounds" --iterations 300 \
+    --warmup 20 --budget-s "$2" -o "$OUT/tune/$1" 2>&1 | stamp > "$OUT/tune/$1.log"
+  grep -vE "^[0-9:.]+ +(iteration|round)|compiling|preparing|batches and" "$OUT/tune/$1.log" | cut -c14-
+}
+mkdir -p "$OUT/tune"
+tune heavy-fused-b16384 200 ideal,gpu-sequential,gpu-overlap,corun,corun-2,corun-3,corun-4
+tune criteo-kaggle-b4096 120 ideal,gpu-sequential,corun,corun-2,corun-3,corun-4
+if [ "${SIDE:-1}" = 1 ]; then
+  ONLY=heavy bash bench/heavy_rounds.sh side side heavy-stages "$rounds" \
+    ideal,gpu-sequential,corun,at:bottom_mlp_bwd,at:bottom_mlp_bwd+b4224,at:bottom_mlp_bwd+b16896 \
+    16384:150
+  mv "$OUT/side.tar" "$OUT/tune/"
+fi
+tar -C "$OUT" -cf "$OUT/tune.tar" tune && rm -rf "$OUT/tune"
