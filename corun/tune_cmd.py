@@ -14,10 +14,9 @@ from __future__ import annotations
 
 import argparse
 import shlex
-import shutil
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from spec import SpecError
@@ -188,11 +187,7 @@ def _tune(args, folder: Path, work: Workload, strategies: list[str]) -> int:
         save(median_round(complete, s), out / f"{s.replace(':', '-')}.json")
     winner = summary["measured_best"]
     tuned = out / "tuned.json"
-    if kinds[winner] is None:
-        shutil.copyfile(folder / plan_file(winner), tuned.with_suffix(".tmp"))
-        tuned.with_suffix(".tmp").replace(tuned)
-    else:
-        save(plans[winner], tuned)
+    save(plans[winner], tuned)
     write_summary(out, summary, command)
     print(render(summary))
     print(f"tuned plan: {winner} -> {tuned}")
@@ -220,7 +215,7 @@ def summarise(rounds: dict[int, dict], folder: Path, strategies: list[str]) -> d
     for st in stats:
         path = folder / prediction_file(st.strategy)
         predicted = load(Prediction, path).iteration_time_ms if path.is_file() else None
-        rows.append({**st.__dict__, "predicted_ms": predicted,
+        rows.append({**asdict(st), "predicted_ms": predicted,
                      "error_pct": None if predicted is None
                      else 100 * (predicted - st.median_ms) / st.median_ms})
     ranked = [r for r in rows if r["strategy"] != IDEAL]
