@@ -10,8 +10,8 @@ import torch
 import spec
 from backend.columns import ColumnData
 from corun.cli import main
-from corun.workload import shrink_tables
 from spec import BEFORE_ITERATION, FusedKernel, Measurement, Plan, load, save
+from tests.workload_files import write_small_kaggle
 
 ROWS = 48
 ITERS, WARMUP = 3, 1
@@ -21,10 +21,7 @@ ITERS, WARMUP = 3, 1
 def workload(tmp_path_factory):
     """kaggle with tables of 500 rows, written as spec files the CLI reads."""
     d = tmp_path_factory.mktemp("workload")
-    model, pipe = shrink_tables(replace(spec.model_preset("criteo-kaggle"), batch_per_gpu=ROWS),
-                                spec.pipeline_preset("kaggle"), 500)
-    save(model, d / "model.json")
-    save(pipe, d / "pipeline.json")
+    model, pipe = write_small_kaggle(d, ROWS, 500)
     return d, model, pipe
 
 

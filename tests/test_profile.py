@@ -1,7 +1,6 @@
 """`corun profile` on the CPU: one row per kernel and stage, resumable, budgeted."""
 
 import csv
-from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -10,17 +9,14 @@ import spec
 from backend.profile import COLUMNS, sample_kernels
 from backend.trainer import TRAINING_STAGES
 from corun.cli import main
-from corun.workload import shrink_tables
 from spec.serde import save
+from tests.workload_files import write_small_kaggle
 
 
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
     d = tmp_path_factory.mktemp("profile")
-    model, pipe = shrink_tables(replace(spec.model_preset("criteo-kaggle"), batch_per_gpu=32),
-                                spec.pipeline_preset("kaggle"), 300)
-    save(model, d / "model.json")
-    save(pipe, d / "pipe.json")
+    write_small_kaggle(d, 32, 300, "pipe.json")
     return d
 
 

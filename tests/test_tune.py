@@ -3,16 +3,14 @@ fastest kept, predicted and measured ranks side by side, and bad input refused b
 anything is written."""
 
 import json
-from dataclasses import replace
 
 import pytest
 
-import spec
 from corun.cli import main
 from corun.plan_dir import planned_strategies
 from corun.tune_cmd import median_round
-from corun.workload import shrink_tables
-from spec import Measurement, Plan, load, save
+from spec import Measurement, Plan, load
+from tests.workload_files import write_small_kaggle
 
 ROWS = 32
 
@@ -21,10 +19,7 @@ ROWS = 32
 def folder(tmp_path_factory):
     """kaggle with tables of 500 rows, planned by `corun plan --runners-up 1 --out`."""
     d = tmp_path_factory.mktemp("tune")
-    model, pipe = shrink_tables(replace(spec.model_preset("criteo-kaggle"), batch_per_gpu=ROWS),
-                                spec.pipeline_preset("kaggle"), 500)
-    save(model, d / "model.json")
-    save(pipe, d / "pipeline.json")
+    write_small_kaggle(d, ROWS, 500)
     assert main(["plan", "--model", str(d / "model.json"), "--pipeline", str(d / "pipeline.json"),
                  "--time-limit", "2", "--runners-up", "1", "--iterations", "8", "--quiet",
                  "--out", str(d / "plans")]) == 0
