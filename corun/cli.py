@@ -129,6 +129,14 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
 
+def command_line() -> str:
+    """The command as typed, for a Measurement's record (`python -m corun.cli ...` and
+    `torchrun ... -m corun.cli ...` read as `corun ...`)."""
+    import shlex
+
+    return "corun " + shlex.join(sys.argv[1:])
+
+
 def _typed(argv: list[str] | None, dest: str) -> bool:
     flag = "--" + dest.replace("_", "-")
     return any(a == flag or a.startswith(flag + "=") for a in (argv or sys.argv[1:]))

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import shlex
 import sys
 from pathlib import Path
 
@@ -50,6 +49,7 @@ def build(args: argparse.Namespace):
     """The Executor the arguments describe (no device work yet)."""
     from backend.executor import Executor
     from backend.settings import RunSettings
+    from corun.cli import command_line
     from corun.workload import (
         resolve_hardware,
         resolve_model,
@@ -85,8 +85,7 @@ def build(args: argparse.Namespace):
     device = args.device
     if device == "cuda" and world > 1:
         device = f"cuda:{int(os.environ.get('LOCAL_RANK', '0'))}"
-    command = "corun execute " + shlex.join(sys.argv[2:]) if sys.argv[1:2] == ["execute"] \
-        else "corun " + shlex.join(sys.argv[1:])
+    command = command_line()
     return Executor(model, pipeline, plan, label, settings, device, replay, command, say,
                     hardware=hw)
 

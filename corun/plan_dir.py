@@ -29,6 +29,10 @@ def prediction_file(strategy: str) -> str:
     return f"prediction-{strategy.replace(':', '-')}.json"
 
 
+def trace_file(strategy: str) -> str:
+    return f"trace-{strategy.replace(':', '-')}.json"
+
+
 def planned_strategies(folder: Path) -> list[str]:
     """The planned strategies whose plan files are in `folder`: corun, its runners-up in
     rank order, then rap."""

@@ -9,7 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from corun.format import table
-from corun.plan_dir import prediction_file
+from corun.plan_dir import prediction_file, trace_file
 from corun.workload import (
     add_calibration_argument,
     add_cuda_graphs_argument,
@@ -142,9 +142,8 @@ def run(args: argparse.Namespace) -> int:
 def write_outputs(out: Path, results: list[SimResult]) -> None:
     out.mkdir(parents=True, exist_ok=True)
     for r in results:
-        name = prediction_file(r.prediction.strategy)
-        save(r.prediction, out / name)
-        r.write_trace(out / name.replace("prediction-", "trace-", 1))
+        save(r.prediction, out / prediction_file(r.prediction.strategy))
+        r.write_trace(out / trace_file(r.prediction.strategy))
     preds = [r.prediction for r in results]
     p0 = preds[0]
     text = (f"# Predicted strategies: {p0.model} / {p0.pipeline} on {p0.gpu_count} x "

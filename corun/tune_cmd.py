@@ -13,7 +13,6 @@ measured ranks.
 from __future__ import annotations
 
 import argparse
-import shlex
 import sys
 import time
 from dataclasses import asdict, dataclass
@@ -128,6 +127,7 @@ def _tune(args, folder: Path, work: Workload, strategies: list[str]) -> int:
     from backend.executor import Executor
     from backend.faults import ExecuteError
     from backend.settings import RunSettings
+    from corun.cli import command_line
     from corun.plan_dir import plan_file
     from corun.workload import resolve_hardware, resolve_model, resolve_pipeline
     from reports.rounds import turned_order
@@ -149,8 +149,7 @@ def _tune(args, folder: Path, work: Workload, strategies: list[str]) -> int:
             plans[s] = load(Plan, folder / plan_file(s))
     out = Path(args.out)
     (out / "rounds").mkdir(parents=True, exist_ok=True)
-    command = "corun tune " + shlex.join(sys.argv[2:]) if sys.argv[1:2] == ["tune"] \
-        else "corun " + shlex.join(sys.argv[1:])
+    command = command_line()
     trainer, inputs = None, {}
     measured: dict[int, dict] = {}
     t_start = time.perf_counter()
@@ -174,7 +173,7 @@ def _tune(args, folder: Path, work: Workload, strategies: list[str]) -> int:
                   f"{out / 'rounds'}, no summary written", file=sys.stderr)
             return 1
         trainer = ex.trainer
-        save(m, out / "rounds" / f"{s.replace(':', '-')}-r{rnd + 1}.json")
+        save(m, out / "rounds" / f"{s}-r{rnd + 1}.json")
         measured[rnd][s] = m
         say(f"  round {rnd + 1}: {s} {m.iteration.median_ms:.3f} ms")
     complete = {r: ms for r, ms in measured.items() if len(ms) == len(strategies)}
@@ -184,7 +183,7 @@ def _tune(args, folder: Path, work: Workload, strategies: list[str]) -> int:
         return 1
     summary = summarise(complete, folder, strategies)
     for s in strategies:
-        save(median_round(complete, s), out / f"{s.replace(':', '-')}.json")
+        save(median_round(complete, s), out / f"{s}.json")
     winner = summary["measured_best"]
     tuned = out / "tuned.json"
     save(plans[winner], tuned)
