@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from spec import SpecError
@@ -147,6 +147,8 @@ def _tune(args, folder: Path, work: Workload, strategies: list[str]) -> int:
         else:
             kinds[s] = None
             plans[s] = load(Plan, folder / plan_file(s))
+    base = RunSettings(args.iterations, args.warmup, args.distinct_batches, args.check,
+                       args.seed)  # checked here, before anything is written
     out = Path(args.out)
     (out / "rounds").mkdir(parents=True, exist_ok=True)
     command = command_line()
@@ -161,8 +163,7 @@ def _tune(args, folder: Path, work: Workload, strategies: list[str]) -> int:
                 say(f"--budget-s {args.budget_s:g} spent: {rnd} round(s) done")
                 break
             measured[rnd] = {}
-        settings = RunSettings(args.iterations, args.warmup, args.distinct_batches,
-                               args.check, args.seed, None, host_workers_per_gpu(kinds[s], hw))
+        settings = replace(base, cpu_workers=host_workers_per_gpu(kinds[s], hw))
         ex = Executor(model, pipeline, plans[s], s, settings, args.device,
                       kinds[s] is not None and kinds[s].kind is StrategyKind.IDEAL,
                       command, say, trainer=trainer, hardware=hw, inputs=inputs)

@@ -88,6 +88,7 @@ def test_median_round_is_the_middle_one():
     (["--strategies", "ideal"], "--strategies"),
     (["--strategies", "corun,corun"], "--strategies"),
     (["--budget-s", "-1"], "--budget-s"),
+    (["--iterations", "0"], "iterations"),
 ])
 def test_bad_input_is_refused_before_anything_is_written(folder, tmp_path, capsys, extra, field):
     out = tmp_path / "tuned"
