@@ -186,8 +186,10 @@ class Profiler:
         self.device = torch.device(device)
         self.rng = np.random.default_rng(seed)
         self.rows = model.batch_per_gpu
-        self.S = Streams(self.device, training_high=True)
+        # the trainer first, as the executor builds it: allocated after the streams, the
+        # fused update's table ran its atomics 7% slower (bench/results/placement_h200.md)
         self.trainer = trainer if trainer is not None else Trainer(model, self.device, seed)
+        self.S = Streams(self.device, training_high=True)
         raw = synthetic_inputs(pipeline, self.rows, self.rng)
         labels = (self.rng.random(self.rows) < 0.25).astype(np.float32)
         self.batch: Batch = trainer_batch(pipeline, model, run_reference(pipeline, raw),

@@ -11,8 +11,7 @@ are for, from the repository root:
     python bench/refine_plans.py --model heavy-fused --pipeline heavy \
         --batches 8192,16384 --rounds 3 --out $OUT/refine
 
-With --runners-up K the plans of the K next-best schedules (corun plan --runners-up) are
-profiled too, so that they are predicted from measured pairs as the chosen plan is.
+With --runners-up K the planner's K runners-up (corun plan --runners-up) are profiled too, so that they are predicted from measured pairs as the chosen plan is.
 
 Writes the final plans where bench/execute_gpu.py and bench/render_plans.py read them
 (bench/plans/<model>-b<batch>/, with the planner's table in <model>-b<batch>.txt), the new
@@ -122,8 +121,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--time-limit", type=float, default=10.0, help="planner seconds")
     ap.add_argument("--runners-up", type=int, default=0,
-                    help="also profile the kernels of the best plan of the K next-best "
-                         "schedules (corun plan --runners-up)")
+                    help="also profile the kernels of the planner's K runners-up "
+                         "(corun plan --runners-up)")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args(argv)

@@ -38,8 +38,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", help="directory for plan.json (corun's), plan-rap.json, "
                    "predictions, traces and summary.md")
     p.add_argument("--runners-up", type=int, default=0, metavar="K",
-                   help="also predict and write (--out: plan-2.json ...) the best plan of "
-                        "each of the K next-best schedules, to measure beside the chosen one")
+                   help="also predict and write (--out: plan-2.json ...) K plans to measure "
+                        "beside the chosen one: the next-best schedule's best, then the "
+                        "plans within 5%% of the choice most unlike those already picked "
+                        "(planner/runners_up.py)")
     p.add_argument("--trace", help="write the chosen plan's Chrome trace here")
     p.add_argument("--json", action="store_true", help="print the Predictions as JSON")
     p.add_argument("--quiet", action="store_true")

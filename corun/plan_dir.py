@@ -21,7 +21,8 @@ def plan_file(strategy: str) -> str | None:
 
 
 def runner_up_label(rank: int) -> str:
-    """The strategy name of the runner-up ranked `rank` (2: the best after the choice)."""
+    """The strategy name of runner-up `rank` (2: the next-best schedule's best plan; 3 on:
+    the plans most unlike those before them, planner/runners_up.py)."""
     return f"corun-{rank}"
 
 

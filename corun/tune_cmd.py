@@ -1,8 +1,9 @@
 """`corun tune`: run a plan folder's plans on this GPU in rounds and keep the fastest.
 
-`corun plan --runners-up K --out DIR` writes the chosen plan and the best plan of each of
-the K next schedules, often predicted within the cost model's error of each other
-(planner/runners_up.py): which one is fastest is for the GPU to say. Every round runs
+`corun plan --runners-up K --out DIR` writes the chosen plan and K runners-up: the best of
+the next-best schedule, then plans within 5% of the choice that differ from it most
+(planner/runners_up.py), all predicted within the cost model's error of each other, so
+which one is fastest is for the GPU to say. Every round runs
 each strategy once, in a turned order, in one process (one trainer, the same batches),
 and shares are taken against the round's own ideal, so a host whose pace drifts between
 rounds moves every strategy of a round alike. The fastest plan by its median over the

@@ -270,27 +270,37 @@ def test_construction_reaches_a_smaller_launch_the_moves_do_not():
     assert all(k.blocks < 1056 for k in best.plan.kernels)
 
 
-def test_runners_up_are_the_best_plan_of_each_other_schedule():
+def test_runners_up_are_the_next_schedule_then_the_most_unlike_plans_in_the_window():
+    from dataclasses import replace
+
     from planner import Judged, runners_up
-    from planner.runners_up import schedule
+    from planner.runners_up import WINDOW_PCT, differences, schedule
 
     p = spec.pipeline_preset("kaggle")
 
-    def judged(stage: str, blocks: int, samples_per_s: float, cpu: bool = False) -> Judged:
-        plan = spec.one_kernel_plan(p, "criteo-kaggle", 1, stage, blocks)
-        if cpu:
-            plan = spec.Plan(p.name, "criteo-kaggle", 1, (), tuple(p.order))
+    def judged(plan, samples_per_s: float) -> Judged:
         return Judged(plan, samples_per_s, 1e3 / samples_per_s)
 
-    chosen = judged("emb_fwd", 264, 100.0)
-    pool = [chosen, judged("emb_fwd", 528, 99.0),  # the chosen schedule: not a runner-up
-            judged("top_mlp_fwd", 264, 90.0), judged("top_mlp_fwd", 132, 95.0),
-            judged("emb_bwd", 264, 97.0), judged("optimizer", 264, 50.0, cpu=True)]
-    assert schedule(pool[5].plan) == ((), True)
-    got = runners_up(pool, chosen.plan, 3)
-    assert [(j.plan.kernels[0].stage if j.plan.kernels else "cpu", j.throughput_samples_per_s)
-            for j in got] == [("emb_bwd", 97.0), ("top_mlp_fwd", 95.0), ("cpu", 50.0)]
-    assert runners_up(pool, chosen.plan, 1) == got[:1] and runners_up(pool, chosen.plan, 0) == []
+    def at(stage: str, blocks: int = 264):
+        return spec.one_kernel_plan(p, "criteo-kaggle", 1, stage, blocks)
+
+    chosen = judged(at("emb_fwd"), 100.0)
+    shape = judged(at("emb_fwd", 528), 99.5)  # one decision apart: launch shape
+    ahead = judged(replace(at("emb_fwd", 1056), batches_ahead=2), 99.0)  # two apart
+    on_cpu = judged(spec.Plan(p.name, "criteo-kaggle", 1, (), tuple(p.order)), 96.0)
+    far = judged(replace(at("top_mlp_fwd", 1056), batches_ahead=2,
+                         training_priority_high=False), 100 - 2 * WINDOW_PCT)  # outside
+    nearby = judged(at("emb_bwd"), 97.0)  # the next-best other schedule
+    pool = [chosen, shape, ahead, on_cpu, far, nearby]
+    assert schedule(on_cpu.plan) == ((), True)
+    assert differences(chosen.plan, shape.plan) == 1
+    assert differences(chosen.plan, ahead.plan) == 2
+    got = runners_up(pool, chosen.plan, 4)
+    # on_cpu differs from both emb_fwd and emb_bwd in stages, shapes, host and fusion
+    assert got == [nearby, on_cpu, ahead, shape]
+    assert far not in runners_up(pool, chosen.plan, 8)  # never one out of the window
+    assert runners_up(pool, chosen.plan, 1) == [nearby] and runners_up(pool, chosen.plan, 0) == []
+    assert runners_up([chosen, shape], chosen.plan, 3) == []  # no other schedule to lead
 
 
 def test_plan_cli_writes_runners_up(tmp_path, capsys):
@@ -303,7 +313,8 @@ def test_plan_cli_writes_runners_up(tmp_path, capsys):
     others = [spec.load(spec.Plan, out / f"plan-{i}.json") for i in (2, 3)]
     from planner.runners_up import schedule
 
-    assert len({schedule(x) for x in [chosen, *others]}) == 3  # three schedules
+    assert schedule(others[0]) != schedule(chosen)  # the next-best schedule first
+    assert chosen not in others and others[0] != others[1]
     assert (out / "prediction-corun-2.json").exists()
     assert main(["plan", "--runners-up", "9", "--quiet"]) == 2
     assert "--runners-up = 9" in capsys.readouterr().err
