@@ -11,7 +11,8 @@ are for, from the repository root:
     python bench/refine_plans.py --model heavy-fused --pipeline heavy \
         --batches 8192,16384 --rounds 3 --out $OUT/refine
 
-With --runners-up K the planner's K runners-up (corun plan --runners-up) are profiled too, so that they are predicted from measured pairs as the chosen plan is.
+With --runners-up K the planner's K runners-up (corun plan --runners-up) are profiled
+too, so that they are predicted from measured pairs as the chosen plan is.
 
 Writes the final plans where bench/execute_gpu.py and bench/render_plans.py read them
 (bench/plans/<model>-b<batch>/, with the planner's table in <model>-b<batch>.txt), the new
