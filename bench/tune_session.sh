@@ -1,10 +1,15 @@
 #!/usr/bin/env bash
 # `corun tune` on one lent H200: the planner's choice and its runners-up (plan folders
-# under bench/plans/tune/, made by `corun plan --runners-up 3 --out ...`; their .txt is
-# the plan's printout) beside ideal and the baselines, in rounds of one process each;
-# then (SIDE=1) the 1056-block kernel at bottom_mlp_bwd with shorter-lived blocks, the
-# heavy case's measured best. With OUT set by the device tool:
-#   [ROUNDS=3] [SIDE=1] bash bench/tune_session.sh
+# under bench/plans/tune/, made by `corun plan --runners-up K --out ...`; their .txt is
+# the plan's printout) beside ideal and the baselines, in rounds of one process each.
+# PART=heavy (the default): heavy-fused at b16384 and b8192 (runners-up 4, planned with
+# the profile of 2026-12-01 that built the profiler's trainer first). PART=first: the
+# session of 2026-12-01 (runs 1-2 of bench/results/tune_h200.md, the folders at commit
+# 12c733d, `git checkout 12c733d -- bench/plans/tune` first: heavy-fused b16384 and
+# criteo-kaggle b4096, runners-up 3), then (SIDE=1) the
+# 1056-block kernel at bottom_mlp_bwd with shorter-lived blocks. With OUT set by the
+# device tool:
+#   [PART=heavy|first] [ROUNDS=3] [SIDE=1] bash bench/tune_session.sh
 # returns $OUT/tune.tar (the device tool returns few files).
 set -u
 rounds=${ROUNDS:-3}
@@ -15,12 +20,17 @@ tune() {  # NAME BUDGET_S STRATEGIES
   grep -vE "^[0-9:.]+ +(iteration|round)|compiling|preparing|batches and" "$OUT/tune/$1.log" | cut -c14-
 }
 mkdir -p "$OUT/tune"
-tune heavy-fused-b16384 200 ideal,gpu-sequential,gpu-overlap,corun,corun-2,corun-3,corun-4
-tune criteo-kaggle-b4096 120 ideal,gpu-sequential,corun,corun-2,corun-3,corun-4
-if [ "${SIDE:-1}" = 1 ]; then
-  ONLY=heavy bash bench/heavy_rounds.sh side side heavy-stages "$rounds" \
-    ideal,gpu-sequential,corun,at:bottom_mlp_bwd,at:bottom_mlp_bwd+b4224,at:bottom_mlp_bwd+b16896 \
-    16384:150
-  mv "$OUT/side.tar" "$OUT/tune/"
+if [ "${PART:-heavy}" = heavy ]; then
+  tune heavy-fused-b16384 240 ideal,gpu-sequential,gpu-overlap,corun,corun-2,corun-3,corun-4,corun-5
+  tune heavy-fused-b8192 170 ideal,gpu-sequential,gpu-overlap,corun,corun-2,corun-3,corun-4,corun-5
+else
+  tune heavy-fused-b16384 200 ideal,gpu-sequential,gpu-overlap,corun,corun-2,corun-3,corun-4
+  tune criteo-kaggle-b4096 120 ideal,gpu-sequential,corun,corun-2,corun-3,corun-4
+  if [ "${SIDE:-1}" = 1 ]; then
+    ONLY=heavy bash bench/heavy_rounds.sh side side heavy-stages "$rounds" \
+      ideal,gpu-sequential,corun,at:bottom_mlp_bwd,at:bottom_mlp_bwd+b4224,at:bottom_mlp_bwd+b16896 \
+      16384:150
+    mv "$OUT/side.tar" "$OUT/tune/"
+  fi
 fi
 tar -C "$OUT" -cf "$OUT/tune.tar" tune && rm -rf "$OUT/tune"
