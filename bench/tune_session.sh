@@ -7,9 +7,10 @@
 # session of 2026-12-01 (runs 1-2 of bench/results/tune_h200.md, the folders at commit
 # 12c733d, `git checkout 12c733d -- bench/plans/tune` first: heavy-fused b16384 and
 # criteo-kaggle b4096, runners-up 3), then (SIDE=1) the
-# 1056-block kernel at bottom_mlp_bwd with shorter-lived blocks. With OUT set by the
-# device tool:
-#   [PART=heavy|first] [ROUNDS=3] [SIDE=1] bash bench/tune_session.sh
+# 1056-block kernel at bottom_mlp_bwd with shorter-lived blocks. PART=default: the
+# README's default workload, criteo-kaggle b4096 (runners-up 4), in ROUNDS rounds (5
+# there: its host-paced step swings between rounds). With OUT set by the device tool:
+#   [PART=heavy|first|default] [ROUNDS=3] [SIDE=1] bash bench/tune_session.sh
 # returns $OUT/tune.tar (the device tool returns few files).
 set -u
 rounds=${ROUNDS:-3}
@@ -20,7 +21,10 @@ tune() {  # NAME BUDGET_S STRATEGIES
   grep -vE "^[0-9:.]+ +(iteration|round)|compiling|preparing|batches and" "$OUT/tune/$1.log" | cut -c14-
 }
 mkdir -p "$OUT/tune"
-if [ "${PART:-heavy}" = heavy ]; then
+if [ "${PART:-heavy}" = default ]; then
+  rounds=${ROUNDS:-5}
+  tune criteo-kaggle-b4096 220 ideal,gpu-sequential,corun,corun-2,corun-3,corun-4,corun-5
+elif [ "${PART:-heavy}" = heavy ]; then
   tune heavy-fused-b16384 240 ideal,gpu-sequential,gpu-overlap,corun,corun-2,corun-3,corun-4,corun-5
   tune heavy-fused-b8192 170 ideal,gpu-sequential,gpu-overlap,corun,corun-2,corun-3,corun-4,corun-5
 else
