@@ -217,18 +217,23 @@ def render_main(argv: list[str] | None, doc: str, default_raw: list[Path], defau
     """The command line of a renderer of raw runs: RAW.json ... (default_raw when none)
     and -o OUT.md. A raw file that does not exist is an argparse error naming it and
     what was `expected`, before anything is written; the text `render_raw(raw files)`
-    returns is written atomically and printed."""
+    returns is printed, and written atomically to OUT.md, or to `default_out` when no RAW
+    is named (other runs' text never replaces the committed default report: twice it had,
+    bench/results/heavy_rounds_h200.md)."""
     import argparse
 
     ap = argparse.ArgumentParser(description=doc,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("raw", nargs="*", type=Path,
                     help="default: " + ", ".join(p.name for p in default_raw))
-    ap.add_argument("-o", "--out", type=Path, default=default_out)
+    ap.add_argument("-o", "--out", type=Path,
+                    help=f"default: {default_out.name} with the default RAW, else print only")
     args = ap.parse_args(argv)
     require_raw(ap, args.raw, expected)
     text = render_raw(args.raw or default_raw)
-    write_atomic(args.out, text)
+    out = args.out or (None if args.raw else default_out)
+    if out is not None:
+        write_atomic(out, text)
     print(text)
     return 0
 

@@ -55,3 +55,21 @@ def test_the_command_line_writes_the_tables(tmp_path):
     with pytest.raises(SystemExit):  # a raw file that is not there: nothing written
         main([str(tmp_path / "missing.json"), "-o", str(tmp_path / "other.md")])
     assert not (tmp_path / "other.md").exists()
+
+
+def test_named_runs_without_out_are_printed_not_written_over_the_default(tmp_path, capsys,
+                                                                       monkeypatch):
+    """The default report is the default runs' render: twice before, other runs rendered
+    without -o replaced bench/results/heavy_rounds_h200.md."""
+    import bench.render_repeats as rr
+
+    default = tmp_path / "default.md"
+    default.write_text("committed")
+    real = rr.render_main
+    monkeypatch.setattr(rr, "render_main",
+                        lambda argv, doc, raw, out, *a: real(argv, doc, raw, default, *a))
+    path = tmp_path / "raw.json"
+    path.write_text(json.dumps(RAW))
+    assert rr.main([str(path)]) == 0
+    assert "## heavy / heavy-fused, batch 8192" in capsys.readouterr().out
+    assert default.read_text() == "committed"
