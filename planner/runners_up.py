@@ -28,8 +28,8 @@ WINDOW_PCT = 5.0
 """Runners-up after the first are drawn from plans predicted at most this much behind the
 chosen one: the issue's bound on prediction error, and the span within which measured
 order has reversed predicted order on the H200 (heavy-fused b16384: the whole pipeline in
-1056 blocks at bottom_mlp_bwd predicted 3.8% behind the chosen plan, measured 0.6-1.0%
-ahead in five runs; bench/results/heavy_thin_h200.md, tune_h200.md)."""
+1056 blocks at bottom_mlp_bwd predicted 3.8% behind the chosen plan, measured 0.2-1.0%
+ahead in five runs; bench/results/heavy_thin_h200.md, heavy_bmb_h200.md, tune_h200.md)."""
 
 
 def schedule(plan: Plan) -> tuple:
@@ -58,12 +58,8 @@ def differences(a: Plan, b: Plan) -> int:
 
 
 def _best(plans: Iterable[Judged]) -> Judged | None:
-    """The fastest predicted; the first judged wins a tie."""
-    best = None
-    for j in plans:
-        if best is None or j.throughput_samples_per_s > best.throughput_samples_per_s:
-            best = j
-    return best
+    """The fastest predicted (max keeps the first of equals: the first judged wins a tie)."""
+    return max(plans, key=lambda j: j.throughput_samples_per_s, default=None)
 
 
 def runners_up(judged: Iterable[Judged], chosen: Plan, k: int) -> list[Judged]:
