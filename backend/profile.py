@@ -51,8 +51,12 @@ STEP_SPIN_MS = 9.0
 """Longer than the host's launch of any profiled step and one fused kernel (<= 6 ms and
 ~1 ms on the H200, bench/host_split.py)."""
 KERNEL_SPIN_MS = 3.0
-PLAIN_REPS = 15
-"""Plain steps per model and batch, for every stage's time alone."""
+PLAIN_REPS = 60
+"""Plain steps per model and batch, for every stage's time alone. heavy-fused b16384's
+emb_bwd flips between about 2.87 and 3.03 ms from one block of 15 steps to the next, in
+every process (19 of 50 blocks fast, 5 processes: `python bench/plain_drift_probe.py`,
+bench/results/raw/drift_run1/); 15 steps, as the committed rows were taken, caught one
+mode, 60 span several blocks."""
 
 COLUMNS = KEY + (
     "pipeline", "features", "nodes", "chains", "has_lists", "rows", "elements", "int_ops",
