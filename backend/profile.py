@@ -55,7 +55,8 @@ PLAIN_REPS = 60
 """Plain steps per model and batch, for every stage's time alone. heavy-fused b16384's
 emb_bwd flips between about 2.87 and 3.03 ms from one block of 15 steps to the next, in
 every process (19 of 50 blocks fast, 5 processes: `python bench/plain_drift_probe.py`,
-bench/results/raw/drift_run1/); 15 steps, as the committed rows were taken, caught one
+bench/results/raw/drift_run1/), and beside a co-runner it mostly takes the fast mode
+(bench/update_state_session.sh); 15 steps, as the committed rows were taken, caught one
 mode, 60 span several blocks."""
 
 COLUMNS = KEY + (
