@@ -129,6 +129,14 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
 
+def progress(quiet: bool):
+    """The commands' progress printer: lines to stderr, flushed, or nothing with --quiet
+    (stdout keeps the tables and JSON a user may pipe)."""
+    if quiet:
+        return lambda *a: None
+    return lambda *a: print(*a, file=sys.stderr, flush=True)
+
+
 def command_line() -> str:
     """The command as typed, for a Measurement's record (`python -m corun.cli ...` and
     `torchrun ... -m corun.cli ...` read as `corun ...`)."""

@@ -49,7 +49,7 @@ def build(args: argparse.Namespace):
     """The Executor the arguments describe (no device work yet)."""
     from backend.executor import Executor
     from backend.settings import RunSettings
-    from corun.cli import command_line
+    from corun.cli import command_line, progress
     from corun.workload import (
         resolve_hardware,
         resolve_model,
@@ -81,7 +81,7 @@ def build(args: argparse.Namespace):
                            preprocess_graphs=args.batch_graphs)
     rank = int(os.environ.get("RANK", "0"))
     quiet = args.quiet or rank != 0
-    say = (lambda *a: None) if quiet else (lambda *a: print(*a, file=sys.stderr))
+    say = progress(quiet)
     device = args.device
     if device == "cuda" and world > 1:
         device = f"cuda:{int(os.environ.get('LOCAL_RANK', '0'))}"

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
 from corun.workload import add_calibration_argument, add_cuda_graphs_argument
@@ -50,6 +49,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
+    from corun.cli import progress
     from corun.format import table
     from corun.plan_dir import plan_file, runner_up_label
     from corun.simulate_cmd import (
@@ -77,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
                     iterations=args.iterations, seed=args.seed,
                     embedding_comm=EmbeddingComm(args.embedding_comm),
                     host_thread=args.host_thread)
-    say = (lambda *a: None) if args.quiet else (lambda *a: print(*a, file=sys.stderr))
+    say = progress(args.quiet)
     base = calibrated(base, args.calibration, say)
     judge = SimJudge(base)
 

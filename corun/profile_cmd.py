@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from pathlib import Path
 
@@ -50,12 +49,12 @@ def run(args: argparse.Namespace) -> int:
         plan_kernels,
         sample_kernels,
     )
+    from corun.cli import progress
     from corun.workload import resolve_hardware, resolve_model, resolve_pipeline
     from costmodel.profile_data import KEY, done_keys, shard_file
     from spec import DEFAULT_MODEL_FOR, Plan, load
 
-    say = (lambda *a: None) if args.quiet else (lambda *a: print(*a, file=sys.stderr,
-                                                                  flush=True))
+    say = progress(args.quiet)
     for name, lo in (("shapes", 0 if args.plans else 1), ("launches", 1), ("reps", 1)):
         if getattr(args, name) < lo:
             raise SpecError(f"--{name}", getattr(args, name), f"an integer >= {lo}")

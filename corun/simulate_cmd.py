@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -107,6 +106,8 @@ def print_caveats(preds: list[Prediction]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from corun.cli import progress
+
     hw = resolve_hardware(args.hardware, args.gpus, args.interconnect, args.host_cores)
     plan = load(Plan, args.plan) if args.plan else None
     model = resolve_model(args.model, args.batch, wants_graphs(args, plan))
@@ -114,7 +115,7 @@ def run(args: argparse.Namespace) -> int:
     strategies = strategies_for(args.strategy, hw, plan)
     if args.trace and len(strategies) > 1:
         raise SpecError("--trace", args.trace, "one strategy (use --out DIR for all)")
-    say = (lambda *a: None) if args.quiet else (lambda *a: print(*a, file=sys.stderr))
+    say = progress(args.quiet)
     base = calibrated(Scenario(hw, model, pipeline, strategies[0], iterations=args.iterations,
                                warmup=args.warmup, seed=args.seed, jitter_cv=args.jitter,
                                embedding_comm=EmbeddingComm(args.embedding_comm),

@@ -128,7 +128,7 @@ def _tune(args, folder: Path, work: Workload, strategies: list[str]) -> int:
     from backend.executor import Executor
     from backend.faults import ExecuteError
     from backend.settings import RunSettings
-    from corun.cli import command_line
+    from corun.cli import command_line, progress
     from corun.plan_dir import plan_file
     from corun.workload import resolve_hardware, resolve_model, resolve_pipeline
     from reports.rounds import turned_order
@@ -136,7 +136,7 @@ def _tune(args, folder: Path, work: Workload, strategies: list[str]) -> int:
     from spec import Plan, load
     from spec.serde import save
 
-    say = (lambda *a: None) if args.quiet else (lambda *a: print(*a, file=sys.stderr))
+    say = progress(args.quiet)
     model = resolve_model(args.model or work.model, work.batch, work.cuda_graphs)
     pipeline = resolve_pipeline(args.pipeline or work.pipeline)
     hw = resolve_hardware(args.hardware, 1, None, None)
