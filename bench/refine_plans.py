@@ -37,6 +37,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from corun.cli import main as corun  # noqa: E402
+from corun.plan_dir import plan_file, runner_up_rank  # noqa: E402
 from corun.workload import int_list  # noqa: E402
 from costmodel.profile_data import done_keys, read_profile  # noqa: E402
 from spec import Plan, SpecError, load, pipeline_preset  # noqa: E402
@@ -83,9 +84,9 @@ def plan_files(folder: Path, table: str) -> list[Path]:
     """The plans `corun plan --out folder` wrote with the comparison `table` it printed:
     plan.json, and plan-<N>.json for each runner-up "corun-<N>" the table lists (not a
     file an earlier run left there)."""
-    ranks = sorted(int(s.removeprefix("corun-")) for s in shares(table)
-                   if s.startswith("corun-") and s.removeprefix("corun-").isdigit())
-    return [folder / "plan.json", *(folder / f"plan-{n}.json" for n in ranks)]
+    runners = sorted((s for s in shares(table) if runner_up_rank(s) is not None),
+                     key=runner_up_rank)
+    return [folder / plan_file("corun"), *(folder / plan_file(s) for s in runners)]
 
 
 def append_csv(src: Path, dst: Path) -> int:

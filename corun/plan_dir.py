@@ -14,16 +14,20 @@ PLAN_FILES = {"corun": "plan.json", "rap": "plan-rap.json"}
 def plan_file(strategy: str) -> str | None:
     """The plan file of a planned strategy ("corun", "corun-<N>" for N >= 2, "rap"), or
     None for a baseline."""
-    runner_up = re.fullmatch(r"corun-(\d+)", strategy)
-    if runner_up and int(runner_up[1]) >= 2:
-        return f"plan-{runner_up[1]}.json"
-    return PLAN_FILES.get(strategy)
+    rank = runner_up_rank(strategy)
+    return f"plan-{rank}.json" if rank is not None else PLAN_FILES.get(strategy)
 
 
 def runner_up_label(rank: int) -> str:
     """The strategy name of runner-up `rank` (2: the next-best schedule's best plan; 3 on:
     the plans most unlike those before them, planner/runners_up.py)."""
     return f"corun-{rank}"
+
+
+def runner_up_rank(strategy: str) -> int | None:
+    """The rank N >= 2 of a runner-up "corun-<N>" (runner_up_label's inverse), else None."""
+    m = re.fullmatch(r"corun-(\d+)", strategy)
+    return int(m[1]) if m and int(m[1]) >= 2 else None
 
 
 def prediction_file(strategy: str) -> str:

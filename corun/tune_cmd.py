@@ -242,11 +242,12 @@ def summarise(rounds: dict[int, dict], folder: Path, strategies: list[str]) -> d
 def planner_order(strategy: str, strategies: list[str]) -> int:
     """How the planner breaks a predicted tie: its choice, then its runners-up by rank,
     then the rest as given (the host's pace makes many plans tie at batch 4096-8192)."""
+    from corun.plan_dir import runner_up_rank
+
     if strategy == "corun":
         return 0
-    if strategy.startswith("corun-") and strategy[6:].isdigit():
-        return int(strategy[6:]) - 1
-    return 1000 + strategies.index(strategy)
+    rank = runner_up_rank(strategy)
+    return rank - 1 if rank is not None else 1000 + strategies.index(strategy)
 
 
 def _pct(x: float | None, fmt: str = "{:.1f}%") -> str:

@@ -101,3 +101,12 @@ def test_a_folder_without_a_plan_is_refused(tmp_path, capsys):
     assert main(["tune", str(tmp_path), "--device", "cpu", "-o", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err
     assert "plans" in err and "plan.json" in err
+
+
+def test_runner_up_names_and_ranks_read_back_one_way():
+    from corun.plan_dir import plan_file, runner_up_label, runner_up_rank
+
+    assert [runner_up_rank(runner_up_label(n)) for n in (2, 3, 12)] == [2, 3, 12]
+    assert [runner_up_rank(s) for s in ("corun", "corun-1", "corun-gpu", "rap")] == [None] * 4
+    assert [plan_file(s) for s in ("corun", "corun-4", "rap", "corun-1", "ideal")] == \
+        ["plan.json", "plan-4.json", "plan-rap.json", None, None]
