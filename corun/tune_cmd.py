@@ -256,12 +256,13 @@ def _pct(x: float | None, fmt: str = "{:.1f}%") -> str:
 
 def render(summary: dict) -> str:
     from corun.format import table
+    from reports.rounds import IDEAL, SEQUENTIAL
 
     rows = [[r["strategy"], r["rounds"],
              f"{r['median_ms']:.3f} ({r['min_ms']:.3f}-{r['max_ms']:.3f})",
              _pct(r["of_ideal_pct"]), "-" if r["wins"] is None else r["wins"],
              _pct(r["recovered_pct"], "{:.0f}%") if r["strategy"] not in
-             ("ideal", "gpu-sequential") else "-",
+             (IDEAL, SEQUENTIAL) else "-",
              "-" if r["predicted_ms"] is None else f"{r['predicted_ms']:.3f}",
              _pct(r["error_pct"], "{:+.1f}%"), r.get("predicted_rank", "-"),
              r.get("measured_rank", "-")] for r in summary["rows"]]
