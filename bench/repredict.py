@@ -1,7 +1,8 @@
 """Every case of executed runs predicted again by today's model, as `corun plan` simulates
 a candidate (learned H200 model, host thread): the plan each case ran, not the one now in
 bench/plans/. What a change to the cost model or the simulator does to the predictions
-of measurements already made. Writes bench/results/repredict_h200.md.
+of measurements already made. Writes bench/results/repredict_h200.md from its default
+runs; named runs or --all print, or go to -o OUT.md.
 
     python bench/repredict.py [RAW.json ...] [-o OUT.md]
     python bench/repredict.py --all [--rows-json ROWS.json] [--against OLD.json] -o OUT.md
@@ -23,7 +24,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.render_execute import measured_cases, measured_scenario, require_raw  # noqa: E402
+from bench.render_execute import (  # noqa: E402
+    measured_cases,
+    measured_scenario,
+    report_out,
+    require_raw,
+)
 from spec.serde import write_atomic  # noqa: E402
 
 RAW_DIR = ROOT / "bench/results/raw"
@@ -129,7 +135,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("raw", nargs="*", type=Path,
                     help="default: " + ", ".join(p.name for p in RAW))
     ap.add_argument("--all", action="store_true", help="every raw run under bench/results/raw")
-    ap.add_argument("-o", "--out", type=Path, default=OUT)
+    ap.add_argument("-o", "--out", type=Path,
+                    help=f"default: {OUT.name} with the default runs, else print only")
     ap.add_argument("--rows-json", type=Path, help="also write the rows here")
     ap.add_argument("--against", type=Path, help="rows another commit wrote (--rows-json)")
     args = ap.parse_args(argv)
@@ -147,7 +154,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.rows_json:
         write_atomic(args.rows_json, json.dumps(rs, indent=0))
     text = render(rs, raw, command, skipped, old)
-    write_atomic(args.out, text)
+    out = report_out(args.out, bool(args.raw) or args.all, OUT)
+    if out is not None:
+        write_atomic(out, text)
     print(text)
     return 0
 

@@ -4,7 +4,8 @@ costmodel/calibration.py: every duration scaled by the measured ideal over the p
 one), as `corun plan --calibration` would have predicted it had the user measured ideal
 on that machine first. Cases without an ideal of their workload in the same command are
 left out, and so are the ideal cases (calibrated, they predict their own measurement).
-Writes bench/results/repredict_calibrated_h200.md.
+Writes bench/results/repredict_calibrated_h200.md from every run and their own ideals;
+named runs or --calibration print, or go to -o OUT.md.
 
     python bench/repredict_calibrated.py [RAW.json ...] [-o OUT.md]   (default: every run)
     python bench/repredict_calibrated.py RAW.json ... --calibration IDEAL.json ... -o OUT.md
@@ -27,6 +28,7 @@ from bench.render_execute import (  # noqa: E402
     graphed,
     measured_cases,
     measured_scenario,
+    report_out,
     require_raw,
 )
 from bench.repredict import every_raw, summary  # noqa: E402
@@ -167,7 +169,9 @@ def main(argv: list[str] | None = None) -> int:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("raw", nargs="*", type=Path, help="default: every run under "
                     "bench/results/raw")
-    ap.add_argument("-o", "--out", type=Path, default=OUT)
+    ap.add_argument("-o", "--out", type=Path,
+                    help=f"default: {OUT.name} with every run and their own ideals, else "
+                    "print only")
     ap.add_argument("--calibration", nargs="+", type=Path, metavar="IDEAL.json",
                     help="calibrate by these measurements of ideal (corun execute "
                     "--strategy ideal), each for its workload, not by the runs' own ideal")
@@ -186,7 +190,9 @@ def main(argv: list[str] | None = None) -> int:
     command = " ".join(["python bench/repredict_calibrated.py",
                         *(argv if argv is not None else sys.argv[1:])])
     text = render(rs, command, skipped, given is not None)
-    write_atomic(args.out, text)
+    out = report_out(args.out, bool(args.raw) or given is not None, OUT)
+    if out is not None:
+        write_atomic(out, text)
     print(text)
     return 0
 

@@ -45,3 +45,16 @@ def test_calibrated_rows_put_each_case_beside_its_command_s_ideal(tmp_path):
     assert len(factor) == 1 and abs(factor.pop() - 4.140 / 3.740) < 0.002
     assert main([str(raw / "execute_small_b8192.json"), "-o", str(tmp_path / "c.md")]) == 0
     assert "| all | 21 |" in (tmp_path / "c.md").read_text()  # 7 strategies x 3 rounds
+
+
+def test_named_runs_without_out_leave_the_default_report(tmp_path, monkeypatch, capsys):
+    """The committed repredict_h200.md is its default runs' report; other runs print."""
+    import bench.repredict as rp
+
+    default = tmp_path / "default.md"
+    default.write_text("committed")
+    monkeypatch.setattr(rp, "OUT", default)
+    raw = Path(__file__).resolve().parent.parent / "bench/results/raw"
+    assert rp.main([str(raw / "execute_small_b8192.json")]) == 0
+    assert "execute_small_b8192" in capsys.readouterr().out
+    assert default.read_text() == "committed"
