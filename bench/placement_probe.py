@@ -28,6 +28,7 @@ from backend.graphed import make_trainer  # noqa: E402
 from backend.settings import RunSettings  # noqa: E402
 from corun.workload import resolve_model  # noqa: E402
 from sim.strategy import parse_strategy, strategy_plan  # noqa: E402
+from spec.serde import write_atomic  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -58,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
            "ptr_mod_2mb": ptr % (2 << 20), "pad_mb": 0 if pad is None else pad.numel() >> 20,
            "iteration_ms": m.iteration.median_ms,
            "stages_ms": {k: v.median_ms for k, v in m.stages.items()}}
-    Path(args.output).write_text(json.dumps(out, indent=1))
+    write_atomic(Path(args.output), json.dumps(out, indent=1))
     print(f"{args.variant}: {m.iteration.median_ms:.3f} ms, emb_bwd "
           f"{m.stages['emb_bwd'].median_ms:.3f}, emb_fwd {m.stages['emb_fwd'].median_ms:.3f}, "
           f"table at {hex(ptr)} ({ptr % (2 << 20)} past 2 MB)")
