@@ -18,7 +18,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("plan", nargs="?", help="a Plan file (from corun plan); or give --strategy")
     p.add_argument("--strategy", help="ideal, gpu-sequential, gpu-overlap or cpu:N")
     p.add_argument("--label", help="the strategy's name in the measurement (default: the "
-                   "plan file's stem, or the strategy)")
+                   "strategy a plan folder's file holds, as its prediction names it: corun "
+                   "for plan.json, corun-N for plan-N.json, rap for plan-rap.json; else "
+                   "the file's stem; or the strategy)")
     p.add_argument("--model", help="model preset or file (default: the plan's model)")
     p.add_argument("--pipeline", help="pipeline preset or file (default: the plan's)")
     p.add_argument("--batch", type=int, help="batch per GPU (default: the model's)")
@@ -50,6 +52,7 @@ def build(args: argparse.Namespace):
     from backend.executor import Executor
     from backend.settings import RunSettings
     from corun.cli import command_line, progress
+    from corun.plan_dir import plan_strategy
     from corun.workload import (
         resolve_hardware,
         resolve_model,
@@ -74,7 +77,8 @@ def build(args: argparse.Namespace):
         label = args.label or strategy.label
         replay = strategy.kind is StrategyKind.IDEAL
     else:
-        label, replay = args.label or Path(args.plan).stem, False
+        label = args.label or plan_strategy(Path(args.plan).name) or Path(args.plan).stem
+        replay = False
     settings = RunSettings(args.iterations, args.warmup, args.distinct_batches,
                            args.check, args.seed, args.data,
                            host_workers_per_gpu(strategy, hw),

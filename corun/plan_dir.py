@@ -30,6 +30,17 @@ def runner_up_rank(strategy: str) -> int | None:
     return int(m[1]) if m and int(m[1]) >= 2 else None
 
 
+def plan_strategy(file_name: str) -> str | None:
+    """The planned strategy whose plan a plan folder's file holds (plan_file's inverse):
+    "corun" for plan.json, "corun-<N>" for plan-<N>.json, "rap" for plan-rap.json; None
+    for any other name."""
+    for strategy, name in PLAN_FILES.items():
+        if name == file_name:
+            return strategy
+    m = re.fullmatch(r"plan-(\d+)\.json", file_name)
+    return runner_up_label(int(m[1])) if m and int(m[1]) >= 2 else None
+
+
 def prediction_file(strategy: str) -> str:
     return f"prediction-{strategy.replace(':', '-')}.json"
 
@@ -41,8 +52,6 @@ def trace_file(strategy: str) -> str:
 def planned_strategies(folder: Path) -> list[str]:
     """The planned strategies whose plan files are in `folder`: corun, its runners-up in
     rank order, then rap."""
-    ranks = sorted(int(m[1]) for p in folder.glob("plan-*.json")
-                   if (m := re.fullmatch(r"plan-(\d+)\.json", p.name)) and int(m[1]) >= 2)
-    found = ["corun"] if (folder / PLAN_FILES["corun"]).is_file() else []
-    found += [runner_up_label(r) for r in ranks]
-    return found + (["rap"] if (folder / PLAN_FILES["rap"]).is_file() else [])
+    found = {s for p in folder.glob("plan*.json") if p.is_file()
+             and (s := plan_strategy(p.name)) is not None}
+    return sorted(found, key=lambda s: (s == "rap", runner_up_rank(s) or 1))

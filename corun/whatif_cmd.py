@@ -8,7 +8,6 @@ import csv
 import io
 import multiprocessing
 import os
-import sys
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -122,6 +121,7 @@ def plan_point(hw_name: str, gpus: int, batch: int, model_name: str, pipe_name: 
 
 
 def run(args: argparse.Namespace) -> int:
+    from corun.cli import progress
     from corun.workload import int_list, resolve_model
     from costmodel import shard_tables
     from reports.whatif import heatmaps, markdown
@@ -145,6 +145,7 @@ def run(args: argparse.Namespace) -> int:
             shard_tables(model, hardware_preset(k, g))
     grid = [(k, link, g, b) for k in kinds for link in links for g in gpus for b in batches]
     points: list[Point] = []
+    say = progress(args.quiet)
     # spawned, not forked: a fork of a process whose OpenMP threads (scikit-learn's
     # gradient boosting in the learned cost model) have run can hang in the child
     threads = max(1, (os.cpu_count() or 1) // args.jobs)
@@ -155,11 +156,7 @@ def run(args: argparse.Namespace) -> int:
                                args.time_limit, link) for k, link, g, b in grid]
         for i, f in enumerate(futures):
             points.append(f.result())
-            if not args.quiet:
-                print(f"\r[{i + 1}/{len(grid)}] points planned", end="", file=sys.stderr,
-                      flush=True)
-    if not args.quiet:
-        print(file=sys.stderr)
+            say(f"[{i + 1}/{len(grid)}] points planned")
     out = Path(args.out)
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=list(asdict(points[0])))

@@ -48,9 +48,14 @@ def pair_up(preds: list[Prediction], meas: list[Measurement]) -> list[Pair]:
         p = by_key.get(key(m))
         if p is None:
             near = [q for q in preds if q.strategy == m.strategy]
-            hint = (f"; the prediction for {m.strategy!r} is of {near[0].model}/"
-                    f"{near[0].pipeline} batch {near[0].batch_per_gpu} x{near[0].gpu_count}"
-                    if near else "")
+            if near:
+                hint = (f"; the prediction for {m.strategy!r} is of {near[0].model}/"
+                        f"{near[0].pipeline} batch {near[0].batch_per_gpu} "
+                        f"x{near[0].gpu_count}")
+            else:
+                given = ", ".join(sorted({q.strategy for q in preds})) or "none"
+                hint = (f"; predictions given: {given} (`corun execute --label` names a "
+                        f"measurement's strategy)")
             raise SpecError("measurement", f"{m.strategy} {m.model}/{m.pipeline} batch "
                             f"{m.batch_per_gpu} x{m.gpu_count}",
                             f"a prediction of the same strategy, model, pipeline, batch and "

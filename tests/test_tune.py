@@ -104,9 +104,33 @@ def test_a_folder_without_a_plan_is_refused(tmp_path, capsys):
 
 
 def test_runner_up_names_and_ranks_read_back_one_way():
-    from corun.plan_dir import plan_file, runner_up_label, runner_up_rank
+    from corun.plan_dir import plan_file, plan_strategy, runner_up_label, runner_up_rank
 
     assert [runner_up_rank(runner_up_label(n)) for n in (2, 3, 12)] == [2, 3, 12]
     assert [runner_up_rank(s) for s in ("corun", "corun-1", "corun-gpu", "rap")] == [None] * 4
     assert [plan_file(s) for s in ("corun", "corun-4", "rap", "corun-1", "ideal")] == \
         ["plan.json", "plan-4.json", "plan-rap.json", None, None]
+    for s in ("corun", "corun-2", "corun-11", "rap"):
+        assert plan_strategy(plan_file(s)) == s
+    assert [plan_strategy(n) for n in ("plan-1.json", "plan4.json", "p.json")] == [None] * 3
+
+
+def test_an_executed_plan_file_pairs_with_its_prediction(folder, tmp_path, capsys):
+    """`corun execute DIR/plan.json` (no --label) measures strategy "corun", as the
+    folder's prediction-corun.json names it, so `corun report` pairs the two."""
+    plans = folder / "plans"
+    files = []
+    for name, strategy in (("plan.json", "corun"), ("plan-2.json", "corun-2")):
+        out = tmp_path / f"measurement-{strategy}.json"
+        assert main(["execute", str(plans / name), "--model", str(folder / "model.json"),
+                     "--pipeline", str(folder / "pipeline.json"), "--device", "cpu",
+                     "--iterations", "2", "--warmup", "0", "--distinct-batches", "1",
+                     "--quiet", "-o", str(out)]) == 0
+        assert load(Measurement, out).strategy == strategy
+        files += [str(plans / f"prediction-{strategy}.json"), str(out)]
+    assert main(["report", "-o", str(tmp_path / "report"), *files]) == 0
+    summary = (tmp_path / "report" / "summary.md").read_text()
+    assert "corun-2" in summary
+    # a measurement with no prediction of its strategy names the strategies predicted
+    assert main(["report", "-o", str(tmp_path / "r2"), files[0], files[3]]) == 2
+    assert "predictions given: corun" in capsys.readouterr().err
