@@ -1,0 +1,154 @@
+"""Step by step: when does the fused embedding update run in its slow mode? heavy-fused
+b16384's emb_bwd takes about 2.87 or 3.03 ms, flipping between blocks of 15 plain steps
+(bench/plain_drift_probe.py, bench/results/raw/drift_run1/). This times, in one process,
+three series behind the profiler's GPU spin (so the GPU alone is timed):
+
+  steps   plain steps (Profiler.step), each one's emb_bwd and the device addresses of the
+          tensors the update reads that are allocated anew each step (the bags'
+          gradient) or once (ids, offsets, the table);
+  kernel  the update kernel alone (backend/embedding_sgd.bag_sgd_), again and again on
+          one step's inputs: the same addresses every time;
+  moved   plain steps, each with a tensor of a random size (0-64 MB) held across it, so
+          the allocator hands the step's tensors other addresses.
+
+If the modes persist over runs of steps in `kernel` too, the state is the GPU's, not
+the addresses'; if they follow the gradient's address in `steps` and `moved`, it is the
+placement.
+
+    python bench/update_mode_probe.py [--steps N] -o OUT.json [--dry-run]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+from backend.embedding_sgd import bag_sgd_  # noqa: E402
+from backend.profile import KERNEL_SPIN_MS  # noqa: E402
+from backend.streams import gpu_spin  # noqa: E402
+from backend.trainer import Trainer  # noqa: E402
+from bench.contention_probe import probe_record, probe_setup  # noqa: E402
+from spec import Stage  # noqa: E402
+from spec.serde import write_atomic  # noqa: E402
+
+MAX_PAD_BYTES = 64 << 20
+
+
+def runs(values: list[float], split_ms: float) -> list[int]:
+    """Lengths of the runs of consecutive values on one side of `split_ms`."""
+    out: list[int] = []
+    side = None
+    for v in values:
+        s = v >= split_ms
+        if s == side:
+            out[-1] += 1
+        else:
+            out.append(1)
+            side = s
+    return out
+
+
+def summary(values: list[float]) -> dict:
+    """Median, the split between the modes (the mean of the two medians either side of
+    the overall median), the share of steps below it, and the run lengths."""
+    med = statistics.median(values)
+    lo = [v for v in values if v < med] or [med]
+    hi = [v for v in values if v >= med]
+    split = (statistics.median(lo) + statistics.median(hi)) / 2
+    r = runs(values, split)
+    return {"median_ms": med, "p10_ms": float(np.percentile(values, 10)),
+            "p90_ms": float(np.percentile(values, 90)), "split_ms": split,
+            "fast_share": sum(v < split for v in values) / len(values),
+            "runs": len(r), "longest_run": max(r), "mean_run": len(values) / len(r)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--model", default="heavy-fused")
+    ap.add_argument("--pipeline", default="heavy")
+    ap.add_argument("--batch", type=int, default=16384)
+    ap.add_argument("--steps", type=int, default=300, help="steps in each series (>= 2)")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("-o", "--output", required=True)
+    ap.add_argument("--dry-run", action="store_true", help="on the CPU, batch 64, 4 steps")
+    args = ap.parse_args(argv)
+    if args.steps < 2:
+        ap.error(f"--steps {args.steps}: an integer >= 2")
+    steps = 4 if args.dry_run else args.steps
+    batch = 64 if args.dry_run else args.batch
+    rng = np.random.default_rng(args.seed)
+    t0 = time.time()
+    _, _, _, prof, _, _ = probe_setup(args.model, args.pipeline, batch, args.dry_run,
+                                          lambda *a: None)
+    seen: list[dict] = []
+    real_backward = Trainer.embedding_backward
+
+    def recording_backward(self, pooled, grad, ids, offsets):
+        seen.append({"grad": grad.data_ptr(), "ids": ids.data_ptr(),
+                     "offsets": offsets.data_ptr(),
+                     "table": self.net.embedding.data_ptr()})
+        real_backward(self, pooled, grad, ids, offsets)
+
+    Trainer.embedding_backward = recording_backward
+    try:
+        series: dict[str, list[dict]] = {"steps": [], "moved": []}
+        for _ in range(2):  # warm
+            prof.step(None, None)
+        for name in ("steps", "moved"):
+            for _ in range(steps):
+                pad = None
+                if name == "moved":
+                    nbytes = int(rng.integers(0, MAX_PAD_BYTES))
+                    pad = torch.empty(nbytes, dtype=torch.uint8, device=prof.device)
+                seen.clear()
+                ms = prof.step(None, None).stage_ms[Stage.EMB_BWD]
+                series[name].append({"emb_bwd_ms": ms, "pad_bytes": 0 if pad is None
+                                     else pad.numel(), **seen[-1]})
+                del pad
+    finally:
+        Trainer.embedding_backward = real_backward
+    # the update alone on one step's inputs, behind a spin each time
+    net = prof.trainer.net
+    b = prof.batch
+    grad = torch.randn(b.offsets.numel() - 1, net.embedding.shape[1], device=prof.device)
+    kernel = []
+    for _ in range(steps):
+        if prof.S.cuda:
+            gpu_spin(KERNEL_SPIN_MS)
+            e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            e0.record()
+            bag_sgd_(net.embedding, b.ids, b.offsets, grad, 1e-9)
+            e1.record()
+            torch.cuda.synchronize()
+            kernel.append({"ms": e0.elapsed_time(e1), "grad": grad.data_ptr()})
+        else:
+            c = time.perf_counter()
+            bag_sgd_(net.embedding, b.ids, b.offsets, grad, 1e-9)
+            kernel.append({"ms": (time.perf_counter() - c) * 1e3, "grad": grad.data_ptr()})
+    out = probe_record("update_mode_probe.py", argv, args, [], t0)
+    out.update({"batch": batch, "device": torch.cuda.get_device_name() if prof.S.cuda
+                else "cpu",
+                "summary": {"steps": summary([s["emb_bwd_ms"] for s in series["steps"]]),
+                            "moved": summary([s["emb_bwd_ms"] for s in series["moved"]]),
+                            "kernel": summary([k["ms"] for k in kernel])},
+                "steps": series["steps"], "moved": series["moved"], "kernel": kernel})
+    write_atomic(Path(args.output), json.dumps(out, indent=1))
+    for name, s in out["summary"].items():
+        print(f"{name}: median {s['median_ms']:.3f} ms (p10 {s['p10_ms']:.3f}, p90 "
+              f"{s['p90_ms']:.3f}), below {s['split_ms']:.3f}: {s['fast_share']:.0%}, "
+              f"{s['runs']} runs, longest {s['longest_run']}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
