@@ -7,7 +7,8 @@ three series behind the profiler's GPU spin (so the GPU alone is timed):
           tensors the update reads that are allocated anew each step (the bags'
           gradient) or once (ids, offsets, the table);
   kernel  the update kernel alone (backend/embedding_sgd.bag_sgd_), again and again on
-          one step's inputs: the same addresses every time;
+          one step's inputs: the same addresses every time; and four more series of it,
+          each after a different piece of work (kernel_series says which);
   moved   plain steps, each with a tensor of a random size (0-64 MB) held across it, so
           the allocator hands the step's tensors other addresses.
 
@@ -71,6 +72,48 @@ def summary(values: list[float]) -> dict:
             "runs": len(r), "longest_run": max(r), "mean_run": len(values) / len(r)}
 
 
+def kernel_series(prof, steps: int) -> dict[str, list[dict]]:
+    """The update alone on one step's inputs, behind a spin each time, after what each
+    series names: nothing (`kernel`; a learning rate of 1e-9, so the table hardly
+    changes), nothing with the model's learning rate (`kernel_lr`), a read of a buffer
+    of 4x the L2 (`after_read`: the L2 left clean), a write of it (`after_write`: left
+    full of other dirty lines), the step's embedding forward (`after_fwd`: the table's
+    rows left in the L2)."""
+    net, b = prof.trainer.net, prof.batch
+    cuda = prof.S.cuda
+    grad = torch.randn(b.offsets.numel() - 1, net.embedding.shape[1], device=prof.device)
+    l2 = torch.cuda.get_device_properties(prof.device).L2_cache_size if cuda else 1 << 16
+    buf = torch.empty(l2, dtype=torch.float32, device=prof.device)  # 4x the L2, in bytes
+    lr = prof.trainer.spec.learning_rate
+    before = {"kernel": (None, 1e-9), "kernel_lr": (None, lr),
+              "after_read": (lambda: buf.sum(), 1e-9),
+              "after_write": (lambda: buf.fill_(1.0), 1e-9),
+              "after_fwd": (lambda: net.pool(b.ids, b.offsets), 1e-9)}
+    out: dict[str, list[dict]] = {}
+    for name, (work, rate) in before.items():
+        times = []
+        for _ in range(steps):
+            if cuda:
+                gpu_spin(KERNEL_SPIN_MS)
+            if work is not None:
+                work()
+            if cuda:
+                e0 = torch.cuda.Event(enable_timing=True)
+                e1 = torch.cuda.Event(enable_timing=True)
+                e0.record()
+                bag_sgd_(net.embedding, b.ids, b.offsets, grad, rate)
+                e1.record()
+                torch.cuda.synchronize()
+                ms = e0.elapsed_time(e1)
+            else:
+                c = time.perf_counter()
+                bag_sgd_(net.embedding, b.ids, b.offsets, grad, rate)
+                ms = (time.perf_counter() - c) * 1e3
+            times.append({"ms": ms})
+        out[name] = times
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -117,31 +160,14 @@ def main(argv: list[str] | None = None) -> int:
                 del pad
     finally:
         Trainer.embedding_backward = real_backward
-    # the update alone on one step's inputs, behind a spin each time
-    net = prof.trainer.net
-    b = prof.batch
-    grad = torch.randn(b.offsets.numel() - 1, net.embedding.shape[1], device=prof.device)
-    kernel = []
-    for _ in range(steps):
-        if prof.S.cuda:
-            gpu_spin(KERNEL_SPIN_MS)
-            e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            e0.record()
-            bag_sgd_(net.embedding, b.ids, b.offsets, grad, 1e-9)
-            e1.record()
-            torch.cuda.synchronize()
-            kernel.append({"ms": e0.elapsed_time(e1), "grad": grad.data_ptr()})
-        else:
-            c = time.perf_counter()
-            bag_sgd_(net.embedding, b.ids, b.offsets, grad, 1e-9)
-            kernel.append({"ms": (time.perf_counter() - c) * 1e3, "grad": grad.data_ptr()})
+    kernel = kernel_series(prof, steps)
     out = probe_record("update_mode_probe.py", argv, args, [], t0)
     out.update({"batch": batch, "device": torch.cuda.get_device_name() if prof.S.cuda
                 else "cpu",
-                "summary": {"steps": summary([s["emb_bwd_ms"] for s in series["steps"]]),
-                            "moved": summary([s["emb_bwd_ms"] for s in series["moved"]]),
-                            "kernel": summary([k["ms"] for k in kernel])},
-                "steps": series["steps"], "moved": series["moved"], "kernel": kernel})
+                "summary": {**{n: summary([s["emb_bwd_ms"] for s in series[n]])
+                               for n in series},
+                            **{n: summary([k["ms"] for k in ks]) for n, ks in kernel.items()}},
+                **series, **kernel})
     write_atomic(Path(args.output), json.dumps(out, indent=1))
     for name, s in out["summary"].items():
         print(f"{name}: median {s['median_ms']:.3f} ms (p10 {s['p10_ms']:.3f}, p90 "

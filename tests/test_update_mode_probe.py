@@ -23,7 +23,9 @@ def test_probe_dry_run_records_every_series(tmp_path):
                     "-o", str(out)], check=True, cwd=ROOT, capture_output=True)
     record = json.loads(out.read_text())
     assert record["command"].startswith("python bench/update_mode_probe.py --dry-run")
-    for name in ("steps", "moved", "kernel"):
+    for name in ("steps", "moved", "kernel", "kernel_lr", "after_read", "after_write",
+                 "after_fwd"):
         assert len(record[name]) == 4 and record["summary"][name]["median_ms"] > 0
     assert all(s["grad"] and s["table"] for s in record["steps"] + record["moved"])
+    assert all(k["ms"] > 0 for k in record["kernel"])
     assert any(s["pad_bytes"] > 0 for s in record["moved"])
