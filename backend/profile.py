@@ -53,11 +53,11 @@ STEP_SPIN_MS = 9.0
 KERNEL_SPIN_MS = 3.0
 PLAIN_REPS = 60
 """Plain steps per model and batch, for every stage's time alone. heavy-fused b16384's
-emb_bwd flips between about 2.87 and 3.03 ms from one block of 15 steps to the next, in
-every process (19 of 50 blocks fast, 5 processes: `python bench/plain_drift_probe.py`,
-bench/results/raw/drift_run1/), and beside a co-runner it mostly takes the fast mode
-(bench/update_state_session.sh); 15 steps, as the committed rows were taken, caught one
-mode, 60 span several blocks."""
+emb_bwd takes one of about three speeds (near 2.62, 2.85 and 3.09 ms), drawn afresh each
+step, as the memory traffic just before the update leaves the memory system
+(bench/update_mode_probe.py, bench/results/update_mode_h200.md); the median of 15 steps,
+as the committed rows were taken, moved by 0.16 ms from one block to the next
+(bench/plain_drift_probe.py), that of 60 is steadier."""
 
 COLUMNS = KEY + (
     "pipeline", "features", "nodes", "chains", "has_lists", "rows", "elements", "int_ops",
