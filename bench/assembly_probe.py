@@ -19,7 +19,6 @@ kernel at wider grids in the CUDA simulator.)
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import statistics
@@ -42,7 +41,7 @@ from backend.device_assembly import THREADS, DeviceAssembler, grid_for  # noqa: 
 from backend.fusion import FusedGroup  # noqa: E402
 from backend.launch import BoundLaunch  # noqa: E402
 from backend.runner import PipelineProgram  # noqa: E402
-from bench.contention_probe import probe_record  # noqa: E402
+from bench.contention_probe import heavy_probe_parser, probe_record  # noqa: E402
 from spec.serde import read_stored_text, stored_path, write_atomic  # noqa: E402
 
 OUT_MD = ROOT / "bench/results/assembly_probe_h200.md"
@@ -149,10 +148,8 @@ def render_record(record: dict, raw_name: str) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__)
+    ap = heavy_probe_parser(__doc__, batch=False)
     ap.add_argument("--out", default=os.environ.get("OUT", "out/assembly_probe"))
-    ap.add_argument("--pipeline", default="heavy")
-    ap.add_argument("--model", default="heavy-fused")
     ap.add_argument("--batches", default="16384,8192")
     ap.add_argument("--factors", default="1,2,4,8,16")
     ap.add_argument("--reps", type=int, default=30)

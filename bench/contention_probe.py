@@ -312,10 +312,21 @@ def int_list(text: str, flag: str, lo: int, hi: int) -> tuple[int, ...]:
     return values
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def heavy_probe_parser(doc: str, batch: bool = True) -> argparse.ArgumentParser:
+    """A probe's command line with the heavy case's workload: --model (heavy-fused),
+    --pipeline (heavy) and, with `batch`, --batch (16384); a probe of several batches
+    adds its own --batches."""
+    ap = argparse.ArgumentParser(description=doc,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", default="heavy-fused")
     ap.add_argument("--pipeline", default="heavy")
+    if batch:
+        ap.add_argument("--batch", type=int, default=16384)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = heavy_probe_parser(__doc__, batch=False)
     ap.add_argument("--batches", default="16384,8192")
     ap.add_argument("--reps", type=int, default=12, help="steps per release stage (>= 1)")
     ap.add_argument("--out", required=True)

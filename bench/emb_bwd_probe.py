@@ -20,7 +20,6 @@ Writes emb_bwd_probe.json atomically.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import statistics
@@ -40,7 +39,7 @@ from backend.reference import run_reference  # noqa: E402
 from backend.runner import trainer_batch  # noqa: E402
 from backend.streams import gpu_spin  # noqa: E402
 from backend.trainer import TRAINING_STAGES, Clock  # noqa: E402
-from bench.contention_probe import probe_record, probe_setup  # noqa: E402
+from bench.contention_probe import heavy_probe_parser, probe_record, probe_setup  # noqa: E402
 from spec.serde import write_atomic  # noqa: E402
 
 STAGE_NAMES = {st.value for st in TRAINING_STAGES}
@@ -96,12 +95,8 @@ def timed(prof, mode: str, pool: list, steps: int, spin_ms: float) -> dict[str, 
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = heavy_probe_parser(__doc__)
     ap.add_argument("--out", type=Path, required=True)
-    ap.add_argument("--model", default="heavy-fused")
-    ap.add_argument("--pipeline", default="heavy")
-    ap.add_argument("--batch", type=int, default=16384)
     ap.add_argument("--steps", type=int, default=30)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--dry-run", action="store_true")

@@ -13,7 +13,6 @@ memory taken before the trainer is built first).
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
@@ -26,17 +25,15 @@ import spec  # noqa: E402
 from backend.executor import Executor  # noqa: E402
 from backend.graphed import make_trainer  # noqa: E402
 from backend.settings import RunSettings  # noqa: E402
+from bench.contention_probe import heavy_probe_parser  # noqa: E402
 from corun.workload import resolve_model  # noqa: E402
 from sim.strategy import parse_strategy, strategy_plan  # noqa: E402
 from spec.serde import write_atomic  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__)
+    ap = heavy_probe_parser(__doc__)
     ap.add_argument("variant")
-    ap.add_argument("--model", default="heavy-fused")
-    ap.add_argument("--pipeline", default="heavy")
-    ap.add_argument("--batch", type=int, default=16384)
     ap.add_argument("--iterations", type=int, default=300)
     ap.add_argument("-o", "--output", required=True)
     args = ap.parse_args(argv)

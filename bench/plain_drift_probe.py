@@ -12,7 +12,6 @@ from the later ones.
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import sys
@@ -23,17 +22,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from backend.profile import Profiler  # noqa: E402
 from backend.trainer import TRAINING_STAGES  # noqa: E402
+from bench.contention_probe import heavy_probe_parser  # noqa: E402
 from corun.workload import resolve_model  # noqa: E402
 from spec import hardware_preset, pipeline_preset  # noqa: E402
 from spec.serde import write_atomic  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--model", default="heavy-fused")
-    ap.add_argument("--pipeline", default="heavy")
-    ap.add_argument("--batch", type=int, default=16384)
+    ap = heavy_probe_parser(__doc__)
     ap.add_argument("--blocks", type=int, default=8, help="blocks of plain steps (>= 1)")
     ap.add_argument("--steps", type=int, default=15, help="steps a block (>= 1)")
     ap.add_argument("-o", "--output", required=True)

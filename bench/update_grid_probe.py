@@ -19,7 +19,6 @@ Writes update_grid_<model>.json atomically once every batch has been measured.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
@@ -36,6 +35,7 @@ from numba import cuda  # noqa: E402
 from bench.contention_probe import (  # noqa: E402
     Synthetic,
     add_stretch,
+    heavy_probe_parser,
     int_list,
     measure,
     probe_record,
@@ -93,9 +93,7 @@ def probe_batch(model_name: str, pipeline_name: str, batch: int, caps: tuple[int
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--model", default="heavy-fused")
-    ap.add_argument("--pipeline", default="heavy")
+    ap = heavy_probe_parser(__doc__, batch=False)
     ap.add_argument("--batches", default="16384,8192")
     ap.add_argument("--caps", default="0,8,4,2,1",
                     help="the update's blocks per SM to try (0: one thread per bag and "

@@ -21,7 +21,6 @@ placement.
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import sys
@@ -37,7 +36,7 @@ from backend.embedding_sgd import bag_sgd_  # noqa: E402
 from backend.profile import KERNEL_SPIN_MS  # noqa: E402
 from backend.streams import gpu_spin  # noqa: E402
 from backend.trainer import Trainer  # noqa: E402
-from bench.contention_probe import probe_record, probe_setup  # noqa: E402
+from bench.contention_probe import heavy_probe_parser, probe_record, probe_setup  # noqa: E402
 from spec import Stage  # noqa: E402
 from spec.serde import write_atomic  # noqa: E402
 
@@ -115,11 +114,7 @@ def kernel_series(prof, steps: int) -> dict[str, list[dict]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--model", default="heavy-fused")
-    ap.add_argument("--pipeline", default="heavy")
-    ap.add_argument("--batch", type=int, default=16384)
+    ap = heavy_probe_parser(__doc__)
     ap.add_argument("--steps", type=int, default=300, help="steps in each series (>= 2)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("-o", "--output", required=True)
