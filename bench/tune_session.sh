@@ -9,21 +9,29 @@
 # criteo-kaggle b4096, runners-up 3), then (SIDE=1) the
 # 1056-block kernel at bottom_mlp_bwd with shorter-lived blocks. PART=default: the
 # README's default workload, criteo-kaggle b4096 (runners-up 4), in ROUNDS rounds (5
-# there: its host-paced step swings between rounds). With OUT set by the device tool:
-#   [PART=heavy|first|default] [ROUNDS=3] [SIDE=1] bash bench/tune_session.sh
+# there: its host-paced step swings between rounds). PART=repeat: heavy-fused b16384's
+# chosen plan beside ideal, gpu-sequential and gpu-overlap in N processes (2), one after
+# the other, for how its recovery of the gap spreads between processes. With OUT set by
+# the device tool:
+#   [PART=heavy|first|default|repeat] [ROUNDS=3] [SIDE=1] [N=2] bash bench/tune_session.sh
 # returns $OUT/tune.tar (the device tool returns few files).
 set -u
 rounds=${ROUNDS:-3}
 stamp() { while IFS= read -r l; do echo "$(date +%T.%3N) $l"; done; }
-tune() {  # NAME BUDGET_S STRATEGIES
+tune() {  # NAME BUDGET_S STRATEGIES [OUTPUT NAME, default NAME]
+  local out=${4:-$1}
   python -m corun.cli tune "bench/plans/tune/$1" --strategies "$3" --rounds "$rounds" --iterations 300 \
-    --warmup 20 --budget-s "$2" -o "$OUT/tune/$1" 2>&1 | stamp > "$OUT/tune/$1.log"
-  grep -vE "^[0-9:.]+ +(iteration|round)|compiling|preparing|batches and" "$OUT/tune/$1.log" | cut -c14-
+    --warmup 20 --budget-s "$2" -o "$OUT/tune/$out" 2>&1 | stamp > "$OUT/tune/$out.log"
+  grep -vE "^[0-9:.]+ +(iteration|round)|compiling|preparing|batches and" "$OUT/tune/$out.log" | cut -c14-
 }
 mkdir -p "$OUT/tune"
 if [ "${PART:-heavy}" = default ]; then
   rounds=${ROUNDS:-5}
   tune criteo-kaggle-b4096 220 ideal,gpu-sequential,corun,corun-2,corun-3,corun-4,corun-5
+elif [ "${PART:-heavy}" = repeat ]; then
+  for p in $(seq 1 "${N:-2}"); do
+    tune heavy-fused-b16384 120 ideal,gpu-sequential,gpu-overlap,corun "heavy-fused-b16384-p$p"
+  done
 elif [ "${PART:-heavy}" = heavy ]; then
   tune heavy-fused-b16384 240 ideal,gpu-sequential,gpu-overlap,corun,corun-2,corun-3,corun-4,corun-5
   tune heavy-fused-b8192 170 ideal,gpu-sequential,gpu-overlap,corun,corun-2,corun-3,corun-4,corun-5
