@@ -30,7 +30,7 @@ if [ "${PART:-heavy}" = default ]; then
   tune criteo-kaggle-b4096 220 ideal,gpu-sequential,corun,corun-2,corun-3,corun-4,corun-5
 elif [ "${PART:-heavy}" = repeat ]; then
   for p in $(seq 1 "${N:-2}"); do
-    tune heavy-fused-b16384 120 ideal,gpu-sequential,gpu-overlap,corun "heavy-fused-b16384-p$p"
+    tune heavy-fused-b16384 150 ideal,gpu-sequential,gpu-overlap,corun "heavy-fused-b16384-p$p"
   done
 elif [ "${PART:-heavy}" = heavy ]; then
   tune heavy-fused-b16384 240 ideal,gpu-sequential,gpu-overlap,corun,corun-2,corun-3,corun-4,corun-5
