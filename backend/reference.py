@@ -80,7 +80,9 @@ def clamp_ref(v: np.ndarray, lo: float, hi: float) -> np.ndarray:
 
 def onehot_class_ref(v: np.ndarray, low: float, high: float, c: int) -> np.ndarray:
     step = np.float32((np.float32(high) - np.float32(low)) / np.float32(c))
-    q = ((v.astype(np.float32) - np.float32(low)) / step).astype(np.float32)
+    with np.errstate(over="ignore"):  # a float32 quotient may overflow to inf, as on the
+        # GPU; inf (and NaN) fall outside [0, c) and so into class 0
+        q = ((v.astype(np.float32) - np.float32(low)) / step).astype(np.float32)
     ok = (q >= 0) & (q < c)
     return np.where(ok, np.trunc(np.where(ok, q, 0)), 0).astype(np.int64)
 
