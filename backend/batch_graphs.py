@@ -16,10 +16,10 @@ inside a capture. The second call captures the work on a side stream (capture ru
 nothing) and replays it; later calls only replay. Events and waits between streams stay
 outside the graphs, issued as before.
 
-Measured on the H200 (README, "Each batch's calls as CUDA graphs"): a kernel's launch
-0.069 ms of host against 0.169, the assembly's enqueue 0.065 against 0.089; the
-iteration moved by no more than the host's own spread (46 paired rounds, median ratio
-0.998, bench/results/calls_h200.md).
+Measured on the H200 (bench/results/heavy_case_record.md, "Each batch's calls as CUDA
+graphs"): a kernel's launch 0.069 ms of host against 0.169, the assembly's enqueue 0.065
+against 0.089; the iteration moved by no more than the host's own spread (46 paired
+rounds, median ratio 0.998, bench/results/calls_h200.md).
 """
 
 from __future__ import annotations

@@ -41,7 +41,8 @@ class RunSettings:
     """0: preprocessing and training share every SM (the training stream first when the
     plan says so); N: the preprocessing stream runs on N SMs of its own and training on
     the rest (CUDA green contexts, backend/sm_split.py; one GPU). An experiment, not a
-    planned decision: on the heavy case it measured worse than sharing (README)."""
+    planned decision: on the heavy case it measured worse than sharing
+    (bench/results/heavy_case_record.md)."""
     preprocess_first: bool = False
     """The preprocessing stream above training: a kernel released at a training stage
     gets the SMs that stage's blocks free as they end, instead of waiting for all of

@@ -3,10 +3,10 @@ contexts), so that preprocessing runs beside every training stage on SMs of its 
 instead of waiting for the SMs the training kernels leave free (RunSettings.preprocess_sms).
 
 An experiment that answered a question and stays to repeat it: on the heavy case it lost
-to sharing every SM (bench/sm_split_probe.sh, bench/sm_split_repeat.sh, README "The heavy
-case"). At batch 8192 the kernel on 24 SMs of its own still stretched training on the
-other 108 by 0.7-1.1 ms, 56-85% of its own 1.31 ms: the two meet in the memory system,
-not on the SMs.
+to sharing every SM (bench/sm_split_probe.sh, bench/sm_split_repeat.sh,
+bench/results/heavy_case_record.md). At batch 8192 the kernel on 24 SMs of its own still
+stretched training on the other 108 by 0.7-1.1 ms, 56-85% of its own 1.31 ms: the two
+meet in the memory system, not on the SMs.
 
 Green contexts share the primary context's memory and modules: PyTorch's and Numba's
 kernels run on their streams unchanged, on the SMs of the stream's context. The driver

@@ -1,7 +1,7 @@
 """One machine's measured ideal step, to calibrate predictions made for that machine.
 
 The lent H200s differ (heavy-fused's fused embedding update took 2.82-3.21 ms at batch
-16384 across sessions; README, "Where the heavy case stands"), and the learned model
+16384 across sessions; bench/results/heavy_case_record.md), and the learned model
 carries the profiling machine's times: much of a prediction's error is the training step's
 own time, not co-running. So: `corun execute --strategy ideal -o ideal.json` on the
 machine, then `corun plan --calibration ideal.json`: every simulated duration is scaled

@@ -3,7 +3,8 @@ per strategy the median iteration over the rounds and its range, its share of ea
 round's own ideal, how often it was the round's fastest, and the share of
 gpu-sequential's gap to ideal it closed (per round, then the median). Comparing within a
 round takes out what moves every strategy of a round alike: a lent host's pace drifts by
-several percent between commands (README, "the machines' spread")."""
+several percent between commands (README, "On the machine that will train,
+calibrate")."""
 
 from __future__ import annotations
 

@@ -214,7 +214,8 @@ def _assembly_run(last: KernelRun, batch_mb: float) -> KernelRun:
     assembly that followed it there, at the kernel's rates, adds the 0.21 ms between
     (bench/results/heavy_rounds_h200.md). Over 150 executed cases re-predicted, the
     median error fell from 2.51% (the assembly as a delay after the kernel) to 1.21%
-    (README, "The batch's assembly, simulated")."""
+    (bench/results/heavy_case_record.md,
+    "The batch's assembly, and short stages, simulated")."""
     return KernelRun(ASSEMBLY_KERNEL, max(0, last.release_pos), assembly_ms(batch_mb),
                      last.effects)
 
@@ -235,7 +236,7 @@ def _graphs_hint(sc: Scenario, tables: GpuTables) -> str | None:
     return (f"the host thread paces this step ({host_ms:.2f} ms of launches against "
             f"{gpu_ms:.2f} ms of GPU work): --cuda-graphs replays it as CUDA graphs "
             "(one GPU, a fixed id count per batch): ideal ran 1.3-1.8x faster at kaggle and "
-            "terabyte b4096 on the H200 (README, \"The step as CUDA graphs\")")
+            "terabyte b4096 on the H200 (README, \"Where the host sets the pace\")")
 
 
 def compile_scenario(sc: Scenario, cm: CostModel) -> Compiled:

@@ -79,7 +79,7 @@ class Plan:
     co-run with the step before it, and the host launches a step once the last one's
     kernels and assembly are done); 2, the batch after it (the host launches a step
     without waiting for the preprocessing co-running with the step before; one more
-    pool set of memory). On the H200 the two measured alike (README, heavy case)."""
+    pool set of memory). On the H200 the two measured alike (bench/results/heavy_case_record.md)."""
     cuda_graphs: bool = False
     """Planned for the trainer's step replayed as CUDA graphs (`corun plan --cuda-graphs`):
     `corun execute` and `corun simulate --plan` then replay it so without being told."""
