@@ -11,33 +11,41 @@
 # README's default workload, criteo-kaggle b4096 (runners-up 4), in ROUNDS rounds (5
 # there: its host-paced step swings between rounds). PART=repeat: heavy-fused b16384's
 # chosen plan beside ideal, gpu-sequential and gpu-overlap in N processes (2), one after
-# the other, for how its recovery of the gap spreads between processes. With OUT set by
-# the device tool:
-#   [PART=heavy|first|default|repeat] [ROUNDS=3] [SIDE=1] [N=2] bash bench/tune_session.sh
+# the other, for how its recovery of the gap spreads between processes. PART=ranking: the
+# committed one-GPU plans whose single-case run (bench/results/plans_h200_refit.md) did not
+# measure the planner's choice fastest, beside ideal, gpu-sequential and RAP's plan in
+# rounds: terabyte b4096 (5 rounds, host-paced) and wide-4x b8192. With OUT set by the
+# device tool:
+#   [PART=heavy|first|default|repeat|ranking] [ROUNDS=3] [SIDE=1] [N=2] bash bench/tune_session.sh
 # returns $OUT/tune.tar (the device tool returns few files).
 set -u
 rounds=${ROUNDS:-3}
 stamp() { while IFS= read -r l; do echo "$(date +%T.%3N) $l"; done; }
-tune() {  # NAME BUDGET_S STRATEGIES [OUTPUT NAME, default NAME]
-  local out=${4:-$1}
-  python -m corun.cli tune "bench/plans/tune/$1" --strategies "$3" --rounds "$rounds" --iterations 300 \
+tune() {  # FOLDER (under bench/plans/) BUDGET_S STRATEGIES [OUTPUT NAME, default the folder's]
+  local out=${4:-$(basename "$1")}
+  python -m corun.cli tune "bench/plans/$1" --strategies "$3" --rounds "$rounds" --iterations 300 \
     --warmup 20 --budget-s "$2" -o "$OUT/tune/$out" 2>&1 | stamp > "$OUT/tune/$out.log"
   grep -vE "^[0-9:.]+ +(iteration|round)|compiling|preparing|batches and" "$OUT/tune/$out.log" | cut -c14-
 }
 mkdir -p "$OUT/tune"
 if [ "${PART:-heavy}" = default ]; then
   rounds=${ROUNDS:-5}
-  tune criteo-kaggle-b4096 220 ideal,gpu-sequential,corun,corun-2,corun-3,corun-4,corun-5
+  tune tune/criteo-kaggle-b4096 220 ideal,gpu-sequential,corun,corun-2,corun-3,corun-4,corun-5
+elif [ "${PART:-heavy}" = ranking ]; then
+  rounds=${ROUNDS:-5}
+  tune terabyte-b4096 150 ideal,gpu-sequential,rap,corun
+  rounds=3
+  tune wide-4x-b8192 200 ideal,gpu-sequential,rap,corun
 elif [ "${PART:-heavy}" = repeat ]; then
   for p in $(seq 1 "${N:-2}"); do
-    tune heavy-fused-b16384 150 ideal,gpu-sequential,gpu-overlap,corun "heavy-fused-b16384-p$p"
+    tune tune/heavy-fused-b16384 150 ideal,gpu-sequential,gpu-overlap,corun "heavy-fused-b16384-p$p"
   done
 elif [ "${PART:-heavy}" = heavy ]; then
-  tune heavy-fused-b16384 240 ideal,gpu-sequential,gpu-overlap,corun,corun-2,corun-3,corun-4,corun-5
-  tune heavy-fused-b8192 170 ideal,gpu-sequential,gpu-overlap,corun,corun-2,corun-3,corun-4,corun-5
+  tune tune/heavy-fused-b16384 240 ideal,gpu-sequential,gpu-overlap,corun,corun-2,corun-3,corun-4,corun-5
+  tune tune/heavy-fused-b8192 170 ideal,gpu-sequential,gpu-overlap,corun,corun-2,corun-3,corun-4,corun-5
 else
-  tune heavy-fused-b16384 200 ideal,gpu-sequential,gpu-overlap,corun,corun-2,corun-3,corun-4
-  tune criteo-kaggle-b4096 120 ideal,gpu-sequential,corun,corun-2,corun-3,corun-4
+  tune tune/heavy-fused-b16384 200 ideal,gpu-sequential,gpu-overlap,corun,corun-2,corun-3,corun-4
+  tune tune/criteo-kaggle-b4096 120 ideal,gpu-sequential,corun,corun-2,corun-3,corun-4
   if [ "${SIDE:-1}" = 1 ]; then
     ONLY=heavy bash bench/heavy_rounds.sh side side heavy-stages "$rounds" \
       ideal,gpu-sequential,corun,at:bottom_mlp_bwd,at:bottom_mlp_bwd+b4224,at:bottom_mlp_bwd+b16896 \
