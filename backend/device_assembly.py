@@ -41,21 +41,12 @@ def table_count(t, offs, offsets_base, rows):
 
 
 @register_jitable
-def table_start(t, offs, offsets_base, rows):
-    """Where table t's ids start in the table-major batch (a few dozen cached loads)."""
-    start = 0
-    for u in range(t):
-        start += table_count(u, offs, offsets_base, rows)
-    return start
-
-
-@register_jitable
-def assemble_ids(t, x, stride, i64, offs, values_base, offsets_base, capacity, row_base,
-                 rows, ids, status, check, ref_ids):
-    """Table t's ids x, x + stride, ...: the pool holds them contiguously already, so a
-    warp copies 32 neighbours (coalesced, whatever the list lengths)."""
+def assemble_ids(t, x, start, stride, i64, offs, values_base, offsets_base, capacity,
+                 row_base, rows, ids, status, check, ref_ids):
+    """Table t's ids x, x + stride, ... (the table's ids begin at `start`): the pool holds
+    them contiguously already, so a warp copies 32 neighbours (coalesced, whatever the
+    list lengths)."""
     count = table_count(t, offs, offsets_base, rows)
-    start = table_start(t, offs, offsets_base, rows)
     if count < 0 or count > capacity[t] or start < 0 or start + count > ids.size:
         return  # flagged by assemble_offsets
     base, shift = values_base[t], row_base[t]
@@ -67,14 +58,14 @@ def assemble_ids(t, x, stride, i64, offs, values_base, offsets_base, capacity, r
 
 
 @register_jitable
-def assemble_offsets(t, r, offs, offsets_base, capacity, rows, ids_size, offsets, status,
-                     check, ref_offsets):
-    """Table t's offset of row r (and the final one). status[t] gets the table's id count
-    (from row 0) and status[tables] is set to 1 on any difference from the reference
-    (when `check`) or offsets outside [0, capacity]: then no id is written."""
+def assemble_offsets(t, r, start, offs, offsets_base, capacity, rows, ids_size, offsets,
+                     status, check, ref_offsets):
+    """Table t's offset of row r (and the final one; the table's ids begin at `start`).
+    status[t] gets the table's id count (from row 0) and status[tables] is set to 1 on
+    any difference from the reference (when `check`) or offsets outside [0, capacity]:
+    then no id is written."""
     tables = offsets_base.size
     count = table_count(t, offs, offsets_base, rows)
-    start = table_start(t, offs, offsets_base, rows)
     ob = offsets_base[t]
     b0 = r if ob < 0 else offs[ob + r]
     b1 = r + 1 if ob < 0 else offs[ob + r + 1]
@@ -112,16 +103,39 @@ def assemble_dense(r, f32_bits, dense_base, dense_bits, status, check, ref_dense
 
 
 @functools.cache
+def _starts_kernel():
+    """The kernel that finds where each table's ids start in the table-major batch
+    (starts[t], the id counts of the tables before it summed), once a batch, before
+    `_kernel`'s: one block, a count a thread, then one thread adds them up. Every thread of
+    the assembly walking all the counts before its table itself made O(tables^2) loads a
+    batch: wide-4x's 104 tables took the assembly 0.24-0.28 ms on the H200 where its bytes
+    ask 0.06 (bench/results/tune_h200.md, run 7)."""
+
+    @cuda.jit
+    def table_starts(offs, offsets_base, rows, starts):
+        tables = offsets_base.size
+        for u in range(cuda.threadIdx.x, tables, cuda.blockDim.x):
+            starts[u + 1] = table_count(u, offs, offsets_base, rows)
+        cuda.syncthreads()
+        if cuda.threadIdx.x == 0:
+            starts[0] = 0
+            for u in range(tables):
+                starts[u + 1] += starts[u]
+
+    return table_starts
+
+
+@functools.cache
 def _kernel():
     """The CUDA kernel (compiled once per process, lazily: the CPU never needs it).
     Grid (x over rows or more, tables + 1): block row t < tables writes table t's
-    offsets and copies its ids (grid-stride), the last block row writes the dense
-    features; threads past the rows only copy ids."""
+    offsets and copies its ids (grid-stride) from starts[t] on (`_starts_kernel`), the
+    last block row writes the dense features; threads past the rows only copy ids."""
 
     @cuda.jit
     def assemble(f32_bits, i64, offs, dense_base, values_base, offsets_base, capacity,
-                 row_base, rows, dense_bits, ids, offsets, status, check, ref_dense_bits,
-                 ref_ids, ref_offsets):
+                 row_base, starts, rows, dense_bits, ids, offsets, status, check,
+                 ref_dense_bits, ref_ids, ref_offsets):
         x = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
         t = cuda.blockIdx.y
         if t == values_base.size:
@@ -129,13 +143,20 @@ def _kernel():
                 assemble_dense(x, f32_bits, dense_base, dense_bits, status, check,
                                ref_dense_bits)
             return
+        start = starts[t]
         if x < rows:
-            assemble_offsets(t, x, offs, offsets_base, capacity, rows, ids.size, offsets,
-                             status, check, ref_offsets)
-        assemble_ids(t, x, cuda.gridDim.x * cuda.blockDim.x, i64, offs, values_base,
+            assemble_offsets(t, x, start, offs, offsets_base, capacity, rows, ids.size,
+                             offsets, status, check, ref_offsets)
+        assemble_ids(t, x, start, cuda.gridDim.x * cuda.blockDim.x, i64, offs, values_base,
                      offsets_base, capacity, row_base, rows, ids, status, check, ref_ids)
 
     return assemble
+
+
+def starts_block(tables: int) -> int:
+    """Threads of `_starts_kernel`'s one block: a warp's multiple, a table a thread up
+    to 1024."""
+    return min(1024, 32 * max(1, -(-tables // 32)))
 
 
 def grid_for(omap: OutputMap, threads: int = THREADS,
@@ -167,6 +188,7 @@ class DeviceAssembler:
                                device=device)
         self.offsets = torch.zeros(t * rows + 1, dtype=torch.int64, device=device)
         self.status = torch.zeros(t + 1, dtype=torch.int64, device=device)
+        self.starts = torch.zeros(t + 1, dtype=torch.int64, device=device)
         self.host_status = torch.zeros(t + 1, dtype=torch.int64, pin_memory=True)
         self._driver = device.type == "cuda" and driver.available()
         fixed = [as_dev(list(x)) for x in (omap.dense_bases, omap.table_values,
@@ -174,8 +196,11 @@ class DeviceAssembler:
                                            omap.row_base)]
         self._keep = fixed  # the kernel's arguments point into these
         nb = cuda.as_cuda_array
-        head = (pools["f32"].view(np.int32), pools["i64"], pools["offs"], *map(nb, fixed), rows,
-                nb(self.dense_bits), nb(self.ids), nb(self.offsets), nb(self.status))
+        head = (pools["f32"].view(np.int32), pools["i64"], pools["offs"], *map(nb, fixed),
+                nb(self.starts), rows, nb(self.dense_bits), nb(self.ids), nb(self.offsets),
+                nb(self.status))
+        self.starts_launch = BoundLaunch(_starts_kernel(), 1, starts_block(t),
+                                         (pools["offs"], nb(fixed[2]), rows, nb(self.starts)))
         dummy = (torch.zeros((1, 1), dtype=torch.int32, device=device),
                  torch.zeros(1, dtype=torch.int64, device=device),
                  torch.zeros(1, dtype=torch.int64, device=device))
@@ -195,10 +220,12 @@ class DeviceAssembler:
             address = stream_address(stream)
             status, nbytes = self.status.data_ptr(), self.status.numel() * 8
             driver.zero_words(status, nbytes // 4, address)
+            self.starts_launch(stream)
             self.launches[i % len(self.launches)](stream)
             driver.copy_to_host(self.host_status.data_ptr(), status, nbytes, address)
             return
         self.status.zero_()
+        self.starts_launch(stream)
         self.launches[i % len(self.launches)](stream)
         self.host_status.copy_(self.status, non_blocking=True)
 

@@ -11,7 +11,7 @@ import torch
 import spec
 from backend.assembly import Assembler, differs, output_map
 from backend.data import synthetic_inputs
-from backend.device_assembly import _kernel, grid_for
+from backend.device_assembly import _kernel, _starts_kernel, grid_for, starts_block
 from backend.fusion import FusedGroup
 from backend.runner import PipelineProgram
 from backend.settings import ASSEMBLY_IDS_PER_THREAD
@@ -51,9 +51,11 @@ def assemble(host, omap, ref=None, grid=None):
     else:
         check, refs = 1, (ref.dense.numpy().view(np.int32), ref.ids.numpy(),
                           ref.offsets.numpy())
+    starts = np.zeros(t + 1, np.int64)
+    _starts_kernel()[1, starts_block(t)](host.offs, fixed[2], omap.rows, starts)
     _kernel()[grid or grid_for(omap, 32), 32](host.f32.view(np.int32), host.i64, host.offs,
-                                         *fixed, omap.rows, dense_bits, ids, offsets,
-                                         status, check, *refs)
+                                         *fixed, starts, omap.rows, dense_bits, ids,
+                                         offsets, status, check, *refs)
     return dense_bits.view(np.float32), ids, offsets, status
 
 
@@ -100,6 +102,29 @@ def test_the_block_row_widens_with_the_largest_table():
     wide = grid_for(omap(16384, [1_300_000, 10]))
     assert wide == (-(-1_300_000 // (256 * ASSEMBLY_IDS_PER_THREAD)), 3)
     assert grid_for(omap(1, [])) == (1, 1)
+
+
+def test_table_starts_sum_the_counts_before_each_table():
+    """starts[t] = the id counts of tables 0 .. t-1, a table with no offsets counting one
+    id a row; with fewer threads than tables (the loop strides) and with more."""
+    rows, rng = 5, np.random.default_rng(3)
+    counts = rng.integers(0, 50, size=70)
+    offs, bases = [], []
+    for k, c in enumerate(counts):
+        if k % 7 == 3:  # one id a row: no offsets
+            bases.append(-1)
+            counts[k] = rows
+            continue
+        bases.append(len(offs))
+        offs += list(np.sort(rng.integers(0, c + 1, size=rows))) + [int(c)]
+        offs[bases[-1]] = 0
+    want = np.concatenate([[0], np.cumsum(counts)])
+    for threads in (32, starts_block(len(counts))):
+        starts = np.zeros(len(counts) + 1, np.int64)
+        _starts_kernel()[1, threads](np.array(offs, np.int64), np.array(bases, np.int64),
+                                     rows, starts)
+        np.testing.assert_array_equal(starts, want)
+    assert [starts_block(n) for n in (1, 32, 33, 104, 5000)] == [32, 32, 64, 128, 1024]
 
 
 def changed(batch, **parts):
