@@ -82,7 +82,7 @@ class BoundLaunch:
         with warnings.catch_warnings():
             # plans launch a few blocks on purpose (a thin kernel beside training, the
             # batch's one-block start finder), below Numba's 128-block warning
-            warnings.filterwarnings("ignore", message="Grid size .* under-utilization")
+            warnings.filterwarnings("ignore", message=".*Grid size .* under-utilization")
             self.dispatcher[self.grid, self.block, stream](*self.args)  # compiles
         self._tried = True
         self._bind()
