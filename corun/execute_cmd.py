@@ -23,7 +23,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "the file's stem; or the strategy)")
     p.add_argument("--model", help="model preset or file (default: the plan's model)")
     p.add_argument("--pipeline", help="pipeline preset or file (default: the plan's)")
-    p.add_argument("--batch", type=int, help="batch per GPU (default: the model's)")
+    p.add_argument("--batch", type=int, help="batch per GPU (default: the plan's, else the "
+                   "model's)")
     add_cuda_graphs_argument(p)
     p.add_argument("--hardware", default="h200",
                    help="hardware preset: the baselines' launch shape and host cores")
@@ -54,6 +55,7 @@ def build(args: argparse.Namespace):
     from corun.cli import command_line, progress
     from corun.plan_dir import plan_strategy
     from corun.workload import (
+        plan_batch,
         resolve_hardware,
         resolve_model,
         resolve_pipeline,
@@ -66,7 +68,7 @@ def build(args: argparse.Namespace):
         raise SpecError("plan", args.plan, "either a plan file or --strategy, not both")
     plan = load(Plan, args.plan) if args.plan else None
     model = resolve_model(args.model or (plan.model if plan else None) or "criteo-kaggle",
-                          args.batch, wants_graphs(args, plan))
+                          plan_batch(args, plan), wants_graphs(args, plan))
     pipeline = resolve_pipeline(args.pipeline or (plan.pipeline if plan else None) or "kaggle")
     world = int(os.environ.get("WORLD_SIZE", "1"))
     hw = resolve_hardware(args.hardware, world, None, args.host_cores)

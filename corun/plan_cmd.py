@@ -103,8 +103,8 @@ def run(args: argparse.Namespace) -> int:
         results.append(simulate(steady_state(replace(base, strategy=s))))
     preds = [r.prediction for r in results]
 
-    def stamp(plan):  # a plan file says whether it was made for the graphed step
-        return replace(plan, cuda_graphs=model.cuda_graphs)
+    def stamp(plan):  # a plan file says the batch and the step (graphed or not) it is for
+        return replace(plan, cuda_graphs=model.cuda_graphs, batch_per_gpu=model.batch_per_gpu)
 
     if args.output:
         save(stamp(chosen.plan), args.output)

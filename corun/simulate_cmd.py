@@ -13,6 +13,7 @@ from corun.workload import (
     add_calibration_argument,
     add_cuda_graphs_argument,
     calibrated,
+    plan_batch,
     resolve_hardware,
     resolve_model,
     resolve_pipeline,
@@ -44,7 +45,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "(costmodel/host.py): the GPU side alone, as if launches were free")
     p.add_argument("--model", default="criteo-kaggle", help="model preset or file")
     p.add_argument("--pipeline", default="kaggle", help="pipeline preset or file")
-    p.add_argument("--batch", type=int, help="batch per GPU (default: the model's)")
+    p.add_argument("--batch", type=int, help="batch per GPU (default: the --plan's, else "
+                   "the model's)")
     add_cuda_graphs_argument(p)
     add_calibration_argument(p)
     p.add_argument("--strategy", default="all",
@@ -110,7 +112,7 @@ def run(args: argparse.Namespace) -> int:
 
     hw = resolve_hardware(args.hardware, args.gpus, args.interconnect, args.host_cores)
     plan = load(Plan, args.plan) if args.plan else None
-    model = resolve_model(args.model, args.batch, wants_graphs(args, plan))
+    model = resolve_model(args.model, plan_batch(args, plan), wants_graphs(args, plan))
     pipeline = resolve_pipeline(args.pipeline)
     strategies = strategies_for(args.strategy, hw, plan)
     if args.trace and len(strategies) > 1:

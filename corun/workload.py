@@ -101,6 +101,13 @@ def wants_graphs(args: argparse.Namespace, plan: Plan | None) -> bool:
     return bool(args.cuda_graphs) or (plan is not None and plan.cuda_graphs)
 
 
+def plan_batch(args: argparse.Namespace, plan: Plan | None) -> int | None:
+    """--batch if given, else the batch the plan given was made for (None: the model's)."""
+    if args.batch is not None:
+        return args.batch
+    return plan.batch_per_gpu if plan is not None else None
+
+
 def resolve_model(name: Any, batch: int | None, cuda_graphs: bool = False) -> Model:
     """The named model, at `batch` if given, with its step replayed as CUDA graphs if
     `cuda_graphs` (a model file may also say so itself)."""

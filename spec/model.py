@@ -54,6 +54,10 @@ class Table:
         require_positive("pooling", self.pooling)
 
 
+MAX_BATCH_PER_GPU = 1 << 24
+"""The largest batch per GPU a model or a plan may name."""
+
+
 @dataclass(frozen=True)
 class Model:
     """A DLRM. Dense features go through the bottom MLP, sparse ones through tables."""
@@ -98,7 +102,7 @@ class Model:
         require_int_range("dcn_low_rank", self.dcn_low_rank, 1)
         require(0 < self.learning_rate < 100, "learning_rate", self.learning_rate,
                 "a number in (0, 100)")
-        require_int_range("batch_per_gpu", self.batch_per_gpu, 1, 1 << 24)
+        require_int_range("batch_per_gpu", self.batch_per_gpu, 1, MAX_BATCH_PER_GPU)
         if self.embedding_update is EmbeddingUpdate.FUSED_SGD:
             require(self.optimizer is Optimizer.SGD, "optimizer", self.optimizer.value,
                     "sgd when embedding_update is fused-sgd (the fused kernel applies SGD)")

@@ -6,6 +6,7 @@ import enum
 from dataclasses import dataclass, field
 
 from spec.errors import SpecError, require, require_int_range
+from spec.model import MAX_BATCH_PER_GPU
 from spec.pipeline import Pipeline
 from spec.stages import Stage, stages_for
 
@@ -83,6 +84,10 @@ class Plan:
     cuda_graphs: bool = False
     """Planned for the trainer's step replayed as CUDA graphs (`corun plan --cuda-graphs`):
     `corun execute` and `corun simulate --plan` then replay it so without being told."""
+    batch_per_gpu: int | None = None
+    """The batch per GPU it was planned for (its launch shapes and release stages are
+    sized to it): `corun execute` and `corun simulate --plan` run at it unless --batch
+    says otherwise. None (plans written before the field): the model's own batch."""
 
     def __post_init__(self) -> None:
         require_int_range("gpu_count", self.gpu_count, 1, 4096)
@@ -91,6 +96,8 @@ class Plan:
         require(not (self.cuda_graphs and self.gpu_count > 1), "cuda_graphs", True,
                 "false with several GPUs (the graphed step is one process's)")
         require_int_range("batches_ahead", self.batches_ahead, 1, 2)
+        if self.batch_per_gpu is not None:
+            require_int_range("batch_per_gpu", self.batch_per_gpu, 1, MAX_BATCH_PER_GPU)
         names = [k.name for k in self.kernels]
         dup = sorted({n for n in names if names.count(n) > 1})
         require(not dup, "kernels", dup, "unique kernel names")

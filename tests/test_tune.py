@@ -134,3 +134,25 @@ def test_an_executed_plan_file_pairs_with_its_prediction(folder, tmp_path, capsy
     # a measurement with no prediction of its strategy names the strategies predicted
     assert main(["report", "-o", str(tmp_path / "r2"), files[0], files[3]]) == 2
     assert "predictions given: corun" in capsys.readouterr().err
+
+
+def test_a_plan_runs_at_the_batch_it_was_planned_for(folder, tmp_path, capsys):
+    """`corun plan --batch B` writes B into the plan; `corun execute` and `corun simulate
+    --plan` run at it unless --batch says otherwise."""
+    model, pipe = str(folder / "model.json"), str(folder / "pipeline.json")
+    out = tmp_path / "plans"
+    assert main(["plan", "--model", model, "--pipeline", pipe, "--batch", "24",
+                 "--time-limit", "1", "--iterations", "4", "--quiet", "--out", str(out)]) == 0
+    assert load(Plan, out / "plan.json").batch_per_gpu == 24
+    common = ["--model", model, "--pipeline", pipe, "--device", "cpu", "--iterations", "1",
+              "--warmup", "0", "--distinct-batches", "1", "--quiet"]
+    for extra, rows in (([], 24), (["--batch", "16"], 16)):
+        m = tmp_path / f"m{rows}.json"
+        assert main(["execute", str(out / "plan.json"), *common, *extra, "-o", str(m)]) == 0
+        assert load(Measurement, m).batch_per_gpu == rows
+    capsys.readouterr()
+    assert main(["simulate", "--strategy", "plan", "--plan", str(out / "plan.json"),
+                 "--model", model, "--pipeline", pipe, "--iterations", "4", "--json",
+                 "--quiet"]) == 0
+    assert json.loads(capsys.readouterr().out)["batch_per_gpu"] == 24
+
