@@ -72,10 +72,12 @@ ASSEMBLY_FIXED_MS, ASSEMBLY_MS_PER_MB = 0.05, 0.0007
 waited for nothing (RAP's plans and gpu-overlap, execute_plans_run12/15 and
 execute_heavy_run5): 0.03-0.07 ms at 2-8 MB (kaggle, terabyte, wide-2x), 0.13, 0.17 and
 0.28 ms at heavy's 86, 173 and 345 MB; wide-4x b8192 (104 tables, 15 MB) took 0.27 ms,
-which this line puts at 0.06. (The MB are output_mb's, lists at their mean length; the
-kernel itself moves more: at heavy b16384 785 MB with the check, 0.28 ms alone, 0.235 on
-the grid of 2026-12-01, bench/results/assembly_probe_h200.md. Not refitted: in execution
-the new grid changed nothing, bench/results/heavy_asmgrid_h200.md.)"""
+which this line puts at 0.06, until the assembly found each table's start once a batch:
+0.076-0.082 ms alone since (bench/results/tune_h200.md, runs 8-9). (The MB are
+output_mb's, lists at their mean length; the kernel itself moves more: at heavy b16384
+785 MB with the check, 0.28 ms alone, 0.235 on the grid of 2026-12-01,
+bench/results/assembly_probe_h200.md. Not refitted: in execution the new grid changed
+nothing, bench/results/heavy_asmgrid_h200.md.)"""
 
 
 GRAPH_STEP_MS = 0.42
