@@ -12,9 +12,8 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
+from reports.whatif import MAX_CORES
 from spec import SpecError
-
-MAX_CORES = 8192
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,10 @@ import numpy as np
 
 from reports import figures
 
+MAX_CORES = 8192
+"""The most host cores the what-if's cpu:N search tries; a point no cpu:N up to it
+matches records MAX_CORES + 1."""
+
 
 def markdown(points, model: str, pipeline: str) -> str:
     lines = [f"# What-if: {model} / {pipeline}", "",
@@ -17,10 +21,14 @@ def markdown(points, model: str, pipeline: str) -> str:
              "| planned samples/s | of ideal | CPU cores to match | plan |",
              "|---|---|---|---|---|---|---|---|---|"]
     for p in points:
-        cores = str(p.cpu_cores_to_match) if p.cpu_cores_to_match <= 8192 else "> 8192"
+        cores = str(p.cpu_cores_to_match) if p.cpu_cores_to_match <= MAX_CORES else "none"
         lines.append(f"| {p.hardware} | {p.interconnect} | {p.gpus} | {p.batch} "
                      f"| {p.ideal_samples_per_s:,.0f} | {p.planned_samples_per_s:,.0f} "
                      f"| {100 * p.of_ideal:.1f}% | {cores} | {p.plan} |")
+    if any(p.cpu_cores_to_match > MAX_CORES for p in points):
+        lines += ["", f"none: no cpu:N up to {MAX_CORES} cores matches the plan. Where the "
+                  "host thread that launches the step sets the pace, host workers slow it "
+                  "(costmodel/host.py, WORKERS_MS) and more of them do not catch up."]
     if any(p.of_ideal > 1 for p in points):
         lines += ["", "Above 100%: ideal's batches are ready on each GPU row-wise, so their "
                   "ids still cross the input all-to-all; a plan's owner-mapped features are "

@@ -172,6 +172,20 @@ def test_whatif_grid(tmp_path, capsys):
     assert "--hardware = 'tpu'" in capsys.readouterr().err
 
 
+def test_whatif_table_says_when_no_cpu_count_matches():
+    from dataclasses import replace
+
+    from corun.whatif_cmd import Point
+    from reports.whatif import MAX_CORES, markdown
+
+    matched = Point("h200", "nvlink4", 1, 8192, 2.0e6, 2.0e6, 1.0, 7, "1 GPU kernel")
+    none = replace(matched, batch=4096, of_ideal=0.893, cpu_cores_to_match=MAX_CORES + 1)
+    text = markdown([matched], "m", "p")
+    assert "| 7 |" in text and "none" not in text
+    text = markdown([matched, none], "m", "p")
+    assert "| 89.3% | none |" in text and f"no cpu:N up to {MAX_CORES} cores" in text
+
+
 def test_report_calibrates_by_the_measured_ideal(files, tmp_path):
     """Measured = predicted x 1.10 for both: the ideal's factor takes the other run's
     error to zero; without the ideal's measurement there is nothing to calibrate by."""
