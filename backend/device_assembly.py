@@ -109,7 +109,7 @@ def _starts_kernel():
     `_kernel`'s: one block, a count a thread, then one thread adds them up. Every thread of
     the assembly walking all the counts before its table itself made O(tables^2) loads a
     batch: wide-4x's 104 tables took the assembly 0.24-0.28 ms on the H200 where its bytes
-    ask 0.06 (bench/results/tune_h200.md, run 7)."""
+    ask 0.06 (bench/results/tune_h200.md, run 7); with this kernel, 0.076-0.082 (runs 8-9)."""
 
     @cuda.jit
     def table_starts(offs, offsets_base, rows, starts):
