@@ -212,11 +212,14 @@ def require_raw(ap, paths: list[Path], expected: str = RAW_EXPECTED) -> None:
         ap.error(f"raw = {missing[0]!r}: {expected}")
 
 
-def report_out(out: Path | None, named: bool, default_out: Path) -> Path | None:
-    """Where a renderer writes its text: -o OUT.md, else its committed default report only
-    when it renders its default runs (`named` False): other runs' text never replaces it
-    (twice it had, bench/results/heavy_rounds_h200.md); None: print only."""
-    return out or (None if named else default_out)
+def publish(text: str, out: Path | None, named: bool, default_out: Path) -> None:
+    """Print a renderer's text and write it atomically to -o OUT.md, else to its committed
+    default report only when it renders its default runs (`named` False): other runs'
+    text never replaces it (twice it had, bench/results/heavy_rounds_h200.md)."""
+    target = out or (None if named else default_out)
+    if target is not None:
+        write_atomic(target, text)
+    print(text)
 
 
 def render_main(argv: list[str] | None, doc: str, default_raw: list[Path], default_out: Path,
@@ -224,7 +227,7 @@ def render_main(argv: list[str] | None, doc: str, default_raw: list[Path], defau
     """The command line of a renderer of raw runs: RAW.json ... (default_raw when none)
     and -o OUT.md. A raw file that does not exist is an argparse error naming it and
     what was `expected`, before anything is written; the text `render_raw(raw files)`
-    returns is printed and written atomically where report_out says."""
+    returns is printed and written atomically where `publish` says."""
     import argparse
 
     ap = argparse.ArgumentParser(description=doc,
@@ -236,10 +239,7 @@ def render_main(argv: list[str] | None, doc: str, default_raw: list[Path], defau
     args = ap.parse_args(argv)
     require_raw(ap, args.raw, expected)
     text = render_raw(args.raw or default_raw)
-    out = report_out(args.out, bool(args.raw), default_out)
-    if out is not None:
-        write_atomic(out, text)
-    print(text)
+    publish(text, args.out, bool(args.raw), default_out)
     return 0
 
 

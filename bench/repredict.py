@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT))
 from bench.render_execute import (  # noqa: E402
     measured_cases,
     measured_scenario,
-    report_out,
+    publish,
     require_raw,
 )
 from spec.serde import write_atomic  # noqa: E402
@@ -154,10 +154,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.rows_json:
         write_atomic(args.rows_json, json.dumps(rs, indent=0))
     text = render(rs, raw, command, skipped, old)
-    out = report_out(args.out, bool(args.raw) or args.all, OUT)
-    if out is not None:
-        write_atomic(out, text)
-    print(text)
+    publish(text, args.out, bool(args.raw) or args.all, OUT)
     return 0
 
 

@@ -28,11 +28,10 @@ from bench.render_execute import (  # noqa: E402
     graphed,
     measured_cases,
     measured_scenario,
-    report_out,
+    publish,
     require_raw,
 )
 from bench.repredict import every_raw, summary  # noqa: E402
-from spec.serde import write_atomic  # noqa: E402
 
 OUT = ROOT / "bench/results/repredict_calibrated_h200.md"
 
@@ -190,10 +189,7 @@ def main(argv: list[str] | None = None) -> int:
     command = " ".join(["python bench/repredict_calibrated.py",
                         *(argv if argv is not None else sys.argv[1:])])
     text = render(rs, command, skipped, given is not None)
-    out = report_out(args.out, bool(args.raw) or given is not None, OUT)
-    if out is not None:
-        write_atomic(out, text)
-    print(text)
+    publish(text, args.out, bool(args.raw) or given is not None, OUT)
     return 0
 
 
