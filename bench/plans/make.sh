@@ -49,7 +49,7 @@ for g in 2 4; do
   for p in kaggle terabyte; do
     for b in 4096 8192; do
       corun plan --hardware h200 --gpus "$g" --pipeline "$p" --model "criteo-$p" --batch "$b" \
-        --time-limit 10 --quiet --out "bench/plans/x$g/$p-b$b" > "bench/plans/x$g/$p-b$b.txt"
+        --time-limit 10 --runners-up 1 --quiet --out "bench/plans/x$g/$p-b$b" > "bench/plans/x$g/$p-b$b.txt"
       corun plan --hardware h200 --gpus "$g" --pipeline "$p" --model "criteo-$p" --batch "$b" \
         --host-cores "$g" --time-limit 10 --quiet -o "bench/plans/x$g/$p-b$b/plan-gpu.json"
     done
