@@ -223,11 +223,12 @@ def publish(text: str, out: Path | None, named: bool, default_out: Path) -> None
 
 
 def render_main(argv: list[str] | None, doc: str, default_raw: list[Path], default_out: Path,
-                expected: str, render_raw) -> int:
+                expected: str, render_raw, flags: dict[str, str] | None = None) -> int:
     """The command line of a renderer of raw runs: RAW.json ... (default_raw when none)
-    and -o OUT.md. A raw file that does not exist is an argparse error naming it and
-    what was `expected`, before anything is written; the text `render_raw(raw files)`
-    returns is printed and written atomically where `publish` says."""
+    and -o OUT.md, plus on/off `flags` ({"--name": help}) passed to render_raw by name. A
+    raw file that does not exist is an argparse error naming it and what was `expected`,
+    before anything is written; the text `render_raw(raw files, **flags)` returns is
+    printed and written atomically where `publish` says."""
     import argparse
 
     ap = argparse.ArgumentParser(description=doc,
@@ -236,9 +237,13 @@ def render_main(argv: list[str] | None, doc: str, default_raw: list[Path], defau
                     help="default: " + ", ".join(p.name for p in default_raw))
     ap.add_argument("-o", "--out", type=Path,
                     help=f"default: {default_out.name} with the default RAW, else print only")
+    for flag, text in (flags or {}).items():
+        ap.add_argument(flag, action="store_true", help=text)
     args = ap.parse_args(argv)
     require_raw(ap, args.raw, expected)
-    text = render_raw(args.raw or default_raw)
+    chosen = {f.lstrip("-").replace("-", "_"): getattr(args, f.lstrip("-").replace("-", "_"))
+              for f in flags or {}}
+    text = render_raw(args.raw or default_raw, **chosen)
     publish(text, args.out, bool(args.raw), default_out)
     return 0
 

@@ -6,7 +6,9 @@ each strategy recovers (both per round, then the median), and the predicted iter
 (bench/render_plans.predicted_ms) with its error against the median. One run's median
 moves by several percent with the host's pace on the heavy case; rounds show by how much.
 
-    python bench/render_repeats.py [RAW.json ...] [-o OUT.md]
+    python bench/render_repeats.py [RAW.json ...] [--pool] [-o OUT.md]
+
+--pool takes the files as one run's rounds (several calls on one machine, back to back).
 
 By default: bench/results/heavy_rounds_h200.md from the heavy runs of 2026-11-30 (RAW).
 """
@@ -36,15 +38,18 @@ def shown(path: Path | str) -> str:
     return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
 
 
-def rounds_of(raw: list[Path]) -> dict[tuple, dict[int, dict[str, dict]]]:
+def rounds_of(raw: list[Path], pool: bool = False) -> dict[tuple, dict[int, dict[str, dict]]]:
     """{(source, pipeline, model, batch): {round: {strategy: case}}} of the measured cases
-    (a file without rounds is one round)."""
-    out: dict[tuple, dict[int, dict[str, dict]]] = {}
-    for path in raw:
+    (a file without rounds is one round). Pooled, the files are one source, "A + B", and
+    file i's round r is round (i, r)."""
+    out: dict[tuple, dict] = {}
+    for i, path in enumerate(raw):
+        source = " + ".join(map(str, raw)) if pool else str(path)
         for c in json.loads(read_stored_text(path)):
             if c.get("measurement"):
-                key = (str(path), c["pipeline"], c["measurement"]["model"], c["batch"])
-                out.setdefault(key, {}).setdefault(c.get("repeat", 0), {})[c["strategy"]] = c
+                key = (source, c["pipeline"], c["measurement"]["model"], c["batch"])
+                out.setdefault(key, {}).setdefault((i, c.get("repeat", 0)), {})[
+                    c["strategy"]] = c
     return out
 
 
@@ -93,9 +98,10 @@ def stretch_table(rounds: dict[int, dict[str, dict]]) -> list[str]:
     return out
 
 
-def render(raw: list[Path]) -> str:
+def render(raw: list[Path], pool: bool = False) -> str:
     lines = ["# Strategies in rounds on the H200: measured against predicted", "",
-             f"Made by `python bench/render_repeats.py {' '.join(map(shown, raw))}`. "
+             f"Made by `python bench/render_repeats.py {' '.join(map(shown, raw))}"
+             f"{' --pool' if pool else ''}`. "
              "Each round runs every strategy once, in a turned order, and shares and "
              "recoveries are against that round's ideal and gpu-sequential, then the "
              "median over rounds (min-max in brackets). Recovered: the share of "
@@ -104,14 +110,17 @@ def render(raw: list[Path]) -> str:
              "of today, not of the run), or simulated here where noted. Below each table: "
              "each training stage's median over rounds less ideal's, in ms, and the "
              "kernels' spans from launch to end (stretched by what runs beside them).", ""]
-    for (source, pipeline, model, batch), rounds in rounds_of(raw).items():
+    for (source, pipeline, model, batch), rounds in rounds_of(raw, pool).items():
         rows = summarise(rounds)
         if not rows:
             continue
         name = pipeline if model == spec.DEFAULT_MODEL_FOR.get(pipeline) else \
             f"{pipeline} / {model}"
-        lines += [f"## {name}, batch {batch} ({shown(source)})", "",
-                  f"`{rows[0]['command']}`", "",
+        lines += [f"## {name}, batch {batch} ({' + '.join(map(shown, source.split(' + ')))})",
+                  "",
+                  *(f"`{c}`" for c in dict.fromkeys(
+                      c["measurement"]["command"] for cases in rounds.values()
+                      for c in cases.values())), "",
                   "| strategy | rounds | median ms (min-max) | of ideal (min-max) | "
                   "fastest in rounds | recovered | predicted ms | error |",
                   "|---|---:|---:|---:|---:|---:|---:|---:|"]
@@ -156,7 +165,9 @@ launch_session.sh), in the order they make their case."""
 
 def main(argv: list[str] | None = None) -> int:
     return render_main(argv, __doc__, RAW, ROOT / "bench/results/heavy_rounds_h200.md",
-                       "a bench/execute_gpu.py --repeats output", render)
+                       "a bench/execute_gpu.py --repeats output", render,
+                       {"--pool": "take the files as one run's rounds (calls on one machine, "
+                                  "back to back)"})
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ calibrate")."""
 from __future__ import annotations
 
 import statistics
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
 
 IDEAL, SEQUENTIAL = "ideal", "gpu-sequential"
@@ -36,7 +36,7 @@ class RoundStats:
     percent (None where no round measured both with gpu-sequential slower than ideal)."""
 
 
-def round_stats(times_ms: Mapping[int, Mapping[str, float]]) -> list[RoundStats]:
+def round_stats(times_ms: Mapping[Hashable, Mapping[str, float]]) -> list[RoundStats]:
     """{round: {strategy: median iteration ms}} -> one row per strategy, in the order
     they first appear."""
     names = list(dict.fromkeys(s for t in times_ms.values() for s in t))

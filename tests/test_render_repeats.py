@@ -57,6 +57,25 @@ def test_the_command_line_writes_the_tables(tmp_path):
     assert not (tmp_path / "other.md").exists()
 
 
+def test_pooled_files_are_one_run_s_rounds(tmp_path):
+    """--pool: two calls on one machine, each with its rounds 0 and 1, are four rounds of
+    one table; without it each file is its own table of two."""
+    first, second = tmp_path / "a.json", tmp_path / "b.json"
+    first.write_text(json.dumps(RAW))
+    later = [{**c, "measurement": {**c["measurement"], "command": "later"}} for c in RAW]
+    second.write_text(json.dumps(later))
+    out = tmp_path / "pooled.md"
+    assert main([str(first), str(second), "--pool", "-o", str(out)]) == 0
+    text = out.read_text()
+    assert text.count("## heavy / heavy-fused, batch 8192") == 1
+    assert "| gpu-overlap | 4 | 4.700 (4.500-4.900) |" in text
+    assert "| 2 | 17% |" in text  # fastest in 2 of 4 rounds
+    assert "`later`" in text and "--pool`" in text  # both commands, and how it was made
+    apart = tmp_path / "apart.md"
+    assert main([str(first), str(second), "-o", str(apart)]) == 0
+    assert apart.read_text().count("## heavy / heavy-fused, batch 8192") == 2
+
+
 def test_named_runs_without_out_are_printed_not_written_over_the_default(tmp_path, capsys,
                                                                        monkeypatch):
     """The default report is the default runs' render: twice before, other runs rendered
