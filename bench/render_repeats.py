@@ -148,7 +148,10 @@ def render(raw: list[Path], pool: bool = False) -> str:
             ranked = sorted((r for r in rows if r["strategy"] != "ideal"
                              and not math.isnan(r["predicted_ms"])),
                             key=lambda r: r["predicted_ms"])
-            facts.append(f"predicted best: {ranked[0]['strategy']}")
+            tied = [r["strategy"] for r in ranked
+                    if r["predicted_ms"] - ranked[0]["predicted_ms"] < 5e-4]
+            facts.append("predicted best: " + (tied[0] if len(tied) == 1 else
+                                                 " = ".join(tied) + " (tied)"))
         errs = [abs(r["error_pct"]) for r in rows if not math.isnan(r["error_pct"])]
         facts.append(f"{sum(e <= 5 for e in errs)} of {len(errs)} predicted within 5%")
         lines += ["", "; ".join(facts) + ".", ""]

@@ -92,3 +92,20 @@ def test_named_runs_without_out_are_printed_not_written_over_the_default(tmp_pat
     assert rr.main([str(path)]) == 0
     assert "## heavy / heavy-fused, batch 8192" in capsys.readouterr().out
     assert default.read_text() == "committed"
+
+
+def test_a_tie_in_prediction_names_every_tied_strategy(tmp_path, monkeypatch):
+    """Two plans predicted alike are both the predicted best; naming the first listed
+    made a host-paced tie read as a ranking miss."""
+    import bench.render_repeats as rr
+
+    predicted = {"ideal": 3.7, "gpu-sequential": 4.186, "corun": 4.186, "rap": 4.6}
+    monkeypatch.setattr(rr, "predicted_ms", lambda c: (predicted[c["strategy"]], ""))
+    raw = [case(s, ms, r, 1.0) for r in (0, 1) for s, ms in
+           (("ideal", 3.3), ("gpu-sequential", 3.8), ("rap", 4.1), ("corun", 3.7))]
+    path = tmp_path / "raw.json"
+    path.write_text(json.dumps(raw))
+    text = rr.render([path])
+    assert "predicted best: gpu-sequential = corun (tied)" in text
+    predicted["corun"] = 4.18
+    assert "predicted best: corun;" in rr.render([path])

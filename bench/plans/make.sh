@@ -34,11 +34,13 @@ for p in kaggle terabyte wide-2x wide-4x; do
 done
 corun simulate --hardware h200 --pipeline multihot --model mlperf-dcnv2 --batch 8192 --strategy all --quiet --out bench/plans/multihot-b8192 > bench/plans/multihot-b8192.txt
 corun simulate --hardware h200 --pipeline multihot --model mlperf-dcnv2 --batch 4096 --strategy all --quiet --out bench/plans/multihot-b4096 > bench/plans/multihot-b4096.txt
-# 4 GPUs (issue 8), and 2 for when only two are lent: corun's and RAP's plans; corun's
+# 4 GPUs (issue 8), and 2 for when only two are lent: corun's and RAP's plans, corun's
+# next-best schedule (plan-2.json: within the simulator's error of the choice); corun's
 # best plan with preprocessing on the GPUs (plan-gpu.json: planned for a host of one core
 # a GPU, so the host workers are out); the owner-mapped variant of the chosen plan, or of
-# plan-gpu.json where the chosen one runs on the host CPU (it does: with the distributed
-# host costs of costmodel/host.py all-CPU plans are predicted best there); and PGAS.
+# plan-gpu.json where the chosen one runs on the host CPU (all-CPU plans were chosen on
+# several GPUs until costmodel/host.py charged the host workers; since then plan.json and
+# plan-gpu.json are the same GPU plan); and PGAS.
 # (2-GPU runs 3-5 and 4-GPU runs 1-2 executed older plans; their records carry them.)
 if [ "${GPUS:-all}" = 1 ]; then
   rm -f bench/plans/*/trace-*.json bench/plans/graphs/*/trace-*.json
