@@ -154,6 +154,26 @@ and the planner chose them on 2 and 4 GPUs; measured they took 1.2 ms more than 
 (median of 16, runs 6-8) and lost to the plans with kernels in every workload of run 8."""
 
 
+DISTRIBUTED_OWNER_A2A_MS = 0.268
+"""Host time the distributed step's input all-to-all saves when every table's ids are
+preprocessed by the table's owner (scaled by the share of tables that are): those ids are
+neither split per rank, exchanged nor gathered back per table and source
+(backend/distributed.py, `_input_a2a`). DISTRIBUTED_OWNER_LANE_MS is what the owners'
+lane adds to the batch's host time (a second lane staged, assembled and checked).
+Fitted by `python bench/fit_host.py --owner bench/results/raw/execute_multigpu_run6.json.gz
+execute_multigpu_run7.json.gz execute_multigpu_run8.json.gz
+execute_multigpu_rounds_x2_run1.json.gz (each under bench/results/raw/) -o
+bench/results/host_owner_x2.json`: the medians over the 28 rounds of 2-GPU runs 6-8 and
+the owner rounds (2026-12-01, three lent H200 x2s) that ran the owner-mapped plan beside
+the same GPU plan without owners (saved -0.18 to 0.61 ms, added -0.04 to 1.74). Held out,
+2-GPU runs 9-10 (36 such rounds on another x2) give 0.387 and 0.122. Before it the model
+charged owners their extra launch and nothing else and put the owner-mapped plan 0.5%
+behind; measured it ran ahead in 3 of 4 workloads of runs 9-10 (median of 9 rounds)."""
+
+DISTRIBUTED_OWNER_LANE_MS = 0.12
+"""See DISTRIBUTED_OWNER_A2A_MS."""
+
+
 @dataclass(frozen=True)
 class HostCosts:
     """What one GPU's host thread spends per iteration, by piece."""
@@ -169,17 +189,28 @@ class HostCosts:
     distributed_batch_ms_per_mb: float = 0.0
     workers_ms: float = WORKERS_MS
     distributed_workers_ms: float = DISTRIBUTED_WORKERS_MS
+    distributed_owner_a2a_ms: float = DISTRIBUTED_OWNER_A2A_MS
+    distributed_owner_lane_ms: float = DISTRIBUTED_OWNER_LANE_MS
     source: str = "corun execute host breakdown, H200 machine (costmodel/host.py)"
 
     def iteration_ms(self, kernel_launches: int, output_mb: float, batches: bool,
-                     gpus: int = 1, graphs: bool = False, workers: bool = False) -> float:
+                     gpus: int = 1, graphs: bool = False, workers: bool = False,
+                     owner_share: float = 0.0) -> float:
         """Host time of one iteration: the step (the distributed one on several GPUs, the
-        graphed one with `graphs`, slowed by host workers beside it: `workers`),
+        graphed one with `graphs`, slowed by host workers beside it: `workers`, shortened
+        where a share of the tables' ids skip the input all-to-all: `owner_share`),
         its fused-kernel launches and, when the executor stages real batches (`batches`;
-        not `ideal`'s replay), their staging, assembly and check."""
+        not `ideal`'s replay), their staging, assembly and check (and the owners' lane)."""
         _, launch, fixed, per_mb = self._constants(gpus)
         batch = fixed + per_mb * output_mb if batches else 0.0
-        return self._step_ms(gpus, graphs, workers) + launch * kernel_launches + batch
+        if batches and gpus > 1 and owner_share > 0:
+            batch += self.distributed_owner_lane_ms
+        return (self._step_ms(gpus, graphs, workers) - self._owner_saved_ms(gpus, owner_share)
+                + launch * kernel_launches + batch)
+
+    def _owner_saved_ms(self, gpus: int, owner_share: float) -> float:
+        """Host time the input all-to-all saves for the share of tables owner-mapped."""
+        return self.distributed_owner_a2a_ms * owner_share if gpus > 1 else 0.0
 
     def _step_ms(self, gpus: int, graphs: bool, workers: bool) -> float:
         """The step's own launches: the graphed step, or the eager one plus what host
@@ -203,12 +234,14 @@ class HostCosts:
 
     def launched_ms(self, stages: Sequence[Stage], launches_at: Sequence[int],
                     launches_before: int, gpus: int = 1, graphs: bool = False,
-                    model: str = "", workers: bool = False) -> tuple[float, ...]:
+                    model: str = "", workers: bool = False,
+                    owner_share: float = 0.0) -> tuple[float, ...]:
         """Per stage position, the host's time from the start of a step's launches until
         that stage's are all made (the last: every launch of the step): the step's own
         launches shared out by stage (LAUNCH_SHARE), each fused kernel's three or one at
         the stage that releases it (`launches_at`), those before the iteration first;
-        `model`'s own shares where measured (MODEL_LAUNCH_SHARE, one GPU).
+        `model`'s own shares where measured (MODEL_LAUNCH_SHARE, one GPU); the input
+        all-to-all's launches less what owner-mapped tables save (`owner_share`).
         The GPU begins a stage no earlier than the stages before it are launched."""
         launch = self._constants(gpus)[1]
         step = self._step_ms(gpus, graphs, workers)
@@ -217,9 +250,13 @@ class HostCosts:
         mean = sum(table.values()) / len(table)
         shares = [table.get(s.value, mean) for s in stages]
         total = sum(shares) or 1.0
+        saved = self._owner_saved_ms(gpus, owner_share)
         out, acc = [], launch * launches_before
-        for share, n in zip(shares, launches_at):
-            acc += step * share / total + launch * n
+        for stage, share, n in zip(stages, shares, launches_at):
+            part = step * share / total
+            if stage is Stage.INPUT_A2A:
+                part, saved = max(0.0, part - saved), 0.0
+            acc += part + launch * n
             out.append(acc)
         return tuple(out)
 

@@ -69,10 +69,27 @@ def rows_of(cases: list[dict], source: str) -> list[dict]:
                     "launches": kernel_launches(kernels, pipe),
                     "host_nodes": len((m.get("plan") or {}).get("cpu_nodes") or ()),
                     "repeat": r.get("repeat", 0),
+                    "owner_share": owner_share((m.get("plan") or {}), pipe),
                     "output_mb": output_mb(pipe, r["batch"]),
                     "host": {k: v["median_ms"] for k, v in m["host"].items()},
                     "iteration_ms": m["iteration"]["median_ms"]})
     return out
+
+
+def owner_share(plan: dict, pipe: spec.Pipeline) -> float:
+    """The share of a plan's sparse features (one table each) that their table's owner
+    preprocesses over the global batch (0 for a baseline or a plan without owners)."""
+    mapping = plan.get("feature_mapping") or {}
+    owners = sum(mapping.get(s.node) == spec.Mapping.OWNER.value
+                 for s in pipe.sparse_outputs)
+    return owners / len(pipe.sparse_outputs) if pipe.sparse_outputs else 0.0
+
+
+def batch_host_ms(r: dict) -> float:
+    """A row's host time for its batch: staging, assembly and check, less the waits for
+    the GPU inside them."""
+    h = r["host"]
+    return h["stage"] + h["finish"] - h["wait"] + h["check"]
 
 
 LAUNCH = "launch:"
@@ -163,6 +180,41 @@ def workers_ms(rows: list[dict], batch_fixed_ms: float, several: bool = True) ->
             "added_median_ms": round(statistics.median(added), 3)}
 
 
+OWNER_BASES = ("corun-gpu", "corun")
+"""What an owner-mapped plan (`corun-owner`) is paired with in its command and round:
+the same GPU plan without owners (bench/plans/make_multi.py makes it from plan-gpu.json,
+which is plan.json where that is a GPU plan)."""
+
+
+def owner_ms(rows: list[dict]) -> dict:
+    """distributed_owner_a2a_ms and distributed_owner_lane_ms: over every round that ran an
+    owner-mapped plan beside the same plan without owners (OWNER_BASES, on GPUs only),
+    the median of the host time the input all-to-all's launches saved (the `launch:
+    input_a2a` piece, per unit of owner share) and of the batch host time the owners'
+    lane added (its staging, assembly and check)."""
+    key = lambda r: (r["source"], r["pipeline"], r["batch"], r["repeat"])  # noqa: E731
+    by = {(key(r), r["strategy"]): r for r in rows if r.get("gpus", 1) > 1}
+    saved, added = [], []
+    for (k, strategy), r in by.items():
+        if strategy != "corun-owner" or r["owner_share"] <= 0:
+            continue
+        base = next((by[(k, b)] for b in OWNER_BASES if (k, b) in by
+                     and not by[(k, b)]["host_nodes"] and not by[(k, b)]["owner_share"]),
+                    None)
+        if base is None or LAUNCH + "input_a2a" not in r["host"]:
+            continue
+        saved.append((base["host"][LAUNCH + "input_a2a"] - r["host"][LAUNCH + "input_a2a"])
+                     / r["owner_share"])
+        added.append(batch_host_ms(r) - batch_host_ms(base))
+    if not saved:
+        raise SpecError("runs", len(rows), "rounds of several GPUs with corun-owner beside "
+                        f"one of {', '.join(OWNER_BASES)} as a GPU plan")
+    return {"distributed_owner_a2a_ms": round(statistics.median(saved), 3),
+            "distributed_owner_lane_ms": round(statistics.median(added), 3),
+            "used": len(saved), "saved_ms": [round(min(saved), 3), round(max(saved), 3)],
+            "added_ms": [round(min(added), 3), round(max(added), 3)]}
+
+
 def fit(rows: list[dict]) -> dict:
     """The constants (as HostCosts names them), how many runs each used, and the ranges
     they came from. One-GPU runs give the one-GPU constants; runs of more than one GPU,
@@ -199,9 +251,8 @@ def fit_pieces(rows: list[dict]) -> dict:
     mb, batch = [], []
     for r in rows:
         if r["strategy"] != "ideal":
-            h = r["host"]
             mb.append(r["output_mb"])
-            batch.append(h["stage"] + h["finish"] - h["wait"] + h["check"])
+            batch.append(batch_host_ms(r))
     slope, fixed = np.polyfit(mb, batch, 1)
     if slope < 0 or max(mb) < MIN_MB_SPAN * min(mb):
         # no measurable growth with size, or too narrow a span to tell: the median, flat

@@ -305,14 +305,16 @@ def compile_scenario(sc: Scenario, cm: CostModel) -> Compiled:
         if sc.host_thread:
             mine = [k for k in plan.kernels if k.gpu is None or k.gpu == g]
             workers = bool(plan.cpu_nodes)
+            owners = len(owner_mapped) / len(model.tables)
             host_ms = H200_HOST.iteration_ms(kernel_launches(mine, pipeline), batch_mb,
                                              sc.strategy.kind is not StrategyKind.IDEAL,
-                                             hw.gpu_count, model.cuda_graphs, workers)
+                                             hw.gpu_count, model.cuda_graphs, workers,
+                                             owners)
             at = [kernel_launches([k for k in mine if k.release == s], pipeline)
                   for s in stages]
             before = kernel_launches([k for k in mine if k.release is None], pipeline)
             launched = H200_HOST.launched_ms(stages, at, before, hw.gpu_count,
-                                             model.cuda_graphs, model.name, workers)
+                                             model.cuda_graphs, model.name, workers, owners)
         turnaround = H200_HOST.turnaround_ms(sc.host_thread, hw.gpu_count)
         gpus.append(_scaled(GpuTables(stages, stage_ms, tuple(comm.get(s, 0.0) for s in stages),
                                       tuple(pre), tuple(kernels),

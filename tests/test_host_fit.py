@@ -157,3 +157,52 @@ def test_workers_ms_is_what_host_plans_add_over_ideal_less_the_batch():
     assert got["distributed_workers_ms"] == pytest.approx(0.65)
     with pytest.raises(SpecError, match="plan on the host"):
         workers_ms(rows[-2:], 0.35)
+
+
+def test_owner_ms_pairs_each_owner_round_with_the_same_plan_without_owners():
+    """distributed_owner_a2a_ms: the input all-to-all's host launches saved per unit of
+    owner share, and distributed_owner_lane_ms: the batch host time the owners' lane
+    adds; each owner round against the GPU plan of its command and round, an all-CPU
+    `corun` never its base, one GPU left out."""
+    from costmodel.host_fit import owner_ms
+
+    def row(strategy, a2a, batch, share=0.0, host_nodes=0, repeat=0, gpus=2):
+        return {"source": "run", "pipeline": "kaggle", "batch": 4096, "strategy": strategy,
+                "gpus": gpus, "host_nodes": host_nodes, "repeat": repeat,
+                "owner_share": share,
+                "host": {"launch:input_a2a": a2a, "stage": 0.1, "finish": batch - 0.1,
+                         "wait": 0.0, "check": 0.0}}
+
+    rows = [row("corun", 1.7, 0.5, host_nodes=105), row("corun-gpu", 1.6, 0.3),
+            row("corun-owner", 1.2, 0.4, share=0.5),      # saved 0.4 / 0.5, added 0.1
+            row("corun", 1.5, 0.3, repeat=1),             # a GPU plan: the base
+            row("corun-owner", 1.2, 0.5, share=1.0, repeat=1),  # saved 0.3, added 0.2
+            row("corun-owner", 0.2, 0.9, share=1.0, repeat=2),  # no base in its round
+            row("corun-owner", 0.2, 0.9, share=1.0, gpus=1, repeat=1)]
+    got = owner_ms(rows)
+    assert got["used"] == 2
+    assert got["distributed_owner_a2a_ms"] == pytest.approx((0.8 + 0.3) / 2)
+    assert got["distributed_owner_lane_ms"] == pytest.approx(0.15)
+    with pytest.raises(SpecError, match="corun-owner"):
+        owner_ms(rows[:1])
+
+
+def test_owner_share_shortens_only_the_distributed_step_and_its_input_all_to_all():
+    """What owners save comes off the input all-to-all's launches (when the GPU may begin
+    the stages after it) and off the step, less the owners' lane; one GPU has no input
+    all-to-all and is unchanged."""
+    from costmodel.host import H200_HOST
+    from spec import Stage
+
+    h = H200_HOST
+    base = h.iteration_ms(2, 4.0, True, gpus=2)
+    owned = h.iteration_ms(2, 4.0, True, gpus=2, owner_share=0.5)
+    assert base - owned == pytest.approx(0.5 * h.distributed_owner_a2a_ms
+                                         - h.distributed_owner_lane_ms)
+    assert h.iteration_ms(2, 4.0, True, gpus=1, owner_share=0.5) == \
+        h.iteration_ms(2, 4.0, True, gpus=1)
+    stages = [Stage.INPUT_A2A, Stage.EMB_FWD, Stage.OPTIMIZER]
+    plain = h.launched_ms(stages, [0, 0, 0], 0, gpus=2)
+    less = h.launched_ms(stages, [0, 0, 0], 0, gpus=2, owner_share=1.0)
+    assert [a - b for a, b in zip(plain, less)] == pytest.approx(
+        [h.distributed_owner_a2a_ms] * 3)
