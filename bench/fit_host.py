@@ -27,8 +27,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench.render_execute import require_raw  # noqa: E402
 from costmodel.host import H200_HOST  # noqa: E402
-from costmodel.host_fit import (  # noqa: E402
-    fit, launch_shares_by_model, owner_ms, runs, workers_ms)
+from costmodel.host_fit import fit, launch_shares_by_model, owner_ms, runs, workers_ms  # noqa: E402
 from spec import SpecError  # noqa: E402
 from spec.serde import write_atomic  # noqa: E402
 
