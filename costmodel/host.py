@@ -36,6 +36,8 @@ copied back in one call, bench/results/multigpu_h200x2_run6.md):
   distributed_batch_fixed_ms   0.35  staging, assembly, check and the per-table split of
   distributed_batch_ms_per_mb  0     each batch (0.28-1.21 ms at 1.9-3.9 MB: too narrow a
                                      span for a slope, host_fit.MIN_MB_SPAN; the median).
+What owner-mapped tables save the input all-to-all and what their lane adds:
+DISTRIBUTED_OWNER_A2A_MS and DISTRIBUTED_OWNER_LANE_MS (below), fitted apart.
 Measured at 2 GPUs on one machine: used for any count. Held out, 2-GPU run 7 (another
 lent x2 the same day, ideal 6.12-7.40 ms) is predicted 17.3% fast on average
 (bench/results/multigpu_h200x2_run7.md): the lent machines' hosts differ more than the
