@@ -13,7 +13,8 @@ the kernels sooner); preprocess one or two batches ahead (Plan.batches_ahead: wi
 kernel that outlasts the step does not hold back the next one); remap a unit: to the host
 CPU workers and back (into a new kernel at every stage where no local kernel is left),
 or (several GPUs) a unit that is one sparse feature to its table's owner GPU, over the
-global batch, which saves its ids the input all-to-all. A move that puts more units on
+global batch, which saves its ids the input all-to-all (construction also tries every
+such unit at its owner at once). A move that puts more units on
 the host CPU must gain CPU_MARGIN. Where the host thread paces two candidates alike (a
 tie, TIE), the one faster on the GPU side wins: the host's pace is the least certain part
 of a prediction.
@@ -135,6 +136,20 @@ class State:
     """Plan.batches_ahead."""
 
 
+def to_owners(d: Draft, owned: list[int], owner_of: dict[int, int]) -> list[Draft]:
+    """Local kernel `d` with its `owned` units (each one sparse feature) moved to their
+    tables' owner GPUs: what is left of `d`, then one kernel per owner at d's stage, its
+    blocks d's share per unit."""
+    keep = tuple(x for x in d.units if x not in owned)
+    by_gpu: dict[int, list[int]] = {}
+    for u in owned:
+        by_gpu.setdefault(owner_of[u], []).append(u)
+    share = max(1, d.blocks // max(len(d.units), 1))
+    return ([replace(d, units=keep)] if keep else []) + [
+        Draft(tuple(us), d.stage, share * len(us), d.threads, g)
+        for g, us in sorted(by_gpu.items())]
+
+
 class LocalSearch(Proposer):
     name = "corun"
 
@@ -220,6 +235,16 @@ class LocalSearch(Proposer):
             j = score(on_cpu)
             if better(j, best, CPU_MARGIN):
                 best, best_state = j, on_cpu
+        if self.remap and owner_of and len(best_state.drafts) == 1:
+            # every sparse feature at its table's owner, from the best start: many GPUs
+            # make the one-at-a-time moves too many for a short time limit to reach it
+            d = best_state.drafts[0]
+            owned = replace(best_state, drafts=tuple(to_owners(d, [
+                u for u in d.units if u in owner_of], owner_of)))
+            if valid(owned):
+                j = score(owned)
+                if better(j, best):
+                    best, best_state = j, owned
         while time.monotonic() < deadline:
             improved, improved_state = None, best_state
             for cand in self._moves(best_state, stages, owner_of, (blocks, threads),
@@ -284,15 +309,7 @@ class LocalSearch(Proposer):
                 yield replace(state, drafts=tuple(kept), cpu_units=state.cpu_units | set(moved))
                 owned = [u for u in moved if u in owner_of]
                 if owned:
-                    keep = tuple(x for x in d.units if x not in owned)
-                    kept = rest + ([replace(d, units=keep)] if keep else [])
-                    by_gpu: dict[int, list[int]] = {}
-                    for u in owned:
-                        by_gpu.setdefault(owner_of[u], []).append(u)
-                    share = max(1, d.blocks // max(len(d.units), 1))
-                    own = [Draft(tuple(us), d.stage, share * len(us), d.threads, g)
-                           for g, us in sorted(by_gpu.items())]
-                    yield replace(state, drafts=tuple(kept + own))
+                    yield replace(state, drafts=tuple(rest + to_owners(d, owned, owner_of)))
         local = [k for k, d in enumerate(drafts) if d.gpu is None]
         on_cpu = sorted(state.cpu_units)
         for back in {tuple(on_cpu[:1]), tuple(on_cpu)} if on_cpu else ():
