@@ -192,8 +192,8 @@ def owner_ms(rows: list[dict]) -> dict:
     the median of the host time the input all-to-all's launches saved (the `launch:
     input_a2a` piece, per unit of owner share) and of the batch host time the owners'
     lane added (its staging, assembly and check)."""
-    key = lambda r: (r["source"], r["pipeline"], r["batch"], r["repeat"])  # noqa: E731
-    by = {(key(r), r["strategy"]): r for r in rows if r.get("gpus", 1) > 1}
+    by = {((r["source"], r["pipeline"], r["batch"], r["repeat"]), r["strategy"]): r
+          for r in rows if r.get("gpus", 1) > 1}
     saved, added = [], []
     for (k, strategy), r in by.items():
         if strategy != "corun-owner" or r["owner_share"] <= 0:
