@@ -39,15 +39,15 @@ def shown(path: Path | str) -> str:
 
 
 def rounds_of(raw: list[Path], pool: bool = False) -> dict[tuple, dict[int, dict[str, dict]]]:
-    """{(source, pipeline, model, batch): {round: {strategy: case}}} of the measured cases
-    (a file without rounds is one round). Pooled, the files are one source, "A + B", and
-    file i's round r is round (i, r)."""
+    """{(sources, pipeline, model, batch): {round: {strategy: case}}} of the measured cases
+    (a file without rounds is one round): each file its own source, or pooled, all files
+    one, and file i's round r is round (i, r)."""
     out: dict[tuple, dict] = {}
     for i, path in enumerate(raw):
-        source = " + ".join(map(str, raw)) if pool else str(path)
+        sources = tuple(map(str, raw)) if pool else (str(path),)
         for c in json.loads(read_stored_text(path)):
             if c.get("measurement"):
-                key = (source, c["pipeline"], c["measurement"]["model"], c["batch"])
+                key = (sources, c["pipeline"], c["measurement"]["model"], c["batch"])
                 out.setdefault(key, {}).setdefault((i, c.get("repeat", 0)), {})[
                     c["strategy"]] = c
     return out
@@ -110,17 +110,16 @@ def render(raw: list[Path], pool: bool = False) -> str:
              "of today, not of the run), or simulated here where noted. Below each table: "
              "each training stage's median over rounds less ideal's, in ms, and the "
              "kernels' spans from launch to end (stretched by what runs beside them).", ""]
-    for (source, pipeline, model, batch), rounds in rounds_of(raw, pool).items():
+    for (sources, pipeline, model, batch), rounds in rounds_of(raw, pool).items():
         rows = summarise(rounds)
         if not rows:
             continue
         name = pipeline if model == spec.DEFAULT_MODEL_FOR.get(pipeline) else \
             f"{pipeline} / {model}"
-        lines += [f"## {name}, batch {batch} ({' + '.join(map(shown, source.split(' + ')))})",
-                  "",
-                  *(f"`{c}`" for c in dict.fromkeys(
-                      c["measurement"]["command"] for cases in rounds.values()
-                      for c in cases.values())), "",
+        commands = dict.fromkeys(c["measurement"]["command"] for cases in rounds.values()
+                                 for c in cases.values())
+        lines += [f"## {name}, batch {batch} ({' + '.join(map(shown, sources))})", "",
+                  *(x for c in commands for x in (f"`{c}`", "")),
                   "| strategy | rounds | median ms (min-max) | of ideal (min-max) | "
                   "fastest in rounds | recovered | predicted ms | error |",
                   "|---|---:|---:|---:|---:|---:|---:|---:|"]
