@@ -151,18 +151,38 @@ def say(*a) -> None:
         print(*a, flush=True)
 
 
-def case_plan(label: str, pipeline: spec.Pipeline, model: spec.Model, folder: str, hw):
+def plan_dir(matrix: str, pipe_name: str, batch: int, gpus: int) -> Path:
+    """Where a matrix's plan files for one workload are:
+    bench/plans/[x<N>/][<PLAN_FOLDER>/]<pipeline or MATRIX_MODEL>-b<batch>/."""
+    folder = pipe_name if matrix not in MATRIX_MODEL else MATRIX_MODEL[matrix]
+    if matrix in PLAN_FOLDER:
+        folder = f"{PLAN_FOLDER[matrix]}/{folder}"
+    return (PLANS if gpus == 1 else PLANS / f"x{gpus}") / f"{folder}-b{batch}"
+
+
+def same_plan_as(label: str, earlier: list[str], directory: Path) -> str | None:
+    """The first of `earlier` labels whose plan file holds the very plan `label`'s does
+    (plain plan labels only): on several GPUs the planner's choice can be its GPU plan and
+    its owner-mapped form at once, and measuring one plan three times wastes the call."""
+    def plan(x: str) -> spec.Plan | None:
+        path = directory / plan_file(x) if "+" not in x and plan_file(x) else None
+        return spec.load(spec.Plan, path) if path is not None and path.exists() else None
+
+    mine = plan(label)
+    return None if mine is None else next((x for x in earlier if plan(x) == mine), None)
+
+
+def case_plan(label: str, pipeline: spec.Pipeline, model: spec.Model, directory: Path, hw):
     """(the Plan a matrix label runs, its Strategy or None): a baseline by name, "at:<stage>"
     (the baselines' one kernel released at that stage, the training stream first), or a
-    plan file under bench/plans/[x<N>/]<folder>/."""
+    plan file in `directory` (plan_dir)."""
     if label.startswith("at:"):
         blocks, threads = default_launch(hw)
         plan = spec.one_kernel_plan(pipeline, model.name, hw.gpu_count,
                                     label.removeprefix("at:"), blocks, threads)
         return replace(plan, training_priority_high=True), None
     if plan_file(label) is not None:
-        plans = PLANS if hw.gpu_count == 1 else PLANS / f"x{hw.gpu_count}"
-        return spec.load(spec.Plan, plans / folder / plan_file(label)), None
+        return spec.load(spec.Plan, directory / plan_file(label)), None
     strategy = parse_strategy(label, hw)
     return strategy_plan(strategy, pipeline, model.name, hw), strategy
 
@@ -198,10 +218,8 @@ def run_case(pipe_name: str, batch: int, label: str, args, trainers: dict, hw,
         base, check = "gpu-overlap", False
     if "nocheck" in suffixes:  # "+nocheck": the batches not compared with the reference
         check = False
-    folder = pipe_name if args.matrix not in MATRIX_MODEL else model_name
-    if args.matrix in PLAN_FOLDER:
-        folder = f"{PLAN_FOLDER[args.matrix]}/{folder}"
-    plan, strategy = case_plan(base, pipeline, model, f"{folder}-b{batch}", hw)
+    plan, strategy = case_plan(base, pipeline, model,
+                               plan_dir(args.matrix, pipe_name, batch, hw.gpu_count), hw)
     if "ahead2" in suffixes:
         plan = replace(plan, batches_ahead=2)
     for priority, high in (("high", True), ("low", False)):
@@ -307,8 +325,11 @@ def main(argv: list[str] | None = None) -> int:
                 go = [time.time() - t_start <= args.budget_s]
                 if world > 1:  # every rank takes the same decision
                     dist.broadcast_object_list(go, src=0)
-                if not go[0]:
-                    results.append({**case, "error": "skipped: time budget spent"})
+                same = same_plan_as(label, cases[: cases.index(label)],
+                                    plan_dir(args.matrix, pipe_name, b, world))
+                if not go[0] or same:
+                    results.append({**case, "error": f"skipped: the same plan as {same}"
+                                    if same else "skipped: time budget spent"})
                     if rank == 0:  # the file lists every case of the matrix, run or not
                         write_atomic(path, json.dumps(results, indent=1))
                     continue

@@ -5,7 +5,7 @@ from dataclasses import replace
 import pytest
 
 import spec
-from bench.execute_gpu import MATRICES, MATRIX_MODEL, PLANS, case_plan
+from bench.execute_gpu import MATRICES, MATRIX_MODEL, PLANS, case_plan, plan_dir, same_plan_as
 
 
 @pytest.fixture
@@ -30,11 +30,15 @@ def test_at_a_stage_is_the_baselines_kernel_released_there(heavy_fused):
 
 def test_plan_labels_read_the_model_s_own_folder(heavy_fused):
     pipeline, model, hw = heavy_fused
-    plan, strategy = case_plan("corun", pipeline, model, "heavy-fused-b8192", hw)
+    folder = plan_dir("heavy-stages", "heavy", 8192, 1)
+    assert folder == PLANS / "heavy-fused-b8192"
+    assert plan_dir("graphs", "kaggle", 4096, 1) == PLANS / "graphs" / "kaggle-b4096"
+    assert plan_dir("multigpu", "kaggle", 4096, 2) == PLANS / "x2" / "kaggle-b4096"
+    plan, strategy = case_plan("corun", pipeline, model, folder, hw)
     assert strategy is None
     assert plan == spec.load(spec.Plan, PLANS / "heavy-fused-b8192" / "plan.json")
     assert plan.model == "heavy-fused"
-    second, _ = case_plan("corun-2", pipeline, model, "heavy-fused-b8192", hw)  # runner-up
+    second, _ = case_plan("corun-2", pipeline, model, folder, hw)  # runner-up
     assert second == spec.load(spec.Plan, PLANS / "heavy-fused-b8192" / "plan-2.json")
     from planner.runners_up import schedule
 
@@ -53,3 +57,18 @@ def test_strategies_name_labels_their_variants_and_runners_up(capsys):
     with pytest.raises(SystemExit):  # a name that matches no case: refused before any run
         main(["--matrix", "heavy", "--strategies", "ideal,at:emb_bwd", "--dry-run"])
     assert "--strategies at:emb_bwd: not a label of --matrix heavy" in capsys.readouterr().err
+
+
+def test_a_plan_file_holding_an_earlier_label_s_plan_is_not_measured_again(tmp_path):
+    """On several GPUs the planner's choice can be its GPU plan and its owner-mapped form
+    at once (plan.json = plan-gpu.json = plan-owner.json): the matrix runs it once."""
+    src = PLANS / "kaggle-b4096"
+    chosen, rap = (spec.load(spec.Plan, src / f) for f in ("plan.json", "plan-rap.json"))
+    for name, plan in (("plan.json", chosen), ("plan-gpu.json", chosen),
+                       ("plan-owner.json", rap)):
+        spec.save(plan, tmp_path / name)
+    labels = ["ideal", "gpu-sequential", "corun", "corun-gpu", "corun-owner"]
+    same = {x: same_plan_as(x, labels[: labels.index(x)], tmp_path) for x in labels}
+    assert same == {"ideal": None, "gpu-sequential": None, "corun": None,
+                    "corun-gpu": "corun", "corun-owner": None}
+    assert same_plan_as("corun-gpu+ahead2", ["corun"], tmp_path) is None  # a variant runs
