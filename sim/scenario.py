@@ -340,7 +340,7 @@ def compile_scenario(sc: Scenario, cm: CostModel) -> Compiled:
         notes.append(HINT + hint)
     if owner_mapped:
         notes.append(NOTE + _owner_note(model, hw, sharding, owner_mapped,
-                                        comm.get(Stage.INPUT_A2A, 0.0)))
+                                        comm.get(Stage.INPUT_A2A, 0.0), sc.host_thread))
     return Compiled(sc, plan, sharding, gpus, cpu_ms, cm.name, notes)
 
 
@@ -360,15 +360,23 @@ def _scaled(t: GpuTables, f: float) -> GpuTables:
 
 
 def _owner_note(model: Model, hw: Hardware, sharding: Sharding,
-                owner_mapped: frozenset[str], input_a2a_ms: float) -> str:
+                owner_mapped: frozenset[str], input_a2a_ms: float, host_thread: bool) -> str:
     """Why a plan with owner-mapped features can beat `ideal`: their ids skip the input
     all-to-all that ideal's row-wise batches go through (their raw columns come from the
-    host instead, to the owner, over the global batch)."""
+    host instead, to the owner, over the global batch), and, with the host thread
+    modelled, what that saves and costs the host."""
     works = [stage_work(model, hw, sharding, g)[Stage.INPUT_A2A] for g in range(hw.gpu_count)]
     row_wise_ms = all_to_all_ms([w.send_bytes for w in works], [w.recv_bytes for w in works],
                                 hw.collective_link)
+    host = ""
+    if host_thread:
+        saved = H200_HOST.distributed_owner_a2a_ms * len(owner_mapped) / len(model.tables)
+        host = (f", and {saved:.2f} ms less of the host's launches for it against "
+                f"{H200_HOST.distributed_owner_lane_ms:.2f} ms more for the owners' batch "
+                "lane, costmodel/host.py")
     return (f"{len(owner_mapped)} of {len(model.tables)} tables are preprocessed by their "
             f"owner GPU over the global batch, so their ids skip the input all-to-all "
-            f"(predicted {row_wise_ms:.3f} -> {input_a2a_ms:.3f} ms a step) and their raw "
-            f"columns are copied to the owner from the host instead; ideal (batches ready "
-            f"on each GPU, row-wise) pays the whole all-to-all, so such a plan can exceed it")
+            f"(predicted {row_wise_ms:.3f} -> {input_a2a_ms:.3f} ms a step{host}) and their "
+            f"raw columns are copied to the owner from the host instead; ideal (batches "
+            f"ready on each GPU, row-wise) pays the whole all-to-all, so such a plan can "
+            f"exceed it")

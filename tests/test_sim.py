@@ -300,6 +300,13 @@ def test_owner_mapped_plan_says_why_it_can_exceed_ideal(kaggle, kaggle_model):
     i = r.compiled.gpus[0].stages.index(Stage.INPUT_A2A)
     assert f"predicted {whole:.3f} -> {r.compiled.gpus[0].comm_ms[i]:.3f} ms" in notes[0]
     assert r.compiled.gpus[0].comm_ms[i] <= whole  # one table of 27: the other GPU's bytes set it
+    from costmodel.host import H200_HOST  # with the host thread: what it saves the host
+    saved = H200_HOST.distributed_owner_a2a_ms / 27
+    assert f"and {saved:.2f} ms less of the host's launches" in notes[0]
+    gpu_only = simulate(Scenario(hw, kaggle_model, kaggle, Strategy(StrategyKind.PLAN,
+                                                                    plan=plan),
+                                 host_thread=False), commit="t")
+    assert "host's launches" not in " ".join(gpu_only.prediction.notes)
     ideal = simulate(Scenario(hw, kaggle_model, kaggle, Strategy(StrategyKind.IDEAL)),
                      commit="t")
     assert not [n for n in ideal.prediction.notes if n.startswith(NOTE)]
