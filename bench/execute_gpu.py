@@ -318,6 +318,8 @@ def main(argv: list[str] | None = None) -> int:
             if keep_b and b not in keep_b:
                 continue
             cases = cases_for(labels, args.strategies)
+            folder = plan_dir(args.matrix, pipe_name, b, world)
+            same = {x: same_plan_as(x, cases[:i], folder) for i, x in enumerate(cases)}
             inputs.clear()  # the batches of the last batch size are not read again
             for rnd, label in turned_order(cases, args.repeats):
                 case = {"pipeline": pipe_name, "batch": b, "strategy": label,
@@ -325,11 +327,9 @@ def main(argv: list[str] | None = None) -> int:
                 go = [time.time() - t_start <= args.budget_s]
                 if world > 1:  # every rank takes the same decision
                     dist.broadcast_object_list(go, src=0)
-                same = same_plan_as(label, cases[: cases.index(label)],
-                                    plan_dir(args.matrix, pipe_name, b, world))
-                if not go[0] or same:
-                    results.append({**case, "error": f"skipped: the same plan as {same}"
-                                    if same else "skipped: time budget spent"})
+                if not go[0] or same[label]:
+                    results.append({**case, "error": f"skipped: the same plan as {same[label]}"
+                                    if same[label] else "skipped: time budget spent"})
                     if rank == 0:  # the file lists every case of the matrix, run or not
                         write_atomic(path, json.dumps(results, indent=1))
                     continue

@@ -237,13 +237,13 @@ def render_main(argv: list[str] | None, doc: str, default_raw: list[Path], defau
                     help="default: " + ", ".join(p.name for p in default_raw))
     ap.add_argument("-o", "--out", type=Path,
                     help=f"default: {default_out.name} with the default RAW, else print only")
-    for flag, text in (flags or {}).items():
-        ap.add_argument(flag, action="store_true", help=text)
+    dests = {flag: flag.lstrip("-").replace("-", "_") for flag in flags or {}}
+    for flag, dest in dests.items():
+        ap.add_argument(flag, action="store_true", dest=dest, help=flags[flag])
     args = ap.parse_args(argv)
     require_raw(ap, args.raw, expected)
-    chosen = {f.lstrip("-").replace("-", "_"): getattr(args, f.lstrip("-").replace("-", "_"))
-              for f in flags or {}}
-    text = render_raw(args.raw or default_raw, **chosen)
+    text = render_raw(args.raw or default_raw,
+                      **{dest: getattr(args, dest) for dest in dests.values()})
     publish(text, args.out, bool(args.raw), default_out)
     return 0
 

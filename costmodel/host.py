@@ -207,10 +207,10 @@ class HostCosts:
         batch = fixed + per_mb * output_mb if batches else 0.0
         if batches and gpus > 1 and owner_share > 0:
             batch += self.distributed_owner_lane_ms
-        return (self._step_ms(gpus, graphs, workers) - self._owner_saved_ms(gpus, owner_share)
+        return (self._step_ms(gpus, graphs, workers) - self.owner_saved_ms(gpus, owner_share)
                 + launch * kernel_launches + batch)
 
-    def _owner_saved_ms(self, gpus: int, owner_share: float) -> float:
+    def owner_saved_ms(self, gpus: int, owner_share: float) -> float:
         """Host time the input all-to-all saves for the share of tables owner-mapped."""
         return self.distributed_owner_a2a_ms * owner_share if gpus > 1 else 0.0
 
@@ -252,7 +252,7 @@ class HostCosts:
         mean = sum(table.values()) / len(table)
         shares = [table.get(s.value, mean) for s in stages]
         total = sum(shares) or 1.0
-        saved = self._owner_saved_ms(gpus, owner_share)
+        saved = self.owner_saved_ms(gpus, owner_share)
         out, acc = [], launch * launches_before
         for stage, share, n in zip(stages, shares, launches_at):
             part = step * share / total

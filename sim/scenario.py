@@ -246,6 +246,7 @@ def compile_scenario(sc: Scenario, cm: CostModel) -> Compiled:
     plan = strategy_plan(sc.strategy, pipeline, model.name, hw)
     sharding = shard_tables(model, hw, plan.table_owner or None)
     owner_mapped = _owner_mapped_tables(plan, pipeline, sharding)
+    owner_share = len(owner_mapped) / len(model.tables)
     stages = stages_for(hw.gpu_count)
     works = [stage_work(model, hw, sharding, g, owner_mapped) for g in range(hw.gpu_count)]
     link = hw.collective_link
@@ -305,16 +306,16 @@ def compile_scenario(sc: Scenario, cm: CostModel) -> Compiled:
         if sc.host_thread:
             mine = [k for k in plan.kernels if k.gpu is None or k.gpu == g]
             workers = bool(plan.cpu_nodes)
-            owners = len(owner_mapped) / len(model.tables)
             host_ms = H200_HOST.iteration_ms(kernel_launches(mine, pipeline), batch_mb,
                                              sc.strategy.kind is not StrategyKind.IDEAL,
                                              hw.gpu_count, model.cuda_graphs, workers,
-                                             owners)
+                                             owner_share)
             at = [kernel_launches([k for k in mine if k.release == s], pipeline)
                   for s in stages]
             before = kernel_launches([k for k in mine if k.release is None], pipeline)
             launched = H200_HOST.launched_ms(stages, at, before, hw.gpu_count,
-                                             model.cuda_graphs, model.name, workers, owners)
+                                             model.cuda_graphs, model.name, workers,
+                                             owner_share)
         turnaround = H200_HOST.turnaround_ms(sc.host_thread, hw.gpu_count)
         gpus.append(_scaled(GpuTables(stages, stage_ms, tuple(comm.get(s, 0.0) for s in stages),
                                       tuple(pre), tuple(kernels),
@@ -370,7 +371,7 @@ def _owner_note(model: Model, hw: Hardware, sharding: Sharding,
                                 hw.collective_link)
     host = ""
     if host_thread:
-        saved = H200_HOST.distributed_owner_a2a_ms * len(owner_mapped) / len(model.tables)
+        saved = H200_HOST.owner_saved_ms(hw.gpu_count, len(owner_mapped) / len(model.tables))
         host = (f", and {saved:.2f} ms less of the host's launches for it against "
                 f"{H200_HOST.distributed_owner_lane_ms:.2f} ms more for the owners' batch "
                 "lane, costmodel/host.py")
