@@ -178,7 +178,7 @@ def output_column(op: OpKind, params: Mapping[str, Any], src: Column, name: str,
         value = params["value"]
         if dtype.is_int:
             lo, hi = (INT32_MIN, INT32_MAX) if dtype is DType.INT32 else (INT64_MIN, INT64_MAX)
-            require(float(value).is_integer() and lo <= value <= hi, f"{where}.value", value,
+            require(float(value).is_integer() and lo <= value <= hi, f"{where}.params.value", value,
                     f"castable to {dtype.value}: an integer in [{lo}, {hi}]")
     elif op is OpKind.CAST:
         dtype = DType(params["to"])
@@ -189,10 +189,16 @@ def output_column(op: OpKind, params: Mapping[str, Any], src: Column, name: str,
         dtype = DType.INT32
     elif op in (OpKind.LOGIT, OpKind.BOXCOX):
         need(dtype is DType.FLOAT32, "a float32 column")
-    elif op is OpKind.CLAMP:
-        need(shape is Shape.SCALAR, "a scalar column (clamp_list is the list form)")
-    elif op is OpKind.CLAMP_LIST:
-        need(shape is Shape.LIST, "a list column (clamp is the scalar form)")
+    elif op in (OpKind.CLAMP, OpKind.CLAMP_LIST):
+        if op is OpKind.CLAMP:
+            need(shape is Shape.SCALAR, "a scalar column (clamp_list is the list form)")
+        else:
+            need(shape is Shape.LIST, "a list column (clamp is the scalar form)")
+        if dtype.is_int:  # the output keeps the column's type: a bound between two
+            # integers would have no one answer (OPS.md is silent)
+            for key in ("lo", "hi"):
+                require(float(params[key]).is_integer(), f"{where}.params.{key}", params[key],
+                        f"an integer: {src.name} is {dtype.value} and clamp keeps its type")
     elif op is OpKind.FIRSTX:
         need(shape is Shape.LIST, "a list column")
         length = min(float(max(params["x"], 0)), length)
@@ -205,6 +211,35 @@ def output_column(op: OpKind, params: Mapping[str, Any], src: Column, name: str,
     elif op is OpKind.MAPID:
         need(shape is Shape.LIST and dtype is DType.INT64, "an int64 list column")
     return Column(name, dtype, shape, nullable=False, mean_length=length)
+
+
+def output_range(op: OpKind, params: Mapping[str, Any], src: tuple[int, int] | None
+                 ) -> tuple[int, int] | None:
+    """The least and greatest integer a node can write, given its input's (None: a float
+    column). An embedding table must hold every id its feature can produce."""
+    if op is OpKind.SIGRID_HASH:
+        return 0, int(params["max_value"]) - 1
+    if op is OpKind.BUCKETIZE:
+        return 0, len(params["borders"])
+    if op is OpKind.ONEHOT:
+        return 0, 1
+    if op is OpKind.MAPID:  # an id outside the map gives 0
+        return min(0, *params["map"]), max(0, *params["map"])
+    if op is OpKind.CAST:
+        return None if params["to"] == "float32" else src or (INT64_MIN, INT64_MAX)
+    if src is None or op in (OpKind.LOGIT, OpKind.BOXCOX):
+        return None
+    if op is OpKind.FILL_NULL:
+        value = int(params["value"])
+        return min(src[0], value), max(src[1], value)
+    if op in (OpKind.CLAMP, OpKind.CLAMP_LIST):  # monotone: the ends map to the ends
+        lo, hi = int(params["lo"]), int(params["hi"])
+
+        def clamp(v: int) -> int:
+            a = lo if v < lo else v
+            return hi if a > hi else a
+        return clamp(src[0]), clamp(src[1])
+    return src  # firstx, ngram: values pass through
 
 
 @dataclass(frozen=True)
@@ -300,6 +335,17 @@ class Pipeline:
         return cols
 
     @cached_property
+    def int_ranges(self) -> dict[str, tuple[int, int] | None]:
+        """Every column's least and greatest integer value (None for a float column): a
+        raw integer input may hold any value of its type."""
+        full = {DType.INT32: (INT32_MIN, INT32_MAX), DType.INT64: (INT64_MIN, INT64_MAX)}
+        out = {c.name: full.get(c.dtype) for c in self.inputs}
+        for name in self.order:
+            node = self.node_by_name[name]
+            out[name] = output_range(node.op, node.params, out[node.input])
+        return out
+
+    @cached_property
     def consumers(self) -> dict[str, tuple[str, ...]]:
         out: dict[str, list[str]] = {name: [] for name in self.columns}
         for n in self.nodes:
@@ -374,3 +420,13 @@ class Pipeline:
         missing = sorted(names - fed)
         require(not missing, "pipeline.sparse_outputs", missing[:3],
                 f"every table of model {model.name!r} fed by a feature ({len(missing)} are not)")
+        rows = {t.name: t.rows for t in model.tables}
+        for i, s in enumerate(self.sparse_outputs):  # an id past its table reads another
+            # table's rows in the stacked embedding matrix, or past its end
+            lo, hi = self.int_ranges[s.node] or (INT64_MIN, INT64_MAX)
+            n = rows[s.table]
+            require(0 <= lo and hi < n, f"pipeline.sparse_outputs[{i}]",
+                    f"{s.node}: ids in [{lo}, {hi}]",
+                    f"ids in [0, {n - 1}], the rows of table {s.table!r} of model "
+                    f"{model.name!r}: end the feature with sigrid_hash (max_value <= {n}), "
+                    "clamp_list or bucketize")

@@ -104,6 +104,55 @@ def test_pipeline_and_model_mismatch():
                                            for t in spec.model_preset("criteo-kaggle").tables)))
 
 
+def test_ids_past_a_table_are_an_error():
+    """The terabyte pipeline hashes cat_0 into 45,833,188 buckets; criteo-kaggle's cat_0
+    has 1,460 rows: an id past them would read the next table's rows."""
+    with pytest.raises(SpecError, match=r"sparse_outputs\[0\] = 'first_cat_0: ids in "
+                       r"\[0, 45833187\]': ids in \[0, 1459\], the rows of table 'cat_0'"):
+        spec.pipeline_preset("terabyte").check_model(spec.model_preset("criteo-kaggle"))
+    kaggle = spec.model_preset("criteo-kaggle")
+    one_table = replace(kaggle, dense_features=1, tables=(replace(kaggle.tables[0], name="t"),))
+
+    def feature(op, params):  # one dense feature, and `op` on raw ids feeding table t
+        return Pipeline("p", (FLOAT_COL, INT_COL),
+                        (OpNode("d", OpKind.LOGIT, "f", {"eps": 1e-5}),
+                         OpNode("n", op, "c", params)),
+                        ("d",), (SparseOutput("n", "t"),))
+    with pytest.raises(SpecError, match=r"ids in \[-9223372036854775808, 9223372036854775807\]"):
+        feature(OpKind.FIRSTX, {"x": 1}).check_model(one_table)  # raw ids, unhashed
+    feature(OpKind.CLAMP_LIST, {"lo": 0, "hi": 1459}).check_model(one_table)
+    with pytest.raises(SpecError, match=r"ids in \[0, 1460\]"):
+        feature(OpKind.CLAMP_LIST, {"lo": 0, "hi": 1460}).check_model(one_table)
+
+
+@pytest.mark.parametrize("op, params, src, want", [
+    (OpKind.SIGRID_HASH, {"salt": 3, "max_value": 7}, (-5, 5), (0, 6)),
+    (OpKind.BUCKETIZE, {"borders": [1.0, 2.0, 2.0]}, None, (0, 3)),
+    (OpKind.ONEHOT, {"low": 0, "high": 16, "num_classes": 5}, None, (0, 1)),
+    (OpKind.MAPID, {"map": [4, 9, 2]}, (0, 99), (0, 9)),
+    (OpKind.MAPID, {"map": [-4, -9]}, (0, 99), (-9, 0)),
+    (OpKind.FILL_NULL, {"value": -1}, (0, 9), (-1, 9)),
+    (OpKind.CLAMP_LIST, {"lo": 0, "hi": 16}, (-100, 5), (0, 5)),
+    (OpKind.CLAMP, {"lo": 10, "hi": 3}, (-100, 100), (3, 3)),  # lo > hi yields hi
+    (OpKind.CAST, {"to": "int64"}, None, (-(2**63), 2**63 - 1)),
+    (OpKind.CAST, {"to": "float32"}, (0, 9), None),
+    (OpKind.NGRAM, {"n": 3}, (2, 8), (2, 8)),
+    (OpKind.LOGIT, {"eps": 1e-5}, None, None),
+])
+def test_output_range(op, params, src, want):
+    assert spec.pipeline.output_range(op, params, src) == want
+
+
+def test_clamp_bounds_on_an_integer_column_are_integers():
+    """Between two integers a bound has no one answer for an int column (the reference
+    truncated 1.5 to 1, the kernels rounded it up to 2)."""
+    with pytest.raises(SpecError, match=r"nodes\[0\].params.lo = 1.5: an integer: c is int64"):
+        node_error(OpKind.CLAMP_LIST, {"lo": 1.5, "hi": 9})
+    node_error(OpKind.CLAMP_LIST, {"lo": 1.0, "hi": 9})  # an integral float is one integer
+    Pipeline("p", (FLOAT_COL,), (OpNode("n", OpKind.CLAMP, "f", {"lo": 0.5, "hi": 2.5}),),
+             ("n",), ())
+
+
 @pytest.mark.parametrize("change, field, allowed", [
     ({"batch_per_gpu": 0}, "batch_per_gpu", "[1, 16777216]"),
     ({"bottom_mlp": (512, 256, 64)}, "bottom_mlp[-1]", "equal to the embedding dim 128"),
