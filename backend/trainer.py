@@ -71,19 +71,26 @@ def _mlp(widths: Sequence[int], relu_last: bool) -> nn.Sequential:
 
 
 class DotInteraction(nn.Module):
-    """Pairwise dot products of the F vectors (strict lower triangle), after the bottom
-    MLP's output: width d + F(F-1)/2."""
+    """Pairwise dot products of the F vectors (strict lower triangle, row by row), after
+    the bottom MLP's output: width d + F(F-1)/2.
+
+    The triangle is gathered from the flattened [B, F*F] products by index_select, whose
+    backward writes each gradient element once (index_add_). facebookresearch/dlrm and
+    TorchRec take it by advanced indexing, z[:, rows, cols], whose backward PyTorch runs
+    through a sort and `indexing_backward_kernel`: the same outputs and gradients bit for
+    bit, and a backward 1.95-4.18x slower on the H200 (bench/results/interaction_probe_h200.md;
+    the trainer used it until 2026-12-01, and every profile row before then was timed
+    with it: costmodel/interaction.py corrects those rows)."""
 
     def __init__(self, features: int) -> None:
         super().__init__()
         rows, cols = torch.tril_indices(features, features, offset=-1)
-        self.register_buffer("rows", rows, persistent=False)
-        self.register_buffer("cols", cols, persistent=False)
+        self.register_buffer("flat", rows * features + cols, persistent=False)
 
     def forward(self, bottom: torch.Tensor, emb: torch.Tensor) -> torch.Tensor:
         x = torch.cat([bottom.unsqueeze(1), emb], dim=1)  # [B, F, d]
-        z = torch.bmm(x, x.transpose(1, 2))
-        return torch.cat([bottom, z[:, self.rows, self.cols]], dim=1)
+        z = torch.bmm(x, x.transpose(1, 2)).flatten(1)  # [B, F*F]
+        return torch.cat([bottom, z.index_select(1, self.flat)], dim=1)
 
 
 class DCNv2Interaction(nn.Module):

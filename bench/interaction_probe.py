@@ -1,22 +1,24 @@
-"""What the trainer's dot interaction costs on the GPU, and where its backward goes.
+"""What the trainer's dot interaction costs on the GPU, against the way it took before.
 
-The trainer's DotInteraction (backend/trainer.py) keeps the strict lower triangle of
-the pairwise dot products by advanced indexing, `z[:, rows, cols]`, as the reference
-DLRMs do (facebookresearch/dlrm's interact_features, TorchRec's InteractionArch). Its
-backward is `index_put_` with accumulate, which PyTorch runs on CUDA by its
-deterministic path, sorting the indices and then `indexing_backward_kernel`
-(pytorch/pytorch#171381 describes that path). The profiles put interaction_bwd
-at 4-7x interaction_fwd (criteo-kaggle b16384: 2.41 against 0.54 ms; wide-4x b8192:
-13.25 against 1.82; costmodel/data/h200/profile.csv). Each case is timed two ways:
+Until 2026-12-01 the trainer's DotInteraction kept the strict lower triangle of the
+pairwise dot products by advanced indexing, `z[:, rows, cols]`, as the reference DLRMs
+do (facebookresearch/dlrm's interact_features, TorchRec's InteractionArch). Its backward
+is `index_put_` with accumulate, which PyTorch runs on CUDA by its deterministic path,
+sorting the indices and then `indexing_backward_kernel` (pytorch/pytorch#171381
+describes that path). The trainer now gathers the same products from the flattened
+matrix with index_select, whose backward is index_add_ (each gradient element written
+once, so no sort). Each case is timed both ways:
 
-  index   the trainer's module itself;
-  flat    the same products gathered from the flattened matrix with index_select, whose
-          backward is index_add_ (each gradient element written once, so no sort needed).
+  index   advanced indexing (IndexDotInteraction, here: the trainer's way before);
+  flat    the trainer's DotInteraction.
 
 Forward outputs and input gradients are compared (they must be equal), and the index
 backward's CUDA kernels are listed by time (torch.profiler), to name what it spends.
+`--cases profiled` times every interaction shape and batch the H200 profile holds
+(costmodel/interaction.py takes each one's saving off the profile's rows, which were
+timed the index way).
 
-On the H200: python bench/interaction_probe.py --out $OUT
+On the H200: python bench/interaction_probe.py [--cases profiled] --out $OUT
 Locally:     python bench/interaction_probe.py --dry-run --out /tmp/x   (CPU, small sizes)
 Writes interaction_probe.json atomically; `--render JSON -o MD` writes its table.
 """
@@ -38,6 +40,7 @@ from torch import nn  # noqa: E402
 
 import spec  # noqa: E402
 from backend.trainer import DotInteraction  # noqa: E402
+from costmodel.interaction import COLUMNS, PROFILED_SHAPES  # noqa: E402
 from spec.serde import write_atomic  # noqa: E402
 
 CASES = (("criteo-kaggle", 8192), ("criteo-kaggle", 16384), ("heavy-fused", 16384),
@@ -45,18 +48,20 @@ CASES = (("criteo-kaggle", 8192), ("criteo-kaggle", 16384), ("heavy-fused", 1638
 """(model preset, batch): the dot-interaction models the plans and profiles use."""
 
 
-class FlatDotInteraction(nn.Module):
-    """DotInteraction's output, the lower triangle taken by index_select on [B, F*F]."""
+class IndexDotInteraction(nn.Module):
+    """DotInteraction's output, the lower triangle taken by advanced indexing (the
+    trainer's way until 2026-12-01, and the reference DLRMs')."""
 
     def __init__(self, features: int) -> None:
         super().__init__()
         rows, cols = torch.tril_indices(features, features, offset=-1)
-        self.register_buffer("flat", rows * features + cols, persistent=False)
+        self.register_buffer("rows", rows, persistent=False)
+        self.register_buffer("cols", cols, persistent=False)
 
     def forward(self, bottom: torch.Tensor, emb: torch.Tensor) -> torch.Tensor:
-        x = torch.cat([bottom.unsqueeze(1), emb], dim=1)
-        z = torch.bmm(x, x.transpose(1, 2)).flatten(1)
-        return torch.cat([bottom, z.index_select(1, self.flat)], dim=1)
+        x = torch.cat([bottom.unsqueeze(1), emb], dim=1)  # [B, F, d]
+        z = torch.bmm(x, x.transpose(1, 2))
+        return torch.cat([bottom, z[:, self.rows, self.cols]], dim=1)
 
 
 def _timer(device: torch.device):
@@ -124,8 +129,8 @@ def probe(model_name: str, batch: int, device: torch.device, reps: int, warmup: 
     tables, d = model.features - 1, model.embedding_dim
     bottom = torch.rand(batch, d, device=device, generator=gen)
     emb = torch.rand(batch, tables, d, device=device, generator=gen)
-    ways = {"index": DotInteraction(model.features).to(device),
-            "flat": FlatDotInteraction(model.features).to(device)}
+    ways = {"index": IndexDotInteraction(model.features).to(device),
+            "flat": DotInteraction(model.features).to(device)}
     timed = {k: time_module(m, bottom, emb, reps, warmup) for k, m in ways.items()}
     ref, alt = timed["index"].pop("tensors"), timed["flat"].pop("tensors")
     record = {"model": model_name, "batch": batch, "features": model.features, "dim": d,
@@ -142,9 +147,10 @@ def render(doc: dict, source: str) -> str:
     lines = ["# The dot interaction's cost on the GPU: advanced indexing against a flat gather",
              "", f"Made by `python bench/interaction_probe.py --render {source}` from "
              f"`{doc['command']}` ({doc['device']}, torch {doc['torch']}); medians of the "
-             "probe's repetitions, each pass timed by CUDA events. *index*: the trainer's "
-             "DotInteraction; *flat*: the same products by index_select on the flattened "
-             "matrix. Equal: outputs and both input gradients bit for bit.", "",
+             "probe's repetitions, each pass timed by CUDA events. *index*: the lower triangle "
+             "by advanced indexing (the trainer's DotInteraction until 2026-12-01); *flat*: "
+             "the same products by index_select on the flattened matrix (the trainer's "
+             "since). Equal: outputs and both input gradients bit for bit.", "",
              "| model | batch | F | d | forward ms index / flat | backward ms index / flat "
              "| backward speed-up | equal | index backward's largest kernel |",
              "|---|---:|---:|---:|---:|---:|---:|---|---|"]
@@ -162,16 +168,41 @@ def render(doc: dict, source: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def saving_csv(doc: dict, source: str) -> str:
+    """costmodel/interaction.py's SAVING_CSV from a probe record: each case's forward
+    and backward, both ways."""
+    lines = [",".join(COLUMNS)]
+    for c in doc["cases"]:
+        for way, stage in (("fwd_ms", "interaction_fwd"), ("bwd_ms", "interaction_bwd")):
+            lines.append(",".join(map(str, (doc["device"], c["features"], c["dim"], c["batch"],
+                                            stage, c["index"][way], c["flat"][way], source))))
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--render", metavar="JSON", help="write the table of a record instead")
-    ap.add_argument("-o", "--output", help="with --render: the markdown file")
+    ap.add_argument("--saving", metavar="JSON",
+                    help="write a record's savings as costmodel/interaction.py's CSV instead")
+    ap.add_argument("-o", "--output", help="with --render: the markdown file; with --saving: "
+                                           "the CSV (required)")
     ap.add_argument("--out")
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--cases", choices=("plans", "profiled"), default="plans",
+                    help="plans: the models and batches the plans run (CASES); profiled: "
+                         "every interaction shape and batch the H200 profile holds")
     ap.add_argument("--dry-run", action="store_true", help="CPU, batches of 64")
     args = ap.parse_args(argv)
+    if args.saving:
+        if not args.output:
+            raise SystemExit("--saving needs -o CSV")
+        doc = json.loads(Path(args.saving).read_text())
+        if doc["dry_run"]:
+            raise SystemExit(f"{args.saving}: a --dry-run record (CPU times): not a saving")
+        write_atomic(args.output, saving_csv(doc, Path(args.saving).name))
+        return 0
     if args.render:
         text = render(json.loads(Path(args.render).read_text()), args.render)
         if args.output:
@@ -184,7 +215,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.reps < 1 or args.warmup < 0:
         raise SystemExit("--reps must be at least 1 and --warmup at least 0")
     device = torch.device("cpu" if args.dry_run else "cuda")
-    cases = list(dict.fromkeys((m, 64 if args.dry_run else b) for m, b in CASES))
+    chosen = CASES if args.cases == "plans" else PROFILED_SHAPES
+    cases = list(dict.fromkeys((m, 64 if args.dry_run else b) for m, b in chosen))
     records = []
     for model_name, batch in cases:
         r = probe(model_name, batch, device, args.reps, args.warmup, args.seed)

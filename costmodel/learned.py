@@ -30,6 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from costmodel.graphs import GraphedStages, fit_savings, read_graphed
+from costmodel.interaction import SAVING_CSV
 from costmodel.profile_data import data_hash, profile_files, read_profile
 from costmodel.types import CoRunEffect, CostModel, KernelWork, StageWork, WholeRun
 from spec import GpuKind, Hardware, Model, OpKind, SpecError, hardware_preset
@@ -713,8 +714,7 @@ def _learned(path: Path, fitted_on: str | None) -> LearnedCostModel:
     versions: every simulate() asks for one, so it is loaded (and its data hashed) once
     and its memoised answers serve every later call."""
     files = [path, *profile_files(path.parent)]
-    if (path.parent / GRAPHED_CSV).exists():
-        files.append(path.parent / GRAPHED_CSV)
+    files += [path.parent / f for f in (GRAPHED_CSV, SAVING_CSV) if (path.parent / f).exists()]
     key = (str(path), fitted_on, tuple((f.name, f.stat().st_mtime_ns, f.stat().st_size)
                                        for f in files),
            tuple(sorted(library_versions().items())))

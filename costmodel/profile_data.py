@@ -10,6 +10,8 @@ import csv
 import hashlib
 from pathlib import Path
 
+from costmodel.interaction import SAVING_CSV, correct_rows, read_savings
+
 KEY = ("gpu", "model", "batch", "kernel", "stage")
 
 
@@ -27,9 +29,16 @@ def profile_files(path: str | Path) -> list[Path]:
     return [p]
 
 
+def _folder(path: str | Path) -> Path:
+    p = Path(path)
+    return p if p.is_dir() else p.parent
+
+
 def read_profile(path: str | Path) -> list[dict[str, str]]:
     """The measured rows of a CSV or a directory of them (a torn last line, which has no
-    measured_utc, is dropped; a key seen twice keeps its first row)."""
+    measured_utc, is dropped; a key seen twice keeps its first row), the dot
+    interaction's stages corrected where the folder holds its saving
+    (costmodel/interaction.py: rows timed before the trainer's interaction changed)."""
     rows, seen = [], set()
     for f in profile_files(path):
         with f.open(newline="") as fh:
@@ -38,7 +47,7 @@ def read_profile(path: str | Path) -> list[dict[str, str]]:
                 if r.get("measured_utc") and key not in seen:
                     seen.add(key)
                     rows.append(r)
-    return rows
+    return correct_rows(rows, read_savings(_folder(path) / SAVING_CSV))
 
 
 def done_keys(path: str | Path) -> set[tuple[str, ...]]:
@@ -53,6 +62,9 @@ def data_hash(path: str | Path) -> str:
     model fitted on other data is detected."""
     h = hashlib.sha256()
     files = profile_files(path)
+    saving = _folder(path) / SAVING_CSV
+    if saving.exists():  # it changes the rows read_profile returns
+        files = [*files, saving]
     for f in files:
         if len(files) > 1:
             h.update(f.name.encode() + b"\0")
