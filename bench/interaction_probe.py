@@ -14,9 +14,9 @@ once, so no sort). Each case is timed both ways:
 
 Forward outputs and input gradients are compared (they must be equal), and the index
 backward's CUDA kernels are listed by time (torch.profiler), to name what it spends.
-`--cases profiled` times every interaction shape and batch the H200 profile holds
-(costmodel/interaction.py takes each one's saving off the profile's rows, which were
-timed the index way).
+`--cases profiled` times every interaction shape and batch the H200 profile holds (alone,
+timed from the host: small cases carry launch time; costmodel/interaction.py takes its
+savings from stage times measured inside the step instead).
 
 On the H200: python bench/interaction_probe.py [--cases profiled] --out $OUT
 Locally:     python bench/interaction_probe.py --dry-run --out /tmp/x   (CPU, small sizes)
@@ -40,7 +40,7 @@ from torch import nn  # noqa: E402
 
 import spec  # noqa: E402
 from backend.trainer import DotInteraction  # noqa: E402
-from costmodel.interaction import COLUMNS, PROFILED_SHAPES  # noqa: E402
+from costmodel.interaction import PROFILED_SHAPES  # noqa: E402
 from spec.serde import write_atomic  # noqa: E402
 
 CASES = (("criteo-kaggle", 8192), ("criteo-kaggle", 16384), ("heavy-fused", 16384),
@@ -168,24 +168,10 @@ def render(doc: dict, source: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def saving_csv(doc: dict, source: str) -> str:
-    """costmodel/interaction.py's SAVING_CSV from a probe record: each case's forward
-    and backward, both ways."""
-    lines = [",".join(COLUMNS)]
-    for c in doc["cases"]:
-        for way, stage in (("fwd_ms", "interaction_fwd"), ("bwd_ms", "interaction_bwd")):
-            lines.append(",".join(map(str, (doc["device"], c["features"], c["dim"], c["batch"],
-                                            stage, c["index"][way], c["flat"][way], source))))
-    return "\n".join(lines) + "\n"
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--render", metavar="JSON", help="write the table of a record instead")
-    ap.add_argument("--saving", metavar="JSON",
-                    help="write a record's savings as costmodel/interaction.py's CSV instead")
-    ap.add_argument("-o", "--output", help="with --render: the markdown file; with --saving: "
-                                           "the CSV (required)")
+    ap.add_argument("-o", "--output", help="with --render: the markdown file")
     ap.add_argument("--out")
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=3)
@@ -195,14 +181,6 @@ def main(argv: list[str] | None = None) -> int:
                          "every interaction shape and batch the H200 profile holds")
     ap.add_argument("--dry-run", action="store_true", help="CPU, batches of 64")
     args = ap.parse_args(argv)
-    if args.saving:
-        if not args.output:
-            raise SystemExit("--saving needs -o CSV")
-        doc = json.loads(Path(args.saving).read_text())
-        if doc["dry_run"]:
-            raise SystemExit(f"{args.saving}: a --dry-run record (CPU times): not a saving")
-        write_atomic(args.output, saving_csv(doc, Path(args.saving).name))
-        return 0
     if args.render:
         text = render(json.loads(Path(args.render).read_text()), args.render)
         if args.output:

@@ -3,14 +3,14 @@ triangle flat: what the change saves, taken off those rows.
 
 Until 2026-12-01 the trainer's DotInteraction (backend/trainer.py) kept the strict lower
 triangle by advanced indexing, whose backward sorts; every profile row then timed
-interaction_fwd and interaction_bwd that way. `python bench/interaction_probe.py --cases
-profiled` times both ways, alone, for each interaction shape (features F, dim d) and
-batch in the H200 profile, and its record becomes SAVING_CSV beside the profile
-(`python bench/interaction_probe.py --saving JSON -o costmodel/data/h200/interaction-saving.csv`).
-read_profile then takes each row's saving, index less flat ms, off its stage times (alone
-and beside a kernel: what a co-runner adds is left as measured); rows measured from
-INDEX_UNTIL on were timed the flat way and are left alone. A batch the probe did not
-time takes the saving of the nearest ones, linear in the batch between them and in
+interaction_fwd and interaction_bwd that way. SAVING_CSV beside the profile holds, for
+each interaction shape (features F, dim d) and batch, the stage's time inside the step
+before and after the change (`python bench/interaction_saving.py`, from ideal runs of
+both trainers on the H200; bench/interaction_probe.py times the two ways alone and checks
+they agree bit for bit). read_profile takes each row's saving, before less after, off its
+stage times (alone and beside a kernel: what a co-runner adds is left as measured); rows
+measured from INDEX_UNTIL on were timed the flat way and are left alone. A batch not
+timed takes the saving of the nearest ones, linear in the batch between them and in
 proportion to it beyond.
 """
 
@@ -23,12 +23,13 @@ from pathlib import Path
 SAVING_CSV = "interaction-saving.csv"
 COLUMNS = ("gpu", "features", "dim", "batch", "stage", "index_ms", "flat_ms", "source")
 """SAVING_CSV: a GPU's name, the interaction's F and d, the batch, the stage
-(interaction_fwd / interaction_bwd), both ways' median ms alone, the probe record."""
+(interaction_fwd / interaction_bwd), its median ms in the step before the change and
+after, and the records they came from."""
 
 INDEX_UNTIL = "2026-12-01T11:30:00Z"
 """Profile rows measured before this (UTC, ISO 8601) timed the advanced-indexing
-interaction: the last such row in costmodel/data/h200 is of 2026-12-01T06:11:04Z, and
-the trainer changed at commit time of this file."""
+interaction: the last such row in costmodel/data/h200 is of 2026-12-01T06:11:04Z; the
+trainer changed at commit 2297eb6 (2026-12-01, about 11:25)."""
 
 STAGES = ("interaction_fwd", "interaction_bwd")
 
@@ -47,15 +48,16 @@ Shape = tuple[str, int, int, str]
 def read_savings(path: Path) -> dict[Shape, list[tuple[int, float]]]:
     """SAVING_CSV's savings by shape: (batch, index less flat ms), by batch (none if the
     file does not exist)."""
-    out: dict[Shape, list[tuple[int, float]]] = {}
+    by_batch: dict[Shape, dict[int, list[float]]] = {}
     if not path.exists():
-        return out
+        return {}
     with path.open(newline="") as fh:
         for r in csv.DictReader(fh):
             key = (r["gpu"], int(r["features"]), int(r["dim"]), r["stage"])
-            out.setdefault(key, []).append(
-                (int(r["batch"]), float(r["index_ms"]) - float(r["flat_ms"])))
-    return {k: sorted(v) for k, v in out.items()}
+            by_batch.setdefault(key, {}).setdefault(int(r["batch"]), []).append(
+                float(r["index_ms"]) - float(r["flat_ms"]))
+    # models of one shape (criteo-kaggle's and criteo-terabyte's) timed at one batch: the mean
+    return {k: sorted((b, sum(v) / len(v)) for b, v in d.items()) for k, d in by_batch.items()}
 
 
 def saving_at(points: Sequence[tuple[int, float]], batch: int) -> float:

@@ -1,0 +1,99 @@
+"""What the trainer's flat interaction saved, measured inside the step: costmodel/
+interaction.py's SAVING_CSV from pairs of `ideal` records, one from before the change
+(advanced indexing) and one after, of the same models and batches.
+
+Each pair gives, for every (model, batch, graphed or eager) case ideal ran in both, the
+interaction stages' medians (median over the record's cases) before and after. Stage
+times are GPU-side (CUDA events between stage marks), so a step replayed as CUDA graphs
+measures the same kernels without launch gaps; eager records serve where the GPU paces
+the step (heavy-fused, which graphs do not run). Run on the H200 records of 2026-12-01:
+
+  R=bench/results/raw; python bench/interaction_saving.py \
+    --pair $R/execute_graphs_stages_run2.json.gz $R/execute_flat_graphs_stages_run1.json.gz \
+    --pair $R/execute_heavy_run2.json.gz $R/execute_flat_heavy_ideal_run1.json.gz \
+    --pair $R/execute_plans_run12.json.gz $R/execute_flat_plans_ideal_run1.json.gz \
+    --models heavy,heavy-fused --skip heavy-fused:8192 \
+    -o costmodel/data/h200/interaction-saving.csv
+
+(`--models` keeps the named models of the pairs given after the first: eager kaggle and
+terabyte ideals were host-paced on that machine, their stage times stretched by launch
+gaps; so was heavy-fused b8192 after the change, ideal 4.43 ms against its host's 4.40 ms
+step, its interaction_bwd 0.45 ms where b16384's took 0.21 and b32768's 0.40: left out.)
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import statistics
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import spec  # noqa: E402
+from costmodel.interaction import COLUMNS, STAGES  # noqa: E402
+from spec.serde import write_atomic  # noqa: E402
+
+
+def read_cases(path: str) -> list[dict]:
+    with (gzip.open if path.endswith(".gz") else open)(path, "rt") as fh:
+        return json.load(fh)
+
+
+def ideal_stages(path: str) -> dict[tuple[str, int], dict[str, float]]:
+    """(model, batch) -> each interaction stage's median ms over the record's one-GPU
+    ideal cases (a record runs its matrix one way: eager, or every case graphed)."""
+    times: dict[tuple[str, int], dict[str, list[float]]] = {}
+    for c in read_cases(path):
+        m = c["measurement"]
+        if c["strategy"] != "ideal" or m["gpu_count"] != 1:
+            continue
+        key = (m["model"], m["batch_per_gpu"])
+        for st in STAGES:
+            times.setdefault(key, {}).setdefault(st, []).append(m["stages"][st]["median_ms"])
+    return {k: {st: statistics.median(v) for st, v in d.items()} for k, d in times.items()}
+
+
+def saving_rows(before: str, after: str, models: set[str] | None,
+                skip: set[tuple[str, int]]) -> list[tuple]:
+    """SAVING_CSV rows from one pair of records: every case both timed."""
+    old, new = ideal_stages(before), ideal_stages(after)
+    rows = []
+    for key in sorted(set(old) & set(new)):
+        name, batch = key
+        model = spec.model_preset(name)
+        if (models and name not in models) or model.interaction is not spec.Interaction.DOT \
+                or key in skip:
+            continue
+        for st in STAGES:
+            rows.append(("NVIDIA H200", model.features, model.embedding_dim, batch, st,
+                         f"{old[key][st]:.5f}", f"{new[key][st]:.5f}",
+                         f"{Path(before).name} -> {Path(after).name} ({name})"))
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--pair", nargs=2, action="append", required=True,
+                    metavar=("BEFORE", "AFTER"), help="two execute records of ideal")
+    ap.add_argument("--models", help="comma-separated models kept from the second pair on")
+    ap.add_argument("--skip", default="", help="comma-separated MODEL:BATCH cases left out")
+    ap.add_argument("-o", "--output", required=True)
+    args = ap.parse_args(argv)
+    models = set(args.models.split(",")) if args.models else None
+    skip = {(m, int(b)) for m, b in (x.split(":") for x in args.skip.split(",") if x)}
+    rows = []
+    for i, (before, after) in enumerate(args.pair):
+        rows += saving_rows(before, after, models if i else None, skip)
+    if not rows:
+        raise SystemExit("no ideal case of a dot-interaction model in both records of a pair")
+    lines = [",".join(COLUMNS)] + [",".join(map(str, r)) for r in rows]
+    write_atomic(args.output, "\n".join(lines) + "\n")
+    print(f"wrote {args.output}: {len(rows)} rows")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
