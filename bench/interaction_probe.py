@@ -147,7 +147,9 @@ def render(doc: dict, source: str) -> str:
     lines = ["# The dot interaction's cost on the GPU: advanced indexing against a flat gather",
              "", f"Made by `python bench/interaction_probe.py --render {source}` from "
              f"`{doc['command']}` ({doc['device']}, torch {doc['torch']}); medians of the "
-             "probe's repetitions, each pass timed by CUDA events. *index*: the lower triangle "
+             "probe's repetitions, each pass timed by CUDA events recorded around it (so a pass "
+             "whose kernels run faster than the host launches them counts its launches: the "
+             "small cases, on a slow host). *index*: the lower triangle "
              "by advanced indexing (the trainer's DotInteraction until 2026-12-01); *flat*: "
              "the same products by index_select on the flattened matrix (the trainer's "
              "since). Equal: outputs and both input gradients bit for bit.", "",
