@@ -71,21 +71,30 @@ between the two)."""
 
 
 def wins_tie(judge: Judge, j: Judged, ref: Judged) -> bool:
-    """Whether `j` and `ref` are predicted alike (within TIE) and `j` is the faster on
-    the GPU side (Judge.gpu_side_ms): LocalSearch's tie-break."""
+    """Whether `j` and `ref` are predicted alike (within TIE) and `j` wins the tie:
+    faster on the GPU side (Judge.gpu_side_ms); alike there too, more batches ahead
+    (Plan.batches_ahead), since a kernel the model thinks short then delays nothing if
+    it is not: kaggle b16384's kernel at the optimizer in 66 blocks, predicted alike one
+    and two batches ahead, took 8.73-8.80 ms an iteration one ahead (waiting for the
+    optimizer's SMs, then holding back the next step's batch) and 8.26-8.27 two ahead, in
+    3 rounds on the H200 (bench/results/raw/execute_flat_ahead_b16384.json.gz,
+    2026-12-01). LocalSearch's tie-break."""
     if abs(j.throughput_samples_per_s - ref.throughput_samples_per_s) > \
             TIE * ref.throughput_samples_per_s:
         return False
     a, b = judge.gpu_side_ms(j.plan), judge.gpu_side_ms(ref.plan)
-    return a is not None and b is not None and a < b * (1 - TIE)
+    if a is not None and b is not None and abs(a - b) > TIE * b:
+        return a < b
+    return j.plan.batches_ahead > ref.plan.batches_ahead
 
 
 def gpu_side_note(judge: Judge, chosen: Judged, other: Judged) -> str | None:
     """A note where the host thread paces `chosen` and `other` alike (a TIE) and the
     GPU side decided between them (LocalSearch's tie-break)."""
-    if not wins_tie(judge, chosen, other):
-        return None  # not a tie, or the GPU side did not decide it either
     a, b = judge.gpu_side_ms(chosen.plan), judge.gpu_side_ms(other.plan)
+    if not wins_tie(judge, chosen, other) or a is None or b is None \
+            or a >= b * (1 - TIE):
+        return None  # not a tie, or the GPU side did not decide it
     return (f"note: the host thread paces the chosen plan and the next-best alike; with it "
             f"left out the chosen plan takes {a:.3f} ms an iteration against {b:.3f} "
             "(the search breaks such ties on the GPU side; the host's pace moves with "

@@ -405,3 +405,20 @@ def test_plan_cli_notes_a_tie_the_gpu_side_broke(capsys):
     slower = Judged(a.plan, a.throughput_samples_per_s * 0.9, a.iteration_ms)
     assert gpu_side_note(j, a, slower) is None  # 10% apart: no tie
     assert gpu_side_note(j, a, a) is None  # tied on the GPU side too: it decided nothing
+
+
+def test_a_tie_on_both_sides_goes_to_more_batches_ahead():
+    """One kernel and the same kernel two batches ahead, predicted alike: two ahead wins
+    the tie, so a kernel the model thinks short delays nothing if it is not; the tie is
+    not the GPU side's to note."""
+    from dataclasses import replace
+
+    from planner.search import gpu_side_note, wins_tie
+
+    j = SimJudge(scenario("kaggle", 1))
+    one = j.judge(spec.one_kernel_plan(spec.pipeline_preset("kaggle"), "criteo-kaggle", 1,
+                                       "optimizer", 66))
+    two = Judged(replace(one.plan, batches_ahead=2), one.throughput_samples_per_s,
+                 one.iteration_ms)
+    assert wins_tie(j, two, one) and not wins_tie(j, one, two)
+    assert gpu_side_note(j, two, one) is None
