@@ -158,7 +158,8 @@ def run(args: argparse.Namespace) -> int:
           f"{len(plan.cpu_nodes)} of {len(pipeline.nodes)} op nodes on the host CPU, "
           f"{owners} feature(s) preprocessed by their table's owner GPU, training stream "
           f"{'above' if plan.training_priority_high else 'at the same priority as'} "
-          "preprocessing")
+          f"preprocessing, each batch preprocessed {plan.batches_ahead} iteration(s) ahead "
+          "of its step")
     if rows:
         print(table(["kernel", "released at", "op nodes", "blocks", "threads", "alone ms"],
                     rows))
