@@ -29,7 +29,7 @@ after, and the records they came from."""
 INDEX_UNTIL = "2026-12-01T11:30:00Z"
 """Profile rows measured before this (UTC, ISO 8601) timed the advanced-indexing
 interaction: the last such row in costmodel/data/h200 is of 2026-12-01T06:11:04Z; the
-trainer changed at commit 2297eb6 (2026-12-01, about 11:25)."""
+trainer changed at commit 2297eb6 (2026-12-01T11:11:44Z)."""
 
 STAGES = ("interaction_fwd", "interaction_bwd")
 
@@ -77,7 +77,7 @@ def correct_rows(rows: list[dict[str, str]], savings: dict[Shape, list[tuple[int
                  ) -> list[dict[str, str]]:
     """`rows` with the saving taken off the interaction stages of those timed the index
     way (copies; other rows as they are). A row whose model is not a preset, or whose
-    shape the probe never timed, is left as measured."""
+    shape SAVING_CSV does not hold, is left as measured."""
     if not savings:
         return rows
     from spec import Interaction, SpecError, model_preset

@@ -17,6 +17,7 @@ def _record(path, bwd_ms: dict[int, float]) -> str:
     def case(strategy, batch, bwd):
         return {"strategy": strategy, "batch": batch, "measurement": {
             "strategy": strategy, "gpu_count": 1, "model": "criteo-kaggle",
+            "hardware": "NVIDIA H200",
             "batch_per_gpu": batch, "stages": {"interaction_fwd": {"median_ms": 0.25},
                                                "interaction_bwd": {"median_ms": bwd}}}}
     cases = [case("ideal", b, ms) for b, ms in bwd_ms.items()]
@@ -40,8 +41,9 @@ def test_savings_from_records_correct_the_rows_timed_before(tmp_path):
     assert read_savings(tmp_path / "skip.csv")[
         ("NVIDIA H200", 28, 128, "interaction_bwd")] == [(16384, 1.5)]
     with pytest.raises(SystemExit, match="no ideal case"):
-        main(["--pair", before, after, "--pair", before, after, "--models", "wide-2x",
-              "--skip", "criteo-kaggle:8192,criteo-kaggle:16384", "-o", str(tmp_path / "x")])
+        main(["--pair", before, after, "wide-2x", "-o", str(tmp_path / "x")])
+    with pytest.raises(SystemExit):  # BEFORE AFTER [MODELS]: not four values
+        main(["--pair", before, after, "a", "b", "-o", str(tmp_path / "x")])
 
     def row(stage, batch, utc, model="criteo-terabyte"):  # terabyte: kaggle's shape
         return {"gpu": "NVIDIA H200", "model": model, "batch": str(batch), "kernel": "k",
