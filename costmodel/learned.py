@@ -78,6 +78,12 @@ def kernel_features(r: dict) -> list[float]:
         _f(r, "chains"), nodes, _f(r, "has_lists"),
         *(_f(r, f"op_{op.value}") / nodes for op in OpKind),
         _f(r, "warp_rows"),  # long lists a warp per row (profiles before it: a thread)
+        # rows each thread walks in turn: a thin launch's blocks run long and, beside a
+        # stage that holds the SMs, wait for it (kaggle b16384's whole pipeline in 66
+        # blocks at the optimizer: 0.15 ms co-run predicted without it, 0.64 with it,
+        # 0.715 measured; seed-0 held-out kernel co-run 211% -> 151%, seeds 1-2 37.6 ->
+        # 35.0%, 28.0 -> 24.9%; costmodel/data/h200/README.md)
+        np.log1p(_f(r, "rows") * _f(r, "chains") / max(_f(r, "blocks") * _f(r, "threads"), 1.0)),
     ]
 
 
@@ -89,7 +95,7 @@ parallelism, kernels)."""
 LOOKUP_STAGES = ("emb_bwd", "optimizer")
 """Stages whose time follows the id count (StageWork.lookups), each its own feature (and
 the fused update's emb_bwd a third: its cost per id is another)."""
-FEATURES_VERSION = "7"
+FEATURES_VERSION = "8"
 """Bumped when the features or estimators change: a model saved under another is refitted."""
 
 

@@ -415,7 +415,7 @@ def test_a_tie_on_both_sides_goes_to_more_batches_ahead():
 
     from planner.search import gpu_side_note, wins_tie
 
-    j = SimJudge(scenario("kaggle", 1))
+    j = SimJudge(replace(scenario("kaggle", 1), host_thread=False))  # no GPU side apart
     one = j.judge(spec.one_kernel_plan(spec.pipeline_preset("kaggle"), "criteo-kaggle", 1,
                                        "optimizer", 66))
     two = Judged(replace(one.plan, batches_ahead=2), one.throughput_samples_per_s,

@@ -57,6 +57,6 @@ for g in 2 4; do
     done
   done
 done
-rm -f bench/plans/*/trace-*.json bench/plans/x*/*/trace-*.json
+rm -f bench/plans/*/trace-*.json bench/plans/graphs/*/trace-*.json bench/plans/x*/*/trace-*.json
 python3 bench/plans/make_multi.py 2
 python3 bench/plans/make_multi.py 4
