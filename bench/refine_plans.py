@@ -94,7 +94,7 @@ def append_csv(src: Path, dst: Path) -> int:
     another version's columns); the rows added."""
     from backend.profile import append_rows
 
-    rows = read_profile(src) if src.exists() else []
+    rows = read_profile(src, corrected=False) if src.exists() else []
     if rows:
         append_rows(dst, rows)
     return len(rows)

@@ -34,11 +34,12 @@ def _folder(path: str | Path) -> Path:
     return p if p.is_dir() else p.parent
 
 
-def read_profile(path: str | Path) -> list[dict[str, str]]:
+def read_profile(path: str | Path, corrected: bool = True) -> list[dict[str, str]]:
     """The measured rows of a CSV or a directory of them (a torn last line, which has no
     measured_utc, is dropped; a key seen twice keeps its first row), the dot
     interaction's stages corrected where the folder holds its saving
-    (costmodel/interaction.py: rows timed before the trainer's interaction changed)."""
+    (costmodel/interaction.py: rows timed before the trainer's interaction changed) unless
+    `corrected` is off: rows copied into another profile stay as measured."""
     rows, seen = [], set()
     for f in profile_files(path):
         with f.open(newline="") as fh:
@@ -47,7 +48,7 @@ def read_profile(path: str | Path) -> list[dict[str, str]]:
                 if r.get("measured_utc") and key not in seen:
                     seen.add(key)
                     rows.append(r)
-    return correct_rows(rows, read_savings(_folder(path) / SAVING_CSV))
+    return correct_rows(rows, read_savings(_folder(path) / SAVING_CSV)) if corrected else rows
 
 
 def done_keys(path: str | Path) -> set[tuple[str, ...]]:

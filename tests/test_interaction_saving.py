@@ -61,3 +61,6 @@ def test_savings_from_records_correct_the_rows_timed_before(tmp_path):
     assert got[0] == pytest.approx((0.5, 1.0))  # 1.5 ms saved, alone and beside the kernel
     assert got[1] == pytest.approx((0.875, 1.375))  # between the batches timed
     assert got[2:] == [(2.0, 2.5)] * 3  # timed the flat way; another stage; no triangle
+    raw = [(float(r["stage_alone_ms"]), float(r["stage_corun_ms"]))
+           for r in read_profile(folder, corrected=False)]
+    assert raw == [(2.0, 2.5)] * 5  # as measured: what a copy into another profile keeps
