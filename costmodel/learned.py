@@ -689,7 +689,7 @@ def graphed_stages(model: CoRunModel, rows: Sequence[dict]) -> GraphedStages:
 def profiled_batches(folder: Path) -> dict[tuple[str, str], set[int]]:
     """(GPU kind name, model name) -> the batches the profiles under `folder` timed."""
     out: dict[tuple[str, str], set[int]] = {}
-    for r in read_profile(folder):
+    for r in read_profile(folder, corrected=False):  # batches only: no stage time read
         out.setdefault((gpu_of(r["gpu"]).name, r["model"]), set()).add(int(r["batch"]))
     return out
 
