@@ -84,7 +84,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--skip", default="", help="comma-separated MODEL:BATCH cases left out")
     ap.add_argument("-o", "--output", required=True)
     args = ap.parse_args(argv)
-    skip = {(m, int(b)) for m, b in (x.split(":") for x in args.skip.split(",") if x)}
+    skip = set()
+    for x in filter(None, args.skip.split(",")):
+        model, _, batch = x.partition(":")
+        if not model or not batch.isdigit():
+            ap.error(f"--skip = {x!r}: MODEL:BATCH, a batch a positive integer")
+        skip.add((model, int(batch)))
+    for pair in args.pair:
+        for path in pair[:2]:
+            if not Path(path).exists():
+                ap.error(f"--pair {path!r}: an execute record that exists")
     rows = []
     for pair in args.pair:
         if len(pair) not in (2, 3):

@@ -42,8 +42,12 @@ def test_savings_from_records_correct_the_rows_timed_before(tmp_path):
         ("NVIDIA H200", 28, 128, "interaction_bwd")] == [(16384, 1.5)]
     with pytest.raises(SystemExit, match="no ideal case"):
         main(["--pair", before, after, "wide-2x", "-o", str(tmp_path / "x")])
-    with pytest.raises(SystemExit):  # BEFORE AFTER [MODELS]: not four values
-        main(["--pair", before, after, "a", "b", "-o", str(tmp_path / "x")])
+    for bad in (["--pair", before, after, "a", "b"],  # BEFORE AFTER [MODELS]: not four
+                ["--pair", before, after, "--skip", "criteo-kaggle"],  # no batch
+                ["--pair", before, str(tmp_path / "missing.json")]):
+        with pytest.raises(SystemExit):
+            main([*bad, "-o", str(tmp_path / "x")])
+        assert not (tmp_path / "x").exists()
 
     def row(stage, batch, utc, model="criteo-terabyte"):  # terabyte: kaggle's shape
         return {"gpu": "NVIDIA H200", "model": model, "batch": str(batch), "kernel": "k",
