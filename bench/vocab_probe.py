@@ -4,12 +4,11 @@
 against the training step's ~120 ps an id looked up, so gpu-sequential stays 10-13% below
 ideal. Production pipelines often map hashed ids through a vocabulary (OPS.md's mapid:
 each bucket's row in the table), a random read per id, as the embedding lookup is. This
-probe builds `heavy-vocab`: `heavy` hashed into VOCAB_BUCKETS
-buckets, then mapid through one vocabulary drawn uniformly with a seeded generator (the
-fused kernel holds a copy per feature: 26 x 8 MB, four times the L2), then firstx(100),
-beside heavy-fused; and
-runs ideal, gpu-sequential, gpu-overlap and the whole pipeline in one kernel released at
-each stage, in rounds:
+probe builds `heavy-vocab`: `heavy` hashed into VOCAB_BUCKETS buckets, then mapid through
+one vocabulary drawn uniformly with a seeded generator (the fused kernel holds a copy per
+feature: 26 x 8 MB, four times the L2), then firstx(100), beside heavy-fused; and runs
+ideal, gpu-sequential, gpu-overlap and the whole pipeline in one kernel released at each
+stage, in rounds:
 
     python bench/vocab_probe.py --out $OUT [--repeats 2] [--batches 16384]
     python bench/vocab_probe.py --out /tmp/x --dry-run      # the CPU, tables cut
