@@ -610,7 +610,8 @@ class LearnedCostModel(CostModel):
         """Says which stages no profile timed on this GPU: at a batch the model was not
         profiled at the fit interpolates; for a model never profiled it extrapolates,
         and has been far off (heavy-mlp: its stages 72-113% slow,
-        bench/results/heavy_mlp_h200.md). Asked once per simulated plan, so memoised."""
+        bench/results/heavy_mlp_h200.md), or borrows another model's stages whose
+        features it shares. Asked once per simulated plan, so memoised."""
         return self._cached(("caveat", model, tuple(stages), hw.gpu.name),
                             lambda: self._caveat(model, stages, hw))
 
@@ -622,13 +623,20 @@ class LearnedCostModel(CostModel):
         graphed = ("the graphed step was not timed at this batch, so each stage is its eager "
                    "time less the stage's fitted saving (bench/results/graphs_fit.json)"
                    if model.cuda_graphs else "")
-        if not new:
+        batches = sorted(self.profiled.get((hw.gpu.name, model.name), ()))
+        if not new and (batches or not self.profiled):
             return graphed or None
         graphed = "; " + graphed if graphed else ""
+        if not new:  # every stage matches another model's profiled one, feature for feature
+            return (f"{model.name} was never profiled on {hw.gpu.name}: its training stages "
+                    "take the times of another model's profiled stages with the same "
+                    "features, which leave out the tables' size (heavy-small, whose 10k-row "
+                    "tables fit in the L2, ran 11-12% faster than the heavy-fused rows it "
+                    "matches, bench/results/flat_heavy_more_run3_h200.md); `corun profile` "
+                    "then `corun fit` measure them" + graphed)
         err = self.meta.get("heldout", {}).get("learned", {}).get("stage_alone", {})
         held = f"held-out error {err['mape_pct']:.0f}% on model-batch pairs not fitted" \
             if err else "no held-out error on record"
-        batches = sorted(self.profiled.get((hw.gpu.name, model.name), ()))
         if batches:
             return (f"{model.name} was profiled on {hw.gpu.name} at batch "
                     f"{', '.join(map(str, batches))}, not {model.batch_per_gpu}: {len(new)} "

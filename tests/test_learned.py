@@ -189,7 +189,8 @@ def test_a_profiled_stage_is_answered_with_its_measurement(profile_csv):
 def test_caveat_names_what_the_profile_never_timed(capsys):
     """The committed H200 model answers a profiled model and batch from its measurements
     and says nothing; at an unprofiled batch it says it interpolates, for a model never
-    profiled that it extrapolates, and the command line shows the line."""
+    profiled that it extrapolates or borrows another model's stages, and the command line
+    shows the line."""
     from dataclasses import replace
 
     from costmodel import shard_tables, stage_work
@@ -207,6 +208,10 @@ def test_caveat_names_what_the_profile_never_timed(capsys):
     assert "profiled on H200 at batch 2048, 8192, 16384, not 4096" in said
     assert "9 of 9 training stages" in said and "interpolated" in said
     assert "never profiled on H200" in caveat("heavy-mlp", 16384)
+    assert caveat("heavy-fused", 16384) is None
+    borrowed = caveat("heavy-small", 16384)  # heavy-fused's stages, feature for feature
+    assert "heavy-small was never profiled on H200" in borrowed
+    assert "another model's profiled stages" in borrowed and "tables' size" in borrowed
     assert main(["simulate", "--model", "heavy-mlp", "--pipeline", "heavy-20", "--batch",
                  "16384", "--strategy", "ideal", "--iterations", "4", "--quiet"]) == 0
     assert "caution: heavy-mlp was never profiled on H200" in capsys.readouterr().out
