@@ -24,8 +24,6 @@ after the change, ideal 4.43 ms against its host's 4.40 ms step, its interaction
 from __future__ import annotations
 
 import argparse
-import gzip
-import json
 import statistics
 import sys
 from pathlib import Path
@@ -34,12 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import spec  # noqa: E402
 from costmodel.interaction import COLUMNS, STAGES  # noqa: E402
-from spec.serde import write_atomic  # noqa: E402
-
-
-def read_cases(path: str) -> list[dict]:
-    with (gzip.open if path.endswith(".gz") else open)(path, "rt") as fh:
-        return json.load(fh)
+from spec.serde import read_document, write_atomic  # noqa: E402
 
 
 def ideal_stages(path: str) -> dict[tuple[str, str, int], dict[str, float]]:
@@ -47,7 +40,7 @@ def ideal_stages(path: str) -> dict[tuple[str, str, int], dict[str, float]]:
     one-GPU ideal cases (a record runs its matrix one way: eager, or every case
     graphed)."""
     times: dict[tuple[str, str, int], dict[str, list[float]]] = {}
-    for c in read_cases(path):
+    for c in read_document(path):
         m = c["measurement"]
         if c["strategy"] != "ideal" or m["gpu_count"] != 1:
             continue
