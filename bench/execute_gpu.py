@@ -282,6 +282,10 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.repeats < 1:
         ap.error(f"--repeats {args.repeats}: an integer >= 1")
+    bad = [x for x in (args.batches or "").split(",") if args.batches and not
+           (x.isdigit() and int(x) >= 1)]
+    if bad:
+        ap.error(f"--batches {bad[0]!r}: comma-separated batch sizes, each an integer >= 1")
     if args.strategies:  # a name that matches no case is a typo, not an empty run
         entries = MATRICES[args.matrix]
         known = {x for _, _, labels in entries for x in cases_for(labels, args.strategies)}

@@ -57,6 +57,10 @@ def test_strategies_name_labels_their_variants_and_runners_up(capsys):
     with pytest.raises(SystemExit):  # a name that matches no case: refused before any run
         main(["--matrix", "heavy", "--strategies", "ideal,at:emb_bwd", "--dry-run"])
     assert "--strategies at:emb_bwd: not a label of --matrix heavy" in capsys.readouterr().err
+    for batches in ("8192,abc", "0"):  # refused by argparse, naming the value, not a traceback
+        with pytest.raises(SystemExit):
+            main(["--matrix", "heavy", "--batches", batches, "--dry-run"])
+        assert "--batches" in capsys.readouterr().err
 
 
 def test_a_plan_file_holding_an_earlier_label_s_plan_is_not_measured_again(tmp_path):
