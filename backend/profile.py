@@ -65,18 +65,21 @@ COLUMNS = KEY + (
     *(f"op_{op.value}" for op in OpKind),
     "stage_flops", "stage_bytes", "stage_kernels", "stage_parallelism", "stage_lookups",
     "stage_embedding_dim", "stage_feature_count", "stage_cross_network", "stage_fused_update",
-    "stage_alone_ms", "stage_corun_ms", "kernel_alone_ms", "kernel_corun_ms",
+    "stage_bag_kernel", "stage_alone_ms", "stage_corun_ms", "kernel_alone_ms", "kernel_corun_ms",
     "host_ahead", "reps", "torch", "numba_cuda", "measured_utc")
 
 DERIVED = ("stage_lookups", "stage_embedding_dim", "stage_feature_count",
-           "stage_cross_network", "stage_fused_update")
+           "stage_cross_network", "stage_fused_update", "stage_bag_kernel")
 BEFORE_DERIVED = tuple(c for c in COLUMNS if c not in DERIVED)
 """The columns before the stage's ids and model shape were recorded: such a file is still
 appended to (without them; the fit derives them from the preset model,
 costmodel.learned.stage_lookups, stage_shape and stage_fused)."""
-BEFORE_WARP = tuple(c for c in COLUMNS if c != "warp_rows")
+BEFORE_BAG = tuple(c for c in COLUMNS if c != "stage_bag_kernel")
+"""The columns before the trainer's bag-kernel forward (EmbeddingForward.BAG_KERNEL):
+every emb_fwd PyTorch's."""
+BEFORE_WARP = tuple(c for c in BEFORE_BAG if c != "warp_rows")
 """The columns before kernels could write a warp per row: every kernel a thread per row."""
-READABLE_HEADERS = (COLUMNS, BEFORE_WARP,
+READABLE_HEADERS = (COLUMNS, BEFORE_BAG, BEFORE_WARP,
                     tuple(c for c in BEFORE_WARP if c != "stage_fused_update"),
                     tuple(c for c in BEFORE_DERIVED if c != "warp_rows"))
 """Headers a profile is appended to: this version's and the earlier ones."""
@@ -333,10 +336,12 @@ def csv_header(path: Path) -> tuple[str, ...]:
         return tuple(next(csv.reader(f), []))
 
 
-def appendable_header(path: Path, warp_rows: bool) -> tuple[str, ...] | None:
+def appendable_header(path: Path, warp_rows: bool, bag_kernel: bool = False
+                      ) -> tuple[str, ...] | None:
     """The header rows are appended to `path` under (None: a new file, written with
     COLUMNS); refuses another version's columns and, where `warp_rows` (some kernel
-    writes a warp per row), columns from before warp_rows."""
+    writes a warp per row) or `bag_kernel` (some stage is the bag kernel's forward),
+    columns from before them."""
     if not path.exists() or path.stat().st_size == 0:
         return None
     header = csv_header(path)
@@ -347,12 +352,17 @@ def appendable_header(path: Path, warp_rows: bool) -> tuple[str, ...] | None:
         raise SpecError(str(path), "its header", "a warp_rows column for kernels that "
                         "write a warp per row (a profile from before it: profile into a "
                         "new --out, or --mappings thread)")
+    if bag_kernel and "stage_bag_kernel" not in header:
+        raise SpecError(str(path), "its header", "a stage_bag_kernel column for a model "
+                        "whose forward is the bag kernel (a profile from before it: "
+                        "profile into a new --out)")
     return header
 
 
 def append_rows(path: Path, rows: Sequence[dict]) -> None:
     """Append rows (with a header for a new file) and flush them to disk."""
-    header = appendable_header(path, any(int(r.get("warp_rows", 0)) for r in rows))
+    header = appendable_header(path, any(int(r.get("warp_rows", 0)) for r in rows),
+                               any(float(r.get("stage_bag_kernel", 0)) for r in rows))
     new = header is None
     header = header or COLUMNS
     with path.open("a", newline="") as f:

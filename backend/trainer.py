@@ -19,8 +19,9 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from backend.embedding_fwd import bag_sum
 from backend.embedding_sgd import bag_sgd_
-from spec import EmbeddingUpdate, Interaction, Model, Optimizer, Precision, Stage
+from spec import EmbeddingForward, EmbeddingUpdate, Interaction, Model, Optimizer, Precision, Stage
 
 ADAGRAD_EPS = 1e-8
 TRAINING_STAGES = (Stage.EMB_FWD, Stage.BOTTOM_MLP_FWD, Stage.INTERACTION_FWD,
@@ -150,7 +151,10 @@ class DLRM(nn.Module):
     def pool(self, ids: torch.Tensor, offsets: torch.Tensor) -> torch.Tensor:
         """Sum-pooled bags of the held tables: ids are rows of the stacked matrix. With
         the fused update no autograd graph is kept (the update takes the bags' gradient
-        itself, `Trainer.embedding_backward`)."""
+        itself, `Trainer.embedding_backward`); with the bag kernel's forward the kernel
+        pools them (backend/embedding_fwd.py)."""
+        if self.spec.embedding_forward is EmbeddingForward.BAG_KERNEL:
+            return bag_sum(self.embedding, ids, offsets)
         if self.spec.embedding_update is EmbeddingUpdate.FUSED_SGD:
             with torch.no_grad():
                 return F.embedding_bag(ids, self.embedding, offsets, mode="sum",

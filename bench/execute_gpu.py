@@ -10,6 +10,7 @@ On the H200:  python bench/execute_gpu.py --matrix baselines --out $OUT
               python bench/execute_gpu.py --matrix heavy --out $OUT
               python bench/execute_gpu.py --matrix heavy-stages --out $OUT
               python bench/execute_gpu.py --matrix heavy-small --out $OUT
+              python bench/execute_gpu.py --matrix heavy-lean --out $OUT
               python bench/execute_gpu.py --matrix heavy-mlp --out $OUT
               python bench/execute_gpu.py --matrix graphs --out $OUT
               python bench/execute_gpu.py --matrix graphs-stages --out $OUT
@@ -98,6 +99,11 @@ MATRICES = {
     "heavy-small": [("heavy-small", (8192, 16384), ("ideal", "gpu-sequential", "gpu-overlap", *(
         f"at:{s}" for s in ("emb_fwd", "interaction_bwd", "bottom_mlp_bwd", "emb_bwd",
                             "optimizer")), "corun"))],
+    # the same beside heavy-lean: heavy-small with the bag kernel's forward, a step
+    # cheaper per id looked up (issue 6's heavy case)
+    "heavy-lean": [("heavy-small", (8192, 16384), ("ideal", "gpu-sequential", "gpu-overlap", *(
+        f"at:{s}" for s in ("emb_fwd", "interaction_bwd", "bottom_mlp_bwd", "emb_bwd",
+                            "optimizer")), "corun"))],
     # heavy preprocessing (heavy-20: the heavy pipeline keeping 20 ids per list) beside
     # a model whose step is mostly dense maths (heavy-mlp), the one kernel at each stage
     "heavy-mlp": [("heavy-20", (16384, 32768), ("ideal", "gpu-sequential", "gpu-overlap", *(
@@ -123,7 +129,8 @@ MATRICES = {
 MODEL_CHANGES = {"bound": {"sparse_gradients": False}, "graphs": {"cuda_graphs": True},
                  "graphs-stages": {"cuda_graphs": True}, "graphs-cpu": {"cuda_graphs": True}}
 """Fields a matrix changes in its pipelines' default models."""
-MATRIX_MODEL = {"heavy": "heavy-fused", "heavy-stages": "heavy-fused"}
+MATRIX_MODEL = {"heavy": "heavy-fused", "heavy-stages": "heavy-fused",
+                "heavy-lean": "heavy-lean"}
 """A matrix's model where it is not its pipelines' default (spec.DEFAULT_MODEL_FOR); its
 plans are under bench/plans/<model>-b<batch>/."""
 PLAN_FOLDER = {"graphs": "graphs", "graphs-cpu": "graphs"}

@@ -52,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
     from corun.cli import progress
     from corun.workload import resolve_hardware, resolve_model, resolve_pipeline
     from costmodel.profile_data import KEY, done_keys, shard_file
-    from spec import DEFAULT_MODEL_FOR, Plan, load
+    from spec import DEFAULT_MODEL_FOR, EmbeddingForward, Plan, load
 
     say = progress(args.quiet)
     for name, lo in (("shapes", 0 if args.plans else 1), ("launches", 1), ("reps", 1)):
@@ -74,7 +74,9 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out)  # made once every input has been read
     out.mkdir(parents=True, exist_ok=True)
     path = shard_file(out, shard, shards)
-    appendable_header(path, any(s.warp for s in specs))  # refused before any GPU time
+    bag = any(resolve_model(m, None).embedding_forward is EmbeddingForward.BAG_KERNEL
+              for m in args.models.split(","))
+    appendable_header(path, any(s.warp for s in specs), bag)  # refused before any GPU time
     done = done_keys(out)
     index = {}  # node set -> its position in the sample: shards split whole sets
     for s in specs:

@@ -95,7 +95,7 @@ parallelism, kernels)."""
 LOOKUP_STAGES = ("emb_bwd", "optimizer")
 """Stages whose time follows the id count (StageWork.lookups), each its own feature (and
 the fused update's emb_bwd a third: its cost per id is another)."""
-FEATURES_VERSION = "8"
+FEATURES_VERSION = "9"
 """Bumped when the features or estimators change: a model saved under another is refitted."""
 
 
@@ -116,6 +116,7 @@ def stage_features(r: dict, alone_ms: float | None = None) -> list[float]:
         *(ids * (r["stage"] == s) * (1.0 - fused) for s in LOOKUP_STAGES),
         ids * fused, fused,
         *stage_shape(r),
+        stage_bag_kernel(r),
     ]
 
 
@@ -137,6 +138,11 @@ def stage_lookups(r: dict) -> float:
 def stage_fused(r: dict) -> float:
     """1.0 for the fused update's emb_bwd (StageWork.fused_update)."""
     return _stage_column(r, "stage_fused_update")
+
+
+def stage_bag_kernel(r: dict) -> float:
+    """1.0 for the bag kernel's emb_fwd (StageWork.bag_kernel)."""
+    return _stage_column(r, "stage_bag_kernel")
 
 
 SHAPE_COLUMNS = ("stage_embedding_dim", "stage_feature_count", "stage_cross_network")
@@ -507,10 +513,11 @@ def stage_row(stage: StageWork | None) -> dict[str, float]:
     if stage is None:
         return dict.fromkeys(("stage_flops", "stage_bytes", "stage_kernels",
                               "stage_parallelism", "stage_lookups", *SHAPE_COLUMNS,
-                              "stage_fused_update"), 0.0)
+                              "stage_fused_update", "stage_bag_kernel"), 0.0)
     return {"stage_flops": stage.flops, "stage_bytes": stage.hbm_bytes,
             "stage_kernels": stage.kernels, "stage_parallelism": stage.parallelism,
             "stage_lookups": stage.lookups, "stage_fused_update": float(stage.fused_update),
+            "stage_bag_kernel": float(stage.bag_kernel),
             **dict(zip(SHAPE_COLUMNS, (float(stage.embedding_dim), float(stage.feature_count),
                                        float(stage.cross_network))))}
 

@@ -55,6 +55,10 @@ class StageWork:
     H200: 6.2 ms of backward and update unfused, bench/embedding_update.py)."""
     graphed: bool = False
     """The stage is replayed as a CUDA graph (`Model.cuda_graphs`, costmodel/graphs.py)."""
+    bag_kernel: bool = False
+    """The embedding forward is the bag kernel (EmbeddingForward.BAG_KERNEL), not
+    PyTorch's `embedding_bag`: the same bytes in 2.2x less time at dim 8 on the H200
+    (bench/results/embedding_forward_h200.md), which no other feature tells apart."""
 
 
 @dataclass(frozen=True)

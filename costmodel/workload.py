@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from costmodel.sharding import Sharding
 from costmodel.types import Comm, KernelWork, StageWork
 from spec import (
+    EmbeddingForward,
     EmbeddingUpdate,
     Hardware,
     Interaction,
@@ -82,6 +83,7 @@ def stage_work(model: Model, hw: Hardware, sharding: Sharding, gpu: int,
     lookups = g_batch * ids_mine  # rows gathered
     bag_threads = g_batch * len(mine) * d  # one thread per output element
     fused = model.embedding_update is EmbeddingUpdate.FUSED_SGD
+    bag_kernel = model.embedding_forward is EmbeddingForward.BAG_KERNEL
     out: dict[Stage, StageWork] = {}
 
     def add(stage: Stage, flops: float, nbytes: float, kernels: int, parallel: float,
@@ -94,7 +96,8 @@ def stage_work(model: Model, hw: Hardware, sharding: Sharding, gpu: int,
         out[stage] = StageWork(stage, flops, nbytes, prec, kernels, parallel, comm, send, recv,
                                ids, d, model.features,
                                model.interaction is not Interaction.DOT,
-                               fused and stage is Stage.EMB_BWD, model.cuda_graphs)
+                               fused and stage is Stage.EMB_BWD, model.cuda_graphs,
+                               bag_kernel and stage is Stage.EMB_FWD)
 
     if n > 1:
         # Ids of other GPUs' tables leave; ids of mine arrive from n-1 peers.

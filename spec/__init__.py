@@ -14,6 +14,7 @@ from spec.hardware import (
 from spec.measurement import Measurement, Spread
 from spec.model import (
     MODEL_PRESETS,
+    EmbeddingForward,
     EmbeddingUpdate,
     Interaction,
     Model,
@@ -33,6 +34,7 @@ __all__ = [
     "Column",
     "DEFAULT_MODEL_FOR",
     "DType",
+    "EmbeddingForward",
     "EmbeddingUpdate",
     "FusedKernel",
     "GPU_KINDS",

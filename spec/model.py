@@ -38,6 +38,19 @@ class EmbeddingUpdate(enum.Enum):
     FUSED_SGD = "fused-sgd"
 
 
+class EmbeddingForward(enum.Enum):
+    """How the trainer sum-pools each bag's rows.
+
+    PYTORCH: `F.embedding_bag`, which gives a bag 64 threads over its columns (56 of them
+    idle at dim 8). BAG_KERNEL: a thread per (bag, column), several ids in flight
+    (backend/embedding_fwd.py): 2.2x faster at dim 8 and batch 16384 on the H200, slower
+    at dim 128 (bench/results/embedding_forward_h200.md); needs the fused update, as
+    it keeps no autograd graph."""
+
+    PYTORCH = "pytorch"
+    BAG_KERNEL = "bag-kernel"
+
+
 @dataclass(frozen=True)
 class Table:
     """One embedding table; `pooling` is the mean number of ids looked up per sample."""
@@ -76,6 +89,7 @@ class Model:
     precision: Precision = Precision.FP32
     sparse_gradients: bool = True
     embedding_update: EmbeddingUpdate = EmbeddingUpdate.AUTOGRAD
+    embedding_forward: EmbeddingForward = EmbeddingForward.PYTORCH
     cuda_graphs: bool = False
     """Replay each training stage as a CUDA graph captured once (backend/graphed.py):
     the host launches nine graphs a step instead of ~190 kernels. One GPU, a fixed id
@@ -106,6 +120,10 @@ class Model:
         if self.embedding_update is EmbeddingUpdate.FUSED_SGD:
             require(self.optimizer is Optimizer.SGD, "optimizer", self.optimizer.value,
                     "sgd when embedding_update is fused-sgd (the fused kernel applies SGD)")
+        if self.embedding_forward is EmbeddingForward.BAG_KERNEL:
+            require(self.embedding_update is EmbeddingUpdate.FUSED_SGD, "embedding_update",
+                    self.embedding_update.value, "fused-sgd when embedding_forward is "
+                    "bag-kernel (the bag kernel keeps no autograd graph)")
         if self.cuda_graphs:
             require(self.optimizer is Optimizer.SGD, "optimizer", self.optimizer.value,
                     "sgd when cuda_graphs is on (Adagrad's sparse update reads a size back "
@@ -210,6 +228,15 @@ def _heavy_small() -> Model:
                    embedding_update=EmbeddingUpdate.FUSED_SGD)
 
 
+def _heavy_lean() -> Model:
+    """`heavy-small` with the bag kernel's forward (EmbeddingForward.BAG_KERNEL): both
+    embedding stages in kernels of our own, as FBGEMM's table-batched embeddings are, so
+    a step costs less per id looked up and the same preprocessing is a larger share of it
+    (issue 6's heavy case; pipeline `heavy-small`)."""
+    return replace(_heavy_small(), name="heavy-lean",
+                   embedding_forward=EmbeddingForward.BAG_KERNEL)
+
+
 def _heavy_mlp() -> Model:
     """A model for `heavy-20` whose step is mostly dense maths: 26 tables of 100k rows x
     dim 32, 20 ids per sample per table, fused embedding update, a wide top MLP in bf16
@@ -230,6 +257,7 @@ MODEL_PRESETS: dict[str, Model] = {
     "heavy-fused": _heavy_fused(),
     "heavy-mlp": _heavy_mlp(),
     "heavy-small": _heavy_small(),
+    "heavy-lean": _heavy_lean(),
 }
 
 

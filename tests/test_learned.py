@@ -108,7 +108,9 @@ def test_stale_model_is_refused(profile_csv, tmp_path, monkeypatch):
     with pytest.raises(SpecError, match="scikit-learn"):
         learned.load_model(out)
     # a model of other features (or from before they were versioned) is not used either
-    monkeypatch.setattr(learned, "library_versions", lambda: {**here, "corun-features": "9"})
+    other_version = str(int(learned.FEATURES_VERSION) + 1)
+    monkeypatch.setattr(learned, "library_versions",
+                        lambda: {**here, "corun-features": other_version})
     with pytest.raises(SpecError, match="corun-features"):
         learned.load_model(out)
 
@@ -215,3 +217,27 @@ def test_caveat_names_what_the_profile_never_timed(capsys):
     assert main(["simulate", "--model", "heavy-mlp", "--pipeline", "heavy-20", "--batch",
                  "16384", "--strategy", "ideal", "--iterations", "4", "--quiet"]) == 0
     assert "caution: heavy-mlp was never profiled on H200" in capsys.readouterr().out
+
+
+def test_bag_kernel_forward_is_a_stage_feature_of_its_own():
+    """heavy-lean differs from heavy-small only in its forward (the bag kernel): its
+    emb_fwd gets features of its own, so the fit does not answer it with PyTorch's
+    forward measured on another model; every other stage matches feature for feature."""
+    from dataclasses import replace
+
+    from costmodel import shard_tables, stage_work
+    from spec import Stage, hardware_preset, model_preset
+
+    hw = hardware_preset("h200", 1)
+
+    def keys(name):
+        m = replace(model_preset(name), batch_per_gpu=16384)
+        work = stage_work(m, hw, shard_tables(m, hw), 0)
+        return {s: learned.stage_key("NVIDIA H200", w) for s, w in work.items()}, work
+
+    lean, lean_work = keys("heavy-lean")
+    small, _ = keys("heavy-small")
+    assert [s for s in lean if lean[s] != small[s]] == [Stage.EMB_FWD]
+    assert [s for s, w in lean_work.items() if w.bag_kernel] == [Stage.EMB_FWD]
+    row = learned.stage_row(lean_work[Stage.EMB_FWD])
+    assert row["stage_bag_kernel"] == 1.0 and learned.stage_bag_kernel(row) == 1.0

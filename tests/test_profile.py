@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import spec
-from backend.profile import COLUMNS, sample_kernels
+from backend.profile import BEFORE_BAG, BEFORE_WARP, COLUMNS, sample_kernels
 from backend.trainer import TRAINING_STAGES
 from corun.cli import main
 from spec.serde import save
@@ -78,7 +78,7 @@ def test_bad_shard_names_the_field(files, tmp_path, bad, capsys):
 def test_warp_rows_need_a_csv_that_records_them(files, tmp_path, capsys):
     """A CSV from before warp_rows is appended thread-per-row kernels only."""
     old = tmp_path / "profile.csv"
-    old.write_text(",".join(c for c in COLUMNS if c != "warp_rows") + "\n")
+    old.write_text(",".join(BEFORE_WARP) + "\n")
     assert profile(files, tmp_path) != 0
     assert "warp_rows" in capsys.readouterr().err
     assert profile(files, tmp_path, "--mappings", "thread") == 0
@@ -86,6 +86,31 @@ def test_warp_rows_need_a_csv_that_records_them(files, tmp_path, capsys):
     assert len(rows) == 2 * 2 * len(TRAINING_STAGES) and "warp_rows" not in rows[0]
     assert profile(files, tmp_path / "new", "--mappings", "warp,x") != 0
     assert "--mappings" in capsys.readouterr().err
+
+
+def test_bag_kernel_rows_need_a_csv_that_records_them(files, tmp_path, capsys):
+    """A model whose forward is the bag kernel is profiled into a CSV with the
+    stage_bag_kernel column (the fit tells its emb_fwd apart by it), and its rows say so
+    at emb_fwd only; a CSV from before the column is refused before any GPU time."""
+    from dataclasses import replace
+
+    model = spec.load(spec.Model, files / "model.json")
+    lean = replace(model, name="lean", embedding_update=spec.EmbeddingUpdate.FUSED_SGD,
+                   embedding_forward=spec.EmbeddingForward.BAG_KERNEL)
+    save(lean, tmp_path / "lean.json")
+    args = ["profile", "--models", str(tmp_path / "lean.json"), "--batches", "32",
+            "--train-pipeline", str(files / "pipe.json"), "--pipelines", "kaggle",
+            "--shapes", "1", "--launches", "1", "--reps", "1", "--device", "cpu", "--quiet"]
+    old = tmp_path / "old" / "profile.csv"
+    old.parent.mkdir()
+    old.write_text(",".join(BEFORE_BAG) + "\n")
+    assert main([*args, "--out", str(old.parent)]) != 0
+    assert "stage_bag_kernel" in capsys.readouterr().err
+    assert old.read_text().count("\n") == 1
+    assert main([*args, "--out", str(tmp_path / "new")]) == 0
+    rows = list(csv.DictReader((tmp_path / "new" / "profile.csv").open()))
+    assert rows and {(r["stage"], r["stage_bag_kernel"]) for r in rows if r["stage"] in
+                     ("emb_fwd", "emb_bwd")} == {("emb_fwd", "1.0"), ("emb_bwd", "0.0")}
 
 
 def test_older_csv_is_not_appended_to(files, tmp_path, capsys):

@@ -217,3 +217,43 @@ def test_bag_sgd_kernel_in_the_cuda_simulator():
     with pytest.raises(ValueError, match="does not match 3 bags"):
         bag_sgd_(on_cpu, torch.from_numpy(ids), torch.from_numpy(offsets[:4]),
                  torch.from_numpy(grad), 0.5)
+
+
+def test_bag_sum_kernel_in_the_cuda_simulator():
+    """The bag kernel (run here by the CUDA simulator) sums each bag's rows: empty bags,
+    bags shorter and longer than its four ids a turn, duplicates; threads past the last
+    (bag, column) write nothing."""
+    from backend.embedding_fwd import bag_sum, bag_sum_kernel
+    from backend.embedding_sgd import THREADS_PER_BLOCK, blocks_for
+
+    rng = np.random.default_rng(3)
+    w = rng.normal(size=(30, 5)).astype(np.float32)
+    lengths = np.array([0, 1, 3, 4, 5, 9, 0, 2])
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    ids = rng.integers(0, 30, offsets[-1]).astype(np.int64)
+    ids[:2] = 7  # a duplicate within a bag
+    want = np.stack([w[ids[a:b]].astype(np.float64).sum(axis=0)
+                     for a, b in zip(offsets, offsets[1:])])
+    got = np.full((8, 5), np.nan, np.float32)
+    assert blocks_for(8, 5) * THREADS_PER_BLOCK > 8 * 5
+    bag_sum_kernel[blocks_for(8, 5), THREADS_PER_BLOCK](w, ids, offsets, got)
+    assert np.allclose(got, want, atol=1e-5)
+    assert np.all(got[lengths == 0] == 0)
+    on_cpu = bag_sum(torch.from_numpy(w), torch.from_numpy(ids), torch.from_numpy(offsets))
+    assert np.allclose(on_cpu.numpy(), want, atol=1e-5)
+
+
+def test_bag_kernel_forward_trains_like_pytorchs():
+    """A model whose forward is the bag kernel takes the same steps as PyTorch's forward
+    with the fused update; without the fused update it is refused."""
+    batch = random_batch(tiny_model(), np.random.default_rng(4))
+    states = []
+    for forward in spec.EmbeddingForward:
+        tr = Trainer(tiny_model(embedding_update=spec.EmbeddingUpdate.FUSED_SGD,
+                                embedding_forward=forward), seed=5)
+        losses = [float(tr.step(batch)) for _ in range(3)]
+        states.append((losses, tr.net.embedding.detach().clone()))
+    assert states[0][0] == pytest.approx(states[1][0], rel=1e-6)
+    assert torch.allclose(states[0][1], states[1][1], atol=1e-6)
+    with pytest.raises(spec.SpecError, match="fused-sgd when embedding_forward is bag-kernel"):
+        tiny_model(embedding_forward=spec.EmbeddingForward.BAG_KERNEL)

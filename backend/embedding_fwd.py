@@ -1,0 +1,61 @@
+"""Sum-pooled embedding bags in one Numba-CUDA kernel: a thread per (bag, column), four
+ids in flight at once (the trainer's EmbeddingForward.BAG_KERNEL).
+
+PyTorch's `embedding_bag` forward gives each bag a row of 64 threads over its columns,
+so with the heavy models' 8 columns 56 of every 64 threads idle. Here a warp covers
+32 / dim bags, its threads reading one id each (the same id for a bag's threads, one
+request) and then 32 contiguous bytes of a row per bag. Sums run over each bag's ids in
+four interleaved partial sums, added at the end, so the result may differ from
+PyTorch's in the last bits (tests compare within float tolerance). On the CPU,
+`F.embedding_bag` does the same.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from numba import cuda
+from torch.nn import functional as F
+
+from backend.embedding_sgd import THREADS_PER_BLOCK, blocks_for
+
+
+@cuda.jit
+def bag_sum_kernel(weight, ids, offsets, out):
+    """out[bag, c] = sum of weight[ids[j], c] over the bag's ids j, one thread per
+    (bag, c), four ids a turn so their loads overlap."""
+    cols = weight.shape[1]
+    i = cuda.grid(1)
+    if i >= out.shape[0] * cols:
+        return
+    bag = i // cols
+    col = i - bag * cols
+    j, end = offsets[bag], offsets[bag + 1]
+    s0 = s1 = s2 = s3 = np.float32(0.0)
+    while j + 4 <= end:
+        a, b, c, d = ids[j], ids[j + 1], ids[j + 2], ids[j + 3]
+        s0 += weight[a, col]
+        s1 += weight[b, col]
+        s2 += weight[c, col]
+        s3 += weight[d, col]
+        j += 4
+    while j < end:
+        s0 += weight[ids[j], col]
+        j += 1
+    out[bag, col] = (s0 + s1) + (s2 + s3)
+
+
+@torch.no_grad()
+def bag_sum(weight: torch.Tensor, ids: torch.Tensor, offsets: torch.Tensor) -> torch.Tensor:
+    """[bags, dim] sums of `weight`'s rows over each bag's ids; `offsets` has one entry
+    per bag plus the last (include_last_offset layout). No autograd graph is kept."""
+    bags = offsets.numel() - 1
+    if weight.device.type != "cuda":
+        return F.embedding_bag(ids, weight, offsets, mode="sum", include_last_offset=True)
+    out = torch.empty(bags, weight.shape[1], device=weight.device, dtype=weight.dtype)
+    if bags == 0:
+        return out
+    stream = cuda.external_stream(torch.cuda.current_stream(weight.device).cuda_stream)
+    args = [cuda.as_cuda_array(t) for t in (weight.detach(), ids, offsets, out)]
+    bag_sum_kernel[blocks_for(bags, weight.shape[1]), THREADS_PER_BLOCK, stream](*args)
+    return out

@@ -1,0 +1,122 @@
+"""What the trainer's embedding forward costs per id: PyTorch's `embedding_bag` against
+the bag kernel (backend/embedding_fwd.py), on the same preprocessed batch (issue 6's
+heavy case: a step cheaper per id looked up makes preprocessing a larger share of it).
+
+On the H200: python bench/embedding_forward.py --out $OUT
+Locally:     python bench/embedding_forward.py --dry-run   (tiny batch, CPU, host clock)
+
+For each model and batch: the median of CUDA-event times over --iters calls after
+--warmup for each way (one call between two events: the launch's host time included
+where the GPU waits for it), the same --iters calls queued back to back (the GPU's time
+a call and the host's), and the largest difference of the two results (float sums in
+another order). Written atomically as JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import torch  # noqa: E402
+from torch.nn import functional as F  # noqa: E402
+
+import spec  # noqa: E402
+from backend.embedding_fwd import bag_sum  # noqa: E402
+from backend.trainer import Trainer  # noqa: E402
+from bench.embedding_update import timed  # noqa: E402
+from bench.trainer_gpu import make_batches  # noqa: E402
+from corun.workload import shrink_tables  # noqa: E402
+from spec.pipelines import DEFAULT_MODEL_FOR  # noqa: E402
+from spec.serde import write_atomic  # noqa: E402
+
+
+def back_to_back(fn, device: torch.device, n: int) -> dict:
+    """`n` calls queued without a sync between them: the host's milliseconds per call
+    (launching only) and the GPU's (CUDA events around all n, so the launches' host time
+    is hidden where it is shorter than the kernel's)."""
+    if device.type != "cuda":
+        return {}
+    fn()
+    torch.cuda.synchronize()
+    a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    a.record()
+    t0 = time.perf_counter()
+    for _ in range(n):
+        fn()
+    host = (time.perf_counter() - t0) * 1e3 / n
+    b.record()
+    b.synchronize()
+    return {"host_ms": round(host, 4), "gpu_ms": round(a.elapsed_time(b) / n, 4)}
+
+
+def measure(model: spec.Model, pipeline: spec.Pipeline, device: torch.device, warmup: int,
+            iters: int, rng: np.random.Generator) -> dict:
+    batch = make_batches(model, pipeline, 1, rng)[0].to(device)
+    w = Trainer(model, device).net.embedding.detach()
+    n_ids = batch.ids.numel()
+
+    def pytorch():
+        return F.embedding_bag(batch.ids, w, batch.offsets, mode="sum",
+                               include_last_offset=True)
+
+    def kernel():
+        return bag_sum(w, batch.ids, batch.offsets)
+
+    ref, got = pytorch(), kernel()
+    diff = float((ref - got).abs().max())
+    scale = float(ref.abs().max())
+    t_torch = timed(pytorch, device, warmup, iters)
+    t_kernel = timed(kernel, device, warmup, iters)
+    queued = {name: back_to_back(fn, device, iters) for name, fn in
+              (("pytorch", pytorch), ("kernel", kernel))}
+    ps = 1e9 / n_ids
+    return {"model": model.name, "batch": model.batch_per_gpu, "ids": n_ids,
+            "bags": batch.offsets.numel() - 1, "dim": model.embedding_dim,
+            "pytorch_ms": round(t_torch, 4), "kernel_ms": round(t_kernel, 4),
+            "speedup": round(t_torch / t_kernel, 3),
+            "back_to_back": queued,
+            "ps_per_id": {"pytorch": round(t_torch * ps, 1), "kernel": round(t_kernel * ps, 1)},
+            "max_abs_diff": diff, "max_abs_value": scale}
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--models", default="heavy-fused,heavy-small,criteo-kaggle",
+                   help="model presets (a model no pipeline names takes `heavy`)")
+    p.add_argument("--batches", default="8192,16384")
+    p.add_argument("--warmup", type=int, default=5)
+    p.add_argument("--iters", type=int, default=30)
+    p.add_argument("--dry-run", action="store_true", help="CPU, tiny tables and batch")
+    p.add_argument("--out", default="out/embedding_forward")
+    args = p.parse_args(argv)
+    device = torch.device("cpu" if args.dry_run else "cuda")
+    rng = np.random.default_rng(0)
+    rows = []
+    for name in args.models.split(","):
+        base = spec.model_preset(name)
+        pipe = {v: k for k, v in DEFAULT_MODEL_FOR.items()}.get(name, "heavy")
+        pipeline = spec.pipeline_preset(pipe)
+        for b in ([64] if args.dry_run else [int(x) for x in args.batches.split(",")]):
+            m = replace(base, batch_per_gpu=b)
+            if args.dry_run:
+                m, pipeline = shrink_tables(m, spec.pipeline_preset(pipe), 1000)
+            row = measure(m, pipeline, device, args.warmup, args.iters, rng)
+            print(json.dumps(row), flush=True)
+            rows.append(row)
+    device_name = torch.cuda.get_device_name(0) if device.type == "cuda" else "cpu"
+    write_atomic(Path(args.out) / "embedding_forward.json",
+                 json.dumps({"device": device_name, "command": " ".join(sys.argv),
+                             "rows": rows}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# heavy-lean on one lent H200 (issue 6's heavy case): heavy-small with the trainer's
+# bag-kernel forward (backend/embedding_fwd.py). With OUT set by the device tool:
+#   PART=measure bash bench/heavy_lean_session.sh   the forward alone, PyTorch against the
+#       bag kernel (bench/embedding_forward.py), then ideal, the baselines and the one
+#       kernel at each stage at b16384 in 2 rounds (bench/execute_gpu.py --matrix heavy-lean)
+#   PART=profile bash bench/heavy_lean_session.sh   heavy-lean's co-running profile for the
+#       learned model: random kernels and the whole pipeline at five launch shapes
+#   PART=plans bash bench/heavy_lean_session.sh     corun's plans beside the baselines, in rounds
+set -u
+stamp() { while IFS= read -r l; do echo "$(date +%T.%3N) $l"; done; }
+nvidia-smi --query-gpu=index,name,clocks.sm,memory.used --format=csv
+case "${PART:-measure}" in
+measure)
+  python bench/embedding_forward.py --out "$OUT" \
+    --models heavy-fused,heavy-small,criteo-kaggle --batches 8192,16384 2>&1 | stamp
+  python bench/execute_gpu.py --matrix heavy-lean --batches 16384 --strategies \
+    ideal,gpu-sequential,gpu-overlap,at:emb_fwd+b1056,at:interaction_bwd+b1056,at:bottom_mlp_bwd+b1056,at:emb_bwd+b1056,at:optimizer+ahead2+b1056 \
+    --repeats 2 --budget-s 300 --out "$OUT" 2>&1 | grep -v "iteration" | stamp
+  ;;
+profile)
+  common=(--models heavy-lean --train-pipeline heavy-small --pipelines heavy-small --reps 3)
+  python -m corun.cli profile --out "$OUT/random" "${common[@]}" --batches 8192,16384 \
+    --shapes 5 --launches 2 --mappings thread,warp --budget-minutes 3 2>&1 | stamp > "$OUT/random.log"
+  tail -2 "$OUT/random.log"
+  plans=$(python bench/launch_plans.py --pipeline heavy-small --model heavy-lean \
+    --blocks 132,264,528,1056,2112 --out /tmp/launch-plans) || exit 1
+  python -m corun.cli profile --out "$OUT/launches" "${common[@]}" --batches 8192,16384 \
+    --shapes 0 --plans "$plans" --budget-minutes 2 2>&1 | stamp > "$OUT/launches.log"
+  tail -2 "$OUT/launches.log"
+  ;;
+plans)
+  python bench/execute_gpu.py --matrix heavy-lean --batches "${BATCHES:-8192,16384}" \
+    --strategies "${STRATEGIES:-ideal,gpu-sequential,gpu-overlap,corun}" \
+    --repeats "${REPEATS:-3}" --budget-s 420 --out "$OUT" 2>&1 | grep -v "iteration" | stamp
+  ;;
+esac
