@@ -6,8 +6,9 @@ so with the heavy models' 8 columns 56 of every 64 threads idle. Here a warp cov
 32 / dim bags, its threads reading one id each (the same id for a bag's threads, one
 request) and then 32 contiguous bytes of a row per bag. Sums run over each bag's ids in
 four interleaved partial sums, added at the end, so the result may differ from
-PyTorch's in the last bits (tests compare within float tolerance). On the CPU,
-`F.embedding_bag` does the same.
+PyTorch's in the last bits (tests compare within float tolerance). Launched at a driver
+call's host cost (backend.launch.TensorLaunch). On the CPU, `F.embedding_bag` does the
+same.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from numba import cuda
 from torch.nn import functional as F
 
 from backend.embedding_sgd import THREADS_PER_BLOCK, blocks_for
+from backend.launch import TensorLaunch
 
 
 @cuda.jit
@@ -45,6 +47,9 @@ def bag_sum_kernel(weight, ids, offsets, out):
     out[bag, col] = (s0 + s1) + (s2 + s3)
 
 
+_launch = TensorLaunch(bag_sum_kernel)
+
+
 @torch.no_grad()
 def bag_sum(weight: torch.Tensor, ids: torch.Tensor, offsets: torch.Tensor) -> torch.Tensor:
     """[bags, dim] sums of `weight`'s rows over each bag's ids; `offsets` has one entry
@@ -55,7 +60,7 @@ def bag_sum(weight: torch.Tensor, ids: torch.Tensor, offsets: torch.Tensor) -> t
     out = torch.empty(bags, weight.shape[1], device=weight.device, dtype=weight.dtype)
     if bags == 0:
         return out
-    stream = cuda.external_stream(torch.cuda.current_stream(weight.device).cuda_stream)
-    args = [cuda.as_cuda_array(t) for t in (weight.detach(), ids, offsets, out)]
-    bag_sum_kernel[blocks_for(bags, weight.shape[1]), THREADS_PER_BLOCK, stream](*args)
+    _launch(blocks_for(bags, weight.shape[1]), THREADS_PER_BLOCK,
+            torch.cuda.current_stream(weight.device).cuda_stream, weight.detach(), ids,
+            offsets, out)
     return out

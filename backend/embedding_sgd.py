@@ -7,8 +7,9 @@ H200) and the update then adds them in (`python bench/embedding_update.py`,
 bench/results/embedding_update_h200.json). SGD is linear in the gradient, so the rows
 can take the bag gradients directly. On a GPU one Numba-CUDA kernel does it: one thread
 per (bag, embedding column) walks its bag's ids and adds atomically (duplicate ids add
-up in any order, so the float sums may differ in the last bits from run to run). On the
-CPU, torch's `index_add_` of each id's bag gradient does the same.
+up in any order, so the float sums may differ in the last bits from run to run),
+launched at a driver call's host cost (backend.launch.TensorLaunch). On the CPU, torch's
+`index_add_` of each id's bag gradient does the same.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ import functools
 import numpy as np
 import torch
 from numba import cuda
+
+from backend.launch import TensorLaunch
 
 THREADS_PER_BLOCK = 256
 UPDATE_BLOCKS_PER_SM = 4
@@ -43,6 +46,9 @@ def bag_sgd_kernel(weight, ids, offsets, grad, scale):
         for j in range(offsets[bag], offsets[bag + 1]):
             cuda.atomic.add(weight, (ids[j], col), g)
         i += cuda.gridsize(1)
+
+
+_launch = TensorLaunch(bag_sgd_kernel)
 
 
 def blocks_for(bags: int, cols: int, max_blocks: int = 0) -> int:
@@ -72,10 +78,9 @@ def bag_sgd_(weight: torch.Tensor, ids: torch.Tensor, offsets: torch.Tensor,
         return
     if max_blocks is None:
         max_blocks = UPDATE_BLOCKS_PER_SM * _sm_count(weight.device)
-    stream = cuda.external_stream(torch.cuda.current_stream(weight.device).cuda_stream)
-    args = [cuda.as_cuda_array(t) for t in (weight.detach(), ids, offsets, grad)]
-    bag_sgd_kernel[blocks_for(grad.shape[0], weight.shape[1], max_blocks), THREADS_PER_BLOCK,
-                   stream](*args, np.float32(-lr))
+    _launch(blocks_for(grad.shape[0], weight.shape[1], max_blocks), THREADS_PER_BLOCK,
+            torch.cuda.current_stream(weight.device).cuda_stream, weight.detach(), ids,
+            offsets, grad, np.float32(-lr))
 
 
 @torch.no_grad()

@@ -19,6 +19,8 @@ import ctypes
 import warnings
 from collections.abc import Sequence
 
+import numpy as np
+
 from backend import driver
 
 
@@ -145,3 +147,101 @@ class BoundLaunch:
         self._pointers = ctypes.addressof(pointers)
         self._function = function
         self.driver = True
+
+
+def tensor_params(args: Sequence[object]) -> list:
+    """Numba's packed kernel parameters for `args` (torch tensors and ctypes-convertible
+    scalars), built from the tensors' own pointers and shapes: for an array, meminfo and
+    parent (0), its size and item size, its address, its shape, its strides in bytes (C
+    order from the shape where the tensor is contiguous, as Numba takes them). Checked
+    against Numba's own packing when a TensorLaunch binds."""
+    params: list = []
+    for a in args:
+        if hasattr(a, "data_ptr"):
+            item = a.element_size()
+            shape = tuple(a.shape)
+            if a.is_contiguous():
+                strides, step = [], item
+                for n in reversed(shape):
+                    strides.append(step)
+                    step *= n
+                strides.reverse()
+            else:
+                strides = [s * item for s in a.stride()]
+            params += [0, 0, a.numel(), item, a.data_ptr(), *shape, *strides]
+        elif isinstance(a, np.float32):
+            params.append(ctypes.c_float(a))
+        elif isinstance(a, np.float64 | float):
+            params.append(ctypes.c_double(a))
+        elif isinstance(a, np.integer | int):
+            params.append(ctypes.c_int64(int(a)))
+        else:
+            raise TypeError(f"no packing for a {type(a).__name__} argument")
+    return params
+
+
+def _arg_kind(a: object) -> tuple:
+    if hasattr(a, "data_ptr"):
+        return (str(a.dtype), a.dim(), a.is_contiguous())
+    return (type(a).__name__,)
+
+
+class TensorLaunch:
+    """`dispatcher[grid, block, stream](*args)` over torch tensors that change from call
+    to call, at one driver call's host cost. Numba converts each tensor and types every
+    argument on every launch: 0.30-0.42 ms of host a launch of the trainer's embedding
+    kernels on the H200 (bench/results/embedding_forward_h200.md), on the thread that
+    launches the step. The first launch of each argument signature goes through Numba
+    (it compiles); then, where Numba's packing of those arguments equals
+    `tensor_params`' and the driver can be called, later launches pack the tensors' own
+    addresses and shapes and call cuLaunchKernel. Elsewhere (the CUDA simulator, another
+    numba-cuda) every launch stays Numba's."""
+
+    def __init__(self, dispatcher) -> None:
+        self.dispatcher = dispatcher
+        self.bound: dict[tuple, tuple[int, list[int]] | None] = {}
+        """Argument signature -> (the kernel's CUfunction address, its parameters'
+        sizes), or None: Numba's launch."""
+
+    def __call__(self, grid: int, block: int, stream: int, *args) -> None:
+        """Launch on the CUstream at address `stream` (0: the default stream)."""
+        key = tuple(_arg_kind(a) for a in args)
+        bound = self.bound.get(key)
+        if bound is not None:
+            function, sizes = bound
+            packed = driver_arguments(tensor_params(args), sizes)
+            if packed is not None:
+                driver.launch_kernel(function, (grid, 1, 1, block, 1, 1, 0), stream,
+                                     ctypes.addressof(packed[1]))
+                return
+        from numba import cuda
+
+        numba_args = [cuda.as_cuda_array(a) if hasattr(a, "data_ptr") else a for a in args]
+        self.dispatcher[grid, block, cuda.external_stream(stream) if stream else 0](*numba_args)
+        if key not in self.bound:
+            self.bound[key] = self._bind(numba_args, args)
+
+    def _bind(self, numba_args: list, args: Sequence[object]) -> tuple[int, list[int]] | None:
+        """(CUfunction address, parameter sizes) where tensor_params packs `args` as
+        Numba packed `numba_args`; None where it does not or cannot be told."""
+        from numba import config
+
+        if config.ENABLE_CUDASIM or not driver.available():
+            return None
+        try:
+            d = self.dispatcher
+            kernel = d.overloads[tuple(d.typeof_pyval(a) for a in numba_args)]
+            params: list = []
+            for t, v in zip(kernel.argument_types, numba_args):
+                kernel._prepare_args(t, v, 0, [], params)
+            cu = kernel._codelibrary.get_cufunc().kernel
+            sizes = [getattr(p, "size", None) or p[1] for p in cu.arguments_info]
+            function = int(cu.handle)
+        except Exception:  # internals of another numba-cuda: Numba's launch it is
+            return None
+        theirs = driver_arguments(params, sizes)
+        ours = driver_arguments(tensor_params(args), sizes)
+        if theirs is None or ours is None or \
+                [v.value for v in theirs[0]] != [v.value for v in ours[0]]:
+            return None
+        return function, sizes

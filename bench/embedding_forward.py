@@ -8,7 +8,8 @@ Locally:     python bench/embedding_forward.py --dry-run   (tiny batch, CPU, hos
 For each model and batch: the median of CUDA-event times over --iters calls after
 --warmup for each way (one call between two events: the launch's host time included
 where the GPU waits for it), the same --iters calls queued back to back (the GPU's time
-a call and the host's), and the largest difference of the two results (float sums in
+a call and the host's; the kernel also launched through Numba's dispatcher each time, as
+before backend.launch.TensorLaunch), and the largest difference of the two results (float sums in
 another order). Written atomically as JSON.
 """
 
@@ -26,10 +27,12 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import torch  # noqa: E402
+from numba import cuda  # noqa: E402
 from torch.nn import functional as F  # noqa: E402
 
 import spec  # noqa: E402
-from backend.embedding_fwd import bag_sum  # noqa: E402
+from backend.embedding_fwd import bag_sum, bag_sum_kernel  # noqa: E402
+from backend.embedding_sgd import THREADS_PER_BLOCK, blocks_for  # noqa: E402
 from backend.trainer import Trainer  # noqa: E402
 from bench.embedding_update import timed  # noqa: E402
 from bench.trainer_gpu import make_batches  # noqa: E402
@@ -70,13 +73,22 @@ def measure(model: spec.Model, pipeline: spec.Pipeline, device: torch.device, wa
     def kernel():
         return bag_sum(w, batch.ids, batch.offsets)
 
+    def kernel_numba():  # the same kernel, each launch through Numba's dispatcher
+        out = torch.empty_like(ref)
+        stream = cuda.external_stream(torch.cuda.current_stream().cuda_stream)
+        bag_sum_kernel[blocks_for(*out.shape), THREADS_PER_BLOCK, stream](
+            *(cuda.as_cuda_array(t) for t in (w, batch.ids, batch.offsets, out)))
+        return out
+
     ref, got = pytorch(), kernel()
     diff = float((ref - got).abs().max())
     scale = float(ref.abs().max())
     t_torch = timed(pytorch, device, warmup, iters)
     t_kernel = timed(kernel, device, warmup, iters)
-    queued = {name: back_to_back(fn, device, iters) for name, fn in
-              (("pytorch", pytorch), ("kernel", kernel))}
+    ways = [("pytorch", pytorch), ("kernel", kernel)]
+    if device.type == "cuda":
+        ways.append(("kernel_numba_launch", kernel_numba))
+    queued = {name: back_to_back(fn, device, iters) for name, fn in ways}
     ps = 1e9 / n_ids
     return {"model": model.name, "batch": model.batch_per_gpu, "ids": n_ids,
             "bags": batch.offsets.numel() - 1, "dim": model.embedding_dim,

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # heavy-lean on one lent H200 (issue 6's heavy case): heavy-small with the trainer's
 # bag-kernel forward (backend/embedding_fwd.py). With OUT set by the device tool:
-#   PART=measure bash bench/heavy_lean_session.sh   the forward alone, PyTorch against the
+#   PART=measure bash bench/heavy_lean_session.sh   the launch and trainer tests on the GPU,
+#       the forward alone, PyTorch against the
 #       bag kernel (bench/embedding_forward.py), then ideal, the baselines and the one
 #       kernel at each stage at b16384 in 2 rounds (bench/execute_gpu.py --matrix heavy-lean)
 #   PART=profile bash bench/heavy_lean_session.sh   heavy-lean's co-running profile for the
@@ -12,6 +13,8 @@ stamp() { while IFS= read -r l; do echo "$(date +%T.%3N) $l"; done; }
 nvidia-smi --query-gpu=index,name,clocks.sm,memory.used --format=csv
 case "${PART:-measure}" in
 measure)
+  NUMBA_ENABLE_CUDASIM=0 python -m pytest -q -p no:cacheprovider tests/test_launch.py \
+    tests/test_trainer.py 2>&1 | tail -3
   python bench/embedding_forward.py --out "$OUT" \
     --models heavy-fused,heavy-small,criteo-kaggle --batches 8192,16384 2>&1 | stamp
   python bench/execute_gpu.py --matrix heavy-lean --batches 16384 --strategies \

@@ -16,7 +16,13 @@ from backend import (
     compat,  # noqa: F401  (before the first CUDA compile)
     driver,
 )
-from backend.launch import BoundLaunch, driver_arguments, stream_address
+from backend.launch import (
+    BoundLaunch,
+    TensorLaunch,
+    driver_arguments,
+    stream_address,
+    tensor_params,
+)
 
 real_cuda = pytest.mark.skipif(
     not torch.cuda.is_available() or os.environ.get("NUMBA_ENABLE_CUDASIM") == "1",
@@ -117,3 +123,39 @@ def test_driver_copies_and_zeroing_move_what_pytorch_moves():
     assert (dev[1000:].cpu() == -1).all()  # nothing past the copy
     with pytest.raises(RuntimeError, match="cuMemcpyHtoDAsync failed"):
         driver.copy_to_device(0, host.data_ptr(), 8, stream.cuda_stream)
+
+
+def test_tensor_params_pack_as_numba_lays_an_array_out():
+    """An array: meminfo and parent (0), size, item size, address, shape, strides in bytes
+    (C order from the shape where contiguous, a size-1 dimension's included); scalars as
+    the C types Numba gives them."""
+    t = torch.zeros(3, 1, 4, dtype=torch.float32)
+    step = torch.zeros(4, 6, dtype=torch.int64)[:, ::2]
+    p = tensor_params([t, step, np.float32(0.25), 7])
+    assert p[:11] == [0, 0, 12, 4, t.data_ptr(), 3, 1, 4, 16, 16, 4]
+    assert p[11:20] == [0, 0, 12, 8, step.data_ptr(), 4, 3, 48, 16]
+    assert isinstance(p[20], ctypes.c_float) and p[20].value == 0.25
+    assert isinstance(p[21], ctypes.c_int64) and p[21].value == 7
+    with pytest.raises(TypeError, match="no packing for a str"):
+        tensor_params(["x"])
+
+
+@real_cuda
+def test_tensor_launch_binds_and_computes_as_numba_on_new_tensors():
+    """Bound after its first launch, the driver's launch over each call's own tensors
+    gives what Numba's launch gives, on a stream of PyTorch's."""
+    launch = TensorLaunch(axpy)
+    stream = torch.cuda.Stream()
+    with torch.cuda.stream(stream):
+        for n in (1000, 700, 1000):
+            x = torch.arange(n, dtype=torch.float32, device="cuda")
+            mine = torch.ones(n, device="cuda")
+            theirs = torch.ones(n, device="cuda")
+            launch(4, 256, stream.cuda_stream, mine, x, np.int64(n - 100), np.float32(0.5),
+                   True)
+            axpy[4, 256, cuda.external_stream(stream.cuda_stream)](
+                cuda.as_cuda_array(theirs), cuda.as_cuda_array(x), np.int64(n - 100),
+                np.float32(0.5), True)
+            stream.synchronize()
+            assert torch.equal(mine, theirs) and mine[n - 50] == 1.0
+    assert list(launch.bound.values()) and all(launch.bound.values())
