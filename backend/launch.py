@@ -169,12 +169,16 @@ def tensor_params(args: Sequence[object]) -> list:
             else:
                 strides = [s * item for s in a.stride()]
             params += [0, 0, a.numel(), item, a.data_ptr(), *shape, *strides]
+        elif isinstance(a, bool | np.bool_):
+            params.append(bool(a))
         elif isinstance(a, np.float32):
             params.append(ctypes.c_float(a))
         elif isinstance(a, np.float64 | float):
             params.append(ctypes.c_double(a))
-        elif isinstance(a, np.integer | int):
-            params.append(ctypes.c_int64(int(a)))
+        elif isinstance(a, np.integer):
+            params.append(getattr(ctypes, f"c_{a.dtype}")(int(a)))
+        elif isinstance(a, int):
+            params.append(ctypes.c_int64(a))
         else:
             raise TypeError(f"no packing for a {type(a).__name__} argument")
     return params

@@ -131,11 +131,12 @@ def test_tensor_params_pack_as_numba_lays_an_array_out():
     the C types Numba gives them."""
     t = torch.zeros(3, 1, 4, dtype=torch.float32)
     step = torch.zeros(4, 6, dtype=torch.int64)[:, ::2]
-    p = tensor_params([t, step, np.float32(0.25), 7])
+    p = tensor_params([t, step, np.float32(0.25), 7, True, np.int32(-2)])
     assert p[:11] == [0, 0, 12, 4, t.data_ptr(), 3, 1, 4, 16, 16, 4]
     assert p[11:20] == [0, 0, 12, 8, step.data_ptr(), 4, 3, 48, 16]
     assert isinstance(p[20], ctypes.c_float) and p[20].value == 0.25
     assert isinstance(p[21], ctypes.c_int64) and p[21].value == 7
+    assert p[22] is True and isinstance(p[23], ctypes.c_int32) and p[23].value == -2
     with pytest.raises(TypeError, match="no packing for a str"):
         tensor_params(["x"])
 
