@@ -65,18 +65,20 @@ COLUMNS = KEY + (
     *(f"op_{op.value}" for op in OpKind),
     "stage_flops", "stage_bytes", "stage_kernels", "stage_parallelism", "stage_lookups",
     "stage_embedding_dim", "stage_feature_count", "stage_cross_network", "stage_fused_update",
-    "stage_bag_kernel", "stage_alone_ms", "stage_corun_ms", "kernel_alone_ms", "kernel_corun_ms",
-    "host_ahead", "reps", "torch", "numba_cuda", "measured_utc")
+    "stage_bag_kernel", "stage_table_bytes", "stage_alone_ms", "stage_corun_ms",
+    "kernel_alone_ms", "kernel_corun_ms", "host_ahead", "reps", "torch", "numba_cuda",
+    "measured_utc")
 
 DERIVED = ("stage_lookups", "stage_embedding_dim", "stage_feature_count",
-           "stage_cross_network", "stage_fused_update", "stage_bag_kernel")
+           "stage_cross_network", "stage_fused_update", "stage_bag_kernel",
+           "stage_table_bytes")
 BEFORE_DERIVED = tuple(c for c in COLUMNS if c not in DERIVED)
 """The columns before the stage's ids and model shape were recorded: such a file is still
 appended to (without them; the fit derives them from the preset model,
 costmodel.learned.stage_lookups, stage_shape and stage_fused)."""
-BEFORE_BAG = tuple(c for c in COLUMNS if c != "stage_bag_kernel")
-"""The columns before the trainer's bag-kernel forward (EmbeddingForward.BAG_KERNEL):
-every emb_fwd PyTorch's."""
+BEFORE_BAG = tuple(c for c in COLUMNS if c not in ("stage_bag_kernel", "stage_table_bytes"))
+"""The columns before the trainer's bag-kernel forward (EmbeddingForward.BAG_KERNEL:
+every emb_fwd PyTorch's) and the tables' bytes (the fit derives them from the preset)."""
 BEFORE_WARP = tuple(c for c in BEFORE_BAG if c != "warp_rows")
 """The columns before kernels could write a warp per row: every kernel a thread per row."""
 READABLE_HEADERS = (COLUMNS, BEFORE_BAG, BEFORE_WARP,

@@ -4,6 +4,7 @@ heavy case: a step cheaper per id looked up makes preprocessing a larger share o
 
 On the H200: python bench/embedding_forward.py --out $OUT
 Locally:     python bench/embedding_forward.py --dry-run   (tiny batch, CPU, host clock)
+Report:      python bench/embedding_forward.py --render RAW.json[.gz] ... -o REPORT.md
 
 For each model and batch: the median of CUDA-event times over --iters calls after
 --warmup for each way (one call between two events: the launch's host time included
@@ -37,8 +38,9 @@ from backend.trainer import Trainer  # noqa: E402
 from bench.embedding_update import timed  # noqa: E402
 from bench.trainer_gpu import make_batches  # noqa: E402
 from corun.workload import shrink_tables  # noqa: E402
+from sim.simulate import git_commit  # noqa: E402
 from spec.pipelines import DEFAULT_MODEL_FOR  # noqa: E402
-from spec.serde import write_atomic  # noqa: E402
+from spec.serde import read_document, write_atomic  # noqa: E402
 
 
 def back_to_back(fn, device: torch.device, n: int) -> dict:
@@ -99,6 +101,42 @@ def measure(model: spec.Model, pipeline: spec.Pipeline, device: torch.device, wa
             "max_abs_diff": diff, "max_abs_value": scale}
 
 
+def render(paths: list[Path]) -> str:
+    """A markdown report of embedding_forward.json records, one table each."""
+    lines = ["# The trainer's embedding forward on the H200: PyTorch's `embedding_bag` "
+             "against the bag kernel", "",
+             f"Made by `python bench/embedding_forward.py --render "
+             f"{' '.join(str(p) for p in paths)}`. Per call: one call between two CUDA "
+             "events (the GPU waits for a slow launch), then --iters calls queued back to "
+             "back (GPU ms a call, and the host's ms to launch one; '-': not timed in that "
+             "run). Before commit 533287e the bag kernel was launched through Numba's "
+             "dispatcher on every call, since by one driver call (backend.launch."
+             "TensorLaunch; 'via Numba' times the old way in the same run). The bag "
+             "kernel's result differs from PyTorch's by at most the largest difference "
+             "shown (float sums in another order).", ""]
+    for path in paths:
+        rec = read_document(path)
+        lines += [f"## {path.name} ({rec['device']}, commit {rec.get('commit', '?')})", "",
+                  f"`python {rec['command']}`", "",
+                  "| model | batch | dim | ids | PyTorch ms | bag kernel ms | speedup | "
+                  "queued GPU ms: PyTorch / kernel | host ms a launch: PyTorch / kernel "
+                  "/ kernel via Numba | max diff |", "|---|---:|---:|---:|---:|---:|---:|"
+                  "---:|---:|---:|"]
+        for r in rec["rows"]:
+            q = r.get("back_to_back", {})
+
+            def ms(way, key, q=q):
+                return f"{q[way][key]:.3f}" if q.get(way) else "-"
+            lines.append(
+                f"| {r['model']} | {r['batch']} | {r['dim']} | {r['ids']:,} | "
+                f"{r['pytorch_ms']:.3f} | {r['kernel_ms']:.3f} | {r['speedup']:.2f}x | "
+                f"{ms('pytorch', 'gpu_ms')} / {ms('kernel', 'gpu_ms')} | "
+                f"{ms('pytorch', 'host_ms')} / {ms('kernel', 'host_ms')} / "
+                f"{ms('kernel_numba_launch', 'host_ms')} | {r['max_abs_diff']:.1e} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--models", default="heavy-fused,heavy-small,criteo-kaggle",
@@ -108,7 +146,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--iters", type=int, default=30)
     p.add_argument("--dry-run", action="store_true", help="CPU, tiny tables and batch")
     p.add_argument("--out", default="out/embedding_forward")
+    p.add_argument("--render", nargs="+", metavar="RAW", help="render these records")
+    p.add_argument("-o", dest="report", help="the report --render writes")
     args = p.parse_args(argv)
+    if args.render:
+        text = render([Path(x) for x in args.render])
+        if args.report:
+            write_atomic(args.report, text)
+        else:
+            print(text)
+        return 0
     device = torch.device("cpu" if args.dry_run else "cuda")
     rng = np.random.default_rng(0)
     rows = []
@@ -126,6 +173,7 @@ def main(argv: list[str] | None = None) -> int:
     device_name = torch.cuda.get_device_name(0) if device.type == "cuda" else "cpu"
     write_atomic(Path(args.out) / "embedding_forward.json",
                  json.dumps({"device": device_name, "command": " ".join(sys.argv),
+                             "commit": git_commit(),
                              "rows": rows}, indent=1))
     return 0
 

@@ -7,7 +7,8 @@
 #       kernel at each stage at b16384 in 2 rounds (bench/execute_gpu.py --matrix heavy-lean)
 #   PART=profile bash bench/heavy_lean_session.sh   heavy-lean's co-running profile for the
 #       learned model: random kernels and the whole pipeline at five launch shapes
-#   PART=plans bash bench/heavy_lean_session.sh     corun's plans beside the baselines, in rounds
+#   PART=plans bash bench/heavy_lean_session.sh     corun's plan and its runners-up beside the
+#       baselines and the one kernel two batches ahead at four stages, b16384, 3 rounds
 set -u
 stamp() { while IFS= read -r l; do echo "$(date +%T.%3N) $l"; done; }
 nvidia-smi --query-gpu=index,name,clocks.sm,memory.used --format=csv
@@ -33,8 +34,8 @@ profile)
   tail -2 "$OUT/launches.log"
   ;;
 plans)
-  python bench/execute_gpu.py --matrix heavy-lean --batches "${BATCHES:-8192,16384}" \
-    --strategies "${STRATEGIES:-ideal,gpu-sequential,gpu-overlap,corun}" \
-    --repeats "${REPEATS:-3}" --budget-s 420 --out "$OUT" 2>&1 | grep -v "iteration" | stamp
+  python bench/execute_gpu.py --matrix heavy-lean --batches "${BATCHES:-16384}" \
+    --strategies "${STRATEGIES:-ideal,gpu-sequential,gpu-overlap,corun,corun-2,corun-3,at:emb_fwd+ahead2+b1056,at:interaction_bwd+ahead2+b1056,at:bottom_mlp_bwd+ahead2+b1056,at:optimizer+ahead2+b1056}" \
+    --repeats "${REPEATS:-3}" --budget-s 300 --out "$OUT" 2>&1 | grep -v "iteration" | stamp
   ;;
 esac

@@ -117,6 +117,7 @@ def stage_features(r: dict, alone_ms: float | None = None) -> list[float]:
         ids * fused, fused,
         *stage_shape(r),
         stage_bag_kernel(r),
+        np.log1p(stage_table_bytes(r) / g.l2_bytes),
     ]
 
 
@@ -143,6 +144,11 @@ def stage_fused(r: dict) -> float:
 def stage_bag_kernel(r: dict) -> float:
     """1.0 for the bag kernel's emb_fwd (StageWork.bag_kernel)."""
     return _stage_column(r, "stage_bag_kernel")
+
+
+def stage_table_bytes(r: dict) -> float:
+    """The tables' bytes a stage reads or updates (StageWork.table_bytes)."""
+    return _stage_column(r, "stage_table_bytes")
 
 
 SHAPE_COLUMNS = ("stage_embedding_dim", "stage_feature_count", "stage_cross_network")
@@ -513,11 +519,13 @@ def stage_row(stage: StageWork | None) -> dict[str, float]:
     if stage is None:
         return dict.fromkeys(("stage_flops", "stage_bytes", "stage_kernels",
                               "stage_parallelism", "stage_lookups", *SHAPE_COLUMNS,
-                              "stage_fused_update", "stage_bag_kernel"), 0.0)
+                              "stage_fused_update", "stage_bag_kernel",
+                              "stage_table_bytes"), 0.0)
     return {"stage_flops": stage.flops, "stage_bytes": stage.hbm_bytes,
             "stage_kernels": stage.kernels, "stage_parallelism": stage.parallelism,
             "stage_lookups": stage.lookups, "stage_fused_update": float(stage.fused_update),
             "stage_bag_kernel": float(stage.bag_kernel),
+            "stage_table_bytes": float(stage.table_bytes),
             **dict(zip(SHAPE_COLUMNS, (float(stage.embedding_dim), float(stage.feature_count),
                                        float(stage.cross_network))))}
 
@@ -637,9 +645,10 @@ class LearnedCostModel(CostModel):
         if not new:  # every stage matches another model's profiled one, feature for feature
             return (f"{model.name} was never profiled on {hw.gpu.name}: its training stages "
                     "take the times of another model's profiled stages with the same "
-                    "features, which leave out the tables' size (heavy-small, whose 10k-row "
-                    "tables fit in the L2, ran 11-12% faster than the heavy-fused rows it "
-                    "matches, bench/results/flat_heavy_more_run3_h200.md); `corun profile` "
+                    "features (work, model shape, the tables' bytes), which leave out "
+                    "whatever else sets a stage's speed (before the tables' bytes were a "
+                    "feature, heavy-small ran 11-12% faster than the heavy-fused rows it "
+                    "matched, bench/results/flat_heavy_more_run3_h200.md); `corun profile` "
                     "then `corun fit` measure them" + graphed)
         err = self.meta.get("heldout", {}).get("learned", {}).get("stage_alone", {})
         held = f"held-out error {err['mape_pct']:.0f}% on model-batch pairs not fitted" \

@@ -55,9 +55,14 @@ class StageWork:
     H200: 6.2 ms of backward and update unfused, bench/embedding_update.py)."""
     graphed: bool = False
     """The stage is replayed as a CUDA graph (`Model.cuda_graphs`, costmodel/graphs.py)."""
+    table_bytes: float = 0.0
+    """Bytes of the embedding tables the stage reads or updates (emb_fwd, emb_bwd, the
+    optimizer; 0 elsewhere): whether they fit in the L2 sets how fast their rows come
+    (heavy-small's 8.3 MB ran its step 11-12% faster than heavy-fused's 83 MB with the
+    same id counts, bench/results/flat_heavy_more_run3_h200.md)."""
     bag_kernel: bool = False
     """The embedding forward is the bag kernel (EmbeddingForward.BAG_KERNEL), not
-    PyTorch's `embedding_bag`: the same bytes in 2.2x less time at dim 8 on the H200
+    PyTorch's `embedding_bag`: the same bytes in 3.2-3.5x less time at dim 8 on the H200
     (bench/results/embedding_forward_h200.md), which no other feature tells apart."""
 
 

@@ -28,6 +28,8 @@ from spec import (
 
 F32 = 4
 ID_BYTES = 8
+TABLE_STAGES = (Stage.EMB_FWD, Stage.EMB_BWD, Stage.OPTIMIZER)
+"""Stages that read or update the embedding tables (StageWork.table_bytes)."""
 
 
 def _mlp_flops(batch: int, widths: Iterable[int]) -> float:
@@ -84,6 +86,7 @@ def stage_work(model: Model, hw: Hardware, sharding: Sharding, gpu: int,
     bag_threads = g_batch * len(mine) * d  # one thread per output element
     fused = model.embedding_update is EmbeddingUpdate.FUSED_SGD
     bag_kernel = model.embedding_forward is EmbeddingForward.BAG_KERNEL
+    table_bytes = F32 * d * sum(tables[t].rows for t in mine)
     out: dict[Stage, StageWork] = {}
 
     def add(stage: Stage, flops: float, nbytes: float, kernels: int, parallel: float,
@@ -97,6 +100,7 @@ def stage_work(model: Model, hw: Hardware, sharding: Sharding, gpu: int,
                                ids, d, model.features,
                                model.interaction is not Interaction.DOT,
                                fused and stage is Stage.EMB_BWD, model.cuda_graphs,
+                               table_bytes if stage in TABLE_STAGES else 0.0,
                                bag_kernel and stage is Stage.EMB_FWD)
 
     if n > 1:

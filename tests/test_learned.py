@@ -211,9 +211,15 @@ def test_caveat_names_what_the_profile_never_timed(capsys):
     assert "9 of 9 training stages" in said and "interpolated" in said
     assert "never profiled on H200" in caveat("heavy-mlp", 16384)
     assert caveat("heavy-fused", 16384) is None
-    borrowed = caveat("heavy-small", 16384)  # heavy-fused's stages, feature for feature
-    assert "heavy-small was never profiled on H200" in borrowed
-    assert "another model's profiled stages" in borrowed and "tables' size" in borrowed
+    assert caveat("heavy-lean", 16384) is None
+    # heavy-small: heavy-lean's stages but PyTorch's forward, which no profile timed there
+    assert "heavy-small was never profiled on H200" in caveat("heavy-small", 16384)
+    assert "extrapolated" in caveat("heavy-small", 16384)
+    copy = replace(model_preset("heavy-lean"), name="lean-copy", batch_per_gpu=16384)
+    borrowed = cm.caveat(copy, list(stage_work(copy, hw, shard_tables(copy, hw), 0).values()),
+                         hw)  # heavy-lean's stages, feature for feature
+    assert "lean-copy was never profiled on H200" in borrowed
+    assert "another model's profiled stages" in borrowed and "tables' bytes" in borrowed
     assert main(["simulate", "--model", "heavy-mlp", "--pipeline", "heavy-20", "--batch",
                  "16384", "--strategy", "ideal", "--iterations", "4", "--quiet"]) == 0
     assert "caution: heavy-mlp was never profiled on H200" in capsys.readouterr().out
@@ -222,7 +228,8 @@ def test_caveat_names_what_the_profile_never_timed(capsys):
 def test_bag_kernel_forward_is_a_stage_feature_of_its_own():
     """heavy-lean differs from heavy-small only in its forward (the bag kernel): its
     emb_fwd gets features of its own, so the fit does not answer it with PyTorch's
-    forward measured on another model; every other stage matches feature for feature."""
+    forward measured on another model; every other stage matches feature for feature.
+    The tables' bytes tell heavy-small's stages that touch them from heavy-fused's."""
     from dataclasses import replace
 
     from costmodel import shard_tables, stage_work
@@ -241,3 +248,9 @@ def test_bag_kernel_forward_is_a_stage_feature_of_its_own():
     assert [s for s, w in lean_work.items() if w.bag_kernel] == [Stage.EMB_FWD]
     row = learned.stage_row(lean_work[Stage.EMB_FWD])
     assert row["stage_bag_kernel"] == 1.0 and learned.stage_bag_kernel(row) == 1.0
+    # heavy-fused's 100k-row tables against heavy-small's 10k: the stages that touch them
+    fused, fused_work = keys("heavy-fused")
+    assert [s for s in fused if fused[s] != small[s]] == [Stage.EMB_FWD, Stage.EMB_BWD,
+                                                           Stage.OPTIMIZER]
+    assert fused_work[Stage.EMB_BWD].table_bytes == 26 * 100_000 * 8 * 4
+    assert fused_work[Stage.TOP_MLP_BWD].table_bytes == 0.0
