@@ -52,7 +52,8 @@ def test_search_beats_baselines_in_simulation(pipe, gpus):
 
         base = simulate(replace(sc, strategy=Strategy(kind), iterations=6, warmup=2),
                         commit="t").prediction
-        assert ours.throughput_samples_per_s >= base.throughput_samples_per_s
+        # a host-paced tie comes out equal to the last bits, summed in another order
+        assert ours.throughput_samples_per_s >= base.throughput_samples_per_s * (1 - 1e-9)
     ideal = simulate(replace(sc, iterations=6, warmup=2), commit="t").prediction
     assert ours.throughput_samples_per_s <= ideal.throughput_samples_per_s * (1 + 1e-9)
 
@@ -157,12 +158,16 @@ def test_owner_and_cpu_mappings_give_valid_plans():
     from costmodel import shard_tables
 
     # the GPU alone (with the distributed host step the 2-GPU plan is all-CPU), over PCIe
-    # (over NVLink the input all-to-all the owners save is too short to matter)
+    # (over NVLink the input all-to-all the owners save is too short to matter), judged by
+    # the analytic model: the learned one's choice there moves with each refit (since
+    # heavy-lean's profile it keeps one kernel on every GPU)
+    from costmodel.analytic import AnalyticCostModel
+
     two = replace(scenario("kaggle", 2), model=replace(sc.model, batch_per_gpu=8192),
                   host_thread=False, hardware=spec.hardware_preset("h200", 2,
                                                                    intra_node="pcie5"))
     # converges in about 5 s alone; the limit only bounds it (under load, 20 s was cut short)
-    owned = LocalSearch().propose(SimJudge(two), 60.0).plan
+    owned = LocalSearch().propose(SimJudge(two, AnalyticCostModel()), 60.0).plan
     assert any(k.gpu is not None for k in owned.kernels)
     assert owned.table_owner == shard_tables(two.model, two.hardware).owner
     owners = LocalSearch._owners(sc, units_of(sc.pipeline))

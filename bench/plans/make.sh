@@ -25,6 +25,11 @@ for b in 8192 16384 32768; do  # the heavy case with the fused embedding update
     --time-limit 10 --runners-up 2 --quiet --out "bench/plans/heavy-small-b$b" \
     > "bench/plans/heavy-small-b$b.txt"
 done
+for b in 8192 16384 32768; do  # heavy-small's model with the bag kernel's forward (heavy-lean)
+  corun plan --hardware h200 --gpus 1 --pipeline heavy-small --model heavy-lean --batch "$b" \
+    --time-limit 10 --runners-up 4 --quiet --out "bench/plans/heavy-lean-b$b" \
+    > "bench/plans/heavy-lean-b$b.txt"
+done
 mkdir -p bench/plans/graphs  # the trainer's step replayed as CUDA graphs (--matrix graphs)
 for p in kaggle terabyte wide-2x wide-4x; do
   for b in 4096 8192; do
