@@ -25,7 +25,7 @@ for b in 8192 16384 32768; do  # the heavy case with the fused embedding update
     --time-limit 10 --runners-up 2 --quiet --out "bench/plans/heavy-small-b$b" \
     > "bench/plans/heavy-small-b$b.txt"
 done
-for b in 8192 16384 32768; do  # heavy-small's model with the bag kernel's forward (heavy-lean)
+for b in 8192 16384 24576 32768; do  # heavy-small's model with the bag kernel's forward (heavy-lean)
   corun plan --hardware h200 --gpus 1 --pipeline heavy-small --model heavy-lean --batch "$b" \
     --time-limit 10 --runners-up 4 --quiet --out "bench/plans/heavy-lean-b$b" \
     > "bench/plans/heavy-lean-b$b.txt"
