@@ -101,9 +101,10 @@ MATRICES = {
                             "optimizer")), "corun"))],
     # the same beside heavy-lean: heavy-small with the bag kernel's forward, a step
     # cheaper per id looked up (issue 6's heavy case)
-    "heavy-lean": [("heavy-small", (8192, 16384, 24576, 32768), ("ideal", "gpu-sequential", "gpu-overlap", *(
-        f"at:{s}" for s in ("emb_fwd", "interaction_bwd", "bottom_mlp_bwd", "emb_bwd",
-                            "optimizer")), "corun"))],
+    "heavy-lean": [("heavy-small", (8192, 16384, 24576, 32768), (
+        "ideal", "gpu-sequential", "gpu-overlap", *(
+            f"at:{s}" for s in ("emb_fwd", "interaction_bwd", "bottom_mlp_bwd", "emb_bwd",
+                                "optimizer")), "corun"))],
     # heavy preprocessing (heavy-20: the heavy pipeline keeping 20 ids per list) beside
     # a model whose step is mostly dense maths (heavy-mlp), the one kernel at each stage
     "heavy-mlp": [("heavy-20", (16384, 32768), ("ideal", "gpu-sequential", "gpu-overlap", *(
