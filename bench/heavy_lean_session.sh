@@ -9,6 +9,10 @@
 #       learned model: random kernels and the whole pipeline at five launch shapes
 #   PART=plans bash bench/heavy_lean_session.sh     corun's plan and its runners-up beside the
 #       baselines and the one kernel two batches ahead at four stages, b16384, 3 rounds
+#   PART=variants ...   the best kernel's launch shapes, +pre and +nocheck (2 rounds)
+#   PART=tune ...       corun tune on bench/plans/heavy-lean-b16384 (3 rounds)
+#   PART=batches ...    b24576 and b32768, where the GPU paces the step (2 rounds each)
+# (bench/results/heavy_case_record.md, top, has each part's numbers and reports)
 set -u
 stamp() { while IFS= read -r l; do echo "$(date +%T.%3N) $l"; done; }
 nvidia-smi --query-gpu=index,name,clocks.sm,memory.used --format=csv
@@ -37,5 +41,26 @@ plans)
   python bench/execute_gpu.py --matrix heavy-lean --batches "${BATCHES:-16384}" \
     --strategies "${STRATEGIES:-ideal,gpu-sequential,gpu-overlap,corun,corun-2,corun-3,at:emb_fwd+ahead2+b1056,at:interaction_bwd+ahead2+b1056,at:bottom_mlp_bwd+ahead2+b1056,at:optimizer+ahead2+b1056}" \
     --repeats "${REPEATS:-3}" --budget-s 300 --out "$OUT" 2>&1 | grep -v "iteration" | stamp
+  ;;
+variants)
+  python bench/execute_gpu.py --matrix heavy-lean --batches 16384 --strategies \
+    ideal,gpu-sequential,at:bottom_mlp_bwd+ahead2+b1056,at:bottom_mlp_bwd+ahead2+b2112,at:bottom_mlp_bwd+ahead2+b528,at:bottom_mlp_bwd+ahead2+b1056+pre,at:interaction_bwd+ahead2+b2112,at:bottom_mlp_bwd+ahead2+b1056+nocheck,gpu-sequential+nocheck \
+    --repeats 2 --budget-s 200 --out "$OUT" 2>&1 | grep -v "iteration" | stamp
+  ;;
+tune)
+  python -m corun.cli tune bench/plans/heavy-lean-b16384 -o "$OUT/tune" --rounds 3 \
+    --budget-s 170 2>&1 | stamp
+  ;;
+batches)
+  python bench/execute_gpu.py --matrix heavy-lean --batches 24576 --strategies \
+    ideal,gpu-sequential,corun,at:bottom_mlp_bwd+ahead2+b1056 --repeats 2 --budget-s 80 \
+    --out "$OUT/b24576" 2>&1 | grep -v "iteration" | stamp
+  python bench/execute_gpu.py --matrix heavy-lean --batches 32768 --strategies \
+    ideal,gpu-sequential,corun,at:bottom_mlp_bwd+ahead2+b1056,at:bottom_mlp_bwd+ahead2+b2112,at:interaction_bwd+ahead2+b2112 \
+    --repeats 2 --budget-s 150 --out "$OUT/b32768" 2>&1 | grep -v "iteration" | stamp
+  ;;
+*)
+  echo "PART must be measure, profile, plans, variants, tune or batches" >&2
+  exit 2
   ;;
 esac
