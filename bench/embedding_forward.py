@@ -20,7 +20,6 @@ import argparse
 import json
 import sys
 import time
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -35,11 +34,9 @@ import spec  # noqa: E402
 from backend.embedding_fwd import bag_sum, bag_sum_kernel  # noqa: E402
 from backend.embedding_sgd import THREADS_PER_BLOCK, blocks_for  # noqa: E402
 from backend.trainer import Trainer  # noqa: E402
-from bench.embedding_update import timed  # noqa: E402
+from bench.embedding_update import model_cases, timed  # noqa: E402
 from bench.trainer_gpu import make_batches  # noqa: E402
-from corun.workload import shrink_tables  # noqa: E402
 from sim.simulate import git_commit  # noqa: E402
-from spec.pipelines import DEFAULT_MODEL_FOR  # noqa: E402
 from spec.serde import read_document, write_atomic  # noqa: E402
 
 
@@ -159,17 +156,10 @@ def main(argv: list[str] | None = None) -> int:
     device = torch.device("cpu" if args.dry_run else "cuda")
     rng = np.random.default_rng(0)
     rows = []
-    for name in args.models.split(","):
-        base = spec.model_preset(name)
-        pipe = {v: k for k, v in DEFAULT_MODEL_FOR.items()}.get(name, "heavy")
-        pipeline = spec.pipeline_preset(pipe)
-        for b in ([64] if args.dry_run else [int(x) for x in args.batches.split(",")]):
-            m = replace(base, batch_per_gpu=b)
-            if args.dry_run:
-                m, pipeline = shrink_tables(m, spec.pipeline_preset(pipe), 1000)
-            row = measure(m, pipeline, device, args.warmup, args.iters, rng)
-            print(json.dumps(row), flush=True)
-            rows.append(row)
+    for m, pipeline in model_cases(args.models, args.batches, args.dry_run, "heavy"):
+        row = measure(m, pipeline, device, args.warmup, args.iters, rng)
+        print(json.dumps(row), flush=True)
+        rows.append(row)
     device_name = torch.cuda.get_device_name(0) if device.type == "cuda" else "cpu"
     write_atomic(Path(args.out) / "embedding_forward.json",
                  json.dumps({"device": device_name, "command": " ".join(sys.argv),

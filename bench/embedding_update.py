@@ -63,6 +63,20 @@ def timed(fn, device: torch.device, warmup: int, iters: int) -> float:
     return statistics.median(out)
 
 
+def model_cases(models: str, batches: str, dry_run: bool, fallback: str | None = None):
+    """(model at each batch, its pipeline) for comma-separated model presets: the
+    pipeline whose default model it is (`fallback` for a model none names; without one,
+    a KeyError), at each of `batches`; a dry run takes batch 64 and tables cut to 1,000
+    rows."""
+    pipeline_of = {v: k for k, v in DEFAULT_MODEL_FOR.items()}
+    for name in models.split(","):
+        base = spec.model_preset(name)
+        pipe = pipeline_of[name] if fallback is None else pipeline_of.get(name, fallback)
+        for b in ([64] if dry_run else [int(x) for x in batches.split(",")]):
+            m, pipeline = replace(base, batch_per_gpu=b), spec.pipeline_preset(pipe)
+            yield shrink_tables(m, pipeline, 1000) if dry_run else (m, pipeline)
+
+
 def measure(model: spec.Model, pipeline: spec.Pipeline, device: torch.device, warmup: int,
             iters: int, rng: np.random.Generator) -> dict:
     batch = make_batches(model, pipeline, 1, rng)[0].to(device)
@@ -125,20 +139,13 @@ def main(argv: list[str] | None = None) -> int:
     device = torch.device("cpu" if args.dry_run else "cuda")
     rng = np.random.default_rng(0)
     rows = []
-    for name in args.models.split(","):
-        base = spec.model_preset(name)
-        pipe = {v: k for k, v in DEFAULT_MODEL_FOR.items()}[name]
-        pipeline = spec.pipeline_preset(pipe)
-        for b in ([64] if args.dry_run else [int(x) for x in args.batches.split(",")]):
-            m = replace(base, batch_per_gpu=b)
-            if args.dry_run:
-                m, pipeline = shrink_tables(m, spec.pipeline_preset(pipe), 1000)
-            for sparse in (True, False):
-                row = measure(replace(m, sparse_gradients=sparse), pipeline, device,
-                              args.warmup, args.iters, rng)
-                print(json.dumps({k: v for k, v in row.items() if k != "autograd_kernels"}),
-                      flush=True)
-                rows.append(row)
+    for m, pipeline in model_cases(args.models, args.batches, args.dry_run):
+        for sparse in (True, False):
+            row = measure(replace(m, sparse_gradients=sparse), pipeline, device,
+                          args.warmup, args.iters, rng)
+            print(json.dumps({k: v for k, v in row.items() if k != "autograd_kernels"}),
+                  flush=True)
+            rows.append(row)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     tmp = out / "embedding_update.json.tmp"
