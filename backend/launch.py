@@ -132,9 +132,7 @@ class BoundLaunch:
         if not driver.available():
             return
         try:
-            info = self._kernel.arguments_info
-            sizes = [getattr(p, "size", None) or p[1] for p in info]
-            function = int(self._kernel.handle)
+            function, sizes = driver_entry(self._kernel)
         except Exception:  # an older driver or cuda.core: cuda.core's launch it is
             return
         packed = driver_arguments(self._params, sizes)
@@ -147,6 +145,13 @@ class BoundLaunch:
         self._pointers = ctypes.addressof(pointers)
         self._function = function
         self.driver = True
+
+
+def driver_entry(cu_kernel) -> tuple[int, list[int]]:
+    """(CUfunction address, its parameters' sizes from cuFuncGetParamInfo) of a compiled
+    kernel (cuda.core's); raises where this driver or cuda.core cannot tell them."""
+    sizes = [getattr(p, "size", None) or p[1] for p in cu_kernel.arguments_info]
+    return int(cu_kernel.handle), sizes
 
 
 def tensor_params(args: Sequence[object]) -> list:
@@ -238,9 +243,7 @@ class TensorLaunch:
             params: list = []
             for t, v in zip(kernel.argument_types, numba_args):
                 kernel._prepare_args(t, v, 0, [], params)
-            cu = kernel._codelibrary.get_cufunc().kernel
-            sizes = [getattr(p, "size", None) or p[1] for p in cu.arguments_info]
-            function = int(cu.handle)
+            function, sizes = driver_entry(kernel._codelibrary.get_cufunc().kernel)
         except Exception:  # internals of another numba-cuda: Numba's launch it is
             return None
         theirs = driver_arguments(params, sizes)
