@@ -34,7 +34,7 @@ import spec  # noqa: E402
 from backend.embedding_fwd import bag_sum, bag_sum_kernel  # noqa: E402
 from backend.embedding_sgd import THREADS_PER_BLOCK, blocks_for  # noqa: E402
 from backend.trainer import Trainer  # noqa: E402
-from bench.embedding_update import model_cases, timed  # noqa: E402
+from bench.embedding_update import batch_list, model_cases, timed  # noqa: E402
 from bench.trainer_gpu import make_batches  # noqa: E402
 from sim.simulate import git_commit  # noqa: E402
 from spec.serde import read_document, write_atomic  # noqa: E402
@@ -156,7 +156,8 @@ def main(argv: list[str] | None = None) -> int:
     device = torch.device("cpu" if args.dry_run else "cuda")
     rng = np.random.default_rng(0)
     rows = []
-    for m, pipeline in model_cases(args.models, args.batches, args.dry_run, "heavy"):
+    batches = batch_list(p, args.batches)
+    for m, pipeline in model_cases(args.models, batches, args.dry_run, "heavy"):
         row = measure(m, pipeline, device, args.warmup, args.iters, rng)
         print(json.dumps(row), flush=True)
         rows.append(row)

@@ -37,7 +37,7 @@ import spec  # noqa: E402
 from backend.embedding_sgd import bag_sgd_, bag_sgd_index_add_  # noqa: E402
 from backend.trainer import Trainer  # noqa: E402
 from bench.trainer_gpu import make_batches  # noqa: E402
-from corun.workload import shrink_tables  # noqa: E402
+from corun.workload import int_list, shrink_tables  # noqa: E402
 from spec.pipelines import DEFAULT_MODEL_FOR  # noqa: E402
 
 
@@ -63,7 +63,16 @@ def timed(fn, device: torch.device, warmup: int, iters: int) -> float:
     return statistics.median(out)
 
 
-def model_cases(models: str, batches: str, dry_run: bool, fallback: str | None = None):
+def batch_list(parser: argparse.ArgumentParser, text: str) -> list[int]:
+    """--batches as integers >= 1, or the parser's error naming the flag."""
+    try:
+        return int_list(text, "--batches")
+    except spec.SpecError as e:
+        parser.error(str(e))
+
+
+def model_cases(models: str, batches: list[int], dry_run: bool,
+                fallback: str | None = None):
     """(model at each batch, its pipeline) for comma-separated model presets: the
     pipeline whose default model it is (`fallback` for a model none names; without one,
     a KeyError), at each of `batches`; a dry run takes batch 64 and tables cut to 1,000
@@ -72,7 +81,7 @@ def model_cases(models: str, batches: str, dry_run: bool, fallback: str | None =
     for name in models.split(","):
         base = spec.model_preset(name)
         pipe = pipeline_of[name] if fallback is None else pipeline_of.get(name, fallback)
-        for b in ([64] if dry_run else [int(x) for x in batches.split(",")]):
+        for b in ([64] if dry_run else batches):
             m, pipeline = replace(base, batch_per_gpu=b), spec.pipeline_preset(pipe)
             yield shrink_tables(m, pipeline, 1000) if dry_run else (m, pipeline)
 
@@ -139,7 +148,8 @@ def main(argv: list[str] | None = None) -> int:
     device = torch.device("cpu" if args.dry_run else "cuda")
     rng = np.random.default_rng(0)
     rows = []
-    for m, pipeline in model_cases(args.models, args.batches, args.dry_run):
+    batches = batch_list(p, args.batches)
+    for m, pipeline in model_cases(args.models, batches, args.dry_run):
         for sparse in (True, False):
             row = measure(replace(m, sparse_gradients=sparse), pipeline, device,
                           args.warmup, args.iters, rng)

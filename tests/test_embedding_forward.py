@@ -22,3 +22,11 @@ def test_dry_run_records_both_ways_and_renders(tmp_path):
                                    "-o", str(report)]) == 0
     text = report.read_text()
     assert "| heavy-lean | 64 | 8 |" in text and "bench/embedding_forward.py --render" in text
+
+
+@pytest.mark.parametrize("bad", ["8192,abc", "0"])
+def test_bad_batches_name_the_flag(bad, tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        embedding_forward.main(["--batches", bad, "--out", str(tmp_path)])
+    assert "--batches" in capsys.readouterr().err
+    assert not (tmp_path / "embedding_forward.json").exists()
