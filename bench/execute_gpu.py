@@ -61,6 +61,11 @@ from spec.serde import dumps, write_atomic  # noqa: E402
 
 PLANS = Path(__file__).resolve().parent / "plans"
 BASELINES = ("ideal", "gpu-sequential", "gpu-overlap", "cpu:16")
+SMALL_TABLE_LABELS = ("ideal", "gpu-sequential", "gpu-overlap", *(
+    f"at:{s}" for s in ("emb_fwd", "interaction_bwd", "bottom_mlp_bwd", "emb_bwd",
+                        "optimizer")), "corun")
+"""The heavy-small pipeline's matrices (heavy-small, heavy-lean): the baselines, the one
+kernel at each stage that could hide it, and corun's plan."""
 MATRICES = {
     # (pipeline, batches, strategies: baseline names or plan files under bench/plans/)
     "baselines": [(p, (4096, 8192), BASELINES) for p in ("kaggle", "terabyte", "multihot")]
@@ -96,15 +101,10 @@ MATRICES = {
     # the heavy pipeline hashed into 10k buckets beside heavy-fused with tables of 10k rows
     # (model heavy-small: its tables fit in the L2): a faster step beside the same
     # preprocessing, the one kernel at each stage that could hide it
-    "heavy-small": [("heavy-small", (8192, 16384), ("ideal", "gpu-sequential", "gpu-overlap", *(
-        f"at:{s}" for s in ("emb_fwd", "interaction_bwd", "bottom_mlp_bwd", "emb_bwd",
-                            "optimizer")), "corun"))],
+    "heavy-small": [("heavy-small", (8192, 16384), SMALL_TABLE_LABELS)],
     # the same beside heavy-lean: heavy-small with the bag kernel's forward, a step
     # cheaper per id looked up (issue 6's heavy case)
-    "heavy-lean": [("heavy-small", (8192, 16384, 24576, 32768), (
-        "ideal", "gpu-sequential", "gpu-overlap", *(
-            f"at:{s}" for s in ("emb_fwd", "interaction_bwd", "bottom_mlp_bwd", "emb_bwd",
-                                "optimizer")), "corun"))],
+    "heavy-lean": [("heavy-small", (8192, 16384, 24576, 32768), SMALL_TABLE_LABELS)],
     # heavy preprocessing (heavy-20: the heavy pipeline keeping 20 ids per list) beside
     # a model whose step is mostly dense maths (heavy-mlp), the one kernel at each stage
     "heavy-mlp": [("heavy-20", (16384, 32768), ("ideal", "gpu-sequential", "gpu-overlap", *(
