@@ -51,13 +51,20 @@ _launch = TensorLaunch(bag_sum_kernel)
 
 
 @torch.no_grad()
-def bag_sum(weight: torch.Tensor, ids: torch.Tensor, offsets: torch.Tensor) -> torch.Tensor:
+def bag_sum(weight: torch.Tensor, ids: torch.Tensor, offsets: torch.Tensor,
+            out: torch.Tensor | None = None) -> torch.Tensor:
     """[bags, dim] sums of `weight`'s rows over each bag's ids; `offsets` has one entry
-    per bag plus the last (include_last_offset layout). No autograd graph is kept."""
+    per bag plus the last (include_last_offset layout). Written into `out` where given
+    (the graphed step's fixed buffer, backend/graphed.py). No autograd graph is kept."""
     bags = offsets.numel() - 1
+    if out is not None and tuple(out.shape) != (bags, weight.shape[1]):
+        raise ValueError(f"out {tuple(out.shape)} does not match {bags} bags of dim "
+                         f"{weight.shape[1]}")
     if weight.device.type != "cuda":
-        return F.embedding_bag(ids, weight, offsets, mode="sum", include_last_offset=True)
-    out = torch.empty(bags, weight.shape[1], device=weight.device, dtype=weight.dtype)
+        pooled = F.embedding_bag(ids, weight, offsets, mode="sum", include_last_offset=True)
+        return pooled if out is None else out.copy_(pooled)
+    if out is None:
+        out = torch.empty(bags, weight.shape[1], device=weight.device, dtype=weight.dtype)
     if bags == 0:
         return out
     _launch(blocks_for(bags, weight.shape[1]), THREADS_PER_BLOCK,

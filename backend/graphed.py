@@ -9,8 +9,13 @@ it does eagerly.
 
 What capture needs: a GPU, one process, the same tensor shapes in every batch (the
 graphs read the batch from fixed buffers that each step copies it into) and a step that
-never reads a value back to the host (`Model.cuda_graphs` admits SGD with PyTorch's
-embedding backward only).
+never reads a value back to the host (`Model.cuda_graphs` admits SGD only).
+
+With the bag kernels (EmbeddingForward.BAG_KERNEL, whose update is the fused one) the two
+embedding stages are not captured: each is one kernel, launched between the graphs at a
+driver call's host cost on the batch's own ids and offsets, writing and reading fixed
+buffers (the pooled bags, their gradient) that the graphs read and write. So a batch may
+have any id count, and its ids (40 M at heavy-lean b16384, 340 MB) are not copied.
 """
 
 from __future__ import annotations
@@ -19,8 +24,10 @@ from collections.abc import Sequence
 
 import torch
 
+from backend.embedding_fwd import bag_sum
+from backend.embedding_sgd import bag_sgd_
 from backend.trainer import TRAINING_STAGES, Batch, Clock, Trainer
-from spec import Model, SpecError, Stage
+from spec import EmbeddingForward, Model, SpecError, Stage
 
 WARMUP_STEPS = 3
 """Eager steps on batch 0 before capture (PyTorch's advice: lazy set-up such as cuBLAS
@@ -58,11 +65,16 @@ class GraphedTrainer(Trainer):
         self.graphs: list[tuple[Stage, torch.cuda.CUDAGraph]] = []
         self.static: Batch | None = None
         self.loss: torch.Tensor | None = None
+        self.bag_kernels = model.embedding_forward is EmbeddingForward.BAG_KERNEL
+        """The embedding stages launched between the graphs (the module docstring)."""
+        self.pooled: torch.Tensor | None = None  # [bags, dim]: emb_fwd's output
+        self.pooled_grad: torch.Tensor | None = None  # [bags, dim]: emb_bwd's input
 
     def begin_run(self) -> None:
         """Forget the graphs: the run's first batch is captured anew (a reused trainer may
         meet another batch size)."""
         self.graphs, self.static, self.loss = [], None, None
+        self.pooled = self.pooled_grad = None
 
     def prepare(self, batch: Batch) -> None:
         if self.static is None:
@@ -80,25 +92,51 @@ class GraphedTrainer(Trainer):
         torch.cuda.synchronize(self.device)
         cuts = _StageCuts(torch.cuda.graph_pool_handle(), TRAINING_STAGES[-1])
         with torch.cuda.stream(side):
-            self.loss = super().step(self.static, cuts)
+            if self.bag_kernels:
+                self.loss = self._capture_between_bag_kernels(self.static, cuts)
+            else:
+                self.loss = super().step(self.static, cuts)
         self.graphs = cuts.graphs
         torch.cuda.synchronize(self.device)
+
+    def _capture_between_bag_kernels(self, batch: Batch, cuts: _StageCuts) -> torch.Tensor:
+        """Capture every stage but the two embedding kernels: emb_fwd's graph is left out
+        (its kernel writes `pooled`) and emb_bwd's holds only the gradient's copy into
+        `pooled_grad` (its kernel reads it after the replay)."""
+        b, t = batch.dense.shape[0], len(self.spec.tables)
+        self.pooled = bag_sum(self.net.embedding, batch.ids, batch.offsets)
+        cuts.mark(None)
+        loss, grad = self.dense_forward_backward(
+            self.pooled.view(t, b, -1).transpose(0, 1), batch.dense, batch.labels, cuts.mark)
+        self.pooled_grad = grad.transpose(0, 1).reshape(self.pooled.shape)
+        cuts.mark(Stage.EMB_BWD)
+        self.optimize()
+        cuts.mark(Stage.OPTIMIZER)
+        return loss
 
     def step(self, batch: Batch, clock: Clock | None = None) -> torch.Tensor:
         """Train on one batch: copy it into the captured step's inputs on the current
         stream, then launch the stages' graphs there, marking `clock` between them."""
         self.prepare(batch)
-        for name, mine, given in zip(("dense", "ids", "offsets", "labels"),
-                                     _tensors(self.static), _tensors(batch)):
-            if mine.shape != given.shape:
+        for name in ("dense", "ids", "offsets", "labels"):
+            mine, given = getattr(self.static, name), getattr(batch, name)
+            if mine.shape != given.shape and not (self.bag_kernels and name == "ids"):
                 raise SpecError(f"batch.{name}", tuple(given.shape),
                                 f"the shape captured in the CUDA graphs, {tuple(mine.shape)} "
-                                "(model.cuda_graphs needs the same id count in every batch)")
-            mine.copy_(given, non_blocking=True)
+                                "(model.cuda_graphs needs the same id count in every batch "
+                                "unless the model has the bag kernels)")
+            if not (self.bag_kernels and name in ("ids", "offsets")):  # read where they are
+                mine.copy_(given, non_blocking=True)
         mark = clock.mark if clock is not None else (lambda stage: None)
         mark(None)
+        if self.bag_kernels:
+            bag_sum(self.net.embedding, batch.ids, batch.offsets, self.pooled)
+            mark(Stage.EMB_FWD)
         for stage, graph in self.graphs:
             graph.replay()
+            if stage is Stage.EMB_BWD and self.bag_kernels:
+                bag_sgd_(self.net.embedding, batch.ids, batch.offsets, self.pooled_grad,
+                         self.spec.learning_rate, self.update_max_blocks)
             mark(stage)
         return self.loss
 

@@ -105,6 +105,10 @@ MATRICES = {
     # the same beside heavy-lean: heavy-small with the bag kernel's forward, a step
     # cheaper per id looked up (issue 6's heavy case)
     "heavy-lean": [("heavy-small", (8192, 16384, 24576, 32768), SMALL_TABLE_LABELS)],
+    # heavy-lean's step replayed as CUDA graphs between its two embedding kernels
+    # (backend/graphed.py), where the host no longer paces it; plans under
+    # bench/plans/graphs/heavy-lean-b<batch>/
+    "heavy-lean-graphs": [("heavy-small", (16384, 24576), SMALL_TABLE_LABELS)],
     # heavy preprocessing (heavy-20: the heavy pipeline keeping 20 ids per list) beside
     # a model whose step is mostly dense maths (heavy-mlp), the one kernel at each stage
     "heavy-mlp": [("heavy-20", (16384, 32768), ("ideal", "gpu-sequential", "gpu-overlap", *(
@@ -128,13 +132,14 @@ MATRICES = {
 
 
 MODEL_CHANGES = {"bound": {"sparse_gradients": False}, "graphs": {"cuda_graphs": True},
-                 "graphs-stages": {"cuda_graphs": True}, "graphs-cpu": {"cuda_graphs": True}}
+                 "graphs-stages": {"cuda_graphs": True}, "graphs-cpu": {"cuda_graphs": True},
+                 "heavy-lean-graphs": {"cuda_graphs": True}}
 """Fields a matrix changes in its pipelines' default models."""
 MATRIX_MODEL = {"heavy": "heavy-fused", "heavy-stages": "heavy-fused",
-                "heavy-lean": "heavy-lean"}
+                "heavy-lean": "heavy-lean", "heavy-lean-graphs": "heavy-lean"}
 """A matrix's model where it is not its pipelines' default (spec.DEFAULT_MODEL_FOR); its
 plans are under bench/plans/<model>-b<batch>/."""
-PLAN_FOLDER = {"graphs": "graphs", "graphs-cpu": "graphs"}
+PLAN_FOLDER = {"graphs": "graphs", "graphs-cpu": "graphs", "heavy-lean-graphs": "graphs"}
 """A matrix whose plans are under bench/plans/<folder>/<pipeline>-b<batch>/."""
 
 

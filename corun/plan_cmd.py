@@ -30,7 +30,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--time-limit", type=float, default=5.0, help="search seconds")
     p.add_argument("--iterations", type=int, default=30,
                    help="simulated iterations (with host CPU work at least 60, "
-                   "after at least 20 of warm-up: sim.steady_state)")
+                   "after at least 20 of warm-up; a plan whose kernels still slide "
+                   "against the step, again after 24: sim.simulate_steady)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--embedding-comm", default="collective", choices=["collective", "pgas"])
     p.add_argument("-o", "--output", help="write the chosen Plan here")
@@ -62,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
     from planner import Judged, LocalSearch, RapProposer, SimJudge, runners_up
     from planner.runners_up import near_tie
     from planner.search import gpu_side_note, host_plan_caution
-    from sim import EmbeddingComm, Scenario, Strategy, StrategyKind, simulate, steady_state
+    from sim import EmbeddingComm, Scenario, Strategy, StrategyKind, simulate_steady
     from spec.serde import dumps, save
 
     if args.time_limit <= 0:
@@ -100,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
     results = []
     for i, s in enumerate(strategies):
         say(f"[{i + 1}/{len(strategies)}] simulating {s.label} ...")
-        results.append(simulate(steady_state(replace(base, strategy=s))))
+        results.append(simulate_steady(replace(base, strategy=s)))
     preds = [r.prediction for r in results]
 
     def stamp(plan):  # a plan file says the batch and the step (graphed or not) it is for

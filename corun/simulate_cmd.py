@@ -26,8 +26,7 @@ from sim import (
     Strategy,
     StrategyKind,
     parse_strategy,
-    simulate,
-    steady_state,
+    simulate_steady,
 )
 from sim.scenario import CAUTION, HINT, NOTE
 from spec import Hardware, Plan, Prediction, SpecError
@@ -54,7 +53,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--plan", help="Plan file (for --strategy plan, or added to all)")
     p.add_argument("--iterations", type=int, default=30,
                    help="simulated iterations (with host CPU work at least 60, "
-                   "after at least 20 of warm-up: sim.steady_state)")
+                   "after at least 20 of warm-up; a plan whose kernels still slide "
+                   "against the step, again after 24: sim.simulate_steady)")
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--jitter", type=float, default=0.0,
@@ -125,7 +125,7 @@ def run(args: argparse.Namespace) -> int:
     results: list[SimResult] = []
     for i, s in enumerate(strategies):
         say(f"[{i + 1}/{len(strategies)}] simulating {s.label} ...")
-        results.append(simulate(steady_state(replace(base, strategy=s))))
+        results.append(simulate_steady(replace(base, strategy=s)))
     preds = [r.prediction for r in results]
     if args.trace:
         results[0].write_trace(args.trace)

@@ -7,7 +7,7 @@ from dataclasses import replace
 from costmodel import CostModel
 from costmodel.learned import cost_model_for
 from planner.types import Judge, Judged
-from sim import Scenario, Strategy, StrategyKind, simulate, steady_state
+from sim import Scenario, Strategy, StrategyKind, simulate_steady
 from spec import Plan
 from spec.serde import to_jsonable
 
@@ -30,10 +30,9 @@ class SimJudge(Judge):
     def judge(self, plan: Plan) -> Judged:
         key = plan_key(plan)
         if key not in self.cache:
-            # plans with CPU work run longer (sim.steady_state)
-            sc = steady_state(replace(self.scenario,
-                                      strategy=Strategy(StrategyKind.PLAN, plan=plan)))
-            p = simulate(sc, self.cost_model, commit="planner").prediction
+            # plans with CPU work, or still settling, run longer (sim.simulate_steady)
+            sc = replace(self.scenario, strategy=Strategy(StrategyKind.PLAN, plan=plan))
+            p = simulate_steady(sc, self.cost_model, commit="planner").prediction
             self.cache[key] = Judged(plan, p.throughput_samples_per_s, p.iteration_time_ms)
             self.evaluations += 1
         return self.cache[key]
@@ -50,9 +49,9 @@ class SimJudge(Judge):
             return None
         key = plan_key(plan)
         if key not in self.gpu_side:
-            sc = steady_state(replace(self.scenario, host_thread=False,
-                                      strategy=Strategy(StrategyKind.PLAN, plan=plan)))
-            self.gpu_side[key] = simulate(sc, self.cost_model,
-                                          commit="planner").prediction.iteration_time_ms
+            sc = replace(self.scenario, host_thread=False,
+                         strategy=Strategy(StrategyKind.PLAN, plan=plan))
+            self.gpu_side[key] = simulate_steady(sc, self.cost_model,
+                                                 commit="planner").prediction.iteration_time_ms
             self.evaluations += 1
         return self.gpu_side[key]

@@ -71,14 +71,19 @@ CPU_ITERATIONS, CPU_WARMUP = 60, 20
 """The shortest run of a scenario with host CPU work (steady_state)."""
 
 
+def host_cpu_work(strategy: Strategy) -> bool:
+    """Whether host CPU workers preprocess any of the strategy's batches."""
+    return strategy.kind is StrategyKind.CPU or (strategy.plan is not None
+                                                 and bool(strategy.plan.cpu_nodes))
+
+
 def steady_state(sc: Scenario) -> Scenario:
     """`sc`, run at least CPU_ITERATIONS after CPU_WARMUP where host CPU workers feed it:
     their queue starts full, and a short run counts the prefilled batches as free. On
     kaggle b4096 (H200, learned model) cpu:4 predicts 936,003 samples/s at 30 iterations
     after 5, 911,308 at 60 after 20 and at 400 after 100, the host-paced rate of cpu:8
     and of the all-CPU plan; the planner once chose CPU mappings that stalled."""
-    s = sc.strategy
-    if s.kind is not StrategyKind.CPU and not (s.plan is not None and s.plan.cpu_nodes):
+    if not host_cpu_work(sc.strategy):
         return sc
     return replace(sc, iterations=max(sc.iterations, CPU_ITERATIONS),
                    warmup=max(sc.warmup, CPU_WARMUP))

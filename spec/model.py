@@ -92,8 +92,10 @@ class Model:
     embedding_forward: EmbeddingForward = EmbeddingForward.PYTORCH
     cuda_graphs: bool = False
     """Replay each training stage as a CUDA graph captured once (backend/graphed.py):
-    the host launches nine graphs a step instead of ~190 kernels. One GPU, a fixed id
-    count per batch, SGD with PyTorch's embedding backward."""
+    the host launches nine graphs a step instead of ~190 kernels. One GPU and SGD; with
+    PyTorch's embedding backward a fixed id count per batch, with the bag kernels
+    (fused-sgd and bag-kernel) any: their two stages are one kernel each, launched
+    between the graphs on the batch's own ids."""
 
     def __post_init__(self) -> None:
         require_int_range("dense_features", self.dense_features, 1)
@@ -128,9 +130,11 @@ class Model:
             require(self.optimizer is Optimizer.SGD, "optimizer", self.optimizer.value,
                     "sgd when cuda_graphs is on (Adagrad's sparse update reads a size back "
                     "to the host, which a captured graph cannot)")
-            require(self.embedding_update is EmbeddingUpdate.AUTOGRAD, "embedding_update",
-                    self.embedding_update.value, "autograd when cuda_graphs is on (the "
-                    "fused update is not captured)")
+            require(self.embedding_update is EmbeddingUpdate.AUTOGRAD
+                    or self.embedding_forward is EmbeddingForward.BAG_KERNEL,
+                    "embedding_update", self.embedding_update.value, "autograd when "
+                    "cuda_graphs is on, unless embedding_forward is bag-kernel (the fused "
+                    "update beside PyTorch's forward is not graphed)")
 
     def check_gpu_count(self, gpus: int) -> None:
         """The graphed step is one process's: refused on several GPUs."""

@@ -33,6 +33,8 @@ def test_plan_labels_read_the_model_s_own_folder(heavy_fused):
     folder = plan_dir("heavy-stages", "heavy", 8192, 1)
     assert folder == PLANS / "heavy-fused-b8192"
     assert plan_dir("graphs", "kaggle", 4096, 1) == PLANS / "graphs" / "kaggle-b4096"
+    assert plan_dir("heavy-lean-graphs", "heavy-small", 16384, 1) == \
+        PLANS / "graphs" / "heavy-lean-b16384"
     assert plan_dir("multigpu", "kaggle", 4096, 2) == PLANS / "x2" / "kaggle-b4096"
     plan, strategy = case_plan("corun", pipeline, model, folder, hw)
     assert strategy is None

@@ -109,6 +109,43 @@ def test_the_graphed_step_trains_as_the_eager_one():
         assert torch.allclose(p, q, rtol=1e-4, atol=1e-6), name
 
 
+def test_the_bag_kernels_admit_graphs_and_the_fused_update_alone_does_not():
+    lean = replace(model_preset("heavy-lean"), cuda_graphs=True)
+    assert lean.cuda_graphs
+    with pytest.raises(SpecError, match="embedding_update.*bag-kernel"):
+        replace(model_preset("heavy-small"), cuda_graphs=True)
+
+
+@real_cuda
+def test_the_graphed_step_with_bag_kernels_trains_as_the_eager_one_on_any_id_count():
+    """The embedding kernels run between the graphs on each batch's own ids: batches of
+    different id counts train as eagerly (the fused update adds atomically, so within
+    float tolerance)."""
+    model = replace(model_preset("heavy-lean"), batch_per_gpu=128, cuda_graphs=True)
+    data = [b.to(torch.device("cuda"))
+            for b in batches(model, pipeline_preset("heavy-small"), 3)]
+    short = data[1].offsets.clone()
+    short[-1] = short[-2]  # the last bag empty: fewer ids than the captured batch
+    data[1] = Batch(data[1].dense, data[1].ids[: int(short[-1])], short, data[1].labels)
+    assert len({b.ids.numel() for b in data}) > 1
+    eager = Trainer(replace(model, cuda_graphs=False), "cuda", seed=1)
+    graphed = GraphedTrainer(model, "cuda", seed=1)
+    graphed.capture(data[0])
+    graphed.net.load_state_dict(eager.net.state_dict())
+    for i in range(6):
+        clock = Clock(torch.device("cuda"))
+        a = eager.step(data[i % 3])
+        b = graphed.step(data[i % 3], clock)
+        torch.cuda.synchronize()
+        assert torch.allclose(a, b, rtol=1e-4, atol=1e-6), (i, a.item(), b.item())
+        assert len(clock.stage_ms()) == 9
+    for (name, p), q in zip(eager.net.named_parameters(), graphed.net.parameters()):
+        assert torch.allclose(p, q, rtol=1e-4, atol=1e-5), name
+    other = Batch(data[0].dense, data[0].ids, data[0].offsets[:-1], data[0].labels)
+    with pytest.raises(SpecError, match="batch.offsets"):
+        graphed.step(other)
+
+
 @gpu
 def test_a_batch_of_another_shape_is_refused_by_name():
     model, pipeline = small_kaggle()

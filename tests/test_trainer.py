@@ -241,6 +241,13 @@ def test_bag_sum_kernel_in_the_cuda_simulator():
     assert np.all(got[lengths == 0] == 0)
     on_cpu = bag_sum(torch.from_numpy(w), torch.from_numpy(ids), torch.from_numpy(offsets))
     assert np.allclose(on_cpu.numpy(), want, atol=1e-5)
+    fixed = torch.full((8, 5), float("nan"))  # the graphed step's buffer, written in place
+    assert bag_sum(torch.from_numpy(w), torch.from_numpy(ids), torch.from_numpy(offsets),
+                   fixed) is fixed
+    assert torch.equal(fixed, on_cpu)
+    with pytest.raises(ValueError, match="does not match 7 bags"):
+        bag_sum(torch.from_numpy(w), torch.from_numpy(ids), torch.from_numpy(offsets[:8]),
+                fixed)
 
 
 def test_bag_kernel_forward_trains_like_pytorchs():

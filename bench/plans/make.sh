@@ -37,6 +37,11 @@ for p in kaggle terabyte wide-2x wide-4x; do
       --batch "$b" --cuda-graphs --time-limit 10 --quiet --out "bench/plans/graphs/$p-b$b" > "bench/plans/graphs/$p-b$b.txt"
   done
 done
+for b in 16384 24576; do  # heavy-lean graphed between its two embedding kernels
+  corun plan --hardware h200 --gpus 1 --pipeline heavy-small --model heavy-lean --batch "$b" \
+    --cuda-graphs --time-limit 10 --runners-up 4 --quiet --out "bench/plans/graphs/heavy-lean-b$b" \
+    > "bench/plans/graphs/heavy-lean-b$b.txt"
+done
 corun simulate --hardware h200 --pipeline multihot --model mlperf-dcnv2 --batch 8192 --strategy all --quiet --out bench/plans/multihot-b8192 > bench/plans/multihot-b8192.txt
 corun simulate --hardware h200 --pipeline multihot --model mlperf-dcnv2 --batch 4096 --strategy all --quiet --out bench/plans/multihot-b4096 > bench/plans/multihot-b4096.txt
 # 4 GPUs (issue 8), and 2 for when only two are lent: corun's and RAP's plans, corun's

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# heavy-lean with its step replayed as CUDA graphs between its two embedding kernels
+# (backend/graphed.py) on one lent H200 (issue 6's heavy case). With OUT set by the
+# device tool:
+#   PART=measure bash bench/heavy_lean_graphs_session.sh   the graphed-step and launch
+#       tests on the GPU, then at b16384 ideal (graphed and eager), gpu-sequential,
+#       corun's plan and two runners-up, the one kernel two ahead at four stages
+#       (2 rounds); at b24576 ideal, gpu-sequential, corun's plan, one kernel (2 rounds)
+#   PART=plans ...   corun's plans (re-made after the graphed stages were folded in,
+#       bench/fit_graphs.py) beside the baselines, 3 rounds at b16384, 2 at b24576
+set -u
+stamp() { while IFS= read -r l; do echo "$(date +%T.%3N) $l"; done; }
+nvidia-smi --query-gpu=index,name,clocks.sm,memory.used --format=csv
+run() {  # batch, strategies, repeats, budget (s)
+  python bench/execute_gpu.py --matrix heavy-lean-graphs --batches "$1" --strategies "$2" \
+    --repeats "$3" --budget-s "$4" --out "$OUT/b$1" 2>&1 | grep -v "iteration" | stamp
+}
+case "${PART:-measure}" in
+measure)
+  NUMBA_ENABLE_CUDASIM=0 python -m pytest -q -p no:cacheprovider tests/test_graphed.py \
+    tests/test_launch.py 2>&1 | tail -3
+  run 16384 ideal,ideal+eager,gpu-sequential,corun,corun-2,corun-3,at:emb_fwd+ahead2+b1056,at:interaction_bwd+ahead2+b1056,at:bottom_mlp_bwd+ahead2+b1056,at:optimizer+ahead2+b1056 2 260
+  run 24576 ideal,gpu-sequential,corun,at:bottom_mlp_bwd+ahead2+b1056 2 110
+  ;;
+plans)
+  run 16384 "${STRATEGIES:-ideal,gpu-sequential,corun,corun-2,corun-3,corun-4,corun-5}" 3 250
+  run 24576 "${STRATEGIES24:-ideal,gpu-sequential,corun,corun-2,corun-3}" 2 150
+  ;;
+*)
+  echo "PART must be measure or plans" >&2
+  exit 2
+  ;;
+esac
