@@ -229,13 +229,28 @@ class DeviceAssembler:
         self.launches[i % len(self.launches)](stream)
         self.host_status.copy_(self.status, non_blocking=True)
 
-    def batch(self, labels: torch.Tensor) -> tuple[Batch, list[int], bool]:
-        """The Batch, each table's id count, and whether it differed from the reference."""
+    def status_now(self) -> tuple[list[int], bool]:
+        """Each table's id count and whether the batch differed from the reference, as
+        `start` copied them back (the stream must have passed that copy); a count outside
+        its table's capacity is a MismatchError."""
         status = self.host_status.tolist()
         counts, bad = status[:-1], bool(status[-1])
         for t, (n, cap) in enumerate(zip(counts, self.omap.table_capacity)):
             if not 0 <= n <= cap:  # corrupt offsets: the kernel wrote nothing out of range
                 raise MismatchError(self.omap.table_features[t], -1, np.array([0, cap]),
                                     np.array([n]), "id count outside [0, capacity]")
+        return counts, bad
+
+    def batch(self, labels: torch.Tensor) -> tuple[Batch, list[int], bool]:
+        """The Batch, each table's id count, and whether it differed from the reference."""
+        counts, bad = self.status_now()
+        batch = self.uncounted_batch(labels)
+        batch.ids = batch.ids[: sum(counts)]
+        return batch, counts, bad
+
+    def uncounted_batch(self, labels: torch.Tensor) -> Batch:
+        """The Batch without waiting for the kernel: its ids are the whole buffer, the
+        batch's own at its front (the offsets say how many), for a trainer whose kernels
+        read only within the offsets (Model.reads_ids_by_offsets)."""
         dense = self.dense_bits.view(torch.float32)
-        return Batch(dense, self.ids[: sum(counts)], self.offsets, labels.clone()), counts, bad
+        return Batch(dense, self.ids, self.offsets, labels.clone())

@@ -32,7 +32,7 @@ def bag_sum_kernel(weight, ids, offsets, out):
         return
     bag = i // cols
     col = i - bag * cols
-    j, end = offsets[bag], offsets[bag + 1]
+    j, end = offsets[bag], min(offsets[bag + 1], ids.shape[0])  # corrupt offsets: no further
     s0 = s1 = s2 = s3 = np.float32(0.0)
     while j + 4 <= end:
         a, b, c, d = ids[j], ids[j + 1], ids[j + 2], ids[j + 3]

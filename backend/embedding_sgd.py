@@ -43,7 +43,7 @@ def bag_sgd_kernel(weight, ids, offsets, grad, scale):
         bag = i // cols
         col = i - bag * cols
         g = grad[bag, col] * scale
-        for j in range(offsets[bag], offsets[bag + 1]):
+        for j in range(offsets[bag], min(offsets[bag + 1], ids.shape[0])):
             cuda.atomic.add(weight, (ids[j], col), g)
         i += cuda.gridsize(1)
 

@@ -270,12 +270,15 @@ class Executor:
 
     def _finish(self, i: int) -> Batch | LocalBatch:
         """Batch i from every lane (enqueued by `_assemble`, the rest now), in the form
-        the trainer takes."""
+        the trainer takes; on one GPU, without waiting for its id count where the model
+        reads ids by their offsets (Model.reads_ids_by_offsets: `check` counts it)."""
         self._assemble(i, None)
         batches, counts = [], []
         for lane in self.lanes:
             batch, n, start = lane.finish(self.S, i,
-                                          lambda ms: self.host_ms["wait"].append((i, ms)))
+                                          lambda ms: self.host_ms["wait"].append((i, ms)),
+                                          counted=self.world > 1
+                                          or not self.model.reads_ids_by_offsets)
             batches.append(batch)
             counts.append(n)
             self.spans["assemble" + lane.suffix].append(

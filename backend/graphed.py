@@ -36,11 +36,13 @@ workspaces must not happen inside a capture). They train the model, like any ste
 
 class _StageCuts:
     """The clock passed to the step while it is captured: each mark closes the graph
-    being captured and opens the next one, so the step falls into one graph a stage."""
+    being captured and opens the next one, so the step falls into one graph a stage;
+    after a stage in `closing` none opens (the next mark opens one)."""
 
-    def __init__(self, pool, last: Stage) -> None:
-        self.pool, self.last = pool, last
-        self.graphs: list[tuple[Stage, torch.cuda.CUDAGraph]] = []
+    def __init__(self, pool, closing: frozenset[Stage]) -> None:
+        self.pool, self.closing = pool, closing
+        self.graphs: list[tuple[Stage, torch.cuda.CUDAGraph | None]] = []
+        """Each stage's graph in step order (None: a stage with nothing to capture)."""
         self.open: torch.cuda.CUDAGraph | None = None
 
     def mark(self, stage: Stage | None) -> None:
@@ -48,7 +50,7 @@ class _StageCuts:
             self.open.capture_end()
             self.graphs.append((stage, self.open))
             self.open = None
-        if stage is not self.last:
+        if stage not in self.closing:
             self.open = torch.cuda.CUDAGraph()
             self.open.capture_begin(pool=self.pool)
 
@@ -62,7 +64,7 @@ class GraphedTrainer(Trainer):
         super().__init__(model, device, seed, tables)
         if self.device.type != "cuda":
             raise SpecError("model.cuda_graphs", True, "off on a CPU (CUDA graphs need a GPU)")
-        self.graphs: list[tuple[Stage, torch.cuda.CUDAGraph]] = []
+        self.graphs: list[tuple[Stage, torch.cuda.CUDAGraph | None]] = []
         self.static: Batch | None = None
         self.loss: torch.Tensor | None = None
         self.bag_kernels = model.embedding_forward is EmbeddingForward.BAG_KERNEL
@@ -90,26 +92,37 @@ class GraphedTrainer(Trainer):
             for _ in range(WARMUP_STEPS):
                 super().step(self.static)
         torch.cuda.synchronize(self.device)
-        cuts = _StageCuts(torch.cuda.graph_pool_handle(), TRAINING_STAGES[-1])
+        pool = torch.cuda.graph_pool_handle()
         with torch.cuda.stream(side):
             if self.bag_kernels:
+                cuts = _StageCuts(pool, frozenset({Stage.BOTTOM_MLP_BWD, Stage.EMB_BWD,
+                                                   Stage.OPTIMIZER}))
                 self.loss = self._capture_between_bag_kernels(self.static, cuts)
             else:
+                cuts = _StageCuts(pool, frozenset({TRAINING_STAGES[-1]}))
                 self.loss = super().step(self.static, cuts)
         self.graphs = cuts.graphs
         torch.cuda.synchronize(self.device)
 
     def _capture_between_bag_kernels(self, batch: Batch, cuts: _StageCuts) -> torch.Tensor:
-        """Capture every stage but the two embedding kernels: emb_fwd's graph is left out
-        (its kernel writes `pooled`) and emb_bwd's holds only the gradient's copy into
-        `pooled_grad` (its kernel reads it after the replay)."""
+        """Capture the stages between the two embedding kernels and the optimizer's: the
+        bag kernel writes `pooled`, which the graphs read, and the update kernel reads
+        the bags' gradient `pooled_grad`, which they write (emb_bwd's graph copies it
+        into the bags' layout where autograd gave it another; else emb_bwd has none)."""
         b, t = batch.dense.shape[0], len(self.spec.tables)
         self.pooled = bag_sum(self.net.embedding, batch.ids, batch.offsets)
         cuts.mark(None)
         loss, grad = self.dense_forward_backward(
             self.pooled.view(t, b, -1).transpose(0, 1), batch.dense, batch.labels, cuts.mark)
-        self.pooled_grad = grad.transpose(0, 1).reshape(self.pooled.shape)
-        cuts.mark(Stage.EMB_BWD)
+        rows = grad.transpose(0, 1)  # [T, B, d]: the bags' order
+        if rows.is_contiguous():  # autograd laid it out as the leaf it came from: a view
+            self.pooled_grad = rows.view(self.pooled.shape)
+            cuts.graphs.append((Stage.EMB_BWD, None))
+        else:
+            cuts.mark(None)
+            self.pooled_grad = rows.reshape(self.pooled.shape)
+            cuts.mark(Stage.EMB_BWD)
+        cuts.mark(None)
         self.optimize()
         cuts.mark(Stage.OPTIMIZER)
         return loss
@@ -133,7 +146,8 @@ class GraphedTrainer(Trainer):
             bag_sum(self.net.embedding, batch.ids, batch.offsets, self.pooled)
             mark(Stage.EMB_FWD)
         for stage, graph in self.graphs:
-            graph.replay()
+            if graph is not None:
+                graph.replay()
             if stage is Stage.EMB_BWD and self.bag_kernels:
                 bag_sgd_(self.net.embedding, batch.ids, batch.offsets, self.pooled_grad,
                          self.spec.learning_rate, self.update_max_blocks)

@@ -112,6 +112,7 @@ class Lane:
         self.opened: dict[int, object] = {}
         self.assembled: dict[int, object] = {}
         self.checked: dict[int, object] = {}
+        self.uncounted: dict[int, object] = {}  # batch -> its assembly's event (_settle)
         self.pool_free: list[object] = [None] * slots
 
     def stage(self, S: Streams, i: int, bufs=None):
@@ -210,17 +211,19 @@ class Lane:
                 self.graphs.run(key, lambda s: assembler.start(i, S.numba(s)), S.pre)
                 self.assembled[i] = S.event(S.pre)
 
-    def finish(self, S: Streams, i: int, waited: Callable[[float], None]
-               ) -> tuple[Batch, list[int], object]:
+    def finish(self, S: Streams, i: int, waited: Callable[[float], None],
+               counted: bool = True) -> tuple[Batch, list[int] | None, object]:
         """Batch i, assembled (see `assemble`, which must come first) and checked where it
         lives: one kernel on the GPU (`_finish_kernel`), PyTorch on the CPU; the host
-        waits for its id counts (`waited(ms)`). Returns the batch, its ids per table and
-        the event that opened the assembly."""
+        waits for its id counts (`waited(ms)`), unless `counted` is off and the kernel
+        assembles it: the batch then holds the whole ids buffer, its counts None, and
+        `check` reads them later. Returns the batch, its ids per table and the event
+        that opened the assembly."""
         k = i % self.slots
         start = self.opened.pop(i)
         with S.use(S.pre):
             if self.kernel_assembly:
-                batch, counts = self._finish_kernel(S, i, waited)
+                batch, counts = self._finish_kernel(S, i, waited, counted)
                 return batch, counts, start
             stacked = self.assemblers[k].offsets()
             h0 = time.perf_counter()
@@ -236,32 +239,54 @@ class Lane:
                 self.checked[i] = (S.event(S.pre), batch, None)
         return batch, counts, start
 
-    def _finish_kernel(self, S: Streams, i: int, waited: Callable[[float], None]
-                       ) -> tuple[Batch, list[int]]:
+    def _finish_kernel(self, S: Streams, i: int, waited: Callable[[float], None],
+                       counted: bool) -> tuple[Batch, list[int] | None]:
         """`finish` on the GPU: the host waits for the assembly kernel and the copy of its
         id counts and flag (the event `assemble` recorded after them, not the stream's
-        latest: kernels released since for other lanes need not finish first)."""
+        latest: kernels released since for other lanes need not finish first), or, not
+        `counted`, leaves both for `check`."""
         k = i % self.slots
         done = self.assembled.pop(i)
-        h0 = time.perf_counter()
-        S.sync(done)
-        waited((time.perf_counter() - h0) * 1e3)
-        with faults(f"assembling batch {i} ({self.name} lane)"):
-            batch, counts, bad = self.kernel_assembly[k].batch(self.labels[k])
+        if counted:
+            h0 = time.perf_counter()
+            S.sync(done)
+            waited((time.perf_counter() - h0) * 1e3)
+            with faults(f"assembling batch {i} ({self.name} lane)"):
+                batch, counts, bad = self.kernel_assembly[k].batch(self.labels[k])
+        else:
+            batch, counts, bad = self.kernel_assembly[k].uncounted_batch(self.labels[k]), \
+                None, None
+            self.uncounted[i] = done
         self.pool_free[k] = done
         if self.check_on:
             self.checked[i] = (None, batch, bad)
         batch.labels.record_stream(S.train)
         return batch, counts
 
+    def _settle(self, S: Streams, i: int) -> tuple[list[int], bool] | None:
+        """Batch i's id counts and flag where `finish` left them (None where it read
+        them): the host waits for its assembly, long queued, and the counts' range is
+        checked whether or not the batch is compared."""
+        done = self.uncounted.pop(i, None)
+        if done is None:
+            return None
+        S.sync(done)
+        with faults(f"assembling batch {i} ({self.name} lane)"):
+            return self.kernel_assembly[i % self.slots].status_now()
+
     def check(self, S: Streams, i: int) -> int:
         """Rows of batch i found equal to the reference (all of them, or a MismatchError
         naming the first differing feature and row). Called an iteration after batch i
-        was assembled, so its flag has long arrived: the host waits for nothing."""
+        was assembled, so its flag has long arrived: the host waits for nothing. A batch
+        `finish` did not count is counted here (`_settle`), compared or not."""
+        settled = self._settle(S, i)
         if not self.check_on:
             return 0
         done, batch, bad = self.checked.pop(i)
-        if bad is None:  # the PyTorch check's flag, copied back after `done`
+        if settled is not None:  # the kernel's counts and flag, read only now
+            counts, bad = settled
+            batch = Batch(batch.dense, batch.ids[: sum(counts)], batch.offsets, batch.labels)
+        elif bad is None:  # the PyTorch check's flag, copied back after `done`
             S.sync(done)
             bad = bool(self.flags[i % self.slots][0])
         first_by_host = i == 0 and bool(self.kernel_assembly)

@@ -23,7 +23,7 @@ import spec
 from costmodel import AnalyticCostModel
 from costmodel.learned import cost_model_for
 from planner import LocalSearch, RapProposer, SimJudge
-from sim import Scenario, Strategy, StrategyKind, simulate, steady_state
+from sim import Scenario, Strategy, StrategyKind, simulate, simulate_steady
 from sim.simulate import git_commit
 from spec.serde import write_atomic
 
@@ -59,8 +59,8 @@ def main(argv: list[str] | None = None) -> int:
         full = {}
         for name, j in (("rap", rap), ("corun", ours)):
             s = replace(sc, strategy=Strategy(StrategyKind.PLAN, plan=j.plan, name=name))
-            full[name] = simulate(steady_state(s), cm,
-                                  commit="bench").prediction.throughput_samples_per_s
+            full[name] = simulate_steady(s, cm,
+                                         commit="bench").prediction.throughput_samples_per_s
         rows.append({"pipeline": pipe, "gpus": gpus, "rap_s": t_rap, "corun_s": t_ours,
                      "plans_simulated": judge.evaluations, "corun_kernels": len(ours.plan.kernels),
                      "corun_plan": {"kernels": [{"stage": k.stage, "blocks": k.blocks,

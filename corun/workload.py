@@ -68,7 +68,8 @@ def add_cuda_graphs_argument(p: argparse.ArgumentParser) -> None:
     """`--cuda-graphs`, as plan, simulate and execute take it."""
     p.add_argument("--cuda-graphs", action="store_true",
                    help="the trainer replays each training stage as a CUDA graph (one GPU; "
-                   "SGD, a fixed id count per batch): a host launch a stage, not a kernel "
+                   "SGD; a fixed id count per batch unless the model has the bag kernels): a "
+                   "host launch a stage, not a kernel "
                    "(a plan made with --cuda-graphs says so itself)")
 
 

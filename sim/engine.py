@@ -345,7 +345,8 @@ def run(compiled: Compiled) -> RunLog:
         env.process(gpu(g, compiled.gpus[g]))
         tables = compiled.gpus[g]
         if tables.host_ms > 0:
-            feeds = any(k.release_pos >= 0 for k in tables.kernels)
+            feeds = tables.host_waits_for_batch and any(k.release_pos >= 0
+                                                        for k in tables.kernels)
             env.process(host_thread(g, tables, feeds))
     env.run()
     log.end_ms = env.now

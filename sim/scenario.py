@@ -123,6 +123,10 @@ class GpuTables:
     that stage's are made (costmodel.host.HostCosts.launched_ms; the last: all of them,
     the rest of host_ms is the batch's read-back, check and staging); empty: the host is
     not modelled."""
+    host_waits_for_batch: bool = True
+    """Whether the host waits for the next batch's assembly (its id count) before it
+    launches the step that trains on it: not on one GPU where the model reads ids by
+    their offsets (Model.reads_ids_by_offsets); the GPU then orders the two alone."""
 
 
 @dataclass
@@ -240,7 +244,8 @@ def _graphs_hint(sc: Scenario, tables: GpuTables) -> str | None:
         return None
     return (f"the host thread paces this step ({host_ms:.2f} ms of launches against "
             f"{gpu_ms:.2f} ms of GPU work): --cuda-graphs replays it as CUDA graphs "
-            "(one GPU, a fixed id count per batch): ideal ran 1.3-1.8x faster at kaggle and "
+            "(one GPU; a fixed id count per batch unless the model has the bag kernels): "
+            "ideal ran 1.3-1.8x faster at kaggle and "
             "terabyte b4096 on the H200 (README, \"Where the host sets the pace\")")
 
 
@@ -321,11 +326,12 @@ def compile_scenario(sc: Scenario, cm: CostModel) -> Compiled:
             launched = H200_HOST.launched_ms(stages, at, before, hw.gpu_count,
                                              model.cuda_graphs, model.name, workers,
                                              owner_share)
-        turnaround = H200_HOST.turnaround_ms(sc.host_thread, hw.gpu_count)
+        waits = hw.gpu_count > 1 or not model.reads_ids_by_offsets
+        turnaround = H200_HOST.turnaround_ms(sc.host_thread and waits, hw.gpu_count)
         gpus.append(_scaled(GpuTables(stages, stage_ms, tuple(comm.get(s, 0.0) for s in stages),
                                       tuple(pre), tuple(kernels),
                                       hw.host_link.transfer_ms(copy_bytes), host_ms,
-                                      turnaround, launched), sc.time_scale))
+                                      turnaround, launched, waits), sc.time_scale))
     cpu_ms = 0.0
     if plan.cpu_nodes:
         kw = kernel_work(pipeline, "cpu", plan.cpu_nodes, rows_local, 1, 32)

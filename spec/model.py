@@ -143,6 +143,14 @@ class Model:
                             "step is one process's)")
 
     @property
+    def reads_ids_by_offsets(self) -> bool:
+        """Whether the embedding stages read a batch's ids only where its offsets point:
+        the bag kernels (the forward and the fused update) do, so a batch may hand them
+        a buffer longer than its ids, and on one GPU the executor does not wait for a
+        batch's id count before launching the step that trains on it."""
+        return self.embedding_forward is EmbeddingForward.BAG_KERNEL
+
+    @property
     def embedding_dim(self) -> int:
         return self.tables[0].dim
 

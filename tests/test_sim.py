@@ -464,3 +464,39 @@ def test_host_workers_slow_the_launching_thread_on_several_gpus(kaggle, kaggle_m
         launches = H200_HOST.iteration_ms(3, 0.0, False, n) - step  # gpu-sequential's kernel
         assert host.compiled.gpus[0].host_ms == pytest.approx(
             gpu.compiled.gpus[0].host_ms - launches + extra)
+
+
+def test_the_host_does_not_wait_for_the_id_count_of_a_bag_kernel_model():
+    """On one GPU a model whose kernels read ids by their offsets (heavy-lean) is fed
+    without the host waiting for the next batch's assembly: no turnaround, and a plan one
+    batch ahead is predicted no slower than with the wait; heavy-small (PyTorch's
+    forward) still waits, and so does heavy-lean on two GPUs."""
+    from sim.engine import run
+    from sim.scenario import compile_scenario
+    from sim.simulate import _summarise
+
+    pipeline = spec.pipeline_preset("heavy-small")
+    plan = spec.one_kernel_plan(pipeline, "heavy-lean", 1, "bottom_mlp_bwd", 264, 256)
+    assert plan.batches_ahead == 1
+    cm = AnalyticCostModel()
+
+    def tables(model: str, gpus: int = 1):
+        m = replace(spec.model_preset(model), batch_per_gpu=8192)
+        sc = Scenario(spec.hardware_preset("h200", gpus), m, pipeline,
+                      Strategy(StrategyKind.PLAN, plan=replace(plan, model=m.name,
+                                                               gpu_count=gpus)),
+                      host_thread=True)
+        return compile_scenario(sc, cm)
+
+    lean = tables("heavy-lean")
+    assert not lean.gpus[0].host_waits_for_batch and lean.gpus[0].turnaround_ms == 0
+    small = tables("heavy-small")
+    assert small.gpus[0].host_waits_for_batch and small.gpus[0].turnaround_ms > 0
+    assert tables("heavy-lean", 2).gpus[0].host_waits_for_batch
+
+    def iteration_ms(compiled) -> float:
+        return _summarise(compiled, run(compiled), "test").iteration_time_ms
+
+    waiting = replace(lean, gpus=[replace(lean.gpus[0], host_waits_for_batch=True,
+                                          turnaround_ms=small.gpus[0].turnaround_ms)])
+    assert iteration_ms(lean) < iteration_ms(waiting)
