@@ -6,8 +6,10 @@
 #       tests on the GPU, then at b16384 ideal (graphed and eager), gpu-sequential,
 #       corun's plan and two runners-up, the one kernel two ahead at four stages
 #       (2 rounds); at b24576 ideal, gpu-sequential, corun's plan, one kernel (2 rounds)
-#   PART=plans ...   corun's plans (re-made after the graphed stages were folded in,
-#       bench/fit_graphs.py) beside the baselines, 3 rounds at b16384, 2 at b24576
+#   PART=plans ...   the GPU tests again, then at b16384 corun's re-made plans (two
+#       batches ahead) and the one kernel one batch ahead, which the host no longer
+#       waits for (Model.reads_ids_by_offsets), graphed and eager (--matrix heavy-lean),
+#       beside the baselines, 2 rounds each; at b24576 graphed, corun's plan (2 rounds)
 set -u
 stamp() { while IFS= read -r l; do echo "$(date +%T.%3N) $l"; done; }
 nvidia-smi --query-gpu=index,name,clocks.sm,memory.used --format=csv
@@ -23,8 +25,13 @@ measure)
   run 24576 ideal,gpu-sequential,corun,at:bottom_mlp_bwd+ahead2+b1056 2 110
   ;;
 plans)
-  run 16384 "${STRATEGIES:-ideal,gpu-sequential,corun,corun-2,corun-3,corun-4,corun-5}" 3 250
-  run 24576 "${STRATEGIES24:-ideal,gpu-sequential,corun,corun-2,corun-3}" 2 150
+  NUMBA_ENABLE_CUDASIM=0 python -m pytest -q -p no:cacheprovider tests/test_graphed.py \
+    tests/test_launch.py tests/test_trainer.py 2>&1 | tail -3
+  run 16384 ideal,gpu-sequential,corun,corun-2,corun-3,at:emb_fwd+b1056,at:optimizer+ahead2+b1056 2 150
+  python bench/execute_gpu.py --matrix heavy-lean --batches 16384 --strategies \
+    ideal,gpu-sequential,corun,corun-2,at:bottom_mlp_bwd+b1056,at:bottom_mlp_bwd+ahead2+b1056 \
+    --repeats 2 --budget-s 150 --out "$OUT/eager" 2>&1 | grep -v "iteration" | stamp
+  run 24576 ideal,gpu-sequential,corun 2 80
   ;;
 *)
   echo "PART must be measure or plans" >&2
