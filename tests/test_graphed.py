@@ -89,10 +89,10 @@ def test_the_graphed_step_costs_the_host_less_in_simulation_and_a_hint_says_so()
     assert not hints(simulate(adagrad).prediction)  # a model graphs cannot take
 
 
-@gpu
-def test_the_graphed_step_trains_as_the_eager_one():
-    model, pipeline = small_kaggle()
-    data = [b.to(torch.device("cuda")) for b in batches(model, pipeline, 3)]
+def graphed_trains_as_eager(model, data: list[Batch], loss_rtol: float,
+                            weight_atol: float) -> GraphedTrainer:
+    """Six steps of the eager and the graphed trainer from the same weights over `data`:
+    equal losses, nine stage marks a step, equal weights after. Returns the graphed one."""
     eager = Trainer(replace(model, cuda_graphs=False), "cuda", seed=1)
     graphed = GraphedTrainer(model, "cuda", seed=1)
     graphed.capture(data[0])  # its warm-up steps train it: start both from eager's weights
@@ -102,11 +102,19 @@ def test_the_graphed_step_trains_as_the_eager_one():
         a = eager.step(data[i % 3])
         b = graphed.step(data[i % 3], clock)
         torch.cuda.synchronize()
-        assert torch.allclose(a, b, rtol=1e-5, atol=1e-6), (i, a.item(), b.item())
+        assert torch.allclose(a, b, rtol=loss_rtol, atol=1e-6), (i, a.item(), b.item())
         assert set(clock.stage_ms()) == set(Stage) & set(clock.stage_ms())
         assert len(clock.stage_ms()) == 9
     for (name, p), q in zip(eager.net.named_parameters(), graphed.net.parameters()):
-        assert torch.allclose(p, q, rtol=1e-4, atol=1e-6), name
+        assert torch.allclose(p, q, rtol=1e-4, atol=weight_atol), name
+    return graphed
+
+
+@gpu
+def test_the_graphed_step_trains_as_the_eager_one():
+    model, pipeline = small_kaggle()
+    data = [b.to(torch.device("cuda")) for b in batches(model, pipeline, 3)]
+    graphed_trains_as_eager(model, data, 1e-5, 1e-6)
 
 
 def test_the_bag_kernels_admit_graphs_and_the_fused_update_alone_does_not():
@@ -128,19 +136,7 @@ def test_the_graphed_step_with_bag_kernels_trains_as_the_eager_one_on_any_id_cou
     short[-1] = short[-2]  # the last bag empty: fewer ids than the captured batch
     data[1] = Batch(data[1].dense, data[1].ids[: int(short[-1])], short, data[1].labels)
     assert len({b.ids.numel() for b in data}) > 1
-    eager = Trainer(replace(model, cuda_graphs=False), "cuda", seed=1)
-    graphed = GraphedTrainer(model, "cuda", seed=1)
-    graphed.capture(data[0])
-    graphed.net.load_state_dict(eager.net.state_dict())
-    for i in range(6):
-        clock = Clock(torch.device("cuda"))
-        a = eager.step(data[i % 3])
-        b = graphed.step(data[i % 3], clock)
-        torch.cuda.synchronize()
-        assert torch.allclose(a, b, rtol=1e-4, atol=1e-6), (i, a.item(), b.item())
-        assert len(clock.stage_ms()) == 9
-    for (name, p), q in zip(eager.net.named_parameters(), graphed.net.parameters()):
-        assert torch.allclose(p, q, rtol=1e-4, atol=1e-5), name
+    graphed = graphed_trains_as_eager(model, data, 1e-4, 1e-5)
     other = Batch(data[0].dense, data[0].ids, data[0].offsets[:-1], data[0].labels)
     with pytest.raises(SpecError, match="batch.offsets"):
         graphed.step(other)
