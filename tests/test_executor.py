@@ -124,9 +124,9 @@ def spy_calls(monkeypatch, **records) -> list:
     for name, (cls, record) in records.items():
         real = getattr(cls, name)
 
-        def wrapped(self, *args, _real=real, _record=record):
+        def wrapped(self, *args, _real=real, _record=record, **kwargs):
             calls.append(_record(self, *args))
-            return _real(self, *args)
+            return _real(self, *args, **kwargs)
         monkeypatch.setattr(cls, name, wrapped)
     return calls
 
