@@ -10,6 +10,7 @@
 #       batches ahead) and the one kernel one batch ahead, which the host no longer
 #       waits for (Model.reads_ids_by_offsets), graphed and eager (--matrix heavy-lean),
 #       beside the baselines, 2 rounds each; at b24576 graphed, corun's plan (2 rounds)
+#   PART=thin ...    the one kernel two ahead in 132 or 264 blocks at four stages, b16384
 set -u
 stamp() { while IFS= read -r l; do echo "$(date +%T.%3N) $l"; done; }
 nvidia-smi --query-gpu=index,name,clocks.sm,memory.used --format=csv
@@ -33,8 +34,11 @@ plans)
     --repeats 2 --budget-s 150 --out "$OUT/eager" 2>&1 | grep -v "iteration" | stamp
   run 24576 ideal,gpu-sequential,corun 2 80
   ;;
+thin)  # the kernel in fewer blocks, leaving SM slots to the step's own kernels
+  run 16384 ideal,gpu-sequential,at:emb_fwd+ahead2+b132,at:emb_fwd+ahead2+b264,at:emb_bwd+ahead2+b132,at:emb_bwd+ahead2+b264,at:interaction_bwd+ahead2+b264,at:optimizer+ahead2+b264,at:optimizer+ahead2+b264+low 2 200
+  ;;
 *)
-  echo "PART must be measure or plans" >&2
+  echo "PART must be measure, plans or thin" >&2
   exit 2
   ;;
 esac
