@@ -12,6 +12,7 @@
 #       beside the baselines, 2 rounds each; at b24576 graphed, corun's plan (2 rounds)
 #   PART=thin ...    the one kernel two ahead in 132 or 264 blocks at four stages, b16384
 #   PART=thin2 ...   interaction_bwd in 132-528 blocks, one ahead, and 264 blocks elsewhere
+#   PART=confirm ... interaction_bwd in 198 and 264 blocks beside corun's plan, 3 rounds
 set -u
 stamp() { while IFS= read -r l; do echo "$(date +%T.%3N) $l"; done; }
 nvidia-smi --query-gpu=index,name,clocks.sm,memory.used --format=csv
@@ -41,8 +42,11 @@ thin)  # the kernel in fewer blocks, leaving SM slots to the step's own kernels
 thin2)  # around the best of PART=thin: interaction_bwd two ahead in 264 blocks
   run 16384 ideal,gpu-sequential,at:interaction_bwd+ahead2+b132,at:interaction_bwd+ahead2+b198,at:interaction_bwd+ahead2+b264,at:interaction_bwd+ahead2+b396,at:interaction_bwd+ahead2+b528,at:interaction_bwd+b264,at:top_mlp_bwd+ahead2+b264,at:bottom_mlp_bwd+ahead2+b264,at:top_mlp_fwd+ahead2+b264 2 200
   ;;
+confirm)  # the best of PART=thin2 again, in another process, beside corun's plan
+  run 16384 ideal,gpu-sequential,corun,at:interaction_bwd+ahead2+b198,at:interaction_bwd+ahead2+b264 3 200
+  ;;
 *)
-  echo "PART must be measure, plans, thin or thin2" >&2
+  echo "PART must be measure, plans, thin, thin2 or confirm" >&2
   exit 2
   ;;
 esac
