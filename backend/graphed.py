@@ -129,7 +129,9 @@ class GraphedTrainer(Trainer):
 
     def step(self, batch: Batch, clock: Clock | None = None) -> torch.Tensor:
         """Train on one batch: copy it into the captured step's inputs on the current
-        stream, then launch the stages' graphs there, marking `clock` between them."""
+        stream (with the bag kernels its dense features and labels only: the kernels read
+        its ids and offsets where they are), then launch the stages' graphs there, and the
+        bag kernels between them, marking `clock` between stages."""
         self.prepare(batch)
         for name in ("dense", "ids", "offsets", "labels"):
             mine, given = getattr(self.static, name), getattr(batch, name)

@@ -500,3 +500,52 @@ def test_the_host_does_not_wait_for_the_id_count_of_a_bag_kernel_model():
     waiting = replace(lean, gpus=[replace(lean.gpus[0], host_waits_for_batch=True,
                                           turnaround_ms=small.gpus[0].turnaround_ms)])
     assert iteration_ms(lean) < iteration_ms(waiting)
+
+
+def test_settled_asks_every_measured_iteration_to_repeat_the_one_before():
+    from sim.engine import RunLog
+    from sim.simulate import settled
+
+    def log(durations, kernels):
+        starts = np.cumsum([0.0] + durations[:-1]).tolist()
+        ends = (np.array(starts) + durations).tolist()
+        n = len(durations)
+        return RunLog([starts], [ends], [[0.0] * n], [[0.0] * n], [[[0.0]] * n],
+                      [[[k] for k in kernels]], [], 0.0)
+
+    assert settled(log([5, 3, 3, 3, 3], [2, 1, 1, 1, 0.5]), 1)  # warm-up and last kernel out
+    assert not settled(log([5, 3, 3, 3, 3], [2, 1.1, 1.0, 0.9, 0.5]), 1)  # kernels sliding
+    assert not settled(log([3, 3, 3, 3.4, 3.4], [1, 1, 1, 1, 1]), 1)
+
+
+def test_a_plan_that_has_not_settled_is_simulated_again_after_a_longer_warm_up(monkeypatch):
+    import importlib
+
+    from sim import simulate_steady
+
+    simulate_module = importlib.import_module("sim.simulate")  # the package's `simulate` is
+    # the function
+    from sim.simulate import SETTLE_WARMUP
+
+    pipeline = spec.pipeline_preset("kaggle")
+    model = replace(spec.model_preset("criteo-kaggle"), batch_per_gpu=4096)
+    plan = spec.one_kernel_plan(pipeline, model.name, 1, "top_mlp_bwd", 264, 256)
+    sc = Scenario(spec.hardware_preset("h200", 1), model, pipeline,
+                  Strategy(StrategyKind.PLAN, plan=plan), iterations=6, warmup=2)
+    cm = AnalyticCostModel()
+    assert not any("not settled" in n for n in simulate_steady(sc, cm).prediction.notes)
+    warmups = []
+    real = simulate_module.simulate
+
+    def spy(s, *args, **kwargs):
+        warmups.append(s.warmup)
+        return real(s, *args, **kwargs)
+
+    monkeypatch.setattr(simulate_module, "simulate", spy)
+    monkeypatch.setattr(simulate_module, "settled", lambda log, warmup: False)
+    p = simulate_steady(sc, cm).prediction
+    assert warmups == [2, SETTLE_WARMUP]
+    assert any("not settled after 2 warm-up" in n for n in p.notes)
+    warmups.clear()
+    simulate_steady(replace(sc, jitter_cv=0.1), cm)  # jitter: no repeat to wait for
+    assert warmups == [2]
