@@ -179,10 +179,11 @@ def graphed(m: dict) -> bool:
 
 
 def measured_scenario(m: dict, strategy: str):
-    """The steady-state Scenario of what a Measurement ran, as `corun plan` simulates
-    it (learned H200 model, host thread): ideal and gpu-sequential by name, any other
-    strategy as the plan it ran (which carries "+ahead2"), "+w<N>" with N host cores,
-    the step graphed or not as it ran ("+eager" names an eager step beside graphed ones)."""
+    """The steady-state Scenario of what a Measurement ran (for `sim.simulate_steady`), as
+    `corun plan` simulates it (learned H200 model, host thread): ideal and gpu-sequential
+    by name, any other strategy as the plan it ran (which carries "+ahead2"), "+w<N>"
+    with N host cores, the step graphed or not as it ran ("+eager" names an eager step
+    beside graphed ones)."""
     from dataclasses import replace
 
     import spec

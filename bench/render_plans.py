@@ -50,7 +50,7 @@ def predicted_ms(case: dict) -> tuple[float, str]:
     """(the iteration time predicted for a measured case, a note): from the prediction
     file `corun plan` wrote beside the plan it ran; simulated afresh, and noted, where
     there is none or the plan there is no longer the one that ran."""
-    from sim import simulate
+    from sim import simulate_steady
 
     m, strategy = case["measurement"], case["strategy"]
     if "uncapped" in strategy.split("+")[1:]:  # the model knows the capped update only
@@ -64,7 +64,7 @@ def predicted_ms(case: dict) -> tuple[float, str]:
     if not predicted.exists():
         note = " (predicted here)"
     if note:  # predicted afresh, as `corun plan` simulates its candidates
-        return simulate(measured_scenario(m, strategy)).prediction.iteration_time_ms, note
+        return simulate_steady(measured_scenario(m, strategy)).prediction.iteration_time_ms, note
     return json.loads(predicted.read_text())["iteration_time_ms"], note
 
 

@@ -51,7 +51,7 @@ def every_raw() -> list[Path]:
 def rows(raw: list[Path], skipped: dict[str, str] | None = None) -> list[dict]:
     """One row per measured case. With `skipped`, a run today's code cannot simulate is
     named there with why, instead of stopping."""
-    from sim import simulate
+    from sim import simulate_steady
 
     out = []
     for path in raw:
@@ -59,7 +59,8 @@ def rows(raw: list[Path], skipped: dict[str, str] | None = None) -> list[dict]:
             mine = []
             for r in measured_cases(path)[0]:
                 m = r["measurement"]
-                p = simulate(measured_scenario(m, r["strategy"])).prediction.iteration_time_ms
+                sc = measured_scenario(m, r["strategy"])
+                p = simulate_steady(sc).prediction.iteration_time_ms
                 ms = m["iteration"]["median_ms"]
                 mine.append({"source": path.name.removesuffix(".gz"), "model": m["model"],
                              "batch": r["batch"], "strategy": r["strategy"],
