@@ -270,15 +270,14 @@ class Executor:
 
     def _finish(self, i: int) -> Batch | LocalBatch:
         """Batch i from every lane (enqueued by `_assemble`, the rest now), in the form
-        the trainer takes; on one GPU, without waiting for its id count where the model
-        reads ids by their offsets (Model.reads_ids_by_offsets: `check` counts it)."""
+        the trainer takes; without waiting for its id count where the model need not
+        (Model.waits_for_id_counts: `check` counts it)."""
         self._assemble(i, None)
         batches, counts = [], []
         for lane in self.lanes:
             batch, n, start = lane.finish(self.S, i,
                                           lambda ms: self.host_ms["wait"].append((i, ms)),
-                                          counted=self.world > 1
-                                          or not self.model.reads_ids_by_offsets)
+                                          counted=self.model.waits_for_id_counts(self.world))
             batches.append(batch)
             counts.append(n)
             self.spans["assemble" + lane.suffix].append(

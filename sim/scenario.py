@@ -125,8 +125,8 @@ class GpuTables:
     not modelled."""
     host_waits_for_batch: bool = True
     """Whether the host waits for the next batch's assembly (its id count) before it
-    launches the step that trains on it: not on one GPU where the model reads ids by
-    their offsets (Model.reads_ids_by_offsets); the GPU then orders the two alone."""
+    launches the step that trains on it (Model.waits_for_id_counts); where not, the GPU
+    orders the two alone."""
 
 
 @dataclass
@@ -326,7 +326,7 @@ def compile_scenario(sc: Scenario, cm: CostModel) -> Compiled:
             launched = H200_HOST.launched_ms(stages, at, before, hw.gpu_count,
                                              model.cuda_graphs, model.name, workers,
                                              owner_share)
-        waits = hw.gpu_count > 1 or not model.reads_ids_by_offsets
+        waits = model.waits_for_id_counts(hw.gpu_count)
         turnaround = H200_HOST.turnaround_ms(sc.host_thread and waits, hw.gpu_count)
         gpus.append(_scaled(GpuTables(stages, stage_ms, tuple(comm.get(s, 0.0) for s in stages),
                                       tuple(pre), tuple(kernels),

@@ -146,9 +146,15 @@ class Model:
     def reads_ids_by_offsets(self) -> bool:
         """Whether the embedding stages read a batch's ids only where its offsets point:
         the bag kernels (the forward and the fused update) do, so a batch may hand them
-        a buffer longer than its ids, and on one GPU the executor does not wait for a
-        batch's id count before launching the step that trains on it."""
+        a buffer longer than its ids (`waits_for_id_counts`)."""
         return self.embedding_forward is EmbeddingForward.BAG_KERNEL
+
+    def waits_for_id_counts(self, gpus: int) -> bool:
+        """Whether the host must read a batch's id count before it launches the step
+        that trains on it: on several GPUs (the ids are split by table for the
+        all-to-all), or where the embedding stages do not read ids by their offsets. The
+        executor and the simulator's host thread both follow it."""
+        return gpus > 1 or not self.reads_ids_by_offsets
 
     @property
     def embedding_dim(self) -> int:
