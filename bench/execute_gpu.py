@@ -48,7 +48,7 @@ from backend.executor import Executor  # noqa: E402
 from backend.graphed import make_trainer  # noqa: E402
 from backend.settings import RunSettings  # noqa: E402
 from bench.render_execute import plan_file  # noqa: E402
-from corun.workload import shrink_tables  # noqa: E402
+from corun.workload import int_list, shrink_tables  # noqa: E402
 from reports.rounds import turned_order  # noqa: E402
 from sim.strategy import (  # noqa: E402
     StrategyKind,
@@ -296,10 +296,12 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.repeats < 1:
         ap.error(f"--repeats {args.repeats}: an integer >= 1")
-    bad = [x for x in (args.batches or "").split(",") if args.batches and not
-           (x.isdigit() and int(x) >= 1)]
-    if bad:
-        ap.error(f"--batches {bad[0]!r}: comma-separated batch sizes, each an integer >= 1")
+    keep_b = None  # the matrix's batches to run (all: None)
+    if args.batches:
+        try:
+            keep_b = set(int_list(args.batches, "--batches"))
+        except spec.SpecError as e:
+            ap.error(str(e))
     if args.strategies:  # a name that matches no case is a typo, not an empty run
         entries = MATRICES[args.matrix]
         known = {x for _, _, labels in entries for x in cases_for(labels, args.strategies)}
@@ -328,7 +330,6 @@ def main(argv: list[str] | None = None) -> int:
     inputs: dict = {}  # raw batches and references, made once per batch size (Executor)
     t_start = time.time()
     only = set(args.only.split(",")) if args.only else None
-    keep_b = {int(x) for x in args.batches.split(",")} if args.batches else None
     for pipe_name, batches, labels in MATRICES[args.matrix]:
         if only and pipe_name not in only:
             continue
