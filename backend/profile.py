@@ -15,6 +15,15 @@ only 20-26% on its kernel times (costmodel/data/h200/README.md); host time is mo
 apart (sim's host thread). Each row records the share of its steps where the host was
 ahead. Rows go to a CSV as they are measured, so a lost machine loses at most one
 kernel's rows, and a rerun skips every key already in the file.
+
+With a lead (`corun profile --resident`), the kernel is released at the mark that opens
+the stage and the training stream is held a moment (LEAD_MS) before the stage's work, so
+the kernel's blocks are resident on the SMs when the stage starts: the case of a kernel
+that outlasts the stage it was released at and runs on into the next ones. Those rows go
+to resident*.csv. On the H200 the two differ most where a stage's kernels fill the SMs'
+registers: heavy-lean's whole pipeline in 198 blocks ran about 4x slowed beside emb_bwd
+when launched at its start, about 2x when already resident
+(bench/results/heavy_case_record.md, "Where the heavy case stands").
 """
 
 from __future__ import annotations
@@ -51,6 +60,11 @@ STEP_SPIN_MS = 9.0
 """Longer than the host's launch of any profiled step and one fused kernel (<= 6 ms and
 ~1 ms on the H200, bench/host_split.py)."""
 KERNEL_SPIN_MS = 3.0
+LEAD_MS = 0.01
+"""How long a resident row's kernel runs before its stage starts: longer than its blocks
+take to be dispatched (a few microseconds), short against the kernels profiled (0.01-3
+ms alone on the H200), whose work done alone meanwhile the fit subtracts
+(costmodel.learned.targets, the row's kernel_lead_ms)."""
 PLAIN_REPS = 60
 """Plain steps per model and batch, for every stage's time alone. heavy-fused b16384's
 emb_bwd takes one of about three speeds (near 2.62, 2.85 and 3.09 ms), drawn afresh each
@@ -68,6 +82,10 @@ COLUMNS = KEY + (
     "stage_bag_kernel", "stage_table_bytes", "stage_alone_ms", "stage_corun_ms",
     "kernel_alone_ms", "kernel_corun_ms", "host_ahead", "reps", "torch", "numba_cuda",
     "measured_utc")
+RESIDENT_COLUMNS = COLUMNS + ("kernel_lead_ms",)
+"""A resident*.csv's columns: kernel_lead_ms is the median time from the kernel's
+release to its stage's start (kernel_corun_ms is timed from the release, so includes
+it)."""
 
 DERIVED = ("stage_lookups", "stage_embedding_dim", "stage_feature_count",
            "stage_cross_network", "stage_fused_update", "stage_bag_kernel",
@@ -81,7 +99,7 @@ BEFORE_BAG = tuple(c for c in COLUMNS if c not in ("stage_bag_kernel", "stage_ta
 every emb_fwd PyTorch's) and the tables' bytes (the fit derives them from the preset)."""
 BEFORE_WARP = tuple(c for c in BEFORE_BAG if c != "warp_rows")
 """The columns before kernels could write a warp per row: every kernel a thread per row."""
-READABLE_HEADERS = (COLUMNS, BEFORE_BAG, BEFORE_WARP,
+READABLE_HEADERS = (RESIDENT_COLUMNS, COLUMNS, BEFORE_BAG, BEFORE_WARP,
                     tuple(c for c in BEFORE_WARP if c != "stage_fused_update"),
                     tuple(c for c in BEFORE_DERIVED if c != "warp_rows"))
 """Headers a profile is appended to: this version's and the earlier ones."""
@@ -179,6 +197,8 @@ class StepTimes:
     """The released kernel from its release to its end (0 when none was released)."""
     span_ms: float
     """From the step's first stage opening to the later of its end and the kernel's."""
+    lead_ms: float
+    """From the kernel's release to the start of its stage's work (0: released with it)."""
     host_ahead: bool
     """Whether the host had enqueued the whole step before the GPU began it (always on
     the CPU)."""
@@ -228,9 +248,10 @@ class Profiler:
         program = PipelineProgram(p, [group], inputs, elsewhere=rest)
         return group, (program.to_device() if self.S.cuda else HostPoolSet(program))
 
-    def step(self, release: Stage | None, launch) -> StepTimes:
+    def step(self, release: Stage | None, launch, lead_ms: float = 0.0) -> StepTimes:
         """One training step behind a spin; `launch` (pre-stream) released at `release`
-        (none: a plain step)."""
+        (none: a plain step): with the stage's opening, or, with `lead_ms`, that long
+        before the stage's work starts (LeadClock)."""
         S, spans = self.S, []
 
         def on_open(stage: Stage, opened) -> None:
@@ -246,17 +267,24 @@ class Profiler:
             if S.cuda:
                 gpu_spin(STEP_SPIN_MS)
                 began = S.event(S.train)
-            clock = ReleaseClock(self.device, on_open) if release else Clock(self.device)
+            if release is None:
+                clock = Clock(self.device)
+            elif lead_ms > 0:
+                clock = LeadClock(self.device, release, on_open, lead_ms)
+            else:
+                clock = ReleaseClock(self.device, on_open)
             self.trainer.step(self.batch, clock)
             ahead = not began.query() if S.cuda else True
         self._sync()
         first, last = clock.marks[0][1], clock.marks[-1][1]
         span = S.ms(first, last)
-        kernel = 0.0
+        kernel = lead = 0.0
         if spans:
             kernel = S.ms(*spans[0])
             span = max(span, S.ms(first, spans[0][1]))
-        return StepTimes(clock.stage_ms(), kernel, span, ahead)
+            if isinstance(clock, LeadClock):
+                lead = S.ms(spans[0][0], clock.started)
+        return StepTimes(clock.stage_ms(), kernel, span, lead, ahead)
 
     @functools.cached_property
     def plain_stage_ms(self) -> dict[Stage, float]:
@@ -289,8 +317,9 @@ class Profiler:
 
         return group, launch
 
-    def profile(self, spec: KernelSpec, reps: int) -> Iterator[dict]:
-        """The spec's rows, one per training stage."""
+    def profile(self, spec: KernelSpec, reps: int, lead_ms: float = 0.0) -> Iterator[dict]:
+        """The spec's rows, one per training stage (with `lead_ms`: the kernel resident
+        before each stage starts, RESIDENT_COLUMNS)."""
         group, launch = self.launcher(spec)
         launch()  # compile and warm
         self._sync()
@@ -304,13 +333,15 @@ class Profiler:
             ops[spec.pipeline.node_by_name[n].op] += 1
         v = versions()
         for stage in TRAINING_STAGES:
-            corun, kernel, ahead = [], [], 0
+            corun, kernel, lead, ahead = [], [], [], 0
             for _ in range(reps):
-                t = self.step(stage, launch)
+                t = self.step(stage, launch, lead_ms)
                 corun.append(t.stage_ms[stage])
                 kernel.append(t.kernel_ms)
+                lead.append(t.lead_ms)
                 ahead += t.host_ahead
             w = self.work[stage]
+            resident = {"kernel_lead_ms": statistics.median(lead)} if lead_ms > 0 else {}
             yield {
                 "gpu": torch.cuda.get_device_name() if self.S.cuda else "cpu",
                 "model": self.model.name, "batch": str(self.rows), "kernel": spec.name,
@@ -329,7 +360,35 @@ class Profiler:
                 "reps": reps,
                 "torch": v["torch"], "numba_cuda": v.get("numba-cuda", ""),
                 "measured_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                **resident,
             }
+
+
+class LeadClock(Clock):
+    """The profiler's clock for a resident row: at the mark that opens `stage` it
+    releases the kernel, then holds the training stream `lead_ms` (a GPU spin) and marks
+    again, so the stage is timed from the end of the hold, with the kernel's blocks
+    already on the SMs (the hold's interval closes with no stage and counts for none).
+    On the CPU the hold is nothing: the kernel has run by then."""
+
+    def __init__(self, device: torch.device, stage: Stage, release: Callable[[Stage, object],
+                 None], lead_ms: float) -> None:
+        super().__init__(device)
+        self.stage, self.release, self.lead_ms = stage, release, lead_ms
+        self.opening = TRAINING_STAGES.index(stage)
+        """How many marks precede the one that opens `stage` (the first opens emb_fwd)."""
+        self.started: object = None
+        """The mark the stage's work starts at, after the hold."""
+
+    def mark(self, stage: Stage | None) -> None:
+        opens = len(self.marks) == self.opening
+        super().mark(stage)
+        if opens:
+            self.release(self.stage, self.marks[-1][1])
+            if self.cuda:
+                gpu_spin(self.lead_ms)
+            super().mark(None)
+            self.started = self.marks[-1][1]
 
 
 def csv_header(path: Path) -> tuple[str, ...]:
@@ -362,11 +421,17 @@ def appendable_header(path: Path, warp_rows: bool, bag_kernel: bool = False
 
 
 def append_rows(path: Path, rows: Sequence[dict]) -> None:
-    """Append rows (with a header for a new file) and flush them to disk."""
+    """Append rows (with a header for a new file: RESIDENT_COLUMNS for resident rows,
+    COLUMNS otherwise) and flush them to disk; resident and other rows never share a
+    file."""
     header = appendable_header(path, any(int(r.get("warp_rows", 0)) for r in rows),
                                any(float(r.get("stage_bag_kernel", 0)) for r in rows))
+    resident = any("kernel_lead_ms" in r for r in rows)
     new = header is None
-    header = header or COLUMNS
+    header = header or (RESIDENT_COLUMNS if resident else COLUMNS)
+    if resident != ("kernel_lead_ms" in header):
+        raise SpecError(str(path), "its header", "resident rows in a resident*.csv and "
+                        "other rows in a profile*.csv (corun profile --resident picks it)")
     with path.open("a", newline="") as f:
         w = csv.DictWriter(f, fieldnames=header, extrasaction="ignore")
         if new:

@@ -30,6 +30,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="thread mappings per launch shape: thread, warp or both "
                    "(FusedKernel.warp_rows; one where the kernel writes no long list)")
     p.add_argument("--reps", type=int, default=3, help="step pairs per measurement")
+    p.add_argument("--resident", action="store_true",
+                   help="release each kernel just before its stage starts, so its blocks "
+                   "are on the SMs when the stage's work begins (a kernel carried into a "
+                   "later stage), into DIR/resident.csv")
     p.add_argument("--hardware", default="h200")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
@@ -43,6 +47,7 @@ def run(args: argparse.Namespace) -> int:
     import numpy as np
 
     from backend.profile import (
+        LEAD_MS,
         Profiler,
         append_rows,
         appendable_header,
@@ -51,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
     )
     from corun.cli import progress
     from corun.workload import resolve_hardware, resolve_model, resolve_pipeline
-    from costmodel.profile_data import KEY, done_keys, shard_file
+    from costmodel.profile_data import KEY, PROFILE, RESIDENT, done_keys, shard_file
     from spec import DEFAULT_MODEL_FOR, EmbeddingForward, Plan, load
 
     say = progress(args.quiet)
@@ -73,11 +78,13 @@ def run(args: argparse.Namespace) -> int:
         specs += plan_kernels(plan, resolve_pipeline(plan.pipeline))
     out = Path(args.out)  # made once every input has been read
     out.mkdir(parents=True, exist_ok=True)
-    path = shard_file(out, shard, shards)
+    kind = RESIDENT if args.resident else PROFILE
+    lead_ms = LEAD_MS if args.resident else 0.0
+    path = shard_file(out, shard, shards, kind)
     bag = any(resolve_model(m, None).embedding_forward is EmbeddingForward.BAG_KERNEL
               for m in args.models.split(","))
     appendable_header(path, any(s.warp for s in specs), bag)  # refused before any GPU time
-    done = done_keys(out)
+    done = done_keys(out, kind)
     index = {}  # node set -> its position in the sample: shards split whole sets
     for s in specs:
         index.setdefault((s.pipeline.name, s.nodes), len(index))
@@ -102,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
                 if time.time() - t0 > 60 * args.budget_minutes:
                     say(f"time budget spent after {written} pairs: run again to go on")
                     return 0
-                rows = list(prof.profile(spec, args.reps))
+                rows = list(prof.profile(spec, args.reps, lead_ms))
                 append_rows(path, rows)
                 done |= {tuple(str(r[k]) for k in KEY) for r in rows}
                 written += len(rows)

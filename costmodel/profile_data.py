@@ -2,6 +2,8 @@
 writes one file per shard, so several GPUs profile at once without sharing a file).
 
 A row is identified by KEY; when files overlap, the first file (in name order) wins.
+Rows with the kernel resident before its stage starts (`corun profile --resident`) are
+another measurement of the same key: they live in resident*.csv files beside them.
 """
 
 from __future__ import annotations
@@ -15,18 +17,23 @@ from costmodel.interaction import SAVING_CSV, correct_rows, read_savings
 KEY = ("gpu", "model", "batch", "kernel", "stage")
 
 
-def shard_file(directory: Path, shard: int, shards: int) -> Path:
-    """Where shard `shard` of `shards` appends (profile.csv when unsharded)."""
-    name = "profile.csv" if shards == 1 else f"profile-{shard}of{shards}.csv"
+PROFILE, RESIDENT = "profile", "resident"
+"""The two kinds of profile file, by the stem their names start with."""
+
+
+def shard_file(directory: Path, shard: int, shards: int, kind: str = PROFILE) -> Path:
+    """Where shard `shard` of `shards` appends (profile.csv, or resident.csv, when
+    unsharded)."""
+    name = f"{kind}.csv" if shards == 1 else f"{kind}-{shard}of{shards}.csv"
     return Path(directory) / name
 
 
-def profile_files(path: str | Path) -> list[Path]:
-    """The CSVs behind `path`: itself, or a directory's profile*.csv in name order."""
+def profile_files(path: str | Path, kind: str = PROFILE) -> list[Path]:
+    """The CSVs behind `path`: itself, or a directory's <kind>*.csv in name order."""
     p = Path(path)
     if p.is_dir():
-        return sorted(p.glob("profile*.csv"))
-    return [p]
+        return sorted(p.glob(f"{kind}*.csv"))
+    return [p] if kind == PROFILE else []
 
 
 def _folder(path: str | Path) -> Path:
@@ -34,14 +41,16 @@ def _folder(path: str | Path) -> Path:
     return p if p.is_dir() else p.parent
 
 
-def read_profile(path: str | Path, corrected: bool = True) -> list[dict[str, str]]:
+def read_profile(path: str | Path, corrected: bool = True,
+                 kind: str = PROFILE) -> list[dict[str, str]]:
     """The measured rows of a CSV or a directory of them (a torn last line, which has no
     measured_utc, is dropped; a key seen twice keeps its first row), the dot
     interaction's stages corrected where the folder holds its saving
     (costmodel/interaction.py: rows timed before the trainer's interaction changed) unless
-    `corrected` is off: rows copied into another profile stay as measured."""
+    `corrected` is off: rows copied into another profile stay as measured. `kind`:
+    which files (RESIDENT: the resident rows)."""
     rows, seen = [], set()
-    for f in profile_files(path):
+    for f in profile_files(path, kind):
         with f.open(newline="") as fh:
             for r in csv.DictReader(fh):
                 key = tuple(r.get(k) for k in KEY)
@@ -51,18 +60,18 @@ def read_profile(path: str | Path, corrected: bool = True) -> list[dict[str, str
     return correct_rows(rows, read_savings(_folder(path) / SAVING_CSV)) if corrected else rows
 
 
-def done_keys(path: str | Path) -> set[tuple[str, ...]]:
-    """Keys of the rows already measured under `path` (missing: none)."""
+def done_keys(path: str | Path, kind: str = PROFILE) -> set[tuple[str, ...]]:
+    """Keys of the rows of `kind` already measured under `path` (missing: none)."""
     if not Path(path).exists():
         return set()
-    return {tuple(r[k] for k in KEY) for r in read_profile(path)}
+    return {tuple(r[k] for k in KEY) for r in read_profile(path, kind=kind)}
 
 
 def data_hash(path: str | Path) -> str:
     """SHA-256 over the profile files' names and bytes: a fitted model records it, so a
     model fitted on other data is detected."""
     h = hashlib.sha256()
-    files = profile_files(path)
+    files = profile_files(path) + profile_files(path, RESIDENT)
     saving = _folder(path) / SAVING_CSV
     if saving.exists():  # it changes the rows read_profile returns
         files = [*files, saving]

@@ -206,3 +206,48 @@ def test_the_profiler_builds_its_trainer_before_its_streams(files, monkeypatch):
     pipeline = spec.load(spec.Pipeline, files / "pipe.json")
     bp.Profiler(model, pipeline, spec.hardware_preset("h200", 1), "cpu", say=lambda *a: None)
     assert order == ["trainer", "streams"]
+
+
+def test_resident_rows_go_to_their_own_file_with_the_lead(files, tmp_path, capsys):
+    """--resident profiles the same kernels and stages again with the kernel released
+    before the stage's work (LeadClock): into resident.csv, with kernel_lead_ms, apart
+    from profile.csv's rows of the same keys; both kinds resume on their own."""
+    from backend.profile import RESIDENT_COLUMNS, append_rows
+    from costmodel.profile_data import RESIDENT, data_hash, read_profile
+
+    assert profile(files, tmp_path) == 0
+    before = data_hash(tmp_path)
+    assert profile(files, tmp_path, "--resident") == 0
+    plain = list(csv.DictReader((tmp_path / "profile.csv").open()))
+    resident = list(csv.DictReader((tmp_path / "resident.csv").open()))
+    assert list(resident[0]) == list(RESIDENT_COLUMNS)
+    key = lambda rs: sorted((r["kernel"], r["stage"]) for r in rs)  # noqa: E731
+    assert key(resident) == key(plain)
+    assert all(float(r["kernel_lead_ms"]) >= 0 for r in resident)
+    assert key(read_profile(tmp_path, kind=RESIDENT)) == key(resident)
+    assert len(read_profile(tmp_path)) == len(plain)  # the resident rows are not mixed in
+    assert data_hash(tmp_path) != before  # a model fitted before them is refitted
+    assert profile(files, tmp_path, "--resident") == 0  # all done: nothing appended
+    assert len(list(csv.DictReader((tmp_path / "resident.csv").open()))) == len(resident)
+    with pytest.raises(spec.SpecError, match="resident"):
+        append_rows(tmp_path / "profile.csv", resident[:1])
+
+
+def test_lead_clock_holds_the_stage_after_the_release():
+    """LeadClock releases the kernel at the mark that opens its stage, then marks again:
+    the stage is timed from the second mark, the interval between counts for no stage."""
+    import torch
+
+    from backend.profile import LeadClock
+
+    released = []
+    clock = LeadClock(torch.device("cpu"), TRAINING_STAGES[2],
+                      lambda stage, opened: released.append((stage, opened)), 0.01)
+    clock.mark(None)
+    for s in TRAINING_STAGES:
+        clock.mark(s)
+    assert [m[0] for m in clock.marks] == [None, *TRAINING_STAGES[:2], None,
+                                           *TRAINING_STAGES[2:]]
+    assert released == [(TRAINING_STAGES[2], clock.marks[2][1])]
+    assert clock.started == clock.marks[3][1]
+    assert set(clock.stage_ms()) == set(TRAINING_STAGES)

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Co-running profiles with the kernel resident before its stage starts (`corun profile
+# --resident`, backend/profile.py LeadClock), for the learned model's resident rates
+# (costmodel/learned.py): the case of a kernel carried from the stage that released it
+# into the next ones. One device run (about 9 minutes), from the repository root:
+#   PART=profile bash bench/resident_session.sh
+# heavy-lean first (the whole heavy-small pipeline at 132-2112 blocks, and the random
+# kernels its launched profile drew), both kinds of row for the 198-block kernel; then
+# the Criteo-like models' random kernels at b8192 as far as the budget goes. Writes
+# $OUT/{heavy,criteo}/resident.csv (and profile.csv for the launched 198-block rows).
+set -u
+stamp() { while IFS= read -r l; do echo "$(date +%T.%3N) $l"; done; }
+nvidia-smi --query-gpu=index,name,clocks.sm,memory.used --format=csv
+case "${PART:-profile}" in
+profile)
+  lean=(--models heavy-lean --train-pipeline heavy-small --pipelines heavy-small --reps 3
+        --batches 16384,8192)
+  plans=$(python bench/launch_plans.py --pipeline heavy-small --model heavy-lean \
+    --blocks 132,198,264,528,1056,2112 --out /tmp/launch-plans) || exit 1
+  python -m corun.cli profile --out "$OUT/heavy" "${lean[@]}" --resident --shapes 0 \
+    --plans "$plans" --budget-minutes 2 2>&1 | stamp > "$OUT/heavy-launches.log"
+  tail -2 "$OUT/heavy-launches.log"
+  thin=$(python bench/launch_plans.py --pipeline heavy-small --model heavy-lean \
+    --blocks 198 --out /tmp/thin-plans) || exit 1
+  python -m corun.cli profile --out "$OUT/heavy" "${lean[@]}" --shapes 0 --plans "$thin" \
+    --budget-minutes 1 2>&1 | stamp > "$OUT/heavy-thin.log"
+  tail -2 "$OUT/heavy-thin.log"
+  python -m corun.cli profile --out "$OUT/heavy" "${lean[@]}" --resident --shapes 5 \
+    --launches 2 --mappings thread,warp --budget-minutes 1.5 2>&1 | stamp > "$OUT/heavy-random.log"
+  tail -2 "$OUT/heavy-random.log"
+  python -m corun.cli profile --out "$OUT/criteo" --resident --batches 8192 --launches 2 \
+    --models criteo-kaggle,criteo-terabyte,wide-2x,wide-4x --shapes 8 \
+    --budget-minutes "${CRITEO_MINUTES:-3.5}" 2>&1 | stamp > "$OUT/criteo.log"
+  tail -2 "$OUT/criteo.log"
+  ;;
+*)
+  echo "PART must be profile" >&2
+  exit 2
+  ;;
+esac
