@@ -8,6 +8,11 @@
 # kernels its launched profile drew), both kinds of row for the 198-block kernel; then
 # the Criteo-like models' random kernels at b8192 as far as the budget goes. Writes
 # $OUT/{heavy,criteo}/resident.csv (and profile.csv for the launched 198-block rows).
+#   PART=thin bash bench/resident_session.sh
+# heavy-lean's whole pipeline at 132-1056 blocks (198 and 396 among them), both row
+# mappings, b16384 and b24576, each launched and resident, in 11 steps a pair (3 before:
+# emb_bwd's time alone swings by 10-15% from step to step, more than a thin kernel
+# slows it). Writes $OUT/thin/{profile,resident}.csv (about 4 minutes).
 set -u
 stamp() { while IFS= read -r l; do echo "$(date +%T.%3N) $l"; done; }
 nvidia-smi --query-gpu=index,name,clocks.sm,memory.used --format=csv
@@ -33,8 +38,19 @@ profile)
     --budget-minutes "${CRITEO_MINUTES:-3.5}" 2>&1 | stamp > "$OUT/criteo.log"
   tail -2 "$OUT/criteo.log"
   ;;
+thin)
+  plans=$(python bench/launch_plans.py --pipeline heavy-small --model heavy-lean \
+    --blocks 132,198,264,396,528,1056 --out /tmp/thin-plans) || exit 1
+  for kind in launched resident; do
+    flag=$([ $kind = resident ] && echo --resident)
+    python -m corun.cli profile --out "$OUT/thin" --models heavy-lean --train-pipeline \
+      heavy-small --pipelines heavy-small --batches 16384,24576 --shapes 0 --plans "$plans" \
+      --reps 11 $flag --budget-minutes 3 2>&1 | stamp > "$OUT/thin-$kind.log"
+    tail -2 "$OUT/thin-$kind.log"
+  done
+  ;;
 *)
-  echo "PART must be profile" >&2
+  echo "PART must be profile or thin" >&2
   exit 2
   ;;
 esac

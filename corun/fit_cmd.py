@@ -13,7 +13,8 @@ from spec import SpecError
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("data", help="a profile CSV from corun profile, or its --out "
-                   "directory (every profile*.csv in it: the shards of one profile)")
+                   "directory (every profile*.csv in it, the shards of one profile, and "
+                   "every resident*.csv)")
     p.add_argument("-o", "--output", required=True, help="the fitted model (a pickle; a "
                    ".json report and a held-out figure are written beside it)")
     p.add_argument("--holdout", type=float, default=0.25,
@@ -31,9 +32,9 @@ def run(args: argparse.Namespace) -> int:
         evaluate,
         library_versions,
         measured,
-        read_profile,
         save_model,
     )
+    from costmodel.profile_data import fit_rows
     from reports.figures import heldout_scatter, save
     from spec.serde import write_atomic
 
@@ -41,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
         raise SpecError("--holdout", args.holdout, "a fraction in (0, 1)")
     if not Path(args.data).exists():
         raise SpecError("data", args.data, "an existing profile CSV or directory")
-    rows = read_profile(args.data)
+    rows = fit_rows(args.data)
     if not rows:
         raise SpecError("data", args.data, "profile CSVs with at least one measured row")
     _, scores, test, pred = evaluate(rows, args.holdout, args.seed)
@@ -58,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
           f"kernel feature sets)")
     print(table(["target", "model", "held-out MAPE", "within ±10%"],
                 [[t, m, f"{scores[m][t].mape_pct:.1f}%", f"{100 * scores[m][t].within_10pct:.0f}%"]
-                 for t in TARGETS for m in scores]))
+                 for t in TARGETS for m in scores if t in scores[m]]))
     print(f"wrote {out}, {out.with_suffix('.json')}, {out.parent / (out.stem + '-heldout.png')}",
           file=sys.stderr)
     return 0

@@ -7,6 +7,11 @@ Four targets, each a gradient-boosted regressor on a log scale:
   stage slowdown   stage_corun_ms / stage_alone_ms     from kernel and stage features;
   stage alone      stage_alone_ms                      from the stage's work counts (the
                    training step as the trainer runs it, host launch gaps included).
+The two co-run targets learn from two kinds of row, told apart by a feature: the kernel
+released at the stage's start, and the kernel already resident on the SMs when the stage
+starts (`corun profile --resident`; the simulator asks for these where a kernel runs on
+from an earlier stage); a resident row's times count from the stage's start (its lead,
+the kernel's time alone before, taken off).
 Features are normalised by the GPU's ceilings (bytes over its copy bandwidth, operations
 over its integer throughput, blocks over its resident slots), so a model fitted on one
 GPU kind can be applied, with less trust, to another.
@@ -31,11 +36,12 @@ import numpy as np
 
 from costmodel.graphs import GraphedStages, fit_savings, read_graphed
 from costmodel.interaction import SAVING_CSV
-from costmodel.profile_data import data_hash, profile_files, read_profile
+from costmodel.profile_data import RESIDENT, data_hash, fit_rows, profile_files, read_profile
 from costmodel.types import CoRunEffect, CostModel, KernelWork, StageWork, WholeRun
 from spec import GpuKind, Hardware, Model, OpKind, SpecError, hardware_preset
 
 TARGETS = ("kernel_alone", "kernel_corun", "stage_slowdown", "stage_alone")
+CORUN_TARGETS = ("kernel_corun", "stage_slowdown")
 STAGES = ("emb_fwd", "bottom_mlp_fwd", "interaction_fwd", "top_mlp_fwd", "top_mlp_bwd",
           "interaction_bwd", "bottom_mlp_bwd", "emb_bwd", "optimizer")
 GPU_PRESETS = ("h200", "h100", "a100", "v100")
@@ -95,7 +101,7 @@ parallelism, kernels)."""
 LOOKUP_STAGES = ("emb_bwd", "optimizer")
 """Stages whose time follows the id count (StageWork.lookups), each its own feature (and
 the fused update's emb_bwd a third: its cost per id is another)."""
-FEATURES_VERSION = "9"
+FEATURES_VERSION = "10"
 """Bumped when the features or estimators change: a model saved under another is refitted."""
 
 
@@ -190,21 +196,44 @@ def stage_only(rows: Sequence[dict]) -> np.ndarray:
     return np.delete(x, STAGE_ALONE_COLUMN, axis=1)
 
 
+def is_resident(r: dict) -> bool:
+    """Whether a row has the kernel resident before its stage starts (a resident*.csv
+    row, or a query for one): it has a kernel_lead_ms."""
+    return r.get("kernel_lead_ms") not in (None, "")
+
+
+def lead_ms(r: dict) -> float:
+    """The row's kernel time before its stage started (0 for a kernel released with it)."""
+    return _f(r, "kernel_lead_ms")
+
+
+def fitted(r: dict) -> bool:
+    """Whether a row is fitted on: every profile row, and a resident row whose kernel
+    had real work left when the stage started (more than two leads of its time alone:
+    a shorter one had all but ended alone)."""
+    return not is_resident(r) or _f(r, "kernel_alone_ms") > 3 * lead_ms(r)
+
+
 def design(rows: Sequence[dict]) -> tuple[np.ndarray, np.ndarray]:
-    """(kernel features, kernel + stage features + log kernel-alone time)."""
+    """(kernel features, kernel + stage features + resident + log kernel-alone time
+    from the stage's start)."""
     k = np.array([kernel_features(r) for r in rows])
     s = np.array([stage_features(r) for r in rows])
-    alone = np.log([max(_f(r, "kernel_alone_ms"), 1e-4) for r in rows])[:, None]
-    return k, np.hstack([k, s, alone])
+    resident = np.array([float(is_resident(r)) for r in rows])[:, None]
+    alone = np.log([max(_f(r, "kernel_alone_ms") - lead_ms(r), 1e-4) for r in rows])[:, None]
+    return k, np.hstack([k, s, resident, alone])
 
 
 def targets(rows: Sequence[dict]) -> dict[str, np.ndarray]:
     ka = np.array([_f(r, "kernel_alone_ms") for r in rows])
+    lead = np.array([lead_ms(r) for r in rows])
     kc = np.array([_f(r, "kernel_corun_ms") for r in rows])
     sa = np.array([_f(r, "stage_alone_ms") for r in rows])
     sc = np.array([_f(r, "stage_corun_ms") for r in rows])
     # a co-run kernel waits for SMs the stage holds: its latency scales with both times
-    return {"kernel_alone": ka, "kernel_corun": kc / np.maximum(ka + sa, 1e-6),
+    # (a resident row's kernel from the stage's start: its work alone before taken off)
+    return {"kernel_alone": ka,
+            "kernel_corun": np.maximum(kc - lead, 1e-4) / np.maximum(ka - lead + sa, 1e-6),
             "stage_slowdown": sc / np.maximum(sa, 1e-6), "stage_alone": sa}
 
 
@@ -295,6 +324,7 @@ class CoRunModel:
         self.kernel_measured: dict[tuple, float] = {}
 
     def fit(self, rows: Sequence[dict]) -> CoRunModel:
+        rows = [r for r in rows if fitted(r)]
         xk, xks = design(rows)
         y = targets(rows)
         self.estimators["kernel_alone"].fit(xk, np.maximum(y["kernel_alone"], 1e-4))
@@ -309,11 +339,15 @@ class CoRunModel:
         self.estimators["stage_alone"].fit(x, stage_y)
         self.stage_measured = {_stage_key(xi): float(y) for xi, y in zip(x, stage_y)}
         for r, xi in zip(rows, stage_only(rows)):
-            times = tuple(_f(r, c) for c in ("kernel_alone_ms", "kernel_corun_ms",
-                                             "stage_alone_ms", "stage_corun_ms"))
+            lead = lead_ms(r)
+            times = (_f(r, "kernel_alone_ms") - lead, _f(r, "kernel_corun_ms") - lead,
+                     _f(r, "stage_alone_ms"), _f(r, "stage_corun_ms"))
             gpu = gpu_of(r["gpu"]).name
-            self.pair_measured.setdefault((gpu, r["kernel"], _stage_key(xi)), times)
-            self.kernel_measured.setdefault((gpu, r["kernel"], int(_f(r, "rows"))), times[0])
+            self.pair_measured.setdefault((gpu, r["kernel"], _stage_key(xi), is_resident(r)),
+                                          times)
+            if not is_resident(r):
+                self.kernel_measured.setdefault((gpu, r["kernel"], int(_f(r, "rows"))),
+                                                times[0])
         return self
 
     def predict_stage_ms(self, rows: Sequence[dict]) -> np.ndarray:
@@ -329,10 +363,11 @@ class CoRunModel:
         stage = self.predict_stage_ms(rows)
         # the kernel's standalone time is predicted; the stage's is the row's (measured
         # in validation, so each target's error stays its own; the simulator's rows
-        # carry the predicted one)
-        xks[:, -1] = np.log(np.maximum(alone, 1e-4))
+        # carry the predicted one); a resident row's kernel from the stage's start
+        left = np.maximum(alone - np.array([lead_ms(r) for r in rows]), 1e-4)
+        xks[:, -1] = np.log(left)
         return {"kernel_alone": alone,
-                "kernel_corun": (alone + np.array([_f(r, "stage_alone_ms") for r in rows]))
+                "kernel_corun": (left + np.array([_f(r, "stage_alone_ms") for r in rows]))
                 * self.estimators["kernel_corun"].predict(xks),
                 "stage_slowdown": self.estimators["stage_slowdown"].predict(xks),
                 "stage_alone": stage}
@@ -421,9 +456,10 @@ class AnalyticModel:
 
 
 def measured(rows: Sequence[dict]) -> dict[str, np.ndarray]:
+    """The targets as times (a resident row's kernel co-run from its stage's start)."""
     y = targets(rows)
     return {"kernel_alone": y["kernel_alone"],
-            "kernel_corun": np.array([_f(r, "kernel_corun_ms") for r in rows]),
+            "kernel_corun": np.array([_f(r, "kernel_corun_ms") - lead_ms(r) for r in rows]),
             "stage_slowdown": y["stage_slowdown"], "stage_alone": y["stage_alone"]}
 
 
@@ -462,8 +498,10 @@ def evaluate(rows: Sequence[dict], fraction: float = 0.25,
              seed: int = 0) -> tuple[CoRunModel, dict[str, dict[str, Score]], list[dict], dict]:
     """Fit the learned model and both baselines on the training split; score all three
     on the held-out rows. Returns the learned model, scores by model and target, the
-    held-out rows and the learned model's held-out predictions."""
-    train, test = split(rows, fraction, seed)
+    held-out rows and the learned model's held-out predictions. Where resident rows are
+    held out, "learned, resident rows" scores the learned model's co-run targets on
+    them alone."""
+    train, test = split([r for r in rows if fitted(r)], fraction, seed)
     truth = measured(test)
     models = {"learned": CoRunModel(seed), "analytic": AnalyticModel(),
               "rap-style": RapStyleModel()}
@@ -480,6 +518,11 @@ def evaluate(rows: Sequence[dict], fraction: float = 0.25,
         scores[name] = {t: score(np.asarray(preds[name][t])[unseen], truth[t][unseen])
                         if t == "stage_alone" else score(preds[name][t], truth[t])
                         for t in TARGETS}
+    resident = np.array([is_resident(r) for r in test])
+    if resident.any():
+        scores["learned, resident rows"] = {
+            t: score(np.asarray(preds["learned"][t])[resident], truth[t][resident])
+            for t in CORUN_TARGETS}
     return models["learned"], scores, test, preds["learned"]
 
 
@@ -600,18 +643,23 @@ class LearnedCostModel(CostModel):
             return measured
         return float(self.model.predict([work_row(work, None, 0.0, hw)])["kernel_alone"][0])
 
-    def whole_run(self, kernel: KernelWork, stage: StageWork, hw: Hardware) -> WholeRun:
-        return self._cached(("whole", kernel, stage, hw.gpu.name),
-                            lambda: self._whole_run(kernel, stage, hw))
+    def whole_run(self, kernel: KernelWork, stage: StageWork, hw: Hardware,
+                  resident: bool = False) -> WholeRun:
+        return self._cached(("whole", kernel, stage, hw.gpu.name, resident),
+                            lambda: self._whole_run(kernel, stage, hw, resident))
 
-    def _whole_run(self, kernel: KernelWork, stage: StageWork, hw: Hardware) -> WholeRun:
+    def _whole_run(self, kernel: KernelWork, stage: StageWork, hw: Hardware,
+                   resident: bool) -> WholeRun:
         """The measured pair where the profile timed it, else the model's prediction."""
         measured = self.model.pair_measured.get(
-            (hw.gpu.name, kernel.key, stage_key(hw.gpu.name, stage)))
+            (hw.gpu.name, kernel.key, stage_key(hw.gpu.name, stage), resident))
         if measured is not None:
             return measured
         stage_alone_ms = self.stage_ms(stage, hw)
-        p = self.model.predict([work_row(kernel, stage, stage_alone_ms, hw)])
+        row = work_row(kernel, stage, stage_alone_ms, hw)
+        if resident:
+            row["kernel_lead_ms"] = 0.0
+        p = self.model.predict([row])
         return (float(p["kernel_alone"][0]), float(p["kernel_corun"][0]), stage_alone_ms,
                 stage_alone_ms * max(1.0, float(p["stage_slowdown"][0])))
 
@@ -743,7 +791,7 @@ def _learned(path: Path, fitted_on: str | None) -> LearnedCostModel:
     """One LearnedCostModel per state of the model file, its CSVs and the library
     versions: every simulate() asks for one, so it is loaded (and its data hashed) once
     and its memoised answers serve every later call."""
-    files = [path, *profile_files(path.parent)]
+    files = [path, *profile_files(path.parent), *profile_files(path.parent, RESIDENT)]
     files += [path.parent / f for f in (GRAPHED_CSV, SAVING_CSV) if (path.parent / f).exists()]
     key = (str(path), fitted_on, tuple((f.name, f.stat().st_mtime_ns, f.stat().st_size)
                                        for f in files),
@@ -776,7 +824,7 @@ def _load_or_refit(path: Path) -> tuple[CoRunModel, dict]:
         if cached.exists():
             return load_model(cached, path.parent)
         print(f"corun: {e}; refitting on {path.parent} (once)", file=sys.stderr)
-        rows = read_profile(path.parent)
+        rows = fit_rows(path.parent)
         model = CoRunModel(int(meta.get("seed", 0))).fit(rows)
         meta = {**meta, "data_sha256": digest, "rows": len(rows),
                 "versions": library_versions(), "refitted_from": str(path)}

@@ -60,6 +60,11 @@ def read_profile(path: str | Path, corrected: bool = True,
     return correct_rows(rows, read_savings(_folder(path) / SAVING_CSV)) if corrected else rows
 
 
+def fit_rows(path: str | Path) -> list[dict[str, str]]:
+    """Every row a fit learns from: the profile's, then the resident ones."""
+    return read_profile(path) + read_profile(path, kind=RESIDENT)
+
+
 def done_keys(path: str | Path, kind: str = PROFILE) -> set[tuple[str, ...]]:
     """Keys of the rows of `kind` already measured under `path` (missing: none)."""
     if not Path(path).exists():

@@ -136,23 +136,30 @@ class CoRunEffect:
 
 WholeRun = tuple[float, float, float, float]
 """A profiled pair as timed: (kernel alone, kernel from release to end, stage alone, stage
-beside the kernel), ms; the kernel released at the stage's start."""
+beside the kernel), ms; the kernel released at the stage's start (or, for a resident
+run, on the SMs when the stage starts, its times from then)."""
 
 
-def kernel_factors_through(runs: Sequence[WholeRun]) -> list[float]:
+def kernel_factors_through(runs: Sequence[WholeRun],
+                           carried: Sequence[WholeRun] | None = None) -> list[float]:
     """Kernel slowdown factors for every stage of a step, from whole runs that released
     the kernel at each stage's start. Where the kernel outlasts its stage, the rest of
     its work runs beside the stages after it, at the rates solved for them (from the last
     stage back: after the last, the GPU is idle and the kernel runs alone), not alone as
     `CoRunEffect.from_whole_run` takes it. Beside a 0.02 ms stage that reading
-    attributes almost the whole run to the stage and stalls the kernel there."""
+    attributes almost the whole run to the stage and stalls the kernel there.
+    `carried`: the whole runs of the kernel already resident when each stage starts,
+    which the rest of its work meets in the stages after the one it started in (default:
+    `runs` themselves)."""
     factors = [1.0] * len(runs)
+    later_runs, later = (runs, factors) if carried is None else \
+        (carried, kernel_factors_through(carried))
     for i in range(len(runs) - 1, -1, -1):
         alone, corun, _, stage = runs[i]
         if i == len(runs) - 1 or corun <= stage or alone <= 0 or stage <= 0:
             factors[i] = CoRunEffect.from_whole_run(*runs[i]).kernel_factor
             continue
-        done = _work_beside(stage, corun, alone, lambda w, i=i: _finish_ms(runs, factors,
+        done = _work_beside(stage, corun, alone, lambda w, i=i: _finish_ms(later_runs, later,
                                                                             i + 1, w))
         factors[i] = MAX_OVERLAP_FACTOR if done <= 0 else min(
             MAX_OVERLAP_FACTOR, max(1.0, stage / done))
@@ -211,9 +218,11 @@ class CostModel(abc.ABC):
               training_priority_high: bool) -> CoRunEffect:
         """How much each slows while they overlap."""
 
-    def whole_run(self, kernel: KernelWork, stage: StageWork, hw: Hardware) -> WholeRun | None:
+    def whole_run(self, kernel: KernelWork, stage: StageWork, hw: Hardware,
+                  resident: bool = False) -> WholeRun | None:
         """The pair as a profile times it, where the model knows it that way (None: only
-        as rates, `corun`)."""
+        as rates, `corun`); `resident`: the kernel already on the SMs when the stage
+        starts."""
         return None
 
     @abc.abstractmethod

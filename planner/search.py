@@ -228,8 +228,9 @@ class LocalSearch(Proposer):
             if self.tune_launch else [blocks]
         # the default launch at every stage first; smaller launches while the first half
         # of the time lasts (the moves keep the rest)
-        starts = [State((Draft(every, s, b, threads),), high)
-                  for b in shapes for high in priorities for s in stages]
+        aheads = (1, 2) if self.tune_ahead else (1,)
+        starts = [State((Draft(every, s, b, threads),), high, ahead=a)
+                  for b in shapes for a in aheads for high in priorities for s in stages]
         best_state, best = starts[0], score(starts[0])
         half = deadline - time_limit_s / 2
         for st in starts[1:]:

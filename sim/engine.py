@@ -2,8 +2,9 @@
 host copies, and CPU workers feeding a bounded queue.
 
 Co-running is a fluid model: while a preprocessing kernel overlaps a training stage,
-each progresses at 1/factor of its standalone rate (factors from the cost model);
-rates change only when one of them ends. During collectives and stalls the kernel runs
+each progresses at 1/factor of its standalone rate (factors from the cost model: those of
+a kernel started with or during the stage, or, where it was running when the stage
+began, those of a kernel carried into it); rates change only when one of them ends. During collectives and stalls the kernel runs
 alone. One preprocessing stream per GPU: its kernels run one at a time, in plan order,
 each once its releasing stage has started. A step waits for the batch it trains on:
 with the plan's `batches_ahead` 1, for the kernels of the step before; with 2, for
@@ -79,6 +80,7 @@ class _PreStream:
         self.active_it = 0
         self.remaining = 0.0  # standalone ms left of the active kernel
         self.started = 0.0
+        self.carried = False  # the active kernel was running when this stage began
         self.done_ms: dict[int, float] = {}
         """Iteration -> when the last kernel it released ended."""
         self.on_done: Callable[[int, float], None] | None = None
@@ -99,6 +101,12 @@ class _PreStream:
             self.active, self.active_it = j, it
             self.remaining = self.kernels[j].alone_ms * noise
             self.started = now
+            self.carried = False
+
+    def effects(self, pos: int) -> tuple[float, float]:
+        """(stage factor, kernel factor) of the active kernel beside stage `pos`."""
+        k = self.kernels[self.active]
+        return (k.carried if self.carried and k.carried else k.effects)[pos]
 
     def finish(self, now: float) -> None:
         j, it = self.active, self.active_it
@@ -300,12 +308,13 @@ def run(compiled: Compiled) -> RunLog:
                     busy += env.now - t_comm + (t_arrive - t0)
                     continue
                 left = stage_ms[pos] * stage_noise[g][it][pos]
+                pre.carried = pre.active >= 0
                 pre.start_ready(env.now, pos)
                 while left > 1e-12:
                     if pre.active < 0:
                         yield env.timeout(left)
                         break
-                    f_s, f_k = pre.kernels[pre.active].effects[pos]
+                    f_s, f_k = pre.effects(pos)
                     t_stage, t_kernel = left * f_s, pre.remaining * f_k
                     dt = min(t_stage, t_kernel)
                     yield env.timeout(dt)

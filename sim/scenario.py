@@ -98,7 +98,11 @@ class KernelRun:
     """Index of the releasing stage in the GPU's stage list; -1: before the iteration."""
     alone_ms: float
     effects: tuple[tuple[float, float], ...]
-    """Per stage position: (stage slowdown factor, kernel slowdown factor)."""
+    """Per stage position: (stage slowdown factor, kernel slowdown factor) for the kernel
+    started at or during the stage."""
+    carried: tuple[tuple[float, float], ...] = ()
+    """The same for the kernel already running when the stage starts (its blocks on the
+    SMs first); empty: as `effects`."""
 
 
 @dataclass
@@ -177,17 +181,25 @@ def _profiled_effect(cm: CostModel, kw: KernelWork, work: StageWork, hw: Hardwar
 
 
 def _effects(cm: CostModel, kw: KernelWork, works: list[StageWork], hw: Hardware,
-             priority: bool) -> tuple[tuple[float, float], ...]:
-    """(stage factor, kernel factor) at every stage of the step, in order. Where the cost
-    model knows each stage's pair as a whole run (the learned one), the kernel's factors
-    come from all of them together (`kernel_factors_through`); otherwise stage by stage."""
+             priority: bool) -> tuple[tuple[tuple[float, float], ...],
+                                      tuple[tuple[float, float], ...]]:
+    """(stage factor, kernel factor) at every stage of the step, in order, for the kernel
+    started with the stage, then for the kernel carried into it. Where the cost model
+    knows each stage's pair as a whole run (the learned one), the kernel's factors come
+    from all of them together (`kernel_factors_through`), a kernel carried into a stage
+    at the rates of its resident runs; otherwise stage by stage, the same either way."""
     runs = [cm.whole_run(kw, w, hw) if w.comm is Comm.NONE else None for w in works]
     if any(r is None for r in runs):
-        return tuple(_effect(_profiled_effect(cm, kw, w, hw, priority), w, priority)
-                     for w in works)
-    kernel = kernel_factors_through(runs)
-    return tuple(_effect((CoRunEffect.from_whole_run(*r).stage_factor, k), w, priority)
-                 for r, k, w in zip(runs, kernel, works))
+        started = tuple(_effect(_profiled_effect(cm, kw, w, hw, priority), w, priority)
+                        for w in works)
+        return started, started
+    carried_runs = [cm.whole_run(kw, w, hw, resident=True) for w in works]
+    carried = kernel_factors_through(carried_runs)
+    kernel = kernel_factors_through(runs, carried_runs)
+    return (tuple(_effect((CoRunEffect.from_whole_run(*r).stage_factor, k), w, priority)
+                  for r, k, w in zip(runs, kernel, works)),
+            tuple((CoRunEffect.from_whole_run(*r).stage_factor, k)
+                  for r, k in zip(carried_runs, carried)))
 
 
 def _effect(profiled: tuple[float, float], work: StageWork,
@@ -203,7 +215,10 @@ def _effect(profiled: tuple[float, float], work: StageWork,
     0.28-0.30 ms). With the rule, RAP's graphed
     plans in those two runs are predicted within 5% in 15 of 16 cases, against 11, and in
     run 7, executed after the rule was chosen, in 6 of 8, against 5 (`python
-    bench/stage_pace_experiment.py`, bench/results/stage_pace_experiment.txt)."""
+    bench/stage_pace_experiment.py`, bench/results/stage_pace_experiment.txt).
+    A kernel carried into a stage keeps the rates of its resident runs, graphed or not:
+    its blocks hold their SMs before the stage's first kernel is launched.
+    """
     stage, kernel = profiled
     if work.graphed and priority:
         return 1.0, kernel * stage
@@ -226,7 +241,7 @@ def _assembly_run(last: KernelRun, batch_mb: float) -> KernelRun:
     (bench/results/heavy_case_record.md,
     "The batch's assembly, and short stages, simulated")."""
     return KernelRun(ASSEMBLY_KERNEL, max(0, last.release_pos), assembly_ms(batch_mb),
-                     last.effects)
+                     last.effects, last.carried)
 
 
 def _graphs_hint(sc: Scenario, tables: GpuTables) -> str | None:
@@ -296,10 +311,10 @@ def compile_scenario(sc: Scenario, cm: CostModel) -> Compiled:
             rows = rows_local if k.gpu is None else rows_local * hw.gpu_count
             kw = kernel_work(pipeline, k.name, k.nodes, rows, k.blocks, k.threads_per_block,
                              k.warp_rows)
-            effects = _effects(cm, kw, [w[s] for s in stages], hw,
-                               plan.training_priority_high)
+            effects, carried = _effects(cm, kw, [w[s] for s in stages], hw,
+                                        plan.training_priority_high)
             pos = -1 if k.release is None else stages.index(k.release)
-            kernels.append(KernelRun(k.name, pos, cm.kernel_ms(kw, hw), effects))
+            kernels.append(KernelRun(k.name, pos, cm.kernel_ms(kw, hw), effects, carried))
             copy_bytes += rows * sum(raw_cols[pipeline.node_by_name[n].input]
                                      for n in k.nodes
                                      if pipeline.node_by_name[n].input in raw_cols)
