@@ -48,7 +48,7 @@ from backend.runner import PipelineProgram, trainer_batch
 from backend.streams import HostPoolSet, ReleaseClock, Streams, gpu_spin
 from backend.trainer import TRAINING_STAGES, Batch, Clock, Trainer
 from costmodel.learned import stage_row
-from costmodel.profile_data import KEY
+from costmodel.profile_data import KEY, LEAD_ASKED
 from costmodel.sharding import shard_tables
 from costmodel.workload import kernel_key, kernel_work, stage_work
 from spec import Hardware, Model, OpKind, Pipeline, SpecError, Stage
@@ -82,10 +82,10 @@ COLUMNS = KEY + (
     "stage_bag_kernel", "stage_table_bytes", "stage_alone_ms", "stage_corun_ms",
     "kernel_alone_ms", "kernel_corun_ms", "host_ahead", "reps", "torch", "numba_cuda",
     "measured_utc")
-RESIDENT_COLUMNS = COLUMNS + ("kernel_lead_ms",)
+RESIDENT_COLUMNS = COLUMNS + ("kernel_lead_ms", LEAD_ASKED)
 """A resident*.csv's columns: kernel_lead_ms is the median time from the kernel's
 release to its stage's start (kernel_corun_ms is timed from the release, so includes
-it)."""
+it), lead_asked_ms the hold asked for (`corun profile --lead-ms`)."""
 
 DERIVED = ("stage_lookups", "stage_embedding_dim", "stage_feature_count",
            "stage_cross_network", "stage_fused_update", "stage_bag_kernel",
@@ -99,7 +99,7 @@ BEFORE_BAG = tuple(c for c in COLUMNS if c not in ("stage_bag_kernel", "stage_ta
 every emb_fwd PyTorch's) and the tables' bytes (the fit derives them from the preset)."""
 BEFORE_WARP = tuple(c for c in BEFORE_BAG if c != "warp_rows")
 """The columns before kernels could write a warp per row: every kernel a thread per row."""
-READABLE_HEADERS = (RESIDENT_COLUMNS, COLUMNS, BEFORE_BAG, BEFORE_WARP,
+READABLE_HEADERS = (RESIDENT_COLUMNS, RESIDENT_COLUMNS[:-1], COLUMNS, BEFORE_BAG, BEFORE_WARP,
                     tuple(c for c in BEFORE_WARP if c != "stage_fused_update"),
                     tuple(c for c in BEFORE_DERIVED if c != "warp_rows"))
 """Headers a profile is appended to: this version's and the earlier ones."""
@@ -429,9 +429,12 @@ def append_rows(path: Path, rows: Sequence[dict]) -> None:
     resident = any("kernel_lead_ms" in r for r in rows)
     new = header is None
     header = header or (RESIDENT_COLUMNS if resident else COLUMNS)
-    if resident != ("kernel_lead_ms" in header):
-        raise SpecError(str(path), "its header", "resident rows in a resident*.csv and "
-                        "other rows in a profile*.csv (corun profile --resident picks it)")
+    if resident != ("kernel_lead_ms" in header) or (
+            any(r.get(LEAD_ASKED) for r in rows) and LEAD_ASKED not in header):
+        raise SpecError(str(path), "its header", "resident rows in a resident*.csv with "
+                        "the lead_asked_ms column and other rows in a profile*.csv (corun "
+                        "profile --resident picks it; a resident*.csv from before the "
+                        "column: profile into a new --out)")
     with path.open("a", newline="") as f:
         w = csv.DictWriter(f, fieldnames=header, extrasaction="ignore")
         if new:

@@ -13,6 +13,9 @@
 # mappings, b16384 and b24576, each launched and resident, in 11 steps a pair (3 before:
 # emb_bwd's time alone swings by 10-15% from step to step, more than a thin kernel
 # slows it). Writes $OUT/thin/{profile,resident}.csv (about 4 minutes).
+#   PART=leads bash bench/resident_session.sh
+# the same kernels resident 0.1, 0.25 and 0.5 ms before each stage (--lead-ms): a kernel
+# part done, as one carried from an earlier stage is. Writes $OUT/leads/resident.csv.
 set -u
 stamp() { while IFS= read -r l; do echo "$(date +%T.%3N) $l"; done; }
 nvidia-smi --query-gpu=index,name,clocks.sm,memory.used --format=csv
@@ -49,8 +52,19 @@ thin)
     tail -2 "$OUT/thin-$kind.log"
   done
   ;;
+leads)
+  plans=$(python bench/launch_plans.py --pipeline heavy-small --model heavy-lean \
+    --blocks 132,198,264,396,528,1056 --out /tmp/thin-plans) || exit 1
+  for lead in 0.1 0.25 0.5; do
+    python -m corun.cli profile --out "$OUT/leads" --models heavy-lean --train-pipeline \
+      heavy-small --pipelines heavy-small --batches "${BATCHES:-16384,24576}" --shapes 0 \
+      --plans "$plans" --reps 11 --resident --lead-ms $lead --budget-minutes 2.5 2>&1 \
+      | stamp > "$OUT/leads-$lead.log"
+    tail -2 "$OUT/leads-$lead.log"
+  done
+  ;;
 *)
-  echo "PART must be profile or thin" >&2
+  echo "PART must be profile, thin or leads" >&2
   exit 2
   ;;
 esac

@@ -34,6 +34,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="release each kernel just before its stage starts, so its blocks "
                    "are on the SMs when the stage's work begins (a kernel carried into a "
                    "later stage), into DIR/resident.csv")
+    p.add_argument("--lead-ms", type=float,
+                   help="with --resident: how long the kernel runs alone before the stage "
+                   "starts (default %(default)s; longer: a kernel part done, as one carried "
+                   "from an earlier stage is)")
     p.add_argument("--hardware", default="h200")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
@@ -56,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
     )
     from corun.cli import progress
     from corun.workload import resolve_hardware, resolve_model, resolve_pipeline
-    from costmodel.profile_data import KEY, PROFILE, RESIDENT, done_keys, shard_file
+    from costmodel.profile_data import LEAD_ASKED, PROFILE, RESIDENT, done_keys, row_key, shard_file
     from spec import DEFAULT_MODEL_FOR, EmbeddingForward, Plan, load
 
     say = progress(args.quiet)
@@ -79,7 +83,10 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out)  # made once every input has been read
     out.mkdir(parents=True, exist_ok=True)
     kind = RESIDENT if args.resident else PROFILE
-    lead_ms = LEAD_MS if args.resident else 0.0
+    if args.lead_ms is not None and not (args.resident and 0 < args.lead_ms <= 5):
+        raise SpecError("--lead-ms", args.lead_ms, "milliseconds in (0, 5], with --resident")
+    lead_ms = (args.lead_ms or LEAD_MS) if args.resident else 0.0
+    lead_key = (f"{lead_ms:g}",) if args.resident else ()
     path = shard_file(out, shard, shards, kind)
     bag = any(resolve_model(m, None).embedding_forward is EmbeddingForward.BAG_KERNEL
               for m in args.models.split(","))
@@ -97,8 +104,8 @@ def run(args: argparse.Namespace) -> int:
         trainer = None
         for b in (int(x) for x in args.batches.split(",")):
             model = resolve_model(model_name, b)
-            todo = [s for s in specs if any((gpu, model.name, str(b), s.name, st) not in done
-                                            for st in stages)]
+            todo = [s for s in specs if any((gpu, model.name, str(b), s.name, st, *lead_key)
+                                            not in done for st in stages)]
             if not todo:
                 continue
             train_pipeline = resolve_pipeline(args.train_pipeline or
@@ -109,9 +116,10 @@ def run(args: argparse.Namespace) -> int:
                 if time.time() - t0 > 60 * args.budget_minutes:
                     say(f"time budget spent after {written} pairs: run again to go on")
                     return 0
-                rows = list(prof.profile(spec, args.reps, lead_ms))
+                rows = [{**r, **({LEAD_ASKED: lead_key[0]} if lead_key else {})}
+                        for r in prof.profile(spec, args.reps, lead_ms)]
                 append_rows(path, rows)
-                done |= {tuple(str(r[k]) for k in KEY) for r in rows}
+                done |= {row_key(r) for r in rows}
                 written += len(rows)
                 say(f"{model.name} b{b} {spec.name}: {len(rows)} pairs "
                     f"({written} this run, {time.time() - t0:.0f} s)")

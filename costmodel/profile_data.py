@@ -15,6 +15,19 @@ from pathlib import Path
 from costmodel.interaction import SAVING_CSV, correct_rows, read_savings
 
 KEY = ("gpu", "model", "batch", "kernel", "stage")
+LEAD_ASKED = "lead_asked_ms"
+"""A resident row's column: how long the profiler held the stage back after the kernel's
+release (part of its key: one kernel and stage is profiled at several leads)."""
+FIRST_LEAD_MS = "0.01"
+"""The lead of resident rows from before the column (the only one then profiled)."""
+
+
+def row_key(r: dict) -> tuple:
+    """A row's identity: KEY, and for a resident row the lead it was profiled at."""
+    key = tuple(str(r.get(k)) for k in KEY)
+    if r.get("kernel_lead_ms") not in (None, ""):
+        key += (str(r.get(LEAD_ASKED) or FIRST_LEAD_MS),)
+    return key
 
 
 PROFILE, RESIDENT = "profile", "resident"
@@ -53,7 +66,7 @@ def read_profile(path: str | Path, corrected: bool = True,
     for f in profile_files(path, kind):
         with f.open(newline="") as fh:
             for r in csv.DictReader(fh):
-                key = tuple(r.get(k) for k in KEY)
+                key = row_key(r)
                 if r.get("measured_utc") and key not in seen:
                     seen.add(key)
                     rows.append(r)
@@ -69,7 +82,7 @@ def done_keys(path: str | Path, kind: str = PROFILE) -> set[tuple[str, ...]]:
     """Keys of the rows of `kind` already measured under `path` (missing: none)."""
     if not Path(path).exists():
         return set()
-    return {tuple(r[k] for k in KEY) for r in read_profile(path, kind=kind)}
+    return {row_key(r) for r in read_profile(path, kind=kind)}
 
 
 def data_hash(path: str | Path) -> str:
