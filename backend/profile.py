@@ -24,6 +24,10 @@ to resident*.csv. On the H200 the two differ most where a stage's kernels fill t
 registers: heavy-lean's whole pipeline in 198 blocks ran about 4x slowed beside emb_bwd
 when launched at its start, about 2x when already resident
 (bench/results/heavy_case_record.md, "Where the heavy case stands").
+
+For a model with `cuda_graphs` the profiler trains as the executor then does, the step
+replayed as CUDA graphs a stage (backend/graphed.py), and the kernel released between
+them (`corun profile --cuda-graphs`, into graphed-profile*.csv / graphed-resident*.csv).
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ import torch
 from backend.data import synthetic_inputs
 from backend.executor import versions
 from backend.fusion import FusedGroup
+from backend.graphed import make_trainer
 from backend.reference import run_reference
 from backend.runner import PipelineProgram, trainer_batch
 from backend.streams import HostPoolSet, ReleaseClock, Streams, gpu_spin
@@ -218,7 +223,9 @@ class Profiler:
         self.rows = model.batch_per_gpu
         # the trainer first, as the executor builds it: allocated after the streams, the
         # fused update's table ran its atomics 7% slower (bench/results/placement_h200.md)
-        self.trainer = trainer if trainer is not None else Trainer(model, self.device, seed)
+        self.trainer = trainer if trainer is not None else make_trainer(model, self.device,
+                                                                         seed)
+        self.trainer.begin_run()  # a graphed trainer captures this batch size afresh
         self.S = Streams(self.device, training_high=True)
         raw = synthetic_inputs(pipeline, self.rows, self.rng)
         labels = (self.rng.random(self.rows) < 0.25).astype(np.float32)

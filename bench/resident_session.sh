@@ -16,6 +16,9 @@
 #   PART=leads bash bench/resident_session.sh
 # the same kernels resident 0.1, 0.25 and 0.5 ms before each stage (--lead-ms): a kernel
 # part done, as one carried from an earlier stage is. Writes $OUT/leads/resident.csv.
+#   PART=graphed bash bench/resident_session.sh
+# the same kernels beside the step replayed as CUDA graphs (--cuda-graphs), launched and
+# resident 0.01 and 0.25 ms before the stage, b16384. Writes $OUT/graphed/graphed-*.csv.
 set -u
 stamp() { while IFS= read -r l; do echo "$(date +%T.%3N) $l"; done; }
 nvidia-smi --query-gpu=index,name,clocks.sm,memory.used --format=csv
@@ -63,8 +66,22 @@ leads)
     tail -2 "$OUT/leads-$lead.log"
   done
   ;;
+graphed)
+  plans=$(python bench/launch_plans.py --pipeline heavy-small --model heavy-lean \
+    --blocks 132,198,264,396,528,1056 --out /tmp/thin-plans) || exit 1
+  common=(--out "$OUT/graphed" --models heavy-lean --train-pipeline heavy-small
+          --pipelines heavy-small --batches "${BATCHES:-16384}" --shapes 0 --plans "$plans"
+          --reps 11 --cuda-graphs --budget-minutes 1.5)
+  python -m corun.cli profile "${common[@]}" 2>&1 | stamp > "$OUT/graphed-launched.log"
+  tail -2 "$OUT/graphed-launched.log"
+  for lead in 0.01 0.25; do
+    python -m corun.cli profile "${common[@]}" --resident --lead-ms $lead 2>&1 \
+      | stamp > "$OUT/graphed-resident-$lead.log"
+    tail -2 "$OUT/graphed-resident-$lead.log"
+  done
+  ;;
 *)
-  echo "PART must be profile, thin or leads" >&2
+  echo "PART must be profile, thin, leads or graphed" >&2
   exit 2
   ;;
 esac

@@ -34,6 +34,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="release each kernel just before its stage starts, so its blocks "
                    "are on the SMs when the stage's work begins (a kernel carried into a "
                    "later stage), into DIR/resident.csv")
+    p.add_argument("--cuda-graphs", action="store_true",
+                   help="train with the step replayed as CUDA graphs, a stage each, as "
+                   "corun execute --cuda-graphs does (one GPU; into DIR/graphed-*.csv)")
     p.add_argument("--lead-ms", type=float,
                    help="with --resident: how long the kernel runs alone before the stage "
                    "starts (default %(default)s; longer: a kernel part done, as one carried "
@@ -48,6 +51,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
     import numpy as np
 
     from backend.profile import (
@@ -60,7 +65,15 @@ def run(args: argparse.Namespace) -> int:
     )
     from corun.cli import progress
     from corun.workload import resolve_hardware, resolve_model, resolve_pipeline
-    from costmodel.profile_data import LEAD_ASKED, PROFILE, RESIDENT, done_keys, row_key, shard_file
+    from costmodel.profile_data import (
+        GRAPHED,
+        LEAD_ASKED,
+        PROFILE,
+        RESIDENT,
+        done_keys,
+        row_key,
+        shard_file,
+    )
     from spec import DEFAULT_MODEL_FOR, EmbeddingForward, Plan, load
 
     say = progress(args.quiet)
@@ -82,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
         specs += plan_kernels(plan, resolve_pipeline(plan.pipeline))
     out = Path(args.out)  # made once every input has been read
     out.mkdir(parents=True, exist_ok=True)
-    kind = RESIDENT if args.resident else PROFILE
+    kind = (GRAPHED if args.cuda_graphs else "") + (RESIDENT if args.resident else PROFILE)
     if args.lead_ms is not None and not (args.resident and 0 < args.lead_ms <= 5):
         raise SpecError("--lead-ms", args.lead_ms, "milliseconds in (0, 5], with --resident")
     lead_ms = (args.lead_ms or LEAD_MS) if args.resident else 0.0
@@ -104,6 +117,8 @@ def run(args: argparse.Namespace) -> int:
         trainer = None
         for b in (int(x) for x in args.batches.split(",")):
             model = resolve_model(model_name, b)
+            if args.cuda_graphs:
+                model = replace(model, cuda_graphs=True)  # refused where it cannot be
             todo = [s for s in specs if any((gpu, model.name, str(b), s.name, st, *lead_key)
                                             not in done for st in stages)]
             if not todo:

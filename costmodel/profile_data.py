@@ -32,6 +32,9 @@ def row_key(r: dict) -> tuple:
 
 PROFILE, RESIDENT = "profile", "resident"
 """The two kinds of profile file, by the stem their names start with."""
+GRAPHED = "graphed-"
+"""Before either stem: the rows of a step replayed as CUDA graphs (`corun profile
+--cuda-graphs`)."""
 
 
 def shard_file(directory: Path, shard: int, shards: int, kind: str = PROFILE) -> Path:
@@ -78,6 +81,12 @@ def fit_rows(path: str | Path) -> list[dict[str, str]]:
     return read_profile(path) + read_profile(path, kind=RESIDENT)
 
 
+def graphed_rows(path: str | Path) -> list[dict[str, str]]:
+    """The rows profiled with the step replayed as CUDA graphs, launched then resident."""
+    return read_profile(path, kind=GRAPHED + PROFILE) + \
+        read_profile(path, kind=GRAPHED + RESIDENT)
+
+
 def done_keys(path: str | Path, kind: str = PROFILE) -> set[tuple[str, ...]]:
     """Keys of the rows of `kind` already measured under `path` (missing: none)."""
     if not Path(path).exists():
@@ -89,7 +98,8 @@ def data_hash(path: str | Path) -> str:
     """SHA-256 over the profile files' names and bytes: a fitted model records it, so a
     model fitted on other data is detected."""
     h = hashlib.sha256()
-    files = profile_files(path) + profile_files(path, RESIDENT)
+    files = [f for kind in (PROFILE, RESIDENT, GRAPHED + PROFILE, GRAPHED + RESIDENT)
+             for f in profile_files(path, kind)]
     saving = _folder(path) / SAVING_CSV
     if saving.exists():  # it changes the rows read_profile returns
         files = [*files, saving]

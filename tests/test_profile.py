@@ -197,8 +197,8 @@ def test_the_profiler_builds_its_trainer_before_its_streams(files, monkeypatch):
     import backend.profile as bp
 
     order = []
-    real_trainer, real_streams = bp.Trainer, bp.Streams
-    monkeypatch.setattr(bp, "Trainer", lambda *a, **k: order.append("trainer")
+    real_trainer, real_streams = bp.make_trainer, bp.Streams
+    monkeypatch.setattr(bp, "make_trainer", lambda *a, **k: order.append("trainer")
                         or real_trainer(*a, **k))
     monkeypatch.setattr(bp, "Streams", lambda *a, **k: order.append("streams")
                         or real_streams(*a, **k))
