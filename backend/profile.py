@@ -87,6 +87,11 @@ COLUMNS = KEY + (
     "stage_bag_kernel", "stage_table_bytes", "stage_alone_ms", "stage_corun_ms",
     "kernel_alone_ms", "kernel_corun_ms", "host_ahead", "reps", "torch", "numba_cuda",
     "measured_utc")
+STEP_COLUMN = "step_stage_ms"
+"""Every stage's median time in the steps that released the kernel, "stage=ms ..." (the
+stages after the release ran beside the kernel carried into them)."""
+STEP_COLUMNS = COLUMNS + (STEP_COLUMN,)
+"""A new profile*.csv's columns."""
 RESIDENT_COLUMNS = COLUMNS + ("kernel_lead_ms", LEAD_ASKED)
 """A resident*.csv's columns: kernel_lead_ms is the median time from the kernel's
 release to its stage's start (kernel_corun_ms is timed from the release, so includes
@@ -104,7 +109,8 @@ BEFORE_BAG = tuple(c for c in COLUMNS if c not in ("stage_bag_kernel", "stage_ta
 every emb_fwd PyTorch's) and the tables' bytes (the fit derives them from the preset)."""
 BEFORE_WARP = tuple(c for c in BEFORE_BAG if c != "warp_rows")
 """The columns before kernels could write a warp per row: every kernel a thread per row."""
-READABLE_HEADERS = (RESIDENT_COLUMNS, RESIDENT_COLUMNS[:-1], COLUMNS, BEFORE_BAG, BEFORE_WARP,
+READABLE_HEADERS = (STEP_COLUMNS, RESIDENT_COLUMNS, RESIDENT_COLUMNS[:-1], COLUMNS, BEFORE_BAG,
+                    BEFORE_WARP,
                     tuple(c for c in BEFORE_WARP if c != "stage_fused_update"),
                     tuple(c for c in BEFORE_DERIVED if c != "warp_rows"))
 """Headers a profile is appended to: this version's and the earlier ones."""
@@ -340,15 +346,18 @@ class Profiler:
             ops[spec.pipeline.node_by_name[n].op] += 1
         v = versions()
         for stage in TRAINING_STAGES:
-            corun, kernel, lead, ahead = [], [], [], 0
+            corun, kernel, lead, steps, ahead = [], [], [], [], 0
             for _ in range(reps):
                 t = self.step(stage, launch, lead_ms)
+                steps.append(t.stage_ms)
                 corun.append(t.stage_ms[stage])
                 kernel.append(t.kernel_ms)
                 lead.append(t.lead_ms)
                 ahead += t.host_ahead
             w = self.work[stage]
-            resident = {"kernel_lead_ms": statistics.median(lead)} if lead_ms > 0 else {}
+            resident = {"kernel_lead_ms": statistics.median(lead)} if lead_ms > 0 else {
+                STEP_COLUMN: " ".join(f"{st.value}={statistics.median(x[st] for x in steps):.5f}"
+                                      for st in TRAINING_STAGES)}
             yield {
                 "gpu": torch.cuda.get_device_name() if self.S.cuda else "cpu",
                 "model": self.model.name, "batch": str(self.rows), "kernel": spec.name,
@@ -429,13 +438,13 @@ def appendable_header(path: Path, warp_rows: bool, bag_kernel: bool = False
 
 def append_rows(path: Path, rows: Sequence[dict]) -> None:
     """Append rows (with a header for a new file: RESIDENT_COLUMNS for resident rows,
-    COLUMNS otherwise) and flush them to disk; resident and other rows never share a
+    STEP_COLUMNS otherwise) and flush them to disk; resident and other rows never share a
     file."""
     header = appendable_header(path, any(int(r.get("warp_rows", 0)) for r in rows),
                                any(float(r.get("stage_bag_kernel", 0)) for r in rows))
     resident = any("kernel_lead_ms" in r for r in rows)
     new = header is None
-    header = header or (RESIDENT_COLUMNS if resident else COLUMNS)
+    header = header or (RESIDENT_COLUMNS if resident else STEP_COLUMNS)
     if resident != ("kernel_lead_ms" in header) or (
             any(r.get(LEAD_ASKED) for r in rows) and LEAD_ASKED not in header):
         raise SpecError(str(path), "its header", "resident rows in a resident*.csv with "

@@ -19,6 +19,9 @@
 #   PART=graphed bash bench/resident_session.sh
 # the same kernels beside the step replayed as CUDA graphs (--cuda-graphs), launched and
 # resident 0.01 and 0.25 ms before the stage, b16384. Writes $OUT/graphed/graphed-*.csv.
+#   PART=steps bash bench/resident_session.sh
+# the same kernels launched beside the graphed step at b16384 and b24576, every stage of
+# the steps that released them recorded (step_stage_ms). Writes $OUT/steps/graphed-profile.csv.
 set -u
 stamp() { while IFS= read -r l; do echo "$(date +%T.%3N) $l"; done; }
 nvidia-smi --query-gpu=index,name,clocks.sm,memory.used --format=csv
@@ -80,8 +83,16 @@ graphed)
     tail -2 "$OUT/graphed-resident-$lead.log"
   done
   ;;
+steps)
+  plans=$(python bench/launch_plans.py --pipeline heavy-small --model heavy-lean \
+    --blocks 132,198,264,396,528,1056 --out /tmp/thin-plans) || exit 1
+  python -m corun.cli profile --out "$OUT/steps" --models heavy-lean --train-pipeline \
+    heavy-small --pipelines heavy-small --batches "${BATCHES:-16384,24576}" --shapes 0 \
+    --plans "$plans" --reps 11 --cuda-graphs --budget-minutes 3 2>&1 | stamp > "$OUT/steps.log"
+  tail -2 "$OUT/steps.log"
+  ;;
 *)
-  echo "PART must be profile, thin, leads or graphed" >&2
+  echo "PART must be profile, thin, leads, graphed or steps" >&2
   exit 2
   ;;
 esac

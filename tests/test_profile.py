@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import spec
-from backend.profile import BEFORE_BAG, BEFORE_WARP, COLUMNS, sample_kernels
+from backend.profile import BEFORE_BAG, BEFORE_WARP, COLUMNS, STEP_COLUMNS, sample_kernels
 from backend.trainer import TRAINING_STAGES
 from corun.cli import main
 from spec.serde import save
@@ -36,7 +36,12 @@ def test_rows_per_kernel_and_stage_and_resume(files, tmp_path):
     assert warp and len(drawn) == 2 * 2 + len(warp)  # both mappings where they differ
     assert len(rows) == len(drawn) * len(TRAINING_STAGES)
     assert {r["kernel"] for r in rows if r["warp_rows"] == "1"} == warp
-    assert list(rows[0]) == list(COLUMNS)
+    assert list(rows[0]) == list(STEP_COLUMNS)
+    for r in rows:  # every stage of the steps that released the kernel
+        steps = dict(x.split("=") for x in r["step_stage_ms"].split())
+        assert list(steps) == [s.value for s in TRAINING_STAGES]
+        assert float(steps[r["stage"]]) == pytest.approx(float(r["stage_corun_ms"]), rel=1e-3,
+                                                         abs=1e-5)
     assert {r["stage"] for r in rows} == {s.value for s in TRAINING_STAGES}
     for r in rows:
         assert float(r["kernel_alone_ms"]) > 0 and float(r["stage_alone_ms"]) >= 0
