@@ -103,13 +103,13 @@ def append_csv(src: Path, dst: Path) -> int:
 def refine_file(data: Path, model: str) -> Path:
     """profile-refine-<model>.csv, or where that holds another version's columns (before
     warp_rows), the first profile-refine-<model>-<n>.csv that is new or current."""
-    from backend.profile import COLUMNS, csv_header
+    from backend.profile import COLUMNS, STEP_COLUMNS, csv_header
 
     n = 1
     while True:
         path = data / (f"profile-refine-{model}.csv" if n == 1 else
                        f"profile-refine-{model}-{n}.csv")
-        if not path.exists() or csv_header(path) == COLUMNS:
+        if not path.exists() or csv_header(path) in (STEP_COLUMNS, COLUMNS):
             return path
         n += 1
 

@@ -36,7 +36,17 @@ import numpy as np
 
 from costmodel.graphs import GraphedStages, fit_savings, read_graphed
 from costmodel.interaction import SAVING_CSV
-from costmodel.profile_data import RESIDENT, data_hash, fit_rows, profile_files, read_profile
+from costmodel.profile_data import (
+    GRAPHED,
+    PROFILE,
+    RESIDENT,
+    data_hash,
+    fit_rows,
+    graphed_rows,
+    profile_files,
+    read_profile,
+)
+from costmodel.release_steps import rates, read_release_steps
 from costmodel.types import CoRunEffect, CostModel, KernelWork, StageWork, WholeRun
 from spec import GpuKind, Hardware, Model, OpKind, SpecError, hardware_preset
 
@@ -600,14 +610,22 @@ class LearnedCostModel(CostModel):
 
     def __init__(self, model: CoRunModel, meta: dict, fitted_on: str | None = None,
                  profiled: dict[tuple[str, str], set[int]] | None = None,
-                 graphed_rows: Sequence[dict] = ()) -> None:
+                 graphed_rows: Sequence[dict] = (),
+                 step_rows: Sequence[tuple[dict, bool]] = ()) -> None:
         """`profiled`: (GPU, model) -> the batches its profile timed (for `caveat`);
-        `graphed_rows`: a graphed-stages.csv's rows (costmodel/graphs.py)."""
+        `graphed_rows`: a graphed-stages.csv's rows (costmodel/graphs.py); `step_rows`:
+        profile rows with the steps that released their kernel, each with whether the
+        step was graphed (costmodel/release_steps.py)."""
         from costmodel.analytic import AnalyticCostModel
 
         self.model, self.meta = model, meta
         self.profiled = profiled or {}
         self.graphs = graphed_stages(model, graphed_rows)
+        graphed_of = {id(r): g for r, g in step_rows}
+        self.release_steps = read_release_steps(
+            [r for r, _ in step_rows],
+            lambda r: (gpu_of(r["gpu"]).name, r["kernel"], _stage_key(stage_only([r])[0]),
+                       graphed_of[id(r)]))
         self.fallback = AnalyticCostModel()
         self._memo: dict[tuple, object] = {}
         """Answers by argument: the planner asks about the same kernels and stages for
@@ -662,6 +680,15 @@ class LearnedCostModel(CostModel):
         p = self.model.predict([row])
         return (float(p["kernel_alone"][0]), float(p["kernel_corun"][0]), stage_alone_ms,
                 stage_alone_ms * max(1.0, float(p["stage_slowdown"][0])))
+
+    def release_rates(self, kernel: KernelWork, works: Sequence[StageWork], hw: Hardware,
+                      release: int) -> list[tuple[float, float]] | None:
+        step = self.release_steps.get((hw.gpu.name, kernel.key,
+                                       stage_key(hw.gpu.name, works[release]),
+                                       works[release].graphed))
+        if step is None or len(step.stage_ms) != len(works):
+            return None
+        return rates(step, release)
 
     def _corun(self, kernel: KernelWork, stage: StageWork, hw: Hardware) -> CoRunEffect:
         return CoRunEffect.from_whole_run(*self.whole_run(kernel, stage, hw))
@@ -791,15 +818,18 @@ def _learned(path: Path, fitted_on: str | None) -> LearnedCostModel:
     """One LearnedCostModel per state of the model file, its CSVs and the library
     versions: every simulate() asks for one, so it is loaded (and its data hashed) once
     and its memoised answers serve every later call."""
-    files = [path, *profile_files(path.parent), *profile_files(path.parent, RESIDENT)]
+    files = [path, *(f for kind in (PROFILE, RESIDENT, GRAPHED + PROFILE)
+                     for f in profile_files(path.parent, kind))]
     files += [path.parent / f for f in (GRAPHED_CSV, SAVING_CSV) if (path.parent / f).exists()]
     key = (str(path), fitted_on, tuple((f.name, f.stat().st_mtime_ns, f.stat().st_size)
                                        for f in files),
            tuple(sorted(library_versions().items())))
     if key not in _LOADED:
+        steps = [(r, False) for r in read_profile(path.parent) if r.get("step_stage_ms")]
+        steps += [(r, True) for r in graphed_rows(path.parent) if r.get("step_stage_ms")]
         _LOADED[key] = LearnedCostModel(*_load_or_refit(path), fitted_on,
                                         profiled_batches(path.parent),
-                                        read_graphed(path.parent / GRAPHED_CSV))
+                                        read_graphed(path.parent / GRAPHED_CSV), steps)
     return _LOADED[key]
 
 

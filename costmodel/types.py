@@ -225,6 +225,13 @@ class CostModel(abc.ABC):
         starts."""
         return None
 
+    def release_rates(self, kernel: KernelWork, works: Sequence[StageWork], hw: Hardware,
+                      release: int) -> list[tuple[float, float]] | None:
+        """(stage factor, kernel factor) at each stage position from `release` on, where
+        the model measured the whole step that released this kernel there
+        (costmodel/release_steps.py); None otherwise."""
+        return None
+
     @abc.abstractmethod
     def cpu_batch_ms(self, kernel: KernelWork) -> float:
         """One host core's time to run the kernel's nodes over its rows."""

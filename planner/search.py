@@ -125,6 +125,13 @@ blocks and equal priority, 89.7% (`python bench/plan_speed.py`,
 bench/results/plan_speed.json; tests/test_planner.py checks it)."""
 
 
+LAUNCH_STEPS = (2, 0.5, 1.5, 0.75)
+"""A launch move multiplies a kernel's blocks by one of these: double or halve, or half a
+step. On the H200 heavy-lean's whole pipeline released at interaction_bwd of the graphed
+step measured 75.6-79.2% of the gap recovered in 198 blocks, 71-73% in 264 and 62% in 132
+(bench/results/heavy_lean_graphs_h200.md): between the halvings from the default 1056."""
+
+
 @dataclass(frozen=True)
 class Draft:
     units: tuple[int, ...]
@@ -347,7 +354,7 @@ class LocalSearch(Proposer):
                 a, b = d.units[:half], d.units[half:]
                 for s in stages:
                     yield rest + [replace(d, units=a), replace(d, units=b, stage=s)]
-            for f in (2, 0.5) if tune_launch else ():
+            for f in LAUNCH_STEPS if tune_launch else ():
                 nb = int(d.blocks * f)
                 if 1 <= nb <= 1 << 16:
                     yield rest + [replace(d, blocks=nb)]

@@ -181,8 +181,22 @@ def _profiled_effect(cm: CostModel, kw: KernelWork, work: StageWork, hw: Hardwar
 
 
 def _effects(cm: CostModel, kw: KernelWork, works: list[StageWork], hw: Hardware,
-             priority: bool) -> tuple[tuple[tuple[float, float], ...],
-                                      tuple[tuple[float, float], ...]]:
+             priority: bool, release: int) -> tuple[tuple[tuple[float, float], ...],
+                                                    tuple[tuple[float, float], ...]]:
+    """`_rated_effects`, where the cost model measured the step that released the kernel
+    at `release` (a stage position), with that step's rates from the release on, the
+    kernel started at the release and carried into the stages after it."""
+    started, carried = _rated_effects(cm, kw, works, hw, priority)
+    measured = cm.release_rates(kw, works, hw, release) if release >= 0 and priority else None
+    if measured is None:
+        return started, carried
+    return (started[:release] + (measured[0],) + started[release + 1:],
+            carried[:release + 1] + tuple(measured[1:]))
+
+
+def _rated_effects(cm: CostModel, kw: KernelWork, works: list[StageWork], hw: Hardware,
+                   priority: bool) -> tuple[tuple[tuple[float, float], ...],
+                                            tuple[tuple[float, float], ...]]:
     """(stage factor, kernel factor) at every stage of the step, in order, for the kernel
     started with the stage, then for the kernel carried into it. Where the cost model
     knows each stage's pair as a whole run (the learned one), the kernel's factors come
@@ -311,9 +325,9 @@ def compile_scenario(sc: Scenario, cm: CostModel) -> Compiled:
             rows = rows_local if k.gpu is None else rows_local * hw.gpu_count
             kw = kernel_work(pipeline, k.name, k.nodes, rows, k.blocks, k.threads_per_block,
                              k.warp_rows)
-            effects, carried = _effects(cm, kw, [w[s] for s in stages], hw,
-                                        plan.training_priority_high)
             pos = -1 if k.release is None else stages.index(k.release)
+            effects, carried = _effects(cm, kw, [w[s] for s in stages], hw,
+                                        plan.training_priority_high, pos)
             kernels.append(KernelRun(k.name, pos, cm.kernel_ms(kw, hw), effects, carried))
             copy_bytes += rows * sum(raw_cols[pipeline.node_by_name[n].input]
                                      for n in k.nodes

@@ -254,3 +254,25 @@ def test_bag_kernel_forward_is_a_stage_feature_of_its_own():
                                                            Stage.OPTIMIZER]
     assert fused_work[Stage.EMB_BWD].table_bytes == 26 * 100_000 * 8 * 4
     assert fused_work[Stage.TOP_MLP_BWD].table_bytes == 0.0
+
+
+def test_resident_rows_are_their_own_pairs_from_the_stage_start(profile_csv):
+    """A resident row (kernel_lead_ms) is fitted from its stage's start: its lead is taken
+    off the kernel's times, and the model answers resident and released queries with
+    their own measured pairs."""
+    rows = learned.read_profile(profile_csv)
+    r = dict(rows[0])
+    lead = 0.25 * float(r["kernel_alone_ms"])
+    resident = {**r, "kernel_lead_ms": str(lead),
+                "kernel_corun_ms": str(float(r["kernel_corun_ms"]) + 1.0)}
+    model = learned.CoRunModel(0).fit([*rows, resident])
+    key = next(k for k in model.pair_measured if k[1] == r["kernel"] and k[3])
+    released = model.pair_measured[key[:3] + (False,)]
+    got = model.pair_measured[key]
+    assert got[0] == pytest.approx(released[0] - lead)
+    assert got[1] == pytest.approx(released[1] + 1.0 - lead)
+    y = learned.targets([resident])["kernel_corun"][0]
+    assert y == pytest.approx((float(resident["kernel_corun_ms"]) - lead)
+                              / (float(r["kernel_alone_ms"]) - lead + float(r["stage_alone_ms"])))
+    short = {**resident, "kernel_lead_ms": str(float(r["kernel_alone_ms"]))}
+    assert not learned.fitted(short) and learned.fitted(resident) and learned.fitted(r)

@@ -391,8 +391,10 @@ def test_kernel_rates_come_from_the_whole_runs_together(kaggle, kaggle_model, h2
     from costmodel.types import CoRunEffect, kernel_factors_through
 
     class WholeRuns(AnalyticCostModel):
-        def whole_run(self, kernel, stage, hw):
+        def whole_run(self, kernel, stage, hw, resident=False):
             alone = self.stage_ms(stage, hw)
+            if resident:  # already on the SMs: the stage slowed less, the kernel more
+                return (0.5, 0.5 + 4 * alone, alone, 1.2 * alone)
             return (0.5, 0.5 + 3 * alone, alone, 1.5 * alone)
 
     plan = spec.one_kernel_plan(kaggle, kaggle_model.name, 1, "emb_fwd")
@@ -403,11 +405,61 @@ def test_kernel_rates_come_from_the_whole_runs_together(kaggle, kaggle_model, h2
     tables = result.compiled.gpus[0]
     works = stage_work(kaggle_model, h200, shard_tables(kaggle_model, h200), 0)
     runs = [cm.whole_run(None, works[s], h200) for s in tables.stages]
-    want = kernel_factors_through(runs)
+    carried_runs = [cm.whole_run(None, works[s], h200, resident=True) for s in tables.stages]
     got = tables.kernels[0].effects
-    assert [k for _, k in got] == pytest.approx(want)
+    # the kernel's work left after a stage meets the later ones as a resident kernel
+    assert [k for _, k in got] == pytest.approx(kernel_factors_through(runs, carried_runs))
+    assert [k for _, k in got] != pytest.approx(kernel_factors_through(runs))
     assert [s for s, _ in got] == pytest.approx(
         [CoRunEffect.from_whole_run(*r).stage_factor for r in runs])
+    carried = tables.kernels[0].carried
+    assert [k for _, k in carried] == pytest.approx(kernel_factors_through(carried_runs))
+    assert [s for s, _ in carried] == pytest.approx(
+        [CoRunEffect.from_whole_run(*r).stage_factor for r in carried_runs])
+
+
+def test_a_kernel_carried_into_a_stage_runs_at_its_carried_rates(kaggle, kaggle_model, h200):
+    """The event loop applies a kernel's carried rates in a stage it was already running
+    at the start of, and its started rates where it starts: here carried rates that
+    stall the stage make every stage after the release slower, started ones nothing."""
+    from sim.scenario import compile_scenario
+    from sim.engine import run
+
+    plan = spec.one_kernel_plan(kaggle, kaggle_model.name, 1, "emb_fwd", 66, 256)
+    sc = Scenario(h200, kaggle_model, kaggle, Strategy(StrategyKind.PLAN, plan=plan),
+                  host_thread=False, iterations=3, warmup=1)
+    compiled = compile_scenario(sc, AnalyticCostModel())
+    g = compiled.gpus[0]
+    slow = tuple((3.0, 1.0) for _ in g.stages)
+    calm = tuple((1.0, 1.0) for _ in g.stages)
+    long_kernel = replace(g.kernels[0], alone_ms=10 * sum(g.stage_ms), effects=calm,
+                          carried=slow)
+    g.kernels = (long_kernel,)
+    stage_ms = run(compiled).stage_ms[0][0]  # the first step: no kernel before it
+    assert stage_ms[0] == pytest.approx(g.stage_ms[0])  # started there: calm
+    assert stage_ms[1:] == pytest.approx([3 * ms for ms in g.stage_ms[1:]])  # carried: slow
+
+
+def test_a_measured_release_step_sets_the_kernels_rates(kaggle, kaggle_model, h200):
+    """Where the cost model measured the whole step that released the kernel
+    (CostModel.release_rates), those rates replace the composed ones from the release
+    on: started at the release, carried after it; the stages before keep theirs."""
+    from sim.scenario import compile_scenario
+
+    class Measured(AnalyticCostModel):
+        def release_rates(self, kernel, works, hw, release):
+            return [(1.0 + i, 2.0) for i in range(len(works) - release)]
+
+    plan = spec.one_kernel_plan(kaggle, kaggle_model.name, 1, "interaction_fwd")
+    sc = Scenario(h200, kaggle_model, kaggle, Strategy(StrategyKind.PLAN, plan=plan),
+                  host_thread=False, iterations=3, warmup=1)
+    plain = compile_scenario(sc, AnalyticCostModel()).gpus[0].kernels[0]
+    k = compile_scenario(sc, Measured()).gpus[0].kernels[0]
+    pos = k.release_pos
+    assert k.effects[:pos] == plain.effects[:pos] and k.carried[:pos + 1] == plain.carried[
+        :pos + 1]
+    assert k.effects[pos] == (1.0, 2.0)
+    assert k.carried[pos + 1:] == tuple((2.0 + i, 2.0) for i in range(len(k.carried) - pos - 1))
 
 
 def test_a_batch_assembled_late_holds_back_the_next_launches(h200):

@@ -1,0 +1,74 @@
+"""Whole profiled steps that released a kernel at a stage: every stage's time in them and
+the kernel's time from its release, for the kernels a profile timed that way
+(`corun profile` records them in step_stage_ms).
+
+Rates composed stage by stage from pairs missed how a kernel carried into later stages
+behaves: on the H200, heavy-lean's whole pipeline in 198 blocks released at
+interaction_bwd of the graphed step left bottom_mlp_bwd at 0.083 ms and emb_bwd at its
+pace in the profiled step (0.097 ms and no slowdown in the executed plan), where the
+pair of the same kernel resident before bottom_mlp_bwd took it to 0.34-0.53 ms
+(bench/results/heavy_case_record.md). A plan's kernel that such a step measured takes
+its rates from the step itself (`rates`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from costmodel.types import MAX_OVERLAP_FACTOR
+
+
+@dataclass(frozen=True)
+class ReleaseStep:
+    """One kernel released at one stage: the step's stage times beside it (ms, in step
+    order), the same stages alone, and the kernel's time alone and from its release."""
+
+    stage_ms: tuple[float, ...]
+    alone_ms: tuple[float, ...]
+    kernel_alone_ms: float
+    kernel_ms: float
+
+
+def parse_steps(text: str) -> dict[str, float]:
+    """step_stage_ms ("stage=ms ...") as a dict."""
+    return {k: float(v) for k, v in (x.split("=") for x in text.split())}
+
+
+def read_release_steps(rows: Sequence[dict], key) -> dict[tuple, ReleaseStep]:
+    """ReleaseStep by key(row) of the releasing stage's row, from profile rows that
+    recorded their steps; `key` also names the rows of one kernel, model and batch
+    (their stages' times alone come from those rows)."""
+    alone: dict[tuple, dict[str, float]] = {}
+    for r in rows:
+        group = (r["gpu"], r["model"], r["batch"], r["kernel"])
+        alone.setdefault(group, {})[r["stage"]] = float(r["stage_alone_ms"])
+    out = {}
+    for r in rows:
+        if not r.get("step_stage_ms"):
+            continue
+        steps = parse_steps(r["step_stage_ms"])
+        mine = alone[(r["gpu"], r["model"], r["batch"], r["kernel"])]
+        if set(steps) != set(mine):
+            continue  # a row whose kernel was not profiled at every stage
+        out[key(r)] = ReleaseStep(tuple(steps.values()), tuple(mine[s] for s in steps),
+                                  float(r["kernel_alone_ms"]), float(r["kernel_corun_ms"]))
+    return out
+
+
+def rates(step: ReleaseStep, release: int) -> list[tuple[float, float]]:
+    """(stage factor, kernel factor) at every stage position from `release` on: each
+    stage slowed by its measured time over its time alone (never sped up), and the kernel
+    at the one rate that ends it when the step measured, from its release over the
+    stages after, then alone past the step's end."""
+    span = step.stage_ms[release:]
+    total = sum(span)
+    work, took = step.kernel_alone_ms, step.kernel_ms
+    if took <= total:
+        kernel = took / max(work, 1e-9)
+    else:  # it ran on alone after the step: the rest of its work was done beside it
+        beside = work - (took - total)
+        kernel = total / beside if beside > 0 else MAX_OVERLAP_FACTOR
+    kernel = min(MAX_OVERLAP_FACTOR, max(1.0, kernel))
+    return [(max(1.0, ms / a) if a > 0 else 1.0, kernel)
+            for ms, a in zip(span, step.alone_ms[release:])]
