@@ -13,6 +13,8 @@
 #   PART=thin ...    the one kernel two ahead in 132 or 264 blocks at four stages, b16384
 #   PART=thin2 ...   interaction_bwd in 132-528 blocks, one ahead, and 264 blocks elsewhere
 #   PART=confirm ... interaction_bwd in 198 and 264 blocks beside corun's plan, 3 rounds
+#   PART=chosen ...  corun's plan and its four runners-up, made with the measured release
+#       steps (costmodel/release_steps.py), beside the 198-block kernel, 3 rounds
 set -u
 stamp() { while IFS= read -r l; do echo "$(date +%T.%3N) $l"; done; }
 nvidia-smi --query-gpu=index,name,clocks.sm,memory.used --format=csv
@@ -45,8 +47,11 @@ thin2)  # around the best of PART=thin: interaction_bwd two ahead in 264 blocks
 confirm)  # the best of PART=thin2 again, in another process, beside corun's plan
   run 16384 ideal,gpu-sequential,corun,at:interaction_bwd+ahead2+b198,at:interaction_bwd+ahead2+b264 3 200
   ;;
+chosen)  # what corun plan chooses once the cost model has the profiled release steps
+  run 16384 ideal,gpu-sequential,corun,corun-2,corun-3,corun-4,corun-5,at:interaction_bwd+ahead2+b198 3 330
+  ;;
 *)
-  echo "PART must be measure, plans, thin, thin2 or confirm" >&2
+  echo "PART must be measure, plans, thin, thin2, confirm or chosen" >&2
   exit 2
   ;;
 esac
