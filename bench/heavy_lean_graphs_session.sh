@@ -15,6 +15,8 @@
 #   PART=confirm ... interaction_bwd in 198 and 264 blocks beside corun's plan, 3 rounds
 #   PART=chosen ...  corun's plan and its four runners-up, made with the measured release
 #       steps (costmodel/release_steps.py), beside the 198-block kernel, 3 rounds
+#   PART=tune ...    corun tune on that plan folder: every candidate in 3 rounds, the
+#       fastest kept (tuned.json)
 set -u
 stamp() { while IFS= read -r l; do echo "$(date +%T.%3N) $l"; done; }
 nvidia-smi --query-gpu=index,name,clocks.sm,memory.used --format=csv
@@ -50,8 +52,12 @@ confirm)  # the best of PART=thin2 again, in another process, beside corun's pla
 chosen)  # what corun plan chooses once the cost model has the profiled release steps
   run 16384 ideal,gpu-sequential,corun,corun-2,corun-3,corun-4,corun-5,at:interaction_bwd+ahead2+b198 3 330
   ;;
+tune)
+  python -m corun.cli tune bench/plans/graphs/heavy-lean-b16384 -o "$OUT/tune" --rounds 3 \
+    --budget-s 200 2>&1 | grep -v "iteration" | stamp
+  ;;
 *)
-  echo "PART must be measure, plans, thin, thin2, confirm or chosen" >&2
+  echo "PART must be measure, plans, thin, thin2, confirm, chosen or tune" >&2
   exit 2
   ;;
 esac
