@@ -24,72 +24,59 @@
 # the steps that released them recorded (step_stage_ms). Writes $OUT/steps/graphed-profile.csv.
 set -u
 stamp() { while IFS= read -r l; do echo "$(date +%T.%3N) $l"; done; }
+profile() {  # log name, then corun profile's arguments: its output to $OUT/<name>.log
+  local log="$OUT/$1.log"
+  shift
+  python -m corun.cli profile "$@" 2>&1 | stamp > "$log"
+  tail -2 "$log"
+}
+launch_plans() {  # heavy-lean's whole pipeline at these blocks, both row mappings
+  python bench/launch_plans.py --pipeline heavy-small --model heavy-lean --blocks "$1" \
+    --out "/tmp/launch-plans-$1"
+}
 nvidia-smi --query-gpu=index,name,clocks.sm,memory.used --format=csv
+lean=(--models heavy-lean --train-pipeline heavy-small --pipelines heavy-small)
 case "${PART:-profile}" in
 profile)
-  lean=(--models heavy-lean --train-pipeline heavy-small --pipelines heavy-small --reps 3
-        --batches 16384,8192)
-  plans=$(python bench/launch_plans.py --pipeline heavy-small --model heavy-lean \
-    --blocks 132,198,264,528,1056,2112 --out /tmp/launch-plans) || exit 1
-  python -m corun.cli profile --out "$OUT/heavy" "${lean[@]}" --resident --shapes 0 \
-    --plans "$plans" --budget-minutes 2 2>&1 | stamp > "$OUT/heavy-launches.log"
-  tail -2 "$OUT/heavy-launches.log"
-  thin=$(python bench/launch_plans.py --pipeline heavy-small --model heavy-lean \
-    --blocks 198 --out /tmp/thin-plans) || exit 1
-  python -m corun.cli profile --out "$OUT/heavy" "${lean[@]}" --shapes 0 --plans "$thin" \
-    --budget-minutes 1 2>&1 | stamp > "$OUT/heavy-thin.log"
-  tail -2 "$OUT/heavy-thin.log"
-  python -m corun.cli profile --out "$OUT/heavy" "${lean[@]}" --resident --shapes 5 \
-    --launches 2 --mappings thread,warp --budget-minutes 1.5 2>&1 | stamp > "$OUT/heavy-random.log"
-  tail -2 "$OUT/heavy-random.log"
-  python -m corun.cli profile --out "$OUT/criteo" --resident --batches 8192 --launches 2 \
+  plans=$(launch_plans 132,198,264,528,1056,2112) || exit 1
+  profile heavy-launches --out "$OUT/heavy" "${lean[@]}" --reps 3 --batches 16384,8192 \
+    --resident --shapes 0 --plans "$plans" --budget-minutes 2
+  thin=$(launch_plans 198) || exit 1
+  profile heavy-thin --out "$OUT/heavy" "${lean[@]}" --reps 3 --batches 16384,8192 \
+    --shapes 0 --plans "$thin" --budget-minutes 1
+  profile heavy-random --out "$OUT/heavy" "${lean[@]}" --reps 3 --batches 16384,8192 \
+    --resident --shapes 5 --launches 2 --mappings thread,warp --budget-minutes 1.5
+  profile criteo --out "$OUT/criteo" --resident --batches 8192 --launches 2 \
     --models criteo-kaggle,criteo-terabyte,wide-2x,wide-4x --shapes 8 \
-    --budget-minutes "${CRITEO_MINUTES:-3.5}" 2>&1 | stamp > "$OUT/criteo.log"
-  tail -2 "$OUT/criteo.log"
+    --budget-minutes "${CRITEO_MINUTES:-3.5}"
   ;;
 thin)
-  plans=$(python bench/launch_plans.py --pipeline heavy-small --model heavy-lean \
-    --blocks 132,198,264,396,528,1056 --out /tmp/thin-plans) || exit 1
-  for kind in launched resident; do
-    flag=$([ $kind = resident ] && echo --resident)
-    python -m corun.cli profile --out "$OUT/thin" --models heavy-lean --train-pipeline \
-      heavy-small --pipelines heavy-small --batches 16384,24576 --shapes 0 --plans "$plans" \
-      --reps 11 $flag --budget-minutes 3 2>&1 | stamp > "$OUT/thin-$kind.log"
-    tail -2 "$OUT/thin-$kind.log"
-  done
+  plans=$(launch_plans 132,198,264,396,528,1056) || exit 1
+  profile thin-launched --out "$OUT/thin" "${lean[@]}" --batches 16384,24576 --shapes 0 \
+    --plans "$plans" --reps 11 --budget-minutes 3
+  profile thin-resident --out "$OUT/thin" "${lean[@]}" --batches 16384,24576 --shapes 0 \
+    --plans "$plans" --reps 11 --resident --budget-minutes 3
   ;;
 leads)
-  plans=$(python bench/launch_plans.py --pipeline heavy-small --model heavy-lean \
-    --blocks 132,198,264,396,528,1056 --out /tmp/thin-plans) || exit 1
+  plans=$(launch_plans 132,198,264,396,528,1056) || exit 1
   for lead in 0.1 0.25 0.5; do
-    python -m corun.cli profile --out "$OUT/leads" --models heavy-lean --train-pipeline \
-      heavy-small --pipelines heavy-small --batches "${BATCHES:-16384,24576}" --shapes 0 \
-      --plans "$plans" --reps 11 --resident --lead-ms $lead --budget-minutes 2.5 2>&1 \
-      | stamp > "$OUT/leads-$lead.log"
-    tail -2 "$OUT/leads-$lead.log"
+    profile "leads-$lead" --out "$OUT/leads" "${lean[@]}" --batches "${BATCHES:-16384,24576}" \
+      --shapes 0 --plans "$plans" --reps 11 --resident --lead-ms $lead --budget-minutes 2.5
   done
   ;;
 graphed)
-  plans=$(python bench/launch_plans.py --pipeline heavy-small --model heavy-lean \
-    --blocks 132,198,264,396,528,1056 --out /tmp/thin-plans) || exit 1
-  common=(--out "$OUT/graphed" --models heavy-lean --train-pipeline heavy-small
-          --pipelines heavy-small --batches "${BATCHES:-16384}" --shapes 0 --plans "$plans"
-          --reps 11 --cuda-graphs --budget-minutes 1.5)
-  python -m corun.cli profile "${common[@]}" 2>&1 | stamp > "$OUT/graphed-launched.log"
-  tail -2 "$OUT/graphed-launched.log"
+  plans=$(launch_plans 132,198,264,396,528,1056) || exit 1
+  common=(--out "$OUT/graphed" "${lean[@]}" --batches "${BATCHES:-16384}" --shapes 0
+          --plans "$plans" --reps 11 --cuda-graphs --budget-minutes 1.5)
+  profile graphed-launched "${common[@]}"
   for lead in 0.01 0.25; do
-    python -m corun.cli profile "${common[@]}" --resident --lead-ms $lead 2>&1 \
-      | stamp > "$OUT/graphed-resident-$lead.log"
-    tail -2 "$OUT/graphed-resident-$lead.log"
+    profile "graphed-resident-$lead" "${common[@]}" --resident --lead-ms $lead
   done
   ;;
 steps)
-  plans=$(python bench/launch_plans.py --pipeline heavy-small --model heavy-lean \
-    --blocks 132,198,264,396,528,1056 --out /tmp/thin-plans) || exit 1
-  python -m corun.cli profile --out "$OUT/steps" --models heavy-lean --train-pipeline \
-    heavy-small --pipelines heavy-small --batches "${BATCHES:-16384,24576}" --shapes 0 \
-    --plans "$plans" --reps 11 --cuda-graphs --budget-minutes 3 2>&1 | stamp > "$OUT/steps.log"
-  tail -2 "$OUT/steps.log"
+  plans=$(launch_plans 132,198,264,396,528,1056) || exit 1
+  profile steps --out "$OUT/steps" "${lean[@]}" --batches "${BATCHES:-16384,24576}" \
+    --shapes 0 --plans "$plans" --reps 11 --cuda-graphs --budget-minutes 3
   ;;
 *)
   echo "PART must be profile, thin, leads, graphed or steps" >&2

@@ -5,11 +5,11 @@ Co-running is a fluid model: while a preprocessing kernel overlaps a training st
 each progresses at 1/factor of its standalone rate (factors from the cost model: those of
 a kernel started with or during the stage, or, where it was running when the stage
 began, those of a kernel carried into it); rates change only when one of them ends.
-During collectives and stalls the kernel runs alone. One preprocessing stream per GPU: its kernels run one at a time, in plan order,
-each once its releasing stage has started. A step waits for the batch it trains on:
-with the plan's `batches_ahead` 1, for the kernels of the step before; with 2, for
-those of the step before that, so a kernel still running at a step's end runs on into
-the next step.
+During collectives and stalls the kernel runs alone. One preprocessing stream per GPU:
+its kernels run one at a time, in plan order, each once its releasing stage has started.
+A step waits for the batch it trains on: with the plan's `batches_ahead` 1, for the
+kernels of the step before; with 2, for those of the step before that, so a kernel still
+running at a step's end runs on into the next step.
 
 Where the host thread is modelled it runs the executor's loop: it launches a step, waits
 for the batch the next step trains on, then reads it back, checks it and stages the next

@@ -422,8 +422,8 @@ def test_a_kernel_carried_into_a_stage_runs_at_its_carried_rates(kaggle, kaggle_
     """The event loop applies a kernel's carried rates in a stage it was already running
     at the start of, and its started rates where it starts: here carried rates that
     stall the stage make every stage after the release slower, started ones nothing."""
-    from sim.scenario import compile_scenario
     from sim.engine import run
+    from sim.scenario import compile_scenario
 
     plan = spec.one_kernel_plan(kaggle, kaggle_model.name, 1, "emb_fwd", 66, 256)
     sc = Scenario(h200, kaggle_model, kaggle, Strategy(StrategyKind.PLAN, plan=plan),
