@@ -46,7 +46,7 @@ from costmodel.profile_data import (
     profile_files,
     read_profile,
 )
-from costmodel.release_steps import rates, read_release_steps
+from costmodel.release_steps import ReleaseStep, rates, read_release_steps
 from costmodel.types import CoRunEffect, CostModel, KernelWork, StageWork, WholeRun
 from spec import GpuKind, Hardware, Model, OpKind, SpecError, hardware_preset
 
@@ -611,21 +611,16 @@ class LearnedCostModel(CostModel):
     def __init__(self, model: CoRunModel, meta: dict, fitted_on: str | None = None,
                  profiled: dict[tuple[str, str], set[int]] | None = None,
                  graphed_rows: Sequence[dict] = (),
-                 step_rows: Sequence[tuple[dict, bool]] = ()) -> None:
+                 release_steps: dict[tuple, ReleaseStep] | None = None) -> None:
         """`profiled`: (GPU, model) -> the batches its profile timed (for `caveat`);
-        `graphed_rows`: a graphed-stages.csv's rows (costmodel/graphs.py); `step_rows`:
-        profile rows with the steps that released their kernel, each with whether the
-        step was graphed (costmodel/release_steps.py)."""
+        `graphed_rows`: a graphed-stages.csv's rows (costmodel/graphs.py);
+        `release_steps`: the profiled steps that released a kernel (`release_steps_in`)."""
         from costmodel.analytic import AnalyticCostModel
 
         self.model, self.meta = model, meta
         self.profiled = profiled or {}
         self.graphs = graphed_stages(model, graphed_rows)
-        graphed_of = {id(r): g for r, g in step_rows}
-        self.release_steps = read_release_steps(
-            [r for r, _ in step_rows],
-            lambda r: (gpu_of(r["gpu"]).name, r["kernel"], _stage_key(stage_only([r])[0]),
-                       graphed_of[id(r)]))
+        self.release_steps = release_steps or {}
         self.fallback = AnalyticCostModel()
         self._memo: dict[tuple, object] = {}
         """Answers by argument: the planner asks about the same kernels and stages for
@@ -811,6 +806,17 @@ def cost_model_for(hw: Hardware) -> CostModel:
     return AnalyticCostModel()
 
 
+def release_steps_in(folder: Path) -> dict[tuple, ReleaseStep]:
+    """The profiled steps that released a kernel, from the eager and the graphed profiles
+    under `folder`, by (GPU kind, kernel, the releasing stage's features, graphed): how
+    LearnedCostModel.release_rates looks a plan's kernel up."""
+    out = {}
+    for graphed, rows in ((False, read_profile(folder)), (True, graphed_rows(folder))):
+        out.update(read_release_steps(rows, lambda r, g=graphed: (
+            gpu_of(r["gpu"]).name, r["kernel"], _stage_key(stage_only([r])[0]), g)))
+    return out
+
+
 _LOADED: dict[tuple, LearnedCostModel] = {}
 
 
@@ -825,11 +831,10 @@ def _learned(path: Path, fitted_on: str | None) -> LearnedCostModel:
                                        for f in files),
            tuple(sorted(library_versions().items())))
     if key not in _LOADED:
-        steps = [(r, False) for r in read_profile(path.parent) if r.get("step_stage_ms")]
-        steps += [(r, True) for r in graphed_rows(path.parent) if r.get("step_stage_ms")]
         _LOADED[key] = LearnedCostModel(*_load_or_refit(path), fitted_on,
                                         profiled_batches(path.parent),
-                                        read_graphed(path.parent / GRAPHED_CSV), steps)
+                                        read_graphed(path.parent / GRAPHED_CSV),
+                                        release_steps_in(path.parent))
     return _LOADED[key]
 
 

@@ -2,12 +2,13 @@
 
 A candidate is a list of kernels, each a set of units (independent node sets) with a
 release stage and a launch shape. Construction tries the whole pipeline as one kernel at
-every stage, at a few launch sizes and both stream priorities, and (with remapping) the
-whole pipeline on the host CPU. Improvement repeats best-improvement steps over these
-moves until none helps or time runs out: move a kernel to another stage; split a
-kernel's units in two (the second half tried at every stage); merge two kernels of one
-stage; double or halve a kernel's blocks; flip a kernel with long list outputs between a
-warp and a thread per row (FusedKernel.warp_rows); flip the plan's stream priority (training
+every stage, at a few launch sizes, both stream priorities and one or two batches ahead,
+and (with remapping) the whole pipeline on the host CPU. Improvement repeats
+best-improvement steps over these moves until none helps or time runs out: move a kernel
+to another stage; split a kernel's units in two (the second half tried at every stage);
+merge two kernels of one stage; double or halve a kernel's blocks, or move them half a
+step (LAUNCH_STEPS); flip a kernel with long list outputs between a warp and a thread per
+row (FusedKernel.warp_rows); flip the plan's stream priority (training
 above preprocessing, or equal: on a pipeline too heavy to hide, equal priority finishes
 the kernels sooner); preprocess one or two batches ahead (Plan.batches_ahead: with two, a
 kernel that outlasts the step does not hold back the next one); remap a unit: to the host

@@ -256,3 +256,28 @@ def test_lead_clock_holds_the_stage_after_the_release():
     assert released == [(TRAINING_STAGES[2], clock.marks[2][1])]
     assert clock.started == clock.marks[3][1]
     assert set(clock.stage_ms()) == set(TRAINING_STAGES)
+
+
+def test_graphs_and_leads_are_refused_where_they_cannot_be(files, tmp_path, capsys):
+    """--cuda-graphs needs a GPU (the graphed trainer refuses the CPU, naming the
+    field); --lead-ms needs --resident and a lead in (0, 5] ms; nothing is written."""
+    assert profile(files, tmp_path, "--cuda-graphs") != 0
+    assert "cuda_graphs" in capsys.readouterr().err
+    for args in (["--lead-ms", "0.2"], ["--resident", "--lead-ms", "0"],
+                 ["--resident", "--lead-ms", "9"]):
+        assert profile(files, tmp_path, *args) != 0
+        assert "--lead-ms" in capsys.readouterr().err
+    assert not list(tmp_path.glob("*.csv"))
+
+
+def test_resident_rows_at_another_lead_are_other_rows(files, tmp_path):
+    """A resident row's key holds the lead it was profiled at: the same kernels at a
+    second lead are profiled again, into the same file."""
+    from costmodel.profile_data import RESIDENT, read_profile
+
+    assert profile(files, tmp_path, "--resident") == 0
+    first = read_profile(tmp_path, kind=RESIDENT)
+    assert profile(files, tmp_path, "--resident", "--lead-ms", "0.5") == 0
+    both = read_profile(tmp_path, kind=RESIDENT)
+    assert len(both) == 2 * len(first)
+    assert {r["lead_asked_ms"] for r in both} == {"0.01", "0.5"}

@@ -30,3 +30,44 @@ def test_release_steps_need_every_stage_of_the_kernel():
     assert got["a"] == ReleaseStep((1.5, 2.0), (1.0, 1.0), 0.5, 1.5)
     assert rates(got["b"], 1)[0][0] == 3.0
     assert read_release_steps(rows[:1], lambda r: r["stage"]) == {}  # b was not profiled
+
+
+def test_the_learned_model_looks_up_a_plans_kernel_by_its_releasing_stage(tmp_path):
+    """release_steps_in reads the steps of graphed and eager profiles; release_rates
+    answers a kernel whose release the profile measured, for graphed stages only from
+    the graphed profile, and None for another stage or kernel."""
+    import csv
+    from dataclasses import replace
+
+    import spec
+    from backend.profile import STEP_COLUMNS
+    from costmodel import learned
+    from costmodel.learned import stage_row
+    from costmodel.sharding import shard_tables
+    from costmodel.workload import stage_work
+
+    model = spec.model_preset("criteo-kaggle")
+    hw = spec.hardware_preset("h200", 1)
+    works = list(stage_work(model, hw, shard_tables(model, hw), 0).values())
+    names = [w.stage.value for w in works]
+    steps = " ".join(f"{n}={0.2 + 0.1 * i:.3f}" for i, n in enumerate(names))
+    rows = [{**dict.fromkeys(STEP_COLUMNS, "0"), "gpu": "NVIDIA H200", "model": model.name,
+             "batch": str(model.batch_per_gpu), "kernel": "k", "stage": n, **stage_row(w),
+             "stage_alone_ms": "0.1", "kernel_alone_ms": "0.5", "kernel_corun_ms": "1.0",
+             "measured_utc": "x", "step_stage_ms": steps if n == names[2] else ""}
+            for n, w in zip(names, works)]
+    with (tmp_path / "graphed-profile.csv").open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=STEP_COLUMNS)
+        w.writeheader()
+        w.writerows(rows)
+    found = learned.release_steps_in(tmp_path)
+    assert len(found) == 1 and next(iter(found))[3] is True  # graphed
+    cm = learned.LearnedCostModel(learned.CoRunModel(0), {"data_sha256": "0" * 12,
+                                                         "rows": 0}, release_steps=found)
+    graphed = [replace(w, graphed=True) for w in works]
+    kernel = type("K", (), {"key": "k"})()
+    got = cm.release_rates(kernel, graphed, hw, 2)
+    assert got is not None and len(got) == len(works) - 2
+    assert got[0][0] == pytest.approx(0.4 / 0.1)  # the releasing stage, 0.4 ms of 0.1
+    assert cm.release_rates(kernel, works, hw, 2) is None  # eager: not measured
+    assert cm.release_rates(kernel, graphed, hw, 3) is None
