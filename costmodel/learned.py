@@ -219,7 +219,7 @@ def lead_ms(r: dict) -> float:
 
 def fitted(r: dict) -> bool:
     """Whether a row is fitted on: every profile row, and a resident row whose kernel
-    had real work left when the stage started (more than two leads of its time alone:
+    had real work left when the stage started (more than three leads of its time alone:
     a shorter one had all but ended alone)."""
     return not is_resident(r) or _f(r, "kernel_alone_ms") > 3 * lead_ms(r)
 
@@ -824,7 +824,7 @@ def _learned(path: Path, fitted_on: str | None) -> LearnedCostModel:
     """One LearnedCostModel per state of the model file, its CSVs and the library
     versions: every simulate() asks for one, so it is loaded (and its data hashed) once
     and its memoised answers serve every later call."""
-    files = [path, *(f for kind in (PROFILE, RESIDENT, GRAPHED + PROFILE)
+    files = [path, *(f for kind in (PROFILE, RESIDENT, GRAPHED + PROFILE, GRAPHED + RESIDENT)
                      for f in profile_files(path.parent, kind))]
     files += [path.parent / f for f in (GRAPHED_CSV, SAVING_CSV) if (path.parent / f).exists()]
     key = (str(path), fitted_on, tuple((f.name, f.stat().st_mtime_ns, f.stat().st_size)
