@@ -227,12 +227,23 @@ LINKS: dict[str, Link] = {
                    "InfiniBand NDR: 400 Gb/s per port, one port per GPU (DGX H100)"),
 }
 
+HOST_LINKS: dict[str, Link] = {
+    "pcie5-h200": Link(LinkKind.PCIE, "PCIe 5.0 x16 (the lent H200 machine's batch copies)",
+                       57.0 * _GB, 38.0,
+                       "fitted on the H200 machine's measured host-to-device copies of a "
+                       "batch, 2-262 MB (82 cases, 13 model/batch pairs, within -7% to +8%; "
+                       "52 GB/s + 10 us had been -32% to +18%): `python "
+                       "bench/fit_host_link.py`, bench/results/host_link_h200.md"),
+}
+"""Host links measured on a machine, for its preset's host-to-device copies only (not an
+interconnect choice)."""
+
 # gpu preset -> (intra-node, inter-node, host link, gpus per node)
 _SYSTEMS: dict[str, tuple[str, str, str, int]] = {
     "v100": ("nvlink2", "ib-hdr", "pcie3", 8),
     "a100": ("nvlink3", "ib-hdr", "pcie4", 8),
     "h100": ("nvlink4", "ib-ndr", "pcie5", 8),
-    "h200": ("nvlink4", "ib-ndr", "pcie5", 8),
+    "h200": ("nvlink4", "ib-ndr", "pcie5-h200", 8),
 }
 
 HOST_CORES_PER_GPU = 16
@@ -252,4 +263,4 @@ def hardware_preset(name: str, gpus: int = 1, host_cpu_cores: int | None = None,
     cores = host_cpu_cores if host_cpu_cores is not None else HOST_CORES_PER_GPU * gpus
     return Hardware(gpu=GPU_KINDS[key], gpu_count=gpus, gpus_per_node=per_node,
                     intra_node=LINKS[intra_node or nvl], inter_node=LINKS[net],
-                    host_link=LINKS[host], host_cpu_cores=cores)
+                    host_link=HOST_LINKS.get(host) or LINKS[host], host_cpu_cores=cores)
