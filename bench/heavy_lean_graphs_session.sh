@@ -17,6 +17,8 @@
 #       steps (costmodel/release_steps.py), beside the 198-block kernel, 3 rounds
 #   PART=tune ...    corun tune on that plan folder: every candidate in 3 rounds, the
 #       fastest kept (tuned.json)
+#   PART=final ...   the folder re-made with the measured host link: corun's plan and its
+#       runner-up beside the baselines, 3 rounds
 set -u
 stamp() { while IFS= read -r l; do echo "$(date +%T.%3N) $l"; done; }
 nvidia-smi --query-gpu=index,name,clocks.sm,memory.used --format=csv
@@ -56,8 +58,11 @@ tune)
   python -m corun.cli tune bench/plans/graphs/heavy-lean-b16384 -o "$OUT/tune" --rounds 3 \
     --budget-s 200 2>&1 | grep -v "iteration" | stamp
   ;;
+final)
+  run 16384 ideal,gpu-sequential,corun,corun-2 3 100
+  ;;
 *)
-  echo "PART must be measure, plans, thin, thin2, confirm, chosen or tune" >&2
+  echo "PART must be measure, plans, thin, thin2, confirm, chosen, tune or final" >&2
   exit 2
   ;;
 esac
