@@ -53,7 +53,7 @@ from backend.runner import PipelineProgram, trainer_batch
 from backend.streams import HostPoolSet, ReleaseClock, Streams, gpu_spin
 from backend.trainer import TRAINING_STAGES, Batch, Clock, Trainer
 from costmodel.learned import stage_row
-from costmodel.profile_data import KEY, LEAD_ASKED
+from costmodel.profile_data import KEY, LEAD_ASKED, is_resident
 from costmodel.sharding import shard_tables
 from costmodel.workload import kernel_key, kernel_work, stage_work
 from spec import Hardware, Model, OpKind, Pipeline, SpecError, Stage
@@ -442,7 +442,7 @@ def append_rows(path: Path, rows: Sequence[dict]) -> None:
     file."""
     header = appendable_header(path, any(int(r.get("warp_rows", 0)) for r in rows),
                                any(float(r.get("stage_bag_kernel", 0)) for r in rows))
-    resident = any("kernel_lead_ms" in r for r in rows)
+    resident = any(is_resident(r) for r in rows)
     new = header is None
     header = header or (RESIDENT_COLUMNS if resident else STEP_COLUMNS)
     if resident != ("kernel_lead_ms" in header) or (

@@ -37,13 +37,11 @@ import numpy as np
 from costmodel.graphs import GraphedStages, fit_savings, read_graphed
 from costmodel.interaction import SAVING_CSV
 from costmodel.profile_data import (
-    GRAPHED,
-    PROFILE,
-    RESIDENT,
+    data_files,
     data_hash,
     fit_rows,
     graphed_rows,
-    profile_files,
+    is_resident,
     read_profile,
 )
 from costmodel.release_steps import ReleaseStep, rates, read_release_steps
@@ -204,12 +202,6 @@ def stage_only(rows: Sequence[dict]) -> np.ndarray:
     """Stage features without the standalone time (to predict that time)."""
     x = np.array([stage_features(r, 0.0) for r in rows])
     return np.delete(x, STAGE_ALONE_COLUMN, axis=1)
-
-
-def is_resident(r: dict) -> bool:
-    """Whether a row has the kernel resident before its stage starts (a resident*.csv
-    row, or a query for one): it has a kernel_lead_ms."""
-    return r.get("kernel_lead_ms") not in (None, "")
 
 
 def lead_ms(r: dict) -> float:
@@ -824,8 +816,7 @@ def _learned(path: Path, fitted_on: str | None) -> LearnedCostModel:
     """One LearnedCostModel per state of the model file, its CSVs and the library
     versions: every simulate() asks for one, so it is loaded (and its data hashed) once
     and its memoised answers serve every later call."""
-    files = [path, *(f for kind in (PROFILE, RESIDENT, GRAPHED + PROFILE, GRAPHED + RESIDENT)
-                     for f in profile_files(path.parent, kind))]
+    files = [path, *data_files(path.parent)]
     files += [path.parent / f for f in (GRAPHED_CSV, SAVING_CSV) if (path.parent / f).exists()]
     key = (str(path), fitted_on, tuple((f.name, f.stat().st_mtime_ns, f.stat().st_size)
                                        for f in files),

@@ -22,10 +22,16 @@ FIRST_LEAD_MS = "0.01"
 """The lead of resident rows from before the column (the only one then profiled)."""
 
 
+def is_resident(r: dict) -> bool:
+    """Whether a row has the kernel resident before its stage starts (a resident*.csv
+    row, or a query for one): it has a kernel_lead_ms."""
+    return r.get("kernel_lead_ms") not in (None, "")
+
+
 def row_key(r: dict) -> tuple:
     """A row's identity: KEY, and for a resident row the lead it was profiled at."""
     key = tuple(str(r.get(k)) for k in KEY)
-    if r.get("kernel_lead_ms") not in (None, ""):
+    if is_resident(r):
         key += (str(r.get(LEAD_ASKED) or FIRST_LEAD_MS),)
     return key
 
@@ -35,6 +41,7 @@ PROFILE, RESIDENT = "profile", "resident"
 GRAPHED = "graphed-"
 """Before either stem: the rows of a step replayed as CUDA graphs (`corun profile
 --cuda-graphs`)."""
+KINDS = (PROFILE, RESIDENT, GRAPHED + PROFILE, GRAPHED + RESIDENT)
 
 
 def shard_file(directory: Path, shard: int, shards: int, kind: str = PROFILE) -> Path:
@@ -94,12 +101,16 @@ def done_keys(path: str | Path, kind: str = PROFILE) -> set[tuple[str, ...]]:
     return {row_key(r) for r in read_profile(path, kind=kind)}
 
 
+def data_files(path: str | Path) -> list[Path]:
+    """The profile CSVs of every kind behind `path` (KINDS)."""
+    return [f for kind in KINDS for f in profile_files(path, kind)]
+
+
 def data_hash(path: str | Path) -> str:
     """SHA-256 over the profile files' names and bytes: a fitted model records it, so a
     model fitted on other data is detected."""
     h = hashlib.sha256()
-    files = [f for kind in (PROFILE, RESIDENT, GRAPHED + PROFILE, GRAPHED + RESIDENT)
-             for f in profile_files(path, kind)]
+    files = data_files(path)
     saving = _folder(path) / SAVING_CSV
     if saving.exists():  # it changes the rows read_profile returns
         files = [*files, saving]

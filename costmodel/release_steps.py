@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from costmodel.types import MAX_OVERLAP_FACTOR
+from costmodel.types import CoRunEffect
 
 
 @dataclass(frozen=True)
@@ -37,8 +37,8 @@ def parse_steps(text: str) -> dict[str, float]:
 
 def read_release_steps(rows: Sequence[dict], key) -> dict[tuple, ReleaseStep]:
     """ReleaseStep by key(row) of the releasing stage's row, from profile rows that
-    recorded their steps; `key` also names the rows of one kernel, model and batch
-    (their stages' times alone come from those rows)."""
+    recorded their steps; each stage's time alone comes from the rows of the same GPU,
+    model, batch and kernel at that stage."""
     alone: dict[tuple, dict[str, float]] = {}
     for r in rows:
         group = (r["gpu"], r["model"], r["batch"], r["kernel"])
@@ -63,12 +63,8 @@ def rates(step: ReleaseStep, release: int) -> list[tuple[float, float]]:
     stages after, then alone past the step's end."""
     span = step.stage_ms[release:]
     total = sum(span)
-    work, took = step.kernel_alone_ms, step.kernel_ms
-    if took <= total:
-        kernel = took / max(work, 1e-9)
-    else:  # it ran on alone after the step: the rest of its work was done beside it
-        beside = work - (took - total)
-        kernel = total / beside if beside > 0 else MAX_OVERLAP_FACTOR
-    kernel = min(MAX_OVERLAP_FACTOR, max(1.0, kernel))
+    # the step from the release on as one stage: the kernel's factor of a whole run
+    kernel = CoRunEffect.from_whole_run(step.kernel_alone_ms, step.kernel_ms, total,
+                                        total).kernel_factor
     return [(max(1.0, ms / a) if a > 0 else 1.0, kernel)
             for ms, a in zip(span, step.alone_ms[release:])]

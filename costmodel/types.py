@@ -141,19 +141,20 @@ run, on the SMs when the stage starts, its times from then)."""
 
 
 def kernel_factors_through(runs: Sequence[WholeRun],
-                           carried: Sequence[WholeRun] | None = None) -> list[float]:
+                           carried: tuple[Sequence[WholeRun], Sequence[float]] | None = None
+                           ) -> list[float]:
     """Kernel slowdown factors for every stage of a step, from whole runs that released
     the kernel at each stage's start. Where the kernel outlasts its stage, the rest of
     its work runs beside the stages after it, at the rates solved for them (from the last
     stage back: after the last, the GPU is idle and the kernel runs alone), not alone as
     `CoRunEffect.from_whole_run` takes it. Beside a 0.02 ms stage that reading
     attributes almost the whole run to the stage and stalls the kernel there.
-    `carried`: the whole runs of the kernel already resident when each stage starts,
-    which the rest of its work meets in the stages after the one it started in (default:
-    `runs` themselves)."""
+    `carried`: the whole runs of the kernel already resident when each stage starts and
+    the factors solved from them (this function's answer for those runs), which the rest
+    of its work meets in the stages after the one it started in (default: `runs` and the
+    factors solved here)."""
     factors = [1.0] * len(runs)
-    later_runs, later = (runs, factors) if carried is None else \
-        (carried, kernel_factors_through(carried))
+    later_runs, later = (runs, factors) if carried is None else carried
     for i in range(len(runs) - 1, -1, -1):
         alone, corun, _, stage = runs[i]
         if i == len(runs) - 1 or corun <= stage or alone <= 0 or stage <= 0:

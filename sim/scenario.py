@@ -212,7 +212,7 @@ def _rated_effects(cm: CostModel, kw: KernelWork, works: list[StageWork], hw: Ha
         return started, started
     carried_runs = [cm.whole_run(kw, w, hw, resident=True) for w in works]
     carried = kernel_factors_through(carried_runs)
-    kernel = kernel_factors_through(runs, carried_runs)
+    kernel = kernel_factors_through(runs, (carried_runs, carried))
     return (tuple(_effect((CoRunEffect.from_whole_run(*r).stage_factor, k), w, priority)
                   for r, k, w in zip(runs, kernel, works)),
             tuple((CoRunEffect.from_whole_run(*r).stage_factor, k)

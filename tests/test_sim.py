@@ -408,12 +408,14 @@ def test_kernel_rates_come_from_the_whole_runs_together(kaggle, kaggle_model, h2
     carried_runs = [cm.whole_run(None, works[s], h200, resident=True) for s in tables.stages]
     got = tables.kernels[0].effects
     # the kernel's work left after a stage meets the later ones as a resident kernel
-    assert [k for _, k in got] == pytest.approx(kernel_factors_through(runs, carried_runs))
+    carried_factors = kernel_factors_through(carried_runs)
+    assert [k for _, k in got] == pytest.approx(
+        kernel_factors_through(runs, (carried_runs, carried_factors)))
     assert [k for _, k in got] != pytest.approx(kernel_factors_through(runs))
     assert [s for s, _ in got] == pytest.approx(
         [CoRunEffect.from_whole_run(*r).stage_factor for r in runs])
     carried = tables.kernels[0].carried
-    assert [k for _, k in carried] == pytest.approx(kernel_factors_through(carried_runs))
+    assert [k for _, k in carried] == pytest.approx(carried_factors)
     assert [s for s, _ in carried] == pytest.approx(
         [CoRunEffect.from_whole_run(*r).stage_factor for r in carried_runs])
 
