@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from costmodel.types import CoRunEffect
+from spec import SpecError
 
 
 @dataclass(frozen=True)
@@ -31,8 +32,12 @@ class ReleaseStep:
 
 
 def parse_steps(text: str) -> dict[str, float]:
-    """step_stage_ms ("stage=ms ...") as a dict."""
-    return {k: float(v) for k, v in (x.split("=") for x in text.split())}
+    """step_stage_ms ("stage=ms ...") as a dict; a SpecError naming the column otherwise."""
+    try:
+        return {k: float(v) for k, v in (x.split("=") for x in text.split())}
+    except ValueError:
+        raise SpecError("step_stage_ms", text[:80], "stage=ms pairs separated by spaces, "
+                        "as corun profile writes them") from None
 
 
 def read_release_steps(rows: Sequence[dict], key) -> dict[tuple, ReleaseStep]:

@@ -19,6 +19,16 @@ def test_rates_end_the_kernel_when_the_step_measured():
     assert rates(stalled, 1) == [(1.0, MAX_OVERLAP_FACTOR)]  # all its work after the step
 
 
+def test_a_torn_step_column_names_itself():
+    from costmodel.release_steps import parse_steps
+    from spec import SpecError
+
+    assert parse_steps("a=1.5 b=2") == {"a": 1.5, "b": 2.0}
+    for bad in ("a=1.5 b", "a=x", "a=1=2"):
+        with pytest.raises(SpecError, match="step_stage_ms"):
+            parse_steps(bad)
+
+
 def test_release_steps_need_every_stage_of_the_kernel():
     def row(stage, steps=""):
         return {"gpu": "NVIDIA H200", "model": "m", "batch": "8", "kernel": "k",
