@@ -41,6 +41,7 @@ from backend.cpu_feeder import CpuFeeder, page_lock
 from backend.data import inputs_of, read_criteo, synthetic_inputs
 from backend.distributed import DistributedTrainer, LocalBatch
 from backend.faults import faults
+from backend.feed_thread import make_feed
 from backend.fusion import FusedGroup
 from backend.graphed import make_trainer
 from backend.lane import Lane
@@ -411,7 +412,7 @@ class Executor:
         self.spans.update({k.name: [] for _, _, k in self.kernels})
         self.ready: dict[int, list] = {}
         self.host_ms: dict[str, list] = {k: [] for k in ("stage", "step", "wait", "finish",
-                                                         "check")}
+                                                         "check", "join")}
         before = [(lane, i) for lane, i, k in self.kernels if k.stage == BEFORE_ITERATION]
         clock = time.perf_counter
         ahead = self.plan.batches_ahead
@@ -431,52 +432,91 @@ class Executor:
             for lane, index, _ in self.kernels:
                 self._launch(b, lane, index, S.pre)
             batches[b] = self._finish(b)
-        checked = self._check(0)
+        checked = [self._check(0)]
+        if ahead < total:
+            self._stage(ahead)
         if total:
             with S.use(S.train):
                 for ready in self.ready[0]:  # batch 0 assembled (the loop waits again)
                     S.wait(S.train, ready)
                 self.trainer.prepare(batches[0])
-        tops, afters, ends, clocks = [], [], [], []
-        report = max(1, total // 10)
-        freeze_heap()
-        for i in range(total):
-            far = i + ahead if i + ahead < total else None  # preprocessed during step i
+
+        def batch_work(i: int) -> None:
+            """Besides step i: batch i + 1 from its lanes, batch i checked, and batch
+            i + 1 + ahead staged (into batch i - 1's pool set, whose assembly is done)."""
             t0 = clock()
-            if far is not None:
-                self._stage(far)
-            t0 = host("stage", i, t0)
-            with S.use(S.train):
-                tops.append(S.event(S.train))
-                for ready in self.ready.pop(i):  # batch i assembled
-                    S.wait(S.train, ready)
-                afters.append(S.event(S.train))
-                before_done = None
-                if far is not None and before:
-                    for lane, index in before:
-                        self._launch(far, lane, index, S.train)
-                    before_done = S.event(S.train)
-                # batch far reuses batch i - 1's buffers: its assembly waits for step i - 1
-                self.assembly_waits = (before_done, tops[-1])
-                if far is not None:
-                    self._assemble(far, BEFORE_ITERATION)
-                timer = ReleaseClock(self.device, functools.partial(self._release, far),
-                                     self.stages)
-                with faults(f"training iteration {i}"):
-                    self.trainer.step(batches.pop(i), timer)
-                ends.append(S.event(S.train))
-                clocks.append(timer)
-            t0 = host("step", i, t0)
             if ahead <= i + 1 < total:
                 batches[i + 1] = self._finish(i + 1)
             t0 = host("finish", i, t0)
-            checked += self._check(i) if i > 0 else 0
-            host("check", i, t0)
-            if (i + 1) % report == 0:
-                self.say(f"  iteration {i + 1}/{total}")
+            checked[0] += self._check(i) if i > 0 else 0
+            t0 = host("check", i, t0)
+            if i + 1 + ahead < total:
+                self._stage(i + 1 + ahead)
+            host("stage", i, t0)
+
+        feed = make_feed(self.settings.feed_thread, self.device)
+        trigger = self._feed_trigger() if feed.threaded else None
+        tops, afters, ends, clocks = [], [], [], []
+        report = max(1, total // 10)
+        freeze_heap()
+        try:
+            for i in range(total):
+                far = i + ahead if i + ahead < total else None  # preprocessed during step i
+                t0 = clock()
+                with S.use(S.train):
+                    tops.append(S.event(S.train))
+                    for ready in self.ready.pop(i):  # batch i assembled
+                        S.wait(S.train, ready)
+                    afters.append(S.event(S.train))
+                    before_done = None
+                    if far is not None and before:
+                        for lane, index in before:
+                            self._launch(far, lane, index, S.train)
+                        before_done = S.event(S.train)
+                    # batch far reuses batch i - 1's buffers: its assembly waits for step
+                    # i - 1
+                    self.assembly_waits = (before_done, tops[-1])
+                    if far is not None:
+                        self._assemble(far, BEFORE_ITERATION)
+                    posted = [False]
+
+                    def on_mark(stage: Stage, opened, far=far, i=i, posted=posted) -> None:
+                        self._release(far, stage, opened)
+                        if stage is trigger:
+                            feed.post(functools.partial(batch_work, i))
+                            posted[0] = True
+
+                    timer = ReleaseClock(self.device, on_mark, self.stages)
+                    with faults(f"training iteration {i}"):
+                        self.trainer.step(batches.pop(i), timer)
+                    ends.append(S.event(S.train))
+                    clocks.append(timer)
+                t0 = host("step", i, t0)
+                if not posted[0]:
+                    feed.post(functools.partial(batch_work, i))
+                self.host_ms["join"].append((i, feed.join()))
+                if (i + 1) % report == 0:
+                    self.say(f"  iteration {i + 1}/{total}")
+        finally:
+            feed.close()
         with S.use(S.train):
             tops.append(S.event(S.train))
-        return self._measure(tops, afters, ends, clocks, checked)
+        return self._measure(tops, afters, ends, clocks, checked[0])
+
+    def _feed_trigger(self) -> Stage | None:
+        """The stage whose closing mark hands a step's batch work to the feed thread: the
+        last forward one, so that the work runs while the launching thread is in the
+        backward; with batches one ahead, not before the last stage that releases a kernel
+        (the batch finished in step i is the one released in it). None: after the step."""
+        order = list(self.stages)
+        if Stage.TOP_MLP_FWD not in order:
+            return None
+        at = order.index(Stage.TOP_MLP_FWD)
+        if self.plan.batches_ahead == 1:
+            released = [order.index(Stage(k.stage)) for _, _, k in self.kernels
+                        if k.stage != BEFORE_ITERATION]
+            at = max([at, *released])
+        return order[at] if at < len(order) - 1 else None
 
     def _measure(self, tops, afters, ends, clocks, checked: int) -> Measurement:
         S, s = self.S, self.settings

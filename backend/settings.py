@@ -55,6 +55,12 @@ class RunSettings:
     the calls one by one, as before (bench/execute_gpu.py "+calls"), and always so with
     `preprocess_sms`, whose streams live in a green context of their own."""
 
+    feed_thread: bool = True
+    """Each step's batch work (the next batch built from its lanes, the last one checked,
+    a later one staged) on a second host thread, handed over as the step's backward
+    begins (backend/feed_thread.py); False: on the thread that launches the step, after
+    it, as before 2026-12-01 (bench/execute_gpu.py "+inline")."""
+
     assembly_ids_per_thread: int = ASSEMBLY_IDS_PER_THREAD
     """The batch's assembly kernel copies about this many of its largest table's ids a
     thread (backend/device_assembly.py, grid_for); 0: a thread a row, the grid before

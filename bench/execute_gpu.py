@@ -224,7 +224,9 @@ def run_case(pipe_name: str, batch: int, label: str, args, trainers: dict, hw,
     # one by one, not replayed as CUDA graphs (RunSettings.preprocess_graphs); "+uncapped":
     # the fused embedding update with one thread per bag and column, not
     # embedding_sgd.UPDATE_BLOCKS_PER_SM blocks an SM (one GPU); "+rowgrid": the batch's
-    # assembly kernel on a thread a row, not about ASSEMBLY_IDS_PER_THREAD ids a thread
+    # assembly kernel on a thread a row, not about ASSEMBLY_IDS_PER_THREAD ids a thread;
+    # "+inline": each step's batch work on the launching thread after the step, not on
+    # the feed thread (RunSettings.feed_thread)
     driver.use = "core" not in suffixes
     if "eager" in suffixes:
         model = replace(model, cuda_graphs=False)
@@ -255,6 +257,7 @@ def run_case(pipe_name: str, batch: int, label: str, args, trainers: dict, hw,
                            0, None, workers, early_assembly="late" not in suffixes,
                            preprocess_sms=pre_sms, preprocess_first="pre" in suffixes,
                            preprocess_graphs="calls" not in suffixes,
+                           feed_thread="inline" not in suffixes,
                            assembly_ids_per_thread=0 if "rowgrid" in suffixes
                            else RunSettings.assembly_ids_per_thread)
     device = "cpu" if args.dry_run else f"cuda:{int(os.environ.get('LOCAL_RANK', '0'))}"

@@ -40,6 +40,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="issue each batch's staging copies, kernel launches and assembly "
                    "call by call (by default they are captured once and replayed as CUDA "
                    "graphs)")
+    p.add_argument("--no-feed-thread", dest="feed_thread", action="store_false",
+                   help="do each step's batch work (build, check and stage the batches "
+                   "around it) on the thread that launches the step, after it (by default "
+                   "a second host thread does it during the step's backward)")
     p.add_argument("--data", help="Criteo-format TSV input (default: synthetic)")
     p.add_argument("--seed", type=int, default=d.seed)
     p.add_argument("--device", default="cuda", choices=["cuda", "cpu"],
@@ -84,7 +88,8 @@ def build(args: argparse.Namespace):
     settings = RunSettings(args.iterations, args.warmup, args.distinct_batches,
                            args.check, args.seed, args.data,
                            host_workers_per_gpu(strategy, hw),
-                           preprocess_graphs=args.batch_graphs)
+                           preprocess_graphs=args.batch_graphs,
+                           feed_thread=args.feed_thread)
     rank = int(os.environ.get("RANK", "0"))
     quiet = args.quiet or rank != 0
     say = progress(quiet)

@@ -165,7 +165,8 @@ def test_mixed_plan_file(workload, tmp_path, monkeypatch):
     for i in range(2):  # batch 0 before the loop, batch 1 during step 0
         at = calls.index(("assemble", i))
         assert calls[at - 1] == ("launch", i, "late")  # right after its last kernel,
-        assert i == 0 or calls[at + 1][0] == "mark"  # before the step's next stage
+        after = [c for c in calls[at + 1:] if c[0] != "finish"]  # (the feed thread's)
+        assert i == 0 or after[0][0] == "mark"  # before the step's next stage
         assert at < calls.index(("finish", i))
 
 
@@ -193,6 +194,74 @@ def test_two_batches_ahead(workload, tmp_path, monkeypatch):
         assert at[0] == steps[b - 2] - 1 and steps[b - 2] < at[1] < steps[b - 1]
         assert calls.index(("finish", b)) > steps[b - 1]
     assert calls.index(("finish", 1)) < steps[0]  # batches 0 and 1 before the loop
+
+
+@pytest.mark.parametrize("threaded", [True, False])
+def test_batch_work_on_the_feed_thread_during_the_backward(workload, tmp_path, monkeypatch,
+                                                           threaded):
+    """Two batches ahead, the feed thread builds batch i + 1, checks batch i and stages
+    batch i + 3 after step i's last forward mark and before step i + 1 begins; without
+    it (--no-feed-thread) the launching thread does the same after the step's last mark.
+    Every row checked."""
+    import threading
+
+    from backend.lane import Lane
+    from backend.streams import ReleaseClock
+
+    def who():
+        return threading.current_thread().name
+
+    calls = spy_calls(monkeypatch,
+                      mark=(ReleaseClock, lambda self, stage: ("mark", stage, who())),
+                      finish=(Lane, lambda self, S, i, *_: ("finish", i, who())),
+                      stage=(Lane, lambda self, S, i, *_: ("stage", i, who())))
+    plan = replace(mixed_plan(workload[2]), batches_ahead=2)
+    d = workload[0]
+    save(plan, tmp_path / "ahead.json")
+    extra = [] if threaded else ["--no-feed-thread"]
+    assert main(["execute", str(tmp_path / "ahead.json"), *extra, "--model",
+                 str(d / "model.json"), "--pipeline", str(d / "pipeline.json"), "--device",
+                 "cpu", "--iterations", "5", "--warmup", "0", "--distinct-batches", "3",
+                 "--quiet", "-o", str(tmp_path / "m.json")]) == 0
+    assert load(Measurement, tmp_path / "m.json").checked_rows == ROWS * 5
+    starts = [k for k, c in enumerate(calls) if c[:2] == ("mark", None)]
+    ends = [k for k, c in enumerate(calls) if c[:2] == ("mark", spec.Stage.OPTIMIZER)]
+    handed = [k for k, c in enumerate(calls) if c[:2] == ("mark", spec.Stage.TOP_MLP_FWD)]
+    assert len(starts) == len(ends) == len(handed) == 5
+    assert {c[2] for c in calls if c[0] == "mark"} == {"MainThread"}
+    helper = "corun-feed" if threaded else "MainThread"
+    for i in range(4):  # step i: batch i + 1 built (0 and 1 before the loop), batch
+        # i + 3 staged (i + 3 < 5)
+        work = [calls.index(("finish", i + 1, helper))] if i > 0 else []
+        if i + 3 < 5:
+            work.append(calls.index(("stage", i + 3, helper)))
+        for at in work:
+            assert (handed[i] if threaded else ends[i]) < at < starts[i + 1]
+    assert calls.index(("stage", 2, "MainThread")) < starts[0]  # before the loop
+
+
+def test_feed_thread_hands_back_what_its_job_raised():
+    """A job's exception comes back to the launching thread at `join`, as itself; the
+    interpreter's switch interval is restored on close."""
+    import sys
+    import threading
+
+    from backend.feed_thread import FeedThread
+    from spec import SpecError
+
+    before = sys.getswitchinterval()
+    feed = FeedThread(torch.device("cpu"))
+    ran = []
+    feed.post(lambda: ran.append(threading.current_thread().name))
+    feed.join()
+    assert ran == ["corun-feed"]
+    feed.post(lambda: (_ for _ in ()).throw(SpecError("x", 1, "y")))
+    with pytest.raises(SpecError, match="x"):
+        feed.join()
+    feed.post(lambda: ran.append("after"))
+    feed.join()
+    feed.close()
+    assert ran == ["corun-feed", "after"] and sys.getswitchinterval() == before
 
 
 def test_a_stage_is_released_once_the_host_has_enqueued_it():
