@@ -55,11 +55,13 @@ class RunSettings:
     the calls one by one, as before (bench/execute_gpu.py "+calls"), and always so with
     `preprocess_sms`, whose streams live in a green context of their own."""
 
-    feed_thread: bool = True
+    feed_thread: bool = False
     """Each step's batch work (the next batch built from its lanes, the last one checked,
     a later one staged) on a second host thread, handed over as the step's backward
     begins (backend/feed_thread.py); False: on the thread that launches the step, after
-    it, as before 2026-12-01 (bench/execute_gpu.py "+inline")."""
+    it. An experiment, off: on the H200 it measured no better (bench/results/
+    feed_thread_h200.md): the launching thread holds the GIL for most of its step, so
+    what the second thread does lengthens that step by as much or more."""
 
     assembly_ids_per_thread: int = ASSEMBLY_IDS_PER_THREAD
     """The batch's assembly kernel copies about this many of its largest table's ids a

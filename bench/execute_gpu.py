@@ -225,8 +225,10 @@ def run_case(pipe_name: str, batch: int, label: str, args, trainers: dict, hw,
     # the fused embedding update with one thread per bag and column, not
     # embedding_sgd.UPDATE_BLOCKS_PER_SM blocks an SM (one GPU); "+rowgrid": the batch's
     # assembly kernel on a thread a row, not about ASSEMBLY_IDS_PER_THREAD ids a thread;
-    # "+inline": each step's batch work on the launching thread after the step, not on
-    # the feed thread (RunSettings.feed_thread)
+    # "+feed": each step's batch work on a second host thread during the step's backward
+    # (RunSettings.feed_thread); "+inline": on the launching thread after the step (the
+    # default since the feed thread measured no better; feed_thread_session.sh run 1 ran
+    # with the feed thread as the default, "+inline" as the variant)
     driver.use = "core" not in suffixes
     if "eager" in suffixes:
         model = replace(model, cuda_graphs=False)
@@ -257,7 +259,7 @@ def run_case(pipe_name: str, batch: int, label: str, args, trainers: dict, hw,
                            0, None, workers, early_assembly="late" not in suffixes,
                            preprocess_sms=pre_sms, preprocess_first="pre" in suffixes,
                            preprocess_graphs="calls" not in suffixes,
-                           feed_thread="inline" not in suffixes,
+                           feed_thread="feed" in suffixes and "inline" not in suffixes,
                            assembly_ids_per_thread=0 if "rowgrid" in suffixes
                            else RunSettings.assembly_ids_per_thread)
     device = "cpu" if args.dry_run else f"cuda:{int(os.environ.get('LOCAL_RANK', '0'))}"

@@ -40,10 +40,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="issue each batch's staging copies, kernel launches and assembly "
                    "call by call (by default they are captured once and replayed as CUDA "
                    "graphs)")
-    p.add_argument("--no-feed-thread", dest="feed_thread", action="store_false",
-                   help="do each step's batch work (build, check and stage the batches "
-                   "around it) on the thread that launches the step, after it (by default "
-                   "a second host thread does it during the step's backward)")
+    p.add_argument("--feed-thread", action="store_true",
+                   help="an experiment: each step's batch work (build, check and stage the "
+                   "batches around it) on a second host thread during the step's backward "
+                   "(by default the thread that launches the step does it after the step; "
+                   "on the H200 the second thread measured no faster, "
+                   "bench/results/feed_thread_h200.md)")
     p.add_argument("--data", help="Criteo-format TSV input (default: synthetic)")
     p.add_argument("--seed", type=int, default=d.seed)
     p.add_argument("--device", default="cuda", choices=["cuda", "cpu"],

@@ -199,9 +199,9 @@ def test_two_batches_ahead(workload, tmp_path, monkeypatch):
 @pytest.mark.parametrize("threaded", [True, False])
 def test_batch_work_on_the_feed_thread_during_the_backward(workload, tmp_path, monkeypatch,
                                                            threaded):
-    """Two batches ahead, the feed thread builds batch i + 1, checks batch i and stages
-    batch i + 3 after step i's last forward mark and before step i + 1 begins; without
-    it (--no-feed-thread) the launching thread does the same after the step's last mark.
+    """Two batches ahead, the feed thread (--feed-thread) builds batch i + 1, checks batch
+    i and stages batch i + 3 after step i's last forward mark and before step i + 1
+    begins; without it the launching thread does the same after the step's last mark.
     Every row checked."""
     import threading
 
@@ -218,7 +218,7 @@ def test_batch_work_on_the_feed_thread_during_the_backward(workload, tmp_path, m
     plan = replace(mixed_plan(workload[2]), batches_ahead=2)
     d = workload[0]
     save(plan, tmp_path / "ahead.json")
-    extra = [] if threaded else ["--no-feed-thread"]
+    extra = ["--feed-thread"] if threaded else []
     assert main(["execute", str(tmp_path / "ahead.json"), *extra, "--model",
                  str(d / "model.json"), "--pipeline", str(d / "pipeline.json"), "--device",
                  "cpu", "--iterations", "5", "--warmup", "0", "--distinct-batches", "3",
