@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -142,7 +143,9 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def write_outputs(out: Path, results: list[SimResult]) -> None:
+def write_outputs(out: Path, results: list[SimResult], extra: Sequence[str] = ()) -> None:
+    """Each strategy's prediction and trace, and summary.md: the comparison, its caveats
+    and the `extra` lines."""
     out.mkdir(parents=True, exist_ok=True)
     for r in results:
         save(r.prediction, out / prediction_file(r.prediction.strategy))
@@ -153,6 +156,6 @@ def write_outputs(out: Path, results: list[SimResult]) -> None:
             f"{p0.hardware}\n\nBatch {p0.batch_per_gpu} per GPU; cost model "
             f"{p0.provenance.cost_model}; commit {p0.provenance.git_commit}; "
             f"{p0.iterations} simulated iterations.\n\n```\n{comparison_table(preds)}\n```\n\n"
-            + "".join(f"{c}\n\n" for c in caveats(preds)) +
+            + "".join(f"{c}\n\n" for c in [*caveats(preds), *extra]) +
             "Open a `trace-*.json` in https://ui.perfetto.dev or chrome://tracing.\n")
     write_atomic(out / "summary.md", text)

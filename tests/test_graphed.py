@@ -89,6 +89,33 @@ def test_the_graphed_step_costs_the_host_less_in_simulation_and_a_hint_says_so()
     assert not hints(simulate(adagrad).prediction)  # a model graphs cannot take
 
 
+def test_plan_says_what_the_graphed_step_would_give_where_the_host_paces():
+    """`corun plan`'s what-if line: ideal and the chosen plan simulated with the graphed
+    step, where (only where) the hint fires; its numbers are those of simulating it so."""
+    import re
+
+    from corun.plan_cmd import graphs_whatif
+    from sim import Scenario, Strategy, StrategyKind, simulate_steady
+    from spec import one_kernel_plan
+
+    model = replace(model_preset("criteo-kaggle"), batch_per_gpu=4096)
+    pipeline = pipeline_preset("kaggle")
+    hw = hardware_preset("h200", 1)
+    plan = one_kernel_plan(pipeline, model.name, 1, "emb_fwd", 66, 256)
+    base = Scenario(hw, model, pipeline, Strategy(StrategyKind.IDEAL), iterations=30)
+    preds = [simulate_steady(base).prediction]
+    line = graphs_whatif(base, plan, preds, lambda _: None)
+    graphed = replace(base, model=replace(model, cuda_graphs=True))
+    ideal = simulate_steady(graphed).prediction.iteration_time_ms
+    mine = simulate_steady(replace(graphed, strategy=Strategy(
+        StrategyKind.PLAN, plan=plan, name="corun"))).prediction.iteration_time_ms
+    assert line is not None and f"ideal {ideal:.3f} ms, the plan {mine:.3f} ms" in line
+    ratio = float(re.search(r"and ([0-9.]+)x the eager", line).group(1))
+    assert ratio == pytest.approx(preds[0].iteration_time_ms / mine, abs=0.01) and ratio > 1.2
+    wide = replace(base, model=replace(model, batch_per_gpu=16384))  # the GPU paces it
+    assert graphs_whatif(wide, plan, [simulate_steady(wide).prediction], print) is None
+
+
 def graphed_trains_as_eager(model, data: list[Batch], loss_rtol: float,
                             weight_atol: float) -> GraphedTrainer:
     """Six steps of the eager and the graphed trainer from the same weights over `data`:
