@@ -1,11 +1,12 @@
 """The plan executor: train the DLRM while the plan preprocesses the next batch.
 
 One GPU. Three CUDA streams: training (higher priority when the plan says so),
-preprocessing, and host-to-device copies. During iteration i, batch i+a's staged columns
-(raw inputs, plus any columns the host CPU computed) are copied into one of a+1 pool
-sets, a being the plan's `batches_ahead`, and each fused kernel of the plan is launched
-on the preprocessing stream behind the CUDA event that opens its planned training stage
-(kernels planned `before` the iteration run on the training stream, ahead of stage 0).
+preprocessing, and host-to-device copies. Once the host has launched step i-1, batch
+i+a's staged columns (raw inputs, plus any columns the host CPU computed) are copied into
+one of a+1 pool sets, a being the plan's `batches_ahead`; during iteration i each fused
+kernel of the plan is launched on the preprocessing stream behind the CUDA event that
+opens its planned training stage (kernels planned `before` the iteration run on the
+training stream, ahead of stage 0).
 Right after a lane's last kernel is launched, the assembly of its pools into the
 trainer's Batch is queued behind it. Once the host has launched step i it waits for
 batch i+1's Batch (it needs the id counts to slice it): with a = 1 that batch's kernels
@@ -14,7 +15,9 @@ they co-ran with step i-1, so the host runs up to a step ahead of the GPU. The t
 stream waits for batch i+1 at the start of iteration i+1. Every value of every batch is
 compared with the NumPy reference on the device (on the GPU by the kernel that
 assembles it; batch 0 also on the host), and the host reads one flag: a mismatch stops
-the run, naming the feature and row.
+the run, naming the feature and row. That batch work (build, check, stage) follows
+each step on the launching thread, or, with RunSettings.feed_thread, runs on a second
+host thread during the step's backward (backend/feed_thread.py).
 
 On the CPU the same code runs without streams or events (Numba CPU kernels, the host
 clock), so CI exercises every step but the timing.
