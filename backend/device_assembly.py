@@ -190,6 +190,9 @@ class DeviceAssembler:
         self.status = torch.zeros(t + 1, dtype=torch.int64, device=device)
         self.starts = torch.zeros(t + 1, dtype=torch.int64, device=device)
         self.host_status = torch.zeros(t + 1, dtype=torch.int64, pin_memory=True)
+        self.labels = torch.zeros(rows, device=device)
+        """The batch's labels, copied in behind the kernel (`copy_labels`): ordered before
+        the event the trainer waits for, and reused with the other outputs."""
         self._driver = device.type == "cuda" and driver.available()
         fixed = [as_dev(list(x)) for x in (omap.dense_bases, omap.table_values,
                                            omap.table_offsets, omap.table_capacity,
@@ -229,6 +232,12 @@ class DeviceAssembler:
         self.launches[i % len(self.launches)](stream)
         self.host_status.copy_(self.status, non_blocking=True)
 
+    def copy_labels(self, staged: torch.Tensor, stream) -> None:
+        """Copy the staged labels into `labels` on the torch stream `stream`, right after
+        `start` on it (so the event recorded next covers the whole batch)."""
+        with torch.cuda.stream(stream):
+            self.labels.copy_(staged, non_blocking=True)
+
     def status_now(self) -> tuple[list[int], bool]:
         """Each table's id count and whether the batch differed from the reference, as
         `start` copied them back (the stream must have passed that copy); a count outside
@@ -241,16 +250,16 @@ class DeviceAssembler:
                                     np.array([n]), "id count outside [0, capacity]")
         return counts, bad
 
-    def batch(self, labels: torch.Tensor) -> tuple[Batch, list[int], bool]:
+    def batch(self) -> tuple[Batch, list[int], bool]:
         """The Batch, each table's id count, and whether it differed from the reference."""
         counts, bad = self.status_now()
-        batch = self.uncounted_batch(labels)
+        batch = self.uncounted_batch()
         batch.ids = batch.ids[: sum(counts)]
         return batch, counts, bad
 
-    def uncounted_batch(self, labels: torch.Tensor) -> Batch:
+    def uncounted_batch(self) -> Batch:
         """The Batch without waiting for the kernel: its ids are the whole buffer, the
         batch's own at its front (the offsets say how many), for a trainer whose kernels
         read only within the offsets (Model.reads_ids_by_offsets)."""
         dense = self.dense_bits.view(torch.float32)
-        return Batch(dense, self.ids, self.offsets, labels.clone())
+        return Batch(dense, self.ids, self.offsets, self.labels)

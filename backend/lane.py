@@ -207,8 +207,14 @@ class Lane:
             self.opened[i] = S.event(S.pre)
             if self.kernel_assembly:
                 assembler = self.kernel_assembly[i % self.slots]
-                key = ("assemble", i % self.slots, i % len(assembler.launches))
-                self.graphs.run(key, lambda s: assembler.start(i, S.numba(s)), S.pre)
+                k = i % self.slots
+                key = ("assemble", k, i % len(assembler.launches))
+
+                def work(s, k=k, assembler=assembler) -> None:
+                    assembler.start(i, S.numba(s))
+                    assembler.copy_labels(self.labels[k], s)
+
+                self.graphs.run(key, work, S.pre)
                 self.assembled[i] = S.event(S.pre)
 
     def finish(self, S: Streams, i: int, waited: Callable[[float], None],
@@ -252,15 +258,13 @@ class Lane:
             S.sync(done)
             waited((time.perf_counter() - h0) * 1e3)
             with faults(f"assembling batch {i} ({self.name} lane)"):
-                batch, counts, bad = self.kernel_assembly[k].batch(self.labels[k])
+                batch, counts, bad = self.kernel_assembly[k].batch()
         else:
-            batch, counts, bad = self.kernel_assembly[k].uncounted_batch(self.labels[k]), \
-                None, None
+            batch, counts, bad = self.kernel_assembly[k].uncounted_batch(), None, None
             self.uncounted[i] = done
         self.pool_free[k] = done
         if self.check_on:
             self.checked[i] = (None, batch, bad)
-        batch.labels.record_stream(S.train)
         return batch, counts
 
     def _settle(self, S: Streams, i: int) -> tuple[list[int], bool] | None:

@@ -84,3 +84,38 @@ def test_corun_execute_turns_the_graphs_off_on_request():
         args = p.parse_args(["--strategy", "gpu-sequential", "--device", "cpu", "-o", "m.json",
                              *extra])
         assert build(args).settings.preprocess_graphs is on
+
+
+@real_cuda
+@pytest.mark.parametrize("stage, ahead", [("top_mlp_bwd", 2), ("emb_fwd", 1)])
+def test_the_trainer_gets_each_batchs_own_labels(stage, ahead):
+    """The labels each step trains on are its batch's, read in the training stream's
+    order: they are copied into the assembly's outputs behind its kernel, before the
+    event the training stream waits for (a clone made when the host collected the batch
+    queued behind later batches' kernels, and training did not wait for it)."""
+    from backend.executor import Executor
+    from backend.graphed import make_trainer
+    from backend.settings import RunSettings
+    from spec import hardware_preset, model_preset, one_kernel_plan, pipeline_preset
+
+    pipeline = pipeline_preset("kaggle")
+    model = replace(model_preset("criteo-kaggle"), batch_per_gpu=2048)
+    plan = replace(one_kernel_plan(pipeline, model.name, 1, stage, 66),
+                   batches_ahead=ahead, training_priority_high=True)
+    trainer = make_trainer(model, "cuda:0", 0)
+    seen, real = [], trainer.step
+
+    def step(batch, clock=None):
+        seen.append(batch.labels.clone())  # on the training stream, where the step reads
+        return real(batch, clock)
+
+    trainer.step = step
+    settings = RunSettings(iterations=10, warmup=2, distinct_batches=3)
+    ex = Executor(model, pipeline, plan, "corun", settings, "cuda:0", say=lambda _: None,
+                  trainer=trainer, hardware=hardware_preset("h200"))
+    ex.run()
+    torch.cuda.synchronize()
+    raw = ex.lanes[0].raw_labels
+    assert len(seen) == 12 and not torch.equal(raw[0], raw[1])
+    for i, got in enumerate(seen):
+        assert torch.equal(got.cpu(), raw[i % len(raw)].float()), f"step {i}"
