@@ -193,5 +193,5 @@ def graphs_whatif(base, plan, preds, say) -> str | None:
             f"{mine.throughput_samples_per_s / ideal.throughput_samples_per_s:.1%} of that "
             f"ideal and {mine.throughput_samples_per_s / eager.throughput_samples_per_s:.2f}x "
             "the eager ideal's samples/s; `corun plan --cuda-graphs` searches for that step "
-            "(measured on the H200: corun within 1.3% of the graphed ideal at kaggle and "
-            "terabyte b4096, bench/results/flat_graphs_rounds_run3_h200.md)")
+            "(measured on the H200: corun 99.6% and 99.5% of the graphed ideal at kaggle and "
+            "terabyte b4096, bench/results/flat_graphs_rounds_run4_h200.md)")
