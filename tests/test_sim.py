@@ -246,6 +246,39 @@ def test_the_assembly_follows_the_last_kernel_at_its_rates(kaggle, kaggle_model,
     assert ideal.compiled.gpus[0].kernels == ()  # nothing preprocessed, nothing assembled
 
 
+def test_a_large_assembly_holds_the_stages_that_start_beside_it(kaggle, kaggle_model, h200):
+    """An assembly of ASSEMBLY_HOLD_MIN_MS or more alone holds every stage that starts
+    while it runs (it ends first, at its own pace); a smaller one keeps the last kernel's
+    carried rates; a stage it starts during keeps the kernel's rates."""
+    from sim.engine import run
+    from sim.scenario import (
+        ASSEMBLY_HOLD_MIN_MS,
+        ASSEMBLY_HOLDS,
+        _assembly_run,
+        compile_scenario,
+    )
+
+    plan = spec.one_kernel_plan(kaggle, kaggle_model.name, 1, "emb_fwd", 66, 256)
+    sc = Scenario(h200, kaggle_model, kaggle, Strategy(StrategyKind.PLAN, plan=plan),
+                  host_thread=False, iterations=3, warmup=1)
+    compiled = compile_scenario(sc, AnalyticCostModel())
+    g = compiled.gpus[0]
+    kernel, small = g.kernels
+    assert small.alone_ms < ASSEMBLY_HOLD_MIN_MS and small.carried == kernel.carried
+    mb = (ASSEMBLY_HOLD_MIN_MS - assembly_ms(0.0)) / (assembly_ms(1.0) - assembly_ms(0.0))
+    large = _assembly_run(kernel, 1.01 * mb)
+    assert large.alone_ms >= ASSEMBLY_HOLD_MIN_MS and large.effects == kernel.effects
+    assert set(large.carried) == {ASSEMBLY_HOLDS} and len(large.carried) == len(g.stages)
+    calm = tuple((1.0, 1.0) for _ in g.stages)
+    s0 = g.stage_ms[0]
+    g.kernels = (replace(kernel, alone_ms=1e-6, effects=calm, carried=calm),
+                 replace(large, alone_ms=3 * s0, effects=calm))
+    stage_ms = run(compiled).stage_ms[0][0]  # the first step
+    assert stage_ms[0] == pytest.approx(s0)  # the assembly started in it: calm
+    assert stage_ms[1] == pytest.approx(2 * s0 + 1e-6 + g.stage_ms[1])  # held till its end
+    assert stage_ms[2:] == pytest.approx(g.stage_ms[2:])
+
+
 def test_deterministic_for_a_seed(kaggle, kaggle_model):
     hw = spec.hardware_preset("h200", 4)
     sc = Scenario(hw, kaggle_model, kaggle, Strategy(StrategyKind.CPU, 8), jitter_cv=0.1, seed=7)
