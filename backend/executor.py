@@ -497,7 +497,9 @@ class Executor:
                 t0 = host("step", i, t0)
                 if not posted[0]:
                     feed.post(functools.partial(batch_work, i))
-                self.host_ms["join"].append((i, feed.join()))
+                waited_ms = feed.join()
+                if feed.threaded:  # inline there is nothing to wait for
+                    self.host_ms["join"].append((i, waited_ms))
                 if (i + 1) % report == 0:
                     self.say(f"  iteration {i + 1}/{total}")
         finally:

@@ -210,7 +210,7 @@ class Lane:
                 k = i % self.slots
                 key = ("assemble", k, i % len(assembler.launches))
 
-                def work(s, k=k, assembler=assembler) -> None:
+                def work(s) -> None:
                     assembler.start(i, S.numba(s))
                     assembler.copy_labels(self.labels[k], s)
 

@@ -39,8 +39,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "corun execute --cuda-graphs does (one GPU; into DIR/graphed-*.csv)")
     p.add_argument("--lead-ms", type=float,
                    help="with --resident: how long the kernel runs alone before the stage "
-                   "starts (default %(default)s; longer: a kernel part done, as one carried "
-                   "from an earlier stage is)")
+                   "starts, in (0, 5] ms (default: backend.profile.LEAD_MS; longer: a kernel "
+                   "part done, as one carried from an earlier stage is)")
     p.add_argument("--hardware", default="h200")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--device", default="cuda", choices=["cuda", "cpu"])

@@ -223,7 +223,9 @@ def test_batch_work_on_the_feed_thread_during_the_backward(workload, tmp_path, m
                  str(d / "model.json"), "--pipeline", str(d / "pipeline.json"), "--device",
                  "cpu", "--iterations", "5", "--warmup", "0", "--distinct-batches", "3",
                  "--quiet", "-o", str(tmp_path / "m.json")]) == 0
-    assert load(Measurement, tmp_path / "m.json").checked_rows == ROWS * 5
+    m = load(Measurement, tmp_path / "m.json")
+    assert m.checked_rows == ROWS * 5
+    assert ("join" in m.host) == threaded  # the wait for the feed thread, where there is one
     starts = [k for k, c in enumerate(calls) if c[:2] == ("mark", None)]
     ends = [k for k, c in enumerate(calls) if c[:2] == ("mark", spec.Stage.OPTIMIZER)]
     handed = [k for k, c in enumerate(calls) if c[:2] == ("mark", spec.Stage.TOP_MLP_FWD)]
