@@ -279,7 +279,8 @@ def _assembly_run(last: KernelRun, batch_mb: float) -> KernelRun:
     rounds each strategy), gpu-sequential's assembly, begun with emb_fwd, held
     bottom_mlp_fwd 0.165 ms (median) against 0.006 at the kernel's rates, and the
     assembly that corun's plan (top_mlp_bwd) left running into the next step held its
-    start or bottom_mlp_fwd 0.115-0.174 ms in every round; a stage it starts during
+    start or bottom_mlp_fwd 0.115-0.171 ms more than ideal's in every round (`python
+    bench/early_stall.py` on the two, `--pool`); a stage it starts during
     (emb_bwd beside the interaction_bwd plan's) keeps the kernel's rates. Re-predicted
     (`python bench/repredict.py` on those and 8 other runs), the 68 graphed heavy-lean
     cases went from 19 to 59 within 5% (mean error 5.9% -> 3.5%), the flat ones did not
