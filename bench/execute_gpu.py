@@ -129,6 +129,12 @@ MATRICES = {
     # on the GPUs, corun-owner: the same (or corun's, where it has kernels) owner-mapped
     "multigpu": [(p, (4096, 8192), ("ideal", "gpu-sequential", "rap", "corun", "corun-gpu",
                                     "corun-owner")) for p in ("kaggle", "terabyte")],
+    # each model's eager ideal where the host paces it (small batches): the host's step by
+    # model, beside criteo-kaggle's on the same host (costmodel/host.py, MODEL_STEP_SCALE);
+    # --model runs one model in place of the pipelines' own (heavy-fused, heavy-lean)
+    "host-steps": [(p, (2048, 4096), ("ideal",)) for p in (
+        "kaggle", "terabyte", "wide-2x", "wide-4x", "multihot", "heavy", "heavy-small",
+        "heavy-20")],
 }
 
 
@@ -203,7 +209,7 @@ def case_plan(label: str, pipeline: spec.Pipeline, model: spec.Model, directory:
 
 def run_case(pipe_name: str, batch: int, label: str, args, trainers: dict, hw,
              inputs: dict) -> dict:
-    model_name = MATRIX_MODEL.get(args.matrix, spec.DEFAULT_MODEL_FOR[pipe_name])
+    model_name = args.model or MATRIX_MODEL.get(args.matrix, spec.DEFAULT_MODEL_FOR[pipe_name])
     model = replace(spec.model_preset(model_name), batch_per_gpu=batch,
                     **MODEL_CHANGES.get(args.matrix, {}))
     pipeline = spec.pipeline_preset(pipe_name)
@@ -288,6 +294,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", help="comma-separated pipelines to run")
     ap.add_argument("--batches", help="comma-separated batch sizes to run")
     ap.add_argument("--strategies", help="comma-separated strategies to run")
+    ap.add_argument("--model", help="a model preset to train in place of the matrix's (with "
+                    "--only its pipeline; the plans are still the matrix's)")
     d = RunSettings()
     ap.add_argument("--iterations", type=int, default=d.iterations)
     ap.add_argument("--warmup", type=int, default=d.warmup)
@@ -301,6 +309,8 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.repeats < 1:
         ap.error(f"--repeats {args.repeats}: an integer >= 1")
+    if args.model and args.model not in spec.MODEL_PRESETS:
+        ap.error(f"--model {args.model}: one of {', '.join(spec.MODEL_PRESETS)}")
     keep_b = None  # the matrix's batches to run (all: None)
     if args.batches:
         try:
