@@ -130,7 +130,7 @@ MATRICES = {
     "multigpu": [(p, (4096, 8192), ("ideal", "gpu-sequential", "rap", "corun", "corun-gpu",
                                     "corun-owner")) for p in ("kaggle", "terabyte")],
     # each model's eager ideal where the host paces it (small batches): the host's step by
-    # model, beside criteo-kaggle's on the same host (costmodel/host.py, MODEL_STEP_SCALE);
+    # model, beside criteo-kaggle's on the same host (bench/fit_host.py --step-scales);
     # --model runs one model in place of the pipelines' own (heavy-fused, heavy-lean)
     "host-steps": [(p, (2048, 4096), ("ideal",)) for p in (
         "kaggle", "terabyte", "wide-2x", "wide-4x", "multihot", "heavy", "heavy-small",

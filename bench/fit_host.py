@@ -6,13 +6,16 @@
     python bench/fit_host.py --shares-by-model RAW.json [...] [-o OUT.json]
     python bench/fit_host.py --workers RAW.json [...] [-o OUT.json]
     python bench/fit_host.py --owner RAW.json [...] [-o OUT.json]
+    python bench/fit_host.py --step-scales RAW.json [...] [-o OUT.json]
 
 --shares-by-model fits only each model's share of the step's launches by stage
 (costmodel.host.MODEL_LAUNCH_SHARE), leaving the constants to the runs they came from;
 --workers only what host workers cost the launching thread, on one GPU and on several
 (costmodel.host.WORKERS_MS, DISTRIBUTED_WORKERS_MS), with the committed batch costs;
 --owner only what owner-mapped tables save the distributed step's input all-to-all and
-what their lane adds to the batch (DISTRIBUTED_OWNER_A2A_MS, DISTRIBUTED_OWNER_LANE_MS).
+what their lane adds to the batch (DISTRIBUTED_OWNER_A2A_MS, DISTRIBUTED_OWNER_LANE_MS);
+--step-scales only each model's eager host step over criteo-kaggle's, from the host-steps
+matrix's ideal runs (measured; the model keeps one step, costmodel/host.py says why).
 """
 
 from __future__ import annotations
@@ -27,7 +30,14 @@ sys.path.insert(0, str(ROOT))
 
 from bench.render_execute import require_raw  # noqa: E402
 from costmodel.host import H200_HOST  # noqa: E402
-from costmodel.host_fit import fit, launch_shares_by_model, owner_ms, runs, workers_ms  # noqa: E402
+from costmodel.host_fit import (  # noqa: E402
+    fit,
+    launch_shares_by_model,
+    owner_ms,
+    runs,
+    step_scales,
+    workers_ms,
+)
 from spec import SpecError  # noqa: E402
 from spec.serde import write_atomic  # noqa: E402
 
@@ -45,6 +55,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--owner", action="store_true",
                     help="fit only what owner-mapped tables save and cost the host (several "
                          "GPUs)")
+    ap.add_argument("--step-scales", action="store_true",
+                    help="fit only each model's eager host step over criteo-kaggle's")
     args = ap.parse_args(argv)
     require_raw(ap, args.raw)
     rows = runs(args.raw)
@@ -57,6 +69,8 @@ def main(argv: list[str] | None = None) -> int:
                     fitted["several" if several else "one"] = workers_ms(rows, fixed, several)
         elif args.owner:
             fitted = owner_ms(rows)
+        elif args.step_scales:
+            fitted = step_scales(rows)
         elif args.shares_by_model:
             fitted = launch_shares_by_model(rows)
             if not fitted:

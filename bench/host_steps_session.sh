@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Each model's eager ideal at batch 2048 and 4096, where the launching host thread paces
-# the step, 2 rounds: the host's step by model (costmodel/host.py, MODEL_STEP_SCALE,
-# fitted by `python bench/fit_host.py --step-scales`). The pipelines' own models first,
+# the step, 2 rounds: the host's step by model against criteo-kaggle's (`python
+# bench/fit_host.py --step-scales`; bench/results/host_steps_h200.md says why the model
+# keeps one step for all). The pipelines' own models first,
 # then heavy-fused and heavy-lean on theirs, back to back on the same host. Run from the
 # repository root on the H200 with $OUT set.
 set -uo pipefail

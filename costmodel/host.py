@@ -55,6 +55,18 @@ Since commit fd22a7b each batch's copies, launches and assembly replay as CUDA g
 (backend/batch_graphs.py): about 0.12 ms of host a batch less at heavy b8192, no change
 in the iteration over 46 paired rounds (bench/results/calls_h200.md); not refitted
 either.
+One step for every model, measured against a step by model: every model's eager ideal at
+b2048 and b4096, 2 rounds, back to back on one H200's host (`bash
+bench/host_steps_session.sh`; `python bench/fit_host.py --step-scales
+bench/results/raw/execute_host_steps_{default,heavy_fused,heavy_lean}_run1.json.gz -o
+bench/results/host_step_scales.json`) put the host-paced models' steps at 0.76-1.23x
+criteo-kaggle's (heavy-small 0.76, heavy-fused 0.77, heavy-lean 0.95, wide-2x 1.02,
+terabyte 1.21, heavy-mlp 1.23; kaggle's own rounds 3.62-4.32 ms). Taken into the model,
+the 3,993 executed cases re-predicted (`python bench/repredict.py --all`) went from 1,122
+to 1,022 within 5%: heavy-fused 203 -> 61 of 1,171 and heavy-small 26 -> 18 of 78 (other
+machines' heavy-fused steps were not 0.77x kaggle's), terabyte 203 -> 253 of 825 but
+host-paced b4096 runs from -10% to +10% by machine. So the per-model steps stay out: the
+lent hosts differ more than the models (bench/results/host_steps_h200.md).
 The same host is assumed for every GPU kind (a what-if elsewhere keeps this host). Before
 the executor packed launch arguments once and assembled with one kernel (runs 2-6), the
 constants were 4.90 / 0.29 / 1.31 / 0.080, fitted by hand on runs 2-3 (heavy.s batch

@@ -158,6 +158,45 @@ def launch_shares_by_model(rows: list[dict]) -> dict[str, dict]:
     return out
 
 
+HOST_PACED_GROWTH = 1.3
+"""A model's ideal step is host-paced at both of two batches, one twice the other, when
+the larger batch's step took less than this many times the smaller's (a GPU-paced step
+nearly doubles: wide-4x 4.3 -> 7.9 ms, heavy 3.4 -> 6.9, mlperf-dcnv2 14.4 -> 28.3 at
+b2048 -> b4096 on the H200; host-paced ones moved -20% to +11%)."""
+
+
+def step_scales(rows: list[dict], base: str = "criteo-kaggle") -> dict[str, dict]:
+    """Each model's eager ideal host step over `base`'s (measured, not in the model: see
+    costmodel/host.py's docstring), from one-GPU ideal rows at two batches, one twice the
+    other (bench/execute_gpu.py's host-steps matrix): the median over all its rows over the
+    median of `base`'s, for the models host-paced at both (HOST_PACED_GROWTH); the others
+    are named and left out."""
+    ideal = [r for r in rows if r["strategy"] == "ideal" and r.get("gpus", 1) == 1
+             and r.get("model")]
+    by: dict[str, dict[int, list[float]]] = {}
+    for r in ideal:
+        by.setdefault(r["model"], {}).setdefault(r["batch"], []).append(r["host"]["step"])
+    if base not in by:
+        raise SpecError("raw", sorted(by), f"ideal rows of {base} to scale the others by")
+    out: dict[str, dict] = {}
+    for model, steps in sorted(by.items()):
+        batches = sorted(steps)
+        if len(batches) != 2 or batches[1] != 2 * batches[0]:
+            raise SpecError("raw", {model: batches}, "ideal rows at two batches, one twice "
+                            "the other, for every model")
+        growth = statistics.median(steps[batches[1]]) / statistics.median(steps[batches[0]])
+        every = steps[batches[0]] + steps[batches[1]]
+        out[model] = {"steps_ms": [round(x, 3) for x in every],
+                      "growth": round(growth, 3), "host_paced": growth < HOST_PACED_GROWTH}
+    kaggle = statistics.median(out[base]["steps_ms"])
+    for v in out.values():
+        if v["host_paced"]:
+            v["scale"] = round(statistics.median(v["steps_ms"]) / kaggle, 2)
+    if not out[base]["host_paced"]:
+        raise SpecError("raw", base, "its ideal host-paced at both batches")
+    return out
+
+
 def workers_ms(rows: list[dict], batch_fixed_ms: float, several: bool = True) -> dict:
     """workers_ms (one GPU) or distributed_workers_ms (`several`): over the runs of that
     GPU count, each plan with op nodes on the host CPU against its command's (and

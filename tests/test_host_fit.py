@@ -206,3 +206,35 @@ def test_owner_share_shortens_only_the_distributed_step_and_its_input_all_to_all
     less = h.launched_ms(stages, [0, 0, 0], 0, gpus=2, owner_share=1.0)
     assert [a - b for a, b in zip(plain, less)] == pytest.approx(
         [h.distributed_owner_a2a_ms] * 3)
+
+
+def ideal_step_row(model: str, batch: int, step_ms: float) -> dict:
+    """A one-GPU ideal row of the host-steps matrix, as rows_of writes it."""
+    return {"source": "x", "pipeline": "kaggle", "model": model, "batch": batch,
+            "strategy": "ideal", "gpus": 1, "host": {"step": step_ms}}
+
+
+def test_step_scales_divide_each_host_paced_models_step_by_kaggles():
+    """A model whose step stays put as the batch doubles is host-paced: its median step
+    over criteo-kaggle's is its scale; one whose step doubles (GPU-paced) gets none."""
+    from costmodel.host_fit import step_scales
+
+    rows = [ideal_step_row("criteo-kaggle", b, x) for b, x in
+            ((2048, 3.6), (2048, 3.8), (4096, 3.7), (4096, 4.2))]
+    rows += [ideal_step_row("heavy-fused", b, x) for b, x in
+             ((2048, 2.9), (2048, 3.0), (4096, 2.7), (4096, 2.8))]
+    rows += [ideal_step_row("wide-4x", b, x) for b, x in ((2048, 4.3), (4096, 7.9))]
+    out = step_scales(rows)
+    assert out["criteo-kaggle"]["scale"] == 1.0
+    assert out["heavy-fused"]["scale"] == pytest.approx(2.85 / 3.75, abs=0.005)
+    assert not out["wide-4x"]["host_paced"] and "scale" not in out["wide-4x"]
+
+
+def test_step_scales_refuse_runs_without_kaggle_or_without_a_doubled_batch():
+    from costmodel.host_fit import step_scales
+
+    with pytest.raises(SpecError, match="criteo-kaggle"):
+        step_scales([ideal_step_row("heavy-fused", b, 3.0) for b in (2048, 4096)])
+    with pytest.raises(SpecError, match="one twice the other"):
+        step_scales([ideal_step_row("criteo-kaggle", b, 3.0) for b in (2048, 8192)])
+
