@@ -193,6 +193,8 @@ class DeviceAssembler:
         self.labels = torch.zeros(rows, device=device)
         """The batch's labels, copied in behind the kernel (`copy_labels`): ordered before
         the event the trainer waits for, and reused with the other outputs."""
+        self.dense = self.dense_bits.view(torch.float32)
+        """The dense features as the trainer reads them (a view made once)."""
         self._driver = device.type == "cuda" and driver.available()
         fixed = [as_dev(list(x)) for x in (omap.dense_bases, omap.table_values,
                                            omap.table_offsets, omap.table_capacity,
@@ -261,5 +263,4 @@ class DeviceAssembler:
         """The Batch without waiting for the kernel: its ids are the whole buffer, the
         batch's own at its front (the offsets say how many), for a trainer whose kernels
         read only within the offsets (Model.reads_ids_by_offsets)."""
-        dense = self.dense_bits.view(torch.float32)
-        return Batch(dense, self.ids, self.offsets, self.labels)
+        return Batch(self.dense, self.ids, self.offsets, self.labels)

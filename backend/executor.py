@@ -147,6 +147,12 @@ class Executor:
         self.host_nodes = [n for n in pipeline.order if n in set(plan.cpu_nodes)]
         self.lanes = self._make_lanes(ordered)
         self.kernels = [(lane, i, k) for lane in self.lanes for i, k in enumerate(lane.kernels)]
+        self.released: dict[str, list[tuple[Lane, int]]] = {}
+        """Per training stage, the (lane, kernel index) it releases, in launch order: a
+        step calls `_release` at each of its stages, most of which release nothing."""
+        for lane, index, k in self.kernels:
+            if k.stage != BEFORE_ITERATION:
+                self.released.setdefault(k.stage, []).append((lane, index))
 
     def _make_lanes(self, ordered: list) -> list[Lane]:
         """The local lane (kernels every GPU runs over its rows, host nodes) and, on a
@@ -252,13 +258,12 @@ class Executor:
         """Stage `stage` of the current iteration opened (event `opened`): launch the
         kernels planned for it on the preprocessing stream, for batch i, and the assembly
         of each lane whose last kernel that was."""
-        if i is None:
+        if i is None or stage.value not in self.released:
             return
         S = self.S
-        for lane, index, k in self.kernels:
-            if k.stage == stage.value:
-                S.wait(S.pre, opened)
-                self._launch(i, lane, index, S.pre)
+        S.wait(S.pre, opened)
+        for lane, index in self.released[stage.value]:
+            self._launch(i, lane, index, S.pre)
         self._assemble(i, stage.value)
 
     def _assemble(self, i: int, after: str | None) -> None:
@@ -398,7 +403,7 @@ class Executor:
             with S.use(S.train):
                 tops.append(S.event(S.train))
                 afters.append(tops[-1])
-                clock = Clock(self.device)
+                clock = Clock(self.device, S.train)
                 self.trainer.step(batches[i % len(batches)], clock)
                 ends.append(S.event(S.train))
                 clocks.append(clock)
@@ -489,7 +494,7 @@ class Executor:
                             feed.post(functools.partial(batch_work, i))
                             posted[0] = True
 
-                    timer = ReleaseClock(self.device, on_mark, self.stages)
+                    timer = ReleaseClock(self.device, on_mark, self.stages, S.train)
                     with faults(f"training iteration {i}"):
                         self.trainer.step(batches.pop(i), timer)
                     ends.append(S.event(S.train))

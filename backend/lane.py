@@ -120,16 +120,17 @@ class Lane:
         copy's (start, end) events."""
         k, raw = i % self.slots, i % len(self.raw_labels)
         pairs = self._copies(k, raw) if bufs is None else self._pairs(k, raw, bufs)
-        with S.use(S.copy):
-            S.wait(S.copy, self.pool_free[k])
-            t0 = S.event(S.copy)
-            if bufs is None:  # staged ahead: the same copies whenever raw batch `raw` comes
-                fast = self._addresses(k, raw) if self._driver and driver.use else None
-                self.graphs.run(("stage", k, raw), lambda s: self._copy(S, s, pairs, fast),
-                                S.copy)
-            else:
-                self._copy(S, S.copy, pairs, None)
-            self.copied[i] = S.event(S.copy)
+        # every call names its stream: no `S.use` (PyTorch's stream context looks the
+        # current stream up twice, some microseconds of the launching thread's each)
+        S.wait(S.copy, self.pool_free[k])
+        t0 = S.event(S.copy)
+        if bufs is None:  # staged ahead: the same copies whenever raw batch `raw` comes
+            fast = self._addresses(k, raw) if self._driver and driver.use else None
+            self.graphs.run(("stage", k, raw), lambda s: self._copy(S, s, pairs, fast),
+                            S.copy)
+        else:
+            self._copy(S, S.copy, pairs, None)
+        self.copied[i] = S.event(S.copy)
         return t0, self.copied[i]
 
     @staticmethod
@@ -177,15 +178,14 @@ class Lane:
     def launch(self, S: Streams, i: int, index: int, stream):
         """Launch kernel `index` for batch i on `stream`; returns its (start, end) events."""
         kernel = self.kernels[index]
-        with S.use(stream):
-            S.wait(stream, self.copied[i])
-            t0 = S.event(stream)
-            k = i % self.slots
-            with faults(f"launching fused kernel {kernel.name!r} ({len(kernel.nodes)} op "
-                        "nodes)"):
-                self.graphs.run(("launch", k, index), lambda s: self._launch_on(S, s, k, index),
-                                stream)
-            return t0, S.event(stream)
+        S.wait(stream, self.copied[i])
+        t0 = S.event(stream)
+        k = i % self.slots
+        with faults(f"launching fused kernel {kernel.name!r} ({len(kernel.nodes)} op "
+                    "nodes)"):
+            self.graphs.run(("launch", k, index), lambda s: self._launch_on(S, s, k, index),
+                            stream)
+        return t0, S.event(stream)
 
     def _launch_on(self, S: Streams, stream, k: int, index: int) -> None:
         """Kernel `index` over pool set k on `stream` (its list scan too)."""
@@ -200,22 +200,21 @@ class Lane:
         instead, the low-priority assembly waited for that stage and so did the host
         (heavy b4096, run 8: 5.1 ms of host wait per iteration). On the GPU the assembly
         kernel starts here; `finish` waits for it."""
-        with S.use(S.pre):
-            S.wait(S.pre, self.copied[i])
-            S.wait(S.pre, before_done)
-            S.wait(S.pre, consumed)
-            self.opened[i] = S.event(S.pre)
-            if self.kernel_assembly:
-                assembler = self.kernel_assembly[i % self.slots]
-                k = i % self.slots
-                key = ("assemble", k, i % len(assembler.launches))
+        S.wait(S.pre, self.copied[i])
+        S.wait(S.pre, before_done)
+        S.wait(S.pre, consumed)
+        self.opened[i] = S.event(S.pre)
+        if self.kernel_assembly:
+            assembler = self.kernel_assembly[i % self.slots]
+            k = i % self.slots
+            key = ("assemble", k, i % len(assembler.launches))
 
-                def work(s) -> None:
-                    assembler.start(i, S.numba(s))
-                    assembler.copy_labels(self.labels[k], s)
+            def work(s) -> None:
+                assembler.start(i, S.numba(s))
+                assembler.copy_labels(self.labels[k], s)
 
-                self.graphs.run(key, work, S.pre)
-                self.assembled[i] = S.event(S.pre)
+            self.graphs.run(key, work, S.pre)
+            self.assembled[i] = S.event(S.pre)
 
     def finish(self, S: Streams, i: int, waited: Callable[[float], None],
                counted: bool = True) -> tuple[Batch, list[int] | None, object]:
@@ -227,10 +226,10 @@ class Lane:
         that opened the assembly."""
         k = i % self.slots
         start = self.opened.pop(i)
+        if self.kernel_assembly:  # no PyTorch op on the current stream: no `S.use`
+            batch, counts = self._finish_kernel(S, i, waited, counted)
+            return batch, counts, start
         with S.use(S.pre):
-            if self.kernel_assembly:
-                batch, counts = self._finish_kernel(S, i, waited, counted)
-                return batch, counts, start
             stacked = self.assemblers[k].offsets()
             h0 = time.perf_counter()
             S.sync(S.event(S.pre))

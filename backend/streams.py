@@ -115,8 +115,8 @@ class ReleaseClock(Clock):
     several GPUs)."""
 
     def __init__(self, device: torch.device, release: Callable[[Stage, object], None],
-                 stages: tuple[Stage, ...] = TRAINING_STAGES) -> None:
-        super().__init__(device)
+                 stages: tuple[Stage, ...] = TRAINING_STAGES, stream=None) -> None:
+        super().__init__(device, stream)
         self.release, self.stages = release, stages
 
     def mark(self, stage: Stage | None) -> None:
