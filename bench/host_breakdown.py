@@ -79,14 +79,20 @@ def summary(times: dict[str, list[float]], steps: int) -> dict[str, dict]:
             for k, v in times.items() if v}
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__,
+def wrapper_args(doc: str, argv: list[str] | None) -> tuple[Path, list[str]]:
+    """(--out, bench/execute_gpu.py's arguments after --) of a script that runs
+    execute_gpu's cases with something wrapped around them."""
+    ap = argparse.ArgumentParser(description=doc,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", required=True)
     ap.add_argument("execute_args", nargs=argparse.REMAINDER,
                     help="after --: bench/execute_gpu.py's arguments")
     args = ap.parse_args(argv)
-    rest = [a for a in args.execute_args if a != "--"]
+    return Path(args.out), [a for a in args.execute_args if a != "--"]
+
+
+def main(argv: list[str] | None = None) -> int:
+    out, rest = wrapper_args(__doc__, argv)
     times: dict[str, list[float]] = {}
     wrap_all(times)
     results = []
@@ -107,7 +113,6 @@ def main(argv: list[str] | None = None) -> int:
         return out
 
     execute_gpu.run_case = measured
-    out = Path(args.out)
     rc = execute_gpu.main(rest + ["--out", str(out / "execute")])
     write_atomic(out / "host_breakdown.json", json.dumps(
         {"command": " ".join(["python", *sys.argv]), "results": results}, indent=1))

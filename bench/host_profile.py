@@ -14,7 +14,6 @@ Locally:      python bench/host_profile.py --out /tmp/x -- --matrix plans --only
 
 from __future__ import annotations
 
-import argparse
 import cProfile
 import io
 import pstats
@@ -25,6 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from backend import executor  # noqa: E402
 from bench import execute_gpu  # noqa: E402
+from bench.host_breakdown import wrapper_args  # noqa: E402
 from spec.serde import write_atomic  # noqa: E402
 
 TOP = 45
@@ -32,14 +32,7 @@ TOP = 45
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", required=True)
-    ap.add_argument("execute_args", nargs=argparse.REMAINDER,
-                    help="after --: bench/execute_gpu.py's arguments")
-    args = ap.parse_args(argv)
-    rest = [a for a in args.execute_args if a != "--"]
-    out = Path(args.out)
+    out, rest = wrapper_args(__doc__, argv)
     current: dict[str, str] = {}
     run_case = execute_gpu.run_case
 
