@@ -260,32 +260,6 @@ bench/results/raw/execute_flat_plans_rounds_run5.json.gz were predicted 0.3-0.75
 than measured where they had been within 0.1% (`python bench/repredict.py`)."""
 
 
-FIRST_STAGE_HOLD_MIN_MS = ASSEMBLY_HOLD_MIN_MS
-"""A kernel that takes at least this long alone, released with the step's first stage
-(emb_fwd, one GPU), holds the stages after it (`_first_stage_holds`)."""
-
-
-def _first_stage_holds(carried: tuple[tuple[float, float], ...]
-                       ) -> tuple[tuple[float, float], ...]:
-    """The carried rates of a large kernel released with emb_fwd, the step's first stage:
-    every later stage that starts while it runs waits for it (ASSEMBLY_HOLDS). Released
-    with the stage that opens the step, its long-lived blocks take the SMs as emb_fwd's
-    drain, before the next stage's kernels may start, and keep them. Measured on the H200,
-    heavy-lean b16384 (graphed and eager), such kernels stretched the stages after emb_fwd
-    by about their time alone: 132 blocks (1.37 ms alone) interaction_fwd +0.71 ms and
-    bottom_mlp_fwd +0.15, 264 blocks (0.85) bottom_mlp_fwd +0.58 and top_mlp_bwd +0.22
-    (bench/results/raw/execute_heavy_lean_graphs_thin_run1.json.gz), 528 blocks eagerly
-    (0.59) bottom_mlp_fwd +0.46 and top_mlp_fwd +0.22
-    (execute_remade_heavy_lean_b16384_run1.json.gz), where the profiled release step
-    (its stages enqueued long before) had them at 1.4-1.8x their 0.02-0.1 ms. With the
-    pairs' rates those plans were predicted 13-17% fast; held, the graphed ones -1% to +8%
-    and the whole record re-predicted (`python bench/repredict.py --all`) 1,122 -> 1,119
-    of 3,993 within 5%, mean error 15.82% -> 15.80%, the flat pipelines' kernels (under
-    0.1 ms) unmoved. Kernels released later in the step keep the rates their release
-    steps measured, which matched execution there (bench/results/heavy_lean_graphs_hold_h200.md)."""
-    return tuple(ASSEMBLY_HOLDS if j > 0 else c for j, c in enumerate(carried))
-
-
 def _assembly_run(last: KernelRun, batch_mb: float) -> KernelRun:
     """The kernel that assembles and checks the batch (backend/device_assembly.py), on
     the preprocessing stream right behind the batch's last kernel (after a kernel run
@@ -387,10 +361,7 @@ def compile_scenario(sc: Scenario, cm: CostModel) -> Compiled:
             pos = -1 if k.release is None else stages.index(k.release)
             effects, carried = _effects(cm, kw, [w[s] for s in stages], hw,
                                         plan.training_priority_high, pos)
-            alone_ms = cm.kernel_ms(kw, hw)
-            if pos == 0 and stages[0] is Stage.EMB_FWD and alone_ms >= FIRST_STAGE_HOLD_MIN_MS:
-                carried = _first_stage_holds(carried)
-            kernels.append(KernelRun(k.name, pos, alone_ms, effects, carried))
+            kernels.append(KernelRun(k.name, pos, cm.kernel_ms(kw, hw), effects, carried))
             copy_bytes += rows * sum(raw_cols[pipeline.node_by_name[n].input]
                                      for n in k.nodes
                                      if pipeline.node_by_name[n].input in raw_cols)

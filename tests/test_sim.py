@@ -279,35 +279,6 @@ def test_a_large_assembly_holds_the_stages_that_start_beside_it(kaggle, kaggle_m
     assert stage_ms[2:] == pytest.approx(g.stage_ms[2:])
 
 
-def test_a_large_kernel_released_with_the_first_stage_holds_the_stages_after_it(
-        kaggle, kaggle_model, h200):
-    """Released at emb_fwd, the step's first stage, a kernel of FIRST_STAGE_HOLD_MIN_MS or
-    more alone holds every later stage that starts while it runs (ASSEMBLY_HOLDS as its
-    carried rates after emb_fwd); the same kernel released later, and a small one at
-    emb_fwd, keep the rates the cost model gives."""
-    from sim.scenario import ASSEMBLY_HOLDS, FIRST_STAGE_HOLD_MIN_MS, compile_scenario
-
-    heavy, model = spec.pipeline_preset("heavy"), spec.model_preset("heavy-fused")
-
-    class Quick(AnalyticCostModel):  # every kernel short of the hold
-        def kernel_ms(self, work, hw):
-            return 0.5 * FIRST_STAGE_HOLD_MIN_MS
-
-    def first_kernel(pipeline, m, stage, blocks, cm=None):
-        plan = spec.one_kernel_plan(pipeline, m.name, 1, stage, blocks, 256)
-        sc = Scenario(h200, m, pipeline, Strategy(StrategyKind.PLAN, plan=plan),
-                      host_thread=False, iterations=3, warmup=1)
-        return compile_scenario(sc, cm or AnalyticCostModel()).gpus[0].kernels[0]
-
-    held = first_kernel(heavy, model, "emb_fwd", 1056)
-    later = first_kernel(heavy, model, "bottom_mlp_fwd", 1056)
-    assert held.alone_ms >= FIRST_STAGE_HOLD_MIN_MS
-    assert set(held.carried[1:]) == {ASSEMBLY_HOLDS} and held.carried[0] != ASSEMBLY_HOLDS
-    assert ASSEMBLY_HOLDS not in later.carried and held.effects == later.effects
-    small = first_kernel(kaggle, kaggle_model, "emb_fwd", 66, Quick())
-    assert small.alone_ms < FIRST_STAGE_HOLD_MIN_MS and ASSEMBLY_HOLDS not in small.carried
-
-
 def test_deterministic_for_a_seed(kaggle, kaggle_model):
     hw = spec.hardware_preset("h200", 4)
     sc = Scenario(hw, kaggle_model, kaggle, Strategy(StrategyKind.CPU, 8), jitter_cv=0.1, seed=7)
