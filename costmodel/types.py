@@ -226,6 +226,12 @@ class CostModel(abc.ABC):
         starts."""
         return None
 
+    def whole_runs(self, kernel: KernelWork, stages: Sequence[StageWork], hw: Hardware,
+                   resident: bool = False) -> list[WholeRun | None]:
+        """`whole_run` beside each of `stages`, in order (a model may answer them in one
+        batch)."""
+        return [self.whole_run(kernel, stage, hw, resident) for stage in stages]
+
     def release_rates(self, kernel: KernelWork, works: Sequence[StageWork], hw: Hardware,
                       release: int) -> list[tuple[float, float]] | None:
         """(stage factor, kernel factor) at each stage position from `release` on, where

@@ -206,12 +206,14 @@ def _rated_effects(cm: CostModel, kw: KernelWork, works: list[StageWork], hw: Ha
     knows each stage's pair as a whole run (the learned one), the kernel's factors come
     from all of them together (`kernel_factors_through`), a kernel carried into a stage
     at the rates of its resident runs; otherwise stage by stage, the same either way."""
-    runs = [cm.whole_run(kw, w, hw) if w.comm is Comm.NONE else None for w in works]
+    computed = [w for w in works if w.comm is Comm.NONE]
+    answers = iter(cm.whole_runs(kw, computed, hw))
+    runs = [next(answers) if w.comm is Comm.NONE else None for w in works]
     if any(r is None for r in runs):
         started = tuple(_effect(_profiled_effect(cm, kw, w, hw, priority), w, priority)
                         for w in works)
         return started, started
-    carried_runs = [cm.whole_run(kw, w, hw, resident=True) for w in works]
+    carried_runs = cm.whole_runs(kw, works, hw, resident=True)
     carried = kernel_factors_through(carried_runs)
     kernel = kernel_factors_through(runs, (carried_runs, carried))
     return (tuple(_effect((CoRunEffect.from_whole_run(*r).stage_factor, k), w, priority)

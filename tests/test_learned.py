@@ -276,3 +276,26 @@ def test_resident_rows_are_their_own_pairs_from_the_stage_start(profile_csv):
                               / (float(r["kernel_alone_ms"]) - lead + float(r["stage_alone_ms"])))
     short = {**resident, "kernel_lead_ms": str(float(r["kernel_alone_ms"]))}
     assert not learned.fitted(short) and learned.fitted(resident) and learned.fitted(r)
+
+
+def test_whole_runs_in_one_batch_equal_the_pairs_asked_one_by_one():
+    """The simulator asks the learned model about a kernel beside every stage at once
+    (`whole_runs`, one scikit-learn call for the pairs not measured); each answer is the
+    one `whole_run` gives alone, measured pairs included, and asking again is free."""
+    from costmodel import kernel_work, shard_tables, stage_work
+    from spec import hardware_preset, model_preset, one_kernel_plan, pipeline_preset
+
+    hw = hardware_preset("h200", 1)
+    committed = learned.cost_model_for(hw)
+    model, pipe = model_preset("criteo-kaggle"), pipeline_preset("kaggle")
+    works = list(stage_work(model, hw, shard_tables(model, hw), 0).values())
+    for blocks in (77, 66):  # a launch no profile timed, and the one the plans use
+        k = one_kernel_plan(pipe, model.name, 1, "emb_fwd", blocks, 256).kernels[0]
+        kw = kernel_work(pipe, k.name, k.nodes, model.batch_per_gpu, k.blocks,
+                         k.threads_per_block, k.warp_rows)
+        for resident in (False, True):
+            batch = learned.LearnedCostModel(committed.model, committed.meta)
+            single = learned.LearnedCostModel(committed.model, committed.meta)
+            together = batch.whole_runs(kw, works, hw, resident)
+            assert together == [single.whole_run(kw, w, hw, resident) for w in works]
+            assert batch.whole_runs(kw, works[::-1], hw, resident) == together[::-1]
