@@ -337,6 +337,9 @@ def compile_scenario(sc: Scenario, cm: CostModel) -> Compiled:
     rows_local = model.batch_per_gpu
     raw_cols: dict[str, float] = {c.name: c.bytes_per_row() for c in pipeline.inputs}
     cols = pipeline.columns
+    kernel_works: dict[tuple, KernelWork] = {}
+    """Each plan kernel's work by (kernel, rows): the same on every GPU that runs it
+    (costmodel.kernel_work walks the kernel's nodes; 8 GPUs asked it 8 times)."""
     gpus = []
     for g in range(hw.gpu_count):
         w = works[g]
@@ -358,8 +361,10 @@ def compile_scenario(sc: Scenario, cm: CostModel) -> Compiled:
             if k.gpu is not None and k.gpu != g:
                 continue
             rows = rows_local if k.gpu is None else rows_local * hw.gpu_count
-            kw = kernel_work(pipeline, k.name, k.nodes, rows, k.blocks, k.threads_per_block,
-                             k.warp_rows)
+            if (k, rows) not in kernel_works:
+                kernel_works[k, rows] = kernel_work(pipeline, k.name, k.nodes, rows, k.blocks,
+                                                    k.threads_per_block, k.warp_rows)
+            kw = kernel_works[k, rows]
             pos = -1 if k.release is None else stages.index(k.release)
             effects, carried = _effects(cm, kw, [w[s] for s in stages], hw,
                                         plan.training_priority_high, pos)
