@@ -12,8 +12,9 @@ trainer's Batch is queued behind it. Once the host has launched step i it waits 
 batch i+1's Batch (it needs the id counts to slice it): with a = 1 that batch's kernels
 co-run with step i, so the host launches step i+1 only when they are done; with a = 2
 they co-ran with step i-1, so the host runs up to a step ahead of the GPU. The training
-stream waits for batch i+1 at the start of iteration i+1. Every value of every batch is
-compared with the NumPy reference on the device (on the GPU by the kernel that
+stream waits for batch i+1 at the start of iteration i+1. Every value of the warmup's
+batches (each distinct raw batch at least once; with RunSettings.check_timed every
+batch) is compared with the NumPy reference on the device (on the GPU by the kernel that
 assembles it; batch 0 also on the host), and the host reads one flag: a mismatch stops
 the run, naming the feature and row. That batch work (build, check, stage) follows
 each step on the launching thread, or, with RunSettings.feed_thread, runs on a second
@@ -68,7 +69,7 @@ from spec import (
     hardware_preset,
     stages_for,
 )
-from spec.measurement import GRAPHS_NOTE
+from spec.measurement import CHECKED_EVERY, GRAPHS_NOTE, UNCHECKED
 
 
 def freeze_heap() -> None:
@@ -237,6 +238,8 @@ class Executor:
             lane.build(cols, labels, refs, self.device,
                        staged_ahead=not (lane.host_nodes and lane.name == "local"),
                        check=self.settings.check, slots=self.plan.batches_ahead + 1,
+                       compared_batches=self.settings.compared_batches(
+                           self.plan.batches_ahead + 1),
                        ids_per_thread=self.settings.assembly_ids_per_thread,
                        graphs=self.settings.preprocess_graphs
                        and not self.settings.preprocess_sms)
@@ -584,6 +587,17 @@ class Executor:
             versions=versions(), git_commit=git_commit(), command=self.command,
             notes=self._notes(), host=host, plan=self.plan, per_iteration=per_iteration)
 
+    def _check_note(self) -> str:
+        """What the run compared with the reference (spec.measurement reads it back)."""
+        s = self.settings
+        if not s.check:
+            return "the batches were not checked"
+        n = s.compared_batches(self.plan.batches_ahead + 1)
+        if n is None:
+            return CHECKED_EVERY
+        return (f"every row of batches 0-{n - 1} was compared with the NumPy reference on "
+                "the device (the run's first, each distinct batch at least once); " + UNCHECKED)
+
     def _notes(self) -> tuple[str, ...]:
         notes = [f"the timings of rank 0 of {self.world}"] if self.world > 1 else []
         notes += ["stall = iteration time minus the training stream's busy time (from its "
@@ -592,9 +606,7 @@ class Executor:
             notes.append("ideal: the reference's batches, preprocessed ahead and replayed "
                          "(equal to the reference by construction, so not re-checked)")
         else:
-            notes.append("h2d and assemble are listed with the stages; " + (
-                "every row of every batch was compared with the NumPy reference on the "
-                "device" if self.settings.check else "the batches were not checked"))
+            notes.append("h2d and assemble are listed with the stages; " + self._check_note())
         if self.model.cuda_graphs:
             notes.append(GRAPHS_NOTE + ", one a stage, captured "
                          "before the timed loop on the run's first batch, after eager "

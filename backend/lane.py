@@ -59,14 +59,17 @@ class Lane:
     def build(self, columns: Sequence[Mapping[str, ColumnData]], labels: Sequence[np.ndarray],
               references: Sequence[HostBatch], device: torch.device, staged_ahead: bool,
               check: bool = True, slots: int = 2, graphs: bool = False,
-              ids_per_thread: int = ASSEMBLY_IDS_PER_THREAD) -> None:
+              ids_per_thread: int = ASSEMBLY_IDS_PER_THREAD,
+              compared_batches: int | None = None) -> None:
         """`slots` pool sets (batch i uses set i % slots: one per batch preprocessed
         ahead, plus the one training reads), their assemblers and (if `check`) the
         references on the device; staging buffers for every raw batch when the staged
         columns are known ahead (no host workers). `graphs`: on a GPU, each batch's
         staging, kernel launches and assembly replayed as CUDA graphs
         (backend/batch_graphs.py). `ids_per_thread`: the assembly kernel's grid
-        (device_assembly.grid_for)."""
+        (device_assembly.grid_for). `compared_batches`: with `check`, only batches below
+        that index are compared with their references (None: every batch); the others are
+        assembled without the comparison, their id counts still range-checked."""
         cuda = device.type == "cuda"
         on = graphs and cuda
         self.graphs = WorkGraphs(on, torch.cuda.Stream(device) if on else None)
@@ -81,6 +84,7 @@ class Lane:
         self.omap = output_map(self.layout, self.pipeline, self.model, self.tables, self.dense)
         self.references = list(references)
         self.check_on = check
+        self.compared_batches = compared_batches
         self.device_refs = [tuple(torch.from_numpy(x).to(device) for x in
                                   (r.dense, r.ids, r.offsets)) for r in references] \
             if check else []
@@ -114,6 +118,10 @@ class Lane:
         self.checked: dict[int, object] = {}
         self.uncounted: dict[int, object] = {}  # batch -> its assembly's event (_settle)
         self.pool_free: list[object] = [None] * slots
+
+    def compares(self, i: int) -> bool:
+        """Whether batch i is compared with its reference."""
+        return self.check_on and (self.compared_batches is None or i < self.compared_batches)
 
     def stage(self, S: Streams, i: int, bufs=None):
         """Copy batch i's staged columns and labels into pool set i % slots; returns the
@@ -207,10 +215,11 @@ class Lane:
         if self.kernel_assembly:
             assembler = self.kernel_assembly[i % self.slots]
             k = i % self.slots
-            key = ("assemble", k, i % len(assembler.launches))
+            compare = self.compares(i)
+            key = ("assemble", k, assembler.variant(i, compare))
 
             def work(s) -> None:
-                assembler.start(i, S.numba(s))
+                assembler.start(i, S.numba(s), compare)
                 assembler.copy_labels(self.labels[k], s)
 
             self.graphs.run(key, work, S.pre)
@@ -238,7 +247,7 @@ class Lane:
                 batch = self.assemblers[k].batch(stacked, self.labels[k])
             counts = self.assemblers[k].totals.tolist()
             self.pool_free[k] = S.event(S.pre)
-            if self.check_on:
+            if self.compares(i):
                 ref = self.device_refs[i % len(self.device_refs)]
                 self.flags[k].copy_(differs(batch, ref), non_blocking=True)
                 self.checked[i] = (S.event(S.pre), batch, None)
@@ -262,7 +271,7 @@ class Lane:
             batch, counts, bad = self.kernel_assembly[k].uncounted_batch(), None, None
             self.uncounted[i] = done
         self.pool_free[k] = done
-        if self.check_on:
+        if self.compares(i):
             self.checked[i] = (None, batch, bad)
         return batch, counts
 
@@ -283,7 +292,7 @@ class Lane:
         was assembled, so its flag has long arrived: the host waits for nothing. A batch
         `finish` did not count is counted here (`_settle`), compared or not."""
         settled = self._settle(S, i)
-        if not self.check_on:
+        if not self.compares(i):
             return 0
         done, batch, bad = self.checked.pop(i)
         if settled is not None:  # the kernel's counts and flag, read only now

@@ -25,9 +25,10 @@ class RunSettings:
     distinct_batches: int = 4
     """Raw batches generated (or read) once and cycled; preprocessing reruns each time."""
     check: bool = True
-    """Compare every row of every batch with the reference, on the batch's own device
+    """Compare every row of the batches with the reference, on the batch's own device
     (one flag comes back to the host, read an iteration later; on a mismatch the first
-    differing feature and row are named)."""
+    differing feature and row are named): those of the warmup (`compared_batches`), or
+    with `check_timed` every batch of the run."""
     seed: int = 0
     data: str | None = None
     """A Criteo-format TSV file; synthetic data when None."""
@@ -67,6 +68,22 @@ class RunSettings:
     """The batch's assembly kernel copies about this many of its largest table's ids a
     thread (backend/device_assembly.py, grid_for); 0: a thread a row, the grid before
     2026-12-01 (bench/execute_gpu.py "+rowgrid")."""
+
+    check_timed: bool = False
+    """Compare the timed iterations' batches too, as every run before 2026-12-02 did. Off,
+    the timed batches are assembled as a production run would, without reading the
+    reference: on the H200 the comparison cost graphed heavy-lean b16384's plans 0.03-0.09
+    ms an iteration and gpu-sequential 0.075 (`bash bench/check_cost_session.sh`,
+    bench/results/check_cost_h200.md), which `ideal`, replaying ready batches, never pays."""
+
+    def compared_batches(self, slots: int) -> int | None:
+        """Batches compared with their references (the first ones; None: every batch):
+        those of the warmup but its last 2 x `slots` (so the assembly without the
+        comparison, one graph per pool set, is captured before the timed loop), and at
+        least one of each distinct raw batch even where that reaches into the timed loop."""
+        if not self.check or self.check_timed:
+            return None
+        return max(self.distinct_batches, self.warmup - 2 * slots)
 
     def __post_init__(self) -> None:
         for name, lo in (("iterations", 1), ("warmup", 0), ("distinct_batches", 1),

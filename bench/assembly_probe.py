@@ -84,7 +84,7 @@ def probe_batch(pipe_name: str, model_name: str, rows: int, factors: list[int],
     # read, checked), offsets written (and read), dense features read and written (and read)
     for check in (True, False):
         asm = DeviceAssembler(omap, state.pools, refs if check else [], device)
-        base = asm.launches[0]
+        base = asm.launches[0] if check else asm.plain_launch
         moved = (n_ids * 8 + (tables * rows + 1) * 8 + rows * len(omap.dense_bases) * 4) * (
             3 if check else 2)
         bx, by = by_row

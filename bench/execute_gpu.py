@@ -48,7 +48,7 @@ from backend.executor import Executor  # noqa: E402
 from backend.graphed import make_trainer  # noqa: E402
 from backend.settings import RunSettings  # noqa: E402
 from bench.render_execute import plan_file  # noqa: E402
-from corun.workload import int_list, shrink_tables  # noqa: E402
+from corun.workload import add_check_arguments, int_list, shrink_tables  # noqa: E402
 from reports.rounds import turned_order  # noqa: E402
 from sim.strategy import (  # noqa: E402
     StrategyKind,
@@ -243,6 +243,8 @@ def run_case(pipe_name: str, batch: int, label: str, args, trainers: dict, hw,
         base, check = "gpu-overlap", False
     if "nocheck" in suffixes:  # "+nocheck": the batches not compared with the reference
         check = False
+    # "+checked": the timed batches compared too (RunSettings.check_timed), as before
+    check_timed = args.check_timed or "checked" in suffixes
     plan, strategy = case_plan(base, pipeline, model,
                                plan_dir(args.matrix, pipe_name, batch, hw.gpu_count), hw)
     if "ahead2" in suffixes:
@@ -270,7 +272,7 @@ def run_case(pipe_name: str, batch: int, label: str, args, trainers: dict, hw,
                            preprocess_sms=pre_sms, preprocess_first="pre" in suffixes,
                            preprocess_graphs="calls" not in suffixes,
                            feed_thread="feed" in suffixes and "inline" not in suffixes,
-                           assembly_ids_per_thread=ids_per_thread)
+                           assembly_ids_per_thread=ids_per_thread, check_timed=check_timed)
     device = "cpu" if args.dry_run else f"cuda:{int(os.environ.get('LOCAL_RANK', '0'))}"
     key = (model.name, model.cuda_graphs)
     if hw.gpu_count > 1:  # each plan shards (and owner-maps) its own way: build per case
@@ -303,7 +305,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--iterations", type=int, default=d.iterations)
     ap.add_argument("--warmup", type=int, default=d.warmup)
     ap.add_argument("--distinct-batches", type=int, default=d.distinct_batches)
-    ap.add_argument("--no-check", dest="check", action="store_false")
+    add_check_arguments(ap)
     ap.add_argument("--repeats", type=int, default=1,
                     help="rounds of every case (records then carry their round, 'repeat')")
     ap.add_argument("--budget-s", type=float, default=540.0,

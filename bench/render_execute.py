@@ -183,11 +183,13 @@ def measured_scenario(m: dict, strategy: str):
     `corun plan` simulates it (learned H200 model, host thread): ideal and gpu-sequential
     by name, any other strategy as the plan it ran (which carries "+ahead2"), "+w<N>"
     with N host cores, the step graphed or not as it ran ("+eager" names an eager step
-    beside graphed ones)."""
+    beside graphed ones), its timed batches compared with the reference where its notes
+    say so (Scenario.timed_check)."""
     from dataclasses import replace
 
     import spec
     from sim import Scenario, Strategy, StrategyKind, parse_strategy, steady_state
+    from spec.measurement import notes_say_timed_checked
     from spec.serde import from_jsonable
 
     cores = [int(x[1:]) for x in strategy.split("+")[1:] if x[:1] == "w" and x[1:].isdigit()]
@@ -198,7 +200,8 @@ def measured_scenario(m: dict, strategy: str):
     strategy = strategy.removesuffix("+eager")
     strat = parse_strategy(strategy, hw) if strategy in ("ideal", "gpu-sequential") else \
         Strategy(StrategyKind.PLAN, plan=from_jsonable(spec.Plan, m["plan"], "plan"))
-    return steady_state(Scenario(hw, model, spec.pipeline_preset(m["pipeline"]), strat))
+    return steady_state(Scenario(hw, model, spec.pipeline_preset(m["pipeline"]), strat,
+                                 timed_check=notes_say_timed_checked(m.get("notes", ()))))
 
 
 RAW_EXPECTED = "an existing execute_*.json of bench/execute_gpu.py"

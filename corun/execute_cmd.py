@@ -7,7 +7,7 @@ import os
 import sys
 from pathlib import Path
 
-from corun.workload import add_cuda_graphs_argument
+from corun.workload import add_check_arguments, add_cuda_graphs_argument
 from spec import SpecError
 
 
@@ -33,9 +33,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--iterations", type=int, default=d.iterations)
     p.add_argument("--warmup", type=int, default=d.warmup)
     p.add_argument("--distinct-batches", type=int, default=d.distinct_batches)
-    p.add_argument("--no-check", dest="check", action="store_false",
-                   help="do not compare the preprocessed batches with the NumPy reference "
-                   "(by default every row of every batch is, on the GPU)")
+    add_check_arguments(p)
     p.add_argument("--no-batch-graphs", dest="batch_graphs", action="store_false",
                    help="issue each batch's staging copies, kernel launches and assembly "
                    "call by call (by default they are captured once and replayed as CUDA "
@@ -91,7 +89,7 @@ def build(args: argparse.Namespace):
                            args.check, args.seed, args.data,
                            host_workers_per_gpu(strategy, hw),
                            preprocess_graphs=args.batch_graphs,
-                           feed_thread=args.feed_thread)
+                           feed_thread=args.feed_thread, check_timed=args.check_timed)
     rank = int(os.environ.get("RANK", "0"))
     quiet = args.quiet or rank != 0
     say = progress(quiet)

@@ -19,6 +19,7 @@ import time
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
+from corun.workload import add_check_arguments
 from spec import SpecError
 
 BASELINES = ("ideal", "gpu-sequential", "gpu-overlap")
@@ -43,8 +44,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--iterations", type=int, default=d.iterations)
     p.add_argument("--warmup", type=int, default=d.warmup)
     p.add_argument("--distinct-batches", type=int, default=d.distinct_batches)
-    p.add_argument("--no-check", dest="check", action="store_false",
-                   help="do not compare the preprocessed batches with the NumPy reference")
+    add_check_arguments(p)
     p.add_argument("--budget-s", type=float,
                    help="start no round after this many seconds (the rounds done count)")
     p.add_argument("--seed", type=int, default=d.seed)
@@ -149,7 +149,7 @@ def _tune(args, folder: Path, work: Workload, strategies: list[str]) -> int:
             kinds[s] = None
             plans[s] = load(Plan, folder / plan_file(s))
     base = RunSettings(args.iterations, args.warmup, args.distinct_batches, args.check,
-                       args.seed)  # checked here, before anything is written
+                       args.seed, check_timed=args.check_timed)  # checked before any write
     out = Path(args.out)
     (out / "rounds").mkdir(parents=True, exist_ok=True)
     command = command_line()

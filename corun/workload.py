@@ -73,6 +73,18 @@ def add_cuda_graphs_argument(p: argparse.ArgumentParser) -> None:
                    "(a plan made with --cuda-graphs says so itself)")
 
 
+def add_check_arguments(p: argparse.ArgumentParser) -> None:
+    """`--no-check` and `--check-timed`, as execute and tune take them
+    (backend.settings.RunSettings.check, check_timed)."""
+    p.add_argument("--no-check", dest="check", action="store_false",
+                   help="do not compare the preprocessed batches with the NumPy reference "
+                   "(by default every row of the warmup's batches is, on the GPU, each "
+                   "distinct batch at least once)")
+    p.add_argument("--check-timed", action="store_true",
+                   help="compare the timed iterations' batches too (their assembly then "
+                   "reads the reference: slower than a production run)")
+
+
 def add_calibration_argument(p: argparse.ArgumentParser) -> None:
     """`--calibration`, as plan and simulate take it."""
     p.add_argument("--calibration", nargs="+", metavar="IDEAL.json",

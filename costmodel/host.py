@@ -286,9 +286,20 @@ class HostCosts:
 H200_HOST = HostCosts()
 
 
-def assembly_ms(output_mb: float) -> float:
-    """The GPU kernel that assembles (and checks) one batch of `output_mb`, alone."""
-    return ASSEMBLY_FIXED_MS + ASSEMBLY_MS_PER_MB * output_mb
+ASSEMBLY_UNCOMPARED_SHARE = 523 / 785
+"""The assembly's memory traffic without the comparison over that with it: at heavy
+b16384 523 MB against 785 (the reference's ids, offsets and dense features not read;
+alone 0.160 ms against 0.239, bench/results/assembly_probe_h200.md). In the executed
+graphed heavy-lean plans the assembly took 0.17 ms without against 0.28 with where it ran
+past the step's backward (bench/results/check_cost_h200.md)."""
+
+
+def assembly_ms(output_mb: float, compared: bool = False) -> float:
+    """The GPU kernel that assembles one batch of `output_mb`, alone; `compared`: it also
+    compares the batch with the reference (RunSettings.check_timed), which the fit above
+    measured."""
+    share = 1.0 if compared else ASSEMBLY_UNCOMPARED_SHARE
+    return ASSEMBLY_FIXED_MS + ASSEMBLY_MS_PER_MB * share * output_mb
 
 
 def output_mb(pipeline: Pipeline, rows: int) -> float:

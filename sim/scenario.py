@@ -57,6 +57,10 @@ class Scenario:
     time_scale: float = 1.0
     """Every simulated duration times this: a machine's measured ideal iteration over the
     predicted one (sim.calibrate, costmodel/calibration.py); 1: uncalibrated."""
+    timed_check: bool = False
+    """Each batch's assembly also compares it with the reference, as `corun execute
+    --check-timed` runs (and every run before 2026-12-02 did): a longer assembly
+    (costmodel.host.assembly_ms)."""
 
     def __post_init__(self) -> None:
         require_int_range("iterations", self.iterations, 1, 1_000_000)
@@ -262,7 +266,7 @@ bench/results/raw/execute_flat_plans_rounds_run5.json.gz were predicted 0.3-0.75
 than measured where they had been within 0.1% (`python bench/repredict.py`)."""
 
 
-def _assembly_run(last: KernelRun, batch_mb: float) -> KernelRun:
+def _assembly_run(last: KernelRun, batch_mb: float, compared: bool) -> KernelRun:
     """The kernel that assembles and checks the batch (backend/device_assembly.py), on
     the preprocessing stream right behind the batch's last kernel (after a kernel run
     before the iteration: from stage 0), co-running at that kernel's rates: it streams
@@ -287,7 +291,7 @@ def _assembly_run(last: KernelRun, batch_mb: float) -> KernelRun:
     (`python bench/repredict.py` on those and 8 other runs), the 68 graphed heavy-lean
     cases went from 19 to 59 within 5% (mean error 5.9% -> 3.5%), the flat ones did not
     move."""
-    alone_ms = assembly_ms(batch_mb)
+    alone_ms = assembly_ms(batch_mb, compared)
     holds = tuple(ASSEMBLY_HOLDS for _ in last.effects) \
         if alone_ms >= ASSEMBLY_HOLD_MIN_MS else last.carried
     return KernelRun(ASSEMBLY_KERNEL, max(0, last.release_pos), alone_ms, last.effects, holds)
@@ -380,7 +384,7 @@ def compile_scenario(sc: Scenario, cm: CostModel) -> Compiled:
         kernels.sort(key=lambda r: r.release_pos)  # stable: plan order within a stage
         host_ms, batch_mb = 0.0, output_mb(pipeline, rows_local)
         if kernels:
-            kernels.append(_assembly_run(kernels[-1], batch_mb))
+            kernels.append(_assembly_run(kernels[-1], batch_mb, sc.timed_check))
         launched: tuple[float, ...] = ()
         if sc.host_thread:
             mine = [k for k in plan.kernels if k.gpu is None or k.gpu == g]

@@ -59,3 +59,15 @@ GRAPHS_NOTE = "the trainer's step replayed as CUDA graphs"
 def notes_say_graphed(notes) -> bool:
     """Whether a Measurement's notes say its trainer replayed CUDA graphs."""
     return any(n.startswith(GRAPHS_NOTE) for n in notes)
+
+
+CHECKED_EVERY = "every row of every batch was compared with the NumPy reference on the device"
+"""How a measurement's notes say its timed batches were compared too (their assembly then
+reads the reference: backend.settings.RunSettings.check_timed)."""
+UNCHECKED = "the timed iterations' batches were assembled without the comparison"
+
+
+def notes_say_timed_checked(notes) -> bool:
+    """Whether a Measurement's timed batches were compared with the reference: runs made
+    before RunSettings.check_timed (2026-12-02) compared every batch and say so."""
+    return any(n.endswith(CHECKED_EVERY) for n in notes)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 from dataclasses import replace
 
+import numpy as np
 import pytest
 import torch
 
@@ -65,7 +66,7 @@ def test_graphed_batches_equal_the_reference_as_the_calls_do(pipeline_name, stra
     seen = {}
     for on in (True, False):
         settings = RunSettings(iterations=12, warmup=2, distinct_batches=3,
-                               preprocess_graphs=on)
+                               preprocess_graphs=on, check_timed=True)
         ex = Executor(model, pipeline, plan, strategy, settings, "cuda:0", say=lambda _: None)
         m = ex.run()
         seen[on] = (m.checked_rows, len(ex.lanes[0].graphs.graphs))
@@ -96,7 +97,10 @@ def test_the_trainer_gets_each_batchs_own_labels(pipeline_name, model_name, batc
     """The labels each step trains on are its batch's, read in the training stream's
     order: they are copied into the assembly's outputs behind its kernel, before the
     event the training stream waits for (a clone made when the host collected the batch
-    queued behind later batches' kernels, and training did not wait for it)."""
+    queued behind later batches' kernels, and training did not wait for it). On kaggle
+    every value of every step's batch equals its reference too, the timed ones assembled
+    without the comparison (RunSettings.check_timed off) included."""
+    from backend.assembly import HostBatch, check_batch_rows
     from backend.executor import Executor
     from backend.graphed import make_trainer
     from backend.settings import RunSettings
@@ -108,10 +112,12 @@ def test_the_trainer_gets_each_batchs_own_labels(pipeline_name, model_name, batc
     plan = replace(one_kernel_plan(pipeline, model.name, 1, stage, blocks),
                    batches_ahead=ahead, training_priority_high=True)
     trainer = make_trainer(model, "cuda:0", 0)
-    seen, real = [], trainer.step
+    seen, values, real = [], [], trainer.step
 
     def step(batch, clock=None):
         seen.append(batch.labels.clone())  # on the training stream, where the step reads
+        if pipeline_name == "kaggle":  # heavy's batches are 0.3 GB each
+            values.append(HostBatch.of(batch))
         return real(batch, clock)
 
     trainer.step = step
@@ -124,3 +130,8 @@ def test_the_trainer_gets_each_batchs_own_labels(pipeline_name, model_name, batc
     assert len(seen) == 12 and not torch.equal(raw[0], raw[1])
     wrong = [i for i, got in enumerate(seen) if not torch.equal(got.cpu(), raw[i % 3].float())]
     assert not wrong, f"steps {wrong} of {len(seen)} trained on another batch's labels"
+    lane = ex.lanes[0]
+    assert lane.compared_batches == 3  # the timed batches were not compared on the device
+    for i, got in enumerate(values):
+        assert check_batch_rows(lane.omap, got, lane.references[i % 3],
+                                np.arange(batch)) == batch

@@ -25,12 +25,14 @@ def workload(tmp_path_factory):
     return d, model, pipe
 
 
-def execute(workload, out, *extra):
+def execute(workload, out, *extra, timed_check: bool = True):
+    """`corun execute` on the CPU; `timed_check`: every batch compared (--check-timed),
+    not only the first ones (the default, `test_only_the_first_batches_are_compared`)."""
     d, _, _ = workload
     return main(["execute", *extra, "--model", str(d / "model.json"), "--pipeline",
                  str(d / "pipeline.json"), "--device", "cpu", "--iterations", str(ITERS),
                  "--warmup", str(WARMUP), "--distinct-batches", "2",
-                 "--quiet", "-o", str(out)])
+                 *(["--check-timed"] if timed_check else []), "--quiet", "-o", str(out)])
 
 
 def mixed_plan(pipe) -> Plan:
@@ -76,6 +78,33 @@ def test_strategies_run_and_check(workload, tmp_path, strategy):
     assert sorted(per["iteration"])[ITERS // 2] == pytest.approx(m.iteration.median_ms, abs=1e-3)
     assert {"batch_wait", "busy", "host_step"} <= set(per)
     assert ("host_finish" in per) == (strategy != "ideal")
+
+
+@pytest.mark.parametrize("ahead", [1, 2])
+def test_only_the_first_batches_are_compared(workload, tmp_path, ahead):
+    """By default the run's first batches are compared with the reference (those of the
+    warmup, each distinct raw batch at least once), the timed ones assembled without the
+    comparison; the notes say which, and a re-prediction of the run reads them
+    (Scenario.timed_check). --check-timed compares every batch, as runs did before."""
+    from bench.render_execute import measured_scenario
+    from spec.measurement import UNCHECKED, notes_say_timed_checked
+    from spec.serde import to_jsonable
+
+    plan = replace(mixed_plan(workload[2]), batches_ahead=ahead)
+    d = workload[0]
+    save(plan, tmp_path / "plan.json")
+    for timed in (False, True):
+        out = tmp_path / f"m{timed}.json"
+        assert main(["execute", str(tmp_path / "plan.json"), "--model", str(d / "model.json"),
+                     "--pipeline", str(d / "pipeline.json"), "--device", "cpu",
+                     "--iterations", "4", "--warmup", "7", "--distinct-batches", "2",
+                     *(["--check-timed"] if timed else []), "--quiet", "-o", str(out)]) == 0
+        m = load(Measurement, out)
+        compared = max(2, 7 - 2 * (ahead + 1))  # the warmup but its last 2 x pool sets
+        assert m.checked_rows == ROWS * (11 if timed else compared)
+        assert notes_say_timed_checked(m.notes) == timed
+        assert any(UNCHECKED in n for n in m.notes) != timed
+        assert measured_scenario(to_jsonable(m), m.strategy).timed_check == timed
 
 
 @pytest.mark.parametrize("strategy", ["ideal", "gpu-overlap"])
@@ -134,14 +163,14 @@ def spy_calls(monkeypatch, **records) -> list:
 def execute_plan(workload, tmp_path, plan: Plan, name: str, iterations: int, distinct: int
                  ) -> Measurement:
     """`corun execute` of `plan` saved as <name>.json (the strategy's name) on the CPU,
-    no warm-up; the Measurement."""
+    no warm-up, every batch compared; the Measurement."""
     d, _, _ = workload
     save(plan, tmp_path / f"{name}.json")
     out = tmp_path / "m.json"
     assert main(["execute", str(tmp_path / f"{name}.json"), "--model", str(d / "model.json"),
                  "--pipeline", str(d / "pipeline.json"), "--device", "cpu", "--iterations",
                  str(iterations), "--warmup", "0", "--distinct-batches", str(distinct),
-                 "--quiet", "-o", str(out)]) == 0
+                 "--check-timed", "--quiet", "-o", str(out)]) == 0
     return load(Measurement, out)
 
 
@@ -222,7 +251,7 @@ def test_batch_work_on_the_feed_thread_during_the_backward(workload, tmp_path, m
     assert main(["execute", str(tmp_path / "ahead.json"), *extra, "--model",
                  str(d / "model.json"), "--pipeline", str(d / "pipeline.json"), "--device",
                  "cpu", "--iterations", "5", "--warmup", "0", "--distinct-batches", "3",
-                 "--quiet", "-o", str(tmp_path / "m.json")]) == 0
+                 "--check-timed", "--quiet", "-o", str(tmp_path / "m.json")]) == 0
     m = load(Measurement, tmp_path / "m.json")
     assert m.checked_rows == ROWS * 5
     assert ("join" in m.host) == threaded  # the wait for the feed thread, where there is one
@@ -299,7 +328,7 @@ def test_wrong_output_stops_with_feature_and_row(workload, tmp_path, monkeypatch
 
     monkeypatch.setattr(ex, "run_reference", skewed)
     out = tmp_path / "m.json"
-    assert execute(workload, out, "--strategy", "gpu-overlap") == 1
+    assert execute(workload, out, "--strategy", "gpu-overlap", timed_check=False) == 1
     err = capsys.readouterr().err
     node = workload[2].sparse_outputs[3].node
     assert f"feature {node!r}, row " in err and "no measurement written" in err
@@ -377,7 +406,7 @@ def test_torchrun_two_ranks_with_gloo(workload, tmp_path, strategy):
            "2", "-m", "corun.cli", "execute", "--strategy",
            strategy, "--model", str(d / "model.json"), "--pipeline",
            str(d / "pipeline.json"), "--device", "cpu", "--iterations", "3", "--warmup", "1",
-           "--distinct-batches", "1", "--quiet", "-o", str(out)]
+           "--distinct-batches", "1", "--check-timed", "--quiet", "-o", str(out)]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -443,7 +472,7 @@ def test_torchrun_owner_mapping(workload, tmp_path):
            "2", "-m", "corun.cli", "execute", str(tmp_path / "owner.json"), "--model",
            str(d / "model.json"), "--pipeline", str(d / "pipeline.json"), "--device", "cpu",
            "--iterations", "3", "--warmup", "1", "--distinct-batches", "2",
-           "--quiet", "-o", str(out)]
+           "--check-timed", "--quiet", "-o", str(out)]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=600,
                           env={**os.environ, "OMP_NUM_THREADS": "1"})
     assert done.returncode == 0, done.stderr[-3000:]
@@ -493,7 +522,7 @@ def test_executors_share_the_batches_they_are_given(workload, monkeypatch):
 
     monkeypatch.setattr(Executor, "_raw_batches", counted)
     hw, inputs = spec.hardware_preset("h200", 1), {}
-    settings = RunSettings(ITERS, WARMUP, 2)
+    settings = RunSettings(ITERS, WARMUP, 2, check_timed=True)
     for strategy, seed in (("gpu-sequential", 0), ("gpu-overlap", 0), ("gpu-overlap", 1)):
         plan = strategy_plan(parse_strategy(strategy, hw), pipe, model.name, hw)
         m = Executor(model, pipe, plan, strategy, replace(settings, seed=seed), "cpu",

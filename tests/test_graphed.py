@@ -246,8 +246,8 @@ def test_corun_execute_runs_a_plan_on_the_graphed_step_and_checks_it(tmp_path, w
     out = tmp_path / "m.json"
     assert main(["execute", str(tmp_path / "plan.json"), "--cuda-graphs", "--model",
                  str(tmp_path / "model.json"), "--pipeline", str(tmp_path / "pipeline.json"),
-                 "--iterations", "20", "--warmup", "3", "--distinct-batches", "2", "--quiet",
-                 "-o", str(out)]) == 0
+                 "--iterations", "20", "--warmup", "3", "--distinct-batches", "2",
+                 "--check-timed", "--quiet", "-o", str(out)]) == 0
     m = load(Measurement, out)
     assert m.checked_rows == 23 * 512  # every batch, warm-up included
     assert any("CUDA graphs" in n for n in m.notes)

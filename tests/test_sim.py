@@ -238,6 +238,10 @@ def test_the_assembly_follows_the_last_kernel_at_its_rates(kaggle, kaggle_model,
     assert assembly.effects == kernel.effects
     batch_mb = output_mb(kaggle, kaggle_model.batch_per_gpu)
     assert assembly.alone_ms == pytest.approx(assembly_ms(batch_mb))
+    compared = simulate(replace(sc, timed_check=True), AnalyticCostModel(), commit="t")
+    assert compared.compiled.gpus[0].kernels[1].alone_ms == pytest.approx(
+        assembly_ms(batch_mb, compared=True))
+    assert assembly_ms(batch_mb, compared=True) > assembly_ms(batch_mb)  # reads the reference
     spans = {(s.name, s.iteration): s for s in result.log.spans if s.lane == PREPROCESS}
     for it in range(5):
         assert spans[(ASSEMBLY_KERNEL, it)].start_ms == spans[(kernel.name, it)].end_ms
@@ -266,7 +270,7 @@ def test_a_large_assembly_holds_the_stages_that_start_beside_it(kaggle, kaggle_m
     kernel, small = g.kernels
     assert small.alone_ms < ASSEMBLY_HOLD_MIN_MS and small.carried == kernel.carried
     mb = (ASSEMBLY_HOLD_MIN_MS - assembly_ms(0.0)) / (assembly_ms(1.0) - assembly_ms(0.0))
-    large = _assembly_run(kernel, 1.01 * mb)
+    large = _assembly_run(kernel, 1.01 * mb, False)
     assert large.alone_ms >= ASSEMBLY_HOLD_MIN_MS and large.effects == kernel.effects
     assert set(large.carried) == {ASSEMBLY_HOLDS} and len(large.carried) == len(g.stages)
     calm = tuple((1.0, 1.0) for _ in g.stages)
