@@ -98,10 +98,12 @@ def render(rs: list[dict]) -> str:
              + ", ".join(sorted({f"`bench/results/raw/{r['source']}`" for r in rs}))
              + " (a later run's case replaces an earlier one's); measured with "
              + "; ".join(sorted({f"`{r['command']}`" for r in rs}))
-             + " (200 timed iterations after 20; every value of every batch checked on the "
-             "device). Predictions: `bash bench/plans/make.sh` (learned H200 model + host "
-             "thread). Shares of ideal: by median iteration time, and by throughput (mean "
-             "iteration time: it counts the slow iterations the median leaves out).", "",
+             + " (200 timed iterations after 20; every value of the batches checked on "
+             "the device: every batch in runs before 2026-12-02, the warmup's since, as "
+             "each Measurement's notes say). Predictions: `bash bench/plans/make.sh` "
+             "(learned H200 model + host thread). Shares of ideal: by median iteration "
+             "time, and by throughput (mean iteration time: it counts the slow iterations "
+             "the median leaves out).", "",
              "| workload | strategy | measured ms (p90) | of ideal: median / throughput | "
              "predicted ms | error | host ms: step / wait / finish / check |",
              "|---|---|---:|---:|---:|---:|---|"]
