@@ -8,7 +8,8 @@ each strategy once, in a turned order, in one process (one trainer, the same bat
 and shares are taken against the round's own ideal, so a host whose pace drifts between
 rounds moves every strategy of a round alike. The fastest plan by its median over the
 rounds is written as tuned.json, with the measurements and a table of predicted against
-measured ranks.
+measured ranks. `--launch-steps` adds the chosen plan at the search's other launch shapes,
+the decision the cost model is least sure of (`launch_variants`).
 """
 
 from __future__ import annotations
@@ -45,6 +46,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--warmup", type=int, default=d.warmup)
     p.add_argument("--distinct-batches", type=int, default=d.distinct_batches)
     add_check_arguments(p)
+    p.add_argument("--launch-steps", action="store_true",
+                   help="also run the folder's chosen plan with every kernel's blocks times "
+                   "each of the search's launch steps (x2, x0.5, x1.5, x0.75): named "
+                   "corun@x<step>, predicted as the chosen plan was")
     p.add_argument("--budget-s", type=float,
                    help="start no round after this many seconds (the rounds done count)")
     p.add_argument("--seed", type=int, default=d.seed)
@@ -148,6 +153,14 @@ def _tune(args, folder: Path, work: Workload, strategies: list[str]) -> int:
         else:
             kinds[s] = None
             plans[s] = load(Plan, folder / plan_file(s))
+    predicted = {}
+    if args.launch_steps:
+        variants = launch_variants(load(Plan, folder / plan_file("corun")), plans.values())
+        plans.update(variants)
+        kinds.update(dict.fromkeys(variants))
+        strategies = strategies + list(variants)
+        say(f"predicting {len(variants)} launch variant(s) of the chosen plan ...")
+        predicted = variant_predictions(folder, variants, hw, model, pipeline)
     base = RunSettings(args.iterations, args.warmup, args.distinct_batches, args.check,
                        args.seed, check_timed=args.check_timed)  # checked before any write
     out = Path(args.out)
@@ -183,7 +196,7 @@ def _tune(args, folder: Path, work: Workload, strategies: list[str]) -> int:
         print(f"corun: error: no round completed within --budget-s {args.budget_s:g}; "
               f"the measurements taken are in {out / 'rounds'}", file=sys.stderr)
         return 1
-    summary = summarise(complete, folder, strategies)
+    summary = summarise(complete, folder, strategies, predicted)
     for s in strategies:
         save(median_round(complete, s), out / f"{s}.json")
     winner = summary["measured_best"]
@@ -195,6 +208,43 @@ def _tune(args, folder: Path, work: Workload, strategies: list[str]) -> int:
     return 0
 
 
+def launch_variants(chosen, taken) -> dict:
+    """The chosen plan with every kernel's blocks times each of the search's launch steps
+    (planner.search.LAUNCH_STEPS), by name (corun@x<step>), leaving out any plan already
+    run. The launch shape is what the learned cost model is least sure of (held-out
+    kernel co-run error 36-70%, costmodel/data/h200/README.md): on graphed heavy-lean
+    b16384 the chosen 396 blocks at interaction_bwd recovered 74-77% of gpu-sequential's
+    gap on three H200s and the same kernel in 198 blocks 81-84%, predicted 0.12 ms
+    behind it (bench/results/unchecked_h200.md)."""
+    from planner.search import LAUNCH_STEPS
+
+    out, seen = {}, list(taken)
+    for step in LAUNCH_STEPS:
+        plan = replace(chosen, kernels=tuple(replace(k, blocks=max(1, int(k.blocks * step)))
+                                             for k in chosen.kernels))
+        if plan not in seen:
+            out[f"corun@x{step:g}"] = plan
+            seen.append(plan)
+    return out
+
+
+def variant_predictions(folder: Path, variants: dict, hw, model, pipeline) -> dict:
+    """Each variant's predicted iteration (ms), simulated as `corun simulate` would and
+    scaled by the folder's prediction for its chosen plan over the same simulation of it
+    (a folder planned with --calibration or other settings keeps its scale)."""
+    from corun.plan_dir import plan_file, prediction_file
+    from sim import Scenario, Strategy, StrategyKind, simulate_steady
+    from spec import Plan, Prediction, load
+
+    def ms(plan) -> float:
+        sc = Scenario(hw, model, pipeline, Strategy(StrategyKind.PLAN, plan=plan))
+        return simulate_steady(sc).prediction.iteration_time_ms
+
+    scale = load(Prediction, folder / prediction_file("corun")).iteration_time_ms / ms(
+        load(Plan, folder / plan_file("corun")))
+    return {name: scale * ms(plan) for name, plan in variants.items()}
+
+
 def median_round(rounds: dict[int, dict], strategy: str):
     """The strategy's Measurement from the round whose median iteration is the median of
     its rounds (the lower middle one of an even count)."""
@@ -202,10 +252,12 @@ def median_round(rounds: dict[int, dict], strategy: str):
     return rounds[ms[(len(ms) - 1) // 2][1]][strategy]
 
 
-def summarise(rounds: dict[int, dict], folder: Path, strategies: list[str]) -> dict:
+def summarise(rounds: dict[int, dict], folder: Path, strategies: list[str],
+              predicted: dict[str, float] | None = None) -> dict:
     """Per strategy the rounds' statistics (reports.rounds) beside its prediction in the
-    folder; the predicted and measured ranks of the strategies other than ideal; the
-    measured fastest, and whether it is the one the planner chose."""
+    folder (or in `predicted`, for plans the folder does not hold); the predicted and
+    measured ranks of the strategies other than ideal; the measured fastest, and whether
+    it is the one the planner chose."""
     from corun.plan_dir import prediction_file
     from reports.rounds import IDEAL, round_stats
     from spec import Prediction, load
@@ -215,10 +267,10 @@ def summarise(rounds: dict[int, dict], folder: Path, strategies: list[str]) -> d
     rows = []
     for st in stats:
         path = folder / prediction_file(st.strategy)
-        predicted = load(Prediction, path).iteration_time_ms if path.is_file() else None
-        rows.append({**asdict(st), "predicted_ms": predicted,
-                     "error_pct": None if predicted is None
-                     else 100 * (predicted - st.median_ms) / st.median_ms})
+        ms = load(Prediction, path).iteration_time_ms if path.is_file() else \
+            (predicted or {}).get(st.strategy)
+        rows.append({**asdict(st), "predicted_ms": ms,
+                     "error_pct": None if ms is None else 100 * (ms - st.median_ms) / st.median_ms})
     ranked = [r for r in rows if r["strategy"] != IDEAL]
     by_measured = sorted(ranked, key=lambda r: r["median_ms"])
     by_predicted = sorted((r for r in ranked if r["predicted_ms"] is not None),

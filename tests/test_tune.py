@@ -72,6 +72,33 @@ def test_rounds_of_every_strategy_and_the_fastest_kept(folder, tmp_path, capsys)
     assert "corun-2" in (report / "summary.md").read_text()
 
 
+def test_launch_steps_add_the_chosen_plan_at_other_launch_shapes(folder, tmp_path):
+    """--launch-steps: the chosen plan with every kernel's blocks times each launch step of
+    the search runs beside the folder's plans, named corun@x<step>, each with a
+    prediction scaled like the folder's; the fastest is kept whichever it is."""
+    from dataclasses import replace
+
+    from planner.search import LAUNCH_STEPS
+
+    out = tmp_path / "tuned"
+    assert tune(folder, out, "--rounds", "1", "--launch-steps") == 0
+    summary = json.loads((out / "tune.json").read_text())
+    rows = {r["strategy"]: r for r in summary["rows"]}
+    chosen = load(Plan, folder / "plans" / "plan.json")
+    variants = [f"corun@x{s:g}" for s in LAUNCH_STEPS]
+    assert list(rows) == ["ideal", "gpu-sequential", "corun", "corun-2", *variants]
+    for name, step in zip(variants, LAUNCH_STEPS):
+        ran = load(Measurement, out / "rounds" / f"{name}-r1.json").plan
+        assert [k.blocks for k in ran.kernels] == [max(1, int(k.blocks * step))
+                                                   for k in chosen.kernels]
+        assert ran == replace(chosen, kernels=ran.kernels)  # nothing else changed
+        assert rows[name]["predicted_ms"] > 0 and rows[name]["error_pct"] is not None
+    best = summary["measured_best"]
+    if best in variants:
+        assert load(Plan, out / "tuned.json") == load(Measurement, out / "rounds" /
+                                                      f"{best}-r1.json").plan
+
+
 def test_median_round_is_the_middle_one():
     class M:
         def __init__(self, ms):
