@@ -82,7 +82,8 @@ def add_check_arguments(p: argparse.ArgumentParser) -> None:
                    "distinct batch at least once)")
     p.add_argument("--check-timed", action="store_true",
                    help="compare the timed iterations' batches too (their assembly then "
-                   "reads the reference: slower than a production run)")
+                   "reads the reference: slower than a production run, and than `corun "
+                   "plan` predicts)")
 
 
 def add_calibration_argument(p: argparse.ArgumentParser) -> None:
