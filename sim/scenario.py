@@ -267,7 +267,8 @@ than measured where they had been within 0.1% (`python bench/repredict.py`)."""
 
 
 def _assembly_run(last: KernelRun, batch_mb: float, compared: bool) -> KernelRun:
-    """The kernel that assembles and checks the batch (backend/device_assembly.py), on
+    """The kernel that assembles the batch (backend/device_assembly.py; `compared`: it also
+    compares it with the reference, Scenario.timed_check), on
     the preprocessing stream right behind the batch's last kernel (after a kernel run
     before the iteration: from stage 0), co-running at that kernel's rates: it streams
     the kernels' outputs through the memory system as they did. Measured on the H200,

@@ -65,6 +65,7 @@ CHECKED_EVERY = "every row of every batch was compared with the NumPy reference 
 """How a measurement's notes say its timed batches were compared too (their assembly then
 reads the reference: backend.settings.RunSettings.check_timed)."""
 UNCHECKED = "the timed iterations' batches were assembled without the comparison"
+"""How a measurement's notes say only its first batches were compared (the default)."""
 
 
 def notes_say_timed_checked(notes) -> bool:
