@@ -108,7 +108,7 @@ MATRICES = {
     # heavy-lean's step replayed as CUDA graphs between its two embedding kernels
     # (backend/graphed.py), where the host no longer paces it; plans under
     # bench/plans/graphs/heavy-lean-b<batch>/
-    "heavy-lean-graphs": [("heavy-small", (16384, 24576),
+    "heavy-lean-graphs": [("heavy-small", (8192, 12288, 16384, 24576),
                            SMALL_TABLE_LABELS + ("at:top_mlp_fwd", "at:top_mlp_bwd"))],
     # heavy preprocessing (heavy-20: the heavy pipeline keeping 20 ids per list) beside
     # a model whose step is mostly dense maths (heavy-mlp), the one kernel at each stage

@@ -37,7 +37,7 @@ for p in kaggle terabyte wide-2x wide-4x; do
       --batch "$b" --cuda-graphs --time-limit 10 --quiet --out "bench/plans/graphs/$p-b$b" > "bench/plans/graphs/$p-b$b.txt"
   done
 done
-for b in 16384 24576; do  # heavy-lean graphed between its two embedding kernels
+for b in 8192 12288 16384 24576; do  # heavy-lean graphed between its two embedding kernels
   corun plan --hardware h200 --gpus 1 --pipeline heavy-small --model heavy-lean --batch "$b" \
     --cuda-graphs --time-limit 10 --runners-up 4 --quiet --out "bench/plans/graphs/heavy-lean-b$b" \
     > "bench/plans/graphs/heavy-lean-b$b.txt"
