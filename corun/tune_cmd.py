@@ -8,8 +8,9 @@ each strategy once, in a turned order, in one process (one trainer, the same bat
 and shares are taken against the round's own ideal, so a host whose pace drifts between
 rounds moves every strategy of a round alike. The fastest plan by its median over the
 rounds is written as tuned.json, with the measurements and a table of predicted against
-measured ranks. `--launch-steps` adds the chosen plan at the search's other launch shapes,
-the decision the cost model is least sure of (`launch_variants`).
+measured ranks. Where the chosen plan runs, so does that plan at the search's other launch
+shapes, the decision the cost model is least sure of (`launch_variants`;
+`--no-launch-steps` leaves them out).
 """
 
 from __future__ import annotations
@@ -46,10 +47,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--warmup", type=int, default=d.warmup)
     p.add_argument("--distinct-batches", type=int, default=d.distinct_batches)
     add_check_arguments(p)
-    p.add_argument("--launch-steps", action="store_true",
-                   help="also run the folder's chosen plan with every kernel's blocks times "
-                   "each of the search's launch steps (x2, x0.5, x1.5, x0.75): named "
-                   "corun@x<step>, predicted as the chosen plan was")
+    p.add_argument("--no-launch-steps", dest="launch_steps", action="store_false",
+                   help="leave out the folder's chosen plan with every kernel's blocks times "
+                   "each of the search's launch steps (x2, x0.5, x1.5, x0.75), which run by "
+                   "default where corun does: named corun@x<step>, predicted as the chosen "
+                   "plan was")
     p.add_argument("--budget-s", type=float,
                    help="start no round after this many seconds (the rounds done count)")
     p.add_argument("--seed", type=int, default=d.seed)
@@ -154,7 +156,7 @@ def _tune(args, folder: Path, work: Workload, strategies: list[str]) -> int:
             kinds[s] = None
             plans[s] = load(Plan, folder / plan_file(s))
     predicted = {}
-    if args.launch_steps:
+    if args.launch_steps and "corun" in strategies:
         variants = launch_variants(load(Plan, folder / plan_file("corun")), plans.values())
         plans.update(variants)
         kinds.update(dict.fromkeys(variants))
@@ -215,7 +217,9 @@ def launch_variants(chosen, taken) -> dict:
     kernel co-run error 36-70%, costmodel/data/h200/README.md): on graphed heavy-lean
     b16384 the chosen 396 blocks at interaction_bwd recovered 74-77% of gpu-sequential's
     gap on three H200s and the same kernel in 198 blocks 81-84%, predicted 0.12 ms
-    behind it (bench/results/unchecked_h200.md)."""
+    behind it (bench/results/unchecked_h200.md); `corun tune` kept that x0.5 on two more,
+    the fastest in 6 of 6 rounds (bench/results/tune_launch_steps_h200.md), so the variants
+    run by default."""
     from planner.search import LAUNCH_STEPS
 
     out, seen = {}, list(taken)

@@ -36,7 +36,7 @@ def tune(folder, out, *extra):
 def test_rounds_of_every_strategy_and_the_fastest_kept(folder, tmp_path, capsys):
     out = tmp_path / "tuned"
     assert planned_strategies(folder / "plans") == ["corun", "corun-2", "rap"]
-    assert tune(folder, out, "--rounds", "2") == 0
+    assert tune(folder, out, "--rounds", "2", "--no-launch-steps") == 0
     printed = capsys.readouterr().out
     summary = json.loads((out / "tune.json").read_text())
     rows = {r["strategy"]: r for r in summary["rows"]}
@@ -73,15 +73,16 @@ def test_rounds_of_every_strategy_and_the_fastest_kept(folder, tmp_path, capsys)
 
 
 def test_launch_steps_add_the_chosen_plan_at_other_launch_shapes(folder, tmp_path):
-    """--launch-steps: the chosen plan with every kernel's blocks times each launch step of
+    """By default the chosen plan with every kernel's blocks times each launch step of
     the search runs beside the folder's plans, named corun@x<step>, each with a
-    prediction scaled like the folder's; the fastest is kept whichever it is."""
+    prediction scaled like the folder's; the fastest is kept whichever it is. Without
+    corun among --strategies, no variant runs."""
     from dataclasses import replace
 
     from planner.search import LAUNCH_STEPS
 
     out = tmp_path / "tuned"
-    assert tune(folder, out, "--rounds", "1", "--launch-steps") == 0
+    assert tune(folder, out, "--rounds", "1") == 0
     summary = json.loads((out / "tune.json").read_text())
     rows = {r["strategy"]: r for r in summary["rows"]}
     chosen = load(Plan, folder / "plans" / "plan.json")
@@ -97,6 +98,10 @@ def test_launch_steps_add_the_chosen_plan_at_other_launch_shapes(folder, tmp_pat
     if best in variants:
         assert load(Plan, out / "tuned.json") == load(Measurement, out / "rounds" /
                                                       f"{best}-r1.json").plan
+    other = tmp_path / "baselines"
+    assert tune(folder, other, "--rounds", "1", "--strategies", "ideal,corun-2") == 0
+    assert [r["strategy"] for r in json.loads((other / "tune.json").read_text())["rows"]] \
+        == ["ideal", "corun-2"]
 
 
 def test_median_round_is_the_middle_one():
