@@ -112,7 +112,7 @@ MATRICES = {
                            SMALL_TABLE_LABELS + ("at:top_mlp_fwd", "at:top_mlp_bwd"))],
     # heavy-d4 (heavy-lean with dim-4 tables) beside heavy-4gram (heavy-small's 100 hashed
     # ids a list from 28 raw ids in 4-grams), the step replayed as CUDA graphs; plans under
-    # bench/plans/graphs/heavy-d4-b<batch>/
+    # bench/plans/graphs/heavy-4gram-b<batch>/
     "heavy-d4-graphs": [("heavy-4gram", (8192, 16384),
                          SMALL_TABLE_LABELS + ("at:top_mlp_fwd", "at:top_mlp_bwd"))],
     # heavy preprocessing (heavy-20: the heavy pipeline keeping 20 ids per list) beside
@@ -149,8 +149,7 @@ MODEL_CHANGES = {"bound": {"sparse_gradients": False}, "graphs": {"cuda_graphs":
                  "heavy-d4-graphs": {"cuda_graphs": True}}
 """Fields a matrix changes in its pipelines' default models."""
 MATRIX_MODEL = {"heavy": "heavy-fused", "heavy-stages": "heavy-fused",
-                "heavy-lean": "heavy-lean", "heavy-lean-graphs": "heavy-lean",
-                "heavy-d4-graphs": "heavy-d4"}
+                "heavy-lean": "heavy-lean", "heavy-lean-graphs": "heavy-lean"}
 """A matrix's model where it is not its pipelines' default (spec.DEFAULT_MODEL_FOR); its
 plans are under bench/plans/<model>-b<batch>/."""
 PLAN_FOLDER = {"graphs": "graphs", "graphs-cpu": "graphs", "heavy-lean-graphs": "graphs",
