@@ -110,11 +110,6 @@ MATRICES = {
     # bench/plans/graphs/heavy-lean-b<batch>/
     "heavy-lean-graphs": [("heavy-small", (8192, 12288, 16384, 24576),
                            SMALL_TABLE_LABELS + ("at:top_mlp_fwd", "at:top_mlp_bwd"))],
-    # heavy-d4 (heavy-lean with dim-4 tables) beside heavy-4gram (heavy-small's 100 hashed
-    # ids a list from 28 raw ids in 4-grams), the step replayed as CUDA graphs; plans under
-    # bench/plans/graphs/heavy-4gram-b<batch>/
-    "heavy-d4-graphs": [("heavy-4gram", (8192, 16384),
-                         SMALL_TABLE_LABELS + ("at:top_mlp_fwd", "at:top_mlp_bwd"))],
     # heavy preprocessing (heavy-20: the heavy pipeline keeping 20 ids per list) beside
     # a model whose step is mostly dense maths (heavy-mlp), the one kernel at each stage
     "heavy-mlp": [("heavy-20", (16384, 32768), ("ideal", "gpu-sequential", "gpu-overlap", *(
@@ -145,15 +140,13 @@ MATRICES = {
 
 MODEL_CHANGES = {"bound": {"sparse_gradients": False}, "graphs": {"cuda_graphs": True},
                  "graphs-stages": {"cuda_graphs": True}, "graphs-cpu": {"cuda_graphs": True},
-                 "heavy-lean-graphs": {"cuda_graphs": True},
-                 "heavy-d4-graphs": {"cuda_graphs": True}}
+                 "heavy-lean-graphs": {"cuda_graphs": True}}
 """Fields a matrix changes in its pipelines' default models."""
 MATRIX_MODEL = {"heavy": "heavy-fused", "heavy-stages": "heavy-fused",
                 "heavy-lean": "heavy-lean", "heavy-lean-graphs": "heavy-lean"}
 """A matrix's model where it is not its pipelines' default (spec.DEFAULT_MODEL_FOR); its
 plans are under bench/plans/<model>-b<batch>/."""
-PLAN_FOLDER = {"graphs": "graphs", "graphs-cpu": "graphs", "heavy-lean-graphs": "graphs",
-               "heavy-d4-graphs": "graphs"}
+PLAN_FOLDER = {"graphs": "graphs", "graphs-cpu": "graphs", "heavy-lean-graphs": "graphs"}
 """A matrix whose plans are under bench/plans/<folder>/<pipeline>-b<batch>/."""
 
 

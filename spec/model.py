@@ -255,15 +255,6 @@ def _heavy_lean() -> Model:
                    embedding_forward=EmbeddingForward.BAG_KERNEL)
 
 
-def _heavy_d4() -> Model:
-    """`heavy-lean` with dim-4 tables (bottom MLP 64-4): half the embedding work a step
-    beside the same preprocessing (pipeline `heavy-4gram`, whose raw lists are short
-    enough that the host link keeps up with the faster step; issue 6's heavy case)."""
-    return replace(_heavy("heavy-d4", HEAVY_SMALL_TABLE_ROWS, 4),
-                   embedding_update=EmbeddingUpdate.FUSED_SGD,
-                   embedding_forward=EmbeddingForward.BAG_KERNEL)
-
-
 def _heavy_mlp() -> Model:
     """A model for `heavy-20` whose step is mostly dense maths: 26 tables of 100k rows x
     dim 32, 20 ids per sample per table, fused embedding update, a wide top MLP in bf16
@@ -285,7 +276,6 @@ MODEL_PRESETS: dict[str, Model] = {
     "heavy-mlp": _heavy_mlp(),
     "heavy-small": _heavy_small(),
     "heavy-lean": _heavy_lean(),
-    "heavy-d4": _heavy_d4(),
 }
 
 

@@ -105,17 +105,15 @@ def multihot() -> Pipeline:
 HEAVY_LIST_LENGTH, HEAVY_NGRAM, HEAVY_FIRSTX = 50, 3, 100
 
 
-def heavy(name: str = "heavy", first: int = HEAVY_FIRSTX, rows: int = HEAVY_TABLE_ROWS,
-          length: int = HEAVY_LIST_LENGTH, n: int = HEAVY_NGRAM) -> Pipeline:
+def heavy(name: str = "heavy", first: int = HEAVY_FIRSTX, rows: int = HEAVY_TABLE_ROWS
+          ) -> Pipeline:
     """`heavy`: a production-like pipeline beside a fast model (issue 6's heavy case).
     26 raw id lists of 50 ids -> fill_null -> ngram(3) (144 ids) -> sigrid_hash into
     `rows` buckets -> firstx(`first`: 100); 13 dense -> fill_null -> logit. Not from
     OPS.md: sized so that, in simulation, preprocessing costs about a third of an
     iteration of the `heavy` model. `heavy-20` keeps 20 ids of each list: the same
     preprocessing, a fifth of the lookups; `heavy-small` hashes into 10k buckets, for the
-    `heavy-small` model's small tables. `heavy-4gram` makes the same 100 hashed ids a list
-    from 28 raw ids in 4-grams: heavy-small's preprocessing from 44% fewer raw bytes to copy
-    from the host (length, n)."""
+    `heavy-small` model's small tables."""
     b = _Builder()
     dense = []
     for k in range(13):
@@ -124,12 +122,12 @@ def heavy(name: str = "heavy", first: int = HEAVY_FIRSTX, rows: int = HEAVY_TABL
     sparse = []
     for k in range(26):
         f = b.add(f"fill_cat_{k}", OpKind.FILL_NULL, f"cat_{k}", value=0)
-        g = b.add(f"ngram_cat_{k}", OpKind.NGRAM, f, n=n)
+        g = b.add(f"ngram_cat_{k}", OpKind.NGRAM, f, n=HEAVY_NGRAM)
         h = b.add(f"hash_cat_{k}", OpKind.SIGRID_HASH, g, salt=0, max_value=rows)
         sparse.append(SparseOutput(b.add(f"first_cat_{k}", OpKind.FIRSTX, h, x=first),
                                    f"cat_{k}"))
     inputs = tuple(_dense(k) for k in range(13)) + tuple(
-        _sparse(k, float(length)) for k in range(26))
+        _sparse(k, float(HEAVY_LIST_LENGTH)) for k in range(26))
     return Pipeline(name, inputs, tuple(b.nodes), tuple(dense), tuple(sparse))
 
 
@@ -142,13 +140,12 @@ PIPELINE_PRESETS = {
     "heavy": heavy,
     "heavy-20": lambda: heavy("heavy-20", 20),
     "heavy-small": lambda: heavy("heavy-small", rows=HEAVY_SMALL_TABLE_ROWS),
-    "heavy-4gram": lambda: heavy("heavy-4gram", rows=HEAVY_SMALL_TABLE_ROWS, length=28, n=4),
 }
 
 DEFAULT_MODEL_FOR = {"kaggle": "criteo-kaggle", "terabyte": "criteo-terabyte",
                      "wide-2x": "wide-2x", "wide-4x": "wide-4x", "multihot": "mlperf-dcnv2",
                      "heavy": "heavy", "heavy-20": "heavy-mlp",
-                     "heavy-small": "heavy-small", "heavy-4gram": "heavy-d4"}
+                     "heavy-small": "heavy-small"}
 
 
 def pipeline_preset(name: str) -> Pipeline:

@@ -42,11 +42,6 @@ for b in 8192 12288 16384 24576; do  # heavy-lean graphed between its two embedd
     --cuda-graphs --time-limit 10 --runners-up 4 --quiet --out "bench/plans/graphs/heavy-lean-b$b" \
     > "bench/plans/graphs/heavy-lean-b$b.txt"
 done
-for b in 8192 16384; do  # heavy-d4 beside heavy-4gram: the same preprocessing, half the embedding work
-  corun plan --hardware h200 --gpus 1 --pipeline heavy-4gram --model heavy-d4 --batch "$b" \
-    --cuda-graphs --time-limit 10 --runners-up 4 --quiet --out "bench/plans/graphs/heavy-4gram-b$b" \
-    > "bench/plans/graphs/heavy-4gram-b$b.txt"
-done
 corun simulate --hardware h200 --pipeline multihot --model mlperf-dcnv2 --batch 8192 --strategy all --quiet --out bench/plans/multihot-b8192 > bench/plans/multihot-b8192.txt
 corun simulate --hardware h200 --pipeline multihot --model mlperf-dcnv2 --batch 4096 --strategy all --quiet --out bench/plans/multihot-b4096 > bench/plans/multihot-b4096.txt
 # 4 GPUs (issue 8), and 2 for when only two are lent: corun's and RAP's plans, corun's
