@@ -50,7 +50,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-launch-steps", dest="launch_steps", action="store_false",
                    help="leave out the folder's chosen plan with every kernel's blocks times "
                    "each of the search's launch steps (x2, x0.5, x1.5, x0.75), which run by "
-                   "default where corun does: named corun@x<step>, predicted as the chosen "
+                   "default where corun does: named corun-x<step>, predicted as the chosen "
                    "plan was")
     p.add_argument("--budget-s", type=float,
                    help="start no round after this many seconds (the rounds done count)")
@@ -212,7 +212,7 @@ def _tune(args, folder: Path, work: Workload, strategies: list[str]) -> int:
 
 def launch_variants(chosen, taken) -> dict:
     """The chosen plan with every kernel's blocks times each of the search's launch steps
-    (planner.search.LAUNCH_STEPS), by name (corun@x<step>), leaving out any plan already
+    (planner.search.LAUNCH_STEPS), by name (corun-x<step>), leaving out any plan already
     run. The launch shape is what the learned cost model is least sure of (held-out
     kernel co-run error 36-70%, costmodel/data/h200/README.md): on graphed heavy-lean
     b16384 the chosen 396 blocks at interaction_bwd recovered 74-77% of gpu-sequential's
@@ -227,7 +227,7 @@ def launch_variants(chosen, taken) -> dict:
         plan = replace(chosen, kernels=tuple(replace(k, blocks=max(1, int(k.blocks * step)))
                                              for k in chosen.kernels))
         if plan not in seen:
-            out[f"corun@x{step:g}"] = plan
+            out[f"corun-x{step:g}"] = plan
             seen.append(plan)
     return out
 

@@ -74,7 +74,7 @@ def test_rounds_of_every_strategy_and_the_fastest_kept(folder, tmp_path, capsys)
 
 def test_launch_steps_add_the_chosen_plan_at_other_launch_shapes(folder, tmp_path):
     """By default the chosen plan with every kernel's blocks times each launch step of
-    the search runs beside the folder's plans, named corun@x<step>, each with a
+    the search runs beside the folder's plans, named corun-x<step>, each with a
     prediction scaled like the folder's; the fastest is kept whichever it is. Without
     corun among --strategies, no variant runs."""
     from dataclasses import replace
@@ -86,7 +86,7 @@ def test_launch_steps_add_the_chosen_plan_at_other_launch_shapes(folder, tmp_pat
     summary = json.loads((out / "tune.json").read_text())
     rows = {r["strategy"]: r for r in summary["rows"]}
     chosen = load(Plan, folder / "plans" / "plan.json")
-    variants = [f"corun@x{s:g}" for s in LAUNCH_STEPS]
+    variants = [f"corun-x{s:g}" for s in LAUNCH_STEPS]
     assert list(rows) == ["ideal", "gpu-sequential", "corun", "corun-2", *variants]
     for name, step in zip(variants, LAUNCH_STEPS):
         ran = load(Measurement, out / "rounds" / f"{name}-r1.json").plan
