@@ -217,9 +217,9 @@ def launch_variants(chosen, taken) -> dict:
     kernel co-run error 36-70%, costmodel/data/h200/README.md): on graphed heavy-lean
     b16384 the chosen 396 blocks at interaction_bwd recovered 74-77% of gpu-sequential's
     gap on three H200s and the same kernel in 198 blocks 81-84%, predicted 0.12 ms
-    behind it (bench/results/unchecked_h200.md); `corun tune` kept that x0.5 on two more,
-    the fastest in 6 of 6 rounds (bench/results/tune_launch_steps_h200.md), so the variants
-    run by default."""
+    behind it (bench/results/unchecked_h200.md); `corun tune` kept that x0.5 in three
+    runs, the fastest in 9 of 9 rounds (bench/results/tune_launch_steps_h200.md), so the
+    variants run by default."""
     from planner.search import LAUNCH_STEPS
 
     out, seen = {}, list(taken)
