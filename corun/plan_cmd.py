@@ -11,6 +11,10 @@ from spec import SpecError
 
 MAX_RUNNERS_UP = 8
 """Runners-up `corun plan` predicts at most (each one more full simulation)."""
+HOST_PACED_STALL = 0.01
+"""Ideal's predicted stall, as a share of its iteration, above which the host thread sets
+the step's pace (the GPU waits for launches): the eager Criteo-like steps at b4096 stall
+about a third of theirs, the graphed ones none."""
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -62,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
     from corun.workload import calibrated, resolve_hardware, resolve_model, resolve_pipeline
     from planner import Judged, LocalSearch, RapProposer, SimJudge, runners_up
     from planner.runners_up import near_tie
-    from planner.search import gpu_side_note, host_plan_caution
+    from planner.search import gpu_side_note, host_plan_caution, launch_shape_note
     from sim import EmbeddingComm, Scenario, Strategy, StrategyKind, simulate_steady
     from spec.serde import dumps, save
 
@@ -129,13 +133,13 @@ def run(args: argparse.Namespace) -> int:
     print_caveats(preds)
     for line in extra:
         print(line)
+    shown = {p.strategy: p.throughput_samples_per_s for p in preds}
+    tune = f"corun tune {args.out}" if args.out else "corun tune DIR (plan with --out DIR)"
     if others:  # the runner-up as the table shows it, beside the chosen plan
-        shown = {p.strategy: p.throughput_samples_per_s for p in preds}
         caution = near_tie(Judged(chosen.plan, shown["corun"], 0.0),
                            Judged(others[0].plan, shown["corun-2"], 0.0))
         if caution:
-            where = f"corun tune {args.out}" if args.out else "corun tune DIR (plan with --out DIR)"
-            print(caution + f"; `{where}` runs them in rounds on the GPU and keeps the fastest")
+            print(caution + f"; `{tune}` runs them in rounds on the GPU and keeps the fastest")
         runner_up = others[0].plan
     else:  # both as the search judged them (its shorter simulations)
         nearest = runners_up(judge.cache.values(), chosen.plan, 1)
@@ -150,6 +154,12 @@ def run(args: argparse.Namespace) -> int:
     host_caution = host_plan_caution(chosen.plan)
     if host_caution:
         print(host_caution)
+    ideal = next((p for p in preds if p.strategy == "ideal"), None)
+    launch_note = ideal and launch_shape_note(
+        chosen.plan, 100 * (1 - shown["corun"] / shown["ideal"]),
+        host_paced=ideal.stall_ms_per_iteration > HOST_PACED_STALL * ideal.iteration_time_ms)
+    if launch_note:
+        print(f"{launch_note}: `{tune}`")
     kt = {k.kernel: k for k in preds[chosen_at].kernels}
 
     def alone(k) -> str:  # on several GPUs predictions name kernels gpu<g>/<name>

@@ -115,6 +115,30 @@ def host_plan_caution(plan: Plan) -> str | None:
             "machine's pace decides, not the predicted gain (bench/results/host_plans_h200.md)")
 
 
+LAUNCH_NOTE_BEHIND_PCT = 2.0
+"""How far behind ideal a plan with kernels beside training must be predicted for `corun
+plan` to point at `corun tune` (launch_shape_note): the within-2%-of-ideal mark of issue
+6, which the graphed Criteo-like plans meet as chosen (99.5-99.9% measured,
+bench/results/graphs_unchecked_h200.md)."""
+
+
+def launch_shape_note(plan: Plan, behind_ideal_pct: float, host_paced: bool) -> str | None:
+    """A note for a plan whose kernels co-run with training and are predicted to leave more
+    than LAUNCH_NOTE_BEHIND_PCT of ideal where the GPU sets the pace (`host_paced`: ideal's
+    own step waits for the host, which then decides the shortfall): their launch shape is
+    what the learned cost model is least sure of, and `corun tune` measures the others."""
+    if host_paced or behind_ideal_pct <= LAUNCH_NOTE_BEHIND_PCT or \
+            not any(k.release is not None for k in plan.kernels):
+        return None
+    return (f"note: the chosen plan is predicted {behind_ideal_pct:.1f}% behind ideal, its "
+            "kernels beside training; their launch shape is what the learned cost model is "
+            "least sure of (held-out error of a kernel's co-run time 22-70% over three "
+            "splits, costmodel/data/h200/README.md), so `corun tune` also runs "
+            "the plan at x2, x0.5, x1.5 and x0.75 its blocks and keeps the fastest (graphed "
+            "heavy-lean b16384: it kept x0.5 in three runs, 82-93% of gpu-sequential's gap "
+            "recovered against the choice's 75-85%, bench/results/tune_launch_steps_h200.md)")
+
+
 CONSTRUCT_BLOCK_DIVISORS = (1, 2, 4, 8)
 """Construction tries the whole pipeline at every stage with the default blocks and, in
 the first half of the time limit, 1/2, 1/4 and 1/8 of them: a kernel with fewer blocks

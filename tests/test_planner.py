@@ -372,6 +372,21 @@ def test_a_plan_on_the_host_cpu_carries_what_such_plans_measured():
     assert "on 2 and 4 H200s" in several and several != text
 
 
+def test_a_plan_short_of_ideal_where_the_gpu_sets_the_pace_points_at_tune():
+    from planner.search import LAUNCH_NOTE_BEHIND_PCT, launch_shape_note
+
+    p = spec.pipeline_preset("kaggle")
+    beside = spec.one_kernel_plan(p, "criteo-kaggle", 1, "interaction_bwd", 198)
+    before = spec.one_kernel_plan(p, "criteo-kaggle", 1, spec.BEFORE_ITERATION, 1056)
+    behind = LAUNCH_NOTE_BEHIND_PCT + 0.8
+    text = launch_shape_note(beside, behind, host_paced=False)
+    assert text is not None and f"predicted {behind:.1f}% behind ideal" in text
+    assert "x0.5" in text and "corun tune" in text
+    assert launch_shape_note(beside, LAUNCH_NOTE_BEHIND_PCT, host_paced=False) is None
+    assert launch_shape_note(beside, behind, host_paced=True) is None  # the host decides
+    assert launch_shape_note(before, behind, host_paced=False) is None  # nothing co-runs
+
+
 def test_a_tie_under_the_host_s_pace_goes_to_the_plan_faster_on_the_gpu_side():
     """heavy-fused b8192: the host model paces every GPU plan at one step time; the plan
     chosen is then the fastest of them with the host thread left out."""
