@@ -298,6 +298,26 @@ def _assembly_run(last: KernelRun, batch_mb: float, compared: bool) -> KernelRun
     return KernelRun(ASSEMBLY_KERNEL, max(0, last.release_pos), alone_ms, last.effects, holds)
 
 
+HOST_LINK_NOTE_SHARE = 0.8
+"""A plan's copy of each batch's raw inputs over the host link is noted where it takes at
+least this share of the step's GPU work: near the floor no GPU plan can go under.
+Graphed heavy-lean b16384 copies 175 MB a step in 3.1 ms against ideal's 3.25-3.38
+measured, which is why neither a smaller embedding nor a shorter step widened its
+preprocessing gap (bench/results/heavy_d4_h200.md); the Criteo-like batches copy well
+under a tenth of their step."""
+
+
+def host_link_note(h2d_ms: float, gpu_ms: float) -> str | None:
+    """Where copying a batch's raw inputs over the host link (`h2d_ms`) nears the step's
+    `gpu_ms` of training work, say that it bounds every plan that preprocesses on the GPU."""
+    if gpu_ms <= 0 or h2d_ms < HOST_LINK_NOTE_SHARE * gpu_ms:
+        return None
+    return (f"copying each batch's raw inputs over the host link takes {h2d_ms:.2f} ms, "
+            f"{100 * h2d_ms / gpu_ms:.0f}% of the step's {gpu_ms:.2f} ms of GPU work: no "
+            "plan that preprocesses on the GPU runs faster than that copy (fewer or narrower "
+            "raw inputs lower it)")
+
+
 def _graphs_hint(sc: Scenario, tables: GpuTables) -> str | None:
     """Where the host's own step outlasts the GPU's and the trainer could replay it as
     CUDA graphs (one GPU, a model Model.cuda_graphs admits), say so."""
@@ -424,6 +444,9 @@ def compile_scenario(sc: Scenario, cm: CostModel) -> Compiled:
     hint = _graphs_hint(sc, gpus[0])
     if hint:
         notes.append(HINT + hint)
+    link = host_link_note(gpus[0].h2d_ms, sum(gpus[0].stage_ms))
+    if link:
+        notes.append(NOTE + link)
     if owner_mapped:
         notes.append(NOTE + _owner_note(model, hw, sharding, owner_mapped,
                                         comm.get(Stage.INPUT_A2A, 0.0), sc.host_thread))

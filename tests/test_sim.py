@@ -350,6 +350,31 @@ def test_owner_mapped_plan_says_why_it_can_exceed_ideal(kaggle, kaggle_model):
     assert not [n for n in ideal.prediction.notes if n.startswith(NOTE)]
 
 
+def test_a_raw_copy_near_the_step_is_noted_as_the_floor(kaggle, kaggle_model, h200):
+    """Where copying a batch's raw inputs over the host link takes most of the step's GPU
+    work, the plan's prediction says no GPU plan goes under it; ideal copies nothing."""
+    from sim.scenario import HOST_LINK_NOTE_SHARE, NOTE, host_link_note
+
+    assert host_link_note(0.5, 1.0) is None
+    assert host_link_note(HOST_LINK_NOTE_SHARE, 1.0) is not None
+    assert "takes 3.10 ms, 97% of the step's 3.20 ms" in host_link_note(3.1, 3.2)
+    plan = spec.one_kernel_plan(kaggle, kaggle_model.name, 1, "emb_fwd")
+    fast = simulate(Scenario(h200, kaggle_model, kaggle, Strategy(StrategyKind.PLAN,
+                                                                  plan=plan)), commit="t")
+    assert not [n for n in fast.prediction.notes if "host link" in n]
+    slow_link = replace(h200.host_link, bytes_per_s=h200.host_link.bytes_per_s / 1000)
+    slow = replace(h200, host_link=slow_link)
+    for strategy, noted in ((Strategy(StrategyKind.PLAN, plan=plan), True),
+                            (Strategy(StrategyKind.IDEAL), False)):
+        r = simulate(Scenario(slow, kaggle_model, kaggle, strategy), commit="t")
+        t = r.compiled.gpus[0]
+        notes = [n for n in r.prediction.notes if "host link" in n]
+        assert bool(notes) == noted and (not noted or notes[0].startswith(NOTE))
+        if noted:
+            assert f"takes {t.h2d_ms:.2f} ms" in notes[0]
+            assert t.h2d_ms >= HOST_LINK_NOTE_SHARE * sum(t.stage_ms)
+
+
 def test_owner_kernel_must_run_on_owner(kaggle, kaggle_model):
     hw = spec.hardware_preset("h200", 2)
     owner = shard_tables(kaggle_model, hw).owner["cat_0"]
