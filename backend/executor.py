@@ -546,11 +546,13 @@ class Executor:
                 stages.setdefault(st.value, []).append(ms)
         kernels: dict[str, Spread] = {}
         extra: dict[str, Spread] = {}
+        by_batch: dict[str, dict[int, float]] = {}
         for name, spans in getattr(self, "spans", {}).items():
             xs = [S.ms(a, b) for i, a, b in spans if w < i <= total]
             if xs:
                 is_stage = name.split(":")[0] in ("h2d", "assemble")
                 (extra if is_stage else kernels)[name] = spread(xs)
+                by_batch[name] = {i: S.ms(a, b) for i, a, b in spans}
         stage_spreads = {k: spread(v) for k, v in stages.items()}
         launch: dict[str, list[float]] = {}
         for i in timed:
@@ -572,6 +574,10 @@ class Executor:
                     in_iteration[i - shift] = in_iteration.get(i - shift, 0.0) + ms
                 per_iteration[f"host_{name}"] = tuple(rounded(in_iteration.get(i, 0.0))
                                                       for i in timed)
+        ahead = self.plan.batches_ahead
+        for name, xs in by_batch.items():  # the batch each timed iteration preprocessed
+            per_iteration[f"span_{name}"] = tuple(rounded(xs.get(i + ahead, 0.0))
+                                                  for i in timed)
         stage_spreads.update(extra)
         from sim.simulate import git_commit
 

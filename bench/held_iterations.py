@@ -6,7 +6,10 @@ waits for it, so the iteration is about as slow as running it first), and one sl
 beside a long stage (emb_bwd) about half. On graphed heavy-lean two batches ahead at
 interaction_bwd, 396 blocks did so in 2-55% of the iterations of a case at b16384
 (median 6%, 27 cases) and 86-94% at b8192; 198 and 264 blocks in 1-16% at b16384 and
-9-22% (198) at b8192; 528 blocks in 99% (bench/results/heavy_batches_h200.md).
+9-22% (198) at b8192; 528 blocks in 99% (bench/results/heavy_batches_h200.md). Runs
+made since 2026-12-02 also keep each kernel's span beside each iteration
+(Measurement.per_iteration, `span_<kernel>`), which says it directly: a held step's kernel
+spans about its time alone.
 
     python bench/held_iterations.py [RAW.json[.gz] ...] [--model heavy-lean]
 

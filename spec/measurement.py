@@ -49,7 +49,10 @@ class Measurement:
     """The timed iterations one by one (ms): `iteration`, `batch_wait` (the training
     stream waiting at the top for its batch), `busy` (the training stream's work), and
     `host_<piece>` for each host piece: where a slow iteration's time went, which the
-    median and p90 above cannot say."""
+    median and p90 above cannot say; and `span_<name>` for each kernel, h2d and assemble:
+    the span of the batch preprocessed beside each timed iteration (its index plus the
+    plan's batches_ahead; 0: none), so a kernel whose span is its time alone in a slow
+    iteration held the training stream there."""
 
 
 GRAPHS_NOTE = "the trainer's step replayed as CUDA graphs"

@@ -78,6 +78,11 @@ def test_strategies_run_and_check(workload, tmp_path, strategy):
     assert sorted(per["iteration"])[ITERS // 2] == pytest.approx(m.iteration.median_ms, abs=1e-3)
     assert {"batch_wait", "busy", "host_step"} <= set(per)
     assert ("host_finish" in per) == (strategy != "ideal")
+    # each kernel's span batch by batch, in step with its spread
+    for name, sp in m.kernels.items():
+        xs = sorted(x for x in per[f"span_{name}"] if x > 0)
+        assert xs and xs[0] <= sp.median_ms <= xs[-1]
+    assert ("span_assemble" in per) == (strategy != "ideal")
 
 
 @pytest.mark.parametrize("ahead", [1, 2])
