@@ -52,6 +52,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "each of the search's launch steps (x2, x0.5, x1.5, x0.75), which run by "
                    "default where corun does: named corun-x<step>, predicted as the chosen "
                    "plan was")
+    p.add_argument("--launch-steps", dest="launch_steps", action="store_true",
+                   help="run those variants (the default; kept so that the commands of "
+                   "earlier runs still run)")
+    p.set_defaults(launch_steps=True)
     p.add_argument("--budget-s", type=float,
                    help="start no round after this many seconds (the rounds done count)")
     p.add_argument("--seed", type=int, default=d.seed)

@@ -99,7 +99,8 @@ def test_launch_steps_add_the_chosen_plan_at_other_launch_shapes(folder, tmp_pat
         assert load(Plan, out / "tuned.json") == load(Measurement, out / "rounds" /
                                                       f"{best}-r1.json").plan
     other = tmp_path / "baselines"
-    assert tune(folder, other, "--rounds", "1", "--strategies", "ideal,corun-2") == 0
+    assert tune(folder, other, "--rounds", "1", "--strategies", "ideal,corun-2",
+                "--launch-steps") == 0  # the default named, as earlier commands did
     assert [r["strategy"] for r in json.loads((other / "tune.json").read_text())["rows"]] \
         == ["ideal", "corun-2"]
 
