@@ -548,11 +548,12 @@ class Executor:
         extra: dict[str, Spread] = {}
         by_batch: dict[str, dict[int, float]] = {}
         for name, spans in getattr(self, "spans", {}).items():
-            xs = [S.ms(a, b) for i, a, b in spans if w < i <= total]
+            ms_of = {i: S.ms(a, b) for i, a, b in spans}
+            xs = [ms for i, ms in ms_of.items() if w < i <= total]
             if xs:
                 is_stage = name.split(":")[0] in ("h2d", "assemble")
                 (extra if is_stage else kernels)[name] = spread(xs)
-                by_batch[name] = {i: S.ms(a, b) for i, a, b in spans}
+                by_batch[name] = ms_of
         stage_spreads = {k: spread(v) for k, v in stages.items()}
         launch: dict[str, list[float]] = {}
         for i in timed:

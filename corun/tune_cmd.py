@@ -161,12 +161,13 @@ def _tune(args, folder: Path, work: Workload, strategies: list[str]) -> int:
             plans[s] = load(Plan, folder / plan_file(s))
     predicted = {}
     if args.launch_steps and "corun" in strategies:
-        variants = launch_variants(load(Plan, folder / plan_file("corun")), plans.values())
+        chosen = plans["corun"]
+        variants = launch_variants(chosen, plans.values())
         plans.update(variants)
         kinds.update(dict.fromkeys(variants))
         strategies = strategies + list(variants)
         say(f"predicting {len(variants)} launch variant(s) of the chosen plan ...")
-        predicted = variant_predictions(folder, variants, hw, model, pipeline)
+        predicted = variant_predictions(folder, chosen, variants, hw, model, pipeline)
     base = RunSettings(args.iterations, args.warmup, args.distinct_batches, args.check,
                        args.seed, check_timed=args.check_timed)  # checked before any write
     out = Path(args.out)
@@ -219,12 +220,11 @@ def launch_variants(chosen, taken) -> dict:
     (planner.search.LAUNCH_STEPS), by name (corun-x<step>), leaving out any plan already
     run. The launch shape is what the learned cost model is least sure of (held-out error
     of a kernel's co-run time 22-70% over three splits, costmodel/data/h200/README.md): on
-    graphed heavy-lean
-    b16384 the chosen 396 blocks at interaction_bwd recovered 74-77% of gpu-sequential's
-    gap on three H200s and the same kernel in 198 blocks 81-84%, predicted 0.12 ms
-    behind it (bench/results/unchecked_h200.md); `corun tune` kept that x0.5 in three
-    runs, the fastest in 9 of 9 rounds (bench/results/tune_launch_steps_h200.md), so the
-    variants run by default."""
+    graphed heavy-lean b16384 the chosen 396 blocks at interaction_bwd recovered 74-77% of
+    gpu-sequential's gap on three H200s and the same kernel in 198 blocks 81-84%,
+    predicted 0.12 ms behind it (bench/results/unchecked_h200.md); `corun tune` kept that
+    x0.5 in three runs, the fastest in 9 of 9 rounds
+    (bench/results/tune_launch_steps_h200.md), so the variants run by default."""
     from planner.search import LAUNCH_STEPS
 
     out, seen = {}, list(taken)
@@ -237,20 +237,19 @@ def launch_variants(chosen, taken) -> dict:
     return out
 
 
-def variant_predictions(folder: Path, variants: dict, hw, model, pipeline) -> dict:
+def variant_predictions(folder: Path, chosen, variants: dict, hw, model, pipeline) -> dict:
     """Each variant's predicted iteration (ms), simulated as `corun simulate` would and
-    scaled by the folder's prediction for its chosen plan over the same simulation of it
+    scaled by the folder's prediction for its `chosen` plan over the same simulation of it
     (a folder planned with --calibration or other settings keeps its scale)."""
-    from corun.plan_dir import plan_file, prediction_file
+    from corun.plan_dir import prediction_file
     from sim import Scenario, Strategy, StrategyKind, simulate_steady
-    from spec import Plan, Prediction, load
+    from spec import Prediction, load
 
     def ms(plan) -> float:
         sc = Scenario(hw, model, pipeline, Strategy(StrategyKind.PLAN, plan=plan))
         return simulate_steady(sc).prediction.iteration_time_ms
 
-    scale = load(Prediction, folder / prediction_file("corun")).iteration_time_ms / ms(
-        load(Plan, folder / plan_file("corun")))
+    scale = load(Prediction, folder / prediction_file("corun")).iteration_time_ms / ms(chosen)
     return {name: scale * ms(plan) for name, plan in variants.items()}
 
 
