@@ -25,7 +25,6 @@ from collections.abc import Sequence
 import torch
 
 from backend.embedding_fwd import bag_sum
-from backend.embedding_sgd import bag_sgd_
 from backend.trainer import TRAINING_STAGES, Batch, Clock, Trainer
 from spec import EmbeddingForward, Model, SpecError, Stage
 
@@ -151,8 +150,7 @@ class GraphedTrainer(Trainer):
             if graph is not None:
                 graph.replay()
             if stage is Stage.EMB_BWD and self.bag_kernels:
-                bag_sgd_(self.net.embedding, batch.ids, batch.offsets, self.pooled_grad,
-                         self.spec.learning_rate, self.update_max_blocks)
+                self.fused_update(batch.ids, batch.offsets, self.pooled_grad)
             mark(stage)
         return self.loss
 

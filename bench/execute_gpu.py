@@ -110,6 +110,12 @@ MATRICES = {
     # bench/plans/graphs/heavy-lean-b<batch>/
     "heavy-lean-graphs": [("heavy-small", (8192, 12288, 16384, 24576),
                            SMALL_TABLE_LABELS + ("at:top_mlp_fwd", "at:top_mlp_bwd"))],
+    # heavy-short (heavy-small's outputs from 36 32-bit raw ids a list) beside
+    # heavy-sliced (heavy-lean with the sliced update), graphed: a faster step beside
+    # the same preprocessing, a host link that keeps up; plans under
+    # bench/plans/graphs/heavy-short-b<batch>/
+    "heavy-short-graphs": [("heavy-short", (8192, 16384, 24576),
+                            SMALL_TABLE_LABELS + ("at:top_mlp_fwd", "at:top_mlp_bwd"))],
     # heavy preprocessing (heavy-20: the heavy pipeline keeping 20 ids per list) beside
     # a model whose step is mostly dense maths (heavy-mlp), the one kernel at each stage
     "heavy-mlp": [("heavy-20", (16384, 32768), ("ideal", "gpu-sequential", "gpu-overlap", *(
@@ -140,13 +146,15 @@ MATRICES = {
 
 MODEL_CHANGES = {"bound": {"sparse_gradients": False}, "graphs": {"cuda_graphs": True},
                  "graphs-stages": {"cuda_graphs": True}, "graphs-cpu": {"cuda_graphs": True},
-                 "heavy-lean-graphs": {"cuda_graphs": True}}
+                 "heavy-lean-graphs": {"cuda_graphs": True},
+                 "heavy-short-graphs": {"cuda_graphs": True}}
 """Fields a matrix changes in its pipelines' default models."""
 MATRIX_MODEL = {"heavy": "heavy-fused", "heavy-stages": "heavy-fused",
                 "heavy-lean": "heavy-lean", "heavy-lean-graphs": "heavy-lean"}
 """A matrix's model where it is not its pipelines' default (spec.DEFAULT_MODEL_FOR); its
 plans are under bench/plans/<model>-b<batch>/."""
-PLAN_FOLDER = {"graphs": "graphs", "graphs-cpu": "graphs", "heavy-lean-graphs": "graphs"}
+PLAN_FOLDER = {"graphs": "graphs", "graphs-cpu": "graphs", "heavy-lean-graphs": "graphs",
+               "heavy-short-graphs": "graphs"}
 """A matrix whose plans are under bench/plans/<folder>/<pipeline>-b<batch>/."""
 
 

@@ -15,7 +15,6 @@ from costmodel.sharding import Sharding
 from costmodel.types import Comm, KernelWork, StageWork
 from spec import (
     EmbeddingForward,
-    EmbeddingUpdate,
     Hardware,
     Interaction,
     Model,
@@ -84,7 +83,7 @@ def stage_work(model: Model, hw: Hardware, sharding: Sharding, gpu: int,
     ids_mine = sum(tables[t].pooling for t in mine)
     lookups = g_batch * ids_mine  # rows gathered
     bag_threads = g_batch * len(mine) * d  # one thread per output element
-    fused = model.embedding_update is EmbeddingUpdate.FUSED_SGD
+    fused = model.embedding_update.fused
     bag_kernel = model.embedding_forward is EmbeddingForward.BAG_KERNEL
     table_bytes = F32 * d * sum(tables[t].rows for t in mine)
     out: dict[Stage, StageWork] = {}

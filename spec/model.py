@@ -32,10 +32,27 @@ class EmbeddingUpdate(enum.Enum):
     model's 6.2 ms at batch 4096 on the H200, bench/results/embedding_update_h200.json).
     FUSED_SGD: one kernel adds -lr x each bag's gradient to its ids' rows (atomics, no
     sort, no per-id gradient), as FBGEMM's table-batched embeddings fuse backward and
-    optimizer; SGD only."""
+    optimizer; SGD only.
+    SLICED_SGD: the same update summed first in shared memory, a block per slice of a
+    table and chunk of its bags (backend/embedding_sgd.py); for tables of at most
+    MAX_SLICES slices of SLICE_FLOATS floats each."""
 
     AUTOGRAD = "autograd"
     FUSED_SGD = "fused-sgd"
+    SLICED_SGD = "sliced-sgd"
+
+    @property
+    def fused(self) -> bool:
+        """Whether one kernel of ours does the backward and the SGD update together."""
+        return self is not EmbeddingUpdate.AUTOGRAD
+
+
+SLICE_FLOATS = 12 * 1024
+"""Floats of a table slice the sliced update sums in one block: 48 KB, the most static
+shared memory a CUDA block may declare."""
+MAX_SLICES = 8
+"""The most slices a table may be cut into for the sliced update: each block reads every
+id of its chunk of bags, so each slice more reads the ids once more."""
 
 
 class EmbeddingForward(enum.Enum):
@@ -119,13 +136,22 @@ class Model:
         require(0 < self.learning_rate < 100, "learning_rate", self.learning_rate,
                 "a number in (0, 100)")
         require_int_range("batch_per_gpu", self.batch_per_gpu, 1, MAX_BATCH_PER_GPU)
-        if self.embedding_update is EmbeddingUpdate.FUSED_SGD:
+        if self.embedding_update.fused:
             require(self.optimizer is Optimizer.SGD, "optimizer", self.optimizer.value,
-                    "sgd when embedding_update is fused-sgd (the fused kernel applies SGD)")
+                    f"sgd when embedding_update is {self.embedding_update.value} (the fused "
+                    "kernel applies SGD)")
+        if self.embedding_update is EmbeddingUpdate.SLICED_SGD:
+            most = MAX_SLICES * (SLICE_FLOATS // self.embedding_dim)
+            big = max(self.tables, key=lambda t: t.rows)
+            require(big.rows <= most, f"tables[{big.name}].rows", big.rows,
+                    f"at most {most} rows at dim {self.embedding_dim} when embedding_update "
+                    f"is sliced-sgd ({MAX_SLICES} slices of {SLICE_FLOATS} floats; "
+                    "fused-sgd takes any table)")
         if self.embedding_forward is EmbeddingForward.BAG_KERNEL:
-            require(self.embedding_update is EmbeddingUpdate.FUSED_SGD, "embedding_update",
-                    self.embedding_update.value, "fused-sgd when embedding_forward is "
-                    "bag-kernel (the bag kernel keeps no autograd graph)")
+            require(self.embedding_update.fused, "embedding_update",
+                    self.embedding_update.value, "fused-sgd or sliced-sgd when "
+                    "embedding_forward is bag-kernel (the bag kernel keeps no autograd "
+                    "graph)")
         if self.cuda_graphs:
             require(self.optimizer is Optimizer.SGD, "optimizer", self.optimizer.value,
                     "sgd when cuda_graphs is on (Adagrad's sparse update reads a size back "
@@ -255,6 +281,14 @@ def _heavy_lean() -> Model:
                    embedding_forward=EmbeddingForward.BAG_KERNEL)
 
 
+def _heavy_sliced() -> Model:
+    """`heavy-lean` with the sliced update (EmbeddingUpdate.SLICED_SGD: each 10k-row
+    table's updates summed in shared memory first): a faster step for the `heavy-short`
+    pipeline (issue 6's heavy case)."""
+    return replace(_heavy_lean(), name="heavy-sliced",
+                   embedding_update=EmbeddingUpdate.SLICED_SGD)
+
+
 def _heavy_mlp() -> Model:
     """A model for `heavy-20` whose step is mostly dense maths: 26 tables of 100k rows x
     dim 32, 20 ids per sample per table, fused embedding update, a wide top MLP in bf16
@@ -276,6 +310,7 @@ MODEL_PRESETS: dict[str, Model] = {
     "heavy-mlp": _heavy_mlp(),
     "heavy-small": _heavy_small(),
     "heavy-lean": _heavy_lean(),
+    "heavy-sliced": _heavy_sliced(),
 }
 
 

@@ -24,8 +24,8 @@ def _dense(k: int) -> Column:
     return Column(f"int_{k}", DType.FLOAT32, Shape.SCALAR, nullable=True)
 
 
-def _sparse(k: int, mean_length: float = 1.0) -> Column:
-    return Column(f"cat_{k}", DType.INT64, Shape.LIST, nullable=True, mean_length=mean_length)
+def _sparse(k: int, mean_length: float = 1.0, dtype: DType = DType.INT64) -> Column:
+    return Column(f"cat_{k}", dtype, Shape.LIST, nullable=True, mean_length=mean_length)
 
 
 class _Builder:
@@ -103,17 +103,21 @@ def multihot() -> Pipeline:
 
 
 HEAVY_LIST_LENGTH, HEAVY_NGRAM, HEAVY_FIRSTX = 50, 3, 100
+SHORT_LIST_LENGTH = 36
+"""`heavy-short`'s raw lists: the fewest ids whose trigrams still fill firstx's 100."""
 
 
-def heavy(name: str = "heavy", first: int = HEAVY_FIRSTX, rows: int = HEAVY_TABLE_ROWS
-          ) -> Pipeline:
+def heavy(name: str = "heavy", first: int = HEAVY_FIRSTX, rows: int = HEAVY_TABLE_ROWS,
+          length: int = HEAVY_LIST_LENGTH, id_dtype: DType = DType.INT64) -> Pipeline:
     """`heavy`: a production-like pipeline beside a fast model (issue 6's heavy case).
-    26 raw id lists of 50 ids -> fill_null -> ngram(3) (144 ids) -> sigrid_hash into
-    `rows` buckets -> firstx(`first`: 100); 13 dense -> fill_null -> logit. Not from
-    OPS.md: sized so that, in simulation, preprocessing costs about a third of an
-    iteration of the `heavy` model. `heavy-20` keeps 20 ids of each list: the same
-    preprocessing, a fifth of the lookups; `heavy-small` hashes into 10k buckets, for the
-    `heavy-small` model's small tables."""
+    26 raw id lists of `length` (50) ids -> fill_null -> ngram(3) (144 ids) ->
+    sigrid_hash into `rows` buckets -> firstx(`first`: 100); 13 dense -> fill_null ->
+    logit. Not from OPS.md: sized so that, in simulation, preprocessing costs about a
+    third of an iteration of the `heavy` model. `heavy-20` keeps 20 ids of each list: the
+    same preprocessing, a fifth of the lookups; `heavy-small` hashes into 10k buckets, for
+    the `heavy-small` model's small tables; `heavy-short` does too, from lists of 36
+    32-bit ids (Criteo's raw ids are 32-bit hashes; sigrid_hash widens them): the same
+    100 ids a list out from 0.36x the raw bytes, so the host link outpaces a faster step."""
     b = _Builder()
     dense = []
     for k in range(13):
@@ -127,7 +131,7 @@ def heavy(name: str = "heavy", first: int = HEAVY_FIRSTX, rows: int = HEAVY_TABL
         sparse.append(SparseOutput(b.add(f"first_cat_{k}", OpKind.FIRSTX, h, x=first),
                                    f"cat_{k}"))
     inputs = tuple(_dense(k) for k in range(13)) + tuple(
-        _sparse(k, float(HEAVY_LIST_LENGTH)) for k in range(26))
+        _sparse(k, float(length), id_dtype) for k in range(26))
     return Pipeline(name, inputs, tuple(b.nodes), tuple(dense), tuple(sparse))
 
 
@@ -140,12 +144,14 @@ PIPELINE_PRESETS = {
     "heavy": heavy,
     "heavy-20": lambda: heavy("heavy-20", 20),
     "heavy-small": lambda: heavy("heavy-small", rows=HEAVY_SMALL_TABLE_ROWS),
+    "heavy-short": lambda: heavy("heavy-short", rows=HEAVY_SMALL_TABLE_ROWS,
+                                 length=SHORT_LIST_LENGTH, id_dtype=DType.INT32),
 }
 
 DEFAULT_MODEL_FOR = {"kaggle": "criteo-kaggle", "terabyte": "criteo-terabyte",
                      "wide-2x": "wide-2x", "wide-4x": "wide-4x", "multihot": "mlperf-dcnv2",
                      "heavy": "heavy", "heavy-20": "heavy-mlp",
-                     "heavy-small": "heavy-small"}
+                     "heavy-small": "heavy-small", "heavy-short": "heavy-sliced"}
 
 
 def pipeline_preset(name: str) -> Pipeline:

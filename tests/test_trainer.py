@@ -184,8 +184,9 @@ def test_fused_sgd_update_equals_autograd_sgd():
         assert tr.net.embedding.grad is None
         states.append({k: v.detach().clone() for k, v in tr.net.named_parameters()})
     assert not torch.allclose(states[0]["embedding"], before)  # the tables did train
-    for name, value in states[0].items():
-        assert torch.allclose(value, states[1][name], atol=1e-6), name
+    for other in states[1:]:
+        for name, value in states[0].items():
+            assert torch.allclose(value, other[name], atol=1e-6), name
 
 
 def test_bag_sgd_kernel_in_the_cuda_simulator():
@@ -217,6 +218,48 @@ def test_bag_sgd_kernel_in_the_cuda_simulator():
     with pytest.raises(ValueError, match="does not match 3 bags"):
         bag_sgd_(on_cpu, torch.from_numpy(ids), torch.from_numpy(offsets[:4]),
                  torch.from_numpy(grad), 0.5)
+
+
+def test_sliced_sgd_kernel_in_the_cuda_simulator():
+    """The sliced update (run here by the CUDA simulator) sums each table slice's updates
+    from each chunk of bags in shared memory and adds them to the rows: tables of
+    different sizes, slices of unequal rows, several chunks, duplicates, an empty bag,
+    fewer threads than a chunk's bags; the result equals the plain update's."""
+    from backend.embedding_sgd import slice_count, sliced_grid, sliced_sgd_, sliced_sgd_kernel
+
+    rng = np.random.default_rng(1)
+    rows, dim, per_table = (7, 5, 9), 3, 5
+    bounds = np.concatenate([[0], np.cumsum(rows)]).astype(np.int64)
+    w = rng.normal(size=(int(bounds[-1]), dim)).astype(np.float32)
+    ids, offsets = [], [0]
+    for t, r in enumerate(rows):
+        for bag in range(per_table):
+            n = 0 if (t, bag) == (1, 2) else int(rng.integers(1, 6))
+            ids += list(bounds[t] + rng.integers(0, r, n))
+            offsets.append(len(ids))
+    ids, offsets = np.array(ids, np.int64), np.array(offsets, np.int64)
+    ids[1] = ids[0]  # a duplicate within a bag
+    grad = rng.normal(size=(len(rows) * per_table, dim)).astype(np.float32)
+    want = w.astype(np.float64).copy()
+    for bag in range(len(grad)):
+        for j in range(offsets[bag], offsets[bag + 1]):
+            want[ids[j]] -= 0.5 * grad[bag]
+    for slices, chunks, threads in ((1, 1, 8), (3, 2, 2), (4, 5, 1)):
+        got = w.copy()
+        sliced_sgd_kernel[len(rows) * slices * chunks, threads](
+            got, ids, offsets, grad, np.float32(-0.5), bounds, np.int64(slices),
+            np.int64(chunks))
+        assert np.allclose(got, want, atol=1e-5), (slices, chunks, threads)
+    assert slice_count([10_000, 300], 8) == 7 and slice_count([1536], 8) == 1
+    assert sliced_grid(26, 7, 16384, 528) == (3, 546)
+    assert sliced_grid(2, 2, 3, 1000) == (3, 12)  # at most a chunk a bag
+    on_cpu = torch.from_numpy(w.copy())
+    sliced_sgd_(on_cpu, torch.from_numpy(ids), torch.from_numpy(offsets),
+                torch.from_numpy(grad), 0.5, torch.from_numpy(bounds), 1, 1)
+    assert np.allclose(on_cpu.numpy(), want, atol=1e-5)
+    with pytest.raises(ValueError, match="over 3 tables"):
+        sliced_sgd_(on_cpu, torch.from_numpy(ids), torch.from_numpy(offsets[:-1]),
+                    torch.from_numpy(grad[:-1]), 0.5, torch.from_numpy(bounds), 1, 1)
 
 
 def test_bag_sum_kernel_in_the_cuda_simulator():
@@ -262,5 +305,6 @@ def test_bag_kernel_forward_trains_like_pytorchs():
         states.append((losses, tr.net.embedding.detach().clone()))
     assert states[0][0] == pytest.approx(states[1][0], rel=1e-6)
     assert torch.allclose(states[0][1], states[1][1], atol=1e-6)
-    with pytest.raises(spec.SpecError, match="fused-sgd when embedding_forward is bag-kernel"):
+    with pytest.raises(spec.SpecError,
+                       match="fused-sgd or sliced-sgd when embedding_forward is bag-kernel"):
         tiny_model(embedding_forward=spec.EmbeddingForward.BAG_KERNEL)

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# heavy-short beside heavy-sliced on one lent H200 (issue 6's heavy case): the sliced
+# embedding update (backend/embedding_sgd.py) makes the step faster, and raw lists of 36
+# 32-bit ids keep the host link under it. Run from the repository root with $OUT set:
+#   PART=discover bash bench/heavy_short_session.sh   the kernels' tests on the GPU; the
+#       sliced update against the plain one (bench/sliced_update.py; stops here if they
+#       disagree); graphed ideal, gpu-sequential and the one kernel at several stages and
+#       launch shapes at b8192 and b16384 in 2 rounds; heavy-sliced's co-running profile
+#       (launched and resident whole-pipeline kernels, random kernels)
+#   PART=plans ...   corun's plans and runners-up from bench/plans/graphs/heavy-short-b*
+#       beside the baselines, 3 rounds, then corun tune on the b16384 folder
+# (The device tool returns few files: pack $OUT into one archive after it.)
+set -u
+stamp() { while IFS= read -r l; do echo "$(date +%T) $l"; done; }
+profile() {  # log name, then corun profile's arguments
+  local log="$OUT/$1.log"
+  shift
+  python -m corun.cli profile "$@" 2>&1 | stamp > "$log"
+  tail -2 "$log"
+}
+launch_plans() {  # the whole heavy-short pipeline at these blocks, both row mappings
+  python bench/launch_plans.py --pipeline heavy-short --model heavy-sliced --blocks "$1" \
+    --out "/tmp/launch-plans-$1"
+}
+short=(--models heavy-sliced --train-pipeline heavy-short --pipelines heavy-short)
+nvidia-smi --query-gpu=index,name,clocks.sm,memory.used --format=csv
+case "${PART:-discover}" in
+discover)
+  NUMBA_ENABLE_CUDASIM=0 python -m pytest -q -p no:cacheprovider tests/test_trainer.py \
+    -k "sliced or bag_sgd or fused_sgd" 2>&1 | tail -2
+  python bench/sliced_update.py --out "$OUT/update" 2>&1 | stamp
+  python - "$OUT/update/sliced_update.json" <<'EOF' || exit 1
+import json, sys
+rows = json.load(open(sys.argv[1]))["rows"]
+worst = max(c["relative_error"] for r in rows for c in r["cases"])
+print(f"largest relative difference from index_add_: {worst:.2e}")
+sys.exit(worst > 1e-3)
+EOF
+  python bench/execute_gpu.py --matrix heavy-short-graphs --batches 8192,16384 --repeats 2 \
+    --strategies ideal,gpu-sequential,at:emb_fwd+b264+ahead2,at:interaction_bwd+b198+ahead2,at:interaction_bwd+b396+ahead2,at:bottom_mlp_bwd+b198+ahead2,at:top_mlp_bwd+b198+ahead2,at:emb_bwd+b264+ahead2,at:emb_bwd+b132+ahead2 \
+    --budget-s 150 --out "$OUT" 2>&1 | grep -v "iteration" | stamp
+  plans=$(launch_plans 132,198,264,396,528,1056) || exit 1
+  profile launched --out "$OUT/profile" "${short[@]}" --reps 3 --batches 16384,8192 \
+    --shapes 0 --plans "$plans" --budget-minutes 1.0
+  profile resident --out "$OUT/profile" "${short[@]}" --reps 3 --batches 16384,8192 \
+    --resident --shapes 0 --plans "$plans" --budget-minutes 1.0
+  profile random --out "$OUT/profile" "${short[@]}" --reps 3 --batches 16384,8192 \
+    --resident --shapes 4 --launches 2 --mappings thread,warp --budget-minutes 0.6
+  ;;
+plans)
+  python bench/execute_gpu.py --matrix heavy-short-graphs --batches "${BATCHES:-16384}" \
+    --repeats 3 --strategies "${STRATEGIES:-ideal,gpu-sequential,corun,corun-2,corun-3}" \
+    --budget-s 240 --out "$OUT" 2>&1 | grep -v "iteration" | stamp
+  python -m corun.cli tune bench/plans/graphs/heavy-short-b16384 -o "$OUT/tune" --rounds 3 \
+    --budget-s 170 2>&1 | stamp
+  ;;
+*)
+  echo "PART must be discover or plans" >&2
+  exit 2
+  ;;
+esac
