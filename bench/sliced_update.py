@@ -49,7 +49,7 @@ def agreement(update, weight: torch.Tensor, want: torch.Tensor, start: torch.Ten
 def measure(model, pipeline, device: torch.device, threads: list[int], warmup: int,
             iters: int, rng: np.random.Generator) -> dict:
     batch = make_batches(model, pipeline, 1, rng)[0].to(device)
-    net = DLRM(model, seed=0, device=device)
+    net = DLRM(model, seed=0, device=device).to(device)
     w, lr = net.embedding.detach(), model.learning_rate
     grad = torch.randn(batch.offsets.numel() - 1, model.embedding_dim, device=device) * 1e-3
     start = w.clone()
