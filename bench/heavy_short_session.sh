@@ -2,7 +2,7 @@
 # heavy-short beside heavy-sliced on one lent H200 (issue 6's heavy case): the sliced
 # embedding update (backend/embedding_sgd.py) makes the step faster, and raw lists of 36
 # 32-bit ids keep the host link under it. Run from the repository root with $OUT set:
-#   PART=discover bash bench/heavy_short_session.sh   the kernels' tests on the GPU; the
+#   PART=discover bash bench/heavy_short_session.sh   the
 #       sliced update against the plain one (bench/sliced_update.py; stops here if they
 #       disagree); graphed ideal, gpu-sequential and the one kernel at several stages and
 #       launch shapes at b8192 and b16384 in 2 rounds; heavy-sliced's co-running profile
@@ -26,8 +26,6 @@ short=(--models heavy-sliced --train-pipeline heavy-short --pipelines heavy-shor
 nvidia-smi --query-gpu=index,name,clocks.sm,memory.used --format=csv
 case "${PART:-discover}" in
 discover)
-  NUMBA_ENABLE_CUDASIM=0 python -m pytest -q -p no:cacheprovider tests/test_trainer.py \
-    -k "sliced or bag_sgd or fused_sgd" 2>&1 | tail -2
   python bench/sliced_update.py --out "$OUT/update" 2>&1 | stamp
   python - "$OUT/update/sliced_update.json" <<'EOF' || exit 1
 import json, sys
