@@ -47,8 +47,8 @@ def agreement(update, weight: torch.Tensor, want: torch.Tensor, start: torch.Ten
 
 
 def measure(model, pipeline, device: torch.device, threads: list[int], warmup: int,
-            iters: int, rng: np.random.Generator) -> dict:
-    batch = make_batches(model, pipeline, 1, rng)[0].to(device)
+            iters: int, rng: np.random.Generator, zipf_a: float) -> dict:
+    batch = make_batches(model, pipeline, 1, rng, zipf_a)[0].to(device)
     net = DLRM(model, seed=0, device=device).to(device)
     w, lr = net.embedding.detach(), model.learning_rate
     grad = torch.randn(batch.offsets.numel() - 1, model.embedding_dim, device=device) * 1e-3
@@ -69,7 +69,12 @@ def measure(model, pipeline, device: torch.device, threads: list[int], warmup: i
         ms = timed(fn, device, warmup, iters)
         rows.append({"case": name, "ms": round(ms, 4),
                      "relative_error": agreement(fn, w, want, start)})
+    hottest = max(torch.bincount(batch.ids[batch.offsets[t * b]:batch.offsets[(t + 1) * b]]
+                                 ).max().item() / max(int(batch.offsets[(t + 1) * b]
+                                                          - batch.offsets[t * b]), 1)
+                  for b in [model.batch_per_gpu] for t in range(len(model.tables)))
     return {"model": model.name, "pipeline": pipeline.name, "batch": model.batch_per_gpu,
+            "zipf_a": zipf_a, "hottest_row_share": round(hottest, 4),
             "ids": batch.ids.numel(), "bags": batch.offsets.numel() - 1, "slices": slices,
             "default_chunks": default_chunks, "cases": rows}
 
@@ -79,6 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--models", default="heavy-lean,heavy-sliced")
     p.add_argument("--batches", default="8192,16384")
     p.add_argument("--threads", default="128,256,512", help="sliced blocks' threads")
+    p.add_argument("--zipf", default="1.1", help="raw ids' zipf exponents (<= 1: uniform)")
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--iters", type=int, default=20)
     p.add_argument("--dry-run", action="store_true", help="CPU, tiny tables and batch")
@@ -92,9 +98,10 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for m, pipeline in model_cases(args.models, batch_list(p, args.batches), args.dry_run,
                                    fallback="heavy-small"):
-        row = measure(m, pipeline, device, threads, args.warmup, args.iters, rng)
-        print(json.dumps(row), flush=True)
-        rows.append(row)
+        for a in (float(x) for x in args.zipf.split(",")):
+            row = measure(m, pipeline, device, threads, args.warmup, args.iters, rng, a)
+            print(json.dumps(row), flush=True)
+            rows.append(row)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     write_atomic(out / "sliced_update.json", json.dumps(

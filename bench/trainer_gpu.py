@@ -41,12 +41,14 @@ CASES = [("criteo-kaggle", "kaggle"), ("criteo-terabyte", "terabyte"),
          ("mlperf-dcnv2", "multihot")]
 
 
-def make_batches(model: spec.Model, pipeline: spec.Pipeline, n: int, rng) -> list[Batch]:
-    """`n` distinct preprocessed batches (Numba CPU pipeline), labels at random."""
+def make_batches(model: spec.Model, pipeline: spec.Pipeline, n: int, rng,
+                 zipf_a: float = 1.1) -> list[Batch]:
+    """`n` distinct preprocessed batches (Numba CPU pipeline), labels at random; raw ids
+    zipf-skewed (`zipf_a` <= 1: uniform, backend.data.synthetic_inputs)."""
     group = [FusedGroup(pipeline, pipeline.order, "all")]
     out = []
     for _ in range(n):
-        raw = synthetic_inputs(pipeline, model.batch_per_gpu, rng, zipf_a=1.1)
+        raw = synthetic_inputs(pipeline, model.batch_per_gpu, rng, zipf_a=zipf_a)
         labels = (rng.random(model.batch_per_gpu) < 0.25).astype(np.float32)
         outputs = PipelineProgram(pipeline, group, raw).run_cpu()
         out.append(trainer_batch(pipeline, model, outputs, labels))
