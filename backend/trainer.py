@@ -20,7 +20,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from backend.embedding_fwd import bag_sum
-from backend.embedding_sgd import bag_sgd_, sliced_sgd_, sliced_shape
+from backend.embedding_sgd import bag_sgd_
 from spec import EmbeddingForward, EmbeddingUpdate, Interaction, Model, Optimizer, Precision, Stage
 
 ADAGRAD_EPS = 1e-8
@@ -126,8 +126,6 @@ class DLRM(nn.Module):
         base = np.concatenate([[0], np.cumsum(rows)[:-1]]) if rows else np.zeros(0)
         self.register_buffer("row_base", torch.tensor(base, dtype=torch.int64),
                              persistent=False)
-        self.register_buffer("row_bounds", torch.tensor([*base, sum(rows)], dtype=torch.int64),
-                             persistent=False)  # each table's first row, then the end
         d = model.embedding_dim
         bound = 1.0 / np.sqrt(d)
         weight = torch.empty(sum(rows), d, device=device)  # made where it lives: 100 GB fit
@@ -344,17 +342,12 @@ class Trainer:
 
     def fused_update(self, ids: torch.Tensor, offsets: torch.Tensor,
                      grad: torch.Tensor) -> None:
-        """The SGD update of the rows by the model's fused kernel (EmbeddingUpdate.fused):
-        the sliced one, or the plain one under `update_max_blocks`."""
-        if self.spec.embedding_update is EmbeddingUpdate.SLICED_SGD:
-            rows = tuple(self.spec.tables[k].rows for k in self.net.tables)
-            slices, chunks = (1, 1) if grad.device.type != "cuda" else sliced_shape(
-                rows, grad.shape[1], grad.shape[0] // len(rows), grad.device)
-            sliced_sgd_(self.net.embedding, ids, offsets, grad, self.spec.learning_rate,
-                        self.net.row_bounds, slices, chunks)
-        else:
-            bag_sgd_(self.net.embedding, ids, offsets, grad, self.spec.learning_rate,
-                     self.update_max_blocks)
+        """The SGD update of the rows by the model's fused kernel (EmbeddingUpdate.fused),
+        under `update_max_blocks`; with the hot-row form each held table's hot row is
+        counted per bag."""
+        hot = self.spec.embedding_update is EmbeddingUpdate.FUSED_SGD_HOT_ROW
+        bag_sgd_(self.net.embedding, ids, offsets, grad, self.spec.learning_rate,
+                 self.update_max_blocks, len(self.net.tables) if hot else 0)
 
     def optimize(self) -> None:
         self.dense_opt.step()

@@ -111,7 +111,7 @@ MATRICES = {
     "heavy-lean-graphs": [("heavy-small", (8192, 12288, 16384, 24576),
                            SMALL_TABLE_LABELS + ("at:top_mlp_fwd", "at:top_mlp_bwd"))],
     # heavy-short (heavy-small's outputs from 36 32-bit raw ids a list) beside
-    # heavy-sliced (heavy-lean with the sliced update), graphed: a faster step beside
+    # heavy-hot (heavy-lean with the hot-row update), graphed: a faster step beside
     # the same preprocessing, a host link that keeps up; plans under
     # bench/plans/graphs/heavy-short-b<batch>/
     "heavy-short-graphs": [("heavy-short", (8192, 16384, 24576),

@@ -33,26 +33,18 @@ class EmbeddingUpdate(enum.Enum):
     FUSED_SGD: one kernel adds -lr x each bag's gradient to its ids' rows (atomics, no
     sort, no per-id gradient), as FBGEMM's table-batched embeddings fuse backward and
     optimizer; SGD only.
-    SLICED_SGD: the same update summed first in shared memory, a block per slice of a
-    table and chunk of its bags (backend/embedding_sgd.py); for tables of at most
-    MAX_SLICES slices of SLICE_FLOATS floats each."""
+    FUSED_SGD_HOT_ROW: the same, with each table's most frequent row (sampled each step)
+    counted per bag and added once: skewed ids serialize their atomics on that row
+    (backend/embedding_sgd.py)."""
 
     AUTOGRAD = "autograd"
     FUSED_SGD = "fused-sgd"
-    SLICED_SGD = "sliced-sgd"
+    FUSED_SGD_HOT_ROW = "fused-sgd-hot-row"
 
     @property
     def fused(self) -> bool:
         """Whether one kernel of ours does the backward and the SGD update together."""
         return self is not EmbeddingUpdate.AUTOGRAD
-
-
-SLICE_FLOATS = 12 * 1024
-"""Floats of a table slice the sliced update sums in one block: 48 KB, the most static
-shared memory a CUDA block may declare."""
-MAX_SLICES = 8
-"""The most slices a table may be cut into for the sliced update: each block reads every
-id of its chunk of bags, so each slice more reads the ids once more."""
 
 
 class EmbeddingForward(enum.Enum):
@@ -140,17 +132,10 @@ class Model:
             require(self.optimizer is Optimizer.SGD, "optimizer", self.optimizer.value,
                     f"sgd when embedding_update is {self.embedding_update.value} (the fused "
                     "kernel applies SGD)")
-        if self.embedding_update is EmbeddingUpdate.SLICED_SGD:
-            most = MAX_SLICES * (SLICE_FLOATS // self.embedding_dim)
-            big = max(self.tables, key=lambda t: t.rows)
-            require(big.rows <= most, f"tables[{big.name}].rows", big.rows,
-                    f"at most {most} rows at dim {self.embedding_dim} when embedding_update "
-                    f"is sliced-sgd ({MAX_SLICES} slices of {SLICE_FLOATS} floats; "
-                    "fused-sgd takes any table)")
         if self.embedding_forward is EmbeddingForward.BAG_KERNEL:
             require(self.embedding_update.fused, "embedding_update",
-                    self.embedding_update.value, "fused-sgd or sliced-sgd when "
-                    "embedding_forward is bag-kernel (the bag kernel keeps no autograd "
+                    self.embedding_update.value, "fused-sgd or fused-sgd-hot-row "
+                    "when embedding_forward is bag-kernel (the bag kernel keeps no autograd "
                     "graph)")
         if self.cuda_graphs:
             require(self.optimizer is Optimizer.SGD, "optimizer", self.optimizer.value,
@@ -281,12 +266,11 @@ def _heavy_lean() -> Model:
                    embedding_forward=EmbeddingForward.BAG_KERNEL)
 
 
-def _heavy_sliced() -> Model:
-    """`heavy-lean` with the sliced update (EmbeddingUpdate.SLICED_SGD: each 10k-row
-    table's updates summed in shared memory first): a faster step for the `heavy-short`
-    pipeline (issue 6's heavy case)."""
-    return replace(_heavy_lean(), name="heavy-sliced",
-                   embedding_update=EmbeddingUpdate.SLICED_SGD)
+def _heavy_hot() -> Model:
+    """`heavy-lean` with the hot-row update (EmbeddingUpdate.FUSED_SGD_HOT_ROW): a faster
+    step on skewed ids, beside the `heavy-short` pipeline (issue 6's heavy case)."""
+    return replace(_heavy_lean(), name="heavy-hot",
+                   embedding_update=EmbeddingUpdate.FUSED_SGD_HOT_ROW)
 
 
 def _heavy_mlp() -> Model:
@@ -310,7 +294,7 @@ MODEL_PRESETS: dict[str, Model] = {
     "heavy-mlp": _heavy_mlp(),
     "heavy-small": _heavy_small(),
     "heavy-lean": _heavy_lean(),
-    "heavy-sliced": _heavy_sliced(),
+    "heavy-hot": _heavy_hot(),
 }
 
 

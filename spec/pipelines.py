@@ -151,7 +151,7 @@ PIPELINE_PRESETS = {
 DEFAULT_MODEL_FOR = {"kaggle": "criteo-kaggle", "terabyte": "criteo-terabyte",
                      "wide-2x": "wide-2x", "wide-4x": "wide-4x", "multihot": "mlperf-dcnv2",
                      "heavy": "heavy", "heavy-20": "heavy-mlp",
-                     "heavy-small": "heavy-small", "heavy-short": "heavy-sliced"}
+                     "heavy-small": "heavy-small", "heavy-short": "heavy-hot"}
 
 
 def pipeline_preset(name: str) -> Pipeline:

@@ -166,18 +166,6 @@ def test_bad_model(change, field, allowed):
     assert e.value.field == field and allowed in e.value.allowed
 
 
-def test_sliced_update_takes_small_tables_only():
-    """The sliced update cuts a table into at most MAX_SLICES slices of shared memory:
-    kaggle's tables are far too large, and the error names the largest and the bound."""
-    with pytest.raises(SpecError) as e:
-        replace(spec.model_preset("criteo-kaggle"),
-                embedding_update=spec.EmbeddingUpdate.SLICED_SGD)
-    assert e.value.field == "tables[cat_2].rows"
-    assert "at most 768 rows at dim 128" in e.value.allowed
-    small = spec.model_preset("heavy-sliced")
-    assert max(t.rows for t in small.tables) * small.embedding_dim <= 8 * 12 * 1024
-
-
 def test_bad_table_rows():
     with pytest.raises(SpecError, match="rows = 0: an integer >= 1"):
         spec.Table("t", 0, 128)

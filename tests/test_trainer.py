@@ -203,14 +203,22 @@ def test_bag_sgd_kernel_in_the_cuda_simulator():
     for bag in range(4):
         for j in range(offsets[bag], offsets[bag + 1]):
             want[ids[j]] -= 0.5 * grad[bag]
+    none = np.array([-1], np.int64)
     got = w.copy()
     bag_sgd_kernel[blocks_for(4, 3), THREADS_PER_BLOCK](got, ids, offsets, grad,
-                                                        np.float32(-0.5))
+                                                        np.float32(-0.5), none, np.int64(4))
     assert np.allclose(got, want, atol=1e-6)
     strided = w.copy()  # a grid of 1 block of 4 threads strides over the 12 (bag, column)s
     assert blocks_for(4, 3, max_blocks=1) == 1 and blocks_for(4000, 3, 7) == 7
-    bag_sgd_kernel[1, 4](strided, ids, offsets, grad, np.float32(-0.5))
+    bag_sgd_kernel[1, 4](strided, ids, offsets, grad, np.float32(-0.5), none, np.int64(4))
     assert np.allclose(strided, want, atol=1e-6)
+    # two tables of two bags, hot rows 4 and 19 (counted, added once a bag), or a row
+    # no bag holds: the same update
+    for hot in ([4, 19], [4, 7]):
+        counted = w.copy()
+        bag_sgd_kernel[1, 8](counted, ids, offsets, grad, np.float32(-0.5),
+                             np.array(hot, np.int64), np.int64(2))
+        assert np.allclose(counted, want, atol=1e-6), hot
     on_cpu = torch.from_numpy(w.copy())
     bag_sgd_(on_cpu, torch.from_numpy(ids), torch.from_numpy(offsets), torch.from_numpy(grad),
              0.5)
@@ -218,48 +226,25 @@ def test_bag_sgd_kernel_in_the_cuda_simulator():
     with pytest.raises(ValueError, match="does not match 3 bags"):
         bag_sgd_(on_cpu, torch.from_numpy(ids), torch.from_numpy(offsets[:4]),
                  torch.from_numpy(grad), 0.5)
-
-
-def test_sliced_sgd_kernel_in_the_cuda_simulator():
-    """The sliced update (run here by the CUDA simulator) sums each table slice's updates
-    from each chunk of bags in shared memory and adds them to the rows: tables of
-    different sizes, slices of unequal rows, several chunks, duplicates, an empty bag,
-    fewer threads than a chunk's bags; the result equals the plain update's."""
-    from backend.embedding_sgd import slice_count, sliced_grid, sliced_sgd_, sliced_sgd_kernel
-
-    rng = np.random.default_rng(1)
-    rows, dim, per_table = (7, 5, 9), 3, 5
-    bounds = np.concatenate([[0], np.cumsum(rows)]).astype(np.int64)
-    w = rng.normal(size=(int(bounds[-1]), dim)).astype(np.float32)
-    ids, offsets = [], [0]
-    for t, r in enumerate(rows):
-        for bag in range(per_table):
-            n = 0 if (t, bag) == (1, 2) else int(rng.integers(1, 6))
-            ids += list(bounds[t] + rng.integers(0, r, n))
-            offsets.append(len(ids))
-    ids, offsets = np.array(ids, np.int64), np.array(offsets, np.int64)
-    ids[1] = ids[0]  # a duplicate within a bag
-    grad = rng.normal(size=(len(rows) * per_table, dim)).astype(np.float32)
-    want = w.astype(np.float64).copy()
-    for bag in range(len(grad)):
-        for j in range(offsets[bag], offsets[bag + 1]):
-            want[ids[j]] -= 0.5 * grad[bag]
-    for slices, chunks, threads in ((1, 1, 8), (3, 2, 2), (4, 5, 1)):
-        got = w.copy()
-        sliced_sgd_kernel[len(rows) * slices * chunks, threads](
-            got, ids, offsets, grad, np.float32(-0.5), bounds, np.int64(slices),
-            np.int64(chunks))
-        assert np.allclose(got, want, atol=1e-5), (slices, chunks, threads)
-    assert slice_count([10_000, 300], 8) == 7 and slice_count([1536], 8) == 1
-    assert sliced_grid(26, 7, 16384, 528) == (3, 546)
-    assert sliced_grid(2, 2, 3, 1000) == (3, 12)  # at most a chunk a bag
-    on_cpu = torch.from_numpy(w.copy())
-    sliced_sgd_(on_cpu, torch.from_numpy(ids), torch.from_numpy(offsets),
-                torch.from_numpy(grad), 0.5, torch.from_numpy(bounds), 1, 1)
-    assert np.allclose(on_cpu.numpy(), want, atol=1e-5)
     with pytest.raises(ValueError, match="over 3 tables"):
-        sliced_sgd_(on_cpu, torch.from_numpy(ids), torch.from_numpy(offsets[:-1]),
-                    torch.from_numpy(grad[:-1]), 0.5, torch.from_numpy(bounds), 1, 1)
+        bag_sgd_(on_cpu, torch.from_numpy(ids), torch.from_numpy(offsets),
+                 torch.from_numpy(grad), 0.5, hot_tables=3)
+
+
+def test_hot_rows_kernel_in_the_cuda_simulator():
+    """Each table's hot row is the most frequent of its sampled ids (a bag's middle id,
+    HOT_SAMPLES bags spread over the table); -1 where every sampled bag is empty."""
+    from backend.embedding_sgd import HOT_SAMPLES, hot_rows_kernel
+
+    per_table = 300
+    lists = [[5, 7, 9] if b % 3 else [1, 3, 2] for b in range(per_table)]  # table 0: 7
+    lists += [[40 + b % 2] for b in range(per_table)]  # table 1: 40 and 41, ties -> either
+    lists += [[] for _ in range(per_table)]  # table 2: empty bags
+    ids = np.array([i for x in lists for i in x], np.int64)
+    offsets = np.concatenate([[0], np.cumsum([len(x) for x in lists])]).astype(np.int64)
+    hot = np.zeros(3, np.int64)
+    hot_rows_kernel[3, HOT_SAMPLES](ids, offsets, np.int64(per_table), hot)
+    assert hot[0] == 7 and hot[1] in (40, 41) and hot[2] == -1
 
 
 def test_bag_sum_kernel_in_the_cuda_simulator():
@@ -306,5 +291,5 @@ def test_bag_kernel_forward_trains_like_pytorchs():
     assert states[0][0] == pytest.approx(states[1][0], rel=1e-6)
     assert torch.allclose(states[0][1], states[1][1], atol=1e-6)
     with pytest.raises(spec.SpecError,
-                       match="fused-sgd or sliced-sgd when embedding_forward is bag-kernel"):
+                       match="fused-sgd or fused-sgd-hot-row when embedding_forward is"):
         tiny_model(embedding_forward=spec.EmbeddingForward.BAG_KERNEL)
