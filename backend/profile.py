@@ -84,9 +84,9 @@ COLUMNS = KEY + (
     *(f"op_{op.value}" for op in OpKind),
     "stage_flops", "stage_bytes", "stage_kernels", "stage_parallelism", "stage_lookups",
     "stage_embedding_dim", "stage_feature_count", "stage_cross_network", "stage_fused_update",
-    "stage_bag_kernel", "stage_table_bytes", "stage_alone_ms", "stage_corun_ms",
-    "kernel_alone_ms", "kernel_corun_ms", "host_ahead", "reps", "torch", "numba_cuda",
-    "measured_utc")
+    "stage_bag_kernel", "stage_table_bytes", "stage_hot_row", "stage_alone_ms",
+    "stage_corun_ms", "kernel_alone_ms", "kernel_corun_ms", "host_ahead", "reps", "torch",
+    "numba_cuda", "measured_utc")
 STEP_COLUMN = "step_stage_ms"
 """Every stage's median time in the steps that released the kernel, "stage=ms ..." (the
 stages after the release ran beside the kernel carried into them)."""
@@ -99,17 +99,24 @@ it), lead_asked_ms the hold asked for (`corun profile --lead-ms`)."""
 
 DERIVED = ("stage_lookups", "stage_embedding_dim", "stage_feature_count",
            "stage_cross_network", "stage_fused_update", "stage_bag_kernel",
-           "stage_table_bytes")
+           "stage_table_bytes", "stage_hot_row")
 BEFORE_DERIVED = tuple(c for c in COLUMNS if c not in DERIVED)
 """The columns before the stage's ids and model shape were recorded: such a file is still
 appended to (without them; the fit derives them from the preset model,
 costmodel.learned.stage_lookups, stage_shape and stage_fused)."""
-BEFORE_BAG = tuple(c for c in COLUMNS if c not in ("stage_bag_kernel", "stage_table_bytes"))
+BEFORE_HOT = {h: tuple(c for c in h if c != "stage_hot_row")
+              for h in (STEP_COLUMNS, RESIDENT_COLUMNS, RESIDENT_COLUMNS[:-1])}
+"""The columns before the hot-row update (EmbeddingUpdate.FUSED_SGD_HOT_ROW; the fit
+derives stage_hot_row from the preset), by the header that followed them."""
+BEFORE_BAG = tuple(c for c in COLUMNS if c not in ("stage_bag_kernel", "stage_table_bytes",
+                                                   "stage_hot_row"))
 """The columns before the trainer's bag-kernel forward (EmbeddingForward.BAG_KERNEL:
 every emb_fwd PyTorch's) and the tables' bytes (the fit derives them from the preset)."""
 BEFORE_WARP = tuple(c for c in BEFORE_BAG if c != "warp_rows")
 """The columns before kernels could write a warp per row: every kernel a thread per row."""
-READABLE_HEADERS = (STEP_COLUMNS, RESIDENT_COLUMNS, RESIDENT_COLUMNS[:-1], COLUMNS, BEFORE_BAG,
+READABLE_HEADERS = (STEP_COLUMNS, RESIDENT_COLUMNS, RESIDENT_COLUMNS[:-1], COLUMNS,
+                    *BEFORE_HOT.values(), tuple(c for c in COLUMNS if c != "stage_hot_row"),
+                    BEFORE_BAG,
                     BEFORE_WARP,
                     tuple(c for c in BEFORE_WARP if c != "stage_fused_update"),
                     tuple(c for c in BEFORE_DERIVED if c != "warp_rows"))

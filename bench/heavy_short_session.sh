@@ -7,8 +7,9 @@
 #       index_add_ by more than 1%); graphed ideal, gpu-sequential and the one kernel at
 #       several stages and launch shapes at b8192 and b16384 in 2 rounds; heavy-hot's
 #       co-running profile (launched and resident whole-pipeline kernels, random kernels)
-#   PART=plans ...   corun's plans and runners-up from bench/plans/graphs/heavy-short-b*
-#       beside the baselines, 3 rounds, then corun tune on the b16384 folder
+#   PART=plans ...   corun tune on bench/plans/graphs/heavy-short-b16384 (3 rounds); the
+#       b8192 folder's plan and runner-up beside the baselines (2 rounds); heavy-hot's
+#       launched whole-pipeline kernels profiled
 # (The device tool returns few files: pack $OUT into one archive after it.)
 set -u
 stamp() { while IFS= read -r l; do echo "$(date +%T) $l"; done; }
@@ -20,7 +21,7 @@ profile() {  # log name, then corun profile's arguments
 }
 launch_plans() {  # the whole heavy-short pipeline at these blocks, both row mappings
   python bench/launch_plans.py --pipeline heavy-short --model heavy-hot --blocks "$1" \
-    --out "/tmp/launch-plans-$1"
+    --out "/tmp/launch-plans-${1//,/-}"
 }
 short=(--models heavy-hot --train-pipeline heavy-short --pipelines heavy-short)
 nvidia-smi --query-gpu=index,name,clocks.sm,memory.used --format=csv
@@ -46,11 +47,14 @@ EOF
     --resident --shapes 4 --launches 2 --mappings thread,warp --budget-minutes 0.6
   ;;
 plans)
-  python bench/execute_gpu.py --matrix heavy-short-graphs --batches "${BATCHES:-16384}" \
-    --repeats 3 --strategies "${STRATEGIES:-ideal,gpu-sequential,corun,corun-2,corun-3}" \
-    --budget-s 240 --out "$OUT" 2>&1 | grep -v "iteration" | stamp
   python -m corun.cli tune bench/plans/graphs/heavy-short-b16384 -o "$OUT/tune" --rounds 3 \
-    --budget-s 170 2>&1 | stamp
+    --budget-s 200 2>&1 | stamp
+  python bench/execute_gpu.py --matrix heavy-short-graphs --batches 8192 --repeats 2 \
+    --strategies ideal,gpu-sequential,corun,corun-2,at:emb_bwd+b264+ahead2 \
+    --budget-s 70 --out "$OUT" 2>&1 | grep -v "iteration" | stamp
+  plans=$(launch_plans 132,264,528,1056) || exit 1
+  profile launched --out "$OUT/profile" "${short[@]}" --reps 3 --batches 16384,8192 \
+    --shapes 0 --plans "$plans" --budget-minutes 1.3
   ;;
 *)
   echo "PART must be discover or plans" >&2

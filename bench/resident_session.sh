@@ -32,7 +32,7 @@ profile() {  # log name, then corun profile's arguments: its output to $OUT/<nam
 }
 launch_plans() {  # heavy-lean's whole pipeline at these blocks, both row mappings
   python bench/launch_plans.py --pipeline heavy-small --model heavy-lean --blocks "$1" \
-    --out "/tmp/launch-plans-$1"
+    --out "/tmp/launch-plans-${1//,/-}"
 }
 nvidia-smi --query-gpu=index,name,clocks.sm,memory.used --format=csv
 lean=(--models heavy-lean --train-pipeline heavy-small --pipelines heavy-small)

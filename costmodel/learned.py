@@ -109,7 +109,7 @@ parallelism, kernels)."""
 LOOKUP_STAGES = ("emb_bwd", "optimizer")
 """Stages whose time follows the id count (StageWork.lookups), each its own feature (and
 the fused update's emb_bwd a third: its cost per id is another)."""
-FEATURES_VERSION = "10"
+FEATURES_VERSION = "11"
 """Bumped when the features or estimators change: a model saved under another is refitted."""
 
 
@@ -132,6 +132,7 @@ def stage_features(r: dict, alone_ms: float | None = None) -> list[float]:
         *stage_shape(r),
         stage_bag_kernel(r),
         np.log1p(stage_table_bytes(r) / g.l2_bytes),
+        stage_hot_row(r),
     ]
 
 
@@ -158,6 +159,11 @@ def stage_fused(r: dict) -> float:
 def stage_bag_kernel(r: dict) -> float:
     """1.0 for the bag kernel's emb_fwd (StageWork.bag_kernel)."""
     return _stage_column(r, "stage_bag_kernel")
+
+
+def stage_hot_row(r: dict) -> float:
+    """1.0 for the hot-row fused update's emb_bwd (StageWork.hot_row_update)."""
+    return _stage_column(r, "stage_hot_row")
 
 
 def stage_table_bytes(r: dict) -> float:
@@ -565,12 +571,13 @@ def stage_row(stage: StageWork | None) -> dict[str, float]:
         return dict.fromkeys(("stage_flops", "stage_bytes", "stage_kernels",
                               "stage_parallelism", "stage_lookups", *SHAPE_COLUMNS,
                               "stage_fused_update", "stage_bag_kernel",
-                              "stage_table_bytes"), 0.0)
+                              "stage_table_bytes", "stage_hot_row"), 0.0)
     return {"stage_flops": stage.flops, "stage_bytes": stage.hbm_bytes,
             "stage_kernels": stage.kernels, "stage_parallelism": stage.parallelism,
             "stage_lookups": stage.lookups, "stage_fused_update": float(stage.fused_update),
             "stage_bag_kernel": float(stage.bag_kernel),
             "stage_table_bytes": float(stage.table_bytes),
+            "stage_hot_row": float(stage.hot_row_update),
             **dict(zip(SHAPE_COLUMNS, (float(stage.embedding_dim), float(stage.feature_count),
                                        float(stage.cross_network))))}
 

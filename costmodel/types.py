@@ -64,6 +64,10 @@ class StageWork:
     """The embedding forward is the bag kernel (EmbeddingForward.BAG_KERNEL), not
     PyTorch's `embedding_bag`: the same bytes in 3.2-3.5x less time at dim 8 on the H200
     (bench/results/embedding_forward_h200.md), which no other feature tells apart."""
+    hot_row_update: bool = False
+    """The embedding backward is the hot-row fused update (EmbeddingUpdate.
+    FUSED_SGD_HOT_ROW): the same ids in half the time on zipf-skewed ids on the H200
+    (heavy-lean b16384: 1.21 against 2.53 ms, bench/results/hot_row_update_h200.md)."""
 
 
 @dataclass(frozen=True)

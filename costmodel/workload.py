@@ -15,6 +15,7 @@ from costmodel.sharding import Sharding
 from costmodel.types import Comm, KernelWork, StageWork
 from spec import (
     EmbeddingForward,
+    EmbeddingUpdate,
     Hardware,
     Interaction,
     Model,
@@ -84,6 +85,7 @@ def stage_work(model: Model, hw: Hardware, sharding: Sharding, gpu: int,
     lookups = g_batch * ids_mine  # rows gathered
     bag_threads = g_batch * len(mine) * d  # one thread per output element
     fused = model.embedding_update.fused
+    hot_row = model.embedding_update is EmbeddingUpdate.FUSED_SGD_HOT_ROW
     bag_kernel = model.embedding_forward is EmbeddingForward.BAG_KERNEL
     table_bytes = F32 * d * sum(tables[t].rows for t in mine)
     out: dict[Stage, StageWork] = {}
@@ -100,7 +102,8 @@ def stage_work(model: Model, hw: Hardware, sharding: Sharding, gpu: int,
                                model.interaction is not Interaction.DOT,
                                fused and stage is Stage.EMB_BWD, model.cuda_graphs,
                                table_bytes if stage in TABLE_STAGES else 0.0,
-                               bag_kernel and stage is Stage.EMB_FWD)
+                               bag_kernel and stage is Stage.EMB_FWD,
+                               hot_row and stage is Stage.EMB_BWD)
 
     if n > 1:
         # Ids of other GPUs' tables leave; ids of mine arrive from n-1 peers.

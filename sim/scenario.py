@@ -381,7 +381,7 @@ def compile_scenario(sc: Scenario, cm: CostModel) -> Compiled:
             else:
                 pre.append(0.0)
         kernels = []
-        copy_bytes = 0.0
+        copy_bytes = 0.0  # raw inputs the kernels read, then what the host CPU hands over
         for k in plan.kernels:
             if k.gpu is not None and k.gpu != g:
                 continue
@@ -397,6 +397,8 @@ def compile_scenario(sc: Scenario, cm: CostModel) -> Compiled:
             copy_bytes += rows * sum(raw_cols[pipeline.node_by_name[n].input]
                                      for n in k.nodes
                                      if pipeline.node_by_name[n].input in raw_cols)
+        if g == 0:
+            raw_ms = hw.host_link.transfer_ms(copy_bytes) * sc.time_scale if copy_bytes else 0.0
         cpu_set = set(plan.cpu_nodes)
         outputs = set(pipeline.dense_outputs) | {s.node for s in pipeline.sparse_outputs}
         for n in plan.cpu_nodes:  # what the host hands the GPU: CPU results used on GPU
@@ -444,7 +446,7 @@ def compile_scenario(sc: Scenario, cm: CostModel) -> Compiled:
     hint = _graphs_hint(sc, gpus[0])
     if hint:
         notes.append(HINT + hint)
-    link = host_link_note(gpus[0].h2d_ms, sum(gpus[0].stage_ms))
+    link = host_link_note(raw_ms, sum(gpus[0].stage_ms))
     if link:
         notes.append(NOTE + link)
     if owner_mapped:
