@@ -10,6 +10,9 @@
 #   PART=plans ...   corun tune on bench/plans/graphs/heavy-short-b16384 (3 rounds); the
 #       b8192 folder's plan and runner-up beside the baselines (2 rounds); heavy-hot's
 #       launched whole-pipeline kernels profiled
+#   PART=variants ...   the b16384 and b8192 plans with the batch's assembly after the
+#       step's launches, at 80 and 5 ids a thread, on 16 SMs of their own, training level
+#       with preprocessing, preprocessing first (3 rounds)
 # (The device tool returns few files: pack $OUT into one archive after it.)
 set -u
 stamp() { while IFS= read -r l; do echo "$(date +%T) $l"; done; }
@@ -56,8 +59,13 @@ plans)
   profile launched --out "$OUT/profile" "${short[@]}" --reps 3 --batches 16384,8192 \
     --shapes 0 --plans "$plans" --budget-minutes 1.3
   ;;
+variants)
+  python bench/execute_gpu.py --matrix heavy-short-graphs --batches 16384,8192 --repeats 3 \
+    --strategies ideal,gpu-sequential,corun,corun+late,corun+ipt80,corun+ipt5,corun+sm16,corun+low,corun+pre \
+    --budget-s 260 --out "$OUT" 2>&1 | grep -v "iteration" | stamp
+  ;;
 *)
-  echo "PART must be discover or plans" >&2
+  echo "PART must be discover, plans or variants" >&2
   exit 2
   ;;
 esac
