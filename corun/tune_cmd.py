@@ -219,7 +219,7 @@ def launch_variants(chosen, taken) -> dict:
     """The chosen plan with every kernel's blocks times each of the search's launch steps
     (planner.search.LAUNCH_STEPS), by name (corun-x<step>), leaving out any plan already
     run. The launch shape is what the learned cost model is least sure of (held-out error
-    of a kernel's co-run time 22-70% over three splits, costmodel/data/h200/README.md): on
+    of a kernel's co-run time 22-62% over three splits, costmodel/data/h200/README.md): on
     graphed heavy-lean b16384 the chosen 396 blocks at interaction_bwd recovered 74-77% of
     gpu-sequential's gap on three H200s and the same kernel in 198 blocks 81-84%,
     predicted 0.12 ms behind it (bench/results/unchecked_h200.md); `corun tune` kept that

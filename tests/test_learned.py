@@ -254,6 +254,13 @@ def test_bag_kernel_forward_is_a_stage_feature_of_its_own():
                                                            Stage.OPTIMIZER]
     assert fused_work[Stage.EMB_BWD].table_bytes == 26 * 100_000 * 8 * 4
     assert fused_work[Stage.TOP_MLP_BWD].table_bytes == 0.0
+    # heavy-hot's hot-row update against heavy-lean's plain one: emb_bwd alone differs,
+    # and rows of profiles without the column derive it from their preset
+    hot, hot_work = keys("heavy-hot")
+    assert [s for s in hot if hot[s] != lean[s]] == [Stage.EMB_BWD]
+    assert learned.stage_row(hot_work[Stage.EMB_BWD])["stage_hot_row"] == 1.0
+    assert learned.stage_hot_row({"model": "heavy-hot", "batch": 8192, "stage": "emb_bwd"}) == 1
+    assert learned.stage_hot_row({"model": "heavy-lean", "batch": 8192, "stage": "emb_bwd"}) == 0
 
 
 def test_resident_rows_are_their_own_pairs_from_the_stage_start(profile_csv):
