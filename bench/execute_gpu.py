@@ -114,7 +114,7 @@ MATRICES = {
     # heavy-hot (heavy-lean with the hot-row update), graphed: a faster step beside
     # the same preprocessing, a host link that keeps up; plans under
     # bench/plans/graphs/heavy-short-b<batch>/
-    "heavy-short-graphs": [("heavy-short", (8192, 16384, 24576),
+    "heavy-short-graphs": [("heavy-short", (8192, 16384, 24576, 32768),
                             SMALL_TABLE_LABELS + ("at:top_mlp_fwd", "at:top_mlp_bwd"))],
     # heavy preprocessing (heavy-20: the heavy pipeline keeping 20 ids per list) beside
     # a model whose step is mostly dense maths (heavy-mlp), the one kernel at each stage

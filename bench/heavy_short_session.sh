@@ -13,6 +13,8 @@
 #   PART=variants ...   the b16384 and b8192 plans with the batch's assembly after the
 #       step's launches, at 80 and 5 ids a thread, on 16 SMs of their own, training level
 #       with preprocessing, preprocessing first (3 rounds)
+#   PART=batches ...   b24576 and b32768: the baselines, the plan folders' choice and
+#       runner-up, the kernel at emb_bwd in 528 and 1056 blocks (2 rounds)
 # (The device tool returns few files: pack $OUT into one archive after it.)
 set -u
 stamp() { while IFS= read -r l; do echo "$(date +%T) $l"; done; }
@@ -64,8 +66,13 @@ variants)
     --strategies ideal,gpu-sequential,corun,corun+late,corun+ipt80,corun+ipt5,corun+sm16,corun+low,corun+pre \
     --budget-s 260 --out "$OUT" 2>&1 | grep -v "iteration" | stamp
   ;;
+batches)
+  python bench/execute_gpu.py --matrix heavy-short-graphs --batches 24576,32768 --repeats 2 \
+    --strategies ideal,gpu-sequential,corun,corun-2,at:emb_bwd+b528+ahead2,at:emb_bwd+b1056+ahead2 \
+    --budget-s 240 --out "$OUT" 2>&1 | grep -v "iteration" | stamp
+  ;;
 *)
-  echo "PART must be discover, plans or variants" >&2
+  echo "PART must be discover, plans, variants or batches" >&2
   exit 2
   ;;
 esac
