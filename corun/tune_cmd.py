@@ -162,7 +162,7 @@ def _tune(args, folder: Path, work: Workload, strategies: list[str]) -> int:
     predicted = {}
     if args.launch_steps and "corun" in strategies:
         chosen = plans["corun"]
-        variants = launch_variants(chosen, plans.values())
+        variants = launch_variants(chosen, plans.values(), pipeline)
         plans.update(variants)
         kinds.update(dict.fromkeys(variants))
         strategies = strategies + list(variants)
@@ -215,9 +215,10 @@ def _tune(args, folder: Path, work: Workload, strategies: list[str]) -> int:
     return 0
 
 
-def launch_variants(chosen, taken) -> dict:
+def launch_variants(chosen, taken, pipeline) -> dict:
     """The chosen plan with every kernel's blocks times each of the search's launch steps
-    (planner.search.LAUNCH_STEPS), by name (corun-x<step>), leaving out any plan already
+    (planner.search.LAUNCH_STEPS), at least a block per chain of the kernel (as
+    Plan.check_pipeline asks), by name (corun-x<step>), leaving out any plan already
     run. The launch shape is what the learned cost model is least sure of (held-out error
     of a kernel's co-run time 22-62% over three splits, costmodel/data/h200/README.md): on
     graphed heavy-lean b16384 the chosen 396 blocks at interaction_bwd recovered 74-77% of
@@ -229,8 +230,9 @@ def launch_variants(chosen, taken) -> dict:
 
     out, seen = {}, list(taken)
     for step in LAUNCH_STEPS:
-        plan = replace(chosen, kernels=tuple(replace(k, blocks=max(1, int(k.blocks * step)))
-                                             for k in chosen.kernels))
+        plan = replace(chosen, kernels=tuple(
+            replace(k, blocks=max(len(pipeline.sinks(k.nodes)), 1, int(k.blocks * step)))
+            for k in chosen.kernels))
         if plan not in seen:
             out[f"corun-x{step:g}"] = plan
             seen.append(plan)

@@ -9,7 +9,7 @@ import pytest
 from corun.cli import main
 from corun.plan_dir import planned_strategies
 from corun.tune_cmd import median_round
-from spec import Measurement, Plan, load
+from spec import Measurement, Pipeline, Plan, load
 from tests.workload_files import write_small_kaggle
 
 ROWS = 32
@@ -86,14 +86,26 @@ def test_launch_steps_add_the_chosen_plan_at_other_launch_shapes(folder, tmp_pat
     summary = json.loads((out / "tune.json").read_text())
     rows = {r["strategy"]: r for r in summary["rows"]}
     chosen = load(Plan, folder / "plans" / "plan.json")
-    variants = [f"corun-x{s:g}" for s in LAUNCH_STEPS]
-    assert list(rows) == ["ideal", "gpu-sequential", "corun", "corun-2", *variants]
-    for name, step in zip(variants, LAUNCH_STEPS):
+    pipeline = load(Pipeline, folder / "pipeline.json")
+    # each step's blocks, at least one a chain; a step that gives a plan already run is
+    # left out (small kaggle: x0.5 and x0.75 both floor at the kernel's chains)
+    taken = [[k.blocks for k in chosen.kernels]]
+    variants = []
+    for step in LAUNCH_STEPS:
+        blocks = [max(len(pipeline.sinks(k.nodes)), 1, int(k.blocks * step))
+                  for k in chosen.kernels]
+        if blocks not in taken:
+            taken.append(blocks)
+            variants.append((f"corun-x{step:g}", blocks))
+    assert len(variants) >= 2
+    assert list(rows) == ["ideal", "gpu-sequential", "corun", "corun-2",
+                          *(name for name, _ in variants)]
+    for name, blocks in variants:
         ran = load(Measurement, out / "rounds" / f"{name}-r1.json").plan
-        assert [k.blocks for k in ran.kernels] == [max(1, int(k.blocks * step))
-                                                   for k in chosen.kernels]
+        assert [k.blocks for k in ran.kernels] == blocks
         assert ran == replace(chosen, kernels=ran.kernels)  # nothing else changed
         assert rows[name]["predicted_ms"] > 0 and rows[name]["error_pct"] is not None
+    variants = [name for name, _ in variants]
     best = summary["measured_best"]
     if best in variants:
         assert load(Plan, out / "tuned.json") == load(Measurement, out / "rounds" /
