@@ -15,6 +15,8 @@
 #       with preprocessing, preprocessing first (3 rounds)
 #   PART=batches ...   b24576 and b32768: the baselines, the plan folders' choice and
 #       runner-up, the kernel at emb_bwd in 528 and 1056 blocks (2 rounds)
+#   PART=plain ...   heavy-short beside heavy-lean (the plain fused update), b16384: the
+#       baselines and the one kernel at interaction_bwd and at emb_bwd (2 rounds)
 # (The device tool returns few files: pack $OUT into one archive after it.)
 set -u
 stamp() { while IFS= read -r l; do echo "$(date +%T) $l"; done; }
@@ -71,8 +73,13 @@ batches)
     --strategies ideal,gpu-sequential,corun,corun-2,at:emb_bwd+b528+ahead2,at:emb_bwd+b1056+ahead2 \
     --budget-s 240 --out "$OUT" 2>&1 | grep -v "iteration" | stamp
   ;;
+plain)
+  python bench/execute_gpu.py --matrix heavy-short-graphs --model heavy-lean --batches 16384 \
+    --repeats 2 --strategies ideal,gpu-sequential,at:interaction_bwd+b198+ahead2,at:emb_bwd+b264+ahead2 \
+    --budget-s 60 --out "$OUT" 2>&1 | grep -v "iteration" | stamp
+  ;;
 *)
-  echo "PART must be discover, plans, variants or batches" >&2
+  echo "PART must be discover, plans, variants, batches or plain" >&2
   exit 2
   ;;
 esac
