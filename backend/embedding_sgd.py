@@ -110,6 +110,13 @@ def _sm_count(device: torch.device) -> int:
     return torch.cuda.get_device_properties(device).multi_processor_count
 
 
+@functools.cache
+def _hot_buffer(device: torch.device, tables: int) -> torch.Tensor:
+    """Each table's hot row, made once: [-1] (none) without tables, else filled by
+    hot_rows_kernel on the update's stream before each update reads it."""
+    return torch.full((max(tables, 1),), -1, dtype=torch.int64, device=device)
+
+
 @torch.no_grad()
 def bag_sgd_(weight: torch.Tensor, ids: torch.Tensor, offsets: torch.Tensor,
              grad: torch.Tensor, lr: float, max_blocks: int | None = None,
@@ -134,7 +141,7 @@ def bag_sgd_(weight: torch.Tensor, ids: torch.Tensor, offsets: torch.Tensor,
         max_blocks = UPDATE_BLOCKS_PER_SM * _sm_count(weight.device)
     stream = torch.cuda.current_stream(weight.device).cuda_stream
     tables = max(hot_tables, 1)
-    hot = torch.full((tables,), -1, dtype=torch.int64, device=weight.device)
+    hot = _hot_buffer(weight.device, hot_tables)
     if hot_tables:
         _hot_launch(hot_tables, HOT_SAMPLES, stream, ids, offsets,
                     np.int64(bags // hot_tables), hot)
@@ -151,5 +158,3 @@ def bag_sgd_index_add_(weight: torch.Tensor, ids: torch.Tensor, offsets: torch.T
     bag = torch.repeat_interleave(torch.arange(grad.shape[0], device=grad.device),
                                   offsets.diff(), output_size=ids.numel())
     weight.index_add_(0, ids, grad.index_select(0, bag), alpha=-lr)
-
-

@@ -366,6 +366,7 @@ def compile_scenario(sc: Scenario, cm: CostModel) -> Compiled:
     """Each plan kernel's work by (kernel, rows): the same on every GPU that runs it
     (costmodel.kernel_work walks the kernel's nodes; 8 GPUs asked it 8 times)."""
     gpus = []
+    raw_ms = 0.0  # GPU 0's copy of the raw inputs its kernels read
     for g in range(hw.gpu_count):
         w = works[g]
         stage_ms = tuple(0.0 if w[s].comm is not Comm.NONE else cm.stage_ms(w[s], hw)
@@ -397,8 +398,8 @@ def compile_scenario(sc: Scenario, cm: CostModel) -> Compiled:
             copy_bytes += rows * sum(raw_cols[pipeline.node_by_name[n].input]
                                      for n in k.nodes
                                      if pipeline.node_by_name[n].input in raw_cols)
-        if g == 0:
-            raw_ms = hw.host_link.transfer_ms(copy_bytes) * sc.time_scale if copy_bytes else 0.0
+        if g == 0 and copy_bytes:  # the copy a GPU plan cannot beat (host_link_note)
+            raw_ms = hw.host_link.transfer_ms(copy_bytes) * sc.time_scale
         cpu_set = set(plan.cpu_nodes)
         outputs = set(pipeline.dense_outputs) | {s.node for s in pipeline.sparse_outputs}
         for n in plan.cpu_nodes:  # what the host hands the GPU: CPU results used on GPU

@@ -117,7 +117,7 @@ def heavy(name: str = "heavy", first: int = HEAVY_FIRSTX, rows: int = HEAVY_TABL
     same preprocessing, a fifth of the lookups; `heavy-small` hashes into 10k buckets, for
     the `heavy-small` model's small tables; `heavy-short` does too, from lists of 36
     32-bit ids (Criteo's raw ids are 32-bit hashes; sigrid_hash widens them): the same
-    100 ids a list out from 0.36x the raw bytes, so the host link outpaces a faster step."""
+    100 ids a list out from 0.38x the raw bytes, so the host link outpaces a faster step."""
     b = _Builder()
     dense = []
     for k in range(13):
