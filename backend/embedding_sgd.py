@@ -67,8 +67,9 @@ def bag_sgd_kernel(weight, ids, offsets, grad, scale, hot, per_table):
 
 HOT_SAMPLES = 256
 """Ids a table's hot row is chosen from (one block of this many threads a table). With
-heavy-short's zipf-1.1 ids the hottest row holds 18% of a table's ids and the next 3.7%
-(`bench/hot_row_update.py` records the first): about 46 samples against 9, so the pick
+the synthetic zipf-1.1 ids the hottest row holds 18% of a table's ids and the next 3.7%
+(heavy-small's b4096 batch from backend.data.synthetic_inputs; `bench/hot_row_update.py`
+records the first each run): about 46 samples against 9, so the pick
 is that row all but always; the sampling and the compare cost up to 0.1 ms a step where
 no row is hot (b8192, uniform ids, bench/results/hot_row_update_h200.md)."""
 
