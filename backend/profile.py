@@ -105,7 +105,7 @@ BEFORE_DERIVED = tuple(c for c in COLUMNS if c not in DERIVED)
 appended to (without them; the fit derives them from the preset model,
 costmodel.learned.stage_lookups, stage_shape and stage_fused)."""
 BEFORE_HOT = {h: tuple(c for c in h if c != "stage_hot_row")
-              for h in (STEP_COLUMNS, RESIDENT_COLUMNS, RESIDENT_COLUMNS[:-1])}
+              for h in (STEP_COLUMNS, RESIDENT_COLUMNS, RESIDENT_COLUMNS[:-1], COLUMNS)}
 """The columns before the hot-row update (EmbeddingUpdate.FUSED_SGD_HOT_ROW; the fit
 derives stage_hot_row from the preset), by the header that followed them."""
 BEFORE_BAG = tuple(c for c in COLUMNS if c not in ("stage_bag_kernel", "stage_table_bytes",
@@ -115,8 +115,7 @@ every emb_fwd PyTorch's) and the tables' bytes (the fit derives them from the pr
 BEFORE_WARP = tuple(c for c in BEFORE_BAG if c != "warp_rows")
 """The columns before kernels could write a warp per row: every kernel a thread per row."""
 READABLE_HEADERS = (STEP_COLUMNS, RESIDENT_COLUMNS, RESIDENT_COLUMNS[:-1], COLUMNS,
-                    *BEFORE_HOT.values(), tuple(c for c in COLUMNS if c != "stage_hot_row"),
-                    BEFORE_BAG,
+                    *BEFORE_HOT.values(), BEFORE_BAG,
                     BEFORE_WARP,
                     tuple(c for c in BEFORE_WARP if c != "stage_fused_update"),
                     tuple(c for c in BEFORE_DERIVED if c != "warp_rows"))
