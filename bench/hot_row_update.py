@@ -71,6 +71,17 @@ def measure(model, pipeline, device: torch.device, warmup: int, iters: int,
             "ids": batch.ids.numel(), "bags": batch.offsets.numel() - 1, "cases": rows}
 
 
+def zipf_list(parser: argparse.ArgumentParser, text: str) -> list[float]:
+    """--zipf as finite exponents > 0, or the parser's error naming the flag."""
+    try:
+        values = [float(x) for x in text.split(",")]
+    except ValueError:
+        values = []
+    if not values or not all(0 < v < float("inf") for v in values):
+        parser.error(f"--zipf = {text!r}: comma-separated numbers > 0 (<= 1: uniform ids)")
+    return values
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--models", default="heavy-lean,heavy-hot")
@@ -81,6 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--dry-run", action="store_true", help="CPU, tiny tables and batch")
     p.add_argument("--out", default="out/hot_row_update")
     args = p.parse_args(argv)
+    exponents = zipf_list(p, args.zipf)
     if args.dry_run:
         args.warmup, args.iters = 0, 1
     device = torch.device("cpu" if args.dry_run else "cuda")
@@ -88,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for m, pipeline in model_cases(args.models, batch_list(p, args.batches), args.dry_run,
                                    fallback="heavy-small"):
-        for a in (float(x) for x in args.zipf.split(",")):
+        for a in exponents:
             row = measure(m, pipeline, device, args.warmup, args.iters, rng, a)
             print(json.dumps(row), flush=True)
             rows.append(row)
