@@ -26,9 +26,6 @@ SLOT_CONSTANT = re.compile(r"\b(ipar|fpar)\[slot, (\d+)\]|\bdesc\[(src|dst), (\d
 
 PARAMS = ("desc, f32, i64, offs, valid, fpar, ipar, aux_f, aux_i, slot_sig, slot_src, slot_dst, "
           "block_slot, slot_block0, slot_nblocks, rows")
-DYNAMIC_PARAMS = PARAMS.replace("block_slot, slot_block0, slot_nblocks", "units, ticket")
-"""A dynamically scheduled kernel's parameters: `units[u]` = (slot, first row, end row),
-`ticket` = (the next unit to take, blocks finished), zero between launches."""
 
 
 def _pool(dtype: str) -> str:
@@ -194,21 +191,15 @@ def hoist_slot_constants(p: str, body: list[str]) -> tuple[list[str], list[str]]
 
 
 def kernel_source(signatures: list[tuple], part: str, target: str, name: str,
-                  division: str = "magic", dynamic: bool = False) -> str:
+                  division: str = "magic") -> str:
     """Source of one kernel over `signatures` (slot_sig[slot] indexes this list).
 
     target 'cuda': a 1-D grid; block b serves slot block_slot[b], whose blocks
       slot_block0[slot] .. + slot_nblocks[slot] grid-stride over its rows. Slots get blocks
       in proportion to their work, so a long-list slot is not left running alone.
-      With `dynamic`, the blocks instead take units of rows (DYNAMIC_PARAMS) from a shared
-      ticket until none is left (`dynamic_source`).
     target 'cpu': a serial loop over slots, prange over rows.
     division 'magic': sigrid_hash's floor-mod by multiply-and-shift; 'mod': a 64-bit `%`.
     """
-    if dynamic:
-        if target != "cuda":
-            raise ValueError(f"a dynamically scheduled kernel is a CUDA kernel, not {target!r}")
-        return dynamic_source(signatures, part, name, division)
     out = [f"def {name}({PARAMS}):"]
     if target == "cuda":
         out += ["    slot = block_slot[cuda.blockIdx.x]",
@@ -236,52 +227,4 @@ def kernel_source(signatures: list[tuple], part: str, target: str, name: str,
         out += [f"{indent}        {line}" for line in body]
     if len(out) and not signatures:
         out.append(f"{indent}pass")
-    return "\n".join(out) + "\n"
-
-
-def dynamic_source(signatures: list[tuple], part: str, name: str, division: str) -> str:
-    """A CUDA kernel whose blocks take units of rows from `ticket` until none is left,
-    the next unit asked for while the current one runs. Blocks that find the GPU busy and
-    start late find the work already done and end, where a static share would run on
-    after everything else (a kernel beside training gets only the SM room training
-    leaves). The last block to finish sets the ticket back to zero for the next launch."""
-    t = "            "
-    out = [f"def {name}({DYNAMIC_PARAMS}):",
-           "    grab = cuda.shared.array(1, np.int64)",
-           "    tid = cuda.threadIdx.x",
-           "    lane = tid % 32",
-           "    nxt = np.int64(0)",
-           "    if tid == 0:",
-           "        grab[0] = cuda.atomic.add(ticket, 0, 1)",
-           "    cuda.syncthreads()",
-           "    u = grab[0]",
-           "    while u < units.shape[0]:",
-           "        cuda.syncthreads()",
-           "        if tid == 0:",
-           "            nxt = cuda.atomic.add(ticket, 0, 1)",
-           "        slot = units[u, 0]",
-           "        lo = units[u, 1]",
-           "        hi = units[u, 2]",
-           "        sig = slot_sig[slot]",
-           "        src = slot_src[slot]",
-           "        dst = slot_dst[slot]"]
-    for s, sig in enumerate(signatures):
-        out.append(f"        {'if' if s == 0 else 'elif'} sig == {s}:")
-        warp = part == "values" and sig[6] == "warp"
-        loop = "range(lo + tid // 32, hi, cuda.blockDim.x // 32)" if warp else \
-            "range(lo + tid, hi, cuda.blockDim.x)"
-        body, constants = hoist_slot_constants(
-            f"s{s}_", chain_body(f"s{s}_", sig, part, division, lanes=warp))
-        out += [f"{t}{line}" for line in constants]
-        out.append(f"{t}for r in {loop}:")
-        out += [f"{t}    {line}" for line in body]
-    out += ["        if tid == 0:",
-            "            grab[0] = nxt",
-            "        cuda.syncthreads()",
-            "        u = grab[0]",
-            "    if tid == 0:",
-            "        cuda.threadfence()",
-            "        if cuda.atomic.add(ticket, 1, 1) == cuda.gridDim.x - 1:",
-            "            ticket[0] = 0",
-            "            ticket[1] = 0"]
     return "\n".join(out) + "\n"

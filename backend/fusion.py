@@ -37,11 +37,10 @@ _SCALARS = ("sigrid_hash", "bucketize", "logit", "boxcox", "onehot_class", "mapi
 
 
 def _compile(signatures: tuple, part: str, target: str, division: str,
-             max_registers: int | None = None, dynamic: bool = False) -> object:
+             max_registers: int | None = None) -> object:
     """The kernel over `signatures`; `max_registers` caps a CUDA kernel's registers per
-    thread (ignored by the CUDA simulator, whose jit has no such option); `dynamic`: its
-    blocks take units of rows from a ticket (codegen.dynamic_source)."""
-    key = (signatures, part, target, division, max_registers, dynamic)
+    thread (ignored by the CUDA simulator, whose jit has no such option)."""
+    key = (signatures, part, target, division, max_registers)
     if key in _CACHE:
         return _CACHE[key]
     import numba
@@ -52,7 +51,7 @@ def _compile(signatures: tuple, part: str, target: str, division: str,
         _CACHE[key] = compiled
         return compiled
     name = f"corun_{part}_{target}_{len(_CACHE)}"
-    src = kernel_source(list(signatures), part, target, name, division, dynamic)
+    src = kernel_source(list(signatures), part, target, name, division)
     ns: dict = {"np": np, "cuda": cuda, "prange": prange, "min": min, "max": max}
     for fn in _SCALARS:
         ns[fn] = getattr(scalar, fn)
@@ -145,44 +144,23 @@ def _block_map(blocks: int, work: np.ndarray) -> tuple[np.ndarray, np.ndarray, n
     return np.repeat(np.arange(len(share)), share).astype(np.int64), first, share
 
 
-UNITS_PER_BLOCK = 8
-"""A dynamically scheduled values kernel cuts its rows into about this many units a
-block, so the blocks finish within about an eighth of a share of each other."""
-
-
-def _units(rows: int, work: np.ndarray, warp: np.ndarray, blocks: int,
-           threads: int) -> np.ndarray:
-    """Units of rows for a dynamically scheduled kernel: [u] = (slot, first row, end row),
-    slot by slot, the slots with the most work a row first (the cheap ones fill the
-    tail). Each about an equal share of the work, at least a row a warp (warp-row slots)
-    or a row a thread."""
-    target = rows * float(work.sum()) / max(1, blocks * UNITS_PER_BLOCK)
-    units = []
-    for slot in np.argsort(-work, kind="stable"):
-        step = threads // 32 if warp[slot] else threads
-        chunk = max(step, int(round(target / max(float(work[slot]), 1e-9) / step)) * step)
-        units += [(slot, lo, min(lo + chunk, rows)) for lo in range(0, rows, chunk)]
-    return np.array(units or [(0, 0, 0)], np.int64).reshape(-1, 3)
-
-
 class FusedGroup:
     """One fused kernel (pair) over a group of op nodes."""
 
     def __init__(self, pipeline: Pipeline, nodes: Sequence[str], name: str = "group",
                  blocks: int = 1056, threads_per_block: int = 256,
                  division: str = "magic", warp_rows: bool = True,
-                 max_registers: int | None = None, dynamic: bool = False) -> None:
+                 max_registers: int | None = None) -> None:
         """`warp_rows`: long list sinks a warp per row (FusedKernel.warp_rows, whose
         default it shares; the CPU target runs rows in parallel either way). Only with
         whole warps per block (threads a multiple of 32, as every plan's): a warp that
         spans two blocks has no common row. `max_registers`: a cap on the CUDA values
         kernel's registers per thread (an experiment of bench/contention_probe.py; plans
-        do not set it). `dynamic`: the CUDA values kernel's blocks take units of rows
-        from a ticket rather than a fixed share each (FusedKernel.dynamic)."""
+        do not set it)."""
         if division not in ("magic", "mod"):
             raise ValueError(f"division = {division!r}: 'magic' or 'mod'")
         self.pipeline, self.name, self.division = pipeline, name, division
-        self.max_registers, self.dynamic = max_registers, dynamic
+        self.max_registers = max_registers
         warp_rows = warp_rows and threads_per_block % 32 == 0
         self.blocks, self.threads, self.warp_rows = blocks, threads_per_block, warp_rows
         self.nodes = tuple(nodes)
@@ -205,8 +183,6 @@ class FusedGroup:
         # kernel does the same work per row in every slot, so its blocks are shared evenly
         # (sized by value work it took 2.3 ms instead of 0.64 on multihot, H200 run 6).
         work = np.array([c.work(cols) for c in self.chains])
-        self.work = work
-        self.warp_slots = np.array([sigs[k][6] == "warp" for k in range(len(sigs))])
         self.block_maps = {"values": _block_map(blocks, work),
                            "lengths": _block_map(blocks, np.ones(len(work)))}
         self.aux_f = np.array(aux_f or [0.0], np.float64)
@@ -216,24 +192,9 @@ class FusedGroup:
     def slots(self) -> int:
         return len(self.chains)
 
-    def is_dynamic(self, part: str, target: str) -> bool:
-        """Whether the `part` kernel for `target` takes units from a ticket: the CUDA
-        values kernel of a dynamic group (the lengths kernel is cheap; the CPU has no
-        blocks)."""
-        return self.dynamic and part == "values" and target == "cuda"
-
-    def grid(self, part: str = "values", target: str = "cuda") -> int:
-        """Blocks in the `part` kernel's launch: about `blocks`, at least one per slot;
-        exactly `blocks` where dynamic."""
-        return self.blocks if self.is_dynamic(part, target) else len(self.block_maps[part][0])
-
-    def launch_arrays(self, part: str, target: str, rows: int) -> tuple[np.ndarray, ...]:
-        """The arrays after slot_dst in the `part` kernel's parameters: the block map, or
-        where dynamic the units over `rows` and a zeroed ticket."""
-        if self.is_dynamic(part, target):
-            return (_units(rows, self.work, self.warp_slots, self.blocks, self.threads),
-                    np.zeros(2, np.int64))
-        return self.block_maps[part]
+    def grid(self, part: str = "values") -> int:
+        """Blocks in the `part` kernel's launch: about `blocks`, at least one per slot."""
+        return len(self.block_maps[part][0])
 
     def bind(self, layout: Layout) -> tuple[np.ndarray, np.ndarray]:
         src = np.array([layout.index(c.source) for c in self.chains], np.int64)
@@ -253,8 +214,7 @@ class FusedGroup:
 
     def kernel(self, part: str, target: str) -> object:
         return _compile(self.signatures, part, target, self.division,
-                        self.max_registers if part == "values" else None,
-                        self.is_dynamic(part, target))
+                        self.max_registers if part == "values" else None)
 
     def registers_per_thread(self) -> int | None:
         """Registers of the compiled values kernel (None in the simulator or before launch)."""

@@ -45,7 +45,7 @@ class Lane:
         self.elsewhere = list(elsewhere)
         self.groups = [FusedGroup(pipeline, [n for n in pipeline.order if n in set(k.nodes)],
                                   k.name, k.blocks, k.threads_per_block,
-                                  warp_rows=k.warp_rows, dynamic=k.dynamic) for k in kernels]
+                                  warp_rows=k.warp_rows) for k in kernels]
         reads = {c.source for g in self.groups for c in g.chains}
         produced = {c.sink for g in self.groups for c in g.chains}
         lane_tables = {model.tables[k].name for k in tables}

@@ -114,9 +114,6 @@ class PipelineProgram:
         self.desc = self.layout.descriptors()
         self.bound = [g.bind(self.layout) for g in self.groups]
         self.host = HostPools(self.layout)
-        self.host_arrays: dict[tuple[int, str, str], tuple[np.ndarray, ...]] = {}
-        """(group, part, target) -> the arrays after slot_dst in its kernel's parameters
-        (FusedGroup.launch_arrays), made at the first host launch."""
         for name, data in inputs.items():
             self.host.pack(name, data)
 
@@ -145,13 +142,10 @@ class PipelineProgram:
         h, g = self.host, self.groups[index]
         src, dst = self.bound[index]
         for part in ("lengths", "values") if g.has_lists else ("values",):
-            key = (index, part, target)
-            if key not in self.host_arrays:  # kept: a dynamic kernel's ticket lives on
-                self.host_arrays[key] = g.launch_arrays(part, target, self.layout.rows)
             args = (self.desc, h.f32, h.i64, h.offs, h.valid, g.fpar, g.ipar, g.aux_f,
-                    g.aux_i, g.slot_sig, src, dst, *self.host_arrays[key], self.layout.rows)
+                    g.aux_i, g.slot_sig, src, dst, *g.block_maps[part], self.layout.rows)
             kernel = g.kernel(part, target)
-            launch = kernel if target == "cpu" else kernel[g.grid(part, target), g.threads]
+            launch = kernel if target == "cpu" else kernel[g.grid(part), g.threads]
             launch(*args)
             if part == "lengths":
                 self._scan_host(h.offs, g)
@@ -187,9 +181,7 @@ class DeviceState:
         for g, (src, dst) in zip(program.groups, program.bound):
             arrs = [cuda.to_device(a) for a in (g.fpar, g.ipar, g.aux_f, g.aux_i, g.slot_sig,
                                                 src, dst)]
-            maps = {part: [cuda.to_device(a) for a in
-                           g.launch_arrays(part, "cuda", program.layout.rows)]
-                    for part in g.block_maps}
+            maps = {part: [cuda.to_device(a) for a in m] for part, m in g.block_maps.items()}
             arrs = (arrs, maps)
             self.groups.append((g, arrs, g.list_offsets_block(program.layout)))
         self._launches: dict[tuple[int, str], BoundLaunch] = {}

@@ -231,8 +231,7 @@ def run_case(pipe_name: str, batch: int, label: str, args, trainers: dict, hw,
     # its own, training on the rest; "+warp" / "+thread": the kernels' long list outputs a warp
     # per row / a thread per row (FusedKernel.warp_rows); "+b<N>": every kernel launched
     # with N blocks; "+high" / "+low": the training stream above preprocessing / level
-    # with it (Plan.training_priority_high); "+dyn": every kernel's blocks taking units
-    # of rows from a ticket (FusedKernel.dynamic); "+pre": the preprocessing stream above
+    # with it (Plan.training_priority_high); "+pre": the preprocessing stream above
     # training (RunSettings.preprocess_first); "+core": each batch's copies through
     # PyTorch and its kernels launched through cuda.core, not the driver
     # (backend/driver.py); "+calls": each batch's copies, launches and assembly as calls
@@ -264,8 +263,6 @@ def run_case(pipe_name: str, batch: int, label: str, args, trainers: dict, hw,
     for mapping, warp in (("warp", True), ("thread", False)):  # FusedKernel.warp_rows
         if mapping in suffixes:
             plan = replace(plan, kernels=tuple(replace(k, warp_rows=warp) for k in plan.kernels))
-    if "dyn" in suffixes:  # FusedKernel.dynamic
-        plan = replace(plan, kernels=tuple(replace(k, dynamic=True) for k in plan.kernels))
     workers, pre_sms = host_workers_per_gpu(strategy, hw), 0
     ids_per_thread = 0 if "rowgrid" in suffixes else RunSettings.assembly_ids_per_thread
     for x in suffixes:

@@ -35,11 +35,7 @@ class FusedKernel:
     start releases it, or BEFORE_ITERATION. `warp_rows`: its long list outputs
     (spec.pipeline.WARP_ROW_MIN_LENGTH) are written a warp per row, lanes over the ids,
     so loads and stores coalesce; false: a thread per row, as every kernel ran before
-    the field existed (plan files from before then load with the default). `dynamic`:
-    its blocks take units of rows from a shared ticket until none is left, rather than
-    each a fixed share (backend/codegen.py, dynamic_source): blocks that get no SM room
-    beside training until it ends find the work done. False in every plan the planner
-    makes (the cost model was profiled on fixed shares).
+    the field existed (plan files from before then load with the default).
     """
 
     name: str
@@ -49,13 +45,11 @@ class FusedKernel:
     threads_per_block: int = 256
     gpu: int | None = None
     warp_rows: bool = True
-    dynamic: bool = False
 
     def __post_init__(self) -> None:
         require(len(self.nodes) >= 1, "nodes", self.nodes, "at least one op node")
         require_int_range("blocks", self.blocks, 1, 2**31 - 1)
         require(isinstance(self.warp_rows, bool), "warp_rows", self.warp_rows, "true or false")
-        require(isinstance(self.dynamic, bool), "dynamic", self.dynamic, "true or false")
         require(self.threads_per_block in (32, 64, 128, 256, 512, 1024), "threads_per_block",
                 self.threads_per_block, "one of 32, 64, 128, 256, 512, 1024")
         allowed = [BEFORE_ITERATION] + [s.value for s in Stage]

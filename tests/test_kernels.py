@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import spec
-from backend.columns import ColumnData, equal
+from backend.columns import ColumnData
 from backend.data import synthetic_inputs
 from backend.fusion import FusedGroup
 from tests.opkit import (
@@ -207,44 +207,3 @@ def test_register_cap_compiles_a_kernel_of_its_own():
     capped = FusedGroup(p, tuple(p.order), max_registers=32)
     assert plain.kernel("values", "cuda") is not capped.kernel("values", "cuda")
     assert plain.kernel("lengths", "cuda") is capped.kernel("lengths", "cuda")
-
-
-@pytest.mark.parametrize("name", ["heavy-short", "wide-2x"])
-def test_dynamic_kernel_equals_the_reference_and_resets_its_ticket(name):
-    """A dynamically scheduled values kernel (FusedKernel.dynamic) writes what the
-    reference does in the CUDA simulator, twice over the same pools: the last block sets
-    the ticket back to zero for the next launch."""
-    from backend.runner import PipelineProgram, run_numpy
-
-    p = spec.pipeline_preset(name)
-    inputs = synthetic_inputs(p, 37, np.random.default_rng(5))
-    group = FusedGroup(p, tuple(p.order), "all", blocks=3, threads_per_block=64,
-                       dynamic=True)
-    program = PipelineProgram(p, [group], inputs)
-    assert group.grid("values", "cuda") == 3 and group.grid("values", "cpu") != 3
-    ref = run_numpy(p, inputs)
-    for _ in range(2):
-        got = program.run_cuda_simulated()
-        assert set(got) == {s.node for s in p.sparse_outputs} | set(p.dense_outputs)
-        for node, data in got.items():
-            ok, row = equal(ref[node], data)
-            assert ok, f"{name}: {node} differs at row {row}"
-        units, ticket = program.host_arrays[(0, "values", "cuda")]
-        assert units.shape[0] > 3 and not ticket.any()
-
-
-def test_dynamic_units_cover_every_row_once():
-    """The units of a dynamic kernel: every (slot, row) once, warp-row slots in multiples
-    of the block's warps, the heaviest slots first."""
-    from backend.fusion import _units
-
-    work = np.array([3.0, 300.0, 2.0])
-    warp = np.array([False, True, False])
-    units = _units(1000, work, warp, blocks=4, threads=64)
-    assert units[0, 0] == 1
-    for slot in range(3):
-        mine = units[units[:, 0] == slot]
-        covered = np.concatenate([np.arange(lo, hi) for _, lo, hi in mine])
-        assert np.array_equal(np.sort(covered), np.arange(1000))
-        step = 2 if warp[slot] else 64
-        assert all((hi - lo) % step == 0 for _, lo, hi in mine[:-1])
