@@ -17,6 +17,8 @@
 #       runner-up, the kernel at emb_bwd in 528 and 1056 blocks (2 rounds)
 #   PART=plain ...   heavy-short beside heavy-lean (the plain fused update), b16384: the
 #       baselines and the one kernel at interaction_bwd and at emb_bwd (2 rounds)
+#   PART=remade ...   corun tune on the plan folders re-made with the graphed heavy stages
+#       (bench/plans/graphs/heavy-short-b16384-remade, -b8192-remade; 3 rounds each)
 # (The device tool returns few files: pack $OUT into one archive after it.)
 set -u
 stamp() { while IFS= read -r l; do echo "$(date +%T) $l"; done; }
@@ -78,8 +80,14 @@ plain)
     --repeats 2 --strategies ideal,gpu-sequential,at:interaction_bwd+b198+ahead2,at:emb_bwd+b264+ahead2 \
     --budget-s 60 --out "$OUT" 2>&1 | grep -v "iteration" | stamp
   ;;
+remade)
+  for b in 16384 8192; do
+    python -m corun.cli tune "bench/plans/graphs/heavy-short-b$b-remade" -o "$OUT/tune-b$b" \
+      --rounds 3 --budget-s 170 2>&1 | stamp
+  done
+  ;;
 *)
-  echo "PART must be discover, plans, variants, batches or plain" >&2
+  echo "PART must be discover, plans, variants, batches, plain or remade" >&2
   exit 2
   ;;
 esac
