@@ -237,7 +237,8 @@ def run_case(pipe_name: str, batch: int, label: str, args, trainers: dict, hw,
     # (backend/driver.py); "+calls": each batch's copies, launches and assembly as calls
     # one by one, not replayed as CUDA graphs (RunSettings.preprocess_graphs); "+uncapped":
     # the fused embedding update with one thread per bag and column, not
-    # embedding_sgd.UPDATE_BLOCKS_PER_SM blocks an SM (one GPU); "+rowgrid": the batch's
+    # embedding_sgd.UPDATE_BLOCKS_PER_SM blocks an SM (one GPU), "+ub<N>" on N blocks an
+    # SM (N >= 1); "+rowgrid": the batch's
     # assembly kernel on a thread a row, not about ASSEMBLY_IDS_PER_THREAD ids a thread;
     # "+ipt<N>": about N ids a thread (RunSettings.assembly_ids_per_thread);
     # "+feed": each step's batch work on a second host thread during the step's backward
@@ -293,6 +294,10 @@ def run_case(pipe_name: str, batch: int, label: str, args, trainers: dict, hw,
         trainers[key] = make_trainer(model, device, 0)
     if key in trainers:
         trainers[key].update_max_blocks = 0 if "uncapped" in suffixes else None
+        for x in suffixes:  # "+ub<N>": the fused embedding update on N blocks an SM
+            if x.startswith("ub") and x[2:].isdigit() and device != "cpu":
+                sms = torch.cuda.get_device_properties(device).multi_processor_count
+                trainers[key].update_max_blocks = int(x[2:]) * sms
     replay = strategy is not None and strategy.kind is StrategyKind.IDEAL
     ex = Executor(model, pipeline, plan, label, settings, device, replay,
                   command=" ".join(["python", *sys.argv]), trainer=trainers.get(key),

@@ -19,6 +19,9 @@
 #       baselines and the one kernel at interaction_bwd and at emb_bwd (2 rounds)
 #   PART=remade ...   corun tune on the plan folders re-made with the graphed heavy stages
 #       (bench/plans/graphs/heavy-short-b16384-remade, -b8192-remade; 3 rounds each)
+#   PART=update-grid ...   the fused embedding update on 1 and 2 blocks an SM ("+ub<N>";
+#       4 by default) beside the kernel at emb_bwd, where it leaves the kernel more room:
+#       ideal, gpu-sequential and the kernel's plans each way, b16384 and b8192, 3 rounds
 # (The device tool returns few files: pack $OUT into one archive after it.)
 set -u
 stamp() { while IFS= read -r l; do echo "$(date +%T) $l"; done; }
@@ -86,8 +89,13 @@ remade)
       --rounds 3 --budget-s 170 2>&1 | stamp
   done
   ;;
+update-grid)
+  python bench/execute_gpu.py --matrix heavy-short-graphs --batches 16384,8192 --repeats 3 \
+    --strategies ideal,ideal+ub2,ideal+ub1,gpu-sequential,at:emb_bwd+b1056+ahead2,at:emb_bwd+b1056+ahead2+ub2,at:emb_bwd+b1056+ahead2+ub1,at:emb_bwd+b528+ahead2+ub2,at:emb_bwd+b264+ahead2+ub2,at:interaction_bwd+b198+ahead2+ub2 \
+    --budget-s 400 --out "$OUT" 2>&1 | grep -v "iteration" | stamp
+  ;;
 *)
-  echo "PART must be discover, plans, variants, batches, plain or remade" >&2
+  echo "PART must be discover, plans, variants, batches, plain, remade or update-grid" >&2
   exit 2
   ;;
 esac

@@ -53,8 +53,11 @@ def predicted_ms(case: dict) -> tuple[float, str]:
     from sim import simulate_steady
 
     m, strategy = case["measurement"], case["strategy"]
-    if "uncapped" in strategy.split("+")[1:]:  # the model knows the capped update only
+    suffixes = strategy.split("+")[1:]
+    if "uncapped" in suffixes:  # the model knows the default update grid only
         return math.nan, " (not predicted: the uncapped embedding update)"
+    if any(x.startswith("ub") and x[2:].isdigit() for x in suffixes):
+        return math.nan, " (not predicted: the embedding update on its own grid)"
     folder = plan_folder(case["pipeline"], m["model"], case["batch"], graphed(m),
                          m.get("gpu_count", 1))
     predicted = folder / f"prediction-{strategy}.json"
