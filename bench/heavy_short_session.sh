@@ -86,7 +86,7 @@ plain)
 remade)
   for b in 16384 8192; do
     python -m corun.cli tune "bench/plans/graphs/heavy-short-b$b-remade" -o "$OUT/tune-b$b" \
-      --rounds 3 --budget-s 170 2>&1 | stamp
+      --rounds 3 --budget-s 150 2>&1 | stamp
   done
   ;;
 update-grid)

@@ -213,24 +213,26 @@ def _rated_effects(cm: CostModel, kw: KernelWork, works: list[StageWork], hw: Ha
     computed = [w for w in works if w.comm is Comm.NONE]
     answers = iter(cm.whole_runs(kw, computed, hw))
     runs = [next(answers) if w.comm is Comm.NONE else None for w in works]
+    kernel_ms = cm.kernel_ms(kw, hw)
+    outlasts = [w.comm is not Comm.NONE or cm.stage_ms(w, hw) >= kernel_ms for w in works]
     if any(r is None for r in runs):
-        started = tuple(_effect(_profiled_effect(cm, kw, w, hw, priority), w, priority)
-                        for w in works)
+        started = tuple(_effect(_profiled_effect(cm, kw, w, hw, priority), w, priority, o)
+                        for w, o in zip(works, outlasts))
         return started, started
     carried_runs = cm.whole_runs(kw, works, hw, resident=True)
     carried = kernel_factors_through(carried_runs)
     kernel = kernel_factors_through(runs, (carried_runs, carried))
-    return (tuple(_effect((CoRunEffect.from_whole_run(*r).stage_factor, k), w, priority)
-                  for r, k, w in zip(runs, kernel, works)),
+    return (tuple(_effect((CoRunEffect.from_whole_run(*r).stage_factor, k), w, priority, o)
+                  for r, k, w, o in zip(runs, kernel, works, outlasts)),
             tuple((CoRunEffect.from_whole_run(*r).stage_factor, k)
                   for r, k in zip(carried_runs, carried)))
 
 
 def _effect(profiled: tuple[float, float], work: StageWork,
-            priority: bool) -> tuple[float, float]:
+            priority: bool, outlasts: bool = True) -> tuple[float, float]:
     """(stage factor, kernel factor): the profiled rates, except that a graphed stage
-    above the preprocessing stream keeps its pace and the kernel takes the whole profiled
-    delay. Eagerly the host launches a stage's kernels one by one, and a co-running
+    above the preprocessing stream that `outlasts` the kernel (takes at least the kernel's
+    time alone) keeps its pace and the kernel takes the whole profiled delay. Eagerly the host launches a stage's kernels one by one, and a co-running
     kernel's blocks take the SMs in the gaps between them and keep them until they end;
     one graph launch leaves no such gaps. Measured on the H200, RAP's kernels released at
     the optimizer stage stretched it by more than 0.05 ms (up to 0.56) in 11 of 21 eager
@@ -242,10 +244,17 @@ def _effect(profiled: tuple[float, float], work: StageWork,
     bench/stage_pace_experiment.py`, bench/results/stage_pace_experiment.txt).
     Not applied to a kernel carried into a stage (`_rated_effects`' second half): the
     rule is about who gets the SMs as a stage is launched, and a resident kernel holds
-    them already.
+    them already. Nor to a stage shorter than the kernel alone: the kernel's blocks take
+    the SMs the stage's later kernels need and keep them to its end. On the H200 (graphed
+    heavy-short b16384, bench/results/heavy_short_remade_h200.md) the whole pipeline in
+    1056 blocks (0.55 ms alone) released at bottom_mlp_bwd (0.06 ms) held that stage
+    +0.476 ms, and the planner, keeping its pace, chose that plan: -29% of
+    gpu-sequential's gap against the 52% of the kernel at emb_bwd (1.06 ms). With the
+    condition, every executed case predicted again: 1,423 of 4,453 within 5% against
+    1,422, and the planner chooses emb_bwd there.
     """
     stage, kernel = profiled
-    if work.graphed and priority:
+    if work.graphed and priority and outlasts:
         return 1.0, kernel * stage
     return stage, kernel
 

@@ -298,7 +298,8 @@ def test_a_plan_made_for_the_graphed_step_says_so_and_is_run_so(tmp_path, capsys
 
 def test_a_graphed_stage_keeps_its_pace_beside_a_lower_priority_kernel():
     """sim/scenario.py `_effect`: eagerly both sides take the profiled rates; a graphed
-    stage above the preprocessing stream keeps its pace and the kernel takes the delay."""
+    stage above the preprocessing stream keeps its pace and the kernel takes the delay,
+    unless the stage is shorter than the kernel alone."""
     from costmodel import shard_tables, stage_work
     from sim.scenario import _effect
 
@@ -312,3 +313,5 @@ def test_a_graphed_stage_keeps_its_pace_beside_a_lower_priority_kernel():
     assert _effect(profiled, eager, True) == (1.5, 2.0)
     assert _effect(profiled, graphed, True) == (1.0, 3.0)
     assert _effect(profiled, graphed, False) == (1.5, 2.0)
+    # a graphed stage shorter than the kernel alone waits on its blocks: profiled rates
+    assert _effect(profiled, graphed, True, outlasts=False) == (1.5, 2.0)
