@@ -55,10 +55,13 @@ def optimizer_stretch(path: Path) -> list[float]:
 
 
 def main() -> int:
-    real, profiled = scenario._effect, scenario._profiled_effect
+    real = scenario._effect
 
-    def stage_keeps_pace(cm, kw, work, hw, priority):
-        s, k = profiled(cm, kw, work, hw, priority)
+    def profiled(rates, work, priority, outlasts=True):
+        return rates
+
+    def stage_keeps_pace(rates, work, priority, outlasts=True):
+        s, k = rates
         return 1.0, k * s
 
     for mode, effect in (("profiled rates", profiled), ("as is", real),
