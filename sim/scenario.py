@@ -232,7 +232,8 @@ def _effect(profiled: tuple[float, float], work: StageWork,
             priority: bool, outlasts: bool = True) -> tuple[float, float]:
     """(stage factor, kernel factor): the profiled rates, except that a graphed stage
     above the preprocessing stream that `outlasts` the kernel (takes at least the kernel's
-    time alone) keeps its pace and the kernel takes the whole profiled delay. Eagerly the host launches a stage's kernels one by one, and a co-running
+    time alone) keeps its pace and the kernel takes the whole profiled delay. Eagerly the
+    host launches a stage's kernels one by one, and a co-running
     kernel's blocks take the SMs in the gaps between them and keep them until they end;
     one graph launch leaves no such gaps. Measured on the H200, RAP's kernels released at
     the optimizer stage stretched it by more than 0.05 ms (up to 0.56) in 11 of 21 eager
