@@ -29,10 +29,10 @@ def main(argv: list[str] | None = None) -> int:
     real_effects, real_effect = scenario._effects, scenario._effect
     long_kernel = [False]
 
-    def effects(cm, kw, works, hw, priority, release):
+    def effects(cm, kw, works, hw, priority, release, outlasts):
         long_kernel[0] = cm.kernel_ms(kw, hw) >= threshold_ms
         try:
-            return real_effects(cm, kw, works, hw, priority, release)
+            return real_effects(cm, kw, works, hw, priority, release, outlasts)
         finally:
             long_kernel[0] = False
 

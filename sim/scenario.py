@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import enum
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from costmodel import CostModel, Sharding, kernel_work, shard_tables, stage_work
@@ -186,15 +187,16 @@ def _profiled_effect(cm: CostModel, kw: KernelWork, work: StageWork, hw: Hardwar
 
 
 def _effects(cm: CostModel, kw: KernelWork, works: list[StageWork], hw: Hardware,
-             priority: bool, release: int) -> tuple[tuple[tuple[float, float], ...],
-                                                    tuple[tuple[float, float], ...]]:
+             priority: bool, release: int,
+             outlasts: Sequence[bool]) -> tuple[tuple[tuple[float, float], ...],
+                                                tuple[tuple[float, float], ...]]:
     """`_rated_effects`; where the cost model measured the step that released the kernel
     at `release` (a stage position; profiled with training above preprocessing, so for
     such plans only), that step's rates from the release on: the kernel's started rates
     at the release, its carried ones after it. On graphed heavy-lean they took the
     executed rounds' mean error from 12.5-14.0% to 7.6-9.0%
     (bench/results/repredict_resident_h200.md)."""
-    started, carried = _rated_effects(cm, kw, works, hw, priority)
+    started, carried = _rated_effects(cm, kw, works, hw, priority, outlasts)
     measured = cm.release_rates(kw, works, hw, release) if release >= 0 and priority else None
     if measured is None:
         return started, carried
@@ -203,18 +205,18 @@ def _effects(cm: CostModel, kw: KernelWork, works: list[StageWork], hw: Hardware
 
 
 def _rated_effects(cm: CostModel, kw: KernelWork, works: list[StageWork], hw: Hardware,
-                   priority: bool) -> tuple[tuple[tuple[float, float], ...],
-                                            tuple[tuple[float, float], ...]]:
+                   priority: bool, outlasts: Sequence[bool]
+                   ) -> tuple[tuple[tuple[float, float], ...],
+                              tuple[tuple[float, float], ...]]:
     """(stage factor, kernel factor) at every stage of the step, in order, for the kernel
     started with the stage, then for the kernel carried into it. Where the cost model
     knows each stage's pair as a whole run (the learned one), the kernel's factors come
     from all of them together (`kernel_factors_through`), a kernel carried into a stage
-    at the rates of its resident runs; otherwise stage by stage, the same either way."""
+    at the rates of its resident runs; otherwise stage by stage, the same either way.
+    `outlasts[i]`: stage i takes at least the kernel's time alone (`_effect`)."""
     computed = [w for w in works if w.comm is Comm.NONE]
     answers = iter(cm.whole_runs(kw, computed, hw))
     runs = [next(answers) if w.comm is Comm.NONE else None for w in works]
-    kernel_ms = cm.kernel_ms(kw, hw)
-    outlasts = [w.comm is not Comm.NONE or cm.stage_ms(w, hw) >= kernel_ms for w in works]
     if any(r is None for r in runs):
         started = tuple(_effect(_profiled_effect(cm, kw, w, hw, priority), w, priority, o)
                         for w, o in zip(works, outlasts))
@@ -402,9 +404,12 @@ def compile_scenario(sc: Scenario, cm: CostModel) -> Compiled:
                                                     k.threads_per_block, k.warp_rows)
             kw = kernel_works[k, rows]
             pos = -1 if k.release is None else stages.index(k.release)
+            alone_ms = cm.kernel_ms(kw, hw)
+            outlasts = [w[s].comm is not Comm.NONE or ms >= alone_ms
+                        for s, ms in zip(stages, stage_ms)]
             effects, carried = _effects(cm, kw, [w[s] for s in stages], hw,
-                                        plan.training_priority_high, pos)
-            kernels.append(KernelRun(k.name, pos, cm.kernel_ms(kw, hw), effects, carried))
+                                        plan.training_priority_high, pos, outlasts)
+            kernels.append(KernelRun(k.name, pos, alone_ms, effects, carried))
             copy_bytes += rows * sum(raw_cols[pipeline.node_by_name[n].input]
                                      for n in k.nodes
                                      if pipeline.node_by_name[n].input in raw_cols)
