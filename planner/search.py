@@ -130,11 +130,12 @@ def launch_shape_note(plan: Plan, behind_ideal_pct: float, host_paced: bool) -> 
     if host_paced or behind_ideal_pct <= LAUNCH_NOTE_BEHIND_PCT or \
             not any(k.release is not None for k in plan.kernels):
         return None
+    *first, last = [f"x{step:g}" for step in LAUNCH_STEPS]
     return (f"note: the chosen plan is predicted {behind_ideal_pct:.1f}% behind ideal, its "
             "kernels beside training; their launch shape is what the learned cost model is "
             "least sure of (held-out error of a kernel's co-run time 22-62% over three "
             "splits, costmodel/data/h200/README.md), so `corun tune` also runs "
-            "the plan at x2, x0.5, x1.5 and x0.75 its blocks and keeps the fastest (graphed "
+            f"the plan at {', '.join(first)} and {last} its blocks and keeps the fastest (graphed "
             "heavy-lean b16384: it kept x0.5 in three runs, 82-93% of gpu-sequential's gap "
             "recovered against the choice's 75-85%, bench/results/tune_launch_steps_h200.md)")
 
