@@ -344,6 +344,11 @@ def main(argv: list[str] | None = None) -> int:
             ap.error(f"--strategies {unknown[0]}: not a label of --matrix {args.matrix} "
                      f"({', '.join(names)}), a variant of one (<label>+<suffix>) or a "
                      "runner-up corun-<N>")
+        bad = [x for x in args.strategies.split(",") for u in x.split("+")[1:]
+               if u.startswith("ub") and not (u[2:].isdigit() and int(u[2:]) >= 1)]
+        if bad:
+            ap.error(f"--strategies {bad[0]}: +ub<N> takes N, the embedding update's blocks "
+                     "an SM, an integer >= 1")
     if args.dry_run:
         args.iterations, args.warmup, args.distinct_batches = 4, 1, 1
     world = int(os.environ.get("WORLD_SIZE", "1"))

@@ -63,6 +63,10 @@ def test_strategies_name_labels_their_variants_and_runners_up(capsys):
         with pytest.raises(SystemExit):
             main(["--matrix", "heavy", "--batches", batches, "--dry-run"])
         assert "--batches" in capsys.readouterr().err
+    for update in ("ideal+ub0", "ideal+ubx"):  # the update's blocks an SM: an integer >= 1
+        with pytest.raises(SystemExit):
+            main(["--matrix", "heavy", "--strategies", update, "--dry-run"])
+        assert f"--strategies {update}: +ub<N>" in capsys.readouterr().err
 
 
 def test_a_plan_file_holding_an_earlier_label_s_plan_is_not_measured_again(tmp_path):
