@@ -37,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import spec  # noqa: E402
 from bench import execute_gpu, render_repeats  # noqa: E402
-from spec.model import HEAVY_TABLE_ROWS  # noqa: E402
+from spec.model import HEAVY_SMALL_TABLE_ROWS, HEAVY_TABLE_ROWS  # noqa: E402
 from spec.pipeline import OpKind, OpNode, Pipeline  # noqa: E402
 from spec.pipelines import heavy  # noqa: E402
 from spec.serde import write_atomic  # noqa: E402
@@ -52,10 +52,11 @@ def vocabulary(buckets: int, rows: int, seed: int = VOCAB_SEED) -> list[int]:
     return np.random.default_rng(seed).integers(0, rows, buckets).tolist()
 
 
-def heavy_vocab(buckets: int = VOCAB_BUCKETS, rows: int = HEAVY_TABLE_ROWS) -> Pipeline:
+def heavy_vocab(buckets: int = VOCAB_BUCKETS, rows: int = HEAVY_TABLE_ROWS,
+                name: str = "heavy-vocab") -> Pipeline:
     """`heavy` with each feature's hash widened to `buckets` and mapped to one of `rows`
     table rows through one shared vocabulary (mapid) before firstx."""
-    base = heavy("heavy-vocab", rows=buckets)
+    base = heavy(name, rows=buckets)
     vocab = vocabulary(buckets, rows)
     nodes: list[OpNode] = []
     for n in base.nodes:
@@ -72,15 +73,32 @@ def heavy_vocab(buckets: int = VOCAB_BUCKETS, rows: int = HEAVY_TABLE_ROWS) -> P
 STAGES = ("emb_fwd", "interaction_bwd", "bottom_mlp_bwd", "emb_bwd")
 
 
+LEAN_LABELS = ("ideal", "gpu-sequential", "at:interaction_bwd", "at:emb_bwd")
+"""The lean matrix: the baselines and the one kernel at the two stages where it hid best
+beside heavy-lean's plain update (heavy_batches_h200.md, heavy_short_h200.md); run with
+their launch shapes ("+b198+ahead2", ...) through --strategies."""
+
+
 def register(dry_run: bool = False) -> None:
-    """`heavy-vocab` as a pipeline preset beside heavy-fused, and the matrix `vocab`."""
-    small = (4096, 2000) if dry_run else ()  # the dry run cuts tables to 2,000 rows
+    """`heavy-vocab` as a pipeline preset beside heavy-fused, and the matrix `vocab`;
+    `heavy-small-vocab` (heavy-small's hash widened to VOCAB_BUCKETS and mapped to its 10k
+    rows) beside heavy-lean, the step as CUDA graphs, and the matrix `vocab-lean`: whether
+    the vocabulary widens heavy-lean's 18-20% gap past 20% while the kernel still hides
+    beside its 2.3 ms embedding update."""
+    cut = 2000 if dry_run else None  # the dry run cuts tables to 2,000 rows
     spec.PIPELINE_PRESETS["heavy-vocab"] = functools.cache(  # 5 s to check
-        functools.partial(heavy_vocab, *small))
+        functools.partial(heavy_vocab, 4096 if cut else VOCAB_BUCKETS, cut or HEAVY_TABLE_ROWS))
+    spec.PIPELINE_PRESETS["heavy-small-vocab"] = functools.cache(functools.partial(
+        heavy_vocab, 4096 if cut else VOCAB_BUCKETS, cut or HEAVY_SMALL_TABLE_ROWS,
+        "heavy-small-vocab"))
     spec.DEFAULT_MODEL_FOR["heavy-vocab"] = "heavy-fused"
+    spec.DEFAULT_MODEL_FOR["heavy-small-vocab"] = "heavy-lean"
     execute_gpu.MATRICES["vocab"] = [("heavy-vocab", (8192, 16384, 32768), (
         "ideal", "gpu-sequential", "gpu-overlap", *(f"at:{s}" for s in STAGES)))]
     execute_gpu.MATRIX_MODEL["vocab"] = "heavy-fused"
+    execute_gpu.MATRICES["vocab-lean"] = [("heavy-small-vocab", (8192, 16384), LEAN_LABELS)]
+    execute_gpu.MATRIX_MODEL["vocab-lean"] = "heavy-lean"
+    execute_gpu.MODEL_CHANGES["vocab-lean"] = {"cuda_graphs": True}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -88,6 +106,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--render", nargs="+", metavar="RAW", help="render these records")
     ap.add_argument("-o", dest="report", help="the report --render writes")
     ap.add_argument("--out")
+    ap.add_argument("--matrix", choices=("vocab", "vocab-lean"), default="vocab")
     ap.add_argument("--repeats", default="2")
     ap.add_argument("--batches", default="16384")
     ap.add_argument("--budget-s", default="420")
@@ -109,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.out:
         ap.error("--out DIR is needed to run (or --render RAW to render)")
     return execute_gpu.main(
-        ["--matrix", "vocab", "--out", args.out, "--repeats", args.repeats, "--batches",
+        ["--matrix", args.matrix, "--out", args.out, "--repeats", args.repeats, "--batches",
          args.batches, "--budget-s", args.budget_s]
         + (["--strategies", args.strategies] if args.strategies else [])
         + (["--dry-run"] if args.dry_run else []))

@@ -47,3 +47,25 @@ def test_dry_run_executes_and_renders(tmp_path):
                    check=True, cwd=ROOT, capture_output=True)
     text = report.read_text()
     assert "python bench/vocab_probe.py --render" in text and "heavy-vocab, batch 8192" in text
+
+
+def test_the_lean_matrix_runs_heavy_small_vocab_beside_graphed_heavy_lean():
+    import spec
+    from bench import execute_gpu, vocab_probe
+    tables = (spec.PIPELINE_PRESETS, spec.DEFAULT_MODEL_FOR, execute_gpu.MATRICES,
+              execute_gpu.MATRIX_MODEL, execute_gpu.MODEL_CHANGES)
+    saved = [dict(t) for t in tables]
+    try:
+        vocab_probe.register(dry_run=True)
+        (pipe, batches, labels), = execute_gpu.MATRICES["vocab-lean"]
+        assert pipe == "heavy-small-vocab"
+        assert execute_gpu.MATRIX_MODEL["vocab-lean"] == "heavy-lean"
+        assert execute_gpu.MODEL_CHANGES["vocab-lean"] == {"cuda_graphs": True}
+        assert labels[:2] == ("ideal", "gpu-sequential")
+        p = spec.pipeline_preset("heavy-small-vocab")
+        assert p.name == "heavy-small-vocab"
+        assert {p.int_ranges[o.node] for o in p.sparse_outputs} == {(0, 1999)}  # cut rows
+    finally:  # the registries as they were, for the tests after this one
+        for table, before in zip(tables, saved):
+            table.clear()
+            table.update(before)
