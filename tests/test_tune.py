@@ -36,7 +36,7 @@ def tune(folder, out, *extra):
 def test_rounds_of_every_strategy_and_the_fastest_kept(folder, tmp_path, capsys):
     out = tmp_path / "tuned"
     assert planned_strategies(folder / "plans") == ["corun", "corun-2", "rap"]
-    assert tune(folder, out, "--rounds", "2", "--no-launch-steps") == 0
+    assert tune(folder, out, "--rounds", "2", "--no-launch-steps", "--no-lead-variant") == 0
     printed = capsys.readouterr().out
     summary = json.loads((out / "tune.json").read_text())
     rows = {r["strategy"]: r for r in summary["rows"]}
@@ -98,14 +98,18 @@ def test_launch_steps_add_the_chosen_plan_at_other_launch_shapes(folder, tmp_pat
             taken.append(blocks)
             variants.append((f"corun-x{step:g}", blocks))
     assert len(variants) >= 2
+    lead = f"corun-ahead{3 - chosen.batches_ahead}"  # and the chosen plan's other lead
     assert list(rows) == ["ideal", "gpu-sequential", "corun", "corun-2",
-                          *(name for name, _ in variants)]
+                          *(name for name, _ in variants), lead]
+    assert load(Measurement, out / "rounds" / f"{lead}-r1.json").plan == replace(
+        chosen, batches_ahead=3 - chosen.batches_ahead)
+    assert rows[lead]["predicted_ms"] > 0
     for name, blocks in variants:
         ran = load(Measurement, out / "rounds" / f"{name}-r1.json").plan
         assert [k.blocks for k in ran.kernels] == blocks
         assert ran == replace(chosen, kernels=ran.kernels)  # nothing else changed
         assert rows[name]["predicted_ms"] > 0 and rows[name]["error_pct"] is not None
-    variants = [name for name, _ in variants]
+    variants = [name for name, _ in variants] + [lead]
     best = summary["measured_best"]
     if best in variants:
         assert load(Plan, out / "tuned.json") == load(Measurement, out / "rounds" /
@@ -115,6 +119,21 @@ def test_launch_steps_add_the_chosen_plan_at_other_launch_shapes(folder, tmp_pat
                 "--launch-steps") == 0  # the default named, as earlier commands did
     assert [r["strategy"] for r in json.loads((other / "tune.json").read_text())["rows"]] \
         == ["ideal", "corun-2"]
+
+
+def test_the_lead_variant_flips_batches_ahead_unless_that_plan_runs_or_has_no_kernel(folder):
+    from dataclasses import replace
+
+    from corun.tune_cmd import lead_variant
+
+    plan = load(Plan, folder / "plans" / "plan.json")
+    assert plan.kernels
+    for ahead in (1, 2):
+        chosen = replace(plan, batches_ahead=ahead)
+        other = replace(plan, batches_ahead=3 - ahead)
+        assert lead_variant(chosen, [chosen]) == {f"corun-ahead{3 - ahead}": other}
+        assert lead_variant(chosen, [chosen, other]) == {}  # a runner-up is that plan
+    assert lead_variant(replace(plan, kernels=()), [plan]) == {}
 
 
 def test_median_round_is_the_middle_one():
