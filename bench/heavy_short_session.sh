@@ -22,6 +22,8 @@
 #   PART=update-grid ...   the fused embedding update on 1 and 2 blocks an SM ("+ub<N>";
 #       4 by default) beside the kernel at emb_bwd, where it leaves the kernel more room:
 #       ideal, gpu-sequential and the kernel's plans each way, b16384 and b8192, 3 rounds
+#   PART=lead ...   corun tune on the re-made plan folders with the chosen plan's other
+#       batch lead among its variants (corun-ahead<N>): b16384 3 rounds, b8192 2
 # (The device tool returns few files: pack $OUT into one archive after it.)
 set -u
 stamp() { while IFS= read -r l; do echo "$(date +%T) $l"; done; }
@@ -94,8 +96,14 @@ update-grid)
     --strategies ideal,ideal+ub2,ideal+ub1,gpu-sequential,at:emb_bwd+b1056+ahead2,at:emb_bwd+b1056+ahead2+ub2,at:emb_bwd+b1056+ahead2+ub1,at:emb_bwd+b528+ahead2+ub2,at:emb_bwd+b264+ahead2+ub2,at:interaction_bwd+b198+ahead2+ub2 \
     --budget-s 400 --out "$OUT" 2>&1 | grep -v "iteration" | stamp
   ;;
+lead)
+  timeout 400 python -m corun.cli tune bench/plans/graphs/heavy-short-b16384-remade \
+    -o "$OUT/tune-b16384" --rounds 3 --budget-s 230 2>&1 | stamp
+  timeout 150 python -m corun.cli tune bench/plans/graphs/heavy-short-b8192-remade \
+    -o "$OUT/tune-b8192" --rounds 2 --budget-s 60 2>&1 | stamp
+  ;;
 *)
-  echo "PART must be discover, plans, variants, batches, plain, remade or update-grid" >&2
+  echo "PART must be discover, plans, variants, batches, plain, remade, update-grid or lead" >&2
   exit 2
   ;;
 esac
