@@ -30,7 +30,7 @@ from bench.render_execute import (  # noqa: E402
     publish,
     require_raw,
 )
-from spec.serde import write_atomic  # noqa: E402
+from spec.serde import read_stored_text, stored_path, write_atomic  # noqa: E402
 
 RAW_DIR = ROOT / "bench/results/raw"
 RAW = [RAW_DIR / name for name in (
@@ -144,12 +144,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.all and args.raw:
         ap.error("raw: give run files or --all, not both")
     require_raw(ap, args.raw)
-    if args.against is not None and not args.against.is_file():
+    if args.against is not None and not stored_path(args.against).is_file():
         ap.error(f"--against = {str(args.against)!r}: a rows file --rows-json wrote")
     raw = every_raw() if args.all else (args.raw or RAW)
     skipped: dict[str, str] = {}
     rs = rows(raw, skipped if args.all else None)
-    old = json.loads(args.against.read_text()) if args.against else None
+    old = json.loads(read_stored_text(args.against)) if args.against else None
     command = " ".join(["python bench/repredict.py", *(argv if argv is not None
                                                         else sys.argv[1:])])
     if args.rows_json:
