@@ -24,6 +24,8 @@
 #       ideal, gpu-sequential and the kernel's plans each way, b16384 and b8192, 3 rounds
 #   PART=lead ...   corun tune on the re-made plan folders with the chosen plan's other
 #       batch lead among its variants (corun-ahead<N>): b16384 3 rounds, b8192 2
+#   PART=lead-plan ...   corun tune on bench/plans/graphs/heavy-short-b16384-lead, planned
+#       with planner.search.AHEAD_MARGIN (the choice two ahead), 3 rounds
 # (The device tool returns few files: pack $OUT into one archive after it.)
 set -u
 stamp() { while IFS= read -r l; do echo "$(date +%T) $l"; done; }
@@ -102,8 +104,12 @@ lead)
   timeout 150 python -m corun.cli tune bench/plans/graphs/heavy-short-b8192-remade \
     -o "$OUT/tune-b8192" --rounds 2 --budget-s 60 2>&1 | stamp
   ;;
+lead-plan)
+  timeout 500 python -m corun.cli tune bench/plans/graphs/heavy-short-b16384-lead \
+    -o "$OUT/tune" --rounds 3 --budget-s 300 2>&1 | stamp
+  ;;
 *)
-  echo "PART must be discover, plans, variants, batches, plain, remade, update-grid or lead" >&2
+  echo "PART must be discover, plans, variants, batches, plain, remade, update-grid, lead or lead-plan" >&2
   exit 2
   ;;
 esac
