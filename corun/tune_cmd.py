@@ -366,8 +366,10 @@ def verdict(summary: dict) -> str:
         return f"measured fastest: {best} (no prediction in the folder to rank by)"
     if first == best:
         return f"the predicted fastest, {first}, was the measured fastest"
+    chosen = (" (the planner's choice: it also weighs what the simulator is least sure of, "
+              "such as a plan's batch lead)") if best == "corun" else ""
     return (f"the predicted fastest, {first}, measured {summary['predicted_best_behind_pct']:.2f}% "
-            f"slower than the measured fastest, {best}")
+            f"slower than the measured fastest, {best}{chosen}")
 
 
 def write_summary(out: Path, summary: dict, command: str) -> None:

@@ -220,3 +220,16 @@ def test_a_plan_runs_at_the_batch_it_was_planned_for(folder, tmp_path, capsys):
                  "--quiet"]) == 0
     assert json.loads(capsys.readouterr().out)["batch_per_gpu"] == 24
 
+
+
+def test_the_verdict_names_the_planners_choice_where_it_measured_fastest():
+    from corun.tune_cmd import verdict
+
+    s = {"predicted_best": "corun-ahead1", "measured_best": "corun",
+         "predicted_best_behind_pct": 6.07}
+    assert verdict(s).endswith("the measured fastest, corun (the planner's choice: it also "
+                               "weighs what the simulator is least sure of, such as a plan's "
+                               "batch lead)")
+    assert verdict({**s, "measured_best": "corun-x0.5"}).endswith("fastest, corun-x0.5")
+    assert verdict({**s, "predicted_best": "corun"}) == \
+        "the predicted fastest, corun, was the measured fastest"
