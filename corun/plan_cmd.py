@@ -66,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
     from corun.workload import calibrated, resolve_hardware, resolve_model, resolve_pipeline
     from planner import Judged, LocalSearch, RapProposer, SimJudge, runners_up
     from planner.runners_up import near_tie
-    from planner.search import gpu_side_note, host_plan_caution, launch_shape_note
+    from planner.search import gpu_side_note, host_plan_caution, launch_shape_note, lead_note
     from sim import EmbeddingComm, Scenario, Strategy, StrategyKind, simulate_steady
     from spec.serde import dumps, save
 
@@ -154,6 +154,9 @@ def run(args: argparse.Namespace) -> int:
     host_caution = host_plan_caution(chosen.plan)
     if host_caution:
         print(host_caution)
+    ahead = lead_note(judge, judge.judge(chosen.plan))
+    if ahead:
+        print(ahead)
     ideal = next((p for p in preds if p.strategy == "ideal"), None)
     launch_note = ideal and launch_shape_note(
         chosen.plan, 100 * (1 - shown["corun"] / shown["ideal"]),

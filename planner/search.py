@@ -30,6 +30,7 @@ from dataclasses import dataclass, replace
 
 from costmodel import shard_tables
 from planner.judge import SimJudge
+from planner.runners_up import NEAR_TIE_PCT
 from planner.types import Judge, Judged, Proposer
 from planner.units import units_of
 from sim.strategy import default_launch
@@ -48,7 +49,7 @@ plan saves the fused launches, 91.2% of ideal against 86.3%) the CPU plan wins. 
 product preference, not a fit: 0.5% is above the repeat spread of measured ideal
 throughput (0.04%, bench/results/plans_h200.md runs 8 and 10)."""
 
-AHEAD_MARGIN = 0.015
+AHEAD_MARGIN = NEAR_TIE_PCT / 100
 """Predicted throughput a plan one batch ahead must gain over the same plan two ahead to
 be chosen (`prefer_two_ahead`). One ahead, the next step waits for the kernels' tail, so
 any error in the co-run model's account of it goes straight into the step; two ahead
@@ -56,8 +57,7 @@ leaves a step of slack. Over every executed pair of one plan at both leads
 (`python bench/ahead_pairs.py`, bench/results/ahead_pairs.md, 53 pairs, session 37) the
 simulator predicted one ahead faster in two, both graphed heavy-short b16384 (by 1.0%),
 and two ahead measured 5.7% and 9.2% faster there (42-53% of gpu-sequential's gap
-recovered against 23%). 1.5%: planner.runners_up.NEAR_TIE_PCT, the simulator's median
-error on the H200."""
+recovered against 23%). 1.5%: NEAR_TIE_PCT, the simulator's median error on the H200."""
 
 
 def prefer_two_ahead(judge: Judge, best: Judged) -> Judged:
@@ -68,6 +68,21 @@ def prefer_two_ahead(judge: Judge, best: Judged) -> Judged:
     twin = judge.judge(replace(best.plan, batches_ahead=2))
     keep = best.throughput_samples_per_s > twin.throughput_samples_per_s * (1 + AHEAD_MARGIN)
     return best if keep else twin
+
+
+def lead_note(judge: Judge, chosen: Judged) -> str | None:
+    """A note where the chosen plan is two batches ahead and the same plan one ahead is
+    predicted faster, within AHEAD_MARGIN (`prefer_two_ahead` kept two ahead)."""
+    if chosen.plan.batches_ahead != 2 or not chosen.plan.kernels:
+        return None
+    one = judge.judge(replace(chosen.plan, batches_ahead=1))
+    if one.iteration_ms >= chosen.iteration_ms:
+        return None
+    return (f"note: the same plan one batch ahead is predicted {one.iteration_ms:.3f} ms an "
+            f"iteration against {chosen.iteration_ms:.3f}; the planner takes one ahead only "
+            f"for a gain of {100 * AHEAD_MARGIN:g}% or more, since the step then waits for "
+            "the kernels' tail, the part of a co-run the simulator is least sure of "
+            "(bench/results/ahead_pairs.md); `corun tune` runs it too")
 
 
 @dataclass(frozen=True)

@@ -485,5 +485,14 @@ def test_heavy_short_b16384_is_planned_two_ahead():
     model = replace(spec.model_preset("heavy-hot"), batch_per_gpu=16384, cuda_graphs=True)
     sc = Scenario(spec.hardware_preset("h200", 1), model, spec.pipeline_preset("heavy-short"),
                   Strategy(StrategyKind.IDEAL))
-    best = LocalSearch().propose(SimJudge(sc), 4.0)
+    judge = SimJudge(sc)
+    best = LocalSearch().propose(judge, 4.0)
     assert best.plan.batches_ahead == 2 and best.plan.kernels
+    # the output says the plan one ahead is predicted faster, and why it was not chosen
+    from planner.search import lead_note
+
+    one = judge.judge(replace(best.plan, batches_ahead=1))
+    note = lead_note(judge, best)
+    assert one.iteration_ms < best.iteration_ms and note.startswith(
+        f"note: the same plan one batch ahead is predicted {one.iteration_ms:.3f} ms")
+    assert lead_note(judge, one) is None  # one ahead: nothing to say
