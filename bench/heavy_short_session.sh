@@ -26,6 +26,10 @@
 #       batch lead among its variants (corun-ahead<N>): b16384 3 rounds, b8192 2
 #   PART=lead-plan ...   corun tune on bench/plans/graphs/heavy-short-b16384-lead, planned
 #       with planner.search.AHEAD_MARGIN (the choice two ahead), 3 rounds
+#   PART=tail ...   heavy-hot's resident profile of the whole-pipeline kernels (264, 528
+#       and 1056 blocks) at b16384 with the kernel 0.25 and 0.4 ms under way when the
+#       stage starts (--lead-ms; 0.55 ms alone): a kernel's tail carried into a stage,
+#       beside the committed rows' 0.01 ms lead
 # (The device tool returns few files: pack $OUT into one archive after it.)
 set -u
 stamp() { while IFS= read -r l; do echo "$(date +%T) $l"; done; }
@@ -108,8 +112,15 @@ lead-plan)
   timeout 500 python -m corun.cli tune bench/plans/graphs/heavy-short-b16384-lead \
     -o "$OUT/tune" --rounds 3 --budget-s 300 2>&1 | stamp
   ;;
+tail)
+  plans=$(launch_plans 264,528,1056) || exit 1
+  for lead in 0.25 0.4; do
+    profile "tail-$lead" --out "$OUT/profile" "${short[@]}" --reps 3 --batches 16384 \
+      --resident --lead-ms "$lead" --shapes 0 --plans "$plans" --budget-minutes 2.0
+  done
+  ;;
 *)
-  echo "PART must be discover, plans, variants, batches, plain, remade, update-grid, lead or lead-plan" >&2
+  echo "PART must be discover, plans, variants, batches, plain, remade, update-grid, lead, lead-plan or tail" >&2
   exit 2
   ;;
 esac
