@@ -30,6 +30,9 @@
 #       and 1056 blocks) at b16384 with the kernel 0.25 and 0.4 ms under way when the
 #       stage starts (--lead-ms; 0.55 ms alone): a kernel's tail carried into a stage,
 #       beside the committed rows' 0.01 ms lead
+#   PART=tail-more ...   more tails for the cost model's next fit: heavy-hot b8192 (the
+#       kernel in 132-1056 blocks 0.1 and 0.2 ms under way, 0.28 ms alone) and heavy-lean
+#       beside heavy-small b16384 (198-1056 blocks, 0.25 and 0.45 ms under way)
 # (The device tool returns few files: pack $OUT into one archive after it.)
 set -u
 stamp() { while IFS= read -r l; do echo "$(date +%T) $l"; done; }
@@ -119,8 +122,23 @@ tail)
       --resident --lead-ms "$lead" --shapes 0 --plans "$plans" --budget-minutes 2.0
   done
   ;;
+tail-more)
+  plans=$(launch_plans 132,264,528,1056) || exit 1
+  for lead in 0.1 0.2; do
+    profile "tail-b8192-$lead" --out "$OUT/profile-hot" "${short[@]}" --reps 3 \
+      --batches 8192 --resident --lead-ms "$lead" --shapes 0 --plans "$plans" \
+      --budget-minutes 1.5
+  done
+  lean=$(python bench/launch_plans.py --pipeline heavy-small --model heavy-lean \
+    --blocks 198,264,396,1056 --out /tmp/launch-plans-lean) || exit 1
+  for lead in 0.25 0.45; do
+    profile "tail-lean-$lead" --out "$OUT/profile-lean" --models heavy-lean \
+      --train-pipeline heavy-small --pipelines heavy-small --reps 3 --batches 16384 \
+      --resident --lead-ms "$lead" --shapes 0 --plans "$lean" --budget-minutes 1.5
+  done
+  ;;
 *)
-  echo "PART must be discover, plans, variants, batches, plain, remade, update-grid, lead, lead-plan or tail" >&2
+  echo "PART must be discover, plans, variants, batches, plain, remade, update-grid, lead, lead-plan, tail or tail-more" >&2
   exit 2
   ;;
 esac
