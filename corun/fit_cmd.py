@@ -15,7 +15,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("data", help="a profile CSV from corun profile, or its --out "
                    "directory (every profile*.csv in it, the shards of one profile, and "
                    "every resident*.csv)")
-    p.add_argument("-o", "--output", required=True, help="the fitted model (a pickle; a "
+    p.add_argument("-o", "--output", required=True, help="the fitted model (a gzipped pickle; a "
                    ".json report and a held-out figure are written beside it)")
     p.add_argument("--holdout", type=float, default=0.25,
                    help="share of model/batch combinations and of kernel feature sets "
