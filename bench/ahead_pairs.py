@@ -49,6 +49,10 @@ PLAN_SUFFIXES = re.compile(r"ahead2|high|low|warp|thread|b\d+")
 training_priority_high, FusedKernel.warp_rows and blocks); the others change how it ran."""
 
 
+HOST_WORKERS = re.compile(r"w\d+")
+"""execute_gpu.py's "+w<N>": the plan's host part on N worker processes."""
+
+
 def run_suffixes(strategy: str) -> tuple[str, ...]:
     """A strategy's suffixes that change how its plan ran (a pair must share them)."""
     return tuple(sorted(x for x in strategy.split("+")[1:] if not PLAN_SUFFIXES.fullmatch(x)))
@@ -57,28 +61,32 @@ def run_suffixes(strategy: str) -> tuple[str, ...]:
 def _pairs_of(cases: list[tuple[str, dict]], source: str) -> list[dict]:
     """Pairs among one command's (strategy, measurement) cases: the same plan, workload,
     trainer and run settings at lead 1 and at lead 2; each strategy's median over its
-    rounds."""
-    by_key: dict[tuple, list[tuple[str, dict]]] = {}
+    rounds. Cases run on host workers ("+w<N>") are left out: the prediction here
+    simulates the plan alone."""
+    by_key: dict[tuple, list[dict]] = {}
+    plans = {}
     for strategy, m in cases:
+        suffixes = run_suffixes(strategy)
         plan = _plan(m)
-        if plan is None or not plan.kernels or "w" in "".join(
-                x[:1] for x in run_suffixes(strategy)):
+        if plan is None or not plan.kernels or any(HOST_WORKERS.fullmatch(x) for x in suffixes):
             continue
         workload = (m["model"], m["pipeline"], m["batch_per_gpu"], graphed(m),
-                    notes_say_timed_checked(m.get("notes", ())), run_suffixes(strategy))
-        by_key.setdefault((workload, strategy), []).append((strategy, m))
+                    notes_say_timed_checked(m.get("notes", ())), suffixes)
+        by_key.setdefault((workload, strategy), []).append(m)
+        plans[workload, strategy] = plan
     medians = {}
-    for (workload, strategy), ms in by_key.items():
-        times = sorted(x[1]["iteration"]["median_ms"] for x in ms)
+    for key, ms in by_key.items():
+        times = sorted(m["iteration"]["median_ms"] for m in ms)
         lower_middle = times[(len(times) - 1) // 2]
-        middle = next(x[1] for x in ms if x[1]["iteration"]["median_ms"] == lower_middle)
-        medians[(workload, strategy)] = (statistics.median(times), middle, len(times))
+        middle = next(m for m in ms if m["iteration"]["median_ms"] == lower_middle)
+        medians[key] = (statistics.median(times), middle, len(times))
     out = []
-    ones = [(k, v) for k, v in medians.items() if _plan(v[1]).batches_ahead == 1]
-    for (workload, s1), (t1, m1, n1) in ones:
-        twin = replace(_plan(m1), batches_ahead=2)
+    for (workload, s1), (t1, m1, n1) in medians.items():
+        if plans[workload, s1].batches_ahead != 1:
+            continue
+        twin = replace(plans[workload, s1], batches_ahead=2)
         for (w2, s2), (t2, m2, n2) in medians.items():
-            if w2 == workload and _plan(m2) == twin:
+            if w2 == workload and plans[w2, s2] == twin:
                 out.append({"source": source, "model": m1["model"], "pipeline": m1["pipeline"],
                             "batch": m1["batch_per_gpu"], "one_ahead": s1, "two_ahead": s2,
                             "rounds": min(n1, n2), "m1": m1, "m2": m2,
