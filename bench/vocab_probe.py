@@ -85,12 +85,12 @@ def register(dry_run: bool = False) -> None:
     rows) beside heavy-lean, the step as CUDA graphs, and the matrix `vocab-lean`: whether
     the vocabulary widens heavy-lean's 18-20% gap past 20% while the kernel still hides
     beside its 2.3 ms embedding update."""
-    cut = 2000 if dry_run else None  # the dry run cuts tables to 2,000 rows
+    buckets = 4096 if dry_run else VOCAB_BUCKETS  # the dry run cuts tables to 2,000 rows
+    rows, small_rows = (2000, 2000) if dry_run else (HEAVY_TABLE_ROWS, HEAVY_SMALL_TABLE_ROWS)
     spec.PIPELINE_PRESETS["heavy-vocab"] = functools.cache(  # 5 s to check
-        functools.partial(heavy_vocab, 4096 if cut else VOCAB_BUCKETS, cut or HEAVY_TABLE_ROWS))
-    spec.PIPELINE_PRESETS["heavy-small-vocab"] = functools.cache(functools.partial(
-        heavy_vocab, 4096 if cut else VOCAB_BUCKETS, cut or HEAVY_SMALL_TABLE_ROWS,
-        "heavy-small-vocab"))
+        functools.partial(heavy_vocab, buckets, rows))
+    spec.PIPELINE_PRESETS["heavy-small-vocab"] = functools.cache(
+        functools.partial(heavy_vocab, buckets, small_rows, "heavy-small-vocab"))
     spec.DEFAULT_MODEL_FOR["heavy-vocab"] = "heavy-fused"
     spec.DEFAULT_MODEL_FOR["heavy-small-vocab"] = "heavy-lean"
     execute_gpu.MATRICES["vocab"] = [("heavy-vocab", (8192, 16384, 32768), (
