@@ -47,7 +47,7 @@ from backend import driver  # noqa: E402
 from backend.executor import Executor  # noqa: E402
 from backend.graphed import make_trainer  # noqa: E402
 from backend.settings import RunSettings  # noqa: E402
-from bench.render_execute import plan_file  # noqa: E402
+from bench.render_execute import plan_file, update_blocks_per_sm  # noqa: E402
 from corun.workload import add_check_arguments, int_list, shrink_tables  # noqa: E402
 from reports.rounds import turned_order  # noqa: E402
 from sim.strategy import (  # noqa: E402
@@ -294,10 +294,10 @@ def run_case(pipe_name: str, batch: int, label: str, args, trainers: dict, hw,
         trainers[key] = make_trainer(model, device, 0)
     if key in trainers:
         trainers[key].update_max_blocks = 0 if "uncapped" in suffixes else None
-        for x in suffixes:  # "+ub<N>": the fused embedding update on N blocks an SM
-            if x.startswith("ub") and x[2:].isdigit() and device != "cpu":
-                sms = torch.cuda.get_device_properties(device).multi_processor_count
-                trainers[key].update_max_blocks = int(x[2:]) * sms
+        per_sm = update_blocks_per_sm(suffixes)  # "+ub<N>": the update on N blocks an SM
+        if per_sm is not None and device != "cpu":
+            sms = torch.cuda.get_device_properties(device).multi_processor_count
+            trainers[key].update_max_blocks = per_sm * sms
     replay = strategy is not None and strategy.kind is StrategyKind.IDEAL
     ex = Executor(model, pipeline, plan, label, settings, device, replay,
                   command=" ".join(["python", *sys.argv]), trainer=trainers.get(key),
@@ -345,7 +345,7 @@ def main(argv: list[str] | None = None) -> int:
                      f"({', '.join(names)}), a variant of one (<label>+<suffix>) or a "
                      "runner-up corun-<N>")
         bad = [x for x in args.strategies.split(",") for u in x.split("+")[1:]
-               if u.startswith("ub") and not (u[2:].isdigit() and int(u[2:]) >= 1)]
+               if u.startswith("ub") and (update_blocks_per_sm([u]) or 0) < 1]
         if bad:
             ap.error(f"--strategies {bad[0]}: +ub<N> takes N, the embedding update's blocks "
                      "an SM, an integer >= 1")

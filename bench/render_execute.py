@@ -136,6 +136,12 @@ def plan_file(strategy: str) -> str | None:
     return corun_plan_file(strategy) or BENCH_PLAN_FILES.get(strategy)
 
 
+def update_blocks_per_sm(suffixes: list[str]) -> int | None:
+    """N of a strategy's "+ub<N>" suffix (execute_gpu.py: the fused embedding update on N
+    blocks an SM), None without one."""
+    return next((int(x[2:]) for x in suffixes if x.startswith("ub") and x[2:].isdigit()), None)
+
+
 def same_plan(case: dict) -> bool:
     """Whether a planned strategy's measurement ran the plan now in bench/plans/ (the
     one its prediction is of); baselines always do."""

@@ -31,6 +31,7 @@ from bench.render_execute import (  # noqa: E402
     plan_unchanged,
     render_main,
     shares_of_ideal,
+    update_blocks_per_sm,
 )
 
 RAW = [ROOT / f"bench/results/raw/execute_plans_run{n}.json" for n in (15, 16)]
@@ -56,7 +57,7 @@ def predicted_ms(case: dict) -> tuple[float, str]:
     suffixes = strategy.split("+")[1:]
     if "uncapped" in suffixes:  # the model knows the default update grid only
         return math.nan, " (not predicted: the uncapped embedding update)"
-    if any(x.startswith("ub") and x[2:].isdigit() for x in suffixes):
+    if update_blocks_per_sm(suffixes) is not None:
         return math.nan, " (not predicted: the embedding update on its own grid)"
     folder = plan_folder(case["pipeline"], m["model"], case["batch"], graphed(m),
                          m.get("gpu_count", 1))
