@@ -1,0 +1,72 @@
+"""Offline: the plans `corun tune` measured on graphed heavy-lean b16384 (runs 1-4 under
+bench/results/raw/tune_heavy_lean_graphs_run<N>/), predicted with the release steps'
+measured rates (as committed) and without them (`LearnedCostModel.release_rates` answering
+None), against what each run measured: rank correlation, the predicted best's regret,
+mean error and cases within 5%.
+
+    python bench/release_steps_experiment.py
+
+Results: bench/results/tune_launch_steps_h200.md, run 4.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import sys
+from pathlib import Path
+
+from scipy.stats import spearmanr
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import costmodel.learned as learned  # noqa: E402
+from bench.render_plans import measured_scenario  # noqa: E402
+from sim import simulate_steady  # noqa: E402
+
+RAW = ROOT / "bench" / "results" / "raw"
+SKIP = {"tune", "tuned", "ideal", "gpu-sequential"}
+
+
+def plan_runs(run: Path) -> list[tuple[str, dict]]:
+    """(strategy, measurement) of each plan a tune run kept a measurement of."""
+    out = []
+    for f in sorted(run.glob("*.json.gz")):
+        name = f.name.removesuffix(".json.gz")
+        m = json.load(gzip.open(f))
+        if name not in SKIP and "iteration" in m:
+            out.append((name, m))
+    return out
+
+
+def summary(cases: list[tuple[str, dict]]) -> str:
+    names = [n for n, _ in cases]
+    measured = [m["iteration"]["median_ms"] for _, m in cases]
+    predicted = [simulate_steady(measured_scenario(m, "corun")).prediction.iteration_time_ms
+                 for _, m in cases]
+    rho = spearmanr(measured, predicted).correlation
+    best_p = predicted.index(min(predicted))
+    regret = (measured[best_p] / min(measured) - 1) * 100
+    errors = [abs(p / m - 1) * 100 for p, m in zip(predicted, measured)]
+    return (f"{len(cases)} plans, rank correlation {rho:.2f}, measured best "
+            f"{names[measured.index(min(measured))]}, predicted best {names[best_p]} "
+            f"(+{regret:.1f}%), mean error {sum(errors) / len(errors):.1f}%, within 5% "
+            f"{sum(e <= 5 for e in errors)}")
+
+
+def main() -> int:
+    runs = sorted(RAW.glob("tune_heavy_lean_graphs_run*"))
+    committed = learned.LearnedCostModel.release_rates
+    for variant in ("as committed", "without the release steps"):
+        if variant != "as committed":
+            learned.LearnedCostModel.release_rates = lambda self, *a, **k: None
+        print(f"== {variant}")
+        for run in runs:
+            print(f"{run.name}: {summary(plan_runs(run))}")
+    learned.LearnedCostModel.release_rates = committed
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
