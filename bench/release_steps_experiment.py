@@ -1,8 +1,9 @@
 """Offline: the plans `corun tune` measured on graphed heavy-lean b16384 (runs 1-4 under
-bench/results/raw/tune_heavy_lean_graphs_run<N>/), predicted with the release steps'
-measured rates (as committed) and without them (`LearnedCostModel.release_rates` answering
-None), against what each run measured: rank correlation, the predicted best's regret,
-mean error and cases within 5%.
+bench/results/raw/tune_heavy_lean_graphs_run<N>/), predicted three ways against what each
+run measured (rank correlation, the predicted best's regret, mean error, cases within 5%):
+with the release steps' measured rates (as committed), without them
+(`LearnedCostModel.release_rates` answering None), and with them at the release stage only,
+the learned carried rates after it (`sim.scenario._effects`).
 
     python bench/release_steps_experiment.py
 
@@ -22,6 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import costmodel.learned as learned  # noqa: E402
+import sim.scenario as scenario  # noqa: E402
 from bench.render_plans import measured_scenario  # noqa: E402
 from sim import simulate_steady  # noqa: E402
 
@@ -55,16 +57,29 @@ def summary(cases: list[tuple[str, dict]]) -> str:
             f"{sum(e <= 5 for e in errors)}")
 
 
+def release_stage_only(cm, kw, works, hw, priority, release, outlasts):
+    """`sim.scenario._effects` with the measured step's rates at the release stage only."""
+    started, carried = scenario._rated_effects(cm, kw, works, hw, priority, outlasts)
+    measured = cm.release_rates(kw, works, hw, release) if release >= 0 and priority else None
+    if measured is None:
+        return started, carried
+    return started[:release] + (measured[0],) + started[release + 1:], carried
+
+
 def main() -> int:
     runs = sorted(RAW.glob("tune_heavy_lean_graphs_run*"))
-    committed = learned.LearnedCostModel.release_rates
-    for variant in ("as committed", "without the release steps"):
-        if variant != "as committed":
+    committed_rates, committed_effects = learned.LearnedCostModel.release_rates, scenario._effects
+    for variant in ("as committed", "without the release steps", "release stage only"):
+        learned.LearnedCostModel.release_rates = committed_rates
+        scenario._effects = committed_effects
+        if variant == "without the release steps":
             learned.LearnedCostModel.release_rates = lambda self, *a, **k: None
+        elif variant == "release stage only":
+            scenario._effects = release_stage_only
         print(f"== {variant}")
         for run in runs:
             print(f"{run.name}: {summary(plan_runs(run))}")
-    learned.LearnedCostModel.release_rates = committed
+    learned.LearnedCostModel.release_rates, scenario._effects = committed_rates, committed_effects
     return 0
 
 
