@@ -53,7 +53,8 @@ def main(argv: list[str] | None = None) -> int:
         rap = RapProposer().propose(judge, args.time_limit)
         t_rap = time.perf_counter() - t0
         t0 = time.perf_counter()
-        ours = LocalSearch().propose(judge, args.time_limit)
+        search = LocalSearch()
+        ours = search.propose(judge, args.time_limit)
         t_ours = time.perf_counter() - t0
         # re-judge both with the full-length simulation used for reports
         full = {}
@@ -62,7 +63,8 @@ def main(argv: list[str] | None = None) -> int:
             full[name] = simulate_steady(s, cm,
                                          commit="bench").prediction.throughput_samples_per_s
         rows.append({"pipeline": pipe, "gpus": gpus, "rap_s": t_rap, "corun_s": t_ours,
-                     "plans_simulated": judge.evaluations, "corun_kernels": len(ours.plan.kernels),
+                     "plans_simulated": judge.evaluations, "converged": search.converged,
+                     "corun_kernels": len(ours.plan.kernels),
                      "corun_plan": {"kernels": [{"stage": k.stage, "blocks": k.blocks,
                                                  "nodes": len(k.nodes)}
                                                 for k in ours.plan.kernels],
@@ -72,7 +74,8 @@ def main(argv: list[str] | None = None) -> int:
                      "gpu_sequential_of_ideal": seq / ideal, "rap_of_ideal": full["rap"] / ideal,
                      "corun_of_ideal": full["corun"] / ideal})
         r = rows[-1]
-        print(f"{pipe:<9} {gpus} GPU  corun {t_ours:6.2f} s ({r['plans_simulated']} plans)  "
+        print(f"{pipe:<9} {gpus} GPU  corun {t_ours:6.2f} s ({r['plans_simulated']} plans"
+              f"{'' if search.converged else ', stopped at the time limit'})  "
               f"seq {r['gpu_sequential_of_ideal']:.3f}  rap {r['rap_of_ideal']:.3f}  "
               f"corun {r['corun_of_ideal']:.3f} of ideal", flush=True)
     doc = {"command": " ".join(["python bench/plan_speed.py", *(argv or sys.argv[1:])]),

@@ -66,7 +66,13 @@ def run(args: argparse.Namespace) -> int:
     from corun.workload import calibrated, resolve_hardware, resolve_model, resolve_pipeline
     from planner import Judged, LocalSearch, RapProposer, SimJudge, runners_up
     from planner.runners_up import near_tie
-    from planner.search import gpu_side_note, host_plan_caution, launch_shape_note, lead_note
+    from planner.search import (
+        gpu_side_note,
+        host_plan_caution,
+        launch_shape_note,
+        lead_note,
+        time_limit_note,
+    )
     from sim import EmbeddingComm, Scenario, Strategy, StrategyKind, simulate_steady
     from spec.serde import dumps, save
 
@@ -93,8 +99,11 @@ def run(args: argparse.Namespace) -> int:
     say(f"planning {model.name}/{pipeline.name} on {hw.gpu_count} x {hw.gpu.name} "
         f"(time limit {args.time_limit:g} s) ...")
     rap = RapProposer().propose(judge, args.time_limit)
-    chosen = LocalSearch(progress).propose(judge, args.time_limit)
-    say(f"searched {judge.evaluations} plans")
+    search = LocalSearch(progress)
+    chosen = search.propose(judge, args.time_limit)
+    say(f"searched {judge.evaluations} plans "
+        f"({'converged' if search.converged else 'stopped at the time limit'})")
+    limit_note = time_limit_note(search.converged, judge.evaluations, args.time_limit)
     strategies = strategies_for("all", hw, None)
     strategies += [Strategy(StrategyKind.PLAN, plan=rap.plan, name="rap"),
                    Strategy(StrategyKind.PLAN, plan=chosen.plan, name="corun")]
@@ -133,6 +142,8 @@ def run(args: argparse.Namespace) -> int:
     print_caveats(preds)
     for line in extra:
         print(line)
+    if limit_note:
+        print(limit_note)
     shown = {p.strategy: p.throughput_samples_per_s for p in preds}
     tune = f"corun tune {args.out}" if args.out else "corun tune DIR (plan with --out DIR)"
     if others:  # the runner-up as the table shows it, beside the chosen plan

@@ -174,8 +174,23 @@ def launch_shape_note(plan: Plan, behind_ideal_pct: float, host_paced: bool) -> 
             "least sure of (held-out error of a kernel's co-run time 22-62% over three "
             "splits, costmodel/data/h200/README.md), so `corun tune` also runs "
             f"the plan at {', '.join(first)} and {last} its blocks and keeps the fastest (graphed "
-            "heavy-lean b16384: it kept x0.5 in three runs, 82-93% of gpu-sequential's gap "
-            "recovered against the choice's 75-85%, bench/results/tune_launch_steps_h200.md)")
+            "heavy-lean b16384: it kept 198 blocks, a variant of the choice, on all four "
+            "starts it ran, 65-93% of gpu-sequential's gap recovered against the choice's "
+            "33-85%, bench/results/tune_launch_steps_h200.md)")
+
+
+def time_limit_note(converged: bool, evaluations: int, time_limit_s: float) -> str | None:
+    """A caution where the search stopped at its time limit before it converged
+    (`LocalSearch.converged`): the plan then depends on the limit and on how busy the
+    machine was. On this 2-core machine, with the test suite running beside it, graphed
+    heavy-lean b16384's 10 s search stopped at 264 blocks, where alone it converges on 396
+    in 235 plans (bench/results/tune_launch_steps_h200.md, run 4)."""
+    if converged:
+        return None
+    return (f"caution: the search stopped at its time limit ({time_limit_s:g} s, "
+            f"{evaluations} plans simulated) before it converged: the chosen plan depends on "
+            "the limit and on how busy this machine is; a longer --time-limit may find a "
+            "better one")
 
 
 CONSTRUCT_BLOCK_DIVISORS = (1, 2, 4, 8)
@@ -242,6 +257,10 @@ class LocalSearch(Proposer):
         self.progress = progress
         self.tune_launch, self.remap, self.tune_priority = tune_launch, remap, tune_priority
         self.tune_ahead = tune_ahead
+        self.converged = False
+        """Whether the last `propose` judged every construction start and ended where no
+        move improved its plan; False: it stopped at its time limit first, and its plan
+        depends on the limit and on how busy the machine was (`time_limit_note`)."""
 
     def propose(self, judge: Judge, time_limit_s: float) -> Judged:
         assert isinstance(judge, SimJudge)
@@ -304,8 +323,10 @@ class LocalSearch(Proposer):
                   for b in shapes for a in aheads for high in priorities for s in stages]
         best_state, best = starts[0], score(starts[0])
         half = deadline - time_limit_s / 2
+        every_start = True
         for st in starts[1:]:
             if st.drafts[0].blocks != blocks and time.monotonic() >= half:
+                every_start = False
                 break
             if valid(st):
                 j = score(st)
@@ -326,6 +347,7 @@ class LocalSearch(Proposer):
                 j = score(owned)
                 if better(j, best):
                     best, best_state = j, owned
+        local_optimum = False
         while time.monotonic() < deadline:
             improved, improved_state = None, best_state
             for cand in self._moves(best_state, stages, owner_of, (blocks, threads),
@@ -340,11 +362,14 @@ class LocalSearch(Proposer):
                     else 0.0
                 if better(j, ref, gain):
                     improved, improved_state = j, cand
+            else:  # every move judged
+                local_optimum = improved is None
             if improved is None:
                 break
             best, best_state = improved, improved_state
             if self.progress:
                 self.progress(judge.evaluations, best)
+        self.converged = every_start and local_optimum
         return prefer_two_ahead(judge, best) if self.tune_ahead else best
 
     @staticmethod

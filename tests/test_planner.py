@@ -496,3 +496,23 @@ def test_heavy_short_b16384_is_planned_two_ahead():
     assert one.iteration_ms < best.iteration_ms and note.startswith(
         f"note: the same plan one batch ahead is predicted {one.iteration_ms:.3f} ms")
     assert lead_note(judge, one) is None  # one ahead: nothing to say
+
+
+def test_the_search_says_whether_it_converged_or_stopped_at_its_time_limit():
+    """A search cut short by its time limit returns whatever it had (the plan then depends
+    on the limit and the machine's load); it says so, and `corun plan` prints a caution."""
+    from planner.search import time_limit_note
+
+    cut = LocalSearch()
+    cut.propose(SimJudge(scenario("kaggle", 1)), 1e-9)
+    assert not cut.converged
+    full = LocalSearch()
+    full.propose(SimJudge(scenario("kaggle", 1)), 30.0)
+    assert full.converged
+    assert time_limit_note(True, 235, 10.0) is None
+    assert "stopped at its time limit (10 s, 12 plans" in time_limit_note(False, 12, 10.0)
+
+
+def test_plan_cli_cautions_where_the_search_stopped_at_its_time_limit(capsys):
+    assert main(["plan", "--time-limit", "1e-9", "--iterations", "3", "--quiet"]) == 0
+    assert "caution: the search stopped at its time limit" in capsys.readouterr().out
