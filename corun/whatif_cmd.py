@@ -30,6 +30,8 @@ class Point:
     """Smallest cpu:N whose throughput reaches the plan's (MAX_CORES + 1: none does)."""
     plan: str
     """What corun's plan does, in a few words (plan_summary)."""
+    converged: bool = True
+    """Whether the search converged within --time-limit (LocalSearch.converged)."""
 
 
 def plan_summary(plan) -> str:
@@ -92,7 +94,8 @@ def plan_point(hw_name: str, gpus: int, batch: int, model_name: str, pipe_name: 
     sc = Scenario(hw, model, resolve_pipeline(pipe_name), Strategy(StrategyKind.IDEAL),
                   iterations=CPU_ITERATIONS, warmup=CPU_WARMUP)
     ideal = simulate(sc, commit="whatif").prediction.throughput_samples_per_s
-    plan = LocalSearch().propose(SimJudge(sc), time_limit).plan
+    search = LocalSearch()
+    plan = search.propose(SimJudge(sc), time_limit).plan
     planned = simulate(replace(sc, strategy=Strategy(StrategyKind.PLAN, plan=plan)),
                        commit="whatif").prediction.throughput_samples_per_s
 
@@ -116,7 +119,7 @@ def plan_point(hw_name: str, gpus: int, batch: int, model_name: str, pipe_name: 
                 lo = mid
         need = hi
     return Point(hw_name, link_key(hw), gpus, batch, ideal, planned, planned / ideal, need,
-                 plan_summary(plan))
+                 plan_summary(plan), search.converged)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -24,11 +24,15 @@ def markdown(points, model: str, pipeline: str) -> str:
         cores = str(p.cpu_cores_to_match) if p.cpu_cores_to_match <= MAX_CORES else "none"
         lines.append(f"| {p.hardware} | {p.interconnect} | {p.gpus} | {p.batch} "
                      f"| {p.ideal_samples_per_s:,.0f} | {p.planned_samples_per_s:,.0f} "
-                     f"| {100 * p.of_ideal:.1f}% | {cores} | {p.plan} |")
+                     f"| {100 * p.of_ideal:.1f}% | {cores} | {p.plan}"
+                     f"{'' if p.converged else ' *'} |")
     if any(p.cpu_cores_to_match > MAX_CORES for p in points):
         lines += ["", f"none: no cpu:N up to {MAX_CORES} cores matches the plan. Where the "
                   "host thread that launches the step sets the pace, host workers slow it "
                   "(costmodel/host.py, WORKERS_MS) and more of them do not catch up."]
+    if not all(p.converged for p in points):
+        lines += ["", "*: the search stopped at its time limit (--time-limit, per point) "
+                  "before it converged; a longer limit may find a better plan."]
     if any(p.of_ideal > 1 for p in points):
         lines += ["", "Above 100%: ideal's batches are ready on each GPU row-wise, so their "
                   "ids still cross the input all-to-all; a plan's owner-mapped features are "

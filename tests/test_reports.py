@@ -184,6 +184,10 @@ def test_whatif_table_says_when_no_cpu_count_matches():
     assert "| 7 |" in text and "none" not in text
     text = markdown([matched, none], "m", "p")
     assert "| 89.3% | none |" in text and f"no cpu:N up to {MAX_CORES} cores" in text
+    assert "time limit" not in text
+    cut = replace(matched, gpus=8, converged=False)
+    text = markdown([matched, cut], "m", "p")
+    assert "| 1 GPU kernel * |" in text and "*: the search stopped at its time limit" in text
 
 
 def test_report_calibrates_by_the_measured_ideal(files, tmp_path):
