@@ -52,8 +52,12 @@ corun simulate --hardware h200 --pipeline multihot --model mlperf-dcnv2 --batch 
 # several GPUs until costmodel/host.py charged the host workers; since then plan.json and
 # plan-gpu.json are the same GPU plan); and PGAS.
 # (2-GPU runs 3-5 and 4-GPU runs 1-2 executed older plans; their records carry them.)
+drop_traces() {  # the timelines written here; those committed with a folder (heavy-short's) stay
+  git ls-files --others -z -- 'bench/plans/*/trace-*.json' 'bench/plans/graphs/*/trace-*.json' \
+    'bench/plans/x*/*/trace-*.json' | xargs -0 rm -f
+}
 if [ "${GPUS:-all}" = 1 ]; then
-  rm -f bench/plans/*/trace-*.json bench/plans/graphs/*/trace-*.json
+  drop_traces
   exit 0
 fi
 for g in 2 4; do
@@ -67,6 +71,6 @@ for g in 2 4; do
     done
   done
 done
-rm -f bench/plans/*/trace-*.json bench/plans/graphs/*/trace-*.json bench/plans/x*/*/trace-*.json
+drop_traces
 python3 bench/plans/make_multi.py 2
 python3 bench/plans/make_multi.py 4
