@@ -29,6 +29,7 @@ from sim import simulate_steady  # noqa: E402
 
 RAW = ROOT / "bench" / "results" / "raw"
 SKIP = {"tune", "tuned", "ideal", "gpu-sequential"}
+COMMITTED_RATES, COMMITTED_EFFECTS = learned.LearnedCostModel.release_rates, scenario._effects
 
 
 def plan_runs(run: Path) -> list[tuple[str, dict]]:
@@ -58,20 +59,17 @@ def summary(cases: list[tuple[str, dict]]) -> str:
 
 
 def release_stage_only(cm, kw, works, hw, priority, release, outlasts):
-    """`sim.scenario._effects` with the measured step's rates at the release stage only."""
-    started, carried = scenario._rated_effects(cm, kw, works, hw, priority, outlasts)
-    measured = cm.release_rates(kw, works, hw, release) if release >= 0 and priority else None
-    if measured is None:
-        return started, carried
-    return started[:release] + (measured[0],) + started[release + 1:], carried
+    """`sim.scenario._effects` as committed at the release stage, the learned carried rates
+    (`_rated_effects`) after it."""
+    started, _ = COMMITTED_EFFECTS(cm, kw, works, hw, priority, release, outlasts)
+    return started, scenario._rated_effects(cm, kw, works, hw, priority, outlasts)[1]
 
 
 def main() -> int:
     runs = sorted(RAW.glob("tune_heavy_lean_graphs_run*"))
-    committed_rates, committed_effects = learned.LearnedCostModel.release_rates, scenario._effects
     for variant in ("as committed", "without the release steps", "release stage only"):
-        learned.LearnedCostModel.release_rates = committed_rates
-        scenario._effects = committed_effects
+        learned.LearnedCostModel.release_rates = COMMITTED_RATES
+        scenario._effects = COMMITTED_EFFECTS
         if variant == "without the release steps":
             learned.LearnedCostModel.release_rates = lambda self, *a, **k: None
         elif variant == "release stage only":
@@ -79,7 +77,7 @@ def main() -> int:
         print(f"== {variant}")
         for run in runs:
             print(f"{run.name}: {summary(plan_runs(run))}")
-    learned.LearnedCostModel.release_rates, scenario._effects = committed_rates, committed_effects
+    learned.LearnedCostModel.release_rates, scenario._effects = COMMITTED_RATES, COMMITTED_EFFECTS
     return 0
 
 
