@@ -141,6 +141,8 @@ def run(args: argparse.Namespace) -> int:
     gpus, batches = int_list(args.gpus, "--gpus"), int_list(args.batch, "--batch")
     if args.jobs < 1:
         raise SpecError("--jobs", args.jobs, "an integer >= 1")
+    if args.time_limit <= 0:
+        raise SpecError("--time-limit", args.time_limit, "a number of seconds > 0")
     model = resolve_model(args.model, batches[0])
     for k in kinds:  # fail fast on a model that cannot fit, before the workers start
         for g in gpus:
