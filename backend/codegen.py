@@ -82,17 +82,21 @@ def length_lines(p: str, sig: tuple) -> list[str]:
     return lines
 
 
-def value_lines(p: str, sig: tuple, division: str) -> list[str]:
-    """Code computing {p}v{K}, the chain's value at output index j of row r."""
+def value_lines(p: str, sig: tuple, division: str, e: str | None = None,
+                index: str = "j") -> list[str]:
+    """Code computing {e}v{K}, the chain's value at output index `index` of row r. Row
+    values (lengths, start, null) are named with prefix `p`, each element's with `e`
+    (default `p`): an unrolled loop computes several elements side by side."""
     src_dtype, src_shape, _, ops, *_ = sig
     dts = _dtypes(sig)
     K = len(ops)
-    lines = [f"{p}i{K} = j"]
+    row, p = p, (e or p)
+    lines = [f"{p}i{K} = {index}"]
     for k in range(K, 0, -1):  # output index -> input index, through the shape ops
         name = _op_name(ops[k - 1])
         if name == "ngram":
             lines.append(f"{p}i{k - 1} = ngram_source({p}i{k}, ipar[slot, {4 * (k - 1)}], "
-                         f"{p}L{k - 1})")
+                         f"{row}L{k - 1})")
         elif name == "onehot":
             lines.append(f"{p}oh{k} = {p}i{k}")
             lines.append(f"{p}i{k - 1} = 0")
@@ -100,7 +104,7 @@ def value_lines(p: str, sig: tuple, division: str) -> list[str]:
             lines.append(f"{p}i{k - 1} = {p}i{k}")
     pool = _pool(src_dtype)
     if src_shape == "list":
-        lines.append(f"{p}v0 = {pool}[desc[src, 0] + {p}st + {p}i0] if {p}i0 < {p}L0 "
+        lines.append(f"{p}v0 = {pool}[desc[src, 0] + {row}st + {p}i0] if {p}i0 < {row}L0 "
                      f"else {_zero(dts[0])}")
     else:
         lines.append(f"{p}v0 = {pool}[desc[src, 0] + r]")
@@ -110,7 +114,7 @@ def value_lines(p: str, sig: tuple, division: str) -> list[str]:
         if name == "fill_null":
             fill = f"fpar[slot, {f}]" if dts[k] == "float32" else f"ipar[slot, {i}]"
             cast = "np.float32" if dts[k] == "float32" else "np.int64"
-            lines.append(f"{out} = {cast}({fill}) if {p}null else {v}")
+            lines.append(f"{out} = {cast}({fill}) if {row}null else {v}")
         elif name == "cast":
             if dts[k] == "float32":
                 lines.append(f"{out} = np.float32({v})")
@@ -141,7 +145,7 @@ def value_lines(p: str, sig: tuple, division: str) -> list[str]:
             lines.append(f"{out} = mapid({v}, aux_i, ipar[slot, {i}], ipar[slot, {i + 1}])")
         elif name == "onehot":
             lines.append(f"{p}c{k} = onehot_class(np.float32({v}), fpar[slot, {f}], "
-                         f"fpar[slot, {f + 1}], ipar[slot, {i}]) if {p}L{k - 1} > 0 "
+                         f"fpar[slot, {f + 1}], ipar[slot, {i}]) if {row}L{k - 1} > 0 "
                          "else np.int64(0)")
             lines.append(f"{out} = np.int64(1) if {p}oh{k} == {p}c{k} else np.int64(0)")
         else:  # firstx, ngram: values pass through
@@ -149,10 +153,14 @@ def value_lines(p: str, sig: tuple, division: str) -> list[str]:
     return lines
 
 
-def chain_body(p: str, sig: tuple, part: str, division: str, lanes: bool = False
-               ) -> list[str]:
+def chain_body(p: str, sig: tuple, part: str, division: str, lanes: bool = False,
+               unroll: int = 1) -> list[str]:
     """Statements for one row r of one chain. part: 'lengths' or 'values'. With `lanes`,
-    the row's elements are split over the 32 lanes of a warp (lane, lane + 32, ...)."""
+    the row's elements are split over the 32 lanes of a warp (lane, lane + 32, ...).
+    With `unroll` > 1 each pass of a list's element loop computes that many elements side
+    by side (the later ones clamped to the list's last, their stores guarded), so a
+    thread has independent work to issue while one element's hash waits on its last
+    instruction."""
     ops, sink_dtype, sink_shape = sig[3], sig[4], sig[5]
     K = len(ops)
     lines = length_lines(p, sig)
@@ -161,7 +169,18 @@ def chain_body(p: str, sig: tuple, part: str, division: str, lanes: bool = False
             lines.append(f"offs[desc[dst, 1] + r + 1] = {p}L{K}")
         return lines
     pool = _pool(sink_dtype)
-    if sink_shape == "list":
+    if sink_shape == "list" and unroll > 1:
+        step, last = (32 if lanes else 1), f"{p}L{K} - 1"
+        lines.append(f"{p}ost = desc[dst, 0] + offs[desc[dst, 1] + r]")
+        lines.append(f"for j in range({'lane' if lanes else 0}, {p}L{K}, {step * unroll}):")
+        for u in range(unroll):
+            index = "j" if u == 0 else f"min(j + {u * step}, {last})"
+            lines += ["    " + s for s in value_lines(p, sig, division, f"{p}u{u}_", index)]
+        lines.append(f"    {pool}[{p}ost + j] = {p}u0_v{K}")
+        for u in range(1, unroll):
+            lines.append(f"    if j + {u * step} <= {last}:")
+            lines.append(f"        {pool}[{p}ost + j + {u * step}] = {p}u{u}_v{K}")
+    elif sink_shape == "list":
         lines.append(f"{p}ost = desc[dst, 0] + offs[desc[dst, 1] + r]")
         lines.append(f"for j in range(lane, {p}L{K}, 32):" if lanes else
                      f"for j in range({p}L{K}):")
@@ -191,7 +210,7 @@ def hoist_slot_constants(p: str, body: list[str]) -> tuple[list[str], list[str]]
 
 
 def kernel_source(signatures: list[tuple], part: str, target: str, name: str,
-                  division: str = "magic") -> str:
+                  division: str = "magic", unroll: int = 1) -> str:
     """Source of one kernel over `signatures` (slot_sig[slot] indexes this list).
 
     target 'cuda': a 1-D grid; block b serves slot block_slot[b], whose blocks
@@ -199,6 +218,7 @@ def kernel_source(signatures: list[tuple], part: str, target: str, name: str,
       in proportion to their work, so a long-list slot is not left running alone.
     target 'cpu': a serial loop over slots, prange over rows.
     division 'magic': sigrid_hash's floor-mod by multiply-and-shift; 'mod': a 64-bit `%`.
+    unroll: list elements a thread computes side by side (chain_body; values, CUDA only).
     """
     out = [f"def {name}({PARAMS}):"]
     if target == "cuda":
@@ -221,7 +241,8 @@ def kernel_source(signatures: list[tuple], part: str, target: str, name: str,
         else:
             loop = "range(first, rows, stride)" if target == "cuda" else "prange(rows)"
         body, constants = hoist_slot_constants(
-            f"s{s}_", chain_body(f"s{s}_", sig, part, division, lanes=warp))
+            f"s{s}_", chain_body(f"s{s}_", sig, part, division, lanes=warp,
+                                 unroll=unroll if target == "cuda" else 1))
         out += [f"{indent}    {line}" for line in constants]
         out.append(f"{indent}    for r in {loop}:")
         out += [f"{indent}        {line}" for line in body]

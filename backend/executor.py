@@ -173,8 +173,9 @@ class Executor:
                                 f"node {n!r} (owner lanes read raw columns only)")
         local_tables = [k for k in range(len(self.model.tables)) if k not in self.owner_mapped]
         local_kernels = [k for k in ordered if k not in owned_kernels]
+        unroll = self.settings.values_unroll
         lanes = [Lane("local", self.pipeline, self.model, local_kernels, self.host_nodes,
-                      self.host_nodes + sorted(owner_nodes), local_tables, True)]
+                      self.host_nodes + sorted(owner_nodes), local_tables, True, unroll)]
         mine = [k for k in owned_kernels if k.gpu == self.rank]
         if mine:
             mine_tables = [k for k in self.owner_mapped
@@ -187,7 +188,7 @@ class Executor:
                                     f"rank {self.rank} owns and preprocesses")
             lanes.append(Lane("owner", self.pipeline, self.model, mine, [],
                               [n for n in self.pipeline.order if n not in inside],
-                              mine_tables, False))
+                              mine_tables, False, unroll))
         return lanes
 
     # ---------------------------------------------------------------- set-up

@@ -37,10 +37,11 @@ _SCALARS = ("sigrid_hash", "bucketize", "logit", "boxcox", "onehot_class", "mapi
 
 
 def _compile(signatures: tuple, part: str, target: str, division: str,
-             max_registers: int | None = None) -> object:
+             max_registers: int | None = None, unroll: int = 1) -> object:
     """The kernel over `signatures`; `max_registers` caps a CUDA kernel's registers per
-    thread (ignored by the CUDA simulator, whose jit has no such option)."""
-    key = (signatures, part, target, division, max_registers)
+    thread (ignored by the CUDA simulator, whose jit has no such option); `unroll` as
+    codegen.kernel_source's."""
+    key = (signatures, part, target, division, max_registers, unroll)
     if key in _CACHE:
         return _CACHE[key]
     import numba
@@ -51,7 +52,7 @@ def _compile(signatures: tuple, part: str, target: str, division: str,
         _CACHE[key] = compiled
         return compiled
     name = f"corun_{part}_{target}_{len(_CACHE)}"
-    src = kernel_source(list(signatures), part, target, name, division)
+    src = kernel_source(list(signatures), part, target, name, division, unroll)
     ns: dict = {"np": np, "cuda": cuda, "prange": prange, "min": min, "max": max}
     for fn in _SCALARS:
         ns[fn] = getattr(scalar, fn)
@@ -150,17 +151,20 @@ class FusedGroup:
     def __init__(self, pipeline: Pipeline, nodes: Sequence[str], name: str = "group",
                  blocks: int = 1056, threads_per_block: int = 256,
                  division: str = "magic", warp_rows: bool = True,
-                 max_registers: int | None = None) -> None:
+                 max_registers: int | None = None, unroll: int = 1) -> None:
         """`warp_rows`: long list sinks a warp per row (FusedKernel.warp_rows, whose
         default it shares; the CPU target runs rows in parallel either way). Only with
         whole warps per block (threads a multiple of 32, as every plan's): a warp that
         spans two blocks has no common row. `max_registers`: a cap on the CUDA values
         kernel's registers per thread (an experiment of bench/contention_probe.py; plans
-        do not set it)."""
+        do not set it). `unroll`: list elements each thread of the CUDA values kernel
+        computes side by side (codegen.chain_body; RunSettings.values_unroll)."""
         if division not in ("magic", "mod"):
             raise ValueError(f"division = {division!r}: 'magic' or 'mod'")
+        if not isinstance(unroll, int) or not 1 <= unroll <= 8:
+            raise ValueError(f"unroll = {unroll!r}: an integer in 1..8")
         self.pipeline, self.name, self.division = pipeline, name, division
-        self.max_registers = max_registers
+        self.max_registers, self.unroll = max_registers, unroll
         warp_rows = warp_rows and threads_per_block % 32 == 0
         self.blocks, self.threads, self.warp_rows = blocks, threads_per_block, warp_rows
         self.nodes = tuple(nodes)
@@ -213,8 +217,10 @@ class FusedGroup:
         return bases[0], len(bases)
 
     def kernel(self, part: str, target: str) -> object:
+        values = part == "values"
         return _compile(self.signatures, part, target, self.division,
-                        self.max_registers if part == "values" else None)
+                        self.max_registers if values else None,
+                        self.unroll if values and target == "cuda" else 1)
 
     def registers_per_thread(self) -> int | None:
         """Registers of the compiled values kernel (None in the simulator or before launch)."""

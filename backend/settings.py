@@ -76,6 +76,12 @@ class RunSettings:
     ms an iteration and gpu-sequential 0.075 (`bash bench/check_cost_session.sh`,
     bench/results/check_cost_h200.md), which `ideal`, replaying ready batches, never pays."""
 
+    values_unroll: int = 1
+    """List elements each thread of a fused values kernel computes side by side
+    (FusedGroup.unroll; bench/execute_gpu.py "+u<N>"). An experiment, not a planned
+    decision: whether a kernel beside a training stage, on the few SM slots the stage
+    leaves it, gets through its hashing faster with independent work to issue."""
+
     def compared_batches(self, slots: int) -> int | None:
         """Batches compared with their references (the first ones; None: every batch):
         those of the warmup but its last 2 x `slots` (so the assembly without the
@@ -88,10 +94,12 @@ class RunSettings:
     def __post_init__(self) -> None:
         for name, lo in (("iterations", 1), ("warmup", 0), ("distinct_batches", 1),
                          ("cpu_workers", 1), ("preprocess_sms", 0),
-                         ("assembly_ids_per_thread", 0)):
+                         ("assembly_ids_per_thread", 0), ("values_unroll", 1)):
             v = getattr(self, name)
             if not isinstance(v, int) or v < lo:
                 raise SpecError(name, v, f"an integer >= {lo}")
+        if self.values_unroll > 8:
+            raise SpecError("values_unroll", self.values_unroll, "an integer in 1..8")
         if self.preprocess_first and self.preprocess_sms:
             raise SpecError("preprocess_first", self.preprocess_first,
                             "False when preprocess_sms > 0 (the streams then have SMs of "

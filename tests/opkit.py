@@ -25,10 +25,10 @@ def pipeline_of(nodes: list[OpNode], source: Column, outputs: list[str]) -> Pipe
 
 def compare_all(p: Pipeline, inputs: dict[str, ColumnData], groups: list[list[str]],
                 blocks: int = 2, threads: int = 8, division: str = "magic",
-                warp_rows: bool = True) -> None:
+                warp_rows: bool = True, unroll: int = 1) -> None:
     """NumPy reference == Numba CPU == CUDA simulator, on every group output."""
     ref = run_numpy(p, inputs)
-    fused = [FusedGroup(p, g, f"g{i}", blocks, threads, division, warp_rows)
+    fused = [FusedGroup(p, g, f"g{i}", blocks, threads, division, warp_rows, unroll=unroll)
              for i, g in enumerate(groups)]
     cpu = PipelineProgram(p, fused, inputs).run_cpu()
     sim = PipelineProgram(p, fused, inputs).run_cuda_simulated()

@@ -207,3 +207,27 @@ def test_register_cap_compiles_a_kernel_of_its_own():
     capped = FusedGroup(p, tuple(p.order), max_registers=32)
     assert plain.kernel("values", "cuda") is not capped.kernel("values", "cuda")
     assert plain.kernel("lengths", "cuda") is capped.kernel("lengths", "cuda")
+
+
+@pytest.mark.parametrize("unroll", [2, 3])
+@pytest.mark.parametrize("warp_rows", [True, False])
+@pytest.mark.parametrize("name", ["multihot", "heavy-small"])
+def test_unrolled_values_kernel_equals_reference(monkeypatch, name, unroll, warp_rows):
+    """Elements computed side by side (FusedGroup.unroll) give the reference's values on
+    lists of every length, including those shorter than one unrolled pass and those
+    whose last pass is partial, a thread or a warp per row."""
+    import backend.chains
+
+    monkeypatch.setattr(backend.chains, "WARP_ROW_MIN_LENGTH", 4.0)
+    p = spec.pipeline_preset(name)
+    inputs = synthetic_inputs(p, 70, np.random.default_rng(5), vary_lengths=True)
+    compare_all(p, inputs, [list(p.order)], blocks=3, threads=64, warp_rows=warp_rows,
+                unroll=unroll)
+    src = FusedGroup(p, p.order, warp_rows=warp_rows, unroll=unroll).kernel("values", "cuda")
+    assert src is not FusedGroup(p, p.order, warp_rows=warp_rows).kernel("values", "cuda")
+
+
+def test_unroll_out_of_range_is_an_error():
+    p = spec.pipeline_preset("kaggle")
+    with pytest.raises(ValueError, match="unroll = 0: an integer in 1..8"):
+        FusedGroup(p, p.order, unroll=0)
