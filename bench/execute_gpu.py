@@ -163,12 +163,15 @@ def cases_for(labels: tuple[str, ...], strategies: str | None) -> list[str]:
     which may add variants of a label: "<label>+ahead2" (the plan two batches ahead,
     Plan.batches_ahead), "<label>+w<N>" (N host workers), "<label>+late" (the assembly
     after the step's launches) and the other suffixes of run_case; and where the entry
-    runs corun's plan, its runners-up "corun-<N>" (corun plan --runners-up)."""
+    runs corun's plan, its runners-up "corun-<N>" (corun plan --runners-up); where it runs
+    the one kernel at a stage ("at:<stage>"), the pipeline in two kernels ("two:...",
+    two_kernel_plan)."""
     if not strategies:
         return list(labels)
     order = strategies.split(",")
     variants = [x for x in order if x not in labels and (
         x.split("+")[0] in labels and "+" in x  # a label's variant
+        or x.startswith("two:") and any(y.startswith("at:") for y in labels)
         or "corun" in labels and x.split("+")[0].startswith("corun-")
         and plan_file(x.split("+")[0]) is not None)]  # a runner-up of corun's plan
     return [x for x in labels if x in order] + list(dict.fromkeys(variants))
@@ -200,10 +203,42 @@ def same_plan_as(label: str, earlier: list[str], directory: Path) -> str | None:
     return None if mine is None else next((x for x in earlier if plan(x) == mine), None)
 
 
+TWO_KERNELS = "two:<stage A>/<blocks A>/<features in A>/<stage B>/<blocks B>"
+
+
+def two_kernel_plan(label: str, pipeline: spec.Pipeline, model: str, gpu_count: int,
+                    threads: int) -> spec.Plan:
+    """The pipeline in two kernels (label TWO_KERNELS): the dense features and the first
+    k sparse features' nodes released at stage A, the other sparse features' at stage B,
+    the training stream first. Whether a kernel small enough to end within the graphed
+    embedding forward, which a kernel beside it does not slow (heavy-hot's profile, at
+    every width), takes part of the pipeline off the stage that slows beside it."""
+    parts = label.removeprefix("two:").split("/")
+    try:
+        stage_a, blocks_a, k, stage_b, blocks_b = parts
+        blocks_a, k, blocks_b = int(blocks_a), int(k), int(blocks_b)
+    except ValueError:
+        raise spec.SpecError("strategy", label, TWO_KERNELS) from None
+    sparse = pipeline.sparse_outputs
+    if not 1 <= k < len(sparse):
+        raise spec.SpecError("strategy", label, f"{TWO_KERNELS}, features in A in "
+                             f"1..{len(sparse) - 1}")
+    owner = pipeline.feature_of()
+    first = {s.node for s in sparse[:k]} | set(pipeline.dense_outputs)
+    a = tuple(n for n in pipeline.order if owner[n] in first)
+    b = tuple(n for n in pipeline.order if owner[n] not in first)
+    kernels = (spec.FusedKernel("a", a, stage_a, blocks_a, threads),
+               spec.FusedKernel("b", b, stage_b, blocks_b, threads))
+    return spec.Plan(pipeline.name, model, gpu_count, kernels, training_priority_high=True)
+
+
 def case_plan(label: str, pipeline: spec.Pipeline, model: spec.Model, directory: Path, hw):
     """(the Plan a matrix label runs, its Strategy or None): a baseline by name, "at:<stage>"
     (the baselines' one kernel released at that stage, the training stream first), or a
     plan file in `directory` (plan_dir)."""
+    if label.startswith("two:"):
+        return two_kernel_plan(label, pipeline, model.name, hw.gpu_count,
+                               default_launch(hw)[1]), None
     if label.startswith("at:"):
         blocks, threads = default_launch(hw)
         plan = spec.one_kernel_plan(pipeline, model.name, hw.gpu_count,
