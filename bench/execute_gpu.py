@@ -390,6 +390,19 @@ def main(argv: list[str] | None = None) -> int:
         if bad:
             ap.error(f"--strategies {bad[0]}: +ub<N> takes N, the embedding update's blocks "
                      "an SM, an integer >= 1")
+        bad = [x for x in args.strategies.split(",") for u in x.split("+")[1:]
+               if u[:1] == "u" and u[1:].isdigit() and not 1 <= int(u[1:]) <= 8]
+        if bad:
+            ap.error(f"--strategies {bad[0]}: +u<N> takes N, the ids a thread of each fused "
+                     "values kernel computes side by side, an integer in 1..8")
+        for x in args.strategies.split(","):
+            if x.startswith("two:"):
+                try:
+                    for pipe_name, _, _ in entries:
+                        two_kernel_plan(x.split("+")[0], spec.pipeline_preset(pipe_name),
+                                        "unused", 1, 256)
+                except spec.SpecError as e:
+                    ap.error(f"--strategies {x}: {e}")
     if args.dry_run:
         args.iterations, args.warmup, args.distinct_batches = 4, 1, 1
     world = int(os.environ.get("WORLD_SIZE", "1"))

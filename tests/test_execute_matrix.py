@@ -82,3 +82,38 @@ def test_a_plan_file_holding_an_earlier_label_s_plan_is_not_measured_again(tmp_p
     assert same == {"ideal": None, "gpu-sequential": None, "corun": None,
                     "corun-gpu": "corun", "corun-owner": None}
     assert same_plan_as("corun-gpu+ahead2", ["corun"], tmp_path) is None  # a variant runs
+
+
+def test_two_kernels_split_the_pipeline_by_feature(capsys):
+    """"two:<stage A>/<blocks A>/<k>/<stage B>/<blocks B>": the dense features and the
+    first k sparse ones in kernel A, the rest in B, every node once; labels of matrices
+    that release one kernel at a stage take it; a malformed one is refused up front."""
+    from bench.execute_gpu import cases_for, main, two_kernel_plan
+
+    hw = spec.hardware_preset("h200", 1)
+    pipeline = spec.pipeline_preset("heavy-short")
+    plan, strategy = case_plan("two:emb_fwd/1056/4/emb_bwd/528", pipeline,
+                               spec.model_preset("heavy-hot"), "unused", hw)
+    a, b = plan.kernels
+    assert strategy is None and plan.training_priority_high
+    assert (a.stage, a.blocks, b.stage, b.blocks) == ("emb_fwd", 1056, "emb_bwd", 528)
+    assert sorted(a.nodes + b.nodes) == sorted(pipeline.order)
+    owner = pipeline.feature_of()
+    assert {owner[n] for n in a.nodes} == set(pipeline.dense_outputs) | {
+        s.node for s in pipeline.sparse_outputs[:4]}
+    labels = MATRICES["heavy-short-graphs"][0][2]
+    assert cases_for(labels, "ideal,two:emb_fwd/1056/4/emb_bwd/528+ahead2") == \
+        ["ideal", "two:emb_fwd/1056/4/emb_bwd/528+ahead2"]
+    assert cases_for(MATRICES["heavy"][0][2], "two:emb_fwd/1056/4/emb_bwd/528") == []
+    for bad, says in (("two:emb_fwd/1056/26/emb_bwd/528", "features in A in 1..25"),
+                      ("two:emb_fwd/1056/4/emb_bwd", "two:<stage A>/<blocks A>"),
+                      ("two:emb_fwd/1056/4/nowhere/528", "stage")):
+        with pytest.raises(spec.SpecError, match=says):
+            two_kernel_plan(bad, pipeline, "heavy-hot", 1, 256)
+        with pytest.raises(SystemExit):
+            main(["--matrix", "heavy-short-graphs", "--strategies", bad, "--dry-run"])
+        assert f"--strategies {bad}:" in capsys.readouterr().err
+    for unroll in ("ideal+u0", "ideal+u9"):
+        with pytest.raises(SystemExit):
+            main(["--matrix", "heavy", "--strategies", unroll, "--dry-run"])
+        assert f"--strategies {unroll}: +u<N>" in capsys.readouterr().err

@@ -69,3 +69,21 @@ def test_a_graphed_run_reads_the_graphs_plans_and_predicts_its_eager_variant_eag
     assert eager["note"] == " (predicted here)"
     assert eager["predicted_ms"] > 1.3 * ideal["predicted_ms"]  # the host paces it eagerly
     assert eager["of_ideal_pct"] == pytest.approx(100 * 2.6 / 4.0)
+
+
+def test_an_unrolled_kernel_is_not_predicted(tmp_path):
+    """"+u<N>" (RunSettings.values_unroll) runs a kernel the cost model never profiled: the
+    render says so instead of predicting the plan as if it were not unrolled; "+u1" is
+    the plain kernel."""
+    import math
+
+    import spec
+    from bench.render_plans import predicted_ms
+    from spec.serde import to_jsonable
+
+    plan = to_jsonable(spec.one_kernel_plan(spec.pipeline_preset("heavy"), "heavy-fused", 1,
+                                            "emb_fwd", 1056, 256))
+    ms, note = predicted_ms(case("at:emb_fwd+u2", 4.9, plan))
+    assert math.isnan(ms) and note == " (not predicted: the values kernel unrolled)"
+    ms, note = predicted_ms(case("at:emb_fwd+u1", 4.6, plan))
+    assert ms > 0 and note == " (predicted here)"
