@@ -220,7 +220,7 @@ class DeviceState:
         (backend/launch.py); `through_numba` has Numba pack them every time."""
         g = self.groups[index][0]
         for part in ("lengths", "values") if g.has_lists else ("values",):
-            bound = self._bound(index, part)
+            bound = self.bound(index, part)
             bound.through_numba(stream) if through_numba else bound(stream)
             if mark is not None:
                 mark(part, g.name)
@@ -229,8 +229,9 @@ class DeviceState:
                 if mark is not None:
                     mark("scan", g.name)
 
-    def _bound(self, index: int, part: str) -> BoundLaunch:
-        """Group `index`'s `part` kernel over these pools, its arguments packed once."""
+    def bound(self, index: int, part: str) -> BoundLaunch:
+        """Group `index`'s `part` kernel over these pools, its arguments packed once (a
+        probe times one part alone with it: bench/unroll_probe.py)."""
         key = (index, part)
         if key not in self._launches:
             p = self.pools

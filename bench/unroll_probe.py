@@ -43,7 +43,7 @@ def values_ms(dev, reps: int) -> float:
     """Median time of the program's one values kernel, launched alone `reps` times."""
     import torch
 
-    launch = dev._bound(0, "values")
+    launch = dev.bound(0, "values")
     for _ in range(3):
         launch(0)
     torch.cuda.synchronize()
@@ -118,6 +118,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("-o", dest="report")
     args = ap.parse_args(argv)
     if args.render:
+        if not Path(args.render).exists():
+            ap.error(f"--render {args.render}: no such file (an unroll_probe.json record)")
         text = render(json.loads(read_stored_text(Path(args.render))), args.render)
         if args.report:
             write_atomic(Path(args.report), text)
