@@ -173,9 +173,9 @@ class Executor:
                                 f"node {n!r} (owner lanes read raw columns only)")
         local_tables = [k for k in range(len(self.model.tables)) if k not in self.owner_mapped]
         local_kernels = [k for k in ordered if k not in owned_kernels]
-        unroll = self.settings.values_unroll
+        shape = (self.settings.values_unroll, self.settings.values_max_registers)
         lanes = [Lane("local", self.pipeline, self.model, local_kernels, self.host_nodes,
-                      self.host_nodes + sorted(owner_nodes), local_tables, True, unroll)]
+                      self.host_nodes + sorted(owner_nodes), local_tables, True, *shape)]
         mine = [k for k in owned_kernels if k.gpu == self.rank]
         if mine:
             mine_tables = [k for k in self.owner_mapped
@@ -188,7 +188,7 @@ class Executor:
                                     f"rank {self.rank} owns and preprocesses")
             lanes.append(Lane("owner", self.pipeline, self.model, mine, [],
                               [n for n in self.pipeline.order if n not in inside],
-                              mine_tables, False, unroll))
+                              mine_tables, False, *shape))
         return lanes
 
     # ---------------------------------------------------------------- set-up

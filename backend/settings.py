@@ -82,6 +82,12 @@ class RunSettings:
     decision: whether a kernel beside a training stage, on the few SM slots the stage
     leaves it, gets through its hashing faster with independent work to issue."""
 
+    values_max_registers: int = 0
+    """A cap on the registers per thread of every fused values kernel (FusedGroup.
+    max_registers; bench/execute_gpu.py "+r<N>"); 0: none. An experiment, not a planned
+    decision: whether a narrower register footprint lets a kernel beside a training stage
+    leave that stage's blocks room on the SMs."""
+
     def compared_batches(self, slots: int) -> int | None:
         """Batches compared with their references (the first ones; None: every batch):
         those of the warmup but its last 2 x `slots` (so the assembly without the
@@ -94,12 +100,16 @@ class RunSettings:
     def __post_init__(self) -> None:
         for name, lo in (("iterations", 1), ("warmup", 0), ("distinct_batches", 1),
                          ("cpu_workers", 1), ("preprocess_sms", 0),
-                         ("assembly_ids_per_thread", 0), ("values_unroll", 1)):
+                         ("assembly_ids_per_thread", 0), ("values_unroll", 1),
+                         ("values_max_registers", 0)):
             v = getattr(self, name)
             if not isinstance(v, int) or v < lo:
                 raise SpecError(name, v, f"an integer >= {lo}")
         if self.values_unroll > 8:
             raise SpecError("values_unroll", self.values_unroll, "an integer in 1..8")
+        if self.values_max_registers and not 16 <= self.values_max_registers <= 255:
+            raise SpecError("values_max_registers", self.values_max_registers,
+                            "0 (no cap) or an integer in 16..255")
         if self.preprocess_first and self.preprocess_sms:
             raise SpecError("preprocess_first", self.preprocess_first,
                             "False when preprocess_sms > 0 (the streams then have SMs of "

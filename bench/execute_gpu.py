@@ -277,7 +277,8 @@ def run_case(pipe_name: str, batch: int, label: str, args, trainers: dict, hw,
     # assembly kernel on a thread a row, not about ASSEMBLY_IDS_PER_THREAD ids a thread;
     # "+ipt<N>": about N ids a thread (RunSettings.assembly_ids_per_thread);
     # "+u<N>": each fused values kernel computes N list elements a thread side by side
-    # (RunSettings.values_unroll);
+    # (RunSettings.values_unroll); "+r<N>": each fused values kernel compiled with at most N
+    # registers a thread (RunSettings.values_max_registers);
     # "+feed": each step's batch work on a second host thread during the step's backward
     # (RunSettings.feed_thread); "+inline": on the launching thread after the step (the
     # default since the feed thread measured no better; feed_thread_session.sh run 1 ran
@@ -303,7 +304,7 @@ def run_case(pipe_name: str, batch: int, label: str, args, trainers: dict, hw,
             plan = replace(plan, kernels=tuple(replace(k, warp_rows=warp) for k in plan.kernels))
     workers, pre_sms = host_workers_per_gpu(strategy, hw), 0
     ids_per_thread = 0 if "rowgrid" in suffixes else RunSettings.assembly_ids_per_thread
-    unroll = RunSettings.values_unroll
+    unroll, registers = RunSettings.values_unroll, RunSettings.values_max_registers
     for x in suffixes:
         if x.startswith("b") and x[1:].isdigit():
             plan = replace(plan, kernels=tuple(replace(k, blocks=int(x[1:]))
@@ -316,13 +317,15 @@ def run_case(pipe_name: str, batch: int, label: str, args, trainers: dict, hw,
             ids_per_thread = int(x[3:])
         if x.startswith("u") and x[1:].isdigit():
             unroll = int(x[1:])
+        if x.startswith("r") and x[1:].isdigit():
+            registers = int(x[1:])
     settings = RunSettings(args.iterations, args.warmup, args.distinct_batches, check,
                            0, None, workers, early_assembly="late" not in suffixes,
                            preprocess_sms=pre_sms, preprocess_first="pre" in suffixes,
                            preprocess_graphs="calls" not in suffixes,
                            feed_thread="feed" in suffixes and "inline" not in suffixes,
                            assembly_ids_per_thread=ids_per_thread, check_timed=check_timed,
-                           values_unroll=unroll)
+                           values_unroll=unroll, values_max_registers=registers)
     device = "cpu" if args.dry_run else f"cuda:{int(os.environ.get('LOCAL_RANK', '0'))}"
     key = (model.name, model.cuda_graphs)
     if hw.gpu_count > 1:  # each plan shards (and owner-maps) its own way: build per case
@@ -395,6 +398,11 @@ def main(argv: list[str] | None = None) -> int:
         if bad:
             ap.error(f"--strategies {bad[0]}: +u<N> takes N, the ids a thread of each fused "
                      "values kernel computes side by side, an integer in 1..8")
+        bad = [x for x in args.strategies.split(",") for u in x.split("+")[1:]
+               if u[:1] == "r" and u[1:].isdigit() and not 16 <= int(u[1:]) <= 255]
+        if bad:
+            ap.error(f"--strategies {bad[0]}: +r<N> takes N, the registers a thread of each "
+                     "fused values kernel, an integer in 16..255")
         for x in args.strategies.split(","):
             if x.startswith("two:"):
                 try:

@@ -61,6 +61,8 @@ def predicted_ms(case: dict) -> tuple[float, str]:
         return math.nan, " (not predicted: the embedding update on its own grid)"
     if any(x[:1] == "u" and x[1:].isdigit() and int(x[1:]) > 1 for x in suffixes):
         return math.nan, " (not predicted: the values kernel unrolled)"
+    if any(x[:1] == "r" and x[1:].isdigit() for x in suffixes):
+        return math.nan, " (not predicted: the values kernel's registers capped)"
     folder = plan_folder(case["pipeline"], m["model"], case["batch"], graphed(m),
                          m.get("gpu_count", 1))
     predicted = folder / f"prediction-{strategy}.json"

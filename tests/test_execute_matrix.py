@@ -117,3 +117,7 @@ def test_two_kernels_split_the_pipeline_by_feature(capsys):
         with pytest.raises(SystemExit):
             main(["--matrix", "heavy", "--strategies", unroll, "--dry-run"])
         assert f"--strategies {unroll}: +u<N>" in capsys.readouterr().err
+    for cap in ("ideal+r8", "ideal+r256"):
+        with pytest.raises(SystemExit):
+            main(["--matrix", "heavy", "--strategies", cap, "--dry-run"])
+        assert f"--strategies {cap}: +r<N>" in capsys.readouterr().err

@@ -72,9 +72,9 @@ def test_a_graphed_run_reads_the_graphs_plans_and_predicts_its_eager_variant_eag
 
 
 def test_an_unrolled_kernel_is_not_predicted(tmp_path):
-    """"+u<N>" (RunSettings.values_unroll) runs a kernel the cost model never profiled: the
-    render says so instead of predicting the plan as if it were not unrolled; "+u1" is
-    the plain kernel."""
+    """"+u<N>" (RunSettings.values_unroll) and "+r<N>" (values_max_registers) run kernels
+    the cost model never profiled: the render says so instead of predicting the plan as
+    if they were the plain kernel; "+u1" is the plain kernel."""
     import math
 
     import spec
@@ -87,3 +87,5 @@ def test_an_unrolled_kernel_is_not_predicted(tmp_path):
     assert math.isnan(ms) and note == " (not predicted: the values kernel unrolled)"
     ms, note = predicted_ms(case("at:emb_fwd+u1", 4.6, plan))
     assert ms > 0 and note == " (predicted here)"
+    ms, note = predicted_ms(case("at:emb_fwd+r32", 4.6, plan))  # registers capped
+    assert math.isnan(ms) and note == " (not predicted: the values kernel's registers capped)"

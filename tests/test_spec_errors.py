@@ -1,6 +1,7 @@
 """Bad input gets an error naming the field, the value and the allowed range."""
 
 import json
+import re
 from dataclasses import replace
 
 import pytest
@@ -260,3 +261,16 @@ def test_fused_sgd_update_needs_sgd():
         replace(spec.model_preset("heavy"), optimizer=spec.Optimizer.ADAGRAD,
                 embedding_update=spec.EmbeddingUpdate.FUSED_SGD)
     assert e.value.field == "optimizer" and "sgd when embedding_update is fused-sgd" in str(e.value)
+
+
+@pytest.mark.parametrize("field, value, says", [
+    ("values_unroll", 0, "values_unroll = 0: an integer >= 1"),
+    ("values_unroll", 9, "values_unroll = 9: an integer in 1..8"),
+    ("values_max_registers", 8, "values_max_registers = 8: 0 (no cap) or an integer in 16..255"),
+    ("values_max_registers", -1, "values_max_registers = -1: an integer >= 0"),
+])
+def test_run_settings_kernel_experiments_name_their_range(field, value, says):
+    from backend.settings import RunSettings
+
+    with pytest.raises(SpecError, match=re.escape(says)):
+        RunSettings(**{field: value})
