@@ -80,13 +80,16 @@ class RunSettings:
     """List elements each thread of a fused values kernel computes side by side
     (FusedGroup.unroll; bench/execute_gpu.py "+u<N>"). An experiment, not a planned
     decision: whether a kernel beside a training stage, on the few SM slots the stage
-    leaves it, gets through its hashing faster with independent work to issue."""
+    leaves it, gets through its hashing faster with independent work to issue. On the
+    H200 it did not: 66 registers a thread against 56, slower alone at every width and
+    beside the graphed heavy-lean step (bench/results/unroll_h200.md)."""
 
     values_max_registers: int = 0
     """A cap on the registers per thread of every fused values kernel (FusedGroup.
     max_registers; bench/execute_gpu.py "+r<N>"); 0: none. An experiment, not a planned
     decision: whether a narrower register footprint lets a kernel beside a training stage
-    leave that stage's blocks room on the SMs."""
+    leave that stage's blocks room on the SMs. At 32 on the H200: a few points either way
+    beside the graphed heavy steps (bench/results/register_caps_h200.md)."""
 
     def compared_batches(self, slots: int) -> int | None:
         """Batches compared with their references (the first ones; None: every batch):

@@ -210,9 +210,10 @@ def two_kernel_plan(label: str, pipeline: spec.Pipeline, model: str, gpu_count: 
                     threads: int) -> spec.Plan:
     """The pipeline in two kernels (label TWO_KERNELS): the dense features and the first
     k sparse features' nodes released at stage A, the other sparse features' at stage B,
-    the training stream first. Whether a kernel small enough to end within the graphed
-    embedding forward, which a kernel beside it does not slow (heavy-hot's profile, at
-    every width), takes part of the pipeline off the stage that slows beside it."""
+    the training stream first. Asked: does a kernel small enough to end within the
+    graphed embedding forward, which a kernel beside it does not slow (heavy-hot's
+    profile, at every width), take part of the pipeline off the stage that slows beside
+    it? On the H200, no split beat the one kernel (bench/results/two_kernels_h200.md)."""
     parts = label.removeprefix("two:").split("/")
     try:
         stage_a, blocks_a, k, stage_b, blocks_b = parts

@@ -5,6 +5,7 @@
 # kernel at interaction_bwd held that stage in part of the steps (heavy_batches_h200.md);
 # capped, three blocks hold 24.6k. Graphed heavy-lean b16384, then heavy-short b16384,
 # 2 rounds each. Run from the repository root with $OUT set.
+# Run 1 (session 39): a few points either way; bench/results/register_caps_h200.md.
 set -uo pipefail
 python bench/execute_gpu.py --matrix heavy-lean-graphs --batches 16384 --repeats 2 \
   --strategies "ideal,gpu-sequential,gpu-sequential+r32,at:interaction_bwd+b198+ahead2,at:interaction_bwd+b198+ahead2+r32,at:interaction_bwd+b264+ahead2+r32,at:interaction_bwd+b396+ahead2,at:interaction_bwd+b396+ahead2+r32" \

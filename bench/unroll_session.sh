@@ -4,6 +4,8 @@
 # beside the training step? PART=lean: the kernel alone at five widths
 # (bench/unroll_probe.py), then graphed heavy-lean b16384, 2 rounds; PART=short:
 # graphed heavy-short b16384, 2 rounds. Run from the repository root with $OUT set.
+# Run 1 (PART=lean, session 39): slower alone and beside the step, so PART=short was not
+# run; bench/results/unroll_h200.md.
 set -uo pipefail
 case "${PART:-lean}" in
 lean)
