@@ -216,12 +216,12 @@ def read_document(path: str | Path) -> Any:
     try:
         text = read_stored_text(path)
     except OSError as e:
-        raise SpecError(str(path), None, f"a readable file ({e.strerror})") from None
+        raise SpecError("file", str(path), f"a readable file ({e.strerror})") from None
     try:
         return yaml.safe_load(text) if _is_yaml(path) else json.loads(text)
     except (json.JSONDecodeError, yaml.YAMLError) as e:
-        raise SpecError(str(path), None, f"valid {'YAML' if _is_yaml(path) else 'JSON'}: {e}") \
-            from None
+        raise SpecError("file", str(path),
+                        f"valid {'YAML' if _is_yaml(path) else 'JSON'}: {e}") from None
 
 
 def load(cls: type[T], path: str | Path) -> T:

@@ -227,8 +227,11 @@ def test_plan_bad_stage_and_threads():
 def test_file_errors(tmp_path):
     bad = tmp_path / "m.json"
     bad.write_text("{not json")
-    with pytest.raises(SpecError, match="valid JSON"):
+    with pytest.raises(SpecError, match=re.escape(f"file = '{bad}': valid JSON")):
         load(spec.Model, bad)
+    missing = tmp_path / "missing.json"
+    with pytest.raises(SpecError, match=re.escape(f"file = '{missing}': a readable file")):
+        load(spec.Model, missing)
     doc = dumps(spec.model_preset("criteo-kaggle"))
     doc["schema"] = "corun.model/99"
     bad.write_text(json.dumps(doc))
