@@ -63,7 +63,13 @@ def run(args: argparse.Namespace) -> int:
         strategies_for,
         write_outputs,
     )
-    from corun.workload import calibrated, resolve_hardware, resolve_model, resolve_pipeline
+    from corun.workload import (
+        calibrated,
+        require_seconds,
+        resolve_hardware,
+        resolve_model,
+        resolve_pipeline,
+    )
     from planner import Judged, LocalSearch, RapProposer, SimJudge, runners_up
     from planner.runners_up import near_tie
     from planner.search import (
@@ -76,8 +82,7 @@ def run(args: argparse.Namespace) -> int:
     from sim import EmbeddingComm, Scenario, Strategy, StrategyKind, simulate_steady
     from spec.serde import dumps, save
 
-    if args.time_limit <= 0:
-        raise SpecError("--time-limit", args.time_limit, "a number of seconds > 0")
+    require_seconds("--time-limit", args.time_limit)
     if not 0 <= args.runners_up <= MAX_RUNNERS_UP:
         raise SpecError("--runners-up", args.runners_up,
                         f"an integer in [0, {MAX_RUNNERS_UP}]")

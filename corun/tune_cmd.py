@@ -22,7 +22,7 @@ import time
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
-from corun.workload import add_check_arguments
+from corun.workload import add_check_arguments, require_seconds
 from spec import SpecError
 
 BASELINES = ("ideal", "gpu-sequential", "gpu-overlap")
@@ -125,8 +125,8 @@ def run(args: argparse.Namespace) -> int:
         raise SpecError("plans", args.plans, "a folder written by `corun plan --out DIR`")
     if not 1 <= args.rounds <= MAX_ROUNDS:
         raise SpecError("--rounds", args.rounds, f"an integer in [1, {MAX_ROUNDS}]")
-    if args.budget_s is not None and args.budget_s <= 0:
-        raise SpecError("--budget-s", args.budget_s, "a number of seconds > 0")
+    if args.budget_s is not None:
+        require_seconds("--budget-s", args.budget_s)
     work = read_workload(folder)
     if work.gpu_count != 1 or int(os.environ.get("WORLD_SIZE", "1")) != 1:
         raise SpecError("plans", f"{folder} ({work.gpu_count} GPUs)",

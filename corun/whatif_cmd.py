@@ -124,7 +124,7 @@ def plan_point(hw_name: str, gpus: int, batch: int, model_name: str, pipe_name: 
 
 def run(args: argparse.Namespace) -> int:
     from corun.cli import progress
-    from corun.workload import int_list, resolve_model
+    from corun.workload import int_list, require_seconds, resolve_model
     from costmodel import shard_tables
     from reports.whatif import heatmaps, markdown
     from spec import GPU_KINDS, LINKS, hardware_preset
@@ -141,8 +141,7 @@ def run(args: argparse.Namespace) -> int:
     gpus, batches = int_list(args.gpus, "--gpus"), int_list(args.batch, "--batch")
     if args.jobs < 1:
         raise SpecError("--jobs", args.jobs, "an integer >= 1")
-    if args.time_limit <= 0:
-        raise SpecError("--time-limit", args.time_limit, "a number of seconds > 0")
+    require_seconds("--time-limit", args.time_limit)
     model = resolve_model(args.model, batches[0])
     for k in kinds:  # fail fast on a model that cannot fit, before the workers start
         for g in gpus:

@@ -24,6 +24,13 @@ CONFIG_KEYS = ("hardware", "gpus", "interconnect", "host_cores", "model", "pipel
                "cuda_graphs")
 
 
+def require_seconds(field: str, value: float) -> None:
+    """A command's time budget (--time-limit, --budget-s): a SpecError naming `field`
+    unless it is above 0."""
+    if value <= 0:
+        raise SpecError(field, value, "a number of seconds > 0")
+
+
 def int_list(text: str, field: str) -> list[int]:
     """A comma-separated list of integers >= 1 (GPU counts, batch sizes, block counts), or
     a SpecError naming `field`."""
