@@ -21,6 +21,8 @@ from __future__ import annotations
 import re
 
 FLOAT_POOL, INT_POOL = "f32", "i64"
+MAX_UNROLL = 8
+"""The most list elements a thread of a values kernel computes side by side (chain_body)."""
 SLOT_CONSTANT = re.compile(r"\b(ipar|fpar)\[slot, (\d+)\]|\bdesc\[(src|dst), (\d+)\]")
 """A per-slot parameter or descriptor read: the same for every row of a slot."""
 
@@ -169,9 +171,10 @@ def chain_body(p: str, sig: tuple, part: str, division: str, lanes: bool = False
             lines.append(f"offs[desc[dst, 1] + r + 1] = {p}L{K}")
         return lines
     pool = _pool(sink_dtype)
+    if sink_shape == "list":
+        lines.append(f"{p}ost = desc[dst, 0] + offs[desc[dst, 1] + r]")
     if sink_shape == "list" and unroll > 1:
         step, last = (32 if lanes else 1), f"{p}L{K} - 1"
-        lines.append(f"{p}ost = desc[dst, 0] + offs[desc[dst, 1] + r]")
         lines.append(f"for j in range({'lane' if lanes else 0}, {p}L{K}, {step * unroll}):")
         for u in range(unroll):
             index = "j" if u == 0 else f"min(j + {u * step}, {last})"
@@ -181,7 +184,6 @@ def chain_body(p: str, sig: tuple, part: str, division: str, lanes: bool = False
             lines.append(f"    if j + {u * step} <= {last}:")
             lines.append(f"        {pool}[{p}ost + j + {u * step}] = {p}u{u}_v{K}")
     elif sink_shape == "list":
-        lines.append(f"{p}ost = desc[dst, 0] + offs[desc[dst, 1] + r]")
         lines.append(f"for j in range(lane, {p}L{K}, 32):" if lanes else
                      f"for j in range({p}L{K}):")
         lines += ["    " + s for s in value_lines(p, sig, division)]

@@ -24,7 +24,7 @@ from backend import (
     scalar,
 )
 from backend.chains import Chain, chains_of
-from backend.codegen import kernel_source
+from backend.codegen import MAX_UNROLL, kernel_source
 from backend.pools import Layout
 from spec import OpKind, Pipeline
 from spec.serde import cache_dir
@@ -161,8 +161,8 @@ class FusedGroup:
         computes side by side (codegen.chain_body; RunSettings.values_unroll)."""
         if division not in ("magic", "mod"):
             raise ValueError(f"division = {division!r}: 'magic' or 'mod'")
-        if not isinstance(unroll, int) or not 1 <= unroll <= 8:
-            raise ValueError(f"unroll = {unroll!r}: an integer in 1..8")
+        if not isinstance(unroll, int) or not 1 <= unroll <= MAX_UNROLL:
+            raise ValueError(f"unroll = {unroll!r}: an integer in 1..{MAX_UNROLL}")
         self.pipeline, self.name, self.division = pipeline, name, division
         self.max_registers, self.unroll = max_registers, unroll
         warp_rows = warp_rows and threads_per_block % 32 == 0

@@ -5,7 +5,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from backend.codegen import MAX_UNROLL
 from spec import SpecError
+
+REGISTER_CAPS = (16, 255)
+"""The registers a thread a values kernel may be capped at (values_max_registers)."""
 
 ASSEMBLY_IDS_PER_THREAD = 20
 """About how many of its largest table's ids each thread of the batch's assembly kernel
@@ -108,11 +112,13 @@ class RunSettings:
             v = getattr(self, name)
             if not isinstance(v, int) or v < lo:
                 raise SpecError(name, v, f"an integer >= {lo}")
-        if self.values_unroll > 8:
-            raise SpecError("values_unroll", self.values_unroll, "an integer in 1..8")
-        if self.values_max_registers and not 16 <= self.values_max_registers <= 255:
+        if self.values_unroll > MAX_UNROLL:
+            raise SpecError("values_unroll", self.values_unroll,
+                            f"an integer in 1..{MAX_UNROLL}")
+        lo, hi = REGISTER_CAPS
+        if self.values_max_registers and not lo <= self.values_max_registers <= hi:
             raise SpecError("values_max_registers", self.values_max_registers,
-                            "0 (no cap) or an integer in 16..255")
+                            f"0 (no cap) or an integer in {lo}..{hi}")
         if self.preprocess_first and self.preprocess_sms:
             raise SpecError("preprocess_first", self.preprocess_first,
                             "False when preprocess_sms > 0 (the streams then have SMs of "

@@ -44,10 +44,11 @@ import torch  # noqa: E402
 
 import spec  # noqa: E402
 from backend import driver  # noqa: E402
+from backend.codegen import MAX_UNROLL  # noqa: E402
 from backend.executor import Executor  # noqa: E402
 from backend.graphed import make_trainer  # noqa: E402
-from backend.settings import RunSettings  # noqa: E402
-from bench.render_execute import plan_file, update_blocks_per_sm  # noqa: E402
+from backend.settings import REGISTER_CAPS, RunSettings  # noqa: E402
+from bench.render_execute import plan_file, suffix_number, update_blocks_per_sm  # noqa: E402
 from corun.workload import add_check_arguments, int_list, shrink_tables  # noqa: E402
 from reports.rounds import turned_order  # noqa: E402
 from sim.strategy import (  # noqa: E402
@@ -305,7 +306,6 @@ def run_case(pipe_name: str, batch: int, label: str, args, trainers: dict, hw,
             plan = replace(plan, kernels=tuple(replace(k, warp_rows=warp) for k in plan.kernels))
     workers, pre_sms = host_workers_per_gpu(strategy, hw), 0
     ids_per_thread = 0 if "rowgrid" in suffixes else RunSettings.assembly_ids_per_thread
-    unroll, registers = RunSettings.values_unroll, RunSettings.values_max_registers
     for x in suffixes:
         if x.startswith("b") and x[1:].isdigit():
             plan = replace(plan, kernels=tuple(replace(k, blocks=int(x[1:]))
@@ -316,17 +316,15 @@ def run_case(pipe_name: str, batch: int, label: str, args, trainers: dict, hw,
             pre_sms = int(x[2:])
         if x.startswith("ipt") and x[3:].isdigit():
             ids_per_thread = int(x[3:])
-        if x.startswith("u") and x[1:].isdigit():
-            unroll = int(x[1:])
-        if x.startswith("r") and x[1:].isdigit():
-            registers = int(x[1:])
     settings = RunSettings(args.iterations, args.warmup, args.distinct_batches, check,
                            0, None, workers, early_assembly="late" not in suffixes,
                            preprocess_sms=pre_sms, preprocess_first="pre" in suffixes,
                            preprocess_graphs="calls" not in suffixes,
                            feed_thread="feed" in suffixes and "inline" not in suffixes,
                            assembly_ids_per_thread=ids_per_thread, check_timed=check_timed,
-                           values_unroll=unroll, values_max_registers=registers)
+                           values_unroll=suffix_number(suffixes, "u", RunSettings.values_unroll),
+                           values_max_registers=suffix_number(
+                               suffixes, "r", RunSettings.values_max_registers))
     device = "cpu" if args.dry_run else f"cuda:{int(os.environ.get('LOCAL_RANK', '0'))}"
     key = (model.name, model.cuda_graphs)
     if hw.gpu_count > 1:  # each plan shards (and owner-maps) its own way: build per case
@@ -394,16 +392,16 @@ def main(argv: list[str] | None = None) -> int:
         if bad:
             ap.error(f"--strategies {bad[0]}: +ub<N> takes N, the embedding update's blocks "
                      "an SM, an integer >= 1")
-        bad = [x for x in args.strategies.split(",") for u in x.split("+")[1:]
-               if u[:1] == "u" and u[1:].isdigit() and not 1 <= int(u[1:]) <= 8]
-        if bad:
-            ap.error(f"--strategies {bad[0]}: +u<N> takes N, the ids a thread of each fused "
-                     "values kernel computes side by side, an integer in 1..8")
-        bad = [x for x in args.strategies.split(",") for u in x.split("+")[1:]
-               if u[:1] == "r" and u[1:].isdigit() and not 16 <= int(u[1:]) <= 255]
-        if bad:
-            ap.error(f"--strategies {bad[0]}: +r<N> takes N, the registers a thread of each "
-                     "fused values kernel, an integer in 16..255")
+        for prefix, (lo, hi), what in (
+                ("u", (1, MAX_UNROLL), "the ids a thread of each fused values kernel "
+                 "computes side by side"),
+                ("r", REGISTER_CAPS, "the registers a thread of each fused values kernel")):
+            given = {x: suffix_number(x.split("+")[1:], prefix)
+                     for x in args.strategies.split(",")}
+            bad = [x for x, n in given.items() if n is not None and not lo <= n <= hi]
+            if bad:
+                ap.error(f"--strategies {bad[0]}: +{prefix}<N> takes N, {what}, an integer in "
+                         f"{lo}..{hi}")
         for x in args.strategies.split(","):
             if x.startswith("two:"):
                 try:

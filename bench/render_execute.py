@@ -136,10 +136,18 @@ def plan_file(strategy: str) -> str | None:
     return corun_plan_file(strategy) or BENCH_PLAN_FILES.get(strategy)
 
 
+def suffix_number(suffixes: list[str], prefix: str, default: int | None = None) -> int | None:
+    """N of a strategy's first "+<prefix><N>" suffix, `default` without one ("+u<N>" is
+    not "+ub<N>": what follows the prefix must be digits)."""
+    n = len(prefix)
+    return next((int(x[n:]) for x in suffixes if x.startswith(prefix) and x[n:].isdigit()),
+                default)
+
+
 def update_blocks_per_sm(suffixes: list[str]) -> int | None:
     """N of a strategy's "+ub<N>" suffix (execute_gpu.py: the fused embedding update on N
     blocks an SM), None without one."""
-    return next((int(x[2:]) for x in suffixes if x.startswith("ub") and x[2:].isdigit()), None)
+    return suffix_number(suffixes, "ub")
 
 
 def same_plan(case: dict) -> bool:

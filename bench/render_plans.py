@@ -31,6 +31,7 @@ from bench.render_execute import (  # noqa: E402
     plan_unchanged,
     render_main,
     shares_of_ideal,
+    suffix_number,
     update_blocks_per_sm,
 )
 
@@ -59,9 +60,9 @@ def predicted_ms(case: dict) -> tuple[float, str]:
         return math.nan, " (not predicted: the uncapped embedding update)"
     if update_blocks_per_sm(suffixes) is not None:
         return math.nan, " (not predicted: the embedding update on its own grid)"
-    if any(x[:1] == "u" and x[1:].isdigit() and int(x[1:]) > 1 for x in suffixes):
+    if (suffix_number(suffixes, "u") or 1) > 1:
         return math.nan, " (not predicted: the values kernel unrolled)"
-    if any(x[:1] == "r" and x[1:].isdigit() for x in suffixes):
+    if suffix_number(suffixes, "r") is not None:
         return math.nan, " (not predicted: the values kernel's registers capped)"
     folder = plan_folder(case["pipeline"], m["model"], case["batch"], graphed(m),
                          m.get("gpu_count", 1))
