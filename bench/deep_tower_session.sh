@@ -5,7 +5,8 @@
 # measures: the gap gpu-sequential opens and how much of it the one kernel released at
 # the top MLP's forward or backward (thin launches, two batches ahead) recovers; the
 # tower's GEMMs fill few SMs, so a kernel beside them should run near its own pace.
-# Run from the repository root with $OUT set.
+# Run from the repository root with $OUT set, at commit f30b1c30 (the presets were
+# removed after run 1). Run 1 (session 40): no room, bench/results/deep_tower_h200.md.
 set -uo pipefail
 S="ideal,gpu-sequential,at:top_mlp_fwd+b132+ahead2,at:top_mlp_fwd+b198+ahead2,at:top_mlp_fwd+b264+ahead2,at:top_mlp_bwd+b198+ahead2,at:emb_bwd+b264+ahead2"
 for layers in ${LAYERS:-12 24}; do

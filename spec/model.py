@@ -273,19 +273,6 @@ def _heavy_hot() -> Model:
                    embedding_update=EmbeddingUpdate.FUSED_SGD_HOT_ROW)
 
 
-TOWER_WIDTH = 64
-
-
-def _heavy_deep(layers: int) -> Model:
-    """`heavy-hot` with a deep, narrow top MLP (`layers` layers of TOWER_WIDTH, then 1): a
-    dense part whose kernels are latency-bound (a 16384 x 64 by 64 x 64 GEMM fills few
-    of an H200's SMs for microseconds), so the step leaves the SMs room for a co-running
-    kernel (issue 6's heavy case; a probe of such room, beside the `heavy-short`
-    pipeline)."""
-    return replace(_heavy_hot(), name=f"heavy-deep-{layers}",
-                   top_mlp=(TOWER_WIDTH,) * layers + (1,))
-
-
 def _heavy_mlp() -> Model:
     """A model for `heavy-20` whose step is mostly dense maths: 26 tables of 100k rows x
     dim 32, 20 ids per sample per table, fused embedding update, a wide top MLP in bf16
@@ -308,8 +295,6 @@ MODEL_PRESETS: dict[str, Model] = {
     "heavy-small": _heavy_small(),
     "heavy-lean": _heavy_lean(),
     "heavy-hot": _heavy_hot(),
-    "heavy-deep-12": _heavy_deep(12),
-    "heavy-deep-24": _heavy_deep(24),
 }
 
 
