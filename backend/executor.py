@@ -52,7 +52,7 @@ from backend.lane import Lane
 from backend.reference import run_reference
 from backend.runner import PipelineProgram, trainer_batch
 from backend.settings import RunSettings
-from backend.streams import ReleaseClock, Streams
+from backend.streams import ReleaseClock, Streams, gpu_spin
 from backend.trainer import Batch, Clock, Trainer
 from costmodel.sharding import shard_tables
 from spec import (
@@ -266,6 +266,9 @@ class Executor:
             return
         S = self.S
         S.wait(S.pre, opened)
+        if self.settings.release_offset_ms > 0 and S.cuda:  # RunSettings.release_offset_ms
+            with S.use(S.pre):
+                gpu_spin(self.settings.release_offset_ms)
         for lane, index in self.released[stage.value]:
             self._launch(i, lane, index, S.pre)
         self._assemble(i, stage.value)

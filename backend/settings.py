@@ -8,6 +8,9 @@ from dataclasses import dataclass
 from backend.codegen import MAX_UNROLL
 from spec import SpecError
 
+MAX_RELEASE_OFFSET_MS = 100.0
+"""The longest release_offset_ms (a step of the heavy models is 2-10 ms)."""
+
 REGISTER_CAPS = (16, 255)
 """The registers a thread a values kernel may be capped at (values_max_registers)."""
 
@@ -95,6 +98,14 @@ class RunSettings:
     leave that stage's blocks room on the SMs. At 32 on the H200: a few points either way
     beside the graphed heavy steps (bench/results/register_caps_h200.md)."""
 
+    release_offset_ms: float = 0.0
+    """How long the preprocessing stream waits, a GPU spin, after a kernel's releasing
+    stage opens before it launches the kernel (bench/execute_gpu.py "+off<ms>"). An
+    experiment, not a planned decision: the graphed heavy-lean update leaves new blocks
+    no SM time for its first ~1.4 of 2.34 ms and room after
+    (bench/results/stage_offset_h200.md); released into that room, a kernel might run
+    nearly free. The simulator does not model it."""
+
     def compared_batches(self, slots: int) -> int | None:
         """Batches compared with their references (the first ones; None: every batch):
         those of the warmup but its last 2 x `slots` (so the assembly without the
@@ -119,6 +130,9 @@ class RunSettings:
         if self.values_max_registers and not lo <= self.values_max_registers <= hi:
             raise SpecError("values_max_registers", self.values_max_registers,
                             f"0 (no cap) or an integer in {lo}..{hi}")
+        if not 0 <= self.release_offset_ms <= MAX_RELEASE_OFFSET_MS:
+            raise SpecError("release_offset_ms", self.release_offset_ms,
+                            f"ms in 0..{MAX_RELEASE_OFFSET_MS:g}")
         if self.preprocess_first and self.preprocess_sms:
             raise SpecError("preprocess_first", self.preprocess_first,
                             "False when preprocess_sms > 0 (the streams then have SMs of "

@@ -47,8 +47,13 @@ from backend import driver  # noqa: E402
 from backend.codegen import MAX_UNROLL  # noqa: E402
 from backend.executor import Executor  # noqa: E402
 from backend.graphed import make_trainer  # noqa: E402
-from backend.settings import REGISTER_CAPS, RunSettings  # noqa: E402
-from bench.render_execute import plan_file, suffix_number, update_blocks_per_sm  # noqa: E402
+from backend.settings import MAX_RELEASE_OFFSET_MS, REGISTER_CAPS, RunSettings  # noqa: E402
+from bench.render_execute import (  # noqa: E402
+    plan_file,
+    release_offset_ms,
+    suffix_number,
+    update_blocks_per_sm,
+)
 from corun.workload import add_check_arguments, int_list, shrink_tables  # noqa: E402
 from reports.rounds import turned_order  # noqa: E402
 from sim.strategy import (  # noqa: E402
@@ -280,7 +285,8 @@ def run_case(pipe_name: str, batch: int, label: str, args, trainers: dict, hw,
     # "+ipt<N>": about N ids a thread (RunSettings.assembly_ids_per_thread);
     # "+u<N>": each fused values kernel computes N list elements a thread side by side
     # (RunSettings.values_unroll); "+r<N>": each fused values kernel compiled with at most N
-    # registers a thread (RunSettings.values_max_registers);
+    # registers a thread (RunSettings.values_max_registers); "+off<ms>": each kernel
+    # launched <ms> after its releasing stage opens (RunSettings.release_offset_ms);
     # "+feed": each step's batch work on a second host thread during the step's backward
     # (RunSettings.feed_thread); "+inline": on the launching thread after the step (the
     # default since the feed thread measured no better; feed_thread_session.sh run 1 ran
@@ -324,7 +330,8 @@ def run_case(pipe_name: str, batch: int, label: str, args, trainers: dict, hw,
                            assembly_ids_per_thread=ids_per_thread, check_timed=check_timed,
                            values_unroll=suffix_number(suffixes, "u", RunSettings.values_unroll),
                            values_max_registers=suffix_number(
-                               suffixes, "r", RunSettings.values_max_registers))
+                               suffixes, "r", RunSettings.values_max_registers),
+                           release_offset_ms=release_offset_ms(suffixes) or 0.0)
     device = "cpu" if args.dry_run else f"cuda:{int(os.environ.get('LOCAL_RANK', '0'))}"
     key = (model.name, model.cuda_graphs)
     if hw.gpu_count > 1:  # each plan shards (and owner-maps) its own way: build per case
@@ -402,6 +409,13 @@ def main(argv: list[str] | None = None) -> int:
             if bad:
                 ap.error(f"--strategies {bad[0]}: +{prefix}<N> takes N, {what}, an integer in "
                          f"{lo}..{hi}")
+        bad = [x for x in args.strategies.split(",")
+               if (off := release_offset_ms(x.split("+")[1:])) is None
+               or not 0 <= off <= MAX_RELEASE_OFFSET_MS]
+        if bad:
+            ap.error(f"--strategies {bad[0]}: +off<ms> takes ms, how long the preprocessing "
+                     "stream waits after the releasing stage opens, a number in "
+                     f"0..{MAX_RELEASE_OFFSET_MS:g}")
         for x in args.strategies.split(","):
             if x.startswith("two:"):
                 try:

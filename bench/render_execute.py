@@ -144,6 +144,23 @@ def suffix_number(suffixes: list[str], prefix: str, default: int | None = None) 
                 default)
 
 
+RELEASE_OFFSET = "off"
+"""The suffix "+off<ms>": the preprocessing stream waits <ms> after a kernel's releasing
+stage opens (RunSettings.release_offset_ms)."""
+
+
+def release_offset_ms(suffixes: list[str]) -> float | None:
+    """<ms> of a strategy's first "+off<ms>" suffix, 0.0 without one, None where what
+    follows "off" is not a number of ms."""
+    for x in suffixes:
+        if x.startswith(RELEASE_OFFSET):
+            try:
+                return float(x[len(RELEASE_OFFSET):])
+            except ValueError:
+                return None
+    return 0.0
+
+
 def update_blocks_per_sm(suffixes: list[str]) -> int | None:
     """N of a strategy's "+ub<N>" suffix (execute_gpu.py: the fused embedding update on N
     blocks an SM), None without one."""

@@ -29,6 +29,7 @@ from bench.render_execute import (  # noqa: E402
     measured_scenario,
     plan_file,
     plan_unchanged,
+    release_offset_ms,
     render_main,
     shares_of_ideal,
     suffix_number,
@@ -64,6 +65,8 @@ def predicted_ms(case: dict) -> tuple[float, str]:
         return math.nan, " (not predicted: the values kernel unrolled)"
     if suffix_number(suffixes, "r") is not None:
         return math.nan, " (not predicted: the values kernel's registers capped)"
+    if release_offset_ms(suffixes):
+        return math.nan, " (not predicted: released after an offset into its stage)"
     folder = plan_folder(case["pipeline"], m["model"], case["batch"], graphed(m),
                          m.get("gpu_count", 1))
     predicted = folder / f"prediction-{strategy}.json"

@@ -67,6 +67,18 @@ def test_strategies_name_labels_their_variants_and_runners_up(capsys):
         with pytest.raises(SystemExit):
             main(["--matrix", "heavy", "--strategies", update, "--dry-run"])
         assert f"--strategies {update}: +ub<N>" in capsys.readouterr().err
+    for offset in ("gpu-overlap+offx", "gpu-overlap+off200"):  # ms in 0..100
+        with pytest.raises(SystemExit):
+            main(["--matrix", "heavy", "--strategies", offset, "--dry-run"])
+        assert f"--strategies {offset}: +off<ms> takes ms" in capsys.readouterr().err
+
+
+def test_release_offset_suffix_reads_ms():
+    from bench.render_execute import release_offset_ms
+
+    assert release_offset_ms(["ahead2", "off1.4"]) == 1.4
+    assert release_offset_ms(["ahead2"]) == 0.0  # none: released with the stage
+    assert release_offset_ms(["offx"]) is None
 
 
 def test_a_plan_file_holding_an_earlier_label_s_plan_is_not_measured_again(tmp_path):

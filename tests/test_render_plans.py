@@ -89,3 +89,5 @@ def test_an_unrolled_kernel_is_not_predicted(tmp_path):
     assert ms > 0 and note == " (predicted here)"
     ms, note = predicted_ms(case("at:emb_fwd+r32", 4.6, plan))  # registers capped
     assert math.isnan(ms) and note == " (not predicted: the values kernel's registers capped)"
+    ms, note = predicted_ms(case("at:emb_fwd+off1.4", 4.6, plan))  # released 1.4 ms in
+    assert math.isnan(ms) and note == " (not predicted: released after an offset into its stage)"

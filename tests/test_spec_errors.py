@@ -271,6 +271,8 @@ def test_fused_sgd_update_needs_sgd():
     ("values_unroll", 9, "values_unroll = 9: an integer in 1..8"),
     ("values_max_registers", 8, "values_max_registers = 8: 0 (no cap) or an integer in 16..255"),
     ("values_max_registers", -1, "values_max_registers = -1: an integer >= 0"),
+    ("release_offset_ms", -0.5, "release_offset_ms = -0.5: ms in 0..100"),
+    ("release_offset_ms", 101.0, "release_offset_ms = 101.0: ms in 0..100"),
 ])
 def test_run_settings_kernel_experiments_name_their_range(field, value, says):
     from backend.settings import RunSettings
