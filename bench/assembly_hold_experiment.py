@@ -26,11 +26,11 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import sim.scenario as scenario  # noqa: E402
-from bench.render_execute import graphed, measured_scenario  # noqa: E402
+from bench.render_execute import graphed, measured_scenario, publish  # noqa: E402
 from sim import simulate_steady  # noqa: E402
 from sim.simulate import git_commit  # noqa: E402
 from spec import PIPELINE_PRESETS  # noqa: E402
-from spec.serde import read_stored_text, write_atomic  # noqa: E402
+from spec.serde import read_stored_text  # noqa: E402
 
 RAW = ROOT / "bench" / "results" / "raw"
 MODELS = ("heavy-lean", "heavy-hot")
@@ -131,9 +131,7 @@ def main(argv: list[str] | None = None) -> int:
               f"with the optimizer exempt; within 5%: {sum(e <= 5 for e in errs)} and "
               f"{sum(e <= 5 for e in exempt)}."]
     text = "\n".join(lines) + "\n"
-    print(text)
-    if args.out:
-        write_atomic(args.out, text)
+    publish(text, args.out, named=True, default_out=args.out)
     return 0
 
 

@@ -15,7 +15,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from spec.serde import read_stored_text, stored_path, write_atomic  # noqa: E402
+from bench.render_execute import publish  # noqa: E402
+from spec.serde import read_stored_text, stored_path  # noqa: E402
 
 
 def table(run: dict) -> list[str]:
@@ -46,9 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     for p in args.raw:
         lines += table(json.loads(read_stored_text(p)))
     text = "\n".join(lines)
-    print(text)
-    if args.out:
-        write_atomic(args.out, text)
+    publish(text, args.out, named=True, default_out=args.out)
     return 0
 
 
