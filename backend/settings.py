@@ -103,8 +103,10 @@ class RunSettings:
     stage opens before it launches the kernel (bench/execute_gpu.py "+off<ms>"). An
     experiment, not a planned decision: the graphed heavy-lean update leaves new blocks
     no SM time for its first ~1.4 of 2.34 ms and room after
-    (bench/results/stage_offset_h200.md); released into that room, a kernel might run
-    nearly free. The simulator does not model it."""
+    (bench/results/stage_offset_h200.md). Released into that room, the whole pipeline
+    slowed the update's end by 0.15-0.34 ms and recovered no more of gpu-sequential's gap
+    than the kernel released at interaction_bwd at b16384 (bench/results/
+    release_offset_h200.md). The simulator does not model it."""
 
     def compared_batches(self, slots: int) -> int | None:
         """Batches compared with their references (the first ones; None: every batch):
