@@ -36,6 +36,7 @@ from backend.columns import equal  # noqa: E402
 from backend.data import synthetic_inputs  # noqa: E402
 from backend.fusion import FusedGroup  # noqa: E402
 from backend.runner import PipelineProgram  # noqa: E402
+from bench.render_execute import publish  # noqa: E402
 from spec.serde import read_stored_text, write_atomic  # noqa: E402
 
 
@@ -121,9 +122,8 @@ def main(argv: list[str] | None = None) -> int:
         if not Path(args.render).exists():
             ap.error(f"--render {args.render}: no such file (an unroll_probe.json record)")
         text = render(json.loads(read_stored_text(Path(args.render))), args.render)
-        if args.report:
-            write_atomic(Path(args.report), text)
-        print(text)
+        report = Path(args.report) if args.report else None
+        publish(text, report, named=True, default_out=report)
         return 0
     if not args.out:
         ap.error("--out DIR is needed to run (or --render RAW)")

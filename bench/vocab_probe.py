@@ -37,10 +37,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import spec  # noqa: E402
 from bench import execute_gpu, render_repeats  # noqa: E402
+from bench.render_execute import publish  # noqa: E402
 from spec.model import HEAVY_SMALL_TABLE_ROWS, HEAVY_TABLE_ROWS  # noqa: E402
 from spec.pipeline import OpKind, OpNode, Pipeline  # noqa: E402
 from spec.pipelines import heavy  # noqa: E402
-from spec.serde import write_atomic  # noqa: E402
 
 VOCAB_BUCKETS = 1 << 20
 """Hash buckets the vocabulary maps (a million: production vocabularies hold millions)."""
@@ -121,9 +121,8 @@ def main(argv: list[str] | None = None) -> int:
             ap.error(f"--render {missing[0]}: no such file (an execute_vocab.json record)")
         text = render_repeats.render(raw, pool=True).replace(
             "python bench/render_repeats.py", "python bench/vocab_probe.py --render", 1)
-        if args.report:
-            write_atomic(Path(args.report), text)
-        print(text)
+        report = Path(args.report) if args.report else None
+        publish(text, report, named=True, default_out=report)
         return 0
     if not args.out:
         ap.error("--out DIR is needed to run (or --render RAW to render)")
