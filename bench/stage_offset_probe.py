@@ -28,6 +28,7 @@ sys.path.insert(0, str(ROOT))
 import spec  # noqa: E402
 from backend.profile import KernelSpec, Profiler  # noqa: E402
 from backend.streams import gpu_spin  # noqa: E402
+from backend.trainer import TRAINING_STAGES  # noqa: E402
 from bench.execute_gpu import shrink_tables  # noqa: E402
 from spec import Stage  # noqa: E402
 from spec.serde import write_atomic  # noqa: E402
@@ -53,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--model", default="heavy-lean")
     ap.add_argument("--pipeline", default="heavy-small")
     ap.add_argument("--batch", type=int, default=16384)
-    ap.add_argument("--stage", default="emb_bwd", choices=[s.value for s in Stage])
+    ap.add_argument("--stage", default="emb_bwd", choices=[s.value for s in TRAINING_STAGES])
     ap.add_argument("--offsets", default="0,0.5,1,1.5,1.8,2.0,2.2",
                     help="ms after the stage opens, comma-separated, each >= 0")
     ap.add_argument("--reps", type=int, default=11)
@@ -65,8 +66,9 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"--model {args.model}: one of {', '.join(spec.MODEL_PRESETS)}")
     if args.pipeline not in spec.PIPELINE_PRESETS:
         ap.error(f"--pipeline {args.pipeline}: one of {', '.join(spec.PIPELINE_PRESETS)}")
-    if args.batch < 1 or args.reps < 1:
-        ap.error("--batch and --reps: integers >= 1")
+    for name in ("batch", "reps"):
+        if getattr(args, name) < 1:
+            ap.error(f"--{name} {getattr(args, name)}: an integer >= 1")
     try:
         offsets = [float(x) for x in args.offsets.split(",")]
     except ValueError:
