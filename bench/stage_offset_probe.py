@@ -4,7 +4,10 @@ b16384 the batch's assembly ran faster than alone when it started in the embeddi
 update's last ~0.4 ms and at 2.1x alone in its middle (bench/results/
 assembly_hold_experiment.md). This probe times a small fused kernel released
 `offset` ms after the stage opens (the preprocessing stream spins that long first), and
-the whole pipeline in 198 and 396 blocks the same way, against their times alone.
+the whole pipeline in 198 and 396 blocks the same way, against their times alone; on the
+GPU also the batch's assembly (backend/device_assembly.py, uncompared, as the executor
+times it) over the 198-block kernel's outputs, the kernel that starts partway into the
+update in the executed plans (`assembly`: its own room, costmodel/stage_room.py).
 
     python bench/stage_offset_probe.py --out OUT.json [--model heavy-lean --batch 16384
         --stage emb_bwd --offsets 0,0.5,1,1.5,1.8,2.0,2.2 --reps 11]
@@ -48,6 +51,37 @@ def kernels(pipeline: spec.Pipeline) -> list[KernelSpec]:
             KernelSpec(pipeline, (), 396, 256, whole)]
 
 
+ASSEMBLY = "assembly"
+"""The assembly's kernel name in the record's rows."""
+
+
+def assembly_launch(prof: Profiler, whole: KernelSpec, model: spec.Model,
+                    pipeline: spec.Pipeline) -> tuple[str, int, object]:
+    """(name, blocks, launch) of the batch's assembly over `whole`'s outputs, on the
+    preprocessing stream: its starts kernel, then the plain (uncompared) assembly."""
+    import torch
+
+    from backend.assembly import output_map
+    from backend.device_assembly import DeviceAssembler
+
+    _, state = prof._state(whole)
+    stream = prof.S.numba(prof.S.pre)
+    with prof.S.use(prof.S.pre):
+        state.launch(0, stream)  # the outputs it assembles
+    prof._sync()
+    asm = DeviceAssembler(output_map(state.program.layout, pipeline, model), state.pools, [],
+                          torch.device("cuda"))
+    grid = asm.plain_launch.grid
+    blocks = grid[0] * grid[1] if isinstance(grid, tuple) else int(grid)
+
+    def launch() -> None:
+        with prof.S.use(prof.S.pre):
+            asm.starts_launch(stream)
+            asm.plain_launch(stream)
+
+    return ASSEMBLY, blocks, launch
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", required=True)
@@ -88,8 +122,10 @@ def main(argv: list[str] | None = None) -> int:
     stage = Stage(args.stage)
     S = prof.S
     rows = []
-    for ks in kernels(pipeline):
-        _, launch = prof.launcher(ks)
+    launches = [(ks.name, ks.blocks, prof.launcher(ks)[1]) for ks in kernels(pipeline)]
+    if S.cuda:
+        launches.append(assembly_launch(prof, kernels(pipeline)[1], model, pipeline))
+    for name, blocks, launch in launches:
         launch()  # compile and warm
         prof._sync()
         alone = prof.kernel_alone_ms(launch, args.reps)
@@ -109,13 +145,13 @@ def main(argv: list[str] | None = None) -> int:
                 t = prof.step(stage, delayed)
                 spans.append(S.ms(*marks))
                 stage_ms.append(t.stage_ms[stage])
-            rows.append({"kernel": ks.name, "blocks": ks.blocks, "offset_ms": offset,
+            rows.append({"kernel": name, "blocks": blocks, "offset_ms": offset,
                          "kernel_alone_ms": alone,
                          "kernel_ms": statistics.median(spans),
                          "stage_ms": statistics.median(stage_ms),
                          "stage_alone_ms": prof.plain_stage_ms[stage]})
             r = rows[-1]
-            print(f"{ks.name} offset {offset:.2f}: kernel {r['kernel_ms']:.3f} ms "
+            print(f"{name} offset {offset:.2f}: kernel {r['kernel_ms']:.3f} ms "
                   f"(alone {alone:.3f}), {args.stage} {r['stage_ms']:.3f} "
                   f"(alone {r['stage_alone_ms']:.3f})", flush=True)
     out = {"command": " ".join(["python", "bench/stage_offset_probe.py", *(argv or sys.argv[1:])]),

@@ -46,6 +46,7 @@ from costmodel.profile_data import (
     read_profile,
 )
 from costmodel.release_steps import ReleaseStep, rates, read_release_steps
+from costmodel.stage_room import ROOM_FILE, RoomKey, RoomKind, StageRoom, read_rooms
 from costmodel.types import CoRunEffect, CostModel, KernelWork, StageWork, WholeRun
 from spec import GpuKind, Hardware, Model, OpKind, SpecError, hardware_preset
 
@@ -619,16 +620,19 @@ class LearnedCostModel(CostModel):
     def __init__(self, model: CoRunModel, meta: dict, fitted_on: str | None = None,
                  profiled: dict[tuple[str, str], set[int]] | None = None,
                  graphed_rows: Sequence[dict] = (),
-                 release_steps: dict[tuple, ReleaseStep] | None = None) -> None:
+                 release_steps: dict[tuple, ReleaseStep] | None = None,
+                 rooms: dict[RoomKey, StageRoom] | None = None) -> None:
         """`profiled`: (GPU, model) -> the batches its profile timed (for `caveat`);
         `graphed_rows`: a graphed-stages.csv's rows (costmodel/graphs.py);
-        `release_steps`: the profiled steps that released a kernel (`release_steps_in`)."""
+        `release_steps`: the profiled steps that released a kernel (`release_steps_in`);
+        `rooms`: the stages whose room in time a probe measured (stage-room.json)."""
         from costmodel.analytic import AnalyticCostModel
 
         self.model, self.meta = model, meta
         self.profiled = profiled or {}
         self.graphs = graphed_stages(model, graphed_rows)
         self.release_steps = release_steps or {}
+        self.rooms = rooms or {}
         self.fallback = AnalyticCostModel()
         self._memo: dict[tuple, object] = {}
         """Answers by argument: the planner asks about the same kernels and stages for
@@ -711,6 +715,10 @@ class LearnedCostModel(CostModel):
         if step is None or len(step.stage_ms) != len(works):
             return None
         return rates(step, release)
+
+    def stage_room(self, model: str, batch: int, stage: str, graphed: bool, hw: Hardware,
+                   kind: RoomKind) -> StageRoom | None:
+        return self.rooms.get((hw.gpu.name, model, batch, stage, graphed, kind))
 
     def _corun(self, kernel: KernelWork, stage: StageWork, hw: Hardware) -> CoRunEffect:
         return CoRunEffect.from_whole_run(*self.whole_run(kernel, stage, hw))
@@ -852,7 +860,8 @@ def _learned(path: Path, fitted_on: str | None) -> LearnedCostModel:
     versions: every simulate() asks for one, so it is loaded (and its data hashed) once
     and its memoised answers serve every later call."""
     files = [path, *data_files(path.parent)]
-    files += [path.parent / f for f in (GRAPHED_CSV, SAVING_CSV) if (path.parent / f).exists()]
+    files += [path.parent / f for f in (GRAPHED_CSV, SAVING_CSV, ROOM_FILE)
+              if (path.parent / f).exists()]
     key = (str(path), fitted_on, tuple((f.name, f.stat().st_mtime_ns, f.stat().st_size)
                                        for f in files),
            tuple(sorted(library_versions().items())))
@@ -860,7 +869,8 @@ def _learned(path: Path, fitted_on: str | None) -> LearnedCostModel:
         _LOADED[key] = LearnedCostModel(*_load_or_refit(path), fitted_on,
                                         profiled_batches(path.parent),
                                         read_graphed(path.parent / GRAPHED_CSV),
-                                        release_steps_in(path.parent))
+                                        release_steps_in(path.parent),
+                                        read_rooms(path.parent / ROOM_FILE))
     return _LOADED[key]
 
 

@@ -11,8 +11,12 @@ import abc
 import enum
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from spec import Hardware, Model, OpKind, Precision, Stage
+
+if TYPE_CHECKING:
+    from costmodel.stage_room import RoomKind, StageRoom
 
 
 class Comm(enum.Enum):
@@ -241,6 +245,13 @@ class CostModel(abc.ABC):
         """(stage factor, kernel factor) at each stage position from `release` on, where
         the model measured the whole step that released this kernel there
         (costmodel/release_steps.py); None otherwise."""
+        return None
+
+    def stage_room(self, model: str, batch: int, stage: str, graphed: bool, hw: Hardware,
+                   kind: RoomKind) -> StageRoom | None:
+        """The stage's room in time for a kernel of `kind` that starts partway into it,
+        where a probe measured it (costmodel/stage_room.py); None: one rate for the
+        stage."""
         return None
 
     @abc.abstractmethod

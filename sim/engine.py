@@ -4,7 +4,9 @@ host copies, and CPU workers feeding a bounded queue.
 Co-running is a fluid model: while a preprocessing kernel overlaps a training stage,
 each progresses at 1/factor of its standalone rate (factors from the cost model: those of
 a kernel started with or during the stage, or, where it was running when the stage
-began, those of a kernel carried into it); rates change only when one of them ends.
+began, those of a kernel carried into it); rates change only when one of them ends, or,
+in a stage whose room in time a probe measured (KernelRun.rooms), where a kernel that
+started after the stage began enters the next piece of that room.
 During collectives and stalls the kernel runs alone. One preprocessing stream per GPU:
 its kernels run one at a time, in plan order, each once its releasing stage has started.
 A step waits for the batch it trains on: with the plan's `batches_ahead` 1, for the
@@ -107,6 +109,11 @@ class _PreStream:
         """(stage factor, kernel factor) of the active kernel beside stage `pos`."""
         k = self.kernels[self.active]
         return (k.carried if self.carried and k.carried else k.effects)[pos]
+
+    def room(self, pos: int):
+        """The active kernel's room in stage `pos` (KernelRun.rooms), or None."""
+        rooms = self.kernels[self.active].rooms
+        return rooms[pos] if rooms else None
 
     def finish(self, now: float) -> None:
         j, it = self.active, self.active_it
@@ -307,7 +314,7 @@ def run(compiled: Compiled) -> RunLog:
                     log.stage_ms[g][it][pos] = env.now - t_comm + (t_arrive - t0)
                     busy += env.now - t_comm + (t_arrive - t0)
                     continue
-                left = stage_ms[pos] * stage_noise[g][it][pos]
+                left = total = stage_ms[pos] * stage_noise[g][it][pos]
                 pre.carried = pre.active >= 0
                 pre.start_ready(env.now, pos)
                 while left > 1e-12:
@@ -316,11 +323,18 @@ def run(compiled: Compiled) -> RunLog:
                         break
                     f_s, f_k = pre.effects(pos)
                     t_stage, t_kernel = left * f_s, pre.remaining * f_k
-                    dt = min(t_stage, t_kernel)
+                    t_piece = t_stage
+                    room = pre.room(pos)
+                    if room is not None and pre.started > t0 + 1e-12:
+                        # started partway in: the room's rates here (module docstring)
+                        f_s, f_k, piece_end = room.factors(f_s, f_k, 1.0 - left / total)
+                        t_stage, t_kernel = left * f_s, pre.remaining * f_k
+                        t_piece = max(1e-9, (left - (1.0 - piece_end) * total) * f_s)
+                    dt = min(t_stage, t_kernel, t_piece)
                     yield env.timeout(dt)
                     left -= dt / f_s
                     pre.remaining -= dt / f_k
-                    if t_kernel <= t_stage:
+                    if t_kernel <= min(t_stage, t_piece):
                         pre.finish(env.now)
                         pre.start_ready(env.now, pos)
                 spans.append(Span(g, TRAINING, names[pos], it, t0, env.now))

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from costmodel import CostModel, Sharding, kernel_work, shard_tables, stage_work
 from costmodel.comm import all_to_all_ms, pgas_exposed_ms, ring_allreduce_ms
 from costmodel.host import H200_HOST, assembly_ms, kernel_launches, output_mb
+from costmodel.stage_room import RoomKind, StageRoom
 from costmodel.types import Comm, CoRunEffect, KernelWork, StageWork, kernel_factors_through
 from sim.strategy import Strategy, StrategyKind, strategy_plan
 from spec import Hardware, Mapping, Model, Pipeline, Plan, SpecError, Stage, stages_for
@@ -109,6 +110,9 @@ class KernelRun:
     carried: tuple[tuple[float, float], ...] = ()
     """The same for the kernel already running when the stage starts (its blocks on the
     SMs first); empty: as `effects`."""
+    rooms: tuple[StageRoom | None, ...] = ()
+    """Per stage position, the stage's room in time for this kernel where it starts after
+    the stage began (`stage_rooms`); empty or None: the stage's one rate."""
 
 
 @dataclass
@@ -350,6 +354,31 @@ def _graphs_hint(sc: Scenario, tables: GpuTables) -> str | None:
             "terabyte b4096 on the H200 (README, \"Where the host sets the pace\")")
 
 
+def stage_rooms(cm: CostModel, model: Model, hw: Hardware, stages: Sequence[Stage],
+                priority: bool, kind: RoomKind) -> tuple[StageRoom | None, ...]:
+    """Each stage's room in time for kernels of `kind` (costmodel/stage_room.py) where a
+    probe measured it for this model and batch: one GPU, training above preprocessing, as
+    the probe ran; () where none was. A kernel that starts after its stage began (the
+    batch's assembly behind a kernel, a kernel queued behind another) then gets the
+    room's rates there; a kernel released with the stage keeps the profiled rate, which
+    timed exactly that.
+
+    None is installed. The rooms fitted from the probe (graphed heavy-lean and heavy-hot
+    b16384's embedding update, bench/results/stage_room_h200.md) were checked offline on
+    every executed one-kernel plan there (`python bench/stage_room_experiment.py`,
+    bench/results/stage_room_experiment.md, 2026-12-02). With the assembly's, heavy-lean's
+    predicted best came closer to the measured best (regret median 1.6% to 0.8%, max
+    14.6% to 3.6%; rank correlation up on all four `corun tune` runs) and was it in 7 of
+    28 commands against 6, but cases within 5% fell from 242 to 223 of 286 and
+    heavy-hot's from 53 to 50 of 97, and re-planned with them the planner still chooses
+    the 264-block kernel that the 198-block one beat on every tune start."""
+    if hw.gpu_count != 1 or not priority:
+        return ()
+    rooms = tuple(cm.stage_room(model.name, model.batch_per_gpu, s.value, model.cuda_graphs,
+                                hw, kind) for s in stages)
+    return rooms if any(rooms) else ()
+
+
 def compile_scenario(sc: Scenario, cm: CostModel) -> Compiled:
     """Turn a scenario into per-GPU duration tables (all cost-model calls happen here)."""
     hw, model, pipeline = sc.hardware, sc.model, sc.pipeline
@@ -394,6 +423,8 @@ def compile_scenario(sc: Scenario, cm: CostModel) -> Compiled:
             else:
                 pre.append(0.0)
         kernels = []
+        priority = plan.training_priority_high
+        rooms = stage_rooms(cm, model, hw, stages, priority, RoomKind.KERNEL)
         copy_bytes = 0.0  # raw inputs the kernels read, then what the host CPU hands over
         for k in plan.kernels:
             if k.gpu is not None and k.gpu != g:
@@ -409,7 +440,7 @@ def compile_scenario(sc: Scenario, cm: CostModel) -> Compiled:
                         for s, ms in zip(stages, stage_ms)]
             effects, carried = _effects(cm, kw, [w[s] for s in stages], hw,
                                         plan.training_priority_high, pos, outlasts)
-            kernels.append(KernelRun(k.name, pos, alone_ms, effects, carried))
+            kernels.append(KernelRun(k.name, pos, alone_ms, effects, carried, rooms))
             copy_bytes += rows * sum(raw_cols[pipeline.node_by_name[n].input]
                                      for n in k.nodes
                                      if pipeline.node_by_name[n].input in raw_cols)
@@ -423,7 +454,9 @@ def compile_scenario(sc: Scenario, cm: CostModel) -> Compiled:
         kernels.sort(key=lambda r: r.release_pos)  # stable: plan order within a stage
         host_ms, batch_mb = 0.0, output_mb(pipeline, rows_local)
         if kernels:
-            kernels.append(_assembly_run(kernels[-1], batch_mb, sc.timed_check))
+            kernels.append(replace(_assembly_run(kernels[-1], batch_mb, sc.timed_check),
+                                   rooms=stage_rooms(cm, model, hw, stages, priority,
+                                                     RoomKind.ASSEMBLY)))
         launched: tuple[float, ...] = ()
         if sc.host_thread:
             mine = [k for k in plan.kernels if k.gpu is None or k.gpu == g]
