@@ -2,17 +2,18 @@
 
 The co-run profile times a kernel released with a stage, so the simulator's rates for it
 average the whole stage. On the H200 the room inside a stage has a shape in time
-(`python bench/stage_offset_probe.py`, bench/results/stage_offset_h200.md): a small kernel
-released into graphed heavy-lean b16384's embedding update (2.34 ms) got almost no SM
-time for its first ~1.4 ms and ran at 1.45x its time alone in its last 0.5 ms. So the
-batch's assembly that starts behind a kernel ending late in that stage runs far faster
-than the stage's average rate says, and one that starts mid-stage far slower
-(bench/results/assembly_hold_experiment.md). A StageRoom is that shape, fitted from the
-probe's small kernel released at several offsets; the simulator (sim/engine.py) applies
-it to a kernel that starts after its stage began: to a fused kernel relative to the
-stage's mean, to the batch's assembly (which the probe times too) as measured.
+(`python bench/stage_offset_probe.py`, bench/results/stage_offset_h200.md and
+stage_room_h200.md): a small kernel released into graphed heavy-lean b16384's embedding
+update (2.34 ms) got almost no SM time for its first ~1.4 ms and ran at 1.45x its time
+alone in its last 0.5 ms; the batch's assembly was held up less, and slowed the update.
+A StageRoom is that shape for one kind of kernel (RoomKind), fitted from the probe's
+releases at several offsets: its pace in each piece of the stage and, for the assembly,
+the stage's slowdown beside it. The simulator (sim/engine.py) applies a room to a kernel
+that starts after its stage began, where one is installed as costmodel/data/<gpu>/
+stage-room.json. None is: the rooms fitted so far cost more predictions than they mend
+(bench/results/stage_room_experiment.md).
 
-    python -m costmodel.stage_room RAW.json [RAW.json ...] -o costmodel/data/h200/stage-room.json
+    python -m costmodel.stage_room RAW.json [RAW.json ...] -o bench/results/stage_room_h200.json
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ class RoomKind(enum.Enum):
 
     KERNEL = "kernel"
     """A fused preprocessing kernel, timed by the probe's small kernel: relative to the
-    stage's mean, since the kernel's own profiled rate sets its pace (`factor`)."""
+    stage's mean, since the kernel's own profiled rate sets its pace (`factors`)."""
     ASSEMBLY = "assembly"
     """The batch's assembly, timed itself: its pace as measured."""
 
@@ -106,8 +107,10 @@ class StageRoom:
 
 
 MAX_STAGE_COST = 0.9
-"""The most of a stage's pace a kernel beside it is taken to cost (a fitted cost above it
-is noise in the probe's stage times, read as a stage slowed tenfold)."""
+"""The most of a stage's pace a kernel beside it is taken to cost (a factor of 10): the
+backward solve can ask for more, or for all of it, where a window's whole extra lands in
+its first piece (heavy-hot's update took 0.40 ms longer beside the assembly released
+with it, which the fit puts in the update's first quarter)."""
 
 
 def solve_pieces(starts: Sequence[float], spans: Sequence[float], totals: Sequence[float],
