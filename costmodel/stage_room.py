@@ -212,10 +212,33 @@ def spin_free_extra_ms(row: dict, small: dict | None) -> float:
     return extra
 
 
-def write_rooms(records: Sequence[dict]) -> str:
-    """The rooms of several probe records as the JSON that `read_rooms` takes."""
-    out = []
+def pooled(records: Sequence[dict]) -> list[dict]:
+    """Records of the same model, batch, stage and mode made one: each (kernel, offset)
+    row the median of theirs (the commands joined), in the order first seen."""
+    groups: dict[tuple, list[dict]] = {}
     for rec in records:
+        key = (rec.get("gpu", "H200"), rec["model"], rec["batch"], rec["stage"],
+               rec["graphed"])
+        groups.setdefault(key, []).append(rec)
+    out = []
+    for recs in groups.values():
+        rows: dict[tuple, list[dict]] = {}
+        for rec in recs:
+            for r in rec["rows"]:
+                rows.setdefault((r["kernel"], r["offset_ms"]), []).append(r)
+        merged = [{**rs[0], **{k: statistics.median(r[k] for r in rs) for k in
+                               ("kernel_alone_ms", "kernel_ms", "stage_ms", "stage_alone_ms")}}
+                  for rs in rows.values()]
+        out.append({**recs[0], "rows": merged,
+                    "command": "; ".join(r.get("command", "") for r in recs)})
+    return out
+
+
+def write_rooms(records: Sequence[dict]) -> str:
+    """The rooms of several probe records (`pooled` first) as the JSON that `read_rooms`
+    takes."""
+    out = []
+    for rec in pooled(records):
         for (gpu, model, batch, stage, graphed, kind), room in rooms_from_probe(rec).items():
             out.append({"gpu": gpu, "model": model, "batch": batch, "stage": stage,
                         "graphed": graphed, "kind": kind.value,

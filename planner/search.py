@@ -204,6 +204,19 @@ blocks and equal priority, 89.7% (`python bench/plan_speed.py`,
 bench/results/plan_speed.json; tests/test_planner.py checks it)."""
 
 
+CONSTRUCT_BLOCK_SCALES = (1, 0.75)
+"""Construction also tries each of those launches at three quarters of its blocks: the
+moves change one thing at a time, so a kernel at a new stage with a launch between the
+halvings was two moves from every start. With the graphed heavy-lean b16384 stage rooms
+(costmodel/stage_room.py) the search stopped at the pipeline in 132 blocks at
+top_mlp_bwd, predicted 0.1% behind 198 blocks at interaction_bwd, which measured the
+fastest of 13 plans and recovered 62-63% of gpu-sequential's gap against the 132-block
+kernel's 46% (`corun tune`, 2 commands on one start, bench/results/
+tune_rooms_h200.md). With it the search starts there; one-GPU kaggle's search took
+2.1 s (`python bench/plan_speed.py --learned --host-thread`), and the Criteo-like plans
+of bench/plans/make.sh that changed are ties, predicted the same."""
+
+
 LAUNCH_STEPS = (2, 0.5, 1.5, 0.75)
 """A launch move multiplies a kernel's blocks by one of these: double or halve, or half a
 step. On the H200 heavy-lean's whole pipeline released at interaction_bwd of the graphed
@@ -314,7 +327,8 @@ class LocalSearch(Proposer):
 
         every = tuple(range(len(units)))
         priorities = (True, False) if self.tune_priority else (True,)
-        shapes = sorted({max(1, blocks // f) for f in CONSTRUCT_BLOCK_DIVISORS}, reverse=True) \
+        shapes = sorted({max(1, int(blocks * s) // f) for f in CONSTRUCT_BLOCK_DIVISORS
+                         for s in CONSTRUCT_BLOCK_SCALES}, reverse=True) \
             if self.tune_launch else [blocks]
         # the default launch at every stage first; smaller launches while the first half
         # of the time lasts (the moves keep the rest)

@@ -13,6 +13,7 @@ from costmodel.stage_room import (
     RoomKind,
     StageRoom,
     fit_room,
+    pooled,
     read_rooms,
     rooms_from_probe,
     solve_pieces,
@@ -25,7 +26,8 @@ from spec import SpecError
 from spec.serde import read_stored_text
 
 ROOT = Path(__file__).resolve().parent.parent
-PROBES = [ROOT / f"bench/results/raw/stage_room_heavy_{m}_run1.json" for m in ("lean", "hot")]
+PROBES = [ROOT / f"bench/results/raw/stage_room_heavy_{m}_run{r}.json"
+          for r in (1, 2) for m in ("lean", "hot")]
 KEY = ("H200", "heavy-lean", 16384, "emb_bwd", True)
 
 
@@ -89,12 +91,12 @@ def test_the_probed_updates_are_closed_to_the_small_kernel_not_the_assembly():
     assembly a little at first and more as it goes; heavy-hot's hot-row update is open
     to the small kernel at its start and end and closed between, but not to the
     assembly. Beside heavy-lean's update the assembly costs its later part."""
-    lean = rooms_from_probe(json.loads(read_stored_text(PROBES[0])))
+    lean = rooms_from_probe(pooled([json.loads(read_stored_text(p)) for p in PROBES[::2]])[0])
     small, asm = lean[(*KEY, RoomKind.KERNEL)], lean[(*KEY, RoomKind.ASSEMBLY)]
     assert max(small.rates[:2]) < 0.05 and small.rates[-1] > 0.6 and not small.stage_factors
     assert asm.rates[0] > 0.05 and asm.rates[-1] > 0.7
     assert max(asm.stage_factors[2:]) > 1.5
-    hot = rooms_from_probe(json.loads(read_stored_text(PROBES[1])))
+    hot = rooms_from_probe(pooled([json.loads(read_stored_text(p)) for p in PROBES[1::2]])[0])
     key = ("H200", "heavy-hot", 16384, "emb_bwd", True)
     small, asm = hot[(*key, RoomKind.KERNEL)], hot[(*key, RoomKind.ASSEMBLY)]
     middle = [i for i, s in enumerate(small.starts) if 0.3 < s < 0.6]
@@ -112,12 +114,16 @@ def test_the_spin_before_a_release_is_taken_off_the_stage():
 
 def test_the_committed_rooms_are_the_probes_fitted(tmp_path):
     """bench/results/stage_room_h200.json is what `python -m costmodel.stage_room` writes
-    from the two probe records, and reads back."""
+    from the four probe records (two starts pooled), and reads back; the installed rooms
+    (costmodel/data/h200/stage-room.json) are heavy-lean's of the same records."""
     records = [json.loads(read_stored_text(p)) for p in PROBES]
     committed = ROOT / "bench/results/stage_room_h200.json"
     assert committed.read_text() == write_rooms(records)
     rooms = read_rooms(committed)
     assert len(rooms) == 4 and rooms[(*KEY, RoomKind.ASSEMBLY)].stage_factors
+    installed = ROOT / "costmodel/data/h200/stage-room.json"
+    lean = [r for r in records if r["model"] == "heavy-lean"]
+    assert installed.read_text() == write_rooms(lean)
     assert read_rooms(tmp_path / "none.json") == {}
     bad = tmp_path / "bad.json"
     bad.write_text('[{"gpu": "H200"}]')
