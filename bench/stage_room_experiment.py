@@ -1,15 +1,13 @@
-"""Offline: what the embedding update's measured room in time (costmodel/stage_room.py)
-would do to the predictions of the executed graphed heavy-lean and heavy-hot plans at
-batch 16384, the batch the probe measured. The rooms, fitted from the probe's records by
-`python -m costmodel.stage_room bench/results/raw/stage_room_heavy_{lean,hot}_run1.json
--o bench/results/stage_room_h200.json` (bench/results/stage_room_h200.md), are not
-installed in costmodel/data/h200/ (this check is why); each case is predicted as
-committed, with the small kernel's rooms (for fused kernels), with the assembly's (its
-pace and the stage's beside it) and with both (LearnedCostModel.stage_room answering
-from that file):
-- the four `corun tune` runs of graphed heavy-lean b16384: rank correlation, the
-  predicted best's regret, mean error, cases within 5% (as
-  bench/release_steps_experiment.py);
+"""Offline: what the embedding update's measured rooms in time (costmodel/stage_room.py)
+do to the predictions of the executed graphed heavy-lean and heavy-hot plans at batch
+16384, the batch the probe measured. The rooms are fitted from the probe's records by
+`python -m costmodel.stage_room bench/results/raw/stage_room_heavy_{lean,hot}_run{1,2}.json
+-o bench/results/stage_room_h200.json` (bench/results/stage_room_h200.md); heavy-lean's
+are installed in costmodel/data/h200/stage-room.json. Each case is predicted without
+rooms, as committed, and with every probed room (heavy-hot's too), by
+LearnedCostModel.stage_room answering so:
+- the `corun tune` runs of graphed heavy-lean b16384: rank correlation, the predicted
+  best's regret, mean error, cases within 5% (as bench/release_steps_experiment.py);
 - every executed one-kernel plan of those models at that batch
   (bench/assembly_hold_experiment.py's cases): error, the assembly's span, and per
   command whether the plan predicted best was the measured best.
@@ -49,10 +47,11 @@ def probed(*kinds: RoomKind):
     return stage_room
 
 
-VARIANTS = {"as committed": COMMITTED,
-            "kernel rooms": probed(RoomKind.KERNEL),
-            "assembly rooms": probed(RoomKind.ASSEMBLY),
-            "both rooms": probed(RoomKind.KERNEL, RoomKind.ASSEMBLY)}
+VARIANTS = {"no rooms": probed(),
+            "as committed": COMMITTED,
+            "every probed room": probed(RoomKind.KERNEL, RoomKind.ASSEMBLY)}
+"""No room (the simulator before them); the rooms installed in costmodel/data/h200/
+(heavy-lean's); those and heavy-hot's (bench/results/stage_room_h200.json)."""
 
 
 def case_rows() -> list[dict]:
@@ -98,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     lines = ["# The embedding update's room in time, in the simulator: offline check", "",
              f"Made by `python bench/stage_room_experiment.py` at commit {git_commit()}.", "",
-             "## corun tune on graphed heavy-lean b16384 (runs 1-4)", ""]
+             "## corun tune on graphed heavy-lean b16384 (every run)", ""]
     for name, fn in VARIANTS.items():
         learned.LearnedCostModel.stage_room = fn
         lines.append(f"{name}:")

@@ -212,9 +212,10 @@ halvings was two moves from every start. With the graphed heavy-lean b16384 stag
 top_mlp_bwd, predicted 0.1% behind 198 blocks at interaction_bwd, which measured the
 fastest of 13 plans and recovered 62-63% of gpu-sequential's gap against the 132-block
 kernel's 46% (`corun tune`, 2 commands on one start, bench/results/
-tune_rooms_h200.md). With it the search starts there; one-GPU kaggle's search took
-2.1 s (`python bench/plan_speed.py --learned --host-thread`), and the Criteo-like plans
-of bench/plans/make.sh that changed are ties, predicted the same."""
+tune_rooms_h200.md). With it the search starts there. One-GPU kaggle's search took
+1.93 s against 1.27, 8-GPU wide-4x's 17.0 s against 12.9 (`python bench/plan_speed.py
+--learned --host-thread`, bench/results/plan_speed_learned_host.json); the Criteo-like
+plans of bench/plans/make.sh that changed are ties, predicted the same."""
 
 
 LAUNCH_STEPS = (2, 0.5, 1.5, 0.75)

@@ -363,15 +363,16 @@ def stage_rooms(cm: CostModel, model: Model, hw: Hardware, stages: Sequence[Stag
     room's rates there; a kernel released with the stage keeps the profiled rate, which
     timed exactly that.
 
-    None is installed. The rooms fitted from the probe (graphed heavy-lean and heavy-hot
-    b16384's embedding update, bench/results/stage_room_h200.md) were checked offline on
-    every executed one-kernel plan there (`python bench/stage_room_experiment.py`,
-    bench/results/stage_room_experiment.md, 2026-12-02). With the assembly's, heavy-lean's
-    predicted best came closer to the measured best (regret median 1.6% to 0.8%, max
-    14.6% to 3.6%; rank correlation up on all four `corun tune` runs) and was it in 7 of
-    28 commands against 6, but cases within 5% fell from 242 to 223 of 286 and
-    heavy-hot's from 53 to 50 of 97, and re-planned with them the planner still chooses
-    the 264-block kernel that the 198-block one beat on every tune start."""
+    Installed for graphed heavy-lean b16384 only (costmodel/data/h200/stage-room.json,
+    two probe starts pooled, bench/results/stage_room_h200.md). Checked offline on every
+    executed one-kernel plan there (`python bench/stage_room_experiment.py`,
+    bench/results/stage_room_experiment.md): the predicted best was the measured best on
+    all five `corun tune` starts against none without them (the fifth measured with them,
+    bench/results/tune_rooms_h200.md: the fastest of 13 in both its commands), and in 17
+    of 29 commands against 6, the predicted best's regret at most 2.1% against 14.6%; the
+    mean error 3.44% against 3.40%, cases within 5% 236 of 298 against 249. Heavy-hot's
+    rooms are not installed: its cases within 5% fell from 53 to 50 of 97 and no ranking
+    changed."""
     if hw.gpu_count != 1 or not priority:
         return ()
     rooms = tuple(cm.stage_room(model.name, model.batch_per_gpu, s.value, model.cuda_graphs,
