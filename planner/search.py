@@ -205,17 +205,24 @@ bench/results/plan_speed.json; tests/test_planner.py checks it)."""
 
 
 CONSTRUCT_BLOCK_SCALES = (1, 0.75)
-"""Construction also tries each of those launches at three quarters of its blocks: the
-moves change one thing at a time, so a kernel at a new stage with a launch between the
-halvings was two moves from every start. With the graphed heavy-lean b16384 stage rooms
-(costmodel/stage_room.py) the search stopped at the pipeline in 132 blocks at
-top_mlp_bwd, predicted 0.1% behind 198 blocks at interaction_bwd, which measured the
-fastest of 13 plans and recovered 62-63% of gpu-sequential's gap against the 132-block
-kernel's 46% (`corun tune`, 2 commands on one start, bench/results/
-tune_rooms_h200.md). With it the search starts there. One-GPU kaggle's search took
-1.93 s against 1.27, 8-GPU wide-4x's 17.0 s against 12.9 (`python bench/plan_speed.py
---learned --host-thread`, bench/results/plan_speed_learned_host.json); the Criteo-like
-plans of bench/plans/make.sh that changed are ties, predicted the same."""
+"""With the step as CUDA graphs, construction also tries each of those launches at three
+quarters of its blocks: the moves change one thing at a time, so a kernel at a new stage
+with a launch between the halvings was two moves from every start. With the graphed
+heavy-lean b16384 stage rooms (costmodel/stage_room.py) the search stopped at the
+pipeline in 132 blocks at top_mlp_bwd, predicted 0.1% behind 198 blocks at
+interaction_bwd, which measured the fastest of 13 plans and recovered 62-63% of
+gpu-sequential's gap against the 132-block kernel's 46% (`corun tune`, 2 commands on one
+start, bench/results/tune_rooms_h200.md); with it the search starts there. Not for the
+eager step: there the host paces most plans alike and the extra starts only feed the
+GPU-side tie-break, which on the default workload (kaggle b4096) chose 99 blocks at
+interaction_bwd over 66 at the optimizer; measured in 5 rounds on one H200 the new
+choice ran at 85.6% of ideal against 90.5% (the old one the fastest in 4 of 5 rounds,
+bench/results/default_tiebreak_h200.md). With the scales on every step one-GPU kaggle's
+search took 1.93 s (677 plans) and 8-GPU wide-4x's 17.0 s (1,031); on eager steps only
+now, the same searches as before, 1.49 s (437) and 14.5 s (803) on this 2-core machine
+(`python bench/plan_speed.py --learned --host-thread`,
+bench/results/plan_speed_learned_host.json). Graphed heavy-lean b16384's search: 356
+plans, converged, in 3.8 s."""
 
 
 LAUNCH_STEPS = (2, 0.5, 1.5, 0.75)
@@ -328,8 +335,9 @@ class LocalSearch(Proposer):
 
         every = tuple(range(len(units)))
         priorities = (True, False) if self.tune_priority else (True,)
+        scales = CONSTRUCT_BLOCK_SCALES if sc.model.cuda_graphs else (1,)
         shapes = sorted({max(1, int(blocks * s) // f) for f in CONSTRUCT_BLOCK_DIVISORS
-                         for s in CONSTRUCT_BLOCK_SCALES}, reverse=True) \
+                         for s in scales}, reverse=True) \
             if self.tune_launch else [blocks]
         # the default launch at every stage first; smaller launches while the first half
         # of the time lasts (the moves keep the rest)
