@@ -367,12 +367,13 @@ def stage_rooms(cm: CostModel, model: Model, hw: Hardware, stages: Sequence[Stag
     two probe starts pooled, bench/results/stage_room_h200.md). Checked offline on every
     executed one-kernel plan there (`python bench/stage_room_experiment.py`,
     bench/results/stage_room_experiment.md): the predicted best was the measured best on
-    five of the six `corun tune` runs there against none without them (the fifth and
-    sixth measured with them, bench/results/tune_rooms_h200.md; on the sixth the choice
-    and the same plan one batch ahead were predicted 0.1% apart and measured 0.06% apart,
-    the other way), and in 17 of 30 commands against 6, the predicted best's regret at
-    most 2.1% against 14.6%; the mean error 3.52% against 3.47%, cases within 5% 243 of
-    309 against 256. Heavy-hot's rooms are not installed: its cases within 5% fell from
+    five of the seven `corun tune` runs there against none without them (the fifth to
+    seventh measured with them, bench/results/tune_rooms_h200.md; the sixth's choice and
+    the same plan one batch ahead were predicted 0.1% apart and measured 0.06% apart, the
+    other way; on the seventh the choice measured 1.9% behind its first runner-up), and
+    in 17 of 31 commands against 6, the predicted best's regret at most 2.1% against
+    14.6%; the mean error 3.61% against 3.56%, cases within 5% 249 of 320 against 262.
+    Heavy-hot's rooms are not installed: its cases within 5% fell from
     53 to 50 of 97 and no ranking changed."""
     if hw.gpu_count != 1 or not priority:
         return ()
