@@ -2,10 +2,10 @@
 do to the predictions of the executed graphed heavy-lean and heavy-hot plans at batch
 16384, the batch the probe measured. The rooms are fitted from the probe's records by
 `python -m costmodel.stage_room bench/results/raw/stage_room_heavy_{lean,hot}_run{1,2}.json
--o bench/results/stage_room_h200.json` (bench/results/stage_room_h200.md); heavy-lean's
-are installed in costmodel/data/h200/stage-room.json. Each case is predicted without
-rooms, as committed, and with every probed room (heavy-hot's too), by
-LearnedCostModel.stage_room answering so:
+bench/results/raw/stage_room_heavy_hot_fine_run3.json -o bench/results/stage_room_h200.json`
+(bench/results/stage_room_h200.md) and installed as costmodel/data/h200/stage-room.json.
+Each case is predicted without rooms, as committed, and with the assembly's rooms alone,
+by LearnedCostModel.stage_room answering so:
 - the `corun tune` runs of graphed heavy-lean b16384: rank correlation, the predicted
   best's regret, mean error, cases within 5% (as bench/release_steps_experiment.py);
 - every executed one-kernel plan of those models at that batch
@@ -49,9 +49,10 @@ def probed(*kinds: RoomKind):
 
 VARIANTS = {"no rooms": probed(),
             "as committed": COMMITTED,
-            "every probed room": probed(RoomKind.KERNEL, RoomKind.ASSEMBLY)}
-"""No room (the simulator before them); the rooms installed in costmodel/data/h200/
-(heavy-lean's); those and heavy-hot's (bench/results/stage_room_h200.json)."""
+            "assembly rooms only": probed(RoomKind.ASSEMBLY)}
+"""No room (the simulator before them); the rooms installed in costmodel/data/h200/ (the
+same as bench/results/stage_room_h200.json); the assembly's alone (the fused kernels'
+matter only where a kernel starts partway in, which no one-kernel plan has)."""
 
 
 def case_rows() -> list[dict]:

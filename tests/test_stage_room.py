@@ -28,6 +28,7 @@ from spec.serde import read_stored_text
 ROOT = Path(__file__).resolve().parent.parent
 PROBES = [ROOT / f"bench/results/raw/stage_room_heavy_{m}_run{r}.json"
           for r in (1, 2) for m in ("lean", "hot")]
+FINE = ROOT / "bench/results/raw/stage_room_heavy_hot_fine_run3.json"
 KEY = ("H200", "heavy-lean", 16384, "emb_bwd", True)
 
 
@@ -96,7 +97,8 @@ def test_the_probed_updates_are_closed_to_the_small_kernel_not_the_assembly():
     assert max(small.rates[:2]) < 0.05 and small.rates[-1] > 0.6 and not small.stage_factors
     assert asm.rates[0] > 0.05 and asm.rates[-1] > 0.7
     assert max(asm.stage_factors[2:]) > 1.5
-    hot = rooms_from_probe(pooled([json.loads(read_stored_text(p)) for p in PROBES[1::2]])[0])
+    hot = rooms_from_probe(pooled([json.loads(read_stored_text(p))
+                                   for p in [*PROBES[1::2], FINE]])[0])
     key = ("H200", "heavy-hot", 16384, "emb_bwd", True)
     small, asm = hot[(*key, RoomKind.KERNEL)], hot[(*key, RoomKind.ASSEMBLY)]
     middle = [i for i, s in enumerate(small.starts) if 0.3 < s < 0.6]
@@ -114,16 +116,15 @@ def test_the_spin_before_a_release_is_taken_off_the_stage():
 
 def test_the_committed_rooms_are_the_probes_fitted(tmp_path):
     """bench/results/stage_room_h200.json is what `python -m costmodel.stage_room` writes
-    from the four probe records (two starts pooled), and reads back; the installed rooms
-    (costmodel/data/h200/stage-room.json) are heavy-lean's of the same records."""
-    records = [json.loads(read_stored_text(p)) for p in PROBES]
+    from the five probe records (heavy-lean's two starts, heavy-hot's three, pooled), and
+    reads back; the installed rooms (costmodel/data/h200/stage-room.json) are the same."""
+    records = [json.loads(read_stored_text(p)) for p in [*PROBES, FINE]]
     committed = ROOT / "bench/results/stage_room_h200.json"
     assert committed.read_text() == write_rooms(records)
     rooms = read_rooms(committed)
     assert len(rooms) == 4 and rooms[(*KEY, RoomKind.ASSEMBLY)].stage_factors
     installed = ROOT / "costmodel/data/h200/stage-room.json"
-    lean = [r for r in records if r["model"] == "heavy-lean"]
-    assert installed.read_text() == write_rooms(lean)
+    assert installed.read_text() == committed.read_text()
     assert read_rooms(tmp_path / "none.json") == {}
     bad = tmp_path / "bad.json"
     bad.write_text('[{"gpu": "H200"}]')
