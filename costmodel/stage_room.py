@@ -10,8 +10,8 @@ A StageRoom is that shape for one kind of kernel (RoomKind), fitted from the pro
 releases at several offsets: its pace in each piece of the stage and, for the assembly,
 the stage's slowdown beside it. The simulator (sim/engine.py) applies a room to a kernel
 that starts after its stage began, where one is installed as costmodel/data/<gpu>/
-stage-room.json: on the H200, graphed heavy-lean b16384's (the check that chose them:
-bench/results/stage_room_experiment.md; sim.scenario.stage_rooms).
+stage-room.json: on the H200, graphed heavy-lean and heavy-hot b16384's (the check that
+chose them: bench/results/stage_room_experiment.md; sim.scenario.stage_rooms).
 
     python -m costmodel.stage_room RAW.json [RAW.json ...] -o OUT.json
 """

@@ -363,18 +363,21 @@ def stage_rooms(cm: CostModel, model: Model, hw: Hardware, stages: Sequence[Stag
     room's rates there; a kernel released with the stage keeps the profiled rate, which
     timed exactly that.
 
-    Installed for graphed heavy-lean b16384 only (costmodel/data/h200/stage-room.json,
-    two probe starts pooled, bench/results/stage_room_h200.md). Checked offline on every
-    executed one-kernel plan there (`python bench/stage_room_experiment.py`,
-    bench/results/stage_room_experiment.md): the predicted best was the measured best on
-    five of the seven `corun tune` runs there against none without them (the fifth to
-    seventh measured with them, bench/results/tune_rooms_h200.md; the sixth's choice and
-    the same plan one batch ahead were predicted 0.1% apart and measured 0.06% apart, the
-    other way; on the seventh the choice measured 1.9% behind its first runner-up), and
-    in 17 of 31 commands against 6, the predicted best's regret at most 2.1% against
-    14.6%; the mean error 3.61% against 3.56%, cases within 5% 249 of 320 against 262.
-    Heavy-hot's rooms are not installed: its cases within 5% fell from
-    53 to 50 of 97 and no ranking changed."""
+    Installed for graphed heavy-lean and heavy-hot b16384 (costmodel/data/h200/
+    stage-room.json: two probe starts pooled, heavy-hot's with a third at finer offsets;
+    bench/results/stage_room_h200.md). Checked offline on every executed one-kernel plan
+    there (`python bench/stage_room_experiment.py`, bench/results/
+    stage_room_experiment.md). On heavy-lean the predicted best was the measured best on
+    five of the seven `corun tune` runs against none without them (the fifth to seventh
+    measured with them, bench/results/tune_rooms_h200.md; the sixth's choice and the same
+    plan one batch ahead were predicted 0.1% apart and measured 0.06% apart, the other
+    way; on the seventh the choice measured 1.9% behind its first runner-up), and in 17
+    of 31 commands against 6, the predicted best's regret at most 2.1% against 14.6%; the
+    mean error 3.61% against 3.56%, cases within 5% 249 of 320 against 262. On heavy-hot
+    (97 cases) the mean error went from 6.40% to 5.99%, with 53 within 5% and 4 of 11
+    commands ranked right either way; fitted without the finer start, the assembly
+    released with the update (which delays it 0.42 ms) was spread over the update's first
+    quarter, and the mean error went to 7.29% instead."""
     if hw.gpu_count != 1 or not priority:
         return ()
     rooms = tuple(cm.stage_room(model.name, model.batch_per_gpu, s.value, model.cuda_graphs,
