@@ -212,6 +212,28 @@ def spin_free_extra_ms(row: dict, small: dict | None) -> float:
     return extra
 
 
+RECORD_FIELDS = ("model", "batch", "stage", "graphed", "rows")
+ROW_FIELDS = ("kernel", "blocks", "offset_ms", "kernel_alone_ms", "kernel_ms", "stage_ms",
+              "stage_alone_ms")
+
+
+def check_record(record: object, where: str) -> dict:
+    """`record` if it is a stage_offset_probe record (its fields and each row's), else a
+    SpecError naming `where` and the first missing field."""
+    require(isinstance(record, dict), where, type(record).__name__,
+            "a JSON object as bench/stage_offset_probe.py writes it")
+    for name in RECORD_FIELDS:
+        require(name in record, f"{where}.{name}", "missing",
+                "present, as bench/stage_offset_probe.py writes it")
+    require(isinstance(record["rows"], list) and record["rows"], f"{where}.rows",
+            record["rows"] if not record["rows"] else "not a list", "a non-empty list")
+    for i, row in enumerate(record["rows"]):
+        for name in ROW_FIELDS:
+            require(isinstance(row, dict) and name in row, f"{where}.rows[{i}].{name}",
+                    "missing", "present, as bench/stage_offset_probe.py writes it")
+    return record
+
+
 def pooled(records: Sequence[dict]) -> list[dict]:
     """Records of the same model, batch, stage and mode made one: each (kernel, offset)
     row the median of theirs (the commands joined), in the order first seen."""
@@ -273,7 +295,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("raw", nargs="+", help="bench/stage_offset_probe.py records")
     ap.add_argument("-o", "--out", required=True)
     args = ap.parse_args(argv)
-    records = [json.loads(read_stored_text(p)) for p in args.raw]
+    records = []
+    for p in args.raw:
+        try:
+            records.append(check_record(json.loads(read_stored_text(p)), p))
+        except OSError as e:
+            ap.error(f"raw = {p!r}: {e.strerror}")
+        except (ValueError, SpecError) as e:  # SpecError: a field; ValueError: not JSON
+            ap.error(f"raw = {p!r}: {e}")
     text = write_rooms(records)
     write_atomic(Path(args.out), text)
     print(text, end="")

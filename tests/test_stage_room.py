@@ -106,6 +106,23 @@ def test_the_probed_updates_are_closed_to_the_small_kernel_not_the_assembly():
     assert min(asm.rates[i] for i in middle) > 0.3
 
 
+def test_a_record_that_is_not_a_probe_s_names_the_missing_field(tmp_path):
+    from costmodel.stage_room import check_record, main
+
+    with pytest.raises(SpecError, match=r"r\.batch"):
+        check_record({"model": "x"}, "r")
+    good = json.loads(read_stored_text(PROBES[0]))
+    row = {k: v for k, v in good["rows"][0].items() if k != "kernel_ms"}
+    with pytest.raises(SpecError, match=r"r\.rows\[0\]\.kernel_ms"):
+        check_record({**good, "rows": [row]}, "r")
+    assert check_record(good, "r") is good
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"model": "x"}')
+    with pytest.raises(SystemExit):
+        main([str(bad), "-o", str(tmp_path / "out.json")])
+    assert not (tmp_path / "out.json").exists()
+
+
 def test_the_spin_before_a_release_is_taken_off_the_stage():
     row = {"offset_ms": 0.5, "stage_ms": 1.3, "stage_alone_ms": 1.0}
     small = {"offset_ms": 0.5, "stage_ms": 1.1, "stage_alone_ms": 1.0}
