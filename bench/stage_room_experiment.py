@@ -13,6 +13,10 @@ by LearnedCostModel.stage_room answering so:
   command whether the plan predicted best was the measured best.
 
     python bench/stage_room_experiment.py [-o OUT.md]
+    python bench/stage_room_experiment.py --batch 8192 --rooms ROOMS.json -o OUT.md
+
+--batch checks the executed plans of another batch (the tune runs are at 16384 only);
+--rooms puts rooms not yet installed beside the committed ones (the "probed" variants).
 """
 
 from __future__ import annotations
@@ -35,7 +39,8 @@ from costmodel.stage_room import RoomKind, StageRoom, read_rooms  # noqa: E402
 from sim.simulate import git_commit  # noqa: E402
 
 BATCH = 16384
-ROOMS = read_rooms(ROOT / "bench/results/stage_room_h200.json")
+ROOMS_FILE = ROOT / "bench/results/stage_room_h200.json"
+ROOMS = read_rooms(ROOMS_FILE)
 COMMITTED = learned.LearnedCostModel.stage_room
 
 
@@ -49,17 +54,19 @@ def probed(*kinds: RoomKind):
 
 VARIANTS = {"no rooms": probed(),
             "as committed": COMMITTED,
+            "probed": probed(RoomKind.KERNEL, RoomKind.ASSEMBLY),
             "assembly rooms only": probed(RoomKind.ASSEMBLY)}
-"""No room (the simulator before them); the rooms installed in costmodel/data/h200/ (the
-same as bench/results/stage_room_h200.json); the assembly's alone (the fused kernels'
-matter only where a kernel starts partway in, which no one-kernel plan has)."""
+"""No room (the simulator before them); the rooms installed in costmodel/data/h200/; the
+probed rooms (--rooms; by default bench/results/stage_room_h200.json, the installed ones'
+source, so the same as installed); their assembly's alone (the fused kernels' matter only
+where a kernel starts partway in, which no one-kernel plan has)."""
 
 
-def case_rows() -> list[dict]:
-    """One row per executed case at BATCH: measured and, per variant, predicted."""
+def case_rows(batch: int) -> list[dict]:
+    """One row per executed case at `batch`: measured and, per variant, predicted."""
     rows = []
     for src, strategy, m in cases():
-        if m["batch_per_gpu"] != BATCH:
+        if m["batch_per_gpu"] != batch:
             continue
         k = m["plan"]["kernels"][0]
         row = {"src": src, "strategy": strategy, "model": m["model"],
@@ -95,19 +102,27 @@ def ranking(rows: list[dict], variant: str) -> tuple[int, int, list[float]]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("-o", "--out", type=Path)
+    ap.add_argument("--batch", type=int, default=BATCH)
+    ap.add_argument("--rooms", type=Path, default=ROOMS_FILE,
+                    help="the probed rooms (default: the installed ones' source)")
     args = ap.parse_args(argv)
+    ROOMS.clear()
+    ROOMS.update(read_rooms(args.rooms))
+    command = " ".join(["python bench/stage_room_experiment.py"] + (argv or sys.argv[1:]))
     lines = ["# The embedding update's room in time, in the simulator: offline check", "",
-             f"Made by `python bench/stage_room_experiment.py` at commit {git_commit()}.", "",
-             "## corun tune on graphed heavy-lean b16384 (every run)", ""]
-    for name, fn in VARIANTS.items():
-        learned.LearnedCostModel.stage_room = fn
-        lines.append(f"{name}:")
-        lines += [f"- {run.name}: {summary(plan_runs(run))}"
-                  for run in sorted(RAW.glob("tune_heavy_lean_graphs_run*"))]
-        lines.append("")
-    learned.LearnedCostModel.stage_room = COMMITTED
-    rows = case_rows()
-    lines += [f"## Every executed one-kernel plan at b{BATCH}, graphed heavy-lean / heavy-hot",
+             f"Made by `{command}` at commit {git_commit()}; the probed rooms: "
+             f"`{args.rooms}`.", ""]
+    if args.batch == BATCH:
+        lines += ["## corun tune on graphed heavy-lean b16384 (every run)", ""]
+        for name, fn in VARIANTS.items():
+            learned.LearnedCostModel.stage_room = fn
+            lines.append(f"{name}:")
+            lines += [f"- {run.name}: {summary(plan_runs(run))}"
+                      for run in sorted(RAW.glob("tune_heavy_lean_graphs_run*"))]
+            lines.append("")
+        learned.LearnedCostModel.stage_room = COMMITTED
+    rows = case_rows(args.batch)
+    lines += [f"## Every executed one-kernel plan at b{args.batch}, graphed heavy-lean / heavy-hot",
               "", "Mean absolute iteration-time error, cases within 5%, the assembly's span "
               "(median over cases, predicted / measured), and the commands (raw file and "
               "model, 2+ plans) whose predicted best was the measured best, with the "
