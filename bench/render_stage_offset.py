@@ -1,8 +1,10 @@
 """Tables of bench/stage_offset_probe.py runs: for each kernel and offset into the stage,
 its span, the span over its time alone, when it ended (from the stage's opening) and the
-stage's median beside its time alone.
+stage's median beside its time alone; with --rooms, the rooms fitted from such runs
+(`python -m costmodel.stage_room`), one table per model, batch and kind.
 
     python bench/render_stage_offset.py RAW.json [RAW.json ...] [-o OUT.md]
+    python bench/render_stage_offset.py --rooms ROOMS.json [-o OUT.md]
 """
 
 from __future__ import annotations
@@ -33,11 +35,45 @@ def table(run: dict) -> list[str]:
     return lines + [""]
 
 
+def room_tables(rooms: dict) -> list[str]:
+    """Each fitted room (costmodel.stage_room.read_rooms) as a table: the pieces' starts
+    (fractions of the stage alone), the rate a kernel of its kind gets in each and, for
+    the assembly, the stage's slowdown beside it."""
+    lines = []
+    for (gpu, model, batch, stage, graphed, kind), room in sorted(
+            rooms.items(), key=lambda kv: tuple(map(str, kv[0]))):
+        lines += [f"**{model} b{batch}, {stage} ({'graphed' if graphed else 'eager'}), "
+                  f"{kind.value}** ({gpu})", "",
+                  "| piece from | " + " | ".join(f"{x:.2f}" for x in room.starts) + " |",
+                  "|---|" + "---:|" * len(room.starts),
+                  "| rate | " + " | ".join(f"{x:.3f}" for x in room.rates) + " |"]
+        if room.stage_factors:
+            lines.append("| stage factor | "
+                         + " | ".join(f"{x:.2f}" for x in room.stage_factors) + " |")
+        lines.append("")
+    return lines
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("raw", nargs="+", type=Path)
+    ap.add_argument("raw", nargs="*", type=Path)
+    ap.add_argument("--rooms", type=Path, help="a rooms file `python -m costmodel.stage_room` "
+                    "wrote: its tables instead of a probe's")
     ap.add_argument("-o", "--out", type=Path)
     args = ap.parse_args(argv)
+    if bool(args.raw) == bool(args.rooms):
+        ap.error("give the probe's raw files or --rooms ROOMS.json, not both or neither")
+    if args.rooms:
+        from costmodel.stage_room import read_rooms
+
+        if not args.rooms.is_file():
+            ap.error(f"rooms = {str(args.rooms)!r}: a JSON file `python -m "
+                     "costmodel.stage_room` wrote")
+        lines = ["# Rooms in time fitted from bench/stage_offset_probe.py runs", "",
+                 f"Made by `python bench/render_stage_offset.py --rooms {args.rooms}`.", ""]
+        lines += room_tables(read_rooms(args.rooms))
+        publish("\n".join(lines), args.out, named=True, default_out=args.out)
+        return 0
     missing = [str(p) for p in args.raw if not stored_path(p).is_file()]
     if missing:
         ap.error(f"raw = {missing[0]!r}: a JSON file bench/stage_offset_probe.py wrote")

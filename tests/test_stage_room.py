@@ -149,6 +149,24 @@ def test_the_committed_rooms_are_the_probes_fitted(tmp_path):
         read_rooms(bad)
 
 
+def test_the_b8192_rooms_are_the_probes_fitted_and_render_as_tables():
+    """bench/results/stage_room_b8192_h200.json (probed, not installed) is the fit of its
+    four records; `python bench/render_stage_offset.py --rooms` shows each room's pieces
+    and, for the assembly, the stage factors."""
+    from bench.render_stage_offset import room_tables
+
+    raw = [ROOT / f"bench/results/raw/stage_room_heavy_{m}_b8192_run{r}.json"
+           for m in ("lean", "hot") for r in (1, 2)]
+    fitted = ROOT / "bench/results/stage_room_b8192_h200.json"
+    assert fitted.read_text() == write_rooms([json.loads(read_stored_text(p)) for p in raw])
+    rooms = read_rooms(fitted)
+    assert {k[2] for k in rooms} == {8192}
+    text = "\n".join(room_tables(rooms))
+    assert text.count("| stage factor |") == 2 and text.count("| rate |") == 4
+    lean = rooms[("H200", "heavy-lean", 8192, "emb_bwd", True, RoomKind.KERNEL)]
+    assert "| rate | " + " | ".join(f"{x:.3f}" for x in lean.rates) + " |" in text
+
+
 class Roomy(AnalyticCostModel):
     """Answers one room of each kind for emb_fwd."""
 
