@@ -22,6 +22,9 @@
 #   PART=steps bash bench/resident_session.sh
 # the same kernels launched beside the graphed step at b16384 and b24576, every stage of
 # the steps that released them recorded (step_stage_ms). Writes $OUT/steps/graphed-profile.csv.
+# MODEL=heavy-hot PIPELINE=heavy-short BATCHES=8192,16384 PART=steps: the same for
+# heavy-hot beside heavy-short (the other parts are heavy-lean's only); BLOCKS=a,b,...
+# other launch widths.
 set -u
 stamp() { while IFS= read -r l; do echo "$(date +%T.%3N) $l"; done; }
 profile() {  # log name, then corun profile's arguments: its output to $OUT/<name>.log
@@ -30,12 +33,16 @@ profile() {  # log name, then corun profile's arguments: its output to $OUT/<nam
   python -m corun.cli profile "$@" 2>&1 | stamp > "$log"
   tail -2 "$log"
 }
-launch_plans() {  # heavy-lean's whole pipeline at these blocks, both row mappings
-  python bench/launch_plans.py --pipeline heavy-small --model heavy-lean --blocks "$1" \
+model=${MODEL:-heavy-lean} pipeline=${PIPELINE:-heavy-small}
+launch_plans() {  # the model's whole pipeline at these blocks, both row mappings
+  python bench/launch_plans.py --pipeline "$pipeline" --model "$model" --blocks "$1" \
     --out "/tmp/launch-plans-${1//,/-}"
 }
 nvidia-smi --query-gpu=index,name,clocks.sm,memory.used --format=csv
-lean=(--models heavy-lean --train-pipeline heavy-small --pipelines heavy-small)
+if [ "$model" != heavy-lean ] && [ "${PART:-profile}" != steps ]; then
+  echo "MODEL=$model: only PART=steps takes another model" >&2; exit 2
+fi
+lean=(--models "$model" --train-pipeline "$pipeline" --pipelines "$pipeline")
 case "${PART:-profile}" in
 profile)
   plans=$(launch_plans 132,198,264,528,1056,2112) || exit 1
@@ -74,7 +81,7 @@ graphed)
   done
   ;;
 steps)
-  plans=$(launch_plans 132,198,264,396,528,1056) || exit 1
+  plans=$(launch_plans "${BLOCKS:-132,198,264,396,528,1056}") || exit 1
   profile steps --out "$OUT/steps" "${lean[@]}" --batches "${BATCHES:-16384,24576}" \
     --shapes 0 --plans "$plans" --reps 11 --cuda-graphs --budget-minutes 3
   ;;
