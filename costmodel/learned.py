@@ -709,12 +709,11 @@ class LearnedCostModel(CostModel):
 
     def release_rates(self, kernel: KernelWork, works: Sequence[StageWork], hw: Hardware,
                       release: int) -> list[tuple[float, float]] | None:
-        step = self.release_steps.get((hw.gpu.name, kernel.key,
-                                       stage_key(hw.gpu.name, works[release]),
-                                       works[release].graphed))
-        if step is None or len(step.stage_ms) != len(works):
+        if not self.release_steps:
             return None
-        return rates(step, release)
+        step = self.release_steps.get((hw.gpu.name, kernel.key, works[release].graphed,
+                                       step_key(hw.gpu.name, tuple(works)), release))
+        return None if step is None else rates(step, release)
 
     def stage_room(self, model: str, batch: int, stage: str, graphed: bool, hw: Hardware,
                    kind: RoomKind) -> StageRoom | None:
@@ -777,6 +776,14 @@ def stage_query(gpu: str, work: StageWork) -> dict:
 def stage_key(gpu: str, work: StageWork) -> tuple:
     """A stage's profile features as a lookup key (CoRunModel.stage_measured's)."""
     return _stage_key(stage_only([stage_query(gpu, work)])[0])
+
+
+@functools.lru_cache(maxsize=4096)
+def step_key(gpu: str, works: tuple[StageWork, ...]) -> tuple:
+    """A whole step's stages as a lookup key (every stage's stage_key, in step order): a
+    release step is the step of one model, and two models can share a releasing stage's
+    features (heavy-lean's and heavy-hot's interaction_bwd) but not every stage's."""
+    return tuple(stage_key(gpu, w) for w in works)
 
 
 def graph_key(gpu: str, work: StageWork) -> tuple:
@@ -843,12 +850,15 @@ def cost_model_for(hw: Hardware) -> CostModel:
 
 def release_steps_in(folder: Path) -> dict[tuple, ReleaseStep]:
     """The profiled steps that released a kernel, from the eager and the graphed profiles
-    under `folder`, by (GPU kind, kernel, the releasing stage's features, graphed): how
-    LearnedCostModel.release_rates looks a plan's kernel up."""
+    under `folder`, by (GPU kind, kernel, graphed, every stage's features in step order,
+    the releasing stage's position): how LearnedCostModel.release_rates looks a plan's
+    kernel up."""
     out = {}
     for graphed, rows in ((False, read_profile(folder)), (True, graphed_rows(folder))):
-        out.update(read_release_steps(rows, lambda r, g=graphed: (
-            gpu_of(r["gpu"]).name, r["kernel"], _stage_key(stage_only([r])[0]), g)))
+        out.update(read_release_steps(rows, lambda r, step, g=graphed: (
+            gpu_of(r["gpu"]).name, r["kernel"], g,
+            tuple(_stage_key(x) for x in stage_only(step)),
+            [x["stage"] for x in step].index(r["stage"]))))
     return out
 
 

@@ -41,23 +41,24 @@ def parse_steps(text: str) -> dict[str, float]:
 
 
 def read_release_steps(rows: Sequence[dict], key) -> dict[tuple, ReleaseStep]:
-    """ReleaseStep by key(row) of the releasing stage's row, from profile rows that
-    recorded their steps; each stage's time alone comes from the rows of the same GPU,
-    model, batch and kernel at that stage."""
-    alone: dict[tuple, dict[str, float]] = {}
+    """ReleaseStep by key(row, step_rows): the releasing stage's row and the rows of the
+    same GPU, model, batch and kernel at every stage of its step, in step order (each
+    stage's time alone comes from them), from profile rows that recorded their steps."""
+    by_group: dict[tuple, dict[str, dict]] = {}
     for r in rows:
-        group = (r["gpu"], r["model"], r["batch"], r["kernel"])
-        alone.setdefault(group, {})[r["stage"]] = float(r["stage_alone_ms"])
+        by_group.setdefault((r["gpu"], r["model"], r["batch"], r["kernel"]), {})[r["stage"]] = r
     out = {}
     for r in rows:
         if not r.get("step_stage_ms"):
             continue
         steps = parse_steps(r["step_stage_ms"])
-        mine = alone[(r["gpu"], r["model"], r["batch"], r["kernel"])]
+        mine = by_group[(r["gpu"], r["model"], r["batch"], r["kernel"])]
         if set(steps) != set(mine):
             continue  # a row whose kernel was not profiled at every stage
-        out[key(r)] = ReleaseStep(tuple(steps.values()), tuple(mine[s] for s in steps),
-                                  float(r["kernel_alone_ms"]), float(r["kernel_corun_ms"]))
+        step_rows = [mine[s] for s in steps]
+        out[key(r, step_rows)] = ReleaseStep(
+            tuple(steps.values()), tuple(float(x["stage_alone_ms"]) for x in step_rows),
+            float(r["kernel_alone_ms"]), float(r["kernel_corun_ms"]))
     return out
 
 

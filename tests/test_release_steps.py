@@ -36,16 +36,16 @@ def test_release_steps_need_every_stage_of_the_kernel():
                 "kernel_corun_ms": "1.5", "step_stage_ms": steps}
 
     rows = [row("a", "a=1.5 b=2.0"), row("b", "a=1.0 b=3.0")]
-    got = read_release_steps(rows, lambda r: r["stage"])
+    got = read_release_steps(rows, lambda r, step: r["stage"])
     assert got["a"] == ReleaseStep((1.5, 2.0), (1.0, 1.0), 0.5, 1.5)
     assert rates(got["b"], 1)[0][0] == 3.0
-    assert read_release_steps(rows[:1], lambda r: r["stage"]) == {}  # b was not profiled
+    assert read_release_steps(rows[:1], lambda r, step: r["stage"]) == {}  # b not profiled
 
 
-def test_the_learned_model_looks_up_a_plans_kernel_by_its_releasing_stage(tmp_path):
+def test_the_learned_model_looks_up_a_plans_kernel_by_its_whole_step(tmp_path):
     """release_steps_in reads the steps of graphed and eager profiles; release_rates
     answers a kernel whose release the profile measured, for graphed stages only from
-    the graphed profile, and None for another stage or kernel."""
+    the graphed profile, and None for another stage, kernel or step."""
     import csv
     from dataclasses import replace
 
@@ -71,7 +71,7 @@ def test_the_learned_model_looks_up_a_plans_kernel_by_its_releasing_stage(tmp_pa
         w.writeheader()
         w.writerows(rows)
     found = learned.release_steps_in(tmp_path)
-    assert len(found) == 1 and next(iter(found))[3] is True  # graphed
+    assert len(found) == 1 and next(iter(found))[2] is True  # graphed
     cm = learned.LearnedCostModel(learned.CoRunModel(0), {"data_sha256": "0" * 12,
                                                          "rows": 0}, release_steps=found)
     graphed = [replace(w, graphed=True) for w in works]
@@ -81,3 +81,8 @@ def test_the_learned_model_looks_up_a_plans_kernel_by_its_releasing_stage(tmp_pa
     assert got[0][0] == pytest.approx(0.4 / 0.1)  # the releasing stage, 0.4 ms of 0.1
     assert cm.release_rates(kernel, works, hw, 2) is None  # eager: not measured
     assert cm.release_rates(kernel, graphed, hw, 3) is None
+    # another model whose releasing stage is the same but whose update is not: its step
+    # was not measured (heavy-lean's interaction_bwd took heavy-hot's step before)
+    other = [replace(w, lookups=2 * w.lookups + 1) if w.stage.value == "emb_bwd" else w
+             for w in graphed]
+    assert cm.release_rates(kernel, other, hw, 2) is None
