@@ -28,6 +28,7 @@ sys.path.insert(0, str(ROOT))
 import costmodel.learned as learned  # noqa: E402
 from bench.assembly_hold_experiment import cases, predict  # noqa: E402
 from bench.render_execute import publish  # noqa: E402
+from bench.stage_room_experiment import ranking  # noqa: E402
 from costmodel.profile_data import read_profile  # noqa: E402
 from costmodel.release_steps import rates, read_release_steps  # noqa: E402
 from sim.simulate import git_commit  # noqa: E402
@@ -93,28 +94,10 @@ def case_rows() -> list[dict]:
                "meas": m["iteration"]["median_ms"]}
         for name, fn in VARIANTS.items():
             learned.LearnedCostModel.release_rates = fn
-            row[name] = predict(m, strategy).iteration_time_ms
+            row[name] = (predict(m, strategy).iteration_time_ms,)
         learned.LearnedCostModel.release_rates = COMMITTED
         rows.append(row)
     return rows
-
-
-def ranking(rows: list[dict], variant: str) -> tuple[int, int, float]:
-    """(commands whose predicted best was the measured best, commands with 2+ plans,
-    the largest regret of a predicted best in %)."""
-    by = defaultdict(list)
-    for r in rows:
-        by[r["src"]].append(r)
-    hits, n, worst = 0, 0, 0.0
-    for g in by.values():
-        if len({r["plan"] for r in g}) < 2:
-            continue
-        best_p = min(g, key=lambda r: r[variant])
-        best_m = min(r["meas"] for r in g)
-        n += 1
-        hits += best_p["meas"] == best_m
-        worst = max(worst, 100 * (best_p["meas"] / best_m - 1))
-    return hits, n, worst
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -134,11 +117,11 @@ def main(argv: list[str] | None = None) -> int:
         groups[r["model"], r["batch"]].append(r)
     for (model, batch), mine in sorted(groups.items()):
         for name in VARIANTS:
-            errs = [abs(r[name] / r["meas"] - 1) * 100 for r in mine]
-            hits, n, worst = ranking(mine, name)
+            errs = [abs(r[name][0] / r["meas"] - 1) * 100 for r in mine]
+            hits, n, regrets = ranking(mine, name)
             lines.append(f"| {model} | {batch} | {name} | {len(mine)} "
                          f"| {statistics.mean(errs):.2f}% | {sum(e <= 5 for e in errs)} "
-                         f"| {hits} of {n} | {worst:.1f}% |")
+                         f"| {hits} of {n} | {max(regrets, default=0.0):.1f}% |")
     names = list(VARIANTS)
     lines += ["", "heavy-hot by plan (released at, blocks, batches ahead): cases, measured "
               "median ms, and the median error per variant.", "",
@@ -152,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
     for (batch, plan), rs in sorted(by.items()):
         lines.append(f"| {batch} | {plan[0]} {plan[1]} x{plan[2]} | {len(rs)} "
                      f"| {med(r['meas'] for r in rs):.3f} "
-                     + "".join(f"| {med(100 * (r[n] / r['meas'] - 1) for r in rs):+.1f}% "
+                     + "".join(f"| {med(100 * (r[n][0] / r['meas'] - 1) for r in rs):+.1f}% "
                                for n in names) + "|")
     publish("\n".join(lines) + "\n", args.out, named=True, default_out=args.out)
     return 0
