@@ -91,16 +91,23 @@ def gap(a: dict, b: dict) -> float:
     return max(0.0, b["ts"] - a["ts"] - a["dur"])
 
 
-def training_steps(ks: list[dict], count: int) -> list[list[dict]]:
-    """The training stream's last `count` whole steps, each starting after the step's
+def training_steps(ks: list[dict], count: int,
+                   like: list[str] | None = None) -> list[list[dict]]:
+    """The training stream's last `count` whole steps, each starting where its kernels'
+    names line up best with `like` (another run's step), or without it after the step's
     longest idle gap (the host's work between steps)."""
     train = training_stream(ks)
     mine = [k for k in ks if k["stream"] == train]
     n = period([k["name"] for k in mine])
     tail = mine[-(count + 2) * n:]
-    gaps = [statistics.median(gap(tail[j - 1], tail[j]) for j in range(i or n, len(tail), n))
-            for i in range(n)]
-    start = max(range(n), key=gaps.__getitem__)
+    if like is not None:
+        def matches(i: int) -> int:
+            return sum(k["name"] == w for k, w in zip(tail[i:i + n], like))
+        start = max(range(n), key=matches)
+    else:
+        gaps = [statistics.median(gap(tail[j - 1], tail[j])
+                                  for j in range(i or n, len(tail), n)) for i in range(n)]
+        start = max(range(n), key=gaps.__getitem__)
     return [tail[a:a + n] for a in range(start, len(tail) - n + 1, n)][-count:]
 
 
@@ -146,8 +153,11 @@ def main(argv: list[str] | None = None) -> int:
     if not args.traces:
         for s in names:
             capture(args.folder, s, args.iterations, args.warmup, args.out)
-    steps = {s: training_steps(kernels(args.out / f"{s}.trace.json.gz"), args.steps)
-             for s in names}
+    steps = {names[0]: training_steps(kernels(args.out / f"{names[0]}.trace.json.gz"),
+                                      args.steps)}
+    like = [k["name"] for k in steps[names[0]][0]]
+    for s in names[1:]:
+        steps[s] = training_steps(kernels(args.out / f"{s}.trace.json.gz"), args.steps, like)
     command = (f"python bench/kernel_timeline.py {args.folder} --strategies "
                f"{args.strategies} --iterations {args.iterations} --warmup {args.warmup}")
     text = table(steps, command)
