@@ -13,7 +13,6 @@ callers keep their PyTorch or Numba path there.
 from __future__ import annotations
 
 import ctypes
-import os
 
 _LIB: list = []  # the loaded calls, or None where libcuda is missing (empty: not tried)
 
@@ -22,17 +21,6 @@ use = True
 cuda.core, as before these calls (the same-run baseline of bench/execute_gpu.py's
 "+core")."""
 
-CARVEOUT_ENV = "CORUN_SMEM_CARVEOUT"
-"""An experiment (bench/results/kernel_timeline_h200.md): where set to a percent, every
-kernel the executor launches through the driver first gets that preferred shared-memory
-carveout (CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT). A fused kernel with no
-shared memory may leave the SMs it holds configured with little of it, so a training
-kernel that needs some (the interaction's batched GEMM: 6.9 KB a block) fits fewer
-blocks beside it."""
-CARVEOUT = int(os.environ[CARVEOUT_ENV]) if os.environ.get(CARVEOUT_ENV) else None
-_CARVED: set[int] = set()
-_PREFERRED_SHARED_MEMORY_CARVEOUT = 9  # CUfunction_attribute
-
 
 def _calls():
     if not _LIB:
@@ -40,7 +28,7 @@ def _calls():
             lib = ctypes.CDLL("libcuda.so.1")
             calls = {"launch": lib.cuLaunchKernel, "htod": lib.cuMemcpyHtoDAsync_v2,
                      "dtoh": lib.cuMemcpyDtoHAsync_v2, "memset32": lib.cuMemsetD32Async,
-                     "graph": lib.cuGraphLaunch, "attr": lib.cuFuncSetAttribute}
+                     "graph": lib.cuGraphLaunch}
         except (OSError, AttributeError):
             calls = None
         else:
@@ -50,7 +38,6 @@ def _calls():
             calls["dtoh"].argtypes = [p, p, n, p]
             calls["memset32"].argtypes = [p, u, n, p]
             calls["graph"].argtypes = [p, p]
-            calls["attr"].argtypes = [p, ctypes.c_int, ctypes.c_int]
             for f in calls.values():
                 f.restype = ctypes.c_int
         _LIB.append(calls)
@@ -72,10 +59,6 @@ def _check(rc: int, what: str) -> None:
 def launch_kernel(function: int, shape: tuple[int, ...], stream: int, pointers: int) -> None:
     """cuLaunchKernel(function, *shape (grid xyz, block xyz, shared bytes), stream,
     pointers: the address of an array of pointers to the parameters)."""
-    if CARVEOUT is not None and function not in _CARVED:
-        _check(_calls()["attr"](function, _PREFERRED_SHARED_MEMORY_CARVEOUT, CARVEOUT),
-               "cuFuncSetAttribute")
-        _CARVED.add(function)
     _check(_calls()["launch"](function, *shape, stream, pointers, None), "cuLaunchKernel")
 
 
