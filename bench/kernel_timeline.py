@@ -153,6 +153,10 @@ def main(argv: list[str] | None = None) -> int:
     if not args.traces:
         for s in names:
             capture(args.folder, s, args.iterations, args.warmup, args.out)
+    missing = [s for s in names if not (args.out / f"{s}.trace.json.gz").is_file()]
+    if missing:
+        ap.error(f"strategies = {missing[0]!r}: no {missing[0]}.trace.json.gz in {args.out} "
+                 "(run without --traces to capture it)")
     steps = {names[0]: training_steps(kernels(args.out / f"{names[0]}.trace.json.gz"),
                                       args.steps)}
     like = [k["name"] for k in steps[names[0]][0]]
