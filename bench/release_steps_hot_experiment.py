@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT))
 import costmodel.learned as learned  # noqa: E402
 from bench.assembly_hold_experiment import cases, predict  # noqa: E402
 from bench.render_execute import publish  # noqa: E402
-from bench.stage_room_experiment import ranking  # noqa: E402
+from bench.stage_room_experiment import accuracy  # noqa: E402
 from costmodel.profile_data import read_profile  # noqa: E402
 from costmodel.release_steps import rates, read_release_steps  # noqa: E402
 from sim.simulate import git_commit  # noqa: E402
@@ -117,11 +117,9 @@ def main(argv: list[str] | None = None) -> int:
         groups[r["model"], r["batch"]].append(r)
     for (model, batch), mine in sorted(groups.items()):
         for name in VARIANTS:
-            errs = [abs(r[name][0] / r["meas"] - 1) * 100 for r in mine]
-            hits, n, regrets = ranking(mine, name)
-            lines.append(f"| {model} | {batch} | {name} | {len(mine)} "
-                         f"| {statistics.mean(errs):.2f}% | {sum(e <= 5 for e in errs)} "
-                         f"| {hits} of {n} | {max(regrets, default=0.0):.1f}% |")
+            mean, within, hits, n, regrets = accuracy(mine, name)
+            lines.append(f"| {model} | {batch} | {name} | {len(mine)} | {mean:.2f}% "
+                         f"| {within} | {hits} of {n} | {max(regrets, default=0.0):.1f}% |")
     names = list(VARIANTS)
     lines += ["", "heavy-hot by plan (released at, blocks, batches ahead): cases, measured "
               "median ms, and the median error per variant.", "",

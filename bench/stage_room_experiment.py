@@ -99,6 +99,18 @@ def ranking(rows: list[dict], variant: str) -> tuple[int, int, list[float]]:
     return hits, len(groups), regrets
 
 
+def shown(path: Path) -> str:
+    """`path` relative to the repository where it is inside it."""
+    path = path.resolve()
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
+
+
+def accuracy(rows: list[dict], variant: str) -> tuple[float, int, int, int, list[float]]:
+    """(mean absolute iteration-time error %, cases within 5%, then `ranking`'s three)."""
+    errs = [abs(r[variant][0] / r["meas"] - 1) * 100 for r in rows]
+    return (statistics.mean(errs), sum(e <= 5 for e in errs), *ranking(rows, variant))
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("-o", "--out", type=Path)
@@ -111,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
     command = " ".join(["python bench/stage_room_experiment.py"] + (argv or sys.argv[1:]))
     lines = ["# The embedding update's room in time, in the simulator: offline check", "",
              f"Made by `{command}` at commit {git_commit()}; the probed rooms: "
-             f"`{args.rooms}`.", ""]
+             f"`{shown(args.rooms)}`.", ""]
     if args.batch == BATCH:
         lines += ["## corun tune on graphed heavy-lean b16384 (every run)", ""]
         for name, fn in VARIANTS.items():
@@ -133,11 +145,10 @@ def main(argv: list[str] | None = None) -> int:
     for model in sorted({r["model"] for r in rows}):
         mine = [r for r in rows if r["model"] == model]
         for name in VARIANTS:
-            errs = [abs(r[name][0] / r["meas"] - 1) * 100 for r in mine]
+            mean, within, hits, groups, regrets = accuracy(mine, name)
             asm = statistics.median(r[name][1] / r["asm_meas"] for r in mine)
-            hits, groups, regrets = ranking(mine, name)
-            lines.append(f"| {model} | {name} | {len(mine)} | {statistics.mean(errs):.2f}% "
-                         f"| {sum(e <= 5 for e in errs)} | {asm:.2f} | {hits} of {groups} "
+            lines.append(f"| {model} | {name} | {len(mine)} | {mean:.2f}% | {within} "
+                         f"| {asm:.2f} | {hits} of {groups} "
                          f"| {statistics.median(regrets):.1f}% / {max(regrets):.1f}% |")
     names = list(VARIANTS)
     lines += ["", "By plan (released at, blocks, batches ahead): the assembly's span, median "
