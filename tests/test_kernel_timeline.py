@@ -30,7 +30,9 @@ def test_steps_start_after_the_longest_gap_and_line_up(tmp_path):
     steps = training_steps(kernels(trace(tmp_path, "ideal")), 5)
     assert len(steps) == 5
     assert all([k["name"] for k in st] == ["a", "b", "c", "d"] for st in steps)
-    slow = training_steps(kernels(trace(tmp_path, "corun", slow=3.0)), 5)
+    like = [k["name"] for k in steps[0]]
+    slow = training_steps(kernels(trace(tmp_path, "corun", slow=3.0)), 5, like)
+    assert [k["name"] for k in slow[-1]] == like
     text = table({"ideal": steps, "corun": slow}, "cmd")
     assert "| 2 | `c` | 10.0 | 2.0 | 30.0 | 2.0 |" in text
     assert "ideal: kernels 28, gaps 6; corun: kernels 48, gaps 6" in text
