@@ -38,12 +38,6 @@ DATA = ROOT / "costmodel/data/h200"
 COMMITTED = learned.LearnedCostModel.release_rates
 
 
-def whole_step_key(r, step):
-    return (learned.gpu_of(r["gpu"]).name, r["kernel"], True,
-            tuple(learned._stage_key(x) for x in learned.stage_only(step)),
-            [x["stage"] for x in step].index(r["stage"]))
-
-
 def releasing_stage_key(r, step):
     return (learned.gpu_of(r["gpu"]).name, r["kernel"],
             learned._stage_key(learned.stage_only([r])[0]), True)
@@ -67,14 +61,13 @@ def with_hot(stages: set[str] | None):
     """The committed lookup with heavy-hot's steps added (released at `stages`: all)."""
     hot = read_profile(HOT_STEPS.parent, kind="graphed-profile")
     extra = {k[:-1]: v for k, v in read_release_steps(
-        hot, lambda r, step: (*whole_step_key(r, step), r["stage"])).items()
+        hot, lambda r, step: (*learned.release_step_key(r, step, True), r["stage"])).items()
         if stages is None or k[-1] in stages}
 
     def release_rates(self, kernel, works, hw, release):
         if not works[release].graphed:
             return COMMITTED(self, kernel, works, hw, release)
-        step = extra.get((hw.gpu.name, kernel.key, True,
-                          learned.step_key(hw.gpu.name, tuple(works)), release))
+        step = extra.get(learned.plan_release_key(kernel, works, hw, release))
         return rates(step, release) if step else COMMITTED(self, kernel, works, hw, release)
     return release_rates
 

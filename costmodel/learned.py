@@ -711,8 +711,7 @@ class LearnedCostModel(CostModel):
                       release: int) -> list[tuple[float, float]] | None:
         if not self.release_steps:
             return None
-        step = self.release_steps.get((hw.gpu.name, kernel.key, works[release].graphed,
-                                       step_key(hw.gpu.name, tuple(works)), release))
+        step = self.release_steps.get(plan_release_key(kernel, works, hw, release))
         return None if step is None else rates(step, release)
 
     def stage_room(self, model: str, batch: int, stage: str, graphed: bool, hw: Hardware,
@@ -786,6 +785,23 @@ def step_key(gpu: str, works: tuple[StageWork, ...]) -> tuple:
     return tuple(stage_key(gpu, w) for w in works)
 
 
+def plan_release_key(kernel: KernelWork, works: Sequence[StageWork], hw: Hardware,
+                     release: int) -> tuple:
+    """A plan's kernel released at stage position `release` of the step `works`, as
+    `release_step_key` keys a profiled one."""
+    return (hw.gpu.name, kernel.key, works[release].graphed,
+            step_key(hw.gpu.name, tuple(works)), release)
+
+
+def release_step_key(row: dict, step: Sequence[dict], graphed: bool) -> tuple:
+    """A profiled release step's key, from the releasing stage's row and the step's rows
+    in order: (GPU kind, kernel, graphed, every stage's features in step order, the
+    releasing stage's position)."""
+    return (gpu_of(row["gpu"]).name, row["kernel"], graphed,
+            tuple(_stage_key(x) for x in stage_only(step)),
+            [x["stage"] for x in step].index(row["stage"]))
+
+
 def graph_key(gpu: str, work: StageWork) -> tuple:
     """A stage's key among graphed stage times: the GPU kind and its profile features."""
     return gpu_of(gpu).name, stage_key(gpu, work)
@@ -850,15 +866,12 @@ def cost_model_for(hw: Hardware) -> CostModel:
 
 def release_steps_in(folder: Path) -> dict[tuple, ReleaseStep]:
     """The profiled steps that released a kernel, from the eager and the graphed profiles
-    under `folder`, by (GPU kind, kernel, graphed, every stage's features in step order,
-    the releasing stage's position): how LearnedCostModel.release_rates looks a plan's
-    kernel up."""
+    under `folder`, by `release_step_key`: how LearnedCostModel.release_rates looks a
+    plan's kernel up (`plan_release_key`)."""
     out = {}
     for graphed, rows in ((False, read_profile(folder)), (True, graphed_rows(folder))):
-        out.update(read_release_steps(rows, lambda r, step, g=graphed: (
-            gpu_of(r["gpu"]).name, r["kernel"], g,
-            tuple(_stage_key(x) for x in stage_only(step)),
-            [x["stage"] for x in step].index(r["stage"]))))
+        out.update(read_release_steps(
+            rows, lambda r, step, g=graphed: release_step_key(r, step, g)))
     return out
 
 

@@ -373,7 +373,8 @@ def stage_rooms(cm: CostModel, model: Model, hw: Hardware, stages: Sequence[Stag
     plan one batch ahead were predicted 0.1% apart and measured 0.06% apart, the other
     way; on the seventh the choice measured 1.9% behind its first runner-up), and in 17
     of 31 commands against 6, the predicted best's regret at most 2.1% against 14.6%; the
-    mean error 3.61% against 3.56%, cases within 5% 249 of 320 against 262. On heavy-hot
+    mean error 3.60% against 3.55%, cases within 5% 251 of 320 against 264 (3.61 / 3.56%
+    and 249 / 262 before session 42's whole-step key for release steps). On heavy-hot
     (97 cases) the mean error went from 6.40% to 5.99%, with 53 within 5% and 4 of 11
     commands ranked right either way; fitted without the finer start, the assembly
     released with the update (which delays it 0.42 ms) was spread over the update's first
