@@ -33,6 +33,7 @@ from backend.profile import KernelSpec, Profiler  # noqa: E402
 from backend.streams import gpu_spin  # noqa: E402
 from backend.trainer import TRAINING_STAGES  # noqa: E402
 from bench.execute_gpu import shrink_tables  # noqa: E402
+from costmodel.stage_room import ASSEMBLY_ROWS  # noqa: E402
 from spec import Stage  # noqa: E402
 from spec.serde import write_atomic  # noqa: E402
 
@@ -49,10 +50,6 @@ def kernels(pipeline: spec.Pipeline) -> list[KernelSpec]:
     return [KernelSpec(pipeline, small, 132, 256),
             KernelSpec(pipeline, (), 198, 256, whole),
             KernelSpec(pipeline, (), 396, 256, whole)]
-
-
-ASSEMBLY = "assembly"
-"""The assembly's kernel name in the record's rows."""
 
 
 def assembly_launch(prof: Profiler, whole: KernelSpec, model: spec.Model,
@@ -79,7 +76,7 @@ def assembly_launch(prof: Profiler, whole: KernelSpec, model: spec.Model,
             asm.starts_launch(stream)
             asm.plain_launch(stream)
 
-    return ASSEMBLY, blocks, launch
+    return ASSEMBLY_ROWS, blocks, launch
 
 
 def main(argv: list[str] | None = None) -> int:

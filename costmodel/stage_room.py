@@ -170,7 +170,8 @@ RoomKey = tuple[str, str, int, str, bool, RoomKind]
 """(GPU kind, model, batch per GPU, stage, graphed, kind)."""
 
 ASSEMBLY_ROWS = "assembly"
-"""The probe's name for the assembly's rows (bench/stage_offset_probe.py ASSEMBLY)."""
+"""The name of the assembly's rows in a probe record (bench/stage_offset_probe.py writes
+them under it)."""
 
 
 def rooms_from_probe(record: dict) -> dict[RoomKey, StageRoom]:
