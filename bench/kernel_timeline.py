@@ -148,8 +148,20 @@ def main(argv: list[str] | None = None) -> int:
                     help="only render the traces already in --out")
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args(argv)
-    args.out.mkdir(parents=True, exist_ok=True)
+    for name, low in (("iterations", 1), ("warmup", 0), ("steps", 1)):
+        if getattr(args, name) < low:
+            ap.error(f"--{name} {getattr(args, name)}: an integer >= {low}")
     names = args.strategies.split(",")
+    if not args.traces:
+        from corun.plan_dir import plan_file
+
+        for s in names:
+            f = plan_file(s)
+            if s not in ("ideal", "gpu-sequential") and (f is None or
+                                                          not (args.folder / f).is_file()):
+                ap.error(f"strategies = {s!r}: ideal, gpu-sequential or a plan of "
+                         f"{args.folder} (corun, corun-<N>, rap)")
+    args.out.mkdir(parents=True, exist_ok=True)
     if not args.traces:
         for s in names:
             capture(args.folder, s, args.iterations, args.warmup, args.out)

@@ -118,6 +118,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rooms", type=Path, default=ROOMS_FILE,
                     help="the probed rooms (default: the installed ones' source)")
     args = ap.parse_args(argv)
+    if not args.rooms.is_file():
+        ap.error(f"--rooms {args.rooms}: a file `python -m costmodel.stage_room` wrote")
     ROOMS.clear()
     ROOMS.update(read_rooms(args.rooms))
     command = " ".join(["python bench/stage_room_experiment.py"] + (argv or sys.argv[1:]))
