@@ -13,6 +13,7 @@ callers keep their PyTorch or Numba path there.
 from __future__ import annotations
 
 import ctypes
+import os
 
 _LIB: list = []  # the loaded calls, or None where libcuda is missing (empty: not tried)
 
@@ -21,6 +22,29 @@ use = True
 cuda.core, as before these calls (the same-run baseline of bench/execute_gpu.py's
 "+core")."""
 
+CARVEOUT_ENV = "CORUN_SMEM_CARVEOUT"
+"""An experiment (bench/results/kernel_timeline_h200.md): where set to a percent (0-100),
+every kernel the executor binds to the driver gets that preferred shared-memory carveout
+(CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT) before its first driver launch. A
+fused kernel that uses no shared memory may leave the SMs it holds configured with
+little, so a training GEMM that needs some fits fewer blocks beside it."""
+_PREFERRED_SHARED_MEMORY_CARVEOUT = 9  # CUfunction_attribute
+
+
+def carveout_percent() -> int | None:
+    """The preferred carveout CORUN_SMEM_CARVEOUT asks for, or None where it is unset;
+    a value outside 0-100 is an error naming the variable."""
+    raw = os.environ.get(CARVEOUT_ENV, "").strip()
+    if not raw:
+        return None
+    try:
+        value = int(raw)
+    except ValueError:
+        value = -1
+    if not 0 <= value <= 100:
+        raise ValueError(f"{CARVEOUT_ENV} must be a whole percent in 0-100, got {raw!r}")
+    return value
+
 
 def _calls():
     if not _LIB:
@@ -28,7 +52,8 @@ def _calls():
             lib = ctypes.CDLL("libcuda.so.1")
             calls = {"launch": lib.cuLaunchKernel, "htod": lib.cuMemcpyHtoDAsync_v2,
                      "dtoh": lib.cuMemcpyDtoHAsync_v2, "memset32": lib.cuMemsetD32Async,
-                     "graph": lib.cuGraphLaunch}
+                     "graph": lib.cuGraphLaunch, "kernel_attr": lib.cuKernelSetAttribute,
+                     "ctx_device": lib.cuCtxGetDevice}
         except (OSError, AttributeError):
             calls = None
         else:
@@ -38,6 +63,8 @@ def _calls():
             calls["dtoh"].argtypes = [p, p, n, p]
             calls["memset32"].argtypes = [p, u, n, p]
             calls["graph"].argtypes = [p, p]
+            calls["kernel_attr"].argtypes = [ctypes.c_int, ctypes.c_int, p, ctypes.c_int]
+            calls["ctx_device"].argtypes = [ctypes.POINTER(ctypes.c_int)]
             for f in calls.values():
                 f.restype = ctypes.c_int
         _LIB.append(calls)
@@ -80,3 +107,12 @@ def zero_words(dst: int, words: int, stream: int) -> None:
 def launch_graph(graph_exec: int, stream: int) -> None:
     """cuGraphLaunch: an instantiated CUDA graph (its CUgraphExec address) on `stream`."""
     _check(_calls()["graph"](graph_exec, stream), "cuGraphLaunch")
+
+
+def set_preferred_carveout(kernel: int, percent: int) -> None:
+    """cuKernelSetAttribute(PREFERRED_SHARED_MEMORY_CARVEOUT, percent, kernel, the current
+    context's device): `kernel` a CUkernel (cuda.core's Kernel.handle)."""
+    device = ctypes.c_int()
+    _check(_calls()["ctx_device"](ctypes.byref(device)), "cuCtxGetDevice")
+    _check(_calls()["kernel_attr"](_PREFERRED_SHARED_MEMORY_CARVEOUT, percent, kernel,
+                                   device.value), "cuKernelSetAttribute")

@@ -145,6 +145,9 @@ class BoundLaunch:
         self._pointers = ctypes.addressof(pointers)
         self._function = function
         self.driver = True
+        carveout = driver.carveout_percent()
+        if carveout is not None:
+            driver.set_preferred_carveout(function, carveout)
 
 
 def driver_entry(cu_kernel) -> tuple[int, list[int]]:
