@@ -1,0 +1,129 @@
+"""How many SMs a fused kernel released early in the forward takes from the forward's
+GEMMs: the planner's chosen plan with its kernel's block count changed, each run under
+the profiler (bench/kernel_timeline.py), then, per block count, the forward's batched
+GEMM in the steps where the fused kernel was running when it started.
+
+A guess this checks (bench/results/kernel_timeline_h200.md): an SM that holds one of the
+fused kernel's blocks takes none of the GEMM's, so the GEMM runs on the SMs left free;
+its time would then be about ideal's x 132 / (SMs free).
+
+    python bench/hold_blocks.py make PLAN_DIR --blocks 33,66,99,132,198 --out DIR
+    python bench/kernel_timeline.py DIR --strategies ideal,corun,corun-2,... --out DIR/t
+    python bench/hold_blocks.py report DIR/t --strategies ideal,corun,... [--kernel NAME]
+
+`make` writes DIR/plan.json (the first block count) and DIR/plan-<N>.json (the others,
+N = 2, 3, ...) with DIR/blocks.json naming which is which; `report` prints a markdown
+table and writes it to DIR/t/hold.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+FUSED = "corun_values"
+"""The fused kernels' values pass (the long one; Numba names it after the plan's kernel)."""
+
+GEMM = "tn_n_tilesize32x32x8"
+"""The interaction's batched GEMM (16,384 blocks of 64 threads at b16384): the forward
+kernel the hold stretches most."""
+
+
+def make(folder: Path, blocks: list[int], out: Path) -> None:
+    """The plan of `folder` once per block count (every kernel of it launched so)."""
+    plan = json.loads((folder / "plan.json").read_text())
+    out.mkdir(parents=True, exist_ok=True)
+    names = {}
+    for i, b in enumerate(blocks):
+        variant = dict(plan, kernels=[dict(k, blocks=b) for k in plan["kernels"]])
+        name = "plan.json" if i == 0 else f"plan-{i + 1}.json"
+        (out / name).write_text(json.dumps(variant, indent=1))
+        names["corun" if i == 0 else f"corun-{i + 1}"] = b
+    (out / "blocks.json").write_text(json.dumps(names, indent=1))
+    print(" ".join(f"{s}={b}" for s, b in names.items()))
+
+
+def median_text(xs: list[float]) -> str:
+    return f"{statistics.median(xs):.1f}" if xs else "-"
+
+
+def overlaps(a: dict, b: dict) -> bool:
+    return a["ts"] < b["ts"] + b["dur"] and b["ts"] < a["ts"] + a["dur"]
+
+
+def report(traces: Path, strategies: list[str], kernel: str, blocks: dict) -> str:
+    """Per strategy: the fused kernels' grid, and the named training kernel's median time
+    in steps where a fused values kernel was running beside it and in the rest, and how
+    many of its runs took over twice ideal's median."""
+    import gzip
+
+    from kernel_timeline import training_stream
+
+    lines = [f"# The forward's `{kernel}` GEMM beside a fused kernel, by its block count",
+             "", f"Traces in `{traces}`. beside: the GEMM's runs that a fused values kernel "
+             "overlapped; slow: runs over twice ideal's median; times in us.", "",
+             "| strategy | blocks (plan) | values grid | GEMMs | beside | slow | beside median "
+             "| alone median | values median |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    base = None
+    for s in strategies:
+        events = json.loads(gzip.decompress((traces / f"{s}.trace.json.gz").read_bytes()))
+        ks = [{"name": e["name"], "stream": e["args"].get("stream"), "ts": float(e["ts"]),
+               "dur": float(e["dur"]), "grid": e["args"].get("grid")}
+              for e in events["traceEvents"] if e.get("cat") == "kernel"]
+        train = training_stream(ks)
+        long_other = [k for k in ks if k["stream"] != train and FUSED in k["name"]]
+        gemms = [k for k in ks if k["stream"] == train and kernel in k["name"]]
+        held = [g["dur"] for g in gemms if any(overlaps(g, o) for o in long_other)]
+        free = [g["dur"] for g in gemms if not any(overlaps(g, o) for o in long_other)]
+        grids = sorted({tuple(o["grid"] or ()) for o in long_other})
+        base = base or statistics.median(g["dur"] for g in gemms)
+        slow = sum(g["dur"] > 2 * base for g in gemms)
+        cells = [s, blocks.get(s, "-"), " ".join(str(g[0]) for g in grids) or "-",
+                 len(gemms), len(held), slow, median_text(held), median_text(free),
+                 median_text([o["dur"] for o in long_other])]
+        lines.append("| " + " | ".join(map(str, cells)) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = ap.add_subparsers(dest="command", required=True)
+    m = sub.add_parser("make")
+    m.add_argument("folder", type=Path)
+    m.add_argument("--blocks", required=True, help="comma-separated block counts")
+    m.add_argument("--out", type=Path, required=True)
+    r = sub.add_parser("report")
+    r.add_argument("traces", type=Path)
+    r.add_argument("--strategies", required=True)
+    r.add_argument("--kernel", default=GEMM)
+    args = ap.parse_args(argv)
+    if args.command == "make":
+        try:
+            blocks = [int(b) for b in args.blocks.split(",")]
+        except ValueError:
+            blocks = []
+        if not blocks or min(blocks) < 1:
+            ap.error(f"--blocks {args.blocks!r}: comma-separated integers >= 1")
+        make(args.folder, blocks, args.out)
+        return 0
+    names = args.strategies.split(",")
+    missing = [s for s in names if not (args.traces / f"{s}.trace.json.gz").is_file()]
+    if missing:
+        ap.error(f"--strategies: no {missing[0]}.trace.json.gz in {args.traces}")
+    table_file = args.traces.parent / "blocks.json"
+    blocks = json.loads(table_file.read_text()) if table_file.is_file() else {}
+    text = report(args.traces, names, args.kernel, blocks)
+    (args.traces / "hold.md").write_text(text)
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
