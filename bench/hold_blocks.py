@@ -37,12 +37,19 @@ kernel the hold stretches most."""
 
 
 def make(folder: Path, blocks: list[int], out: Path) -> None:
-    """The plan of `folder` once per block count (every kernel of it launched so)."""
+    """The plan of `folder` once per block count (every kernel of it launched so); a
+    count the plan's pipeline does not allow is an error naming the field."""
+    from corun.workload import resolve_pipeline
+    from spec import Plan
+    from spec.serde import loads
+
     plan = json.loads((folder / "plan.json").read_text())
+    pipeline = resolve_pipeline(plan["pipeline"])
     out.mkdir(parents=True, exist_ok=True)
     names = {}
     for i, b in enumerate(blocks):
         variant = dict(plan, kernels=[dict(k, blocks=b) for k in plan["kernels"]])
+        loads(Plan, variant, f"--blocks {b}").check_pipeline(pipeline)
         name = "plan.json" if i == 0 else f"plan-{i + 1}.json"
         (out / name).write_text(json.dumps(variant, indent=1))
         names["corun" if i == 0 else f"corun-{i + 1}"] = b
@@ -104,6 +111,8 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--strategies", required=True)
     r.add_argument("--kernel", default=GEMM)
     args = ap.parse_args(argv)
+    from spec.errors import SpecError
+
     if args.command == "make":
         try:
             blocks = [int(b) for b in args.blocks.split(",")]
@@ -111,7 +120,10 @@ def main(argv: list[str] | None = None) -> int:
             blocks = []
         if not blocks or min(blocks) < 1:
             ap.error(f"--blocks {args.blocks!r}: comma-separated integers >= 1")
-        make(args.folder, blocks, args.out)
+        try:
+            make(args.folder, blocks, args.out)
+        except SpecError as e:
+            ap.error(str(e))
         return 0
     names = args.strategies.split(",")
     missing = [s for s in names if not (args.traces / f"{s}.trace.json.gz").is_file()]

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # The forward's GEMM beside heavy-lean's chosen kernel (eager b16384, released at
-# bottom_mlp_fwd) launched with 33-264 blocks, under the profiler (bench/hold_blocks.py).
+# bottom_mlp_fwd) launched with 40-264 blocks, under the profiler (bench/hold_blocks.py).
 # With OUT set by the device tool:
-#   [BLOCKS=132,33,66,99,198,264] bash bench/hold_blocks_session.sh
+#   [BLOCKS=132,40,66,99,198,264] bash bench/hold_blocks_session.sh
 # Returns $OUT/hold_blocks.tar: the plan variants, blocks.json, t/ (traces, timeline.md, hold.md).
 set -u
-blocks=${BLOCKS:-132,33,66,99,198,264}
+blocks=${BLOCKS:-132,40,66,99,198,264}
 n=$(tr , '\n' <<<"$blocks" | wc -l)
 strategies=ideal,corun$(seq -s '' -f ',corun-%g' 2 "$n")
 nvidia-smi --query-gpu=index,name,clocks.sm,memory.used --format=csv
