@@ -15,7 +15,8 @@
 # slows it). Writes $OUT/thin/{profile,resident}.csv (about 4 minutes).
 #   PART=leads bash bench/resident_session.sh
 # the same kernels resident 0.1, 0.25 and 0.5 ms before each stage (--lead-ms): a kernel
-# part done, as one carried from an earlier stage is. Writes $OUT/leads/resident.csv.
+# part done, as one carried from an earlier stage is (LEADS="a b ...": other leads, ms).
+# Writes $OUT/leads/resident.csv.
 #   PART=graphed bash bench/resident_session.sh
 # the same kernels beside the step replayed as CUDA graphs (--cuda-graphs), launched and
 # resident 0.01 and 0.25 ms before the stage, b16384. Writes $OUT/graphed/graphed-*.csv.
@@ -66,7 +67,7 @@ thin)
   ;;
 leads)
   plans=$(launch_plans 132,198,264,396,528,1056) || exit 1
-  for lead in 0.1 0.25 0.5; do
+  for lead in ${LEADS:-0.1 0.25 0.5}; do
     profile "leads-$lead" --out "$OUT/leads" "${lean[@]}" --batches "${BATCHES:-16384,24576}" \
       --shapes 0 --plans "$plans" --reps 11 --resident --lead-ms $lead --budget-minutes 2.5
   done
