@@ -27,7 +27,9 @@ CARVEOUT_ENV = "CORUN_SMEM_CARVEOUT"
 every kernel the executor binds to the driver gets that preferred shared-memory carveout
 (CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT) before its first driver launch. A
 fused kernel that uses no shared memory may leave the SMs it holds configured with
-little, so a training GEMM that needs some fits fewer blocks beside it."""
+little, so a training GEMM that needs some fits fewer blocks beside it. Ruled out on the
+H200 in session 43 (`bash bench/carveout_session.sh`): at 100% the held GEMM still took
+492 us and eager heavy-lean b16384's plan 4.41-4.42 ms against 4.43-4.45 without it."""
 _PREFERRED_SHARED_MEMORY_CARVEOUT = 9  # CUfunction_attribute
 
 

@@ -3,11 +3,13 @@ GEMMs: the planner's chosen plan with its kernel's block count changed, each run
 the profiler (bench/kernel_timeline.py), then, per block count, the forward's batched
 GEMM in the steps where the fused kernel was running when it started.
 
-A guess this checks (bench/results/kernel_timeline_h200.md): an SM that holds one of the
-fused kernel's blocks takes none of the GEMM's, so the GEMM runs on the SMs left free;
-its time would then be about ideal's x 132 / (SMs free).
+A guess this checked (bench/results/kernel_timeline_h200.md, session 43): an SM that
+holds one of the fused kernel's blocks takes none of the GEMM's, so the GEMM runs on the
+SMs left free, at about ideal's time x 132 / (SMs free). Not so: beside 39 and 65 blocks
+it took 1.2x and 1.6x (the guess: 1.4x and 2x), beside 195 and 273 blocks (every SM
+holding one) 1.7x and 3.4x, and beside 143 up to 14x.
 
-    python bench/hold_blocks.py make PLAN_DIR --blocks 33,66,99,132,198 --out DIR
+    python bench/hold_blocks.py make PLAN_DIR --blocks 132,40,66,99,198,264 --out DIR
     python bench/kernel_timeline.py DIR --strategies ideal,corun,corun-2,... --out DIR/t
     python bench/hold_blocks.py report DIR/t --strategies ideal,corun,... [--kernel NAME]
 
