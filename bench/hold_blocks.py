@@ -7,7 +7,7 @@ A guess this checked (bench/results/kernel_timeline_h200.md, session 43): an SM 
 holds one of the fused kernel's blocks takes none of the GEMM's, so the GEMM runs on the
 SMs left free, at about ideal's time x 132 / (SMs free). Not so: beside 39 and 65 blocks
 it took 1.2x and 1.6x (the guess: 1.4x and 2x), beside 195 and 273 blocks (every SM
-holding one) 1.7x and 3.4x, and beside 143 up to 14x.
+holding one) 1.7x and 3.4x, and beside 143 about 14x in the steps it was slow in.
 
     python bench/hold_blocks.py make PLAN_DIR --blocks 132,40,66,99,198,264 --out DIR
     python bench/kernel_timeline.py DIR --strategies ideal,corun,corun-2,... --out DIR/t
