@@ -83,6 +83,34 @@ def test_the_simulator_launches_through_numba_unbound():
     assert (x.copy_to_host() == 6).all()
 
 
+@cuda.jit
+def scale(x, k):
+    i = cuda.grid(1)
+    if i < x.size:
+        x[i] *= k
+
+
+@real_cuda
+def test_the_carveout_switch_sets_the_bound_kernels_attribute(monkeypatch):
+    """CORUN_SMEM_CARVEOUT: the kernel bound to the driver reads back the preferred
+    carveout asked for (cuKernelGetAttribute) and still computes."""
+    monkeypatch.setenv(driver.CARVEOUT_ENV, "25")
+    x = cuda.to_device(np.full(512, 2.0, np.float32))
+    launch = BoundLaunch(scale, 2, 256, (x, np.float32(3.0)))
+    launch()  # compiles through Numba, then binds
+    launch()  # through the driver
+    cuda.synchronize()
+    assert launch.driver
+    np.testing.assert_array_equal(x.copy_to_host(), np.full(512, 18.0, np.float32))
+    lib = ctypes.CDLL("libcuda.so.1")
+    value, device = ctypes.c_int(), ctypes.c_int()
+    assert lib.cuCtxGetDevice(ctypes.byref(device)) == 0
+    get = lib.cuKernelGetAttribute
+    get.argtypes = [ctypes.POINTER(ctypes.c_int), ctypes.c_int, ctypes.c_void_p, ctypes.c_int]
+    assert get(ctypes.byref(value), 9, launch._function, device.value) == 0
+    assert value.value == 25
+
+
 @real_cuda
 def test_the_driver_launch_computes_as_numba_on_any_stream():
     x = cuda.to_device(np.arange(1000, dtype=np.float32))
