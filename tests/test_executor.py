@@ -169,14 +169,16 @@ def spy_calls(monkeypatch, **records) -> list:
 def execute_plan(workload, tmp_path, plan: Plan, name: str, iterations: int, distinct: int
                  ) -> Measurement:
     """`corun execute` of `plan` saved as <name>.json (the strategy's name) on the CPU,
-    no warm-up, every batch compared; the Measurement."""
+    no warm-up, every batch compared, two host workers for the plan's CPU nodes (the
+    preset's 16 processes take most of the test's time on a 2-core machine); the
+    Measurement."""
     d, _, _ = workload
     save(plan, tmp_path / f"{name}.json")
     out = tmp_path / "m.json"
     assert main(["execute", str(tmp_path / f"{name}.json"), "--model", str(d / "model.json"),
                  "--pipeline", str(d / "pipeline.json"), "--device", "cpu", "--iterations",
                  str(iterations), "--warmup", "0", "--distinct-batches", str(distinct),
-                 "--check-timed", "--quiet", "-o", str(out)]) == 0
+                 "--host-cores", "2", "--check-timed", "--quiet", "-o", str(out)]) == 0
     return load(Measurement, out)
 
 
@@ -257,7 +259,8 @@ def test_batch_work_on_the_feed_thread_during_the_backward(workload, tmp_path, m
     assert main(["execute", str(tmp_path / "ahead.json"), *extra, "--model",
                  str(d / "model.json"), "--pipeline", str(d / "pipeline.json"), "--device",
                  "cpu", "--iterations", "5", "--warmup", "0", "--distinct-batches", "3",
-                 "--check-timed", "--quiet", "-o", str(tmp_path / "m.json")]) == 0
+                 "--host-cores", "2", "--check-timed", "--quiet", "-o",
+                 str(tmp_path / "m.json")]) == 0
     m = load(Measurement, tmp_path / "m.json")
     assert m.checked_rows == ROWS * 5
     assert ("join" in m.host) == threaded  # the wait for the feed thread, where there is one
