@@ -28,7 +28,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
 
 FUSED = "corun_values"
 """The fused kernels' values pass (the long one; Numba names it after the plan's kernel)."""
@@ -71,9 +70,7 @@ def report(traces: Path, strategies: list[str], kernel: str, blocks: dict) -> st
     """Per strategy: the fused kernels' grid, and the named training kernel's median time
     in steps where a fused values kernel was running beside it and in the rest, and how
     many of its runs took over twice ideal's median."""
-    import gzip
-
-    from kernel_timeline import training_stream
+    from bench.kernel_timeline import kernels, training_stream
 
     lines = [f"# The forward's `{kernel}` GEMM beside a fused kernel, by its block count",
              "", f"Traces in `{traces}`. beside: the GEMM's runs that a fused values kernel "
@@ -82,21 +79,19 @@ def report(traces: Path, strategies: list[str], kernel: str, blocks: dict) -> st
              "| alone median | values median |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     base = None
     for s in strategies:
-        events = json.loads(gzip.decompress((traces / f"{s}.trace.json.gz").read_bytes()))
-        ks = [{"name": e["name"], "stream": e["args"].get("stream"), "ts": float(e["ts"]),
-               "dur": float(e["dur"]), "grid": e["args"].get("grid")}
-              for e in events["traceEvents"] if e.get("cat") == "kernel"]
+        ks = kernels(traces / f"{s}.trace.json.gz")
         train = training_stream(ks)
-        long_other = [k for k in ks if k["stream"] != train and FUSED in k["name"]]
+        values = [k for k in ks if k["stream"] != train and FUSED in k["name"]]
         gemms = [k for k in ks if k["stream"] == train and kernel in k["name"]]
-        held = [g["dur"] for g in gemms if any(overlaps(g, o) for o in long_other)]
-        free = [g["dur"] for g in gemms if not any(overlaps(g, o) for o in long_other)]
-        grids = sorted({tuple(o["grid"] or ()) for o in long_other})
+        beside = [any(overlaps(g, v) for v in values) for g in gemms]
+        held = [g["dur"] for g, b in zip(gemms, beside) if b]
+        free = [g["dur"] for g, b in zip(gemms, beside) if not b]
+        grids = sorted({tuple(v["grid"] or ()) for v in values})
         base = base or statistics.median(g["dur"] for g in gemms)
         slow = sum(g["dur"] > 2 * base for g in gemms)
         cells = [s, blocks.get(s, "-"), " ".join(str(g[0]) for g in grids) or "-",
                  len(gemms), len(held), slow, median_text(held), median_text(free),
-                 median_text([o["dur"] for o in long_other])]
+                 median_text([v["dur"] for v in values])]
         lines.append("| " + " | ".join(map(str, cells)) + " |")
     return "\n".join(lines) + "\n"
 

@@ -62,10 +62,12 @@ def capture(folder: Path, strategy: str, iterations: int, warmup: int, out: Path
 
 
 def kernels(trace: Path) -> list[dict]:
-    """The trace's kernels: name, stream, start and duration (us), by start."""
+    """The trace's kernels: name, stream, start and duration (us), grid (as CUPTI gives
+    it, or None), by start."""
     events = json.loads(gzip.decompress(trace.read_bytes()))["traceEvents"]
     ks = [{"name": e["name"], "stream": e["args"].get("stream"), "ts": float(e["ts"]),
-           "dur": float(e["dur"])} for e in events if e.get("cat") == "kernel"]
+           "dur": float(e["dur"]), "grid": e["args"].get("grid")}
+          for e in events if e.get("cat") == "kernel"]
     return sorted(ks, key=lambda k: k["ts"])
 
 
