@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A matrix in rounds, one execute_gpu.py process per batch size (--repeats, 300 timed
 # iterations after 20): the body of repeats_session.sh, priority_session.sh,
-# early_session.sh, prefirst_session.sh, sm_split_warp_session.sh and default_session.sh.
+# early_session.sh, prefirst_session.sh, sm_split_warp_session.sh, default_session.sh,
+# carveout_session.sh and hold_rounds_session.sh.
 # With OUT set by the device tool (ONLY: the matrix's pipelines to run, --only):
 #   [ONLY=p,...] bash bench/heavy_rounds.sh TAR PREFIX MATRIX ROUNDS STRATEGIES BATCH:BUDGET_S ...
 # writes $OUT/execute_<PREFIX>_b<BATCH>.json and .log for each batch size and returns them
