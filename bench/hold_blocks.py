@@ -62,6 +62,10 @@ def median_text(xs: list[float]) -> str:
     return f"{statistics.median(xs):.1f}" if xs else "-"
 
 
+def span_text(xs: list[float]) -> str:
+    return f"{min(xs):.0f}-{max(xs):.0f}" if xs else "-"
+
+
 def overlaps(a: dict, b: dict) -> bool:
     return a["ts"] < b["ts"] + b["dur"] and b["ts"] < a["ts"] + a["dur"]
 
@@ -74,24 +78,31 @@ def report(traces: Path, strategies: list[str], kernel: str, blocks: dict) -> st
 
     lines = [f"# The forward's `{kernel}` GEMM beside a fused kernel, by its block count",
              "", f"Traces in `{traces}`. beside: the GEMM's runs that a fused values kernel "
-             "overlapped; slow: runs over twice ideal's median; times in us.", "",
-             "| strategy | blocks (plan) | values grid | GEMMs | beside | slow | beside median "
-             "| alone median | values median |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "overlapped; slow: runs over twice ideal's median; head start: how long the "
+             "values kernel had run when a GEMM beside it started (min-max); times in us.",
+             "", "| strategy | blocks (plan) | values grid | GEMMs | beside | slow | beside "
+             "median | alone median | values median | head start, slow | head start, not "
+             "slow |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     base = None
     for s in strategies:
         ks = kernels(traces / f"{s}.trace.json.gz")
         train = training_stream(ks)
         values = [k for k in ks if k["stream"] != train and FUSED in k["name"]]
         gemms = [k for k in ks if k["stream"] == train and kernel in k["name"]]
-        beside = [any(overlaps(g, v) for v in values) for g in gemms]
-        held = [g["dur"] for g, b in zip(gemms, beside) if b]
-        free = [g["dur"] for g, b in zip(gemms, beside) if not b]
+        beside = [next((v for v in values if overlaps(g, v)), None) for g in gemms]
+        held = [g["dur"] for g, v in zip(gemms, beside) if v]
+        free = [g["dur"] for g, v in zip(gemms, beside) if not v]
         grids = sorted({tuple(v["grid"] or ()) for v in values})
         base = base or statistics.median(g["dur"] for g in gemms)
         slow = sum(g["dur"] > 2 * base for g in gemms)
+        heads = {True: [], False: []}
+        for g, v in zip(gemms, beside):
+            if v:
+                heads[g["dur"] > 2 * base].append(g["ts"] - v["ts"])
         cells = [s, blocks.get(s, "-"), " ".join(str(g[0]) for g in grids) or "-",
                  len(gemms), len(held), slow, median_text(held), median_text(free),
-                 median_text([v["dur"] for v in values])]
+                 median_text([v["dur"] for v in values]), span_text(heads[True]),
+                 span_text(heads[False])]
         lines.append("| " + " | ".join(map(str, cells)) + " |")
     return "\n".join(lines) + "\n"
 
