@@ -28,8 +28,9 @@ every kernel the executor binds to the driver gets that preferred shared-memory 
 (CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT) before its first driver launch. A
 fused kernel that uses no shared memory may leave the SMs it holds configured with
 little, so a training GEMM that needs some fits fewer blocks beside it. Ruled out on the
-H200 in session 43 (`bash bench/carveout_session.sh`): at 100% the held GEMM still took
-492 us and eager heavy-lean b16384's plan 4.41-4.42 ms against 4.43-4.45 without it."""
+H200 in session 43 (`bash bench/carveout_session.sh`): at 100% the GEMM was still held
+(425 us median beside the fused kernel, 33 alone) and eager heavy-lean b16384's plan took
+4.41-4.42 ms against 4.43-4.45 without it."""
 _PREFERRED_SHARED_MEMORY_CARVEOUT = 9  # CUfunction_attribute
 
 
