@@ -17,6 +17,10 @@ import statistics
 from collections import defaultdict
 from pathlib import Path
 
+COLUMNS = ("model", "batch", "stage", "blocks", "warp_rows", "stage_alone_ms",
+           "stage_corun_ms", "kernel_lead_ms")
+"""The columns read (lead_asked_ms too where a file has it)."""
+
 
 def slowdowns(paths: list[Path], model: str, batch: int, stages: list[str]) -> dict:
     """{(stage, grid, warp_rows): {lead asked: [stage corun / alone, ...]}}; a row without a
@@ -24,7 +28,12 @@ def slowdowns(paths: list[Path], model: str, batch: int, stages: list[str]) -> d
     out: dict = defaultdict(lambda: defaultdict(list))
     for path in paths:
         with open(path, newline="") as f:
-            for r in csv.DictReader(f):
+            rows = csv.DictReader(f)
+            missing = [c for c in COLUMNS if c not in (rows.fieldnames or ())]
+            if missing:
+                raise ValueError(f"{path}: no column {missing[0]!r} (a `corun profile "
+                                 "--resident` CSV has it)")
+            for r in rows:
                 if r["model"] != model or int(r["batch"]) != batch or r["stage"] not in stages:
                     continue
                 if not r.get("kernel_lead_ms"):
@@ -62,7 +71,10 @@ def main(argv: list[str] | None = None) -> int:
     if missing:
         ap.error(f"csv: no file {missing[0]}")
     stages = args.stages.split(",")
-    data = slowdowns(args.csv, args.model, args.batch, stages)
+    try:
+        data = slowdowns(args.csv, args.model, args.batch, stages)
+    except ValueError as e:
+        ap.error(f"csv: {e}")
     if not data:
         ap.error(f"no resident rows of --model {args.model} at --batch {args.batch} for "
                  f"--stages {args.stages}")

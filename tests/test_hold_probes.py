@@ -80,6 +80,16 @@ def test_lead_table_medians_by_lead(tmp_path):
     assert "| 33 |" in table(data, ["interaction_fwd"], every=True)
 
 
+def test_lead_table_names_a_missing_column(tmp_path, capsys):
+    from bench.lead_table import main as lead_main
+
+    path = tmp_path / "r.csv"
+    path.write_text("model,batch,stage\nheavy-lean,16384,emb_fwd\n")
+    with pytest.raises(SystemExit):
+        lead_main([str(path)])
+    assert "no column 'blocks'" in capsys.readouterr().err
+
+
 def test_carveout_switch_names_the_variable(monkeypatch):
     monkeypatch.delenv(driver.CARVEOUT_ENV, raising=False)
     assert driver.carveout_percent() is None
