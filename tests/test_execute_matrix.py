@@ -63,6 +63,10 @@ def test_strategies_name_labels_their_variants_and_runners_up(capsys):
         with pytest.raises(SystemExit):
             main(["--matrix", "heavy", "--batches", batches, "--dry-run"])
         assert "--batches" in capsys.readouterr().err
+    with pytest.raises(SystemExit):  # on the GPU, a batch of no case is a typo, not an empty run
+        main(["--matrix", "heavy", "--batches", "4096"])
+    assert ("--batches 4096: none of --matrix heavy's batches (8192, 16384, 32768); a "
+            "--dry-run takes any") in capsys.readouterr().err
     for update in ("ideal+ub0", "ideal+ubx"):  # the update's blocks an SM: an integer >= 1
         with pytest.raises(SystemExit):
             main(["--matrix", "heavy", "--strategies", update, "--dry-run"])

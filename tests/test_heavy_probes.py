@@ -29,10 +29,3 @@ def test_plain_drift_probe_dry_run(tmp_path):
     record = json.loads(out.read_text())
     assert record["model"] == "heavy-fused" and len(record["blocks"]) == 2
     assert all(b["stage_ms"]["emb_bwd"] > 0 for b in record["blocks"])
-
-
-def test_update_grid_probe_dry_run(tmp_path):
-    run("bench/update_grid_probe.py", "--dry-run", "--out", str(tmp_path))
-    record = json.loads((tmp_path / "update_grid_heavy-fused.json").read_text())
-    assert record["command"].startswith("python bench/update_grid_probe.py --dry-run")
-    assert record["dry_run"] and record["batches"]

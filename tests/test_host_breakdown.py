@@ -22,7 +22,8 @@ def test_summary_is_per_call_medians_and_per_step_totals():
 def test_a_dry_run_times_the_lane_calls_of_a_planned_case(tmp_path):
     run = subprocess.run(
         [sys.executable, str(ROOT / "bench/host_breakdown.py"), "--out", str(tmp_path), "--",
-         "--matrix", "heavy", "--dry-run", "--batches", "8192", "--strategies", "corun"],
+         "--matrix", "plans", "--only", "heavy", "--dry-run", "--batches", "4096",
+         "--strategies", "corun"],
         capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr[-2000:]
     (case,) = json.loads((tmp_path / "host_breakdown.json").read_text())["results"]

@@ -16,14 +16,15 @@ from spec import OpKind, SpecError
 STAGES = learned.STAGES
 
 
-def synthetic_profile(path, rng: np.random.Generator) -> None:
+def synthetic_profile(path, rng: np.random.Generator, shapes: int = 24) -> None:
     """Rows shaped like `corun profile`'s, whose times follow a smooth law of the
-    features with 2% noise: a bandwidth-bound kernel slowed by a stage's bandwidth."""
+    features with 2% noise: a bandwidth-bound kernel slowed by a stage's bandwidth;
+    `shapes` kernel feature sets, each at three launch shapes."""
     bw = 4.2e12
     rows = []
     combos = [(m, b) for m in ("m1", "m2", "m3") for b in (2048, 4096)]
     kernels = []
-    for s in range(24):
+    for s in range(shapes):
         nbytes = float(np.exp(rng.uniform(np.log(1e6), np.log(4e8))))
         ops = nbytes * rng.uniform(2, 20)
         mix = rng.multinomial(int(rng.integers(2, 40)), np.ones(len(OpKind)) / len(OpKind))
@@ -67,6 +68,15 @@ def profile_csv(tmp_path_factory):
     return path
 
 
+@pytest.fixture(scope="module")
+def small_profile_csv(tmp_path_factory):
+    """A quarter of the rows, for tests of how a model is kept, not of how well it fits
+    (they fit it two or three times)."""
+    path = tmp_path_factory.mktemp("fit-small") / "profile.csv"
+    synthetic_profile(path, np.random.default_rng(0), shapes=6)
+    return path
+
+
 def test_split_holds_out_whole_groups(profile_csv):
     rows = learned.read_profile(profile_csv)
     train, test = learned.split(rows, 0.25, 0)
@@ -94,13 +104,13 @@ def test_fit_reports_heldout_error_and_beats_baselines(profile_csv, tmp_path, ca
     assert "held-out MAPE" in capsys.readouterr().out
 
 
-def test_stale_model_is_refused(profile_csv, tmp_path, monkeypatch):
+def test_stale_model_is_refused(small_profile_csv, tmp_path, monkeypatch):
     out = tmp_path / "model.pkl"
-    assert main(["fit", str(profile_csv), "-o", str(out)]) == 0
-    model, meta = learned.load_model(out, profile_csv)
-    assert meta["rows"] == len(learned.read_profile(profile_csv))
+    assert main(["fit", str(small_profile_csv), "-o", str(out)]) == 0
+    model, meta = learned.load_model(out, small_profile_csv)
+    assert meta["rows"] == len(learned.read_profile(small_profile_csv))
     other = tmp_path / "other.csv"
-    other.write_text(profile_csv.read_text().replace("2026-11-29T00", "2026-11-30T00"))
+    other.write_text(small_profile_csv.read_text().replace("2026-11-29T00", "2026-11-30T00"))
     with pytest.raises(SpecError, match="data_sha256"):
         learned.load_model(out, other)
     here = learned.library_versions()
@@ -120,7 +130,7 @@ def test_bad_inputs(tmp_path, capsys):
     assert "an existing profile CSV" in capsys.readouterr().err
 
 
-def test_simulator_uses_a_fitted_model_for_its_gpu(profile_csv, tmp_path, monkeypatch):
+def test_simulator_uses_a_fitted_model_for_its_gpu(small_profile_csv, tmp_path, monkeypatch):
     from sim import Scenario, Strategy, StrategyKind, simulate
     from spec import hardware_preset, model_preset, pipeline_preset
 
@@ -130,7 +140,7 @@ def test_simulator_uses_a_fitted_model_for_its_gpu(profile_csv, tmp_path, monkey
     monkeypatch.setattr(learned, "DATA_DIR", tmp_path)
     assert simulate(sc).prediction.provenance.cost_model == "analytic"
     (tmp_path / "h200").mkdir()
-    shutil.copy(profile_csv, tmp_path / "h200" / "profile.csv")
+    shutil.copy(small_profile_csv, tmp_path / "h200" / "profile.csv")
     assert main(["fit", str(tmp_path / "h200"), "-o", str(tmp_path / "h200" / "model.pkl")]) == 0
     p = simulate(sc).prediction
     assert p.provenance.cost_model.startswith("learned (data ")
@@ -141,13 +151,13 @@ def test_simulator_uses_a_fitted_model_for_its_gpu(profile_csv, tmp_path, monkey
         "fitted on h200, transferred)")
 
 
-def test_model_from_other_library_versions_is_refitted_once(profile_csv, tmp_path,
+def test_model_from_other_library_versions_is_refitted_once(small_profile_csv, tmp_path,
                                                            monkeypatch, capsys):
     from spec import hardware_preset
 
     d = tmp_path / "data" / "h200"
     d.mkdir(parents=True)
-    shutil.copy(profile_csv, d / "profile.csv")
+    shutil.copy(small_profile_csv, d / "profile.csv")
     assert main(["fit", str(d), "-o", str(d / "model.pkl")]) == 0
     monkeypatch.setattr(learned, "DATA_DIR", tmp_path / "data")
     monkeypatch.setenv("CORUN_CACHE_DIR", str(tmp_path / "cache"))

@@ -43,6 +43,8 @@ def test_probe_dry_run_renders(tmp_path):
                     "--caps", "0,2", "--stages", "emb_bwd", "--out", str(tmp_path)],
                    check=True, capture_output=True, cwd=ROOT)
     data = json.loads((tmp_path / "update_grid_heavy-fused.json").read_text())
+    assert data["command"].startswith("python bench/update_grid_probe.py --dry-run")
+    assert data["dry_run"]
     (batch,) = data["batches"]
     assert [r["blocks_per_sm"] for r in batch["by_cap"]] == [0, 2]
     assert set(batch["by_cap"][1]["kernels"]) == {"fused", "fused-thin", "alu"}

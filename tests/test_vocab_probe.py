@@ -36,7 +36,7 @@ def test_the_vocabulary_is_drawn_from_its_seed():
 
 def test_dry_run_executes_and_renders(tmp_path):
     subprocess.run([sys.executable, "bench/vocab_probe.py", "--dry-run", "--out", str(tmp_path),
-                    "--repeats", "1", "--batches", "8192", "--strategies",
+                    "--repeats", "1", "--batches", "512", "--strategies",
                     "ideal,gpu-sequential"], check=True, cwd=ROOT, capture_output=True)
     record = json.loads((tmp_path / "execute_vocab.json").read_text())
     assert [c["strategy"] for c in record] == ["ideal", "gpu-sequential"]
@@ -46,7 +46,7 @@ def test_dry_run_executes_and_renders(tmp_path):
                     str(tmp_path / "execute_vocab.json"), "--dry-run", "-o", str(report)],
                    check=True, cwd=ROOT, capture_output=True)
     text = report.read_text()
-    assert "python bench/vocab_probe.py --render" in text and "heavy-vocab, batch 8192" in text
+    assert "python bench/vocab_probe.py --render" in text and "heavy-vocab, batch 512" in text
 
 
 def test_the_lean_matrix_runs_heavy_small_vocab_beside_graphed_heavy_lean():
