@@ -13,6 +13,7 @@ stage, in rounds:
     python bench/vocab_probe.py --out $OUT [--repeats 2] [--batches 16384]
     python bench/vocab_probe.py --out /tmp/x --dry-run      # the CPU, tables cut
     python bench/vocab_probe.py --render RAW.json[.gz] ... [-o REPORT.md]
+    python bench/vocab_probe.py --plan --batches 32768   # the vocab-lean matrix's plans
 
 It registers the pipeline and a matrix in bench/execute_gpu.py's tables and runs its
 main(); the record is `execute_vocab.json`, rendered (--render) by
@@ -38,6 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import spec  # noqa: E402
 from bench import execute_gpu, render_repeats  # noqa: E402
 from bench.render_execute import publish  # noqa: E402
+from corun.workload import int_list  # noqa: E402
 from spec.model import HEAVY_SMALL_TABLE_ROWS, HEAVY_TABLE_ROWS  # noqa: E402
 from spec.pipeline import OpKind, OpNode, Pipeline  # noqa: E402
 from spec.pipelines import heavy  # noqa: E402
@@ -73,10 +75,15 @@ def heavy_vocab(buckets: int = VOCAB_BUCKETS, rows: int = HEAVY_TABLE_ROWS,
 STAGES = ("emb_fwd", "interaction_bwd", "bottom_mlp_bwd", "emb_bwd")
 
 
-LEAN_LABELS = ("ideal", "gpu-sequential", "at:interaction_bwd", "at:emb_bwd")
-"""The lean matrix: the baselines and the one kernel at the two stages where it hid best
-beside heavy-lean's plain update (heavy_batches_h200.md, heavy_short_h200.md); run with
-their launch shapes ("+b198+ahead2", ...) through --strategies."""
+LEAN_LABELS = ("ideal", "gpu-sequential", "at:interaction_bwd", "at:emb_bwd",
+               "at:bottom_mlp_bwd", "corun", "corun-2", "corun-3", "corun-4")
+"""The lean matrix: the baselines, the one kernel at the three stages where it hid best
+beside heavy-lean's plain update (heavy_batches_h200.md, heavy_short_h200.md, and
+heavy_lean_batches_h200.md at b32768), run with their launch shapes ("+b198+ahead2", ...)
+through --strategies; and the planner's choice and runners-up, where `--plan` made them
+(bench/plans/vocab/heavy-lean-b<batch>/)."""
+LEAN_BATCHES = (8192, 16384, 32768)
+PLAN_FOLDER = "vocab"
 
 
 def register(dry_run: bool = False) -> None:
@@ -96,9 +103,25 @@ def register(dry_run: bool = False) -> None:
     execute_gpu.MATRICES["vocab"] = [("heavy-vocab", (8192, 16384, 32768), (
         "ideal", "gpu-sequential", "gpu-overlap", *(f"at:{s}" for s in STAGES)))]
     execute_gpu.MATRIX_MODEL["vocab"] = "heavy-fused"
-    execute_gpu.MATRICES["vocab-lean"] = [("heavy-small-vocab", (8192, 16384), LEAN_LABELS)]
+    execute_gpu.MATRICES["vocab-lean"] = [("heavy-small-vocab", LEAN_BATCHES, LEAN_LABELS)]
     execute_gpu.MATRIX_MODEL["vocab-lean"] = "heavy-lean"
     execute_gpu.MODEL_CHANGES["vocab-lean"] = {"cuda_graphs": True}
+    execute_gpu.PLAN_FOLDER["vocab-lean"] = PLAN_FOLDER
+
+
+def make_plans(batches: list[int], runners_up: int = 3) -> int:
+    """`corun plan` for heavy-small-vocab beside graphed heavy-lean at each batch, into
+    the folder the vocab-lean matrix reads its plan labels from."""
+    from corun.cli import main as corun_main
+
+    for b in batches:
+        folder = execute_gpu.plan_dir("vocab-lean", "heavy-small-vocab", b, 1)
+        rc = corun_main(["plan", "--hardware", "h200", "--model", "heavy-lean", "--pipeline",
+                         "heavy-small-vocab", "--batch", str(b), "--cuda-graphs",
+                         "--runners-up", str(runners_up), "--out", str(folder)])
+        if rc:
+            return rc
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -112,8 +135,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--budget-s", default="420")
     ap.add_argument("--strategies")
     ap.add_argument("--dry-run", action="store_true")
+    ap.add_argument("--plan", action="store_true", help="make the vocab-lean matrix's plans "
+                    "at --batches (the CPU; bench/plans/vocab/heavy-lean-b<batch>/)")
     args = ap.parse_args(argv)
     register(args.dry_run)
+    if args.plan:
+        try:
+            batches = int_list(args.batches, "--batches")
+        except spec.SpecError as e:
+            ap.error(str(e))
+        return make_plans(batches)
     if args.render:
         raw = [Path(x) for x in args.render]
         missing = [x for x in raw if not x.exists()]
