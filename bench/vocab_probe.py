@@ -121,6 +121,8 @@ def make_plans(batches: list[int], runners_up: int = 3) -> int:
                          "--runners-up", str(runners_up), "--out", str(folder)])
         if rc:
             return rc
+        for trace in folder.glob("trace-*.json"):  # timelines: remade on demand, not kept
+            trace.unlink()
     return 0
 
 
