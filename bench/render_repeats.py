@@ -98,10 +98,12 @@ def stretch_table(rounds: dict[int, dict[str, dict]]) -> list[str]:
     return out
 
 
-def render(raw: list[Path], pool: bool = False) -> str:
+def render(raw: list[Path], pool: bool = False, command: str | None = None) -> str:
+    """The report; `command` is the one that made it, where not this script's own."""
+    command = command or (f"python bench/render_repeats.py {' '.join(map(shown, raw))}"
+                          f"{' --pool' if pool else ''}")
     lines = ["# Strategies in rounds on the H200: measured against predicted", "",
-             f"Made by `python bench/render_repeats.py {' '.join(map(shown, raw))}"
-             f"{' --pool' if pool else ''}`. "
+             f"Made by `{command}`. "
              "Each round runs every strategy once, in a turned order, and shares and "
              "recoveries are against that round's ideal and gpu-sequential, then the "
              "median over rounds (min-max in brackets). Recovered: the share of "

@@ -81,9 +81,9 @@ LEAN_LABELS = ("ideal", "gpu-sequential", "at:interaction_bwd", "at:emb_bwd",
 beside heavy-lean's plain update (heavy_batches_h200.md, heavy_short_h200.md, and
 heavy_lean_batches_h200.md at b32768), run with their launch shapes ("+b198+ahead2", ...)
 through --strategies; and the planner's choice and runners-up, where `--plan` made them
-(bench/plans/vocab/heavy-lean-b<batch>/)."""
+(bench/plans/graphs/heavy-small-vocab-b<batch>/, where bench/render_plans.py looks for a
+graphed workload's plans)."""
 LEAN_BATCHES = (8192, 16384, 32768)
-PLAN_FOLDER = "vocab"
 
 
 def register(dry_run: bool = False) -> None:
@@ -104,9 +104,8 @@ def register(dry_run: bool = False) -> None:
         "ideal", "gpu-sequential", "gpu-overlap", *(f"at:{s}" for s in STAGES)))]
     execute_gpu.MATRIX_MODEL["vocab"] = "heavy-fused"
     execute_gpu.MATRICES["vocab-lean"] = [("heavy-small-vocab", LEAN_BATCHES, LEAN_LABELS)]
-    execute_gpu.MATRIX_MODEL["vocab-lean"] = "heavy-lean"
     execute_gpu.MODEL_CHANGES["vocab-lean"] = {"cuda_graphs": True}
-    execute_gpu.PLAN_FOLDER["vocab-lean"] = PLAN_FOLDER
+    execute_gpu.PLAN_FOLDER["vocab-lean"] = "graphs"
 
 
 def make_plans(batches: list[int], runners_up: int = 3) -> int:
@@ -138,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--strategies")
     ap.add_argument("--dry-run", action="store_true")
     ap.add_argument("--plan", action="store_true", help="make the vocab-lean matrix's plans "
-                    "at --batches (the CPU; bench/plans/vocab/heavy-lean-b<batch>/)")
+                    "at --batches (the CPU; bench/plans/graphs/heavy-small-vocab-b<batch>/)")
     args = ap.parse_args(argv)
     register(args.dry_run)
     if args.plan:
@@ -152,8 +151,9 @@ def main(argv: list[str] | None = None) -> int:
         missing = [x for x in raw if not x.exists()]
         if missing:
             ap.error(f"--render {missing[0]}: no such file (an execute_vocab.json record)")
-        text = render_repeats.render(raw, pool=True).replace(
-            "python bench/render_repeats.py", "python bench/vocab_probe.py --render", 1)
+        command = f"python bench/vocab_probe.py --render {' '.join(map(render_repeats.shown, raw))}" + (
+            f" -o {args.report}" if args.report else "")
+        text = render_repeats.render(raw, pool=True, command=command)
         report = Path(args.report) if args.report else None
         publish(text, report, named=True, default_out=report)
         return 0

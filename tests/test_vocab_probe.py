@@ -47,20 +47,25 @@ def test_dry_run_executes_and_renders(tmp_path):
                    check=True, cwd=ROOT, capture_output=True)
     text = report.read_text()
     assert "python bench/vocab_probe.py --render" in text and "heavy-vocab, batch 512" in text
+    made_by = text.split("Made by `")[1].split("`")[0]  # a command that remakes the report
+    assert made_by.endswith(f"-o {report}") and "--pool" not in made_by
 
 
 def test_the_lean_matrix_runs_heavy_small_vocab_beside_graphed_heavy_lean():
     import spec
-    from bench import execute_gpu, vocab_probe
+    from bench import execute_gpu, render_plans, vocab_probe
     tables = (spec.PIPELINE_PRESETS, spec.DEFAULT_MODEL_FOR, execute_gpu.MATRICES,
-              execute_gpu.MATRIX_MODEL, execute_gpu.MODEL_CHANGES)
+              execute_gpu.MATRIX_MODEL, execute_gpu.MODEL_CHANGES, execute_gpu.PLAN_FOLDER)
     saved = [dict(t) for t in tables]
     try:
         vocab_probe.register(dry_run=True)
         (pipe, batches, labels), = execute_gpu.MATRICES["vocab-lean"]
         assert pipe == "heavy-small-vocab"
-        assert execute_gpu.MATRIX_MODEL["vocab-lean"] == "heavy-lean"
+        assert spec.DEFAULT_MODEL_FOR[pipe] == "heavy-lean"
         assert execute_gpu.MODEL_CHANGES["vocab-lean"] == {"cuda_graphs": True}
+        # the plans are where the renderer looks for a graphed workload's predictions
+        assert execute_gpu.plan_dir("vocab-lean", pipe, 32768, 1) == render_plans.plan_folder(
+            pipe, "heavy-lean", 32768, graphs=True)
         assert labels[:2] == ("ideal", "gpu-sequential")
         p = spec.pipeline_preset("heavy-small-vocab")
         assert p.name == "heavy-small-vocab"
