@@ -151,7 +151,8 @@ def main(argv: list[str] | None = None) -> int:
         missing = [x for x in raw if not x.exists()]
         if missing:
             ap.error(f"--render {missing[0]}: no such file (an execute_vocab.json record)")
-        command = f"python bench/vocab_probe.py --render {' '.join(map(render_repeats.shown, raw))}" + (
+        files = " ".join(map(render_repeats.shown, raw))
+        command = f"python bench/vocab_probe.py --render {files}" + (
             f" -o {args.report}" if args.report else "")
         text = render_repeats.render(raw, pool=True, command=command)
         report = Path(args.report) if args.report else None
