@@ -726,7 +726,8 @@ class LearnedCostModel(CostModel):
 
     def caveat(self, model: Model, stages: Sequence[StageWork], hw: Hardware) -> str | None:
         """Says which stages no profile timed on this GPU: at a batch the model was not
-        profiled at the fit interpolates; for a model never profiled it extrapolates,
+        profiled at the fit interpolates, or extrapolates past the profiled batches (and
+        has been 9% slow there); for a model never profiled it extrapolates,
         and has been far off (heavy-mlp: its stages 72-113% slow,
         bench/results/heavy_mlp_h200.md), or borrows another model's stages whose
         features it shares. Asked once per simulated plan, so memoised."""
@@ -756,11 +757,20 @@ class LearnedCostModel(CostModel):
         err = self.meta.get("heldout", {}).get("learned", {}).get("stage_alone", {})
         held = f"held-out error {err['mape_pct']:.0f}% on model-batch pairs not fitted" \
             if err else "no held-out error on record"
-        if batches:
+        if batches and batches[0] <= model.batch_per_gpu <= batches[-1]:
             return (f"{model.name} was profiled on {hw.gpu.name} at batch "
                     f"{', '.join(map(str, batches))}, not {model.batch_per_gpu}: {len(new)} "
                     f"of {len(stages)} training stages' times are interpolated ({held})"
                     + graphed)
+        if batches:
+            return (f"{model.name} was profiled on {hw.gpu.name} at batch "
+                    f"{', '.join(map(str, batches))}, not {model.batch_per_gpu}: {len(new)} "
+                    f"of {len(stages)} training stages' times are extrapolated past the "
+                    f"profiled batches ({held}; heavy-lean's embedding update at b32768, "
+                    "profiled to b24576: 5.79 ms predicted, 5.29 measured, "
+                    "bench/results/heavy_lean_batches_h200.md); `corun profile --models "
+                    f"{model.name} --batches {model.batch_per_gpu} --out DIR` then `corun fit` "
+                    "measure them" + graphed)
         return (f"{model.name} was never profiled on {hw.gpu.name}: its training stages' "
                 f"times are extrapolated ({held}; 72-113% on heavy-mlp, a model never "
                 "profiled, bench/results/heavy_mlp_h200.md); `corun profile` then `corun "

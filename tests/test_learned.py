@@ -219,6 +219,10 @@ def test_caveat_names_what_the_profile_never_timed(capsys):
     said = caveat("criteo-kaggle", 4096)
     assert "profiled on H200 at batch 2048, 8192, 16384, not 4096" in said
     assert "9 of 9 training stages" in said and "interpolated" in said
+    assert "extrapolated" not in said
+    past = caveat("criteo-kaggle", 32768)  # beyond the largest profiled batch
+    assert "not 32768" in past and "extrapolated past the profiled batches" in past
+    assert "corun profile --models criteo-kaggle --batches 32768" in past
     assert "never profiled on H200" in caveat("heavy-mlp", 16384)
     assert caveat("heavy-fused", 16384) is None
     assert caveat("heavy-lean", 16384) is None
