@@ -727,7 +727,7 @@ class LearnedCostModel(CostModel):
     def caveat(self, model: Model, stages: Sequence[StageWork], hw: Hardware) -> str | None:
         """Says which stages no profile timed on this GPU: at a batch the model was not
         profiled at the fit interpolates, or extrapolates past the profiled batches (and
-        has been 9% slow there); for a model never profiled it extrapolates,
+        has been predicted 9% long there); for a model never profiled it extrapolates,
         and has been far off (heavy-mlp: its stages 72-113% slow,
         bench/results/heavy_mlp_h200.md), or borrows another model's stages whose
         features it shares. Asked once per simulated plan, so memoised."""
