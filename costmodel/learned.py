@@ -757,20 +757,16 @@ class LearnedCostModel(CostModel):
         err = self.meta.get("heldout", {}).get("learned", {}).get("stage_alone", {})
         held = f"held-out error {err['mape_pct']:.0f}% on model-batch pairs not fitted" \
             if err else "no held-out error on record"
-        if batches and batches[0] <= model.batch_per_gpu <= batches[-1]:
-            return (f"{model.name} was profiled on {hw.gpu.name} at batch "
-                    f"{', '.join(map(str, batches))}, not {model.batch_per_gpu}: {len(new)} "
-                    f"of {len(stages)} training stages' times are interpolated ({held})"
-                    + graphed)
         if batches:
+            how = f"interpolated ({held})" if batches[0] <= model.batch_per_gpu <= batches[-1] \
+                else (f"extrapolated past the profiled batches ({held}; heavy-lean's embedding "
+                      "update at b32768, profiled to b24576: 5.79 ms predicted, 5.29 measured, "
+                      "bench/results/heavy_lean_batches_h200.md); `corun profile --models "
+                      f"{model.name} --batches {model.batch_per_gpu} --out DIR` then `corun "
+                      "fit` measure them")
             return (f"{model.name} was profiled on {hw.gpu.name} at batch "
                     f"{', '.join(map(str, batches))}, not {model.batch_per_gpu}: {len(new)} "
-                    f"of {len(stages)} training stages' times are extrapolated past the "
-                    f"profiled batches ({held}; heavy-lean's embedding update at b32768, "
-                    "profiled to b24576: 5.79 ms predicted, 5.29 measured, "
-                    "bench/results/heavy_lean_batches_h200.md); `corun profile --models "
-                    f"{model.name} --batches {model.batch_per_gpu} --out DIR` then `corun fit` "
-                    "measure them" + graphed)
+                    f"of {len(stages)} training stages' times are {how}" + graphed)
         return (f"{model.name} was never profiled on {hw.gpu.name}: its training stages' "
                 f"times are extrapolated ({held}; 72-113% on heavy-mlp, a model never "
                 "profiled, bench/results/heavy_mlp_h200.md); `corun profile` then `corun "
