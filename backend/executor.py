@@ -137,6 +137,8 @@ class Executor:
         if settings.preprocess_sms and (self.device.type != "cuda" or self.world > 1):
             raise SpecError("preprocess_sms", settings.preprocess_sms,
                             "0 on a CPU or several GPUs (the SMs of one GPU are split)")
+        if settings.update_sms:
+            self._check_update_sms(settings.update_sms, model)
         self.hardware = hardware or hardware_preset("h200", self.world)
         self.sharding = shard_tables(model, self.hardware, plan.table_owner or None)
         self.stages = stages_for(self.world)
@@ -243,7 +245,7 @@ class Executor:
                            self.plan.batches_ahead + 1),
                        ids_per_thread=self.settings.assembly_ids_per_thread,
                        graphs=self.settings.preprocess_graphs
-                       and not self.settings.preprocess_sms)
+                       and not (self.settings.preprocess_sms or self.settings.update_sms))
 
     # ---------------------------------------------------------------- one batch
     def _stage(self, i: int) -> None:
@@ -359,8 +361,10 @@ class Executor:
                 self.inputs[key] = self.raws
         cuda = self.device.type == "cuda"
         self.S = Streams(self.device, self.plan.training_priority_high, s.preprocess_sms,
-                         s.preprocess_first)
+                         s.preprocess_first, s.update_sms)
         self.trainer.begin_run()
+        self.trainer.update_stream = self.S.update  # its grid as on every SM: the update
+        # waits on its atomics, and fewer blocks in flight slowed it (+0.36 ms at 400 of 528)
         total = s.warmup + s.iterations
         self.feeder = None
         try:
@@ -385,6 +389,7 @@ class Executor:
             return self._run_pipelined(total)
         finally:
             gc.unfreeze()
+            self.trainer.update_stream = None
             if self.feeder is not None:
                 self.feeder.close()
 
@@ -598,6 +603,22 @@ class Executor:
             versions=versions(), git_commit=git_commit(), command=self.command,
             notes=self._notes(), host=host, plan=self.plan, per_iteration=per_iteration)
 
+    def _check_update_sms(self, update_sms: int, model: Model) -> None:
+        """RunSettings.update_sms needs one GPU, a fused embedding update (one kernel to
+        place) and SMs left on both sides of the split."""
+        if not model.embedding_update.fused:
+            raise SpecError("update_sms", update_sms,
+                            f"0 for model {model.name!r}: its embedding update "
+                            f"({model.embedding_update.value}) is not one fused kernel")
+        if self.device.type != "cuda" or self.world > 1:
+            raise SpecError("update_sms", update_sms,
+                            "0 on a CPU or several GPUs (the SMs of one GPU are split)")
+        total = torch.cuda.get_device_properties(self.device).multi_processor_count
+        if not 8 <= update_sms <= total - 8:
+            raise SpecError("update_sms", update_sms,
+                            f"an integer in [8, {total - 8}] on this {total}-SM GPU "
+                            "(preprocessing keeps at least 8)")
+
     def _check_note(self) -> str:
         """What the run compared with the reference (spec.measurement reads it back)."""
         s = self.settings
@@ -624,8 +645,11 @@ class Executor:
                          "warm-up steps on it (backend/graphed.py)")
         split = getattr(getattr(self, "S", None), "split", None)
         if split is not None:
-            notes.append(f"SMs split: preprocessing on {split.pre_sms}, training on "
-                         f"{split.train_sms} (CUDA green contexts, backend/sm_split.py)")
+            training = ("the embedding update" if self.settings.update_sms else "training")
+            notes.append(f"SMs split: preprocessing on {split.pre_sms}, {training} on "
+                         f"{split.train_sms} (CUDA green contexts, backend/sm_split.py)"
+                         + ("; training's other stages on every SM"
+                            if self.settings.update_sms else ""))
         if self.host_nodes:
             notes.append(f"{len(self.host_nodes)} op node(s) on {self.settings.cpu_workers} "
                          "host worker process(es), one thread each")

@@ -51,6 +51,14 @@ class RunSettings:
     the rest (CUDA green contexts, backend/sm_split.py; one GPU). An experiment, not a
     planned decision: on the heavy case it measured worse than sharing
     (bench/results/heavy_case_record.md)."""
+    update_sms: int = 0
+    """0: the fused embedding update runs on the training stream, on every SM; N: on N SMs
+    of a green context of its own (backend/sm_split.py; one GPU), the preprocessing
+    stream on the other SMs, and training's other stages on every SM. A kernel released
+    with the update then has its SMs to itself for the update's length: the update of
+    the graphed heavy-lean step kept its pace on 84-108 of the H200's 132 SMs (it waits
+    on its hot rows' atomics, not on SMs; bench/results/update_partition_h200.md). An
+    experiment, not yet a planned decision."""
     preprocess_first: bool = False
     """The preprocessing stream above training: a kernel released at a training stage
     gets the SMs that stage's blocks free as they end, instead of waiting for all of
@@ -61,7 +69,7 @@ class RunSettings:
     assembly replayed as CUDA graphs captured on the run's first batches
     (backend/batch_graphs.py): one graph launch instead of a few host calls each. False:
     the calls one by one, as before (bench/execute_gpu.py "+calls"), and always so with
-    `preprocess_sms`, whose streams live in a green context of their own."""
+    `preprocess_sms` or `update_sms`, whose streams live in a green context of their own."""
 
     feed_thread: bool = False
     """Each step's batch work (the next batch built from its lanes, the last one checked,
@@ -119,7 +127,7 @@ class RunSettings:
 
     def __post_init__(self) -> None:
         for name, lo in (("iterations", 1), ("warmup", 0), ("distinct_batches", 1),
-                         ("cpu_workers", 1), ("preprocess_sms", 0),
+                         ("cpu_workers", 1), ("preprocess_sms", 0), ("update_sms", 0),
                          ("assembly_ids_per_thread", 0), ("values_unroll", 1),
                          ("values_max_registers", 0)):
             v = getattr(self, name)
@@ -135,6 +143,10 @@ class RunSettings:
         if not 0 <= self.release_offset_ms <= MAX_RELEASE_OFFSET_MS:
             raise SpecError("release_offset_ms", self.release_offset_ms,
                             f"ms in 0..{MAX_RELEASE_OFFSET_MS:g}")
+        if self.update_sms and (self.preprocess_sms or self.preprocess_first):
+            raise SpecError("update_sms", self.update_sms,
+                            "0 with preprocess_sms or preprocess_first (each gives the "
+                            "preprocessing stream its SMs another way)")
         if self.preprocess_first and self.preprocess_sms:
             raise SpecError("preprocess_first", self.preprocess_first,
                             "False when preprocess_sms > 0 (the streams then have SMs of "

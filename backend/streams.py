@@ -30,19 +30,29 @@ class Streams:
     """Streams and timing events on a GPU; no-ops and the host clock on the CPU."""
 
     def __init__(self, device: torch.device, training_high: bool, pre_sms: int = 0,
-                 preprocess_first: bool = False) -> None:
+                 preprocess_first: bool = False, update_sms: int = 0) -> None:
         """`pre_sms` > 0: the preprocessing stream on that many SMs of its own, training
-        on the rest (backend/sm_split.py); 0: both streams on every SM.
+        on the rest (backend/sm_split.py); `update_sms` > 0: the embedding update's
+        stream (`update`) on that many SMs of its own, preprocessing on the rest, and
+        training's other stages on every SM; both 0: both streams on every SM.
         `preprocess_first`: the preprocessing stream above training (overrides
         `training_high`), so its blocks take the SMs a training kernel's blocks free."""
         self.cuda = device.type == "cuda"
         self.split = None
+        self.update = None
         if self.cuda:
             if pre_sms:
                 from backend.sm_split import split_sms
 
                 self.split = split_sms(device, pre_sms, training_high)
                 self.train, self.pre = self.split.train, self.split.pre
+            elif update_sms:
+                from backend.sm_split import split_sms
+
+                total = torch.cuda.get_device_properties(device).multi_processor_count
+                self.split = split_sms(device, total - update_sms, training_high)
+                self.update, self.pre = self.split.train, self.split.pre
+                self.train = torch.cuda.Stream(device, priority=-2 if training_high else 0)
             else:
                 high_train = training_high and not preprocess_first
                 self.train = torch.cuda.Stream(device, priority=-2 if high_train else 0)

@@ -61,6 +61,8 @@ def predicted_ms(case: dict) -> tuple[float, str]:
         return math.nan, " (not predicted: the uncapped embedding update)"
     if update_blocks_per_sm(suffixes) is not None:
         return math.nan, " (not predicted: the embedding update on its own grid)"
+    if suffix_number(suffixes, "sm") is not None or suffix_number(suffixes, "upd") is not None:
+        return math.nan, " (not predicted: SMs split by green contexts)"
     if (suffix_number(suffixes, "u") or 1) > 1:
         return math.nan, " (not predicted: the values kernel unrolled)"
     if suffix_number(suffixes, "r") is not None:
