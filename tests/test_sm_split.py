@@ -148,7 +148,7 @@ def test_the_update_on_sms_of_its_own_trains_as_on_the_steps_stream():
             graphed.step(data[i % 3], clock)
         eager.step(data[i % 3])
         torch.cuda.synchronize()
-        assert len(clock.stage_ms()) == 9 and clock.stage_ms()[Stage.EMB_BWD.value] > 0
+        assert len(clock.stage_ms()) == 9 and clock.stage_ms()[Stage.EMB_BWD] > 0
     for (name, p), q in zip(eager.net.named_parameters(), graphed.net.parameters()):
         assert torch.allclose(p, q, rtol=1e-4, atol=1e-5), name
 
