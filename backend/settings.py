@@ -55,10 +55,12 @@ class RunSettings:
     """0: the fused embedding update runs on the training stream, on every SM; N: on N SMs
     of a green context of its own (backend/sm_split.py; one GPU), the preprocessing
     stream on the other SMs, and training's other stages on every SM. A kernel released
-    with the update then has its SMs to itself for the update's length: the update of
-    the graphed heavy-lean step kept its pace on 84-108 of the H200's 132 SMs (it waits
-    on its hot rows' atomics, not on SMs; bench/results/update_partition_h200.md). An
-    experiment, not yet a planned decision."""
+    with the update then has its SMs to itself for the update's length. An experiment
+    that answered a question, not a planned decision: the update of the graphed
+    heavy-lean step kept its pace on 84-108 of the H200's 132 SMs (it waits on its hot
+    rows' atomics, not on SMs), but the kernel on the other SMs still cost it 0.24-0.35
+    ms and hid no more of gpu-sequential's gap than sharing every SM (35% / 66% against
+    75% / 66%; bench/results/update_partition_h200.md)."""
     preprocess_first: bool = False
     """The preprocessing stream above training: a kernel released at a training stage
     gets the SMs that stage's blocks free as they end, instead of waiting for all of

@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT))
 import spec  # noqa: E402
 from bench.render_execute import render_main  # noqa: E402
 from bench.render_plans import predicted_ms  # noqa: E402
-from reports.rounds import SEQUENTIAL, round_stats  # noqa: E402
+from reports.rounds import SEQUENTIAL, is_ideal, round_stats  # noqa: E402
 from spec.serde import read_stored_text  # noqa: E402
 
 
@@ -137,7 +137,7 @@ def render(raw: list[Path], pool: bool = False, command: str | None = None) -> s
                    else f"{r['predicted_ms']:.3f} | {r['error_pct']:+.1f}% |"))
         lines += ["", *stretch_table(rounds)]
         by = {r["strategy"]: r for r in rows}
-        best = min((r for r in rows if r["strategy"] != "ideal"),
+        best = min((r for r in rows if not is_ideal(r["strategy"])),
                    key=lambda r: r["median_ms"], default=None)
         facts = []
         if SEQUENTIAL in by:

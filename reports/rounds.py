@@ -15,6 +15,12 @@ from dataclasses import dataclass
 IDEAL, SEQUENTIAL = "ideal", "gpu-sequential"
 
 
+def is_ideal(strategy: str) -> bool:
+    """Whether a strategy label is ideal or a variant of it ("ideal+upd92": no
+    preprocessing, the training step run another way): never a round's fastest."""
+    return strategy.split("+")[0] == IDEAL
+
+
 @dataclass(frozen=True)
 class RoundStats:
     """One strategy over the rounds that measured it."""
@@ -30,7 +36,8 @@ class RoundStats:
     of_ideal_min_pct: float | None
     of_ideal_max_pct: float | None
     wins: int | None
-    """Rounds in which it was the fastest strategy other than ideal (None for ideal)."""
+    """Rounds in which it was the fastest strategy other than ideal and its variants
+    (None for those)."""
     recovered_pct: float | None
     """Median over rounds of (gpu-sequential - this) / (gpu-sequential - ideal), in
     percent (None where no round measured both with gpu-sequential slower than ideal)."""
@@ -42,7 +49,7 @@ def round_stats(times_ms: Mapping[Hashable, Mapping[str, float]]) -> list[RoundS
     names = list(dict.fromkeys(s for t in times_ms.values() for s in t))
     wins = {s: 0 for s in names}
     for t in times_ms.values():
-        others = {s: v for s, v in t.items() if s != IDEAL}
+        others = {s: v for s, v in t.items() if not is_ideal(s)}
         if others:
             wins[min(others, key=others.get)] += 1
     out = []
@@ -56,7 +63,7 @@ def round_stats(times_ms: Mapping[Hashable, Mapping[str, float]]) -> list[RoundS
             s, len(times), statistics.median(times), min(times), max(times),
             statistics.median(shares) if shares else None,
             min(shares) if shares else None, max(shares) if shares else None,
-            wins[s] if s != IDEAL else None,
+            None if is_ideal(s) else wins[s],
             statistics.median(recovered) if recovered else None))
     return out
 

@@ -36,3 +36,14 @@ def test_without_ideal_or_a_gap_there_is_no_share_or_recovery():
     # gpu-sequential as fast as ideal: no gap to recover
     flat = round_stats({0: {"ideal": 10.0, "gpu-sequential": 10.0, "plan": 10.2}})
     assert all(s.recovered_pct is None for s in flat)
+
+
+def test_a_variant_of_ideal_is_never_a_rounds_fastest():
+    # ideal's step run another way (e.g. "+upd92": the update on SMs of its own) has no
+    # preprocessing to hide: the plan is still the round's fastest strategy
+    stats = round_stats({0: {"ideal": 10.0, "ideal+upd92": 9.8, "gpu-sequential": 12.0,
+                             "plan": 10.5}})
+    wins = {s.strategy: s.wins for s in stats}
+    assert wins == {"ideal": None, "ideal+upd92": None, "gpu-sequential": 0, "plan": 1}
+    assert next(s for s in stats if s.strategy == "ideal+upd92").recovered_pct == \
+        pytest.approx(110.0)
