@@ -154,9 +154,8 @@ def main(argv: list[str] | None = None) -> int:
             table = run_corun(["plan", "--hardware", "h200", "--gpus", "1", "--pipeline",
                                args.pipeline, "--model", args.model, "--batch", str(b),
                                "--time-limit", str(args.time_limit), "--runners-up",
-                               str(args.runners_up), "--quiet", "--out", str(folder)], log)
-            for t in folder.glob("trace-*.json"):
-                t.unlink()
+                               str(args.runners_up), "--no-traces", "--quiet", "--out",
+                               str(folder)], log)
             (ROOT / f"bench/plans/{args.model}-b{b}.txt").write_text(table)
             kept = args.out / f"round{rnd}" / f"{args.model}-b{b}"
             shutil.copytree(folder, kept, dirs_exist_ok=True)

@@ -117,11 +117,10 @@ def make_plans(batches: list[int], runners_up: int = 3) -> int:
         folder = execute_gpu.plan_dir("vocab-lean", "heavy-small-vocab", b, 1)
         rc = corun_main(["plan", "--hardware", "h200", "--model", "heavy-lean", "--pipeline",
                          "heavy-small-vocab", "--batch", str(b), "--cuda-graphs",
-                         "--runners-up", str(runners_up), "--out", str(folder)])
+                         "--runners-up", str(runners_up), "--no-traces", "--out",
+                         str(folder)])
         if rc:
             return rc
-        for trace in folder.glob("trace-*.json"):  # timelines: remade on demand, not kept
-            trace.unlink()
     return 0
 
 

@@ -6,7 +6,11 @@ import argparse
 import json
 from pathlib import Path
 
-from corun.workload import add_calibration_argument, add_cuda_graphs_argument
+from corun.workload import (
+    add_calibration_argument,
+    add_cuda_graphs_argument,
+    add_no_traces_argument,
+)
 from spec import SpecError
 
 MAX_RUNNERS_UP = 8
@@ -46,6 +50,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "beside the chosen one: the next-best schedule's best, then the "
                         "plans within 5%% of the choice most unlike those already picked "
                         "(planner/runners_up.py)")
+    add_no_traces_argument(p)
     p.add_argument("--trace", help="write the chosen plan's Chrome trace here")
     p.add_argument("--json", action="store_true", help="print the Predictions as JSON")
     p.add_argument("--quiet", action="store_true")
@@ -131,7 +136,7 @@ def run(args: argparse.Namespace) -> int:
     if args.output:
         save(stamp(chosen.plan), args.output)
     if args.out:
-        write_outputs(Path(args.out), results, extra)
+        write_outputs(Path(args.out), results, extra, traces=not args.no_traces)
         save(stamp(chosen.plan), Path(args.out) / plan_file("corun"))
         save(stamp(rap.plan), Path(args.out) / plan_file("rap"))
         for i, j in enumerate(others, start=2):

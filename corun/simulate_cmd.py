@@ -13,6 +13,7 @@ from corun.plan_dir import prediction_file, trace_file
 from corun.workload import (
     add_calibration_argument,
     add_cuda_graphs_argument,
+    add_no_traces_argument,
     calibrated,
     plan_batch,
     resolve_hardware,
@@ -64,6 +65,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print Prediction JSON")
     p.add_argument("--trace", help="write the Chrome trace here (one strategy)")
     p.add_argument("--out", help="directory for predictions, traces and summary.md")
+    add_no_traces_argument(p)
     p.add_argument("--quiet", action="store_true")
 
 
@@ -131,7 +133,7 @@ def run(args: argparse.Namespace) -> int:
     if args.trace:
         results[0].write_trace(args.trace)
     if args.out:
-        write_outputs(Path(args.out), results)
+        write_outputs(Path(args.out), results, traces=not args.no_traces)
     if args.json:
         docs = [dumps(p) for p in preds]
         print(json.dumps(docs[0] if len(docs) == 1 else docs, indent=1))
@@ -143,19 +145,22 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def write_outputs(out: Path, results: list[SimResult], extra: Sequence[str] = ()) -> None:
-    """Each strategy's prediction and trace, and summary.md: the comparison, its caveats
-    and the `extra` lines."""
+def write_outputs(out: Path, results: list[SimResult], extra: Sequence[str] = (),
+                  traces: bool = True) -> None:
+    """Each strategy's prediction and (with `traces`) its timeline, and summary.md: the
+    comparison, its caveats and the `extra` lines."""
     out.mkdir(parents=True, exist_ok=True)
     for r in results:
         save(r.prediction, out / prediction_file(r.prediction.strategy))
-        r.write_trace(out / trace_file(r.prediction.strategy))
+        if traces:
+            r.write_trace(out / trace_file(r.prediction.strategy))
     preds = [r.prediction for r in results]
     p0 = preds[0]
     text = (f"# Predicted strategies: {p0.model} / {p0.pipeline} on {p0.gpu_count} x "
             f"{p0.hardware}\n\nBatch {p0.batch_per_gpu} per GPU; cost model "
             f"{p0.provenance.cost_model}; commit {p0.provenance.git_commit}; "
             f"{p0.iterations} simulated iterations.\n\n```\n{comparison_table(preds)}\n```\n\n"
-            + "".join(f"{c}\n\n" for c in [*caveats(preds), *extra]) +
-            "Open a `trace-*.json` in https://ui.perfetto.dev or chrome://tracing.\n")
+            + "".join(f"{c}\n\n" for c in [*caveats(preds), *extra])
+            + ("Open a `trace-*.json` in https://ui.perfetto.dev or chrome://tracing.\n"
+               if traces else ""))
     write_atomic(out / "summary.md", text)

@@ -71,6 +71,12 @@ def resolve_hardware(name: Any, gpus: int, interconnect: str | None,
     return hw.with_gpus(gpus) if gpus != hw.gpu_count else hw
 
 
+def add_no_traces_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--no-traces", action="store_true",
+                   help="with --out: no trace-*.json timelines (`corun simulate --plan P "
+                        "--strategy plan --trace T` draws one when wanted)")
+
+
 def add_cuda_graphs_argument(p: argparse.ArgumentParser) -> None:
     """`--cuda-graphs`, as plan, simulate and execute take it."""
     p.add_argument("--cuda-graphs", action="store_true",

@@ -76,6 +76,18 @@ def test_out_dir(tmp_path):
     assert "trace-gpu-overlap.json" in names
 
 
+def test_out_dir_without_traces_keeps_every_prediction(tmp_path):
+    with_traces, without = tmp_path / "with", tmp_path / "without"
+    for out, extra in ((with_traces, []), (without, ["--no-traces"])):
+        assert main(["simulate", "--quiet", "--iterations", "3", "--out", str(out),
+                     *extra]) == 0
+    names = sorted(p.name for p in without.iterdir())
+    assert names == sorted(p.name for p in with_traces.iterdir()
+                           if not p.name.startswith("trace-"))
+    assert "prediction-ideal.json" in names and "summary.md" in names
+    assert "trace-" not in (without / "summary.md").read_text()
+
+
 @pytest.mark.parametrize(
     "argv, message",
     [
