@@ -148,12 +148,16 @@ def run(args: argparse.Namespace) -> int:
 def write_outputs(out: Path, results: list[SimResult], extra: Sequence[str] = (),
                   traces: bool = True) -> None:
     """Each strategy's prediction and (with `traces`) its timeline, and summary.md: the
-    comparison, its caveats and the `extra` lines."""
+    comparison, its caveats and the `extra` lines. Without `traces`, a timeline an
+    earlier run left for a strategy written here is removed: it would not match."""
     out.mkdir(parents=True, exist_ok=True)
     for r in results:
         save(r.prediction, out / prediction_file(r.prediction.strategy))
+        trace = out / trace_file(r.prediction.strategy)
         if traces:
-            r.write_trace(out / trace_file(r.prediction.strategy))
+            r.write_trace(trace)
+        else:
+            trace.unlink(missing_ok=True)
     preds = [r.prediction for r in results]
     p0 = preds[0]
     text = (f"# Predicted strategies: {p0.model} / {p0.pipeline} on {p0.gpu_count} x "

@@ -73,7 +73,8 @@ def resolve_hardware(name: Any, gpus: int, interconnect: str | None,
 
 def add_no_traces_argument(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-traces", action="store_true",
-                   help="with --out: no trace-*.json timelines (`corun simulate --plan P "
+                   help="with --out: no trace-*.json timelines, and an earlier run's "
+                        "for the strategies written removed (`corun simulate --plan P "
                         "--strategy plan --trace T` draws one when wanted)")
 
 

@@ -78,12 +78,15 @@ def test_out_dir(tmp_path):
 
 def test_out_dir_without_traces_keeps_every_prediction(tmp_path):
     with_traces, without = tmp_path / "with", tmp_path / "without"
+    without.mkdir()
+    (without / "trace-ideal.json").write_text("{}")  # an earlier run's: stale now
+    (without / "notes.txt").write_text("mine")  # not corun's: left alone
     for out, extra in ((with_traces, []), (without, ["--no-traces"])):
         assert main(["simulate", "--quiet", "--iterations", "3", "--out", str(out),
                      *extra]) == 0
     names = sorted(p.name for p in without.iterdir())
-    assert names == sorted(p.name for p in with_traces.iterdir()
-                           if not p.name.startswith("trace-"))
+    assert names == sorted([*(p.name for p in with_traces.iterdir()
+                              if not p.name.startswith("trace-")), "notes.txt"])
     assert "prediction-ideal.json" in names and "summary.md" in names
     assert "trace-" not in (without / "summary.md").read_text()
 
