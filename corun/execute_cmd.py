@@ -7,7 +7,7 @@ import os
 import sys
 from pathlib import Path
 
-from corun.workload import add_check_arguments, add_cuda_graphs_argument
+from corun.workload import add_cuda_graphs_argument, add_run_arguments
 from spec import SpecError
 
 
@@ -26,14 +26,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--batch", type=int, help="batch per GPU (default: the plan's, else the "
                    "model's)")
     add_cuda_graphs_argument(p)
-    p.add_argument("--hardware", default="h200",
-                   help="hardware preset: the baselines' launch shape and host cores")
+    add_run_arguments(p)
     p.add_argument("--host-cores", type=int,
                    help="host CPU cores (default: the hardware preset's, 16 per GPU)")
-    p.add_argument("--iterations", type=int, default=d.iterations)
-    p.add_argument("--warmup", type=int, default=d.warmup)
-    p.add_argument("--distinct-batches", type=int, default=d.distinct_batches)
-    add_check_arguments(p)
     p.add_argument("--no-batch-graphs", dest="batch_graphs", action="store_false",
                    help="issue each batch's staging copies, kernel launches and assembly "
                    "call by call (by default they are captured once and replayed as CUDA "

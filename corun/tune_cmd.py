@@ -22,7 +22,7 @@ import time
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
-from corun.workload import add_check_arguments, require_seconds
+from corun.workload import add_run_arguments, require_seconds
 from spec import SpecError
 
 BASELINES = ("ideal", "gpu-sequential", "gpu-overlap")
@@ -42,12 +42,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help=f"rounds of every strategy (1-{MAX_ROUNDS}; default 3)")
     p.add_argument("--model", help="model preset or file (default: the folder's, by name)")
     p.add_argument("--pipeline", help="pipeline preset or file (default: the folder's)")
-    p.add_argument("--hardware", default="h200",
-                   help="hardware preset: the baselines' launch shape and host cores")
-    p.add_argument("--iterations", type=int, default=d.iterations)
-    p.add_argument("--warmup", type=int, default=d.warmup)
-    p.add_argument("--distinct-batches", type=int, default=d.distinct_batches)
-    add_check_arguments(p)
+    add_run_arguments(p)
     p.add_argument("--no-launch-steps", dest="launch_steps", action="store_false",
                    help="leave out the folder's chosen plan with every kernel's blocks times "
                    "each of the search's launch steps (x2, x0.5, x1.5, x0.75), which run by "

@@ -87,6 +87,20 @@ def add_cuda_graphs_argument(p: argparse.ArgumentParser) -> None:
                    "(a plan made with --cuda-graphs says so itself)")
 
 
+def add_run_arguments(p: argparse.ArgumentParser) -> None:
+    """What execute and tune take alike: the hardware preset for the baselines, the run's
+    length (backend.settings.RunSettings' defaults) and what it checks."""
+    from backend.settings import RunSettings
+
+    d = RunSettings()
+    p.add_argument("--hardware", default="h200",
+                   help="hardware preset: the baselines' launch shape and host cores")
+    p.add_argument("--iterations", type=int, default=d.iterations)
+    p.add_argument("--warmup", type=int, default=d.warmup)
+    p.add_argument("--distinct-batches", type=int, default=d.distinct_batches)
+    add_check_arguments(p)
+
+
 def add_check_arguments(p: argparse.ArgumentParser) -> None:
     """`--no-check` and `--check-timed`, as execute and tune take them
     (backend.settings.RunSettings.check, check_timed)."""
