@@ -1,0 +1,66 @@
+"""bench/gap_recovery.py: issue 6's gap and recovery per command, from the rounds of a
+record; the fastest plan-like strategy only (not ideal's variants, not a baseline, not a
+strategy that checks its batches otherwise), and the compared runs marked."""
+
+import json
+
+import pytest
+
+from bench.gap_recovery import Point, execute_points, main
+from spec.measurement import CHECKED_EVERY
+
+
+def case(strategy: str, ms: float, rnd: int, notes: tuple[str, ...] = ()) -> dict:
+    m = {"model": "heavy-lean", "iteration": {"median_ms": ms},
+         "notes": ["the trainer's step replayed as CUDA graphs", *notes]}
+    return {"pipeline": "heavy-small", "batch": 16384, "strategy": strategy, "repeat": rnd,
+            "measurement": m}
+
+
+def record(tmp_path, cases: list[dict]):
+    path = tmp_path / "execute_x.json"
+    path.write_text(json.dumps(cases))
+    return path
+
+
+def test_the_gap_and_the_fastest_plan_like_strategy_per_round(tmp_path):
+    cases = [case("ideal", 4.0, 0), case("gpu-sequential", 5.0, 0),
+             case("corun", 4.25, 0), case("at:emb_bwd+b198", 4.5, 0),
+             case("ideal+upd92", 3.9, 0), case("corun+nocheck", 4.0, 0),
+             case("ideal", 4.0, 1), case("gpu-sequential", 5.0, 1),
+             case("corun", 4.25, 1), case("at:emb_bwd+b198", 4.5, 1)]
+    [p] = execute_points(record(tmp_path, cases))
+    assert p.gap_pct == pytest.approx(20.0) and p.rounds == 2
+    # ideal+upd92 is faster, corun+nocheck as fast as ideal: neither counts as a plan
+    assert p.best == "corun" and p.best_recovered_pct == pytest.approx(75.0)
+    assert p.choice_recovered_pct == pytest.approx(75.0)
+    assert p.graphed and not p.compared and p.on_target
+
+
+def test_a_compared_run_is_marked_and_a_record_without_a_gap_gives_no_point(tmp_path):
+    compared = (f"h2d and assemble are listed with the stages; {CHECKED_EVERY}",)
+    [p] = execute_points(record(tmp_path, [
+        case("ideal", 4.0, 0), case("gpu-sequential", 5.0, 0, compared),
+        case("at:emb_bwd", 4.8, 0, compared)]))
+    assert p.compared and p.best == "at:emb_bwd" and p.choice_recovered_pct is None
+    assert not p.on_target  # 20% of the gap recovered
+    assert execute_points(record(tmp_path, [
+        case("ideal", 4.0, 0), case("gpu-sequential", 3.9, 0), case("corun", 4.0, 0)])) == []
+    assert execute_points(record(tmp_path, [case("ideal", 4.0, 0), case("corun", 4.1, 0)])) \
+        == []
+
+
+def test_the_target_corner_needs_both():
+    base = dict(source="s", model="m", pipeline="p", batch=1, graphed=True, compared=False,
+                rounds=1, best="corun", choice_recovered_pct=None)
+    assert Point(gap_pct=20.0, best_recovered_pct=75.0, **base).on_target
+    assert not Point(gap_pct=19.9, best_recovered_pct=90.0, **base).on_target
+    assert not Point(gap_pct=27.0, best_recovered_pct=74.9, **base).on_target
+
+
+def test_the_report_names_what_reaches_the_corner_from_the_committed_records(tmp_path):
+    out = tmp_path / "gap.md"
+    assert main(["-o", str(out), "--png", ""]) == 0
+    text = out.read_text()
+    assert "in the target corner" in text and "| source | model / pipeline |" in text
+    assert "execute_update_partition_lean_run3.json" in text  # this session's record
