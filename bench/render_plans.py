@@ -49,6 +49,25 @@ def plan_folder(pipeline: str, model: str, batch: int, graphs: bool = False,
     return ROOT / "bench/plans" / sub / f"{name}-b{batch}"
 
 
+def unpredicted(strategy: str) -> str | None:
+    """Why an executed variant is not predicted (the model knows none of these ways to
+    run a step or a kernel), as a note; None where it is."""
+    suffixes = strategy.split("+")[1:]
+    if "uncapped" in suffixes:  # the model knows the default update grid only
+        return " (not predicted: the uncapped embedding update)"
+    if update_blocks_per_sm(suffixes) is not None:
+        return " (not predicted: the embedding update on its own grid)"
+    if suffix_number(suffixes, "sm") is not None or suffix_number(suffixes, "upd") is not None:
+        return " (not predicted: SMs split by green contexts)"
+    if (suffix_number(suffixes, "u") or 1) > 1:
+        return " (not predicted: the values kernel unrolled)"
+    if suffix_number(suffixes, "r") is not None:
+        return " (not predicted: the values kernel's registers capped)"
+    if release_offset_ms(suffixes):
+        return " (not predicted: released after an offset into its stage)"
+    return None
+
+
 def predicted_ms(case: dict) -> tuple[float, str]:
     """(the iteration time predicted for a measured case, a note): from the prediction
     file `corun plan` wrote beside the plan it ran; simulated afresh, and noted, where
@@ -56,19 +75,9 @@ def predicted_ms(case: dict) -> tuple[float, str]:
     from sim import simulate_steady
 
     m, strategy = case["measurement"], case["strategy"]
-    suffixes = strategy.split("+")[1:]
-    if "uncapped" in suffixes:  # the model knows the default update grid only
-        return math.nan, " (not predicted: the uncapped embedding update)"
-    if update_blocks_per_sm(suffixes) is not None:
-        return math.nan, " (not predicted: the embedding update on its own grid)"
-    if suffix_number(suffixes, "sm") is not None or suffix_number(suffixes, "upd") is not None:
-        return math.nan, " (not predicted: SMs split by green contexts)"
-    if (suffix_number(suffixes, "u") or 1) > 1:
-        return math.nan, " (not predicted: the values kernel unrolled)"
-    if suffix_number(suffixes, "r") is not None:
-        return math.nan, " (not predicted: the values kernel's registers capped)"
-    if release_offset_ms(suffixes):
-        return math.nan, " (not predicted: released after an offset into its stage)"
+    why_not = unpredicted(strategy)
+    if why_not is not None:
+        return math.nan, why_not
     folder = plan_folder(case["pipeline"], m["model"], case["batch"], graphed(m),
                          m.get("gpu_count", 1))
     predicted = folder / f"prediction-{strategy}.json"

@@ -30,6 +30,7 @@ from bench.render_execute import (  # noqa: E402
     publish,
     require_raw,
 )
+from bench.render_plans import unpredicted  # noqa: E402
 from spec.serde import read_stored_text, stored_path, write_atomic  # noqa: E402
 
 RAW_DIR = ROOT / "bench/results/raw"
@@ -49,7 +50,8 @@ def every_raw() -> list[Path]:
 
 
 def rows(raw: list[Path], skipped: dict[str, str] | None = None) -> list[dict]:
-    """One row per measured case. With `skipped`, a run today's code cannot simulate is
+    """One row per measured case the model predicts (not the variants it knows no way to:
+    render_plans.unpredicted). With `skipped`, a run today's code cannot simulate is
     named there with why, instead of stopping."""
     from sim import simulate_steady
 
@@ -58,6 +60,8 @@ def rows(raw: list[Path], skipped: dict[str, str] | None = None) -> list[dict]:
         try:
             mine = []
             for r in measured_cases(path)[0]:
+                if unpredicted(r["strategy"]) is not None:
+                    continue
                 m = r["measurement"]
                 sc = measured_scenario(m, r["strategy"])
                 p = simulate_steady(sc).prediction.iteration_time_ms
@@ -147,6 +151,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.against is not None and not stored_path(args.against).is_file():
         ap.error(f"--against = {str(args.against)!r}: a rows file --rows-json wrote")
     raw = every_raw() if args.all else (args.raw or RAW)
+    from bench.vocab_probe import register
+
+    register()  # its runs' pipelines (heavy-small-vocab, heavy-vocab) are not presets
     skipped: dict[str, str] = {}
     rs = rows(raw, skipped if args.all else None)
     old = json.loads(read_stored_text(args.against)) if args.against else None
