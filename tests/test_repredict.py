@@ -58,3 +58,18 @@ def test_named_runs_without_out_leave_the_default_report(tmp_path, monkeypatch, 
     assert rp.main([str(raw / "execute_small_b8192.json")]) == 0
     assert "execute_small_b8192" in capsys.readouterr().out
     assert default.read_text() == "committed"
+
+
+def test_a_run_with_variants_the_model_cannot_predict_keeps_its_other_cases():
+    """The update on SMs of its own (+upd92, ideal+upd92) and the static split (+sm<N>)
+    are not predicted; ideal, gpu-sequential and the plan of the same run are."""
+    from bench.render_plans import unpredicted
+    from bench.repredict import rows
+
+    raw = Path(__file__).resolve().parent.parent / "bench/results/raw"
+    rs = rows([raw / "execute_update_partition_lean_run3.json"])
+    strategies = {r["strategy"] for r in rs}
+    assert {"ideal", "gpu-sequential", "corun"} <= strategies
+    assert not any("upd" in s or s.startswith("ideal+") for s in strategies)
+    assert "green contexts" in unpredicted("ideal+sm24")
+    assert unpredicted("corun+ahead2") is None and unpredicted("ideal") is None
