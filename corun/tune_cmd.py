@@ -92,6 +92,20 @@ def read_workload(folder: Path) -> Workload:
                     plan.cuda_graphs)
 
 
+def require_named_specs(args: argparse.Namespace, work: Workload) -> None:
+    """The folder names its model and pipeline; where a name is not a preset (a spec made
+    in code or loaded from a file when the folder was planned), the file must be given."""
+    import spec
+
+    for flag, given, name, presets in (("--model", args.model, work.model, spec.MODEL_PRESETS),
+                                       ("--pipeline", args.pipeline, work.pipeline,
+                                        spec.PIPELINE_PRESETS)):
+        if given is None and name not in presets:
+            what = flag.removeprefix("--")
+            raise SpecError(flag, None, f"a {what} file (.json or .yaml): the folder's {what} "
+                            f"{name!r} is not a preset")
+
+
 def choose_strategies(text: str | None, planned: list[str]) -> list[str]:
     """The strategies to run, in the order given; each a baseline or a plan in the folder."""
     if text is None:
@@ -127,6 +141,7 @@ def run(args: argparse.Namespace) -> int:
         raise SpecError("plans", f"{folder} ({work.gpu_count} GPUs)",
                         "a one-GPU plan folder, run as one process (on N GPUs, measure each "
                         "plan with `torchrun ... corun execute`)")
+    require_named_specs(args, work)
     strategies = choose_strategies(args.strategies, planned_strategies(folder))
     if args.device == "cuda" and not torch.cuda.is_available():
         raise SpecError("--device", "cuda", "a machine with a CUDA GPU (or --device cpu to "

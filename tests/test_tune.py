@@ -161,6 +161,31 @@ def test_bad_input_is_refused_before_anything_is_written(folder, tmp_path, capsy
     assert not out.exists()
 
 
+def test_a_folder_planned_for_a_pipeline_that_is_no_preset_asks_for_its_file(
+        folder, tmp_path, capsys):
+    import shutil
+    from dataclasses import replace
+
+    from corun.plan_dir import prediction_file
+    from spec import Prediction, save
+
+    plans = tmp_path / "plans"
+    shutil.copytree(folder / "plans", plans)
+    pred = load(Prediction, plans / prediction_file("corun"))
+    save(replace(pred, pipeline="my-pipeline"), plans / prediction_file("corun"))
+    out = tmp_path / "out"
+    assert main(["tune", str(plans), "--model", str(folder / "model.json"), "--device", "cpu",
+                 "--quiet", "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "--pipeline" in err and "'my-pipeline' is not a preset" in err
+    assert not out.exists()
+    assert main(["tune", str(plans), "--model", str(folder / "model.json"), "--pipeline",
+                 str(folder / "pipeline.json"), "--device", "cpu", "--iterations", "2",
+                 "--warmup", "1", "--distinct-batches", "1", "--rounds", "1", "--strategies",
+                 "ideal,corun", "--no-launch-steps", "--no-lead-variant", "--quiet", "-o",
+                 str(out)]) == 0  # the file given, the same folder tunes
+
+
 def test_a_folder_without_a_plan_is_refused(tmp_path, capsys):
     assert main(["tune", str(tmp_path), "--device", "cpu", "-o", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err
