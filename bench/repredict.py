@@ -151,11 +151,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.against is not None and not stored_path(args.against).is_file():
         ap.error(f"--against = {str(args.against)!r}: a rows file --rows-json wrote")
     raw = every_raw() if args.all else (args.raw or RAW)
-    from bench.vocab_probe import register
+    from bench.vocab_probe import registered
 
-    register()  # its runs' pipelines (heavy-small-vocab, heavy-vocab) are not presets
     skipped: dict[str, str] = {}
-    rs = rows(raw, skipped if args.all else None)
+    with registered():  # its runs' pipelines (heavy-small-vocab, heavy-vocab): no presets
+        rs = rows(raw, skipped if args.all else None)
     old = json.loads(read_stored_text(args.against)) if args.against else None
     command = " ".join(["python bench/repredict.py", *(argv if argv is not None
                                                         else sys.argv[1:])])

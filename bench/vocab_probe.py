@@ -28,6 +28,7 @@ one kernel, bottom_mlp_bwd in 1056 blocks, recovers 46%. It does not open the ga
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import sys
 from pathlib import Path
@@ -106,6 +107,22 @@ def register(dry_run: bool = False) -> None:
     execute_gpu.MATRICES["vocab-lean"] = [("heavy-small-vocab", LEAN_BATCHES, LEAN_LABELS)]
     execute_gpu.MODEL_CHANGES["vocab-lean"] = {"cuda_graphs": True}
     execute_gpu.PLAN_FOLDER["vocab-lean"] = "graphs"
+
+
+@contextlib.contextmanager
+def registered(dry_run: bool = False):
+    """`register` for the length of a with-block, every table it adds to restored after:
+    for a caller in a longer-lived process (bench/repredict.py, the tests)."""
+    tables = (spec.PIPELINE_PRESETS, spec.DEFAULT_MODEL_FOR, execute_gpu.MATRICES,
+              execute_gpu.MATRIX_MODEL, execute_gpu.MODEL_CHANGES, execute_gpu.PLAN_FOLDER)
+    saved = [dict(t) for t in tables]
+    register(dry_run)
+    try:
+        yield
+    finally:
+        for table, before in zip(tables, saved):
+            table.clear()
+            table.update(before)
 
 
 def make_plans(batches: list[int], runners_up: int = 3) -> int:

@@ -54,11 +54,9 @@ def test_dry_run_executes_and_renders(tmp_path):
 def test_the_lean_matrix_runs_heavy_small_vocab_beside_graphed_heavy_lean():
     import spec
     from bench import execute_gpu, render_plans, vocab_probe
-    tables = (spec.PIPELINE_PRESETS, spec.DEFAULT_MODEL_FOR, execute_gpu.MATRICES,
-              execute_gpu.MATRIX_MODEL, execute_gpu.MODEL_CHANGES, execute_gpu.PLAN_FOLDER)
-    saved = [dict(t) for t in tables]
-    try:
-        vocab_probe.register(dry_run=True)
+
+    before = dict(spec.PIPELINE_PRESETS), dict(execute_gpu.MATRICES)
+    with vocab_probe.registered(dry_run=True):
         (pipe, batches, labels), = execute_gpu.MATRICES["vocab-lean"]
         assert pipe == "heavy-small-vocab"
         assert spec.DEFAULT_MODEL_FOR[pipe] == "heavy-lean"
@@ -70,7 +68,5 @@ def test_the_lean_matrix_runs_heavy_small_vocab_beside_graphed_heavy_lean():
         p = spec.pipeline_preset("heavy-small-vocab")
         assert p.name == "heavy-small-vocab"
         assert {p.int_ranges[o.node] for o in p.sparse_outputs} == {(0, 1999)}  # cut rows
-    finally:  # the registries as they were, for the tests after this one
-        for table, before in zip(tables, saved):
-            table.clear()
-            table.update(before)
+    # the registries as they were, for the tests after this one (tests/test_spec_io.py)
+    assert (dict(spec.PIPELINE_PRESETS), dict(execute_gpu.MATRICES)) == before
