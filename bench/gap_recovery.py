@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 
 from reports.rounds import IDEAL, SEQUENTIAL, is_ideal, round_stats  # noqa: E402
 from spec.measurement import CHECKED_EVERY  # noqa: E402
-from spec.serde import read_stored_text, write_atomic  # noqa: E402
+from spec.serde import read_stored_text, stored_glob, stored_path, write_atomic  # noqa: E402
 
 RAW = ROOT / "bench/results/raw"
 GAP_TARGET_PCT, RECOVERY_TARGET_PCT = 20.0, 75.0
@@ -131,24 +131,16 @@ def tune_points(path: Path) -> list[Point]:
     if not doc["model"].startswith("heavy"):
         return []
     seq = path.parent / "gpu-sequential.json"
-    notes = json.loads(read_stored_text(seq))["notes"] if seq.exists() or \
-        seq.with_suffix(".json.gz").exists() else []
+    notes = json.loads(read_stored_text(seq))["notes"] if stored_path(seq).exists() else []
     p = point(f"{path.parent.name}/tune.json", (doc["model"], doc["pipeline"], doc["batch"]),
               doc["rows"], any("CUDA graphs" in n for n in notes),
               _compared(notes))
     return [] if p is None else [p]
 
 
-def stored(pattern: str) -> list[Path]:
-    """Paths under RAW by their plain names (NAME.json for NAME.json.gz too), sorted."""
-    names = {p.with_name(p.name.removesuffix(".gz")) for p in RAW.glob(pattern + "*")
-             if p.name.removesuffix(".gz").endswith(".json")}
-    return sorted(names)
-
-
 def all_points() -> list[Point]:
-    out = [p for path in stored("execute_*.json") for p in execute_points(path)]
-    out += [p for path in stored("tune_*/tune.json") for p in tune_points(path)]
+    out = [p for path in stored_glob(RAW, "execute_*.json") for p in execute_points(path)]
+    out += [p for path in stored_glob(RAW, "tune_*/tune.json") for p in tune_points(path)]
     return sorted(out, key=lambda p: (p.gap_pct, p.source))
 
 

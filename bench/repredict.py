@@ -31,7 +31,7 @@ from bench.render_execute import (  # noqa: E402
     require_raw,
 )
 from bench.render_plans import unpredicted  # noqa: E402
-from spec.serde import read_stored_text, stored_path, write_atomic  # noqa: E402
+from spec.serde import read_stored_text, stored_glob, stored_path, write_atomic  # noqa: E402
 
 RAW_DIR = ROOT / "bench/results/raw"
 RAW = [RAW_DIR / name for name in (
@@ -44,9 +44,7 @@ CHANGED = 0.01
 
 def every_raw() -> list[Path]:
     """Every executed run's raw file (bench/execute_gpu.py's output), by name."""
-    names = {p.name.removesuffix(".gz") for p in RAW_DIR.glob("execute_*.json*")
-             if p.name.endswith((".json", ".json.gz"))}
-    return [RAW_DIR / n for n in sorted(names)]
+    return stored_glob(RAW_DIR, "execute_*.json")
 
 
 def rows(raw: list[Path], skipped: dict[str, str] | None = None) -> list[dict]:
