@@ -119,6 +119,11 @@ def render(rs: list[dict], raw: list[Path], command: str, skipped: dict[str, str
     lines = ["# Executed cases, predicted again by today's model", "",
              f"Made by `{command}` at commit {git_commit()}.", "",
              f"Iteration-time error: {summary(errs)}.", ""]
+    by_model: dict[str, list[float]] = {}
+    for r in rs:
+        by_model.setdefault(r["model"], []).append(abs(r["error_pct"]))
+    lines += ["By model:", ""] + [f"- {m}: {summary(e)}" for m, e in sorted(
+        by_model.items(), key=lambda me: -len(me[1]))] + [""]
     if skipped:
         lines += [f"Not simulated today ({len(skipped)} runs):", ""]
         lines += [f"- {name}: {why}" for name, why in skipped.items()] + [""]

@@ -73,3 +73,14 @@ def test_a_run_with_variants_the_model_cannot_predict_keeps_its_other_cases():
     assert not any("upd" in s or s.startswith("ideal+") for s in strategies)
     assert "green contexts" in unpredicted("ideal+sm24")
     assert unpredicted("corun+ahead2") is None and unpredicted("ideal") is None
+
+
+def test_the_report_counts_each_model_apart():
+    from bench.repredict import render
+
+    rs = [row("a.json", "ideal", 3.0, 2.0), row("a.json", "corun", 3.0, -8.0),
+          {**row("b.json", "ideal", 2.0, 1.0), "model": "n"}]
+    text = render(rs, [], "python bench/repredict.py", {})
+    assert "3 within 5%" not in text and "2 of 3 within 5%" in text
+    assert "- m: mean 5.00%, median 5.00%, 1 of 2 within 5%" in text
+    assert "- n: mean 1.00%, median 1.00%, 1 of 1 within 5%" in text
