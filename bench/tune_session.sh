@@ -14,9 +14,11 @@
 # the other, for how its recovery of the gap spreads between processes. PART=ranking: the
 # committed one-GPU plans whose single-case run (bench/results/plans_h200_refit.md) did not
 # measure the planner's choice fastest, beside ideal, gpu-sequential and RAP's plan in
-# rounds: terabyte b4096 (5 rounds, host-paced) and wide-4x b8192. With OUT set by the
-# device tool:
-#   [PART=heavy|first|default|repeat|ranking] [ROUNDS=3] [SIDE=1] [N=2] bash bench/tune_session.sh
+# rounds: terabyte b4096 (5 rounds, host-paced) and wide-4x b8192. PART=lean8192: graphed
+# heavy-lean b8192 (bench/plans/graphs/heavy-lean-b8192, runners-up 4), every plan of the
+# folder with the choice's launch steps and other batch lead, where gpu-sequential measured
+# 19.6-20.2% below ideal and no plan had been tuned. With OUT set by the device tool:
+#   [PART=heavy|first|default|repeat|ranking|lean8192] [ROUNDS=3] [SIDE=1] [N=2] bash bench/tune_session.sh
 # returns $OUT/tune.tar (the device tool returns few files).
 set -u
 rounds=${ROUNDS:-3}
@@ -36,6 +38,8 @@ elif [ "${PART:-heavy}" = ranking ]; then
   tune terabyte-b4096 150 ideal,gpu-sequential,rap,corun
   rounds=3
   tune wide-4x-b8192 200 ideal,gpu-sequential,rap,corun
+elif [ "${PART:-heavy}" = lean8192 ]; then
+  tune graphs/heavy-lean-b8192 ${BUDGET_S:-420} ideal,gpu-sequential,corun,corun-2,corun-3,corun-4,corun-5
 elif [ "${PART:-heavy}" = repeat ]; then
   for p in $(seq 1 "${N:-2}"); do
     tune tune/heavy-fused-b16384 150 ideal,gpu-sequential,gpu-overlap,corun "heavy-fused-b16384-p$p"
