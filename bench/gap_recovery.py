@@ -28,6 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.render_execute import run_name  # noqa: E402
 from reports.rounds import IDEAL, SEQUENTIAL, is_ideal, round_stats  # noqa: E402
 from spec.measurement import CHECKED_EVERY  # noqa: E402
 from spec.serde import read_stored_text, stored_glob, stored_path, write_atomic  # noqa: E402
@@ -132,7 +133,7 @@ def tune_points(path: Path) -> list[Point]:
         return []
     seq = path.parent / "gpu-sequential.json"
     notes = json.loads(read_stored_text(seq))["notes"] if stored_path(seq).exists() else []
-    p = point(f"{path.parent.name}/tune.json", (doc["model"], doc["pipeline"], doc["batch"]),
+    p = point(run_name(path), (doc["model"], doc["pipeline"], doc["batch"]),
               doc["rows"], any("CUDA graphs" in n for n in notes),
               _compared(notes))
     return [] if p is None else [p]

@@ -185,10 +185,38 @@ def plan_unchanged(ran: dict, path: Path) -> bool:
         now.get(k, d) == ran.get(k, d) for k, d in defaults.items())
 
 
+TUNE_SUMMARY = "tune.json"
+"""What `corun tune -o FOLDER` writes beside one Measurement file per strategy."""
+
+
+def run_name(path: Path) -> str:
+    """A raw run's name in reports: an execute file's own; a tune summary's with its
+    folder (every tune run's summary is named tune.json)."""
+    name = Path(path).name.removesuffix(".gz")
+    return f"{Path(path).parent.name}/{name}" if name == TUNE_SUMMARY else name
+
+
+def tune_cases(path: Path) -> list[dict]:
+    """A `corun tune` run's cases, as execute files hold them: one per strategy whose
+    Measurement (its median round) is beside the summary."""
+    doc = json.loads(read_stored_text(path))
+    out = []
+    for row in doc["rows"]:
+        file = Path(path).parent / f"{row['strategy']}.json"
+        if stored_path(file).is_file():  # some did not come back from the device
+            out.append({"pipeline": doc["pipeline"], "batch": doc["batch"],
+                        "strategy": row["strategy"],
+                        "measurement": json.loads(read_stored_text(file))})
+    return out
+
+
 def measured_cases(path: Path) -> tuple[list[dict], dict[tuple, dict]]:
-    """A raw file's measured cases, and each workload's ideal measurement from the same
-    command, by (pipeline, batch)."""
-    cases = [r for r in json.loads(read_stored_text(path)) if r.get("measurement")]
+    """A raw file's measured cases (an execute_*.json, or a tune run's tune.json), and
+    each workload's ideal measurement from the same command, by (pipeline, batch)."""
+    if Path(path).name.removesuffix(".gz") == TUNE_SUMMARY:
+        cases = tune_cases(path)
+    else:
+        cases = [r for r in json.loads(read_stored_text(path)) if r.get("measurement")]
     ideal = {(r["pipeline"], r["batch"]): r["measurement"] for r in cases
              if r["strategy"] == "ideal"}
     return cases, ideal
@@ -235,7 +263,8 @@ def measured_scenario(m: dict, strategy: str):
                                  timed_check=notes_say_timed_checked(m.get("notes", ()))))
 
 
-RAW_EXPECTED = "an existing execute_*.json of bench/execute_gpu.py"
+RAW_EXPECTED = ("an existing execute_*.json of bench/execute_gpu.py, or the tune.json of "
+                "a `corun tune` run")
 """What a raw-run argument must name (require_raw's message)."""
 
 

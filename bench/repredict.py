@@ -29,6 +29,7 @@ from bench.render_execute import (  # noqa: E402
     measured_scenario,
     publish,
     require_raw,
+    run_name,
 )
 from bench.render_plans import unpredicted  # noqa: E402
 from spec.serde import read_stored_text, stored_glob, stored_path, write_atomic  # noqa: E402
@@ -43,8 +44,9 @@ CHANGED = 0.01
 
 
 def every_raw() -> list[Path]:
-    """Every executed run's raw file (bench/execute_gpu.py's output), by name."""
-    return stored_glob(RAW_DIR, "execute_*.json")
+    """Every executed run's raw file (bench/execute_gpu.py's output) and every `corun
+    tune` run's summary, by name."""
+    return stored_glob(RAW_DIR, "execute_*.json") + stored_glob(RAW_DIR, "tune_*/tune.json")
 
 
 def rows(raw: list[Path], skipped: dict[str, str] | None = None) -> list[dict]:
@@ -64,14 +66,14 @@ def rows(raw: list[Path], skipped: dict[str, str] | None = None) -> list[dict]:
                 sc = measured_scenario(m, r["strategy"])
                 p = simulate_steady(sc).prediction.iteration_time_ms
                 ms = m["iteration"]["median_ms"]
-                mine.append({"source": path.name.removesuffix(".gz"), "model": m["model"],
+                mine.append({"source": run_name(path), "model": m["model"],
                              "batch": r["batch"], "strategy": r["strategy"],
                              "measured_ms": ms, "predicted_ms": p,
                              "error_pct": 100 * (p - ms) / ms})
         except Exception as e:  # noqa: BLE001 - any failure names the run
             if skipped is None:
                 raise
-            skipped[path.name] = f"{type(e).__name__}: {str(e)[:120]}"
+            skipped[run_name(path)] = f"{type(e).__name__}: {str(e)[:120]}"
             continue
         out += mine
     return out

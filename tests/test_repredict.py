@@ -28,9 +28,37 @@ def test_against_pairs_the_same_cases_and_lists_the_runs_that_moved():
 
 
 def test_every_raw_takes_each_run_once():
+    from bench.render_execute import run_name
+
     runs = every_raw()
-    assert runs and len({p.name for p in runs}) == len(runs)
-    assert all(p.name.startswith("execute_") and p.name.endswith(".json") for p in runs)
+    names = [run_name(p) for p in runs]
+    assert runs and len(set(names)) == len(runs)
+    assert all((n.startswith("execute_") or n.startswith("tune_") and n.endswith("/tune.json"))
+               and n.endswith(".json") for n in names)
+    assert "tune_heavy_lean_b8192_run1/tune.json" in names
+
+
+def test_a_tune_run_gives_a_case_per_strategy_whose_measurement_came_back(tmp_path):
+    """measured_cases reads a `corun tune` summary as an execute file's cases: the
+    strategies whose Measurement file is beside it (plain or gzipped), the rest left out."""
+    import gzip
+    import json
+
+    from bench.render_execute import measured_cases, run_name
+
+    run = tmp_path / "tune_x_run1"
+    run.mkdir()
+    doc = {"model": "m", "pipeline": "p", "batch": 8192,
+           "rows": [{"strategy": s} for s in ("ideal", "corun", "corun-2")]}
+    (run / "tune.json").write_text(json.dumps(doc))
+    (run / "ideal.json").write_text(json.dumps({"iteration": {"median_ms": 1.0}}))
+    (run / "corun.json.gz").write_bytes(gzip.compress(b'{"iteration": {"median_ms": 1.5}}'))
+    cases, ideal = measured_cases(run / "tune.json")
+    assert [c["strategy"] for c in cases] == ["ideal", "corun"]  # corun-2 did not come back
+    assert cases[1]["measurement"]["iteration"]["median_ms"] == 1.5
+    assert ideal == {("p", 8192): {"iteration": {"median_ms": 1.0}}}
+    assert run_name(run / "tune.json") == "tune_x_run1/tune.json"
+    assert run_name(tmp_path / "execute_a.json.gz") == "execute_a.json"
 
 
 def test_calibrated_rows_put_each_case_beside_its_command_s_ideal(tmp_path):
