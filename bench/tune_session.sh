@@ -18,7 +18,9 @@
 # heavy-lean b8192 (bench/plans/graphs/heavy-lean-b8192, runners-up 4), every plan of the
 # folder with the choice's launch steps and other batch lead, where gpu-sequential measured
 # 19.6-20.2% below ideal and no plan had been tuned. With OUT set by the device tool:
-#   [PART=heavy|first|default|repeat|ranking|lean8192] [ROUNDS=3] [SIDE=1] [N=2] bash bench/tune_session.sh
+# PART=lean-steps: the graphed heavy-lean b8192 and b12288 folders as planned with their
+# release steps profiled (session 47), each with its choice's launch steps and lead.
+#   [PART=heavy|first|default|repeat|ranking|lean8192|lean-steps] [ROUNDS=3] [SIDE=1] [N=2] bash bench/tune_session.sh
 # returns $OUT/tune.tar (the device tool returns few files).
 set -u
 rounds=${ROUNDS:-3}
@@ -40,6 +42,9 @@ elif [ "${PART:-heavy}" = ranking ]; then
   tune wide-4x-b8192 200 ideal,gpu-sequential,rap,corun
 elif [ "${PART:-heavy}" = lean8192 ]; then
   tune graphs/heavy-lean-b8192 ${BUDGET_S:-420} ideal,gpu-sequential,corun,corun-2,corun-3,corun-4,corun-5
+elif [ "${PART:-heavy}" = lean-steps ]; then
+  tune graphs/heavy-lean-b8192 ${BUDGET_S:-200} ideal,gpu-sequential,corun,corun-2,corun-3,corun-4,corun-5
+  tune graphs/heavy-lean-b12288 ${BUDGET_S:-200} ideal,gpu-sequential,corun,corun-2,corun-3,corun-4,corun-5
 elif [ "${PART:-heavy}" = repeat ]; then
   for p in $(seq 1 "${N:-2}"); do
     tune tune/heavy-fused-b16384 150 ideal,gpu-sequential,gpu-overlap,corun "heavy-fused-b16384-p$p"

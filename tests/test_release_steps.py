@@ -19,6 +19,18 @@ def test_rates_end_the_kernel_when_the_step_measured():
     assert rates(stalled, 1) == [(1.0, MAX_OVERLAP_FACTOR)]  # all its work after the step
 
 
+def test_a_stage_the_kernel_ended_inside_is_slowed_only_while_beside_it():
+    """The kernel ends 0.6 ms into a 1.2 ms stage it delayed by 0.05 ms (alone 1.15): the
+    delay accrued over 0.6 ms, so the stage runs at 0.6 / 0.55 while the kernel does (the
+    simulator applies the factor only then), not at 1.2 / 1.15 over the whole stage."""
+    step = ReleaseStep(stage_ms=(0.1, 0.2, 1.2, 0.01), alone_ms=(0.1, 0.1, 1.15, 0.01),
+                       kernel_alone_ms=0.3, kernel_ms=0.8)
+    r = rates(step, 1)
+    assert [s for s, _ in r] == pytest.approx([2.0, 0.6 / 0.55, 1.0])
+    # the whole measured delay comes back where the kernel runs 0.6 ms into the stage
+    assert 0.6 * (1 - 1 / r[1][0]) == pytest.approx(0.05)
+
+
 def test_a_torn_step_column_names_itself():
     from costmodel.release_steps import parse_steps
     from spec import SpecError
@@ -38,7 +50,8 @@ def test_release_steps_need_every_stage_of_the_kernel():
     rows = [row("a", "a=1.5 b=2.0"), row("b", "a=1.0 b=3.0")]
     got = read_release_steps(rows, lambda r, step: r["stage"])
     assert got["a"] == ReleaseStep((1.5, 2.0), (1.0, 1.0), 0.5, 1.5)
-    assert rates(got["b"], 1)[0][0] == 3.0
+    # b's step: the kernel ran 1.5 ms of the 3.0 ms stage, which it delayed by 2.0 ms
+    assert rates(got["b"], 1)[0][0] == MAX_OVERLAP_FACTOR
     assert read_release_steps(rows[:1], lambda r, step: r["stage"]) == {}  # b not profiled
 
 
@@ -86,3 +99,35 @@ def test_the_learned_model_looks_up_a_plans_kernel_by_its_whole_step(tmp_path):
     other = [replace(w, lookups=2 * w.lookups + 1) if w.stage.value == "emb_bwd" else w
              for w in graphed]
     assert cm.release_rates(kernel, other, hw, 2) is None
+
+
+def test_a_kernel_a_graphed_profile_timed_alone_is_answered_with_that_time(tmp_path):
+    """graphed_kernels_alone: the median of a kernel's launched graphed rows by (GPU kind,
+    kernel, rows); LearnedCostModel.kernel_ms takes it where the fitted rows have none
+    (heavy-lean b12288's pipeline: fitted 1.035 ms, timed 0.41) and the fitted rows'
+    own time first."""
+    import csv
+
+    import spec
+    from backend.profile import STEP_COLUMNS
+    from costmodel import learned
+
+    rows = [{**dict.fromkeys(STEP_COLUMNS, "0"), "gpu": "NVIDIA H200", "model": "m",
+             "batch": "12288", "kernel": "k", "stage": stage, "rows": "12288",
+             "kernel_alone_ms": ms, "measured_utc": "x"}
+            for stage, ms in (("a", "0.40"), ("b", "0.41"), ("c", "0.45"))]
+    with (tmp_path / "graphed-profile-x.csv").open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=STEP_COLUMNS)
+        w.writeheader()
+        w.writerows(rows)
+    alone = learned.graphed_kernels_alone(tmp_path)
+    assert alone == {("H200", "k", 12288): pytest.approx(0.41)}
+    fitted = learned.CoRunModel(0)
+    fitted.kernel_measured = {("H200", "fitted", 12288): 0.3}
+    cm = learned.LearnedCostModel(fitted, {"data_sha256": "0" * 12, "rows": 0},
+                                  kernels_alone={**alone, ("H200", "fitted", 12288): 9.0})
+    hw = spec.hardware_preset("h200", 1)
+    work = type("W", (), {"key": "k", "rows": 12288})()
+    assert cm._kernel_ms(work, hw) == pytest.approx(0.41)
+    work.key = "fitted"
+    assert cm._kernel_ms(work, hw) == 0.3  # the fitted rows' time first
