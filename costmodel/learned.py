@@ -38,8 +38,6 @@ import numpy as np
 from costmodel.graphs import GraphedStages, fit_savings, read_graphed
 from costmodel.interaction import SAVING_CSV
 from costmodel.profile_data import (
-    GRAPHED,
-    PROFILE,
     data_files,
     data_hash,
     fit_rows,
@@ -623,14 +621,11 @@ class LearnedCostModel(CostModel):
                  profiled: dict[tuple[str, str], set[int]] | None = None,
                  graphed_rows: Sequence[dict] = (),
                  release_steps: dict[tuple, ReleaseStep] | None = None,
-                 rooms: dict[RoomKey, StageRoom] | None = None,
-                 kernels_alone: dict[tuple, float] | None = None) -> None:
+                 rooms: dict[RoomKey, StageRoom] | None = None) -> None:
         """`profiled`: (GPU, model) -> the batches its profile timed (for `caveat`);
         `graphed_rows`: a graphed-stages.csv's rows (costmodel/graphs.py);
         `release_steps`: the profiled steps that released a kernel (`release_steps_in`);
-        `rooms`: the stages whose room in time a probe measured (stage-room.json);
-        `kernels_alone`: kernels timed alone by profiles the fit does not learn from
-        (`graphed_kernels_alone`), asked after the fitted rows' own."""
+        `rooms`: the stages whose room in time a probe measured (stage-room.json)."""
         from costmodel.analytic import AnalyticCostModel
 
         self.model, self.meta = model, meta
@@ -638,7 +633,6 @@ class LearnedCostModel(CostModel):
         self.graphs = graphed_stages(model, graphed_rows)
         self.release_steps = release_steps or {}
         self.rooms = rooms or {}
-        self.kernels_alone = kernels_alone or {}
         self.fallback = AnalyticCostModel()
         self._memo: dict[tuple, object] = {}
         """Answers by argument: the planner asks about the same kernels and stages for
@@ -669,8 +663,7 @@ class LearnedCostModel(CostModel):
         return float(self.model.predict_stage_ms([stage_query(hw.gpu.name, work)])[0])
 
     def _kernel_ms(self, work: KernelWork, hw: Hardware) -> float:
-        key = (hw.gpu.name, work.key, work.rows)
-        measured = self.model.kernel_measured.get(key, self.kernels_alone.get(key))
+        measured = self.model.kernel_measured.get((hw.gpu.name, work.key, work.rows))
         if measured is not None:
             return measured
         return float(self.model.predict([work_row(work, None, 0.0, hw)])["kernel_alone"][0])
@@ -888,18 +881,6 @@ def release_steps_in(folder: Path) -> dict[tuple, ReleaseStep]:
     return out
 
 
-def graphed_kernels_alone(folder: Path) -> dict[tuple, float]:
-    """Kernel alone ms by (GPU kind, kernel name, rows), the median of the graphed
-    profiles' launched rows under `folder`: a kernel alone runs the same whatever the
-    step beside it replays, and a graphed profile may time batches no eager one did
-    (heavy-lean b12288's whole pipeline in 1056 blocks: fitted 1.035 ms, timed 0.41)."""
-    times: dict[tuple, list[float]] = {}
-    for r in read_profile(folder, kind=GRAPHED + PROFILE):
-        key = (gpu_of(r["gpu"]).name, r["kernel"], int(_f(r, "rows")))
-        times.setdefault(key, []).append(_f(r, "kernel_alone_ms"))
-    return {k: float(np.median(v)) for k, v in times.items()}
-
-
 _LOADED: dict[tuple, LearnedCostModel] = {}
 
 
@@ -918,8 +899,7 @@ def _learned(path: Path, fitted_on: str | None) -> LearnedCostModel:
                                         profiled_batches(path.parent),
                                         read_graphed(path.parent / GRAPHED_CSV),
                                         release_steps_in(path.parent),
-                                        read_rooms(path.parent / ROOM_FILE),
-                                        graphed_kernels_alone(path.parent))
+                                        read_rooms(path.parent / ROOM_FILE))
     return _LOADED[key]
 
 

@@ -100,34 +100,3 @@ def test_the_learned_model_looks_up_a_plans_kernel_by_its_whole_step(tmp_path):
              for w in graphed]
     assert cm.release_rates(kernel, other, hw, 2) is None
 
-
-def test_a_kernel_a_graphed_profile_timed_alone_is_answered_with_that_time(tmp_path):
-    """graphed_kernels_alone: the median of a kernel's launched graphed rows by (GPU kind,
-    kernel, rows); LearnedCostModel.kernel_ms takes it where the fitted rows have none
-    (heavy-lean b12288's pipeline: fitted 1.035 ms, timed 0.41) and the fitted rows'
-    own time first."""
-    import csv
-
-    import spec
-    from backend.profile import STEP_COLUMNS
-    from costmodel import learned
-
-    rows = [{**dict.fromkeys(STEP_COLUMNS, "0"), "gpu": "NVIDIA H200", "model": "m",
-             "batch": "12288", "kernel": "k", "stage": stage, "rows": "12288",
-             "kernel_alone_ms": ms, "measured_utc": "x"}
-            for stage, ms in (("a", "0.40"), ("b", "0.41"), ("c", "0.45"))]
-    with (tmp_path / "graphed-profile-x.csv").open("w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=STEP_COLUMNS)
-        w.writeheader()
-        w.writerows(rows)
-    alone = learned.graphed_kernels_alone(tmp_path)
-    assert alone == {("H200", "k", 12288): pytest.approx(0.41)}
-    fitted = learned.CoRunModel(0)
-    fitted.kernel_measured = {("H200", "fitted", 12288): 0.3}
-    cm = learned.LearnedCostModel(fitted, {"data_sha256": "0" * 12, "rows": 0},
-                                  kernels_alone={**alone, ("H200", "fitted", 12288): 9.0})
-    hw = spec.hardware_preset("h200", 1)
-    work = type("W", (), {"key": "k", "rows": 12288})()
-    assert cm._kernel_ms(work, hw) == pytest.approx(0.41)
-    work.key = "fitted"
-    assert cm._kernel_ms(work, hw) == 0.3  # the fitted rows' time first
