@@ -2,11 +2,10 @@
 47: `BATCHES=8192,12288 BLOCKS=132,198,264,396,528,792,1056,1584,2112 PART=steps bash
 bench/resident_session.sh`, 324 pairs, bench/results/raw/graphed_steps_small_batches_run1/)
 do to the predictions of the commands that executed graphed heavy-lean plans at those
-batches: per variant (committed; the steps added to the model's release steps) the mean
-error, the cases within 5%, and per command (2+ plans) the predicted best's measured
-regret against the measured best. Variants: the committed model; with the profiled
-kernels' times alone where the fit timed none; with those and the steps (as the H200
-measured the folders re-planned with them at e956088d).
+batches: per variant the mean error, the cases within 5%, and per command (2+ plans) the
+predicted best's measured regret against the measured best. Variants: the committed
+model; with the profiled kernels' times alone where the fit timed none; with those and
+the steps (as the H200 measured the folders re-planned with them at e956088d).
 
     python bench/small_batch_steps_experiment.py [-o OUT.md]
 """

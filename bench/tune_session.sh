@@ -17,10 +17,10 @@
 # rounds: terabyte b4096 (5 rounds, host-paced) and wide-4x b8192. PART=lean8192: graphed
 # heavy-lean b8192 (bench/plans/graphs/heavy-lean-b8192, runners-up 4), every plan of the
 # folder with the choice's launch steps and other batch lead, where gpu-sequential measured
-# 19.6-20.2% below ideal and no plan had been tuned. With OUT set by the device tool:
-# PART=lean-steps: the graphed heavy-lean b8192 and b12288 folders, each with its choice's
-# launch steps and lead (session 47 ran it at e956088d, the folders planned with those
-# batches' release steps installed: bench/results/small_batch_steps_h200.md).
+# 19.6-20.2% below ideal and no plan had been tuned. PART=lean-steps: the graphed
+# heavy-lean b8192 and b12288 folders, each with its choice's launch steps and lead
+# (session 47 ran it at e956088d, the folders planned with those batches' release steps
+# installed: bench/results/small_batch_steps_h200.md). With OUT set by the device tool:
 #   [PART=heavy|first|default|repeat|ranking|lean8192|lean-steps] [ROUNDS=3] [SIDE=1] [N=2] bash bench/tune_session.sh
 # returns $OUT/tune.tar (the device tool returns few files).
 set -u

@@ -69,8 +69,8 @@ def rates(step: ReleaseStep, release: int) -> list[tuple[float, float]]:
     delay over the part of it the kernel ran beside (never sped up), as the simulator
     applies a stage factor only while the kernel runs. Spread over the whole stage, the
     delay of a stage the kernel ended inside was lost in part: heavy-lean b8192's
-    pipeline in 396 blocks released at interaction_bwd ends 0.6 ms into the 1.18 ms
-    update, which it slowed by 0.05 ms."""
+    pipeline in 396 blocks released at interaction_bwd ended 0.6 ms into the 1.18 ms
+    update, which it slowed by 0.05 ms (bench/results/raw/graphed_steps_small_batches_run1/)."""
     span = step.stage_ms[release:]
     total = sum(span)
     # the step from the release on as one stage: the kernel's factor of a whole run

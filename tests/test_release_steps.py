@@ -99,4 +99,3 @@ def test_the_learned_model_looks_up_a_plans_kernel_by_its_whole_step(tmp_path):
     other = [replace(w, lookups=2 * w.lookups + 1) if w.stage.value == "emb_bwd" else w
              for w in graphed]
     assert cm.release_rates(kernel, other, hw, 2) is None
-
