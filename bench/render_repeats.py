@@ -146,7 +146,7 @@ def render(raw: list[Path], pool: bool = False, command: str | None = None) -> s
         if best is not None:
             facts.append(f"measured best by median: {best['strategy']}")
         if "corun" in by:
-            ranked = sorted((r for r in rows if r["strategy"] != "ideal"
+            ranked = sorted((r for r in rows if not is_ideal(r["strategy"])
                              and not math.isnan(r["predicted_ms"])),
                             key=lambda r: r["predicted_ms"])
             tied = [r["strategy"] for r in ranked

@@ -109,3 +109,9 @@ def test_a_tie_in_prediction_names_every_tied_strategy(tmp_path, monkeypatch):
     assert "predicted best: gpu-sequential = corun (tied)" in text
     predicted["corun"] = 4.18
     assert "predicted best: corun;" in rr.render([path])
+    # a variant of ideal is never the predicted best, as never the measured best
+    predicted["ideal+eager"] = 3.9
+    raw += [case("ideal+eager", 3.4, r, 1.0) for r in (0, 1)]
+    path.write_text(json.dumps(raw))
+    text = rr.render([path])
+    assert "predicted best: corun;" in text and "measured best by median: corun" in text
