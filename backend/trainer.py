@@ -351,16 +351,16 @@ class Trainer:
         form each held table's hot row is counted per bag."""
         hot = self.spec.embedding_update is EmbeddingUpdate.FUSED_SGD_HOT_ROW
         side = self.update_stream
-        if side is None or torch.cuda.is_current_stream_capturing():
+        if side is not None and torch.cuda.is_current_stream_capturing():
+            side = None  # a captured step keeps it on the step's own stream
+        if side is not None:
+            step_stream = torch.cuda.current_stream(self.device)
+            side.wait_stream(step_stream)
+        with torch.cuda.stream(side):  # no-op for None
             bag_sgd_(self.net.embedding, ids, offsets, grad, self.spec.learning_rate,
                      self.update_max_blocks, len(self.net.tables) if hot else 0)
-            return
-        step_stream = torch.cuda.current_stream(self.device)
-        side.wait_stream(step_stream)
-        with torch.cuda.stream(side):
-            bag_sgd_(self.net.embedding, ids, offsets, grad, self.spec.learning_rate,
-                     self.update_max_blocks, len(self.net.tables) if hot else 0)
-        step_stream.wait_stream(side)  # what the step allocates next is ordered after it
+        if side is not None:
+            step_stream.wait_stream(side)  # what the step allocates next is ordered after it
 
     def optimize(self) -> None:
         self.dense_opt.step()

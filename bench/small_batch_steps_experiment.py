@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import functools
 import io
 import statistics
 import sys
@@ -39,13 +40,18 @@ cases, whose predictions the steps do not touch, are left out)."""
 OUT = ROOT / "bench/results/small_batch_steps_experiment.md"
 
 
+@functools.cache
+def profile_rows() -> tuple[dict, ...]:
+    """The raw profile's rows (read once)."""
+    return tuple(csv.DictReader(io.StringIO(read_stored_text(STEPS))))
+
+
 def profiled_steps() -> dict:
     """The profiled steps as LearnedCostModel.release_steps keys them."""
     from costmodel.learned import release_step_key
     from costmodel.release_steps import read_release_steps
 
-    table = list(csv.DictReader(io.StringIO(read_stored_text(STEPS))))
-    return read_release_steps(table, lambda r, step: release_step_key(r, step, True))
+    return read_release_steps(profile_rows(), lambda r, step: release_step_key(r, step, True))
 
 
 def commands(rs: list[dict]) -> list[tuple[str, int, str, float, float, str, float]]:
@@ -74,7 +80,7 @@ def kernels_alone() -> dict[tuple, float]:
     from costmodel.learned import gpu_of
 
     times: dict[tuple, list[float]] = defaultdict(list)
-    for r in csv.DictReader(io.StringIO(read_stored_text(STEPS))):
+    for r in profile_rows():
         times[(gpu_of(r["gpu"]).name, r["kernel"], int(r["rows"]))].append(
             float(r["kernel_alone_ms"]))
     return {k: statistics.median(v) for k, v in times.items()}
