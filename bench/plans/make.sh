@@ -52,7 +52,7 @@ corun simulate --hardware h200 --pipeline multihot --model mlperf-dcnv2 --batch 
 # several GPUs until costmodel/host.py charged the host workers; since then plan.json and
 # plan-gpu.json are the same GPU plan); and PGAS.
 # (2-GPU runs 3-5 and 4-GPU runs 1-2 executed older plans; their records carry them.)
-drop_traces() {  # the timelines written here; those committed with a folder (heavy-short's) stay
+drop_traces() {  # the timelines written here (ignored; re-made by corun plan / simulate)
   git ls-files --others -z -- 'bench/plans/*/trace-*.json' 'bench/plans/graphs/*/trace-*.json' \
     'bench/plans/x*/*/trace-*.json' | xargs -0 rm -f
 }
