@@ -114,7 +114,7 @@ MATRICES = {
     # heavy-lean's step replayed as CUDA graphs between its two embedding kernels
     # (backend/graphed.py), where the host no longer paces it; plans under
     # bench/plans/graphs/heavy-lean-b<batch>/
-    "heavy-lean-graphs": [("heavy-small", (8192, 12288, 16384, 24576),
+    "heavy-lean-graphs": [("heavy-small", (8192, 12288, 16384, 24576, 32768),
                            SMALL_TABLE_LABELS + ("at:top_mlp_fwd", "at:top_mlp_bwd"))],
     # heavy-short (heavy-small's outputs from 36 32-bit raw ids a list) beside
     # heavy-hot (heavy-lean with the hot-row update), graphed: a faster step beside

@@ -127,14 +127,16 @@ def registered(dry_run: bool = False):
 
 def make_plans(batches: list[int], runners_up: int = 3) -> int:
     """`corun plan` for heavy-small-vocab beside graphed heavy-lean at each batch, into
-    the folder the vocab-lean matrix reads its plan labels from."""
+    the folder the vocab-lean matrix reads its plan labels from (a 30 s limit: at b32768
+    this 2-core machine's search stopped at the default 5 s after 220-300 plans)."""
     from corun.cli import main as corun_main
 
     for b in batches:
         folder = execute_gpu.plan_dir("vocab-lean", "heavy-small-vocab", b, 1)
         rc = corun_main(["plan", "--hardware", "h200", "--model", "heavy-lean", "--pipeline",
                          "heavy-small-vocab", "--batch", str(b), "--cuda-graphs",
-                         "--runners-up", str(runners_up), "--no-traces", "--out",
+                         "--runners-up", str(runners_up), "--time-limit", "30",
+                         "--no-traces", "--out",
                          str(folder)])
         if rc:
             return rc
