@@ -20,8 +20,10 @@
 # 19.6-20.2% below ideal and no plan had been tuned. PART=lean-steps: the graphed
 # heavy-lean b8192 and b12288 folders, each with its choice's launch steps and lead
 # (session 47 ran it at e956088d, the folders planned with those batches' release steps
-# installed: bench/results/small_batch_steps_h200.md). With OUT set by the device tool:
-#   [PART=heavy|first|default|repeat|ranking|lean8192|lean-steps] [ROUNDS=3] [SIDE=1] [N=2] bash bench/tune_session.sh
+# installed: bench/results/small_batch_steps_h200.md). PART=heavy-head: the two graphed heavy
+# folders the README's targets name, graphed heavy-lean b16384 and heavy-short (beside
+# heavy-hot) b16384, as committed, at the code of the day. With OUT set by the device tool:
+#   [PART=heavy|first|default|repeat|ranking|lean8192|lean-steps|heavy-head] [ROUNDS=3] [SIDE=1] [N=2] bash bench/tune_session.sh
 # returns $OUT/tune.tar (the device tool returns few files).
 set -u
 rounds=${ROUNDS:-3}
@@ -46,6 +48,9 @@ elif [ "${PART:-heavy}" = lean8192 ]; then
 elif [ "${PART:-heavy}" = lean-steps ]; then
   tune graphs/heavy-lean-b8192 ${BUDGET_S:-200} ideal,gpu-sequential,corun,corun-2,corun-3,corun-4,corun-5
   tune graphs/heavy-lean-b12288 ${BUDGET_S:-200} ideal,gpu-sequential,corun,corun-2,corun-3,corun-4,corun-5
+elif [ "${PART:-heavy}" = heavy-head ]; then
+  tune graphs/heavy-lean-b16384 ${BUDGET_S:-200} ideal,gpu-sequential,corun,corun-2,corun-3,corun-4,corun-5
+  tune graphs/heavy-short-b16384 ${BUDGET_S:-200} ideal,gpu-sequential,corun,corun-2,corun-3,corun-4,corun-5
 elif [ "${PART:-heavy}" = repeat ]; then
   for p in $(seq 1 "${N:-2}"); do
     tune tune/heavy-fused-b16384 150 ideal,gpu-sequential,gpu-overlap,corun "heavy-fused-b16384-p$p"
