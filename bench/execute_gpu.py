@@ -113,7 +113,8 @@ MATRICES = {
     "heavy-lean": [("heavy-small", (8192, 16384, 24576, 32768), SMALL_TABLE_LABELS)],
     # heavy-lean's step replayed as CUDA graphs between its two embedding kernels
     # (backend/graphed.py), where the host no longer paces it; plans under
-    # bench/plans/graphs/heavy-lean-b<batch>/
+    # bench/plans/graphs/heavy-lean-b<batch>/ (none at b32768, measured for its ideal's
+    # stage times, costmodel/data/h200/graphed-stages.csv: plan labels record an error there)
     "heavy-lean-graphs": [("heavy-small", (8192, 12288, 16384, 24576, 32768),
                            SMALL_TABLE_LABELS + ("at:top_mlp_fwd", "at:top_mlp_bwd"))],
     # heavy-short (heavy-small's outputs from 36 32-bit raw ids a list) beside
