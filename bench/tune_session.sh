@@ -34,23 +34,29 @@ tune() {  # FOLDER (under bench/plans/) BUDGET_S STRATEGIES [OUTPUT NAME, defaul
     --warmup 20 --budget-s "$2" -o "$OUT/tune/$out" 2>&1 | stamp > "$OUT/tune/$out.log"
   grep -vE "^[0-9:.]+ +(iteration|round)|compiling|preparing|batches and" "$OUT/tune/$out.log" | cut -c14-
 }
+case "${PART:-heavy}" in
+  heavy|first|default|repeat|ranking|lean8192|lean-steps|heavy-head) ;;
+  *) echo "PART = ${PART}: one of heavy, first, default, repeat, ranking, lean8192, lean-steps, heavy-head" >&2
+     exit 2 ;;
+esac
+folder=ideal,gpu-sequential,corun,corun-2,corun-3,corun-4,corun-5  # ideal and gpu-sequential beside a folder's plan and its four runners-up
 mkdir -p "$OUT/tune"
 if [ "${PART:-heavy}" = default ]; then
   rounds=${ROUNDS:-5}
-  tune tune/criteo-kaggle-b4096 220 ideal,gpu-sequential,corun,corun-2,corun-3,corun-4,corun-5
+  tune tune/criteo-kaggle-b4096 220 "$folder"
 elif [ "${PART:-heavy}" = ranking ]; then
   rounds=${ROUNDS:-5}
   tune terabyte-b4096 150 ideal,gpu-sequential,rap,corun
   rounds=3
   tune wide-4x-b8192 200 ideal,gpu-sequential,rap,corun
 elif [ "${PART:-heavy}" = lean8192 ]; then
-  tune graphs/heavy-lean-b8192 ${BUDGET_S:-420} ideal,gpu-sequential,corun,corun-2,corun-3,corun-4,corun-5
+  tune graphs/heavy-lean-b8192 ${BUDGET_S:-420} "$folder"
 elif [ "${PART:-heavy}" = lean-steps ]; then
-  tune graphs/heavy-lean-b8192 ${BUDGET_S:-200} ideal,gpu-sequential,corun,corun-2,corun-3,corun-4,corun-5
-  tune graphs/heavy-lean-b12288 ${BUDGET_S:-200} ideal,gpu-sequential,corun,corun-2,corun-3,corun-4,corun-5
+  tune graphs/heavy-lean-b8192 ${BUDGET_S:-200} "$folder"
+  tune graphs/heavy-lean-b12288 ${BUDGET_S:-200} "$folder"
 elif [ "${PART:-heavy}" = heavy-head ]; then
-  tune graphs/heavy-lean-b16384 ${BUDGET_S:-200} ideal,gpu-sequential,corun,corun-2,corun-3,corun-4,corun-5
-  tune graphs/heavy-short-b16384 ${BUDGET_S:-200} ideal,gpu-sequential,corun,corun-2,corun-3,corun-4,corun-5
+  tune graphs/heavy-lean-b16384 ${BUDGET_S:-200} "$folder"
+  tune graphs/heavy-short-b16384 ${BUDGET_S:-200} "$folder"
 elif [ "${PART:-heavy}" = repeat ]; then
   for p in $(seq 1 "${N:-2}"); do
     tune tune/heavy-fused-b16384 150 ideal,gpu-sequential,gpu-overlap,corun "heavy-fused-b16384-p$p"
