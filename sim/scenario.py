@@ -259,10 +259,26 @@ def _effect(profiled: tuple[float, float], work: StageWork,
     gpu-sequential's gap against the 52% of the kernel at emb_bwd (1.06 ms). With the
     condition, every executed case predicted again: 1,423 of 4,453 within 5% against
     1,422, and the planner chooses emb_bwd there.
+
+    The delay is taken in time: the kernel runs beside the stage as long as it did in
+    the profile plus the stage's delay there, a factor of kernel * (2 - 1 / stage) (the
+    stage factor is the overlap over the stage's progress in it, from_whole_run). Taken
+    as kernel * stage, the two agree for small delays but not where the stage all but
+    stopped beside the kernel: heavy-hot's hot-row update, 1.08 ms alone, took 1.69 beside
+    heavy-short's kernel in 528 blocks (0.59 ms alone, 0.66 beside it), a stage factor of
+    12.3, so the kernel ran at 1/14 of its pace through the update, 2.1 ms in all, and
+    held the next step's short stages; measured it took 1.47 ms and the update +0.12
+    (bench/results/tune_heavy_head_h200.md). Taken in time, every executed case
+    predicted again (`python bench/repredict.py --all`, 2026-12-03): 2,071 of 5,459 within
+    5% against 2,036 (heavy-hot's 190 of 284 against 158), and the predicted best was the
+    measured best in 357 of 605 commands against 348 (heavy-hot 15 of 24 against 9,
+    graphed wide-2x b4096 in three more; worse in two heavy-hot commands, where a plan
+    one batch ahead came out fast: `python bench/effect_in_time_experiment.py`,
+    bench/results/effect_in_time_experiment.md).
     """
     stage, kernel = profiled
     if work.graphed and priority and outlasts:
-        return 1.0, kernel * stage
+        return 1.0, kernel * (2.0 - 1.0 / stage)
     return stage, kernel
 
 
