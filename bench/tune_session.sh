@@ -22,8 +22,11 @@
 # (session 47 ran it at e956088d, the folders planned with those batches' release steps
 # installed: bench/results/small_batch_steps_h200.md). PART=heavy-head: the two graphed heavy
 # folders the README's targets name, graphed heavy-lean b16384 and heavy-short (beside
-# heavy-hot) b16384, as committed, at the code of the day. With OUT set by the device tool:
-#   [PART=heavy|first|default|repeat|ranking|lean8192|lean-steps|heavy-head] [ROUNDS=3] [SIDE=1] [N=2] bash bench/tune_session.sh
+# heavy-hot) b16384, as committed, at the code of the day. PART=short: graphed heavy-short
+# beside heavy-hot at b16384 and b8192, both folders re-planned after the stage's delay was
+# handed to the kernel in time (session 49, sim.scenario._effect; b16384 has three
+# runners-up, b8192 four). With OUT set by the device tool:
+#   [PART=heavy|first|default|repeat|ranking|lean8192|lean-steps|heavy-head|short] [ROUNDS=3] [SIDE=1] [N=2] bash bench/tune_session.sh
 # returns $OUT/tune.tar (the device tool returns few files).
 set -u
 rounds=${ROUNDS:-3}
@@ -35,8 +38,8 @@ tune() {  # FOLDER (under bench/plans/) BUDGET_S STRATEGIES [OUTPUT NAME, defaul
   grep -vE "^[0-9:.]+ +(iteration|round)|compiling|preparing|batches and" "$OUT/tune/$out.log" | cut -c14-
 }
 case "${PART:-heavy}" in
-  heavy|first|default|repeat|ranking|lean8192|lean-steps|heavy-head) ;;
-  *) echo "PART = ${PART}: one of heavy, first, default, repeat, ranking, lean8192, lean-steps, heavy-head" >&2
+  heavy|first|default|repeat|ranking|lean8192|lean-steps|heavy-head|short) ;;
+  *) echo "PART = ${PART}: one of heavy, first, default, repeat, ranking, lean8192, lean-steps, heavy-head, short" >&2
      exit 2 ;;
 esac
 folder=ideal,gpu-sequential,corun,corun-2,corun-3,corun-4,corun-5  # ideal and gpu-sequential beside a folder's plan and its four runners-up
@@ -57,6 +60,9 @@ elif [ "${PART:-heavy}" = lean-steps ]; then
 elif [ "${PART:-heavy}" = heavy-head ]; then
   tune graphs/heavy-lean-b16384 ${BUDGET_S:-200} "$folder"
   tune graphs/heavy-short-b16384 ${BUDGET_S:-200} "$folder"
+elif [ "${PART:-heavy}" = short ]; then
+  tune graphs/heavy-short-b16384 ${BUDGET_S:-190} "${folder%,corun-5}"
+  tune graphs/heavy-short-b8192 ${BUDGET_S:-190} "$folder"
 elif [ "${PART:-heavy}" = repeat ]; then
   for p in $(seq 1 "${N:-2}"); do
     tune tune/heavy-fused-b16384 150 ideal,gpu-sequential,gpu-overlap,corun "heavy-fused-b16384-p$p"
