@@ -70,9 +70,9 @@ def main(argv: list[str] | None = None) -> int:
 
     raw = every_raw()
     result = {}
+    skipped: dict[str, str] = {}  # the runs today's code cannot simulate (the same each time)
     for name, rule in VARIANTS.items():
         scenario._effect = rule
-        skipped: dict[str, str] = {}
         with registered():
             result[name] = rows(raw, skipped)
     scenario._effect = IN_TIME
@@ -92,7 +92,8 @@ def main(argv: list[str] | None = None) -> int:
             if not mine:
                 continue
             regret = f"{statistics.mean(v[1] for v in rk):.2f}%" if rk else "-"
-            lines.append(f"| {model or 'all'} | {name} | {summary([abs(r['error_pct']) for r in mine])} "
+            errors = summary([abs(r["error_pct"]) for r in mine])
+            lines.append(f"| {model or 'all'} | {name} | {errors} "
                          f"| {sum(v[0] for v in rk)} of {len(rk)} | {regret} |")
     a, b = (ranks[n] for n in VARIANTS)
     moved = sorted(k for k in a if a[k][:2] != b.get(k, a[k])[:2])
