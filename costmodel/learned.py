@@ -304,6 +304,25 @@ class PerStageRidge:
         return out
 
 
+def interpolate_in_rows(points: Sequence[tuple[int, float]], rows: int) -> float | None:
+    """A kernel's time at `rows` from its times at other row counts (sorted by rows):
+    on the line between the two that bracket it; above them, on the line through the
+    last two (never falling); below them, on the line through the first two, kept
+    between the first time scaled by the rows and the first time itself (a kernel's
+    fixed cost does not shrink). None with fewer than two points."""
+    if len(points) < 2:
+        return None
+    xs = [float(r) for r, _ in points]
+    ys = [ms for _, ms in points]
+    if xs[0] <= rows <= xs[-1]:
+        return float(np.interp(rows, xs, ys))
+    if rows > xs[-1]:
+        slope = max(0.0, (ys[-1] - ys[-2]) / (xs[-1] - xs[-2]))
+        return ys[-1] + slope * (rows - xs[-1])
+    line = ys[0] + (ys[1] - ys[0]) / (xs[1] - xs[0]) * (rows - xs[0])
+    return min(ys[0], max(ys[0] * rows / xs[0], line))
+
+
 def _stage_key(x: np.ndarray) -> tuple:
     """A stage's features as a lookup key (rounded: a CSV round trip keeps 6 digits)."""
     return tuple(float(f"{v:.6g}") for v in x)
@@ -360,6 +379,21 @@ class CoRunModel:
                                                 times[0])
         return self
 
+    def kernel_alone_ms(self, gpu: str, kernel: str, rows: int) -> float | None:
+        """The kernel's time alone where the profile timed it at `rows`; else, where it
+        timed the same kernel (same nodes and launch shape) at two or more other row
+        counts, read off the line through the nearest ones (`interpolate_in_rows`); else
+        None. At a fixed launch shape the time follows the rows almost on a line
+        (heavy-small's whole pipeline, 1056 blocks a warp a row: 0.288 / 0.557 / 0.803
+        ms at 8192 / 16384 / 24576 rows), where the trees put b12288 at 1.035 ms against
+        0.407 measured (bench/results/tune_heavy_short_intime_h200.md)."""
+        exact = self.kernel_measured.get((gpu, kernel, rows))
+        if exact is not None:
+            return exact
+        points = sorted((r, ms) for (g, k, r), ms in self.kernel_measured.items()
+                        if g == gpu and k == kernel)
+        return interpolate_in_rows(points, rows)
+
     def predict_stage_ms(self, rows: Sequence[dict]) -> np.ndarray:
         x = stage_only(rows)
         out = self.estimators["stage_alone"].predict(x)
@@ -367,9 +401,15 @@ class CoRunModel:
             out[i] = self.stage_measured.get(_stage_key(xi), out[i])
         return out
 
-    def predict(self, rows: Sequence[dict]) -> dict[str, np.ndarray]:
+    def predict(self, rows: Sequence[dict],
+                alone_ms: Sequence[float | None] = ()) -> dict[str, np.ndarray]:
+        """`alone_ms`: the kernel's time alone for each row where known otherwise (the
+        profile's, or `kernel_alone_ms`'s), in place of the trees'."""
         xk, xks = design(rows)
         alone = self.estimators["kernel_alone"].predict(xk)
+        for i, ms in enumerate(alone_ms):
+            if ms is not None:
+                alone[i] = ms
         stage = self.predict_stage_ms(rows)
         # the kernel's standalone time is predicted; the stage's is the row's (measured
         # in validation, so each target's error stays its own; the simulator's rows
@@ -663,9 +703,9 @@ class LearnedCostModel(CostModel):
         return float(self.model.predict_stage_ms([stage_query(hw.gpu.name, work)])[0])
 
     def _kernel_ms(self, work: KernelWork, hw: Hardware) -> float:
-        measured = self.model.kernel_measured.get((hw.gpu.name, work.key, work.rows))
-        if measured is not None:
-            return measured
+        known = self.model.kernel_alone_ms(hw.gpu.name, work.key, work.rows)
+        if known is not None:
+            return known
         return float(self.model.predict([work_row(work, None, 0.0, hw)])["kernel_alone"][0])
 
     def whole_run(self, kernel: KernelWork, stage: StageWork, hw: Hardware,
@@ -701,7 +741,7 @@ class LearnedCostModel(CostModel):
             if resident:
                 for row in rows:
                     row["kernel_lead_ms"] = 0.0
-            p = self.model.predict(rows)
+            p = self.model.predict(rows, [self.kernel_ms(kernel, hw)] * len(rows))
             for j, (i, ms) in enumerate(zip(todo, alone)):
                 out[i] = (float(p["kernel_alone"][j]), float(p["kernel_corun"][j]), ms,
                           ms * max(1.0, float(p["stage_slowdown"][j])))

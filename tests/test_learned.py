@@ -277,6 +277,53 @@ def test_bag_kernel_forward_is_a_stage_feature_of_its_own():
     assert learned.stage_hot_row({"model": "heavy-lean", "batch": 8192, "stage": "emb_bwd"}) == 0
 
 
+def test_interpolate_in_rows_follows_the_line_and_bounds_its_ends():
+    points = [(8192, 0.288), (16384, 0.557), (24576, 0.803)]
+    assert learned.interpolate_in_rows(points, 12288) == pytest.approx((0.288 + 0.557) / 2)
+    assert learned.interpolate_in_rows(points, 16384) == pytest.approx(0.557)
+    # above: on the line through the last two; a falling line is held flat
+    assert learned.interpolate_in_rows(points, 32768) == pytest.approx(0.803 + 0.246)
+    assert learned.interpolate_in_rows([(2048, 0.2), (4096, 0.1)], 8192) == pytest.approx(0.1)
+    # below: on the line, but no less than the first time scaled by the rows and no more
+    # than the first time (a kernel's fixed cost)
+    assert learned.interpolate_in_rows(points, 4096) == pytest.approx(0.288 - 0.269 / 2)
+    assert learned.interpolate_in_rows([(8192, 0.1), (16384, 0.5)], 4096) == \
+        pytest.approx(0.05)
+    flat = [(2048, 0.017), (4096, 0.018)]
+    assert learned.interpolate_in_rows(flat, 1024) == pytest.approx(0.0165)
+    assert learned.interpolate_in_rows([(8192, 0.3), (16384, 0.3)], 4096) == 0.3
+    assert learned.interpolate_in_rows(points[:1], 12288) is None
+
+
+def test_a_kernel_timed_at_other_rows_is_read_off_its_line(profile_csv):
+    """`kernel_alone_ms`: the profile's time at the rows it timed, the line through the
+    same kernel's other row counts where it did not, None for a kernel never timed; the
+    cost model answers with it, and hands it to the co-run estimator for pairs."""
+    from costmodel.types import KernelWork
+
+    rows = learned.read_profile(profile_csv)
+    model = learned.CoRunModel(0).fit(rows)
+    (gpu, name, rows_n), ms = next(iter(model.kernel_measured.items()))
+    other = {k[2]: v for k, v in model.kernel_measured.items() if k[:2] == (gpu, name)}
+    assert sorted(other) == [2048, 4096] and other[rows_n] == ms
+    assert model.kernel_alone_ms(gpu, name, 3072) == pytest.approx(
+        (other[2048] + other[4096]) / 2)
+    assert model.kernel_alone_ms(gpu, "never:timed", 3072) is None
+    r = next(r for r in rows if r["kernel"] == name and int(r["rows"]) == rows_n)
+    assert model.predict([r], [1.25])["kernel_alone"][0] == 1.25
+    cm = learned.LearnedCostModel(model, {"data_sha256": "0" * 10, "rows": len(rows)})
+    hw = spec_hw()
+    kw = KernelWork(name="k", rows=3072, elements=1.0, int_ops=1.0, hbm_bytes=1.0,
+                    ops=(OpKind.LOGIT,), blocks=264, threads_per_block=256, key=name)
+    assert cm.kernel_ms(kw, hw) == pytest.approx(model.kernel_alone_ms(gpu, name, 3072))
+
+
+def spec_hw():
+    from spec import hardware_preset
+
+    return hardware_preset("h200", 1)
+
+
 def test_resident_rows_are_their_own_pairs_from_the_stage_start(profile_csv):
     """A resident row (kernel_lead_ms) is fitted from its stage's start: its lead is taken
     off the kernel's times, and the model answers resident and released queries with
