@@ -25,8 +25,11 @@
 # heavy-hot) b16384, as committed, at the code of the day. PART=short: graphed heavy-short
 # beside heavy-hot at b16384 and b8192, both folders re-planned after the stage's delay was
 # handed to the kernel in time (session 49, sim.scenario._effect; b16384 has three
-# runners-up, b8192 four). With OUT set by the device tool:
-#   [PART=heavy|first|default|repeat|ranking|lean8192|lean-steps|heavy-head|short] [ROUNDS=3] [SIDE=1] [N=2] bash bench/tune_session.sh
+# runners-up, b8192 four). PART=line: the folders re-planned after a kernel's time alone at
+# untimed rows was read off its line (session 50, CoRunModel.kernel_alone_ms): graphed
+# heavy-lean b12288 (a new choice, four runners-up) and heavy-short b16384 (the same
+# choice, two runners-up). With OUT set by the device tool:
+#   [PART=heavy|first|default|repeat|ranking|lean8192|lean-steps|heavy-head|short|line] [ROUNDS=3] [SIDE=1] [N=2] bash bench/tune_session.sh
 # returns $OUT/tune.tar (the device tool returns few files).
 set -u
 rounds=${ROUNDS:-3}
@@ -38,8 +41,8 @@ tune() {  # FOLDER (under bench/plans/) BUDGET_S STRATEGIES [OUTPUT NAME, defaul
   grep -vE "^[0-9:.]+ +(iteration|round)|compiling|preparing|batches and" "$OUT/tune/$out.log" | cut -c14-
 }
 case "${PART:-heavy}" in
-  heavy|first|default|repeat|ranking|lean8192|lean-steps|heavy-head|short) ;;
-  *) echo "PART = ${PART}: one of heavy, first, default, repeat, ranking, lean8192, lean-steps, heavy-head, short" >&2
+  heavy|first|default|repeat|ranking|lean8192|lean-steps|heavy-head|short|line) ;;
+  *) echo "PART = ${PART}: one of heavy, first, default, repeat, ranking, lean8192, lean-steps, heavy-head, short, line" >&2
      exit 2 ;;
 esac
 folder=ideal,gpu-sequential,corun,corun-2,corun-3,corun-4,corun-5  # ideal and gpu-sequential beside a folder's plan and its four runners-up
@@ -63,6 +66,9 @@ elif [ "${PART:-heavy}" = heavy-head ]; then
 elif [ "${PART:-heavy}" = short ]; then
   tune graphs/heavy-short-b16384 ${BUDGET_S:-190} "${folder%,corun-5}"
   tune graphs/heavy-short-b8192 ${BUDGET_S:-190} "$folder"
+elif [ "${PART:-heavy}" = line ]; then
+  tune graphs/heavy-lean-b12288 ${BUDGET_S:-200} "$folder"
+  tune graphs/heavy-short-b16384 ${BUDGET_S:-200} ideal,gpu-sequential,corun,corun-2,corun-3
 elif [ "${PART:-heavy}" = repeat ]; then
   for p in $(seq 1 "${N:-2}"); do
     tune tune/heavy-fused-b16384 150 ideal,gpu-sequential,gpu-overlap,corun "heavy-fused-b16384-p$p"
