@@ -1,7 +1,9 @@
 """Learned co-running estimators, fitted on `corun profile` CSVs (scikit-learn's contract).
 
 Four targets, each a gradient-boosted regressor on a log scale:
-  kernel alone     kernel_alone_ms                     from the kernel's features;
+  kernel alone     kernel_alone_ms                     from the kernel's features (where
+                   the profile timed the same kernel at two or more other row counts, the
+                   line through them answers instead: CoRunModel.kernel_alone_ms);
   kernel co-run    kernel_corun_ms / (kernel alone + stage alone ms)
                                                        from kernel and stage features;
   stage slowdown   stage_corun_ms / stage_alone_ms     from kernel and stage features;
