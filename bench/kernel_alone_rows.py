@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import statistics
 import sys
 from pathlib import Path
 
@@ -120,8 +119,7 @@ def trees_only():
 def repredicted() -> list[str]:
     """Every executed case predicted both ways: errors and ranking by model, and the
     commands whose predicted best moved."""
-    from bench.effect_in_time_experiment import ranking
-    from bench.repredict import every_raw, rows, summary
+    from bench.repredict import compare_ways, every_raw, rows
     from bench.vocab_probe import registered
 
     raw, skipped = every_raw(), {}
@@ -129,29 +127,10 @@ def repredicted() -> list[str]:
         with trees_only():
             before = rows(raw, skipped)
         after = rows(raw, skipped)
-    ways = {"trees": before, "line (committed)": after}
-    ranks = {name: ranking(rs) for name, rs in ways.items()}
-    lines = ["", f"## Every executed case predicted again ({len(raw) - len(skipped)} of "
-             f"{len(raw)} raw runs under bench/results/raw/ that today's code simulates)", "",
-             "| model | kernel alone | iteration-time error | commands ranked right | "
-             "mean regret |", "|---|---|---|---:|---:|"]
-    for model in [None, *sorted({r["model"] for r in after})]:
-        for name, rs in ways.items():
-            mine = [r for r in rs if model is None or r["model"] == model]
-            rk = [v for k, v in ranks[name].items() if model is None or k[1] == model]
-            regret = f"{statistics.mean(v[1] for v in rk):.2f}%" if rk else "-"
-            lines.append(f"| {model or 'all'} | {name} | "
-                         f"{summary([abs(r['error_pct']) for r in mine])} | "
-                         f"{sum(v[0] for v in rk)} of {len(rk)} | {regret} |")
-    a, b = ranks["trees"], ranks["line (committed)"]
-    moved = sorted(k for k in a if a[k][:2] != b.get(k, a[k])[:2])
-    lines += ["", f"Commands whose predicted best moved ({len(moved)}): predicted best "
-              "(regret) by the trees, then by the line; the measured best.", "",
-              "| run | model | batch | trees | line | measured best |",
-              "|---|---|---:|---|---|---|"]
-    lines += [f"| {k[0]} | {k[1]} | {k[2]} | {a[k][2]} ({a[k][1]:.1f}%) | "
-              f"{b[k][2]} ({b[k][1]:.1f}%) | {a[k][3]} |" for k in moved]
-    return lines
+    return ["", f"## Every executed case predicted again ({len(raw) - len(skipped)} of "
+            f"{len(raw)} raw runs under bench/results/raw/ that today's code simulates)",
+            "", *compare_ways({"trees": before, "line (committed)": after}, "kernel alone",
+                              " by the trees, then by the line", ("trees", "line"))]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -19,6 +19,7 @@ import argparse
 import json
 import statistics
 import sys
+from collections import defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -82,6 +83,60 @@ def rows(raw: list[Path], skipped: dict[str, str] | None = None) -> list[dict]:
 def summary(errs: list[float]) -> str:
     return (f"mean {statistics.mean(errs):.2f}%, median {statistics.median(errs):.2f}%, "
             f"{sum(e <= 5 for e in errs)} of {len(errs)} within 5%")
+
+
+def ranking(rs: list[dict]) -> dict[tuple, tuple[bool, float, str, str]]:
+    """Per command (run, model, batch) with two or more strategies besides ideal: whether
+    the one predicted fastest (median over its rounds) was the measured fastest, its
+    regret in %, and the two strategies' names."""
+    by: dict[tuple, dict[str, list[tuple[float, float]]]] = defaultdict(lambda: defaultdict(list))
+    for r in rs:
+        if r["strategy"] != "ideal":
+            by[r["source"], r["model"], r["batch"]][r["strategy"]].append(
+                (r["measured_ms"], r["predicted_ms"]))
+    out = {}
+    for key, strategies in by.items():
+        if len(strategies) < 2:
+            continue
+        med = {s: (statistics.median(m for m, _ in v), statistics.median(p for _, p in v))
+               for s, v in strategies.items()}
+        best_p = min(med, key=lambda s: med[s][1])
+        best_m = min(med, key=lambda s: med[s][0])
+        out[key] = (best_p == best_m, 100 * (med[best_p][0] / med[best_m][0] - 1),
+                    best_p, best_m)
+    return out
+
+
+def compare_ways(ways: dict[str, list[dict]], column: str, then: str,
+                 moved_columns: tuple[str, str]) -> list[str]:
+    """Markdown: the same cases predicted two ways (`rows` under each), by model the
+    errors and the commands ranked right (the ways' names under `column`), then the
+    commands whose predicted best moved between the first way and the second (`then`
+    says which is which in the caption, `moved_columns` heads their columns)."""
+    ranks = {name: ranking(rs) for name, rs in ways.items()}
+    lines = [f"| model | {column} | iteration-time error | commands ranked right | "
+             "mean regret |", "|---|---|---|---:|---:|"]
+    models = sorted({r["model"] for rs in ways.values() for r in rs})
+    for model in [None, *models]:
+        for name, rs in ways.items():
+            mine = [r for r in rs if model is None or r["model"] == model]
+            rk = [v for k, v in ranks[name].items() if model is None or k[1] == model]
+            if not mine:
+                continue
+            regret = f"{statistics.mean(v[1] for v in rk):.2f}%" if rk else "-"
+            lines.append(f"| {model or 'all'} | {name} | "
+                         f"{summary([abs(r['error_pct']) for r in mine])} | "
+                         f"{sum(v[0] for v in rk)} of {len(rk)} | {regret} |")
+    a, b = (ranks[n] for n in ways)
+    moved = sorted(k for k in a if a[k][:2] != b.get(k, a[k])[:2])
+    lines += ["", f"Commands whose predicted best moved ({len(moved)}): predicted best "
+              f"(regret){then}; the measured best.", "",
+              f"| run | model | batch | {moved_columns[0]} | {moved_columns[1]} | "
+              "measured best |",
+              "|---|---|---:|---|---|---|"]
+    lines += [f"| {k[0]} | {k[1]} | {k[2]} | {a[k][2]} ({a[k][1]:.1f}%) | "
+              f"{b[k][2]} ({b[k][1]:.1f}%) | {a[k][3]} |" for k in moved]
+    return lines
 
 
 def against_table(rs: list[dict], old: list[dict]) -> list[str]:
