@@ -299,7 +299,9 @@ def test_a_kernel_timed_at_other_rows_is_read_off_its_line(profile_csv):
     """`kernel_alone_ms`: the profile's time at the rows it timed, the line through the
     same kernel's other row counts where it did not, None for a kernel never timed; the
     cost model answers with it, and hands it to the co-run estimator for pairs."""
+    from costmodel import shard_tables, stage_work
     from costmodel.types import KernelWork
+    from spec import hardware_preset, model_preset
 
     rows = learned.read_profile(profile_csv)
     model = learned.CoRunModel(0).fit(rows)
@@ -312,16 +314,14 @@ def test_a_kernel_timed_at_other_rows_is_read_off_its_line(profile_csv):
     r = next(r for r in rows if r["kernel"] == name and int(r["rows"]) == rows_n)
     assert model.predict([r], [1.25])["kernel_alone"][0] == 1.25
     cm = learned.LearnedCostModel(model, {"data_sha256": "0" * 10, "rows": len(rows)})
-    hw = spec_hw()
+    hw = hardware_preset("h200", 1)
     kw = KernelWork(name="k", rows=3072, elements=1.0, int_ops=1.0, hbm_bytes=1.0,
                     ops=(OpKind.LOGIT,), blocks=264, threads_per_block=256, key=name)
-    assert cm.kernel_ms(kw, hw) == pytest.approx(model.kernel_alone_ms(gpu, name, 3072))
-
-
-def spec_hw():
-    from spec import hardware_preset
-
-    return hardware_preset("h200", 1)
+    line = model.kernel_alone_ms(gpu, name, 3072)
+    assert cm.kernel_ms(kw, hw) == pytest.approx(line)
+    model_ = model_preset("criteo-kaggle")
+    stage = next(iter(stage_work(model_, hw, shard_tables(model_, hw), 0).values()))
+    assert cm.whole_run(kw, stage, hw)[0] == pytest.approx(line)  # a pair never timed
 
 
 def test_resident_rows_are_their_own_pairs_from_the_stage_start(profile_csv):
