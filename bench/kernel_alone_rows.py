@@ -60,10 +60,9 @@ def held_out_rows(rows: list[dict]) -> list[dict]:
             ms = model.kernel_alone_ms(gpu, r["kernel"], rows_n)
             if ms is None:
                 continue
-            timed = sorted(k[2] for k in model.kernel_measured
-                           if k[0] == gpu and k[1] == r["kernel"])
+            timed = model.kernel_timed(gpu, r["kernel"])
             asked.append(r)
-            line.append((ms, timed[0] <= rows_n <= timed[-1]))
+            line.append((ms, timed[0][0] <= rows_n <= timed[-1][0]))
         if not asked:
             continue
         trees = model.predict(asked)

@@ -392,9 +392,12 @@ class CoRunModel:
         exact = self.kernel_measured.get((gpu, kernel, rows))
         if exact is not None:
             return exact
-        points = sorted((r, ms) for (g, k, r), ms in self.kernel_measured.items()
-                        if g == gpu and k == kernel)
-        return interpolate_in_rows(points, rows)
+        return interpolate_in_rows(self.kernel_timed(gpu, kernel), rows)
+
+    def kernel_timed(self, gpu: str, kernel: str) -> list[tuple[int, float]]:
+        """(rows, ms alone) wherever the profile timed this kernel on this GPU kind, by rows."""
+        return sorted((r, ms) for (g, k, r), ms in self.kernel_measured.items()
+                      if g == gpu and k == kernel)
 
     def predict_stage_ms(self, rows: Sequence[dict]) -> np.ndarray:
         x = stage_only(rows)
