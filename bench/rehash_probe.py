@@ -50,12 +50,58 @@ def heavy_rehash(name: str = "heavy-rehash") -> Pipeline:
                     base.sparse_outputs)
 
 
+def shapes_folder(folder: Path, out: Path, shapes: list[tuple[str, int]]) -> None:
+    """A copy of a one-kernel plan folder's chosen plan and its prediction, with that kernel
+    released at each (stage, blocks) of `shapes` as plan-<N>.json, each predicted as `corun
+    tune` predicts its launch variants (`corun.tune_cmd.variant_predictions`), so that
+    `corun tune OUT` runs them beside ideal and gpu-sequential."""
+    import shutil
+    from dataclasses import replace
+
+    from corun.plan_dir import plan_file, prediction_file
+    from corun.tune_cmd import read_workload, variant_predictions
+    from corun.workload import resolve_hardware, resolve_model
+    from spec import Plan, Prediction, load
+    from spec.serde import load as load_spec
+
+    work = read_workload(folder)
+    chosen = load(Plan, folder / plan_file("corun"))
+    if len(chosen.kernels) != 1:
+        raise SystemExit(f"{folder}: the chosen plan has {len(chosen.kernels)} kernels, not one")
+    out.mkdir(parents=True, exist_ok=True)
+    for name in (plan_file("corun"), prediction_file("corun")):
+        shutil.copy(folder / name, out / name)
+    variants = {f"corun-{i}": replace(chosen, kernels=(replace(chosen.kernels[0], stage=stage,
+                                                                blocks=blocks),))
+                for i, (stage, blocks) in enumerate(shapes, 2)}
+    model = resolve_model(work.model, work.batch, work.cuda_graphs)
+    pipeline = load_spec(Pipeline, folder.parent / f"{work.pipeline}.json")
+    hw = resolve_hardware("h200", 1, None, None)  # tune's default
+    predicted = variant_predictions(folder, chosen, variants, hw, model, pipeline)
+    base = load(Prediction, folder / prediction_file("corun"))
+    for name, plan in variants.items():
+        save(plan, out / plan_file(name))
+        save(replace(base, strategy=name, iteration_time_ms=predicted[name],
+                     throughput_samples_per_s=1e3 * base.batch_per_gpu / predicted[name]),
+             out / prediction_file(name))
+        print(f"{name}: {plan.kernels[0].stage} {plan.kernels[0].blocks} blocks, "
+              f"predicted {predicted[name]:.3f} ms")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("-o", "--out", required=True, help="the pipeline file to write (.json)")
+    ap.add_argument("-o", "--out", required=True,
+                    help="the pipeline file to write (.json); with --shapes, the folder")
+    ap.add_argument("--shapes", metavar="FOLDER",
+                    help="write a folder of FOLDER's chosen kernel at --at's stages and blocks")
+    ap.add_argument("--at", default="", help="STAGE:BLOCKS,... (with --shapes)")
     args = ap.parse_args(argv)
-    save(heavy_rehash(), args.out)
+    if args.shapes:
+        shapes = [(s.split(":")[0], int(s.split(":")[1])) for s in args.at.split(",") if s]
+        shapes_folder(Path(args.shapes), Path(args.out), shapes)
+    else:
+        save(heavy_rehash(), args.out)
     return 0
 
 
