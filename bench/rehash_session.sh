@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
 # `corun tune` on one lent H200 for bench/rehash_probe.py's question: eager heavy-lean
-# beside `heavy-rehash` (heavy-small with each id hashed twice), the planner's folder under
-# bench/plans/rehash/ (made by `corun plan --hardware h200 --gpus 1 --pipeline
-# bench/plans/rehash/heavy-rehash.json --model heavy-lean --batch B --time-limit 30
-# --runners-up 4 --out bench/plans/rehash/heavy-lean-bB`): ideal, gpu-sequential, the
-# choice, its distinct runners-up, its launch steps and its other batch lead, in rounds.
-# PART=shapes: b32768's chosen kernel at other stages and launch shapes (the folder
-# written by `python bench/rehash_probe.py --shapes bench/plans/rehash/heavy-lean-b32768
-# -o bench/plans/rehash/heavy-lean-b32768-shapes --at bottom_mlp_bwd:165,...`).
-# With OUT set by the device tool:
-#   [PART=b32768|b24576|shapes] [ROUNDS=3] [BUDGET_S=400] bash bench/rehash_session.sh
+# beside the `heavy-rehash` preset (heavy-small with each id hashed twice). The folders
+# under bench/plans/rehash/ were made by `corun plan --hardware h200 --gpus 1 --pipeline
+# heavy-rehash --model heavy-lean --batch B --time-limit 30 --runners-up 4 --out
+# bench/plans/rehash/heavy-lean-bB` (runs 1-2 read the pipeline from a file equal to the
+# preset), and heavy-lean-b32768-shapes by `python bench/rehash_probe.py --shapes ...`.
+# PART=b32768 / b24576: ideal, gpu-sequential, the choice, its distinct runners-up, its
+# launch steps and its other batch lead, in rounds. PART=shapes: b32768's chosen kernel
+# at other stages and launch shapes (corun-2..7). PART=confirm: on another start, the best
+# two shapes and 198 blocks' neighbours at interaction_bwd (corun-8..10); then heavy-lean
+# b32768 profiled beside heavy-rehash's whole pipeline at 132-1056 blocks (a warp a row),
+# launched and resident, for `corun fit`. With OUT set by the device tool:
+#   [PART=b32768|b24576|shapes|confirm] [ROUNDS=3] [BUDGET_S=400] bash bench/rehash_session.sh
 # returns $OUT/rehash.tar (raw records gzipped, per-round files left out).
 set -u
 part=${PART:-b32768}
@@ -17,19 +19,31 @@ case "$part" in
   b32768) strategies=ideal,gpu-sequential,corun,corun-3,corun-4 ;;  # corun-2/-5: the choice with 2 dense nodes on the host / one ahead (the lead variant)
   b24576) strategies=ideal,gpu-sequential,corun,corun-3,corun-4,corun-5 ;;  # corun-2: the choice with 2 dense nodes on the host
   shapes) strategies=ideal,gpu-sequential,corun-2,corun-3,corun-4,corun-5,corun-6,corun-7 ;;
-  *) echo "PART = $part: one of b32768, b24576, shapes" >&2; exit 2 ;;
+  confirm) strategies=ideal,gpu-sequential,corun-3,corun-7,corun-8,corun-9,corun-10 ;;
+  *) echo "PART = $part: one of b32768, b24576, shapes, confirm" >&2; exit 2 ;;
 esac
 folder=heavy-lean-$part
-[ "$part" = shapes ] && folder=heavy-lean-b32768-shapes
-out="$OUT/rehash/$folder"
+case "$part" in shapes|confirm) folder=heavy-lean-b32768-shapes ;; esac
+out="$OUT/rehash/$part"
 mkdir -p "$OUT/rehash"
-python -m corun.cli tune "bench/plans/rehash/$folder" \
-  --pipeline bench/plans/rehash/heavy-rehash.json --strategies "$strategies" \
+python -m corun.cli tune "bench/plans/rehash/$folder" --strategies "$strategies" \
   --rounds "${ROUNDS:-3}" --iterations 300 --warmup 20 --budget-s "${BUDGET_S:-400}" \
   -o "$out" > "$out.log" 2>&1
 rc=$?
 grep -vE "^ *(iteration|round)|compiling|preparing|batches and" "$out.log" | tail -40
 rm -rf "$out/rounds"
 gzip -9n "$out"/*.json 2>/dev/null
+if [ "$part" = confirm ]; then
+  plans=$(python bench/launch_plans.py --pipeline heavy-rehash --model heavy-lean \
+    --blocks 132,198,264,396,528,1056 --out /tmp/launch-plans | tr ',' '\n' | grep warp | paste -sd,)
+  for kind in launched resident; do
+    flag=(); [ $kind = resident ] && flag=(--resident)
+    python -m corun.cli profile --out "$OUT/rehash/profile" --models heavy-lean \
+      --train-pipeline heavy-rehash --pipelines heavy-rehash --batches 32768 --reps 3 \
+      --shapes 0 --plans "$plans" "${flag[@]}" --budget-minutes "${PROFILE_MIN:-1.3}" \
+      > "$OUT/rehash/profile-$kind.log" 2>&1
+    tail -2 "$OUT/rehash/profile-$kind.log"
+  done
+fi
 tar -C "$OUT" -cf "$OUT/rehash.tar" rehash && rm -rf "$OUT/rehash"
 exit $rc

@@ -103,12 +103,16 @@ def multihot() -> Pipeline:
 
 
 HEAVY_LIST_LENGTH, HEAVY_NGRAM, HEAVY_FIRSTX = 50, 3, 100
+GLOBAL_IDS = 1 << 40
+"""`heavy-rehash`'s first hash range: a global id space, as a feature store keys ids before
+a table's bucketing."""
 SHORT_LIST_LENGTH = 36
 """`heavy-short`'s raw lists: the fewest ids whose trigrams still fill firstx's 100."""
 
 
 def heavy(name: str = "heavy", first: int = HEAVY_FIRSTX, rows: int = HEAVY_TABLE_ROWS,
-          length: int = HEAVY_LIST_LENGTH, id_dtype: DType = DType.INT64) -> Pipeline:
+          length: int = HEAVY_LIST_LENGTH, id_dtype: DType = DType.INT64,
+          global_ids: int | None = None) -> Pipeline:
     """`heavy`: a production-like pipeline beside a fast model (issue 6's heavy case).
     26 raw id lists of `length` (50) ids -> fill_null -> ngram(3) (144 ids) ->
     sigrid_hash into `rows` buckets -> firstx(`first`: 100); 13 dense -> fill_null ->
@@ -117,7 +121,10 @@ def heavy(name: str = "heavy", first: int = HEAVY_FIRSTX, rows: int = HEAVY_TABL
     same preprocessing, a fifth of the lookups; `heavy-small` hashes into 10k buckets, for
     the `heavy-small` model's small tables; `heavy-short` does too, from lists of 36
     32-bit ids (Criteo's raw ids are 32-bit hashes; sigrid_hash widens them): the same
-    100 ids a list out from 0.38x the raw bytes, so the host link outpaces a faster step."""
+    100 ids a list out from 0.38x the raw bytes, so the host link outpaces a faster step.
+    With `global_ids`, each id is hashed first into that many global ids (salt 0), then
+    into the table's `rows` buckets (salt 1): `heavy-rehash`, twice the hashing an id and
+    no more memory traffic (bench/rehash_probe.py)."""
     b = _Builder()
     dense = []
     for k in range(13):
@@ -127,7 +134,10 @@ def heavy(name: str = "heavy", first: int = HEAVY_FIRSTX, rows: int = HEAVY_TABL
     for k in range(26):
         f = b.add(f"fill_cat_{k}", OpKind.FILL_NULL, f"cat_{k}", value=0)
         g = b.add(f"ngram_cat_{k}", OpKind.NGRAM, f, n=HEAVY_NGRAM)
-        h = b.add(f"hash_cat_{k}", OpKind.SIGRID_HASH, g, salt=0, max_value=rows)
+        h = b.add(f"hash_cat_{k}", OpKind.SIGRID_HASH, g, salt=0,
+                  max_value=global_ids or rows)
+        if global_ids:
+            h = b.add(f"rehash_cat_{k}", OpKind.SIGRID_HASH, h, salt=1, max_value=rows)
         sparse.append(SparseOutput(b.add(f"first_cat_{k}", OpKind.FIRSTX, h, x=first),
                                    f"cat_{k}"))
     inputs = tuple(_dense(k) for k in range(13)) + tuple(
@@ -146,12 +156,15 @@ PIPELINE_PRESETS = {
     "heavy-small": lambda: heavy("heavy-small", rows=HEAVY_SMALL_TABLE_ROWS),
     "heavy-short": lambda: heavy("heavy-short", rows=HEAVY_SMALL_TABLE_ROWS,
                                  length=SHORT_LIST_LENGTH, id_dtype=DType.INT32),
+    "heavy-rehash": lambda: heavy("heavy-rehash", rows=HEAVY_SMALL_TABLE_ROWS,
+                                  global_ids=GLOBAL_IDS),
 }
 
 DEFAULT_MODEL_FOR = {"kaggle": "criteo-kaggle", "terabyte": "criteo-terabyte",
                      "wide-2x": "wide-2x", "wide-4x": "wide-4x", "multihot": "mlperf-dcnv2",
                      "heavy": "heavy", "heavy-20": "heavy-mlp",
-                     "heavy-small": "heavy-small", "heavy-short": "heavy-hot"}
+                     "heavy-small": "heavy-small", "heavy-short": "heavy-hot",
+                     "heavy-rehash": "heavy-lean"}
 
 
 def pipeline_preset(name: str) -> Pipeline:

@@ -26,7 +26,7 @@ def test_preset_node_counts():
     counts = {k: len(spec.pipeline_preset(k).nodes) for k in spec.PIPELINE_PRESETS}
     assert counts == {"kaggle": 105, "terabyte": 105, "wide-2x": 221, "wide-4x": 442,
                       "multihot": 104, "heavy": 130, "heavy-20": 130, "heavy-small": 130,
-                      "heavy-short": 130}
+                      "heavy-short": 130, "heavy-rehash": 156}
     for k, m in spec.DEFAULT_MODEL_FOR.items():
         spec.pipeline_preset(k).check_model(spec.model_preset(m))
 
