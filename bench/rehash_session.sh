@@ -5,22 +5,23 @@
 # heavy-rehash --model heavy-lean --batch B --time-limit 30 --runners-up 4 --out
 # bench/plans/rehash/heavy-lean-bB` (runs 1-2 read the pipeline from a file equal to the
 # preset), and heavy-lean-b32768-shapes by `python bench/rehash_probe.py --shapes ...`.
-# PART=b32768 / b24576: ideal, gpu-sequential, the choice, its distinct runners-up, its
-# launch steps and its other batch lead, in rounds. PART=shapes: b32768's chosen kernel
+# PART=b32768: ideal, gpu-sequential, the choice, its runners-up, its launch steps and its
+# other batch lead, in rounds (run 1 at 414dfbe7 tuned the folder planned before PART=confirm's
+# profile was in the model: ideal, gpu-sequential, corun, corun-3, corun-4; its corun-2 and
+# corun-5 were the choice with 2 dense nodes on the host and one batch ahead). PART=shapes: b32768's chosen kernel
 # at other stages and launch shapes (corun-2..7). PART=confirm: on another start, the best
 # two shapes and 198 blocks' neighbours at interaction_bwd (corun-8..10); then heavy-lean
 # b32768 profiled beside heavy-rehash's whole pipeline at 132-1056 blocks (a warp a row),
 # launched and resident, for `corun fit`. With OUT set by the device tool:
-#   [PART=b32768|b24576|shapes|confirm] [ROUNDS=3] [BUDGET_S=400] bash bench/rehash_session.sh
+#   [PART=b32768|shapes|confirm] [ROUNDS=3] [BUDGET_S=400] bash bench/rehash_session.sh
 # returns $OUT/rehash.tar (raw records gzipped, per-round files left out).
 set -u
 part=${PART:-b32768}
 case "$part" in
-  b32768) strategies=ideal,gpu-sequential,corun,corun-3,corun-4 ;;  # corun-2/-5: the choice with 2 dense nodes on the host / one ahead (the lead variant)
-  b24576) strategies=ideal,gpu-sequential,corun,corun-3,corun-4,corun-5 ;;  # corun-2: the choice with 2 dense nodes on the host
+  b32768) strategies=ideal,gpu-sequential,corun,corun-2,corun-3,corun-4,corun-5 ;;
   shapes) strategies=ideal,gpu-sequential,corun-2,corun-3,corun-4,corun-5,corun-6,corun-7 ;;
   confirm) strategies=ideal,gpu-sequential,corun-3,corun-7,corun-8,corun-9,corun-10 ;;
-  *) echo "PART = $part: one of b32768, b24576, shapes, confirm" >&2; exit 2 ;;
+  *) echo "PART = $part: one of b32768, shapes, confirm" >&2; exit 2 ;;
 esac
 folder=heavy-lean-$part
 case "$part" in shapes|confirm) folder=heavy-lean-b32768-shapes ;; esac
