@@ -34,7 +34,7 @@ def run(args: argparse.Namespace) -> int:
         measured,
         save_model,
     )
-    from costmodel.profile_data import fit_rows
+    from costmodel.profile_data import fit_rows, lookup_rows
     from reports.figures import heldout_scatter, save
     from spec.serde import write_atomic
 
@@ -46,17 +46,19 @@ def run(args: argparse.Namespace) -> int:
     if not rows:
         raise SpecError("data", args.data, "profile CSVs with at least one measured row")
     _, scores, test, pred = evaluate(rows, args.holdout, args.seed)
-    final = CoRunModel(args.seed).fit(rows)  # the saved model sees every row
+    lookup = lookup_rows(args.data)
+    final = CoRunModel(args.seed).fit(rows, lookup)  # the saved model sees every row
     out = Path(args.output)
     meta = {"data": str(args.data), "data_sha256": data_hash(args.data), "rows": len(rows),
-            "heldout_rows": len(test), "holdout": args.holdout, "seed": args.seed,
+            "lookup_rows": len(lookup), "heldout_rows": len(test), "holdout": args.holdout,
+            "seed": args.seed,
             "gpus": sorted({r["gpu"] for r in rows}), "versions": library_versions(),
             "heldout": {m: {t: vars(s) for t, s in by.items()} for m, by in scores.items()}}
     save_model(final, out, meta)
     write_atomic(out.with_suffix(".json"), json.dumps(meta, indent=1))
     save(heldout_scatter(pred, measured(test)), out.parent, out.stem + "-heldout")
     print(f"{len(rows)} rows, {len(test)} held out (whole model/batch combinations and "
-          f"kernel feature sets)")
+          f"kernel feature sets); {len(lookup)} more looked up, not fitted")
     print(table(["target", "model", "held-out MAPE", "within ±10%"],
                 [[t, m, f"{scores[m][t].mape_pct:.1f}%", f"{100 * scores[m][t].within_10pct:.0f}%"]
                  for t in TARGETS for m in scores if t in scores[m]]))

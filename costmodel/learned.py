@@ -40,11 +40,13 @@ import numpy as np
 from costmodel.graphs import GraphedStages, fit_savings, read_graphed
 from costmodel.interaction import SAVING_CSV
 from costmodel.profile_data import (
+    PROFILE,
     data_files,
     data_hash,
     fit_rows,
     graphed_rows,
     is_resident,
+    lookup_rows,
     read_profile,
 )
 from costmodel.release_steps import ReleaseStep, rates, read_release_steps
@@ -330,6 +332,16 @@ def _stage_key(x: np.ndarray) -> tuple:
     return tuple(float(f"{v:.6g}") for v in x)
 
 
+def _stage_times(rows: Sequence[dict]) -> tuple[np.ndarray, np.ndarray]:
+    """Each (GPU, model, batch, stage)'s features and time alone, from its first row (the
+    profile repeats a stage for every kernel beside it)."""
+    keys: dict[tuple, tuple[dict, float]] = {}
+    for r, v in zip(rows, targets(rows)["stage_alone"]):
+        keys.setdefault((r["gpu"], r["model"], r["batch"], r["stage"]), (r, v))
+    return (stage_only([r for r, _ in keys.values()]),
+            np.maximum([v for _, v in keys.values()], 1e-4))
+
+
 class CoRunModel:
     """The four fitted estimators. `predict` returns kernel alone ms, kernel co-run ms,
     the stage slowdown factor and stage alone ms for profile-like rows (measured
@@ -354,22 +366,24 @@ class CoRunModel:
         trees' fit of it."""
         self.kernel_measured: dict[tuple, float] = {}
 
-    def fit(self, rows: Sequence[dict]) -> CoRunModel:
+    def fit(self, rows: Sequence[dict], lookup: Sequence[dict] = ()) -> CoRunModel:
+        """The estimators learn from `rows`; the measured stage, pair and kernel times
+        come from `rows`, then from `lookup` where `rows` did not time them
+        (costmodel.profile_data.LOOKUP_DIR: rows looked up, not learned from)."""
         rows = [r for r in rows if fitted(r)]
+        lookup = [r for r in lookup if fitted(r)]
         xk, xks = design(rows)
         y = targets(rows)
         self.estimators["kernel_alone"].fit(xk, np.maximum(y["kernel_alone"], 1e-4))
         for t in ("kernel_corun", "stage_slowdown"):
             self.estimators[t].fit(xks, np.maximum(y[t], 1e-3))
-        keys = {}  # one row per (gpu, model, batch, stage): the profile repeats them
-        for r, v in zip(rows, y["stage_alone"]):
-            keys.setdefault((r["gpu"], r["model"], r["batch"], r["stage"]), (r, v))
-        stage_rows = [r for r, _ in keys.values()]
-        stage_y = np.maximum([v for _, v in keys.values()], 1e-4)
-        x = stage_only(stage_rows)
+        x, stage_y = _stage_times(rows)
         self.estimators["stage_alone"].fit(x, stage_y)
-        self.stage_measured = {_stage_key(xi): float(y) for xi, y in zip(x, stage_y)}
-        for r, xi in zip(rows, stage_only(rows)):
+        self.stage_measured = {_stage_key(xi): float(v) for xi, v in zip(x, stage_y)}
+        if lookup:
+            for xi, v in zip(*_stage_times(lookup)):
+                self.stage_measured.setdefault(_stage_key(xi), float(v))
+        for r, xi in zip([*rows, *lookup], stage_only([*rows, *lookup])):
             lead = lead_ms(r)
             times = (_f(r, "kernel_alone_ms") - lead, _f(r, "kernel_corun_ms") - lead,
                      _f(r, "stage_alone_ms"), _f(r, "stage_corun_ms"))
@@ -892,7 +906,8 @@ def graphed_stages(model: CoRunModel, rows: Sequence[dict]) -> GraphedStages:
 def profiled_batches(folder: Path) -> dict[tuple[str, str], set[int]]:
     """(GPU kind name, model name) -> the batches the profiles under `folder` timed."""
     out: dict[tuple[str, str], set[int]] = {}
-    for r in read_profile(folder, corrected=False):  # batches only: no stage time read
+    rows = read_profile(folder, corrected=False) + lookup_rows(folder, PROFILE, corrected=False)
+    for r in rows:  # batches only: no stage time read
         out.setdefault((gpu_of(r["gpu"]).name, r["model"]), set()).add(int(r["batch"]))
     return out
 
@@ -920,7 +935,8 @@ def release_steps_in(folder: Path) -> dict[tuple, ReleaseStep]:
     under `folder`, by `release_step_key`: how LearnedCostModel.release_rates looks a
     plan's kernel up (`plan_release_key`)."""
     out = {}
-    for graphed, rows in ((False, read_profile(folder)), (True, graphed_rows(folder))):
+    eager = read_profile(folder) + lookup_rows(folder, PROFILE)
+    for graphed, rows in ((False, eager), (True, graphed_rows(folder))):
         out.update(read_release_steps(
             rows, lambda r, step, g=graphed: release_step_key(r, step, g)))
     return out
@@ -970,7 +986,7 @@ def _load_or_refit(path: Path) -> tuple[CoRunModel, dict]:
             return load_model(cached, path.parent)
         print(f"corun: {e}; refitting on {path.parent} (once)", file=sys.stderr)
         rows = fit_rows(path.parent)
-        model = CoRunModel(int(meta.get("seed", 0))).fit(rows)
+        model = CoRunModel(int(meta.get("seed", 0))).fit(rows, lookup_rows(path.parent))
         meta = {**meta, "data_sha256": digest, "rows": len(rows),
                 "versions": library_versions(), "refitted_from": str(path)}
         cached.parent.mkdir(parents=True, exist_ok=True)

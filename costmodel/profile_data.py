@@ -88,6 +88,26 @@ def fit_rows(path: str | Path) -> list[dict[str, str]]:
     return read_profile(path) + read_profile(path, kind=RESIDENT)
 
 
+LOOKUP_DIR = "lookup"
+"""A profile directory's subfolder of rows the model looks up and does not learn from:
+measured pairs answered as measured (costmodel.learned.CoRunModel), while the trees that
+answer every pair nobody measured stay as fitted. A new preset's own kernels profiled
+there do not move every other workload's predictions: heavy-rehash's 108 rows fitted with
+the rest re-broke the planner's choice on 20 one-GPU plan folders (predicted ties on
+host-paced steps, and the heavy folders), chosen and measured before them
+(bench/results/rehash_h200.md)."""
+
+
+def lookup_rows(path: str | Path, kind: str | None = None,
+                corrected: bool = True) -> list[dict[str, str]]:
+    """The rows under `path`'s LOOKUP_DIR subfolder (profile, then resident; or those of
+    `kind`), none without one."""
+    folder = _folder(path) / LOOKUP_DIR
+    if not folder.is_dir():
+        return []
+    return fit_rows(folder) if kind is None else read_profile(folder, corrected, kind)
+
+
 def graphed_rows(path: str | Path) -> list[dict[str, str]]:
     """The rows profiled with the step replayed as CUDA graphs, launched then resident."""
     return read_profile(path, kind=GRAPHED + PROFILE) + \
@@ -102,8 +122,10 @@ def done_keys(path: str | Path, kind: str = PROFILE) -> set[tuple[str, ...]]:
 
 
 def data_files(path: str | Path) -> list[Path]:
-    """The profile CSVs of every kind behind `path` (KINDS)."""
-    return [f for kind in KINDS for f in profile_files(path, kind)]
+    """The profile CSVs of every kind behind `path` (KINDS), then its LOOKUP_DIR's."""
+    files = [f for kind in KINDS for f in profile_files(path, kind)]
+    lookup = Path(path) / LOOKUP_DIR
+    return files + (data_files(lookup) if lookup.is_dir() else [])
 
 
 def data_hash(path: str | Path) -> str:

@@ -386,3 +386,42 @@ def test_a_saved_model_is_gzipped_the_same_bytes_each_time_and_plain_pickles_sti
     for path in (a, plain):
         got, got_meta = learned.load_model(path)
         assert got_meta == meta and got.pair_measured == model.pair_measured
+
+
+def test_lookup_rows_are_answered_as_measured_and_leave_the_fit_alone(profile_csv, tmp_path):
+    """Rows under a profile folder's lookup/ subfolder: their stages, pairs and kernels
+    are answered with their measurements; the estimators are fitted as without them
+    (every unmeasured pair predicted the same), a fitted row wins over a lookup row of the
+    same key, and the folder's data hash covers them (so a stale model is refitted)."""
+    from costmodel.profile_data import LOOKUP_DIR, data_hash, lookup_rows
+
+    rows = learned.read_profile(profile_csv)
+    m1 = [r for r in rows if r["model"] == "m1"]
+    fitted_rows = [r for r in rows if r["model"] != "m1"]
+    clash = dict(fitted_rows[0], kernel_corun_ms="123.0")  # a key the fit rows hold too
+    folder = tmp_path / "data"
+    (folder / LOOKUP_DIR).mkdir(parents=True)
+    shutil.copy(profile_csv, folder / "profile.csv")
+    before = data_hash(folder)
+    with open(folder / LOOKUP_DIR / "profile.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=COLUMNS)
+        w.writeheader()
+        w.writerows([*m1, clash])
+    assert data_hash(folder) != before
+    assert len(lookup_rows(folder)) == len(m1) + 1 and lookup_rows(tmp_path) == []
+
+    plain = learned.CoRunModel(0).fit(fitted_rows)
+    both = learned.CoRunModel(0).fit(fitted_rows, lookup_rows(folder))
+    probe = [dict(r, stage_bytes=str(3 * float(r["stage_bytes"]))) for r in m1[:20]]
+    for t, v in plain.predict(probe).items():
+        assert both.predict(probe)[t] == pytest.approx(v, rel=1e-12)
+    r = m1[0]
+    key = (learned.gpu_of(r["gpu"]).name, r["kernel"],
+           learned._stage_key(learned.stage_only([r])[0]), False)
+    assert key not in plain.pair_measured
+    assert both.pair_measured[key][1] == pytest.approx(float(r["kernel_corun_ms"]))
+    assert both.predict_stage_ms([r])[0] == pytest.approx(float(r["stage_alone_ms"]))
+    c = fitted_rows[0]
+    ckey = (learned.gpu_of(c["gpu"]).name, c["kernel"],
+            learned._stage_key(learned.stage_only([c])[0]), False)
+    assert both.pair_measured[ckey][1] == pytest.approx(float(c["kernel_corun_ms"]))
