@@ -14,12 +14,19 @@ Its first two runs read the pipeline from a file this script wrote, equal to the
         -o bench/plans/rehash/heavy-lean-b32768-shapes --at interaction_bwd:198,...
 
 writes a folder of a plan folder's chosen kernel at other stages and launch shapes, which
-`corun tune` runs beside ideal and gpu-sequential (bench/rehash_session.sh).
+`corun tune` runs beside ideal and gpu-sequential (bench/rehash_session.sh);
+
+    python bench/rehash_probe.py --render -o bench/results/rehash_h200.md
+
+renders the four runs' records (bench/results/raw/tune_rehash_*_run*/): each `corun tune`
+table, then each strategy's training stages against ideal's and its kernel's span.
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
+import json
 import shutil
 import sys
 from dataclasses import replace
@@ -31,7 +38,28 @@ from corun.plan_dir import plan_file, prediction_file  # noqa: E402
 from corun.tune_cmd import read_workload, variant_predictions  # noqa: E402
 from corun.workload import resolve_hardware, resolve_model, resolve_pipeline  # noqa: E402
 from spec import Plan, Prediction, load  # noqa: E402
-from spec.serde import save  # noqa: E402
+from spec.serde import save, write_atomic  # noqa: E402
+
+RAW = Path(__file__).resolve().parent / "results" / "raw"
+RUNS = {
+    "tune_rehash_b32768_run1": "Run 1 (fresh start, 414dfbe7): the folder as first planned, before "
+    "heavy-rehash was profiled (`PART=b32768 ROUNDS=3 BUDGET_S=400 bash "
+    "bench/rehash_session.sh`, the pipeline read from a file equal to the preset): the "
+    "choice 264 blocks at bottom_mlp_bwd, two runners-up, the launch steps and the other lead.",
+    "tune_rehash_shapes_run2": "Run 2 (fresh start, 0356ef67): the choice's kernel at other "
+    "stages and launch shapes (`PART=shapes ROUNDS=3 BUDGET_S=380`; predictions by the "
+    "model before the profile).",
+    "tune_rehash_confirm_run3": "Run 3 (fresh start, b31f3974): run 2's best two and the "
+    "neighbours of 198 blocks at interaction_bwd (`PART=confirm ROUNDS=3 BUDGET_S=230 "
+    "PROFILE_MIN=1.3`; the same command then profiled heavy-lean b32768 beside heavy-rehash's "
+    "whole pipeline at 132-1056 blocks, launched and resident, 108 pairs: "
+    "costmodel/data/h200/lookup/).",
+    "tune_rehash_chosen_run4": "Run 4 (fresh start, be9286fa): the folder re-planned with that "
+    "profile, the choice 198 blocks at interaction_bwd two ahead (`PART=b32768 ROUNDS=3 "
+    "BUDGET_S=230`: the budget let 2 rounds run). The committed folder was re-planned once "
+    "more at 42904d9c, the profile looked up rather than fitted: the same plan.json, "
+    "plan-2.json and plan-3.json, and other runners-up 4 and 5 than the ones measured here.",
+}
 
 
 def shapes_folder(folder: Path, out: Path, shapes: list[tuple[str, int]]) -> None:
@@ -63,14 +91,60 @@ def shapes_folder(folder: Path, out: Path, shapes: list[tuple[str, int]]) -> Non
               f"predicted {predicted[name]:.3f} ms")
 
 
+def stage_table(folder: Path) -> list[str]:
+    """Each strategy's training stages less ideal's (ms, medians of its median round) and
+    its kernels' spans from launch to end."""
+    def read(path: Path) -> dict:
+        return json.loads(gzip.decompress(path.read_bytes()))
+
+    ideal = read(folder / "ideal.json.gz")
+    stages = list(ideal["stages"])
+    out = ["| strategy | " + " | ".join(stages) + " | kernel span ms |",
+           "|---|" + "---:|" * (len(stages) + 1)]
+    for path in sorted(folder.glob("*.json.gz")):
+        m = read(path)
+        if "stages" not in m or m["strategy"] == "ideal":
+            continue
+        k, what = m["plan"]["kernels"], m["strategy"]
+        if k and what != "gpu-sequential":
+            what += f" ({k[0]['blocks']} at {k[0]['stage']}, {m['plan']['batches_ahead']} ahead)"
+        deltas = (m["stages"][s]["median_ms"] - ideal["stages"][s]["median_ms"] for s in stages)
+        spans = ", ".join(f"{v['median_ms']:.2f}" for v in m.get("kernels", {}).values())
+        out.append(f"| {what} | " + " | ".join(f"{d:+.3f}" for d in deltas) + f" | {spans} |")
+    out.append("| ideal (ms) | " + " | ".join(f"{ideal['stages'][s]['median_ms']:.3f}"
+                                              for s in stages) + " | - |")
+    return out
+
+
+def render() -> str:
+    """The report: each run's description, `corun tune` table and stage table."""
+    lines = ["# heavy-rehash beside eager heavy-lean at b32768 on the H200 (issue 6)", "",
+             "Made by `python bench/rehash_probe.py --render -o bench/results/rehash_h200.md` "
+             "from the records under `bench/results/raw/tune_rehash_*_run*/`. Recovered: the "
+             "share of gpu-sequential's gap to ideal a strategy closes, per round, then the "
+             "median. Below each table: each training stage's median less ideal's (ms) and "
+             "the kernel's span from its launch to its end."]
+    for name, text in RUNS.items():
+        tune = (RAW / name / "tune.md").read_text()
+        block = tune[tune.index("```"):tune.rindex("```") + 3]
+        lines += ["", f"## {name}", "", text, "", block, "", *stage_table(RAW / name)]
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--shapes", metavar="FOLDER", required=True,
+    ap.add_argument("--shapes", metavar="FOLDER",
                     help="a one-GPU plan folder whose chosen plan has one kernel")
-    ap.add_argument("--at", required=True, help="STAGE:BLOCKS,... the kernel's releases")
-    ap.add_argument("-o", "--out", required=True, help="the folder to write")
+    ap.add_argument("--at", default="", help="STAGE:BLOCKS,... the kernel's releases")
+    ap.add_argument("--render", action="store_true", help="write the report to --out")
+    ap.add_argument("-o", "--out", required=True, help="the folder (--shapes) or report to write")
     args = ap.parse_args(argv)
+    if args.render:
+        write_atomic(args.out, render())
+        return 0
+    if not args.shapes:
+        ap.error("--shapes FOLDER or --render")
     shapes = [(s.split(":")[0], int(s.split(":")[1])) for s in args.at.split(",") if s]
     shapes_folder(Path(args.shapes), Path(args.out), shapes)
     return 0
