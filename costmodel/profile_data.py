@@ -95,7 +95,7 @@ answer every pair nobody measured stay as fitted. A new preset's own kernels pro
 there do not move every other workload's predictions: heavy-rehash's 108 rows fitted with
 the rest re-broke the planner's choice on 20 one-GPU plan folders (predicted ties on
 host-paced steps, and the heavy folders), chosen and measured before them
-(bench/results/rehash_h200.md)."""
+(bench/results/heavy_case_record.md, session 51)."""
 
 
 def lookup_rows(path: str | Path, kind: str | None = None,

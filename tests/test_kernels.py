@@ -123,6 +123,16 @@ def test_preset_pipelines_fused_and_split(name):
     compare_all(p, inputs, [fills, rest], blocks=2, threads=32)
 
 
+def test_heavy_rehash_hashes_each_id_twice_in_one_kernel():
+    """`heavy-rehash`: ngram -> sigrid_hash into 2^40 ids -> sigrid_hash into the table's
+    buckets -> firstx, fused, equals the reference (a few rows: 100 ids a list)."""
+    p = spec.pipeline_preset("heavy-rehash")
+    rehash = [n for n in p.nodes if n.name.startswith("rehash_")]
+    assert len(rehash) == 26 and all(n.input.startswith("hash_") for n in rehash)
+    inputs = synthetic_inputs(p, 6, np.random.default_rng(3), vary_lengths=True)
+    compare_all(p, inputs, [list(p.order)], blocks=3, threads=32)
+
+
 def test_kernel_cache_shared_by_same_shape():
     p = spec.pipeline_preset("kaggle")
     a = FusedGroup(p, ["fill_cat_0", "hash_cat_0", "first_cat_0"])
