@@ -12,7 +12,7 @@
 # at other stages and launch shapes (corun-2..7). PART=confirm: on another start, the best
 # two shapes and 198 blocks' neighbours at interaction_bwd (corun-8..10); then heavy-lean
 # b32768 profiled beside heavy-rehash's whole pipeline at 132-1056 blocks (a warp a row),
-# launched and resident, for `corun fit`. With OUT set by the device tool:
+# launched and resident (installed as costmodel/data/h200/lookup/). With OUT set by the device tool:
 #   [PART=b32768|shapes|confirm] [ROUNDS=3] [BUDGET_S=400] bash bench/rehash_session.sh
 # returns $OUT/rehash.tar (raw records gzipped, per-round files left out).
 set -u
