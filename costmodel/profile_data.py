@@ -98,12 +98,19 @@ host-paced steps, and the heavy folders), chosen and measured before them
 (bench/results/heavy_case_record.md, session 51)."""
 
 
+def lookup_dir(path: str | Path) -> Path | None:
+    """A profile directory's LOOKUP_DIR where it has one (a single CSV has none): the one
+    place `lookup_rows` reads and `data_files` hashes."""
+    folder = Path(path) / LOOKUP_DIR
+    return folder if folder.is_dir() else None
+
+
 def lookup_rows(path: str | Path, kind: str | None = None,
                 corrected: bool = True) -> list[dict[str, str]]:
-    """The rows under `path`'s LOOKUP_DIR subfolder (profile, then resident; or those of
-    `kind`), none without one."""
-    folder = _folder(path) / LOOKUP_DIR
-    if not folder.is_dir():
+    """The rows under `path`'s LOOKUP_DIR (profile, then resident; or those of `kind`),
+    none without one."""
+    folder = lookup_dir(path)
+    if folder is None:
         return []
     return fit_rows(folder) if kind is None else read_profile(folder, corrected, kind)
 
@@ -124,8 +131,8 @@ def done_keys(path: str | Path, kind: str = PROFILE) -> set[tuple[str, ...]]:
 def data_files(path: str | Path) -> list[Path]:
     """The profile CSVs of every kind behind `path` (KINDS), then its LOOKUP_DIR's."""
     files = [f for kind in KINDS for f in profile_files(path, kind)]
-    lookup = Path(path) / LOOKUP_DIR
-    return files + (data_files(lookup) if lookup.is_dir() else [])
+    lookup = lookup_dir(path)
+    return files + (data_files(lookup) if lookup else [])
 
 
 def data_hash(path: str | Path) -> str:

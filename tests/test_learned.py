@@ -409,6 +409,7 @@ def test_lookup_rows_are_answered_as_measured_and_leave_the_fit_alone(profile_cs
         w.writerows([*m1, clash])
     assert data_hash(folder) != before
     assert len(lookup_rows(folder)) == len(m1) + 1 and lookup_rows(tmp_path) == []
+    assert lookup_rows(folder / "profile.csv") == []  # a single CSV has no lookup rows
 
     plain = learned.CoRunModel(0).fit(fitted_rows)
     both = learned.CoRunModel(0).fit(fitted_rows, lookup_rows(folder))
