@@ -25,7 +25,6 @@ table, then each strategy's training stages against ideal's and its kernel's spa
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import shutil
 import sys
@@ -37,8 +36,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from corun.plan_dir import plan_file, prediction_file  # noqa: E402
 from corun.tune_cmd import read_workload, variant_predictions  # noqa: E402
 from corun.workload import resolve_hardware, resolve_model, resolve_pipeline  # noqa: E402
-from spec import Plan, Prediction, load  # noqa: E402
-from spec.serde import save, write_atomic  # noqa: E402
+from spec import Plan, Prediction, SpecError, Stage, load  # noqa: E402
+from spec.serde import read_stored_text, save, write_atomic  # noqa: E402
 
 RAW = Path(__file__).resolve().parent / "results" / "raw"
 RUNS = {
@@ -94,15 +93,12 @@ def shapes_folder(folder: Path, out: Path, shapes: list[tuple[str, int]]) -> Non
 def stage_table(folder: Path) -> list[str]:
     """Each strategy's training stages less ideal's (ms, medians of its median round) and
     its kernels' spans from launch to end."""
-    def read(path: Path) -> dict:
-        return json.loads(gzip.decompress(path.read_bytes()))
-
-    ideal = read(folder / "ideal.json.gz")
+    ideal = json.loads(read_stored_text(folder / "ideal.json"))
     stages = list(ideal["stages"])
     out = ["| strategy | " + " | ".join(stages) + " | kernel span ms |",
            "|---|" + "---:|" * (len(stages) + 1)]
     for path in sorted(folder.glob("*.json.gz")):
-        m = read(path)
+        m = json.loads(read_stored_text(path))
         if "stages" not in m or m["strategy"] == "ideal":
             continue
         k, what = m["plan"]["kernels"], m["strategy"]
@@ -131,6 +127,22 @@ def render() -> str:
     return "\n".join(lines) + "\n"
 
 
+def parse_shapes(text: str) -> list[tuple[str, int]]:
+    """`--at`'s STAGE:BLOCKS,... as (stage, blocks) pairs: a training stage's name and a
+    positive block count each, else an error naming the item."""
+    names = [s.value for s in Stage]
+    out = []
+    for item in filter(None, (t.strip() for t in text.split(","))):
+        stage, _, blocks = item.partition(":")
+        if stage not in names or not blocks.isdigit() or int(blocks) < 1:
+            raise SpecError("--at", item, f"STAGE:BLOCKS, STAGE one of {', '.join(names)} "
+                            "and BLOCKS an integer >= 1")
+        out.append((stage, int(blocks)))
+    if not out:
+        raise SpecError("--at", text, "at least one STAGE:BLOCKS")
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -145,8 +157,11 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if not args.shapes:
         ap.error("--shapes FOLDER or --render")
-    shapes = [(s.split(":")[0], int(s.split(":")[1])) for s in args.at.split(",") if s]
-    shapes_folder(Path(args.shapes), Path(args.out), shapes)
+    try:
+        shapes_folder(Path(args.shapes), Path(args.out), parse_shapes(args.at))
+    except SpecError as e:
+        print(f"rehash_probe: error: {e}", file=sys.stderr)
+        return 2
     return 0
 
 

@@ -50,5 +50,17 @@ def test_a_folder_whose_choice_has_two_kernels_is_refused(tmp_path):
         rehash_probe.shapes_folder(folder, tmp_path / "x", [("emb_bwd", 132)])
 
 
+@pytest.mark.parametrize("bad", ["emb_bwd", "emb_bwd:0", "emb_bwd:x", "nowhere:132", ","])
+def test_a_bad_shape_is_an_error_naming_the_item(bad, capsys):
+    assert rehash_probe.main(["--shapes", str(FOLDER), "--at", bad, "-o", "/nonexistent"]) == 2
+    err = capsys.readouterr().err
+    assert "--at" in err and "STAGE:BLOCKS" in err
+
+
+def test_shapes_parse_in_order():
+    assert rehash_probe.parse_shapes("emb_bwd:132, interaction_bwd:198") == [
+        ("emb_bwd", 132), ("interaction_bwd", 198)]
+
+
 def test_the_committed_report_is_what_the_records_render():
     assert rehash_probe.render() == (ROOT / "bench/results/rehash_h200.md").read_text()
