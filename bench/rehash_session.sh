@@ -13,19 +13,25 @@
 # two shapes and 198 blocks' neighbours at interaction_bwd (corun-8..10); then heavy-lean
 # b32768 profiled beside heavy-rehash's whole pipeline at 132-1056 blocks (a warp a row),
 # launched and resident (installed as costmodel/data/h200/lookup/). With OUT set by the device tool:
-#   [PART=b32768|shapes|confirm] [ROUNDS=3] [BUDGET_S=400] bash bench/rehash_session.sh
-# returns $OUT/rehash.tar (raw records gzipped, per-round files left out).
+#   [PART=b32768|shapes|confirm|b16384|b32768-graphs|b16384-graphs] [ROUNDS=3] [BUDGET_S=400] \
+#     bash bench/rehash_session.sh
+# returns $OUT/rehash-$PART.tar (raw records gzipped, per-round files left out; runs 1-4
+# wrote it as $OUT/rehash.tar). PART=b16384, b32768-graphs and b16384-graphs (session 52)
+# tune the folders of the same name, planned at the other batch and with --cuda-graphs.
 set -u
 part=${PART:-b32768}
 case "$part" in
-  b32768) strategies=ideal,gpu-sequential,corun,corun-2,corun-3,corun-4,corun-5 ;;
+  b32768|b16384|b32768-graphs|b16384-graphs)
+    strategies=ideal,gpu-sequential,corun,corun-2,corun-3,corun-4,corun-5 ;;
   shapes) strategies=ideal,gpu-sequential,corun-2,corun-3,corun-4,corun-5,corun-6,corun-7 ;;
   confirm) strategies=ideal,gpu-sequential,corun-3,corun-7,corun-8,corun-9,corun-10 ;;
-  *) echo "PART = $part: one of b32768, shapes, confirm" >&2; exit 2 ;;
+  *) echo "PART = $part: one of b32768, b16384, b32768-graphs, b16384-graphs, shapes, confirm" >&2
+     exit 2 ;;
 esac
 folder=heavy-lean-$part
 case "$part" in shapes|confirm) folder=heavy-lean-b32768-shapes ;; esac
 out="$OUT/rehash/$part"
+rm -rf "$OUT/rehash"
 mkdir -p "$OUT/rehash"
 python -m corun.cli tune "bench/plans/rehash/$folder" --strategies "$strategies" \
   --rounds "${ROUNDS:-3}" --iterations 300 --warmup 20 --budget-s "${BUDGET_S:-400}" \
@@ -46,5 +52,5 @@ if [ "$part" = confirm ]; then
     tail -2 "$OUT/rehash/profile-$kind.log"
   done
 fi
-tar -C "$OUT" -cf "$OUT/rehash.tar" rehash && rm -rf "$OUT/rehash"
+tar -C "$OUT" -cf "$OUT/rehash-$part.tar" rehash && rm -rf "$OUT/rehash"
 exit $rc
