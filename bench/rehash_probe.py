@@ -18,7 +18,7 @@ writes a folder of a plan folder's chosen kernel at other stages and launch shap
 
     python bench/rehash_probe.py --render -o bench/results/rehash_h200.md
 
-renders the four runs' records (bench/results/raw/tune_rehash_*_run*/): each `corun tune`
+renders the runs' records (bench/results/raw/tune_rehash_*_run*/): each `corun tune`
 table, then each strategy's training stages against ideal's and its kernel's span.
 """
 
@@ -58,6 +58,28 @@ RUNS = {
     "BUDGET_S=230`: the budget let 2 rounds run). The committed folder was re-planned once "
     "more at 42904d9c, the profile looked up rather than fitted: the same plan.json, "
     "plan-2.json and plan-3.json, and other runners-up 4 and 5 than the ones measured here.",
+    "tune_rehash_chosen_run5": "Run 5 (fresh start, 67a7bdfa; the fourth command on it): the "
+    "committed folder as run 4 (`PART=b32768 ROUNDS=2 BUDGET_S=130`: the budget let 1 round "
+    "run), runners-up 4 and 5 as re-planned at 42904d9c.",
+    "tune_rehash_graphs_b16384_run5": "Run 5, first command (`PART=b16384-graphs ROUNDS=3 "
+    "BUDGET_S=150`; 2 rounds ran): the step replayed as CUDA graphs at b16384, the folder "
+    "planned with `--cuda-graphs`.",
+    "tune_rehash_graphs_b32768_run5": "Run 5, second command (`PART=b32768-graphs ROUNDS=3 "
+    "BUDGET_S=140`; 1 round ran): the step as CUDA graphs at b32768. x2 and x0.75 of the "
+    "choice's 1056 blocks are not run: 2112 and 792 blocks are runners-up already.",
+    "tune_rehash_b16384_run5": "Run 5, third command (`PART=b16384 ROUNDS=3 BUDGET_S=130`; 2 "
+    "rounds ran): eager at b16384, where the host's launches pace the step (3.74 ms of "
+    "launches against 3.34 ms of GPU work, predicted).",
+    "tune_rehash_small_replanned_run5": "Run 5, fifth command: not heavy-rehash but eager "
+    "heavy-lean beside `heavy-small` at b32768, the folder bench/plans/heavy-lean-b32768 "
+    "re-planned at 42904d9c once the lookup rows measured its stages (`python -m corun.cli "
+    "tune bench/plans/heavy-lean-b32768 --strategies ideal,gpu-sequential,corun,corun-2 "
+    "--no-launch-steps --no-lead-variant --rounds 3 --iterations 300 --warmup 20 "
+    "--budget-s 240`).",
+    "tune_rehash_small_before_run6": "Run 6 (fresh start, 67a7bdfa): the same, with corun-6 "
+    "the choice before that re-plan (a097470a's plan.json, 396 blocks at emb_bwd, "
+    "predicted as then), from a copy of the folder with it added (`--strategies "
+    "ideal,gpu-sequential,corun,corun-6`, `--budget-s 150`).",
 }
 
 
@@ -114,7 +136,7 @@ def stage_table(folder: Path) -> list[str]:
 
 def render() -> str:
     """The report: each run's description, `corun tune` table and stage table."""
-    lines = ["# heavy-rehash beside eager heavy-lean at b32768 on the H200 (issue 6)", "",
+    lines = ["# heavy-rehash beside heavy-lean on the H200 (issue 6)", "",
              "Made by `python bench/rehash_probe.py --render -o bench/results/rehash_h200.md` "
              "from the records under `bench/results/raw/tune_rehash_*_run*/`. Recovered: the "
              "share of gpu-sequential's gap to ideal a strategy closes, per round, then the "
