@@ -115,7 +115,7 @@ parallelism, kernels)."""
 LOOKUP_STAGES = ("emb_bwd", "optimizer")
 """Stages whose time follows the id count (StageWork.lookups), each its own feature (and
 the fused update's emb_bwd a third: its cost per id is another)."""
-FEATURES_VERSION = "11"
+FEATURES_VERSION = "12"
 """Bumped when the features or estimators change: a model saved under another is refitted."""
 
 
@@ -332,12 +332,23 @@ def _stage_key(x: np.ndarray) -> tuple:
     return tuple(float(f"{v:.6g}") for v in x)
 
 
-def _stage_times(rows: Sequence[dict]) -> tuple[np.ndarray, np.ndarray]:
-    """Each (GPU, model, batch, stage)'s features and time alone, from its first row (the
-    profile repeats a stage for every kernel beside it)."""
+def _first_of_stages(rows: Sequence[dict]) -> dict[tuple, tuple[dict, float]]:
+    """Each (GPU, model, batch, stage)'s first row and its time alone (the profile repeats
+    a stage for every kernel beside it)."""
     keys: dict[tuple, tuple[dict, float]] = {}
     for r, v in zip(rows, targets(rows)["stage_alone"]):
         keys.setdefault((r["gpu"], r["model"], r["batch"], r["stage"]), (r, v))
+    return keys
+
+
+def _first_rows(rows: Sequence[dict]) -> list[dict]:
+    """The rows `_stage_times` takes each stage's time from, in its order."""
+    return [r for r, _ in _first_of_stages(rows).values()]
+
+
+def _stage_times(rows: Sequence[dict]) -> tuple[np.ndarray, np.ndarray]:
+    """Each (GPU, model, batch, stage)'s features and time alone, from its first row."""
+    keys = _first_of_stages(rows)
     return (stage_only([r for r, _ in keys.values()]),
             np.maximum([v for _, v in keys.values()], 1e-4))
 
@@ -357,6 +368,13 @@ class CoRunModel:
         all models at once and had put criteo-kaggle b16384's ideal step 7.7% under
         its measurement; with the profile's stage times, 0.3% over it
         (bench/results/repredict_h200_149a692.md, repredict_h200.md)."""
+        self.stage_looked_up: dict[tuple[str, tuple], float] = {}
+        """Stage alone ms by (pipeline, stage features) from the lookup rows
+        (costmodel.profile_data.LOOKUP_DIR), which are profiled training on their kernels'
+        pipeline (`corun profile --train-pipeline P --pipelines P`): they answer only a
+        step that trains on that pipeline (StageWork.trains_on). Answering every pipeline,
+        heavy-rehash's put eager heavy-lean b32768 beside heavy-small at 6.78 ms ideal
+        against 7.26-7.32 measured (bench/results/rehash_h200.md, runs 5-6)."""
         self.pair_measured: dict[tuple, tuple[float, float, float, float]] = {}
         """(kernel alone, kernel co-run, stage alone, stage co-run) ms by (GPU, kernel
         name, stage features) for every pair the training rows measured; below, kernel
@@ -380,9 +398,10 @@ class CoRunModel:
         x, stage_y = _stage_times(rows)
         self.estimators["stage_alone"].fit(x, stage_y)
         self.stage_measured = {_stage_key(xi): float(v) for xi, v in zip(x, stage_y)}
+        self.stage_looked_up = {}
         if lookup:
-            for xi, v in zip(*_stage_times(lookup)):
-                self.stage_measured.setdefault(_stage_key(xi), float(v))
+            for r, xi, v in zip(_first_rows(lookup), *_stage_times(lookup)):
+                self.stage_looked_up.setdefault((r["pipeline"], _stage_key(xi)), float(v))
         for r, xi in zip([*rows, *lookup], stage_only([*rows, *lookup])):
             lead = lead_ms(r)
             times = (_f(r, "kernel_alone_ms") - lead, _f(r, "kernel_corun_ms") - lead,
@@ -413,11 +432,22 @@ class CoRunModel:
         return sorted((r, ms) for (g, k, r), ms in self.kernel_measured.items()
                       if g == gpu and k == kernel)
 
+    def stage_timed(self, key: tuple, trains_on: str = "") -> float | None:
+        """A stage's alone ms where a profile timed it: the fitted rows' for any pipeline,
+        else the lookup rows' for a step that trains on their pipeline; else None."""
+        timed = self.stage_measured.get(key)
+        if timed is None:
+            timed = self.stage_looked_up.get((trains_on, key))
+        return timed
+
     def predict_stage_ms(self, rows: Sequence[dict]) -> np.ndarray:
+        """`rows` may name the pipeline the step trains on (`trains_on`, stage_query's)."""
         x = stage_only(rows)
         out = self.estimators["stage_alone"].predict(x)
-        for i, xi in enumerate(x):
-            out[i] = self.stage_measured.get(_stage_key(xi), out[i])
+        for i, (r, xi) in enumerate(zip(rows, x)):
+            timed = self.stage_timed(_stage_key(xi), r.get("trains_on", ""))
+            if timed is not None:
+                out[i] = timed
         return out
 
     def predict(self, rows: Sequence[dict],
@@ -677,11 +707,12 @@ class LearnedCostModel(CostModel):
     (CoRunEffect.from_whole_run)."""
 
     def __init__(self, model: CoRunModel, meta: dict, fitted_on: str | None = None,
-                 profiled: dict[tuple[str, str], set[int]] | None = None,
+                 profiled: dict[tuple[str, ...], set[int]] | None = None,
                  graphed_rows: Sequence[dict] = (),
                  release_steps: dict[tuple, ReleaseStep] | None = None,
                  rooms: dict[RoomKey, StageRoom] | None = None) -> None:
-        """`profiled`: (GPU, model) -> the batches its profile timed (for `caveat`);
+        """`profiled`: (GPU, model) -> the batches its profile timed, (GPU, model, pipeline)
+        -> those its lookup rows timed (`profiled_batches`, for `caveat`);
         `graphed_rows`: a graphed-stages.csv's rows (costmodel/graphs.py);
         `release_steps`: the profiled steps that released a kernel (`release_steps_in`);
         `rooms`: the stages whose room in time a probe measured (stage-room.json)."""
@@ -797,11 +828,14 @@ class LearnedCostModel(CostModel):
         if model.cuda_graphs and all(graph_key(hw.gpu.name, w) in self.graphs.measured
                                      for w in stages):
             return None  # the graphed step was timed at this batch
-        new = [w for w in stages if stage_key(hw.gpu.name, w) not in self.model.stage_measured]
+        new = [w for w in stages
+               if self.model.stage_timed(stage_key(hw.gpu.name, w), w.trains_on) is None]
         graphed = ("the graphed step was not timed at this batch, so each stage is its eager "
                    "time less the stage's fitted saving (bench/results/graphs_fit.json)"
                    if model.cuda_graphs else "")
-        batches = sorted(self.profiled.get((hw.gpu.name, model.name), ()))
+        trains_on = stages[0].trains_on if stages else ""
+        batches = sorted(self.profiled.get((hw.gpu.name, model.name), set())
+                         | self.profiled.get((hw.gpu.name, model.name, trains_on), set()))
         if not new and (batches or not self.profiled):
             return graphed or None
         graphed = "; " + graphed if graphed else ""
@@ -833,8 +867,10 @@ class LearnedCostModel(CostModel):
 
 
 def stage_query(gpu: str, work: StageWork) -> dict:
-    """A stage the simulator asks about on GPU `gpu`, as a profile-like row."""
-    return {"gpu": gpu, "stage": work.stage.value, **stage_row(work)}
+    """A stage the simulator asks about on GPU `gpu`, as a profile-like row (with the
+    pipeline it trains on, which picks looked-up stage times: CoRunModel.stage_timed)."""
+    return {"gpu": gpu, "stage": work.stage.value, "trains_on": work.trains_on,
+            **stage_row(work)}
 
 
 def stage_key(gpu: str, work: StageWork) -> tuple:
@@ -903,12 +939,16 @@ def graphed_stages(model: CoRunModel, rows: Sequence[dict]) -> GraphedStages:
     return GraphedStages({key: ms for (_, key), ms in by_stage.items()}, savings)
 
 
-def profiled_batches(folder: Path) -> dict[tuple[str, str], set[int]]:
-    """(GPU kind name, model name) -> the batches the profiles under `folder` timed."""
-    out: dict[tuple[str, str], set[int]] = {}
-    rows = read_profile(folder, corrected=False) + lookup_rows(folder, PROFILE, corrected=False)
-    for r in rows:  # batches only: no stage time read
+def profiled_batches(folder: Path) -> dict[tuple[str, ...], set[int]]:
+    """(GPU kind name, model name) -> the batches the fitted profiles under `folder`
+    timed; (GPU kind name, model name, pipeline) -> those its lookup rows timed, training
+    on that pipeline (CoRunModel.stage_looked_up)."""
+    out: dict[tuple[str, ...], set[int]] = {}
+    for r in read_profile(folder, corrected=False):  # batches only: no stage time read
         out.setdefault((gpu_of(r["gpu"]).name, r["model"]), set()).add(int(r["batch"]))
+    for r in lookup_rows(folder, PROFILE, corrected=False):
+        out.setdefault((gpu_of(r["gpu"]).name, r["model"], r["pipeline"]), set()).add(
+            int(r["batch"]))
     return out
 
 

@@ -72,6 +72,12 @@ class StageWork:
     """The embedding backward is the hot-row fused update (EmbeddingUpdate.
     FUSED_SGD_HOT_ROW): the same ids in half the time on zipf-skewed ids on the H200
     (heavy-lean b16384: 1.21 against 2.53 ms, bench/results/hot_row_update_h200.md)."""
+    trains_on: str = ""
+    """The pipeline whose outputs the step trains on ("": not given). Not a feature: it
+    picks which looked-up stage times may answer (costmodel.learned.CoRunModel.
+    stage_timed). The ids' duplicates set the update's pace, and no feature sees them:
+    on one H200 start heavy-lean b32768's update took 5.39 ms on heavy-small's ids and
+    5.15 on heavy-rehash's (bench/results/rehash_h200.md, runs 5)."""
 
 
 @dataclass(frozen=True)

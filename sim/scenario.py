@@ -411,7 +411,9 @@ def compile_scenario(sc: Scenario, cm: CostModel) -> Compiled:
     owner_mapped = _owner_mapped_tables(plan, pipeline, sharding)
     owner_share = len(owner_mapped) / len(model.tables)
     stages = stages_for(hw.gpu_count)
-    works = [stage_work(model, hw, sharding, g, owner_mapped) for g in range(hw.gpu_count)]
+    works = [{s: replace(w, trains_on=pipeline.name)
+              for s, w in stage_work(model, hw, sharding, g, owner_mapped).items()}
+             for g in range(hw.gpu_count)]
     link = hw.collective_link
     pgas = sc.embedding_comm is EmbeddingComm.PGAS
     comm: dict[Stage, float] = {}

@@ -389,8 +389,9 @@ def test_a_saved_model_is_gzipped_the_same_bytes_each_time_and_plain_pickles_sti
 
 
 def test_lookup_rows_are_answered_as_measured_and_leave_the_fit_alone(profile_csv, tmp_path):
-    """Rows under a profile folder's lookup/ subfolder: their stages, pairs and kernels
-    are answered with their measurements; the estimators are fitted as without them
+    """Rows under a profile folder's lookup/ subfolder: their stages (for a step that
+    trains on their pipeline), pairs and kernels are answered with their measurements;
+    the estimators are fitted as without them
     (every unmeasured pair predicted the same), a fitted row wins over a lookup row of the
     same key, and the folder's data hash covers them (so a stale model is refitted)."""
     from costmodel.profile_data import LOOKUP_DIR, data_hash, lookup_rows
@@ -421,8 +422,45 @@ def test_lookup_rows_are_answered_as_measured_and_leave_the_fit_alone(profile_cs
            learned._stage_key(learned.stage_only([r])[0]), False)
     assert key not in plain.pair_measured
     assert both.pair_measured[key][1] == pytest.approx(float(r["kernel_corun_ms"]))
-    assert both.predict_stage_ms([r])[0] == pytest.approx(float(r["stage_alone_ms"]))
+    # a looked-up stage time answers only a step that trains on its rows' pipeline
+    mine = dict(r, trains_on=r["pipeline"])
+    assert both.predict_stage_ms([mine])[0] == pytest.approx(float(r["stage_alone_ms"]))
+    assert plain.predict_stage_ms([mine])[0] != pytest.approx(float(r["stage_alone_ms"]))
+    for other in (dict(r, trains_on=r["pipeline"] + "-other"), r):
+        assert both.predict_stage_ms([other])[0] == pytest.approx(
+            plain.predict_stage_ms([other])[0], rel=1e-12)
     c = fitted_rows[0]
     ckey = (learned.gpu_of(c["gpu"]).name, c["kernel"],
             learned._stage_key(learned.stage_only([c])[0]), False)
     assert both.pair_measured[ckey][1] == pytest.approx(float(c["kernel_corun_ms"]))
+
+
+def test_the_committed_lookup_rows_answer_only_the_pipeline_they_trained_on():
+    """heavy-lean b32768's stages were profiled with the trainer reading heavy-rehash's
+    outputs (costmodel/data/h200/lookup/): a step on heavy-rehash's ids takes their
+    measured times and is not cautioned; one on heavy-small's ids is extrapolated and
+    says so (its update ran 0.23 ms slower on the H200: bench/results/rehash_h200.md)."""
+    from dataclasses import replace
+
+    from costmodel.profile_data import lookup_rows
+    from spec import hardware_preset, model_preset
+
+    hw = hardware_preset("h200", 1)
+    cm = learned.cost_model_for(hw)
+    if not isinstance(cm, learned.LearnedCostModel):
+        pytest.skip("no committed H200 model")
+    rows = [r for r in lookup_rows(learned.DATA_DIR / "h200", "profile")
+            if r["model"] == "heavy-lean" and r["batch"] == "32768" and r["stage"] == "emb_bwd"]
+    assert rows and {r["pipeline"] for r in rows} == {"heavy-rehash"}
+    works = learned.preset_stages("heavy-lean", 32768)
+    model = replace(model_preset("heavy-lean"), batch_per_gpu=32768)
+
+    def on(pipeline):
+        return [replace(w, trains_on=pipeline) for w in works.values()]
+
+    rehash = {w.stage.value: cm.stage_ms(w, hw) for w in on("heavy-rehash")}
+    small = {w.stage.value: cm.stage_ms(w, hw) for w in on("heavy-small")}
+    assert rehash["emb_bwd"] == pytest.approx(float(rows[0]["stage_alone_ms"]))
+    assert small["emb_bwd"] != pytest.approx(rehash["emb_bwd"])
+    assert cm.caveat(model, on("heavy-rehash"), hw) is None
+    assert "extrapolated past the profiled batches" in cm.caveat(model, on("heavy-small"), hw)
