@@ -72,7 +72,9 @@ RUNS = {
     "launches against 3.34 ms of GPU work, predicted).",
     "tune_rehash_small_replanned_run5": "Run 5, fifth command: not heavy-rehash but eager "
     "heavy-lean beside `heavy-small` at b32768, the folder bench/plans/heavy-lean-b32768 "
-    "re-planned at 42904d9c once the lookup rows measured its stages (`python -m corun.cli "
+    "as re-planned at 42904d9c, when heavy-rehash's lookup rows answered its stages too "
+    "(0e85646b keeps them to heavy-rehash and puts back a097470a's plans, whose choice is "
+    "run 6's corun-6; the predictions below are those of 42904d9c) (`python -m corun.cli "
     "tune bench/plans/heavy-lean-b32768 --strategies ideal,gpu-sequential,corun,corun-2 "
     "--no-launch-steps --no-lead-variant --rounds 3 --iterations 300 --warmup 20 "
     "--budget-s 240`).",
