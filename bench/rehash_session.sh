@@ -4,7 +4,8 @@
 # under bench/plans/rehash/ were made by `corun plan --hardware h200 --gpus 1 --pipeline
 # heavy-rehash --model heavy-lean --batch B --time-limit 30 --runners-up 4 --out
 # bench/plans/rehash/heavy-lean-bB` (runs 1-2 read the pipeline from a file equal to the
-# preset), and heavy-lean-b32768-shapes by `python bench/rehash_probe.py --shapes ...`.
+# preset; the -graphs folders with --cuda-graphs, out heavy-lean-bB-graphs), and
+# heavy-lean-b32768-shapes by `python bench/rehash_probe.py --shapes ...`.
 # PART=b32768: ideal, gpu-sequential, the choice, its runners-up, its launch steps and its
 # other batch lead, in rounds (run 1 at 414dfbe7 tuned the folder planned before PART=confirm's
 # profile was in the model: ideal, gpu-sequential, corun, corun-3, corun-4; its corun-2 and
@@ -17,7 +18,7 @@
 #     bash bench/rehash_session.sh
 # returns $OUT/rehash-$PART.tar (raw records gzipped, per-round files left out; runs 1-4
 # wrote it as $OUT/rehash.tar). PART=b16384, b32768-graphs and b16384-graphs (session 52)
-# tune the folders of the same name, planned at the other batch and with --cuda-graphs.
+# tune the folders of those names.
 set -u
 part=${PART:-b32768}
 case "$part" in
