@@ -332,25 +332,14 @@ def _stage_key(x: np.ndarray) -> tuple:
     return tuple(float(f"{v:.6g}") for v in x)
 
 
-def _first_of_stages(rows: Sequence[dict]) -> dict[tuple, tuple[dict, float]]:
-    """Each (GPU, model, batch, stage)'s first row and its time alone (the profile repeats
-    a stage for every kernel beside it)."""
+def _stage_times(rows: Sequence[dict]) -> tuple[list[dict], np.ndarray, np.ndarray]:
+    """Each (GPU, model, batch, stage)'s first row, its features and its time alone (the
+    profile repeats a stage for every kernel beside it)."""
     keys: dict[tuple, tuple[dict, float]] = {}
     for r, v in zip(rows, targets(rows)["stage_alone"]):
         keys.setdefault((r["gpu"], r["model"], r["batch"], r["stage"]), (r, v))
-    return keys
-
-
-def _first_rows(rows: Sequence[dict]) -> list[dict]:
-    """The rows `_stage_times` takes each stage's time from, in its order."""
-    return [r for r, _ in _first_of_stages(rows).values()]
-
-
-def _stage_times(rows: Sequence[dict]) -> tuple[np.ndarray, np.ndarray]:
-    """Each (GPU, model, batch, stage)'s features and time alone, from its first row."""
-    keys = _first_of_stages(rows)
-    return (stage_only([r for r, _ in keys.values()]),
-            np.maximum([v for _, v in keys.values()], 1e-4))
+    first = [r for r, _ in keys.values()]
+    return first, stage_only(first), np.maximum([v for _, v in keys.values()], 1e-4)
 
 
 class CoRunModel:
@@ -395,12 +384,12 @@ class CoRunModel:
         self.estimators["kernel_alone"].fit(xk, np.maximum(y["kernel_alone"], 1e-4))
         for t in ("kernel_corun", "stage_slowdown"):
             self.estimators[t].fit(xks, np.maximum(y[t], 1e-3))
-        x, stage_y = _stage_times(rows)
+        _, x, stage_y = _stage_times(rows)
         self.estimators["stage_alone"].fit(x, stage_y)
         self.stage_measured = {_stage_key(xi): float(v) for xi, v in zip(x, stage_y)}
         self.stage_looked_up = {}
         if lookup:
-            for r, xi, v in zip(_first_rows(lookup), *_stage_times(lookup)):
+            for r, xi, v in zip(*_stage_times(lookup)):
                 self.stage_looked_up.setdefault((r["pipeline"], _stage_key(xi)), float(v))
         for r, xi in zip([*rows, *lookup], stage_only([*rows, *lookup])):
             lead = lead_ms(r)
