@@ -267,10 +267,12 @@ class Profiler:
         program = PipelineProgram(p, [group], inputs, elsewhere=rest)
         return group, (program.to_device() if self.S.cuda else HostPoolSet(program))
 
-    def step(self, release: Stage | None, launch, lead_ms: float = 0.0) -> StepTimes:
+    def step(self, release: Stage | None, launch, lead_ms: float = 0.0,
+             spin_ms: float = STEP_SPIN_MS) -> StepTimes:
         """One training step behind a spin; `launch` (pre-stream) released at `release`
         (none: a plain step): with the stage's opening, or, with `lead_ms`, that long
-        before the stage's work starts (LeadClock)."""
+        before the stage's work starts (LeadClock). `spin_ms` 0: no spin, so the GPU
+        runs the step while the host enqueues it (bench/race_probe.py's paced steps)."""
         S, spans = self.S, []
 
         def on_open(stage: Stage, opened) -> None:
@@ -284,7 +286,8 @@ class Profiler:
 
         with S.use(S.train):
             if S.cuda:
-                gpu_spin(STEP_SPIN_MS)
+                if spin_ms > 0:
+                    gpu_spin(spin_ms)
                 began = S.event(S.train)
             if release is None:
                 clock = Clock(self.device)
