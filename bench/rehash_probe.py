@@ -82,6 +82,19 @@ RUNS = {
     "the choice before that re-plan (a097470a's plan.json, 396 blocks at emb_bwd, "
     "predicted as then), from a copy of the folder with it added (`--strategies "
     "ideal,gpu-sequential,corun,corun-6`, `--budget-s 150`).",
+    "tune_rehash_chosen_run7": "Run 7 (fresh start, bb64fcf2; its second command, after "
+    "`PART=small bash bench/race_session.sh`): the eager b32768 folder re-planned with the "
+    "lookup profiled again at 15 steps a pair (`PART=race bash bench/race_session.sh`, "
+    "bench/results/race_h200.md) and the search's restarts: the same choice, new runners-up "
+    "(`PART=b32768 ROUNDS=2 BUDGET_S=230`: the budget let 1 round run).",
+    "tune_rehash_graphs_b32768_run7": "Run 7, third command: the graphed b32768 folder "
+    "re-planned as the eager one (`PART=b32768-graphs ROUNDS=1 BUDGET_S=150`); its choice is "
+    "now 792 blocks at emb_bwd, and runner-up 4 the eager choice, 198 blocks at "
+    "interaction_bwd two ahead.",
+    "tune_rehash_graphs_confirm_run7": "Run 7, fourth command: that folder's choice and runner-up "
+    "4 again, with the choice's launch steps and other lead (`python -m corun.cli tune "
+    "bench/plans/rehash/heavy-lean-b32768-graphs --strategies ideal,gpu-sequential,corun,corun-4 "
+    "--rounds 3 --iterations 300 --warmup 20 --budget-s 110`: the budget let 1 round run).",
 }
 
 
