@@ -39,7 +39,7 @@ from backend.trainer import TRAINING_STAGES  # noqa: E402
 from bench.contention_probe import probe_record, probe_setup  # noqa: E402
 from corun.workload import int_list  # noqa: E402
 from spec import SpecError, Stage  # noqa: E402
-from spec.serde import write_atomic  # noqa: E402
+from spec.serde import read_stored_text, write_atomic  # noqa: E402
 
 MODES = {"spin": (0.0, STEP_SPIN_MS), "paced": (0.0, 0.0), "resident": (LEAD_MS, STEP_SPIN_MS)}
 """Mode -> (lead ms, spin ms) of Profiler.step."""
@@ -87,7 +87,8 @@ def render(doc: dict, steps: list[dict]) -> str:
     b = doc["batches"][0]
     alone = {mode: {s.value: statistics.median(t[s.value] for t in ts)
                     for s in TRAINING_STAGES} for mode, ts in b["plain"].items()}
-    lines = [f"Made by `{doc['command']}` at {doc.get('commit') or 'an unknown commit'}: "
+    lines = [f"# Held step by step: {doc['model']} beside {doc['pipeline']}'s kernel", "",
+             f"Made by `{doc['command']}` at {doc.get('commit') or 'an unknown commit'}: "
              f"{doc['model']} b{b['batch']} beside {doc['pipeline']}'s whole kernel. "
              f"Held: the stage over its median alone by more than {HELD_MS} ms.", "",
              "| mode | blocks (launched) | stage | alone ms | stage ms min / median / max "
@@ -161,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("-o", type=Path, help="with --render: the Markdown file")
     args = ap.parse_args(argv)
     if args.render:
-        text = render(json.loads(args.render.read_text()), executed_steps(args.steps))
+        text = render(json.loads(read_stored_text(args.render)), executed_steps(args.steps))
         if args.o:
             write_atomic(args.o, text)
         else:
