@@ -214,7 +214,7 @@ other release stages (LocalSearch._restarts). heavy-rehash beside eager heavy-le
 b32768, with its lookup profiled at 15 steps a pair: the climb from the best start (132
 blocks at top_mlp_bwd, 7.237 ms) stopped there, where 132 blocks at interaction_bwd
 (7.420 ms, the third other stage's best start) climbs to 198 blocks there (7.173 ms),
-the plan that measured 98-100% of gpu-sequential's gap on four starts
+the plan that measured 96-100% of gpu-sequential's gap on five starts
 (bench/results/rehash_h200.md)."""
 RESTART_GAIN = 0.005
 """How much faster a restart's plan must be predicted to replace the first climb's.
