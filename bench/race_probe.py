@@ -44,8 +44,10 @@ from spec.serde import read_stored_text, write_atomic  # noqa: E402
 MODES = {"spin": (0.0, STEP_SPIN_MS), "paced": (0.0, 0.0), "resident": (LEAD_MS, STEP_SPIN_MS)}
 """Mode -> (lead ms, spin ms) of Profiler.step."""
 HELD_MS = 0.3
-"""A step's stage counts as held where it took this much longer than alone: the pairs
-in question are either within ~0.1 ms of alone or 1-2 ms over it (rehash_h200.md)."""
+"""A step's stage counts as held where it took this much longer than alone. The pairs in
+question take a few distinct times step by step: within ~0.15 ms of alone, or 0.45 ms
+and 1.6-2 ms over it (interaction_bwd beside 396 blocks: 0.56, 0.86 and 2.03 ms;
+race_h200.md), so a held count says how often the stage lost, not by how much."""
 STAGES = "top_mlp_bwd,interaction_bwd,bottom_mlp_bwd"
 OUT_NAME = "race.json"
 
