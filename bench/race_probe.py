@@ -61,7 +61,7 @@ def probe(model: str, pipeline: str, batch: int, blocks: list[int], stages: list
         steps = [prof.step(None, None, spin_ms=MODES[mode][1]) for _ in range(reps + 2)][2:]
         plain[mode] = [{s.value: ms for s, ms in t.stage_ms.items()} for t in steps]
     cells = []
-    for b in (blocks if not dry_run else [4]):
+    for b in blocks:
         group, launch = prof.launcher(KernelSpec(p, (), b, threads, tuple(p.order)))
         launch()  # compile and warm
         alone = prof.kernel_alone_ms(launch, reps)
@@ -77,6 +77,20 @@ def probe(model: str, pipeline: str, batch: int, blocks: list[int], stages: list
                     "kernel_ms": [t.kernel_ms for t in steps],
                     "host_ahead": [bool(t.host_ahead) for t in steps]})
     return {"batch": batch, "plain": plain, "cells": cells}
+
+
+def parse_cells(blocks: str, stages: str, modes: str
+                ) -> tuple[list[int], list[Stage], list[str]]:
+    """--blocks, --stages and --modes as lists, or a SpecError naming the one at fault."""
+    names = [s.value for s in TRAINING_STAGES]  # one GPU's
+    wrong = [s for s in stages.split(",") if s not in names]
+    if wrong:
+        raise SpecError("--stages", stages, f"training stages from {', '.join(names)}")
+    wrong = [m for m in modes.split(",") if m not in MODES]
+    if wrong:
+        raise SpecError("--modes", modes, f"some of {', '.join(MODES)}, comma-separated")
+    return int_list(blocks, "--blocks"), [Stage(s) for s in stages.split(",")], \
+        modes.split(",")
 
 
 def held(xs: list[float], alone_ms: float) -> int:
@@ -173,22 +187,20 @@ def main(argv: list[str] | None = None) -> int:
     if not args.out:
         ap.error("--out is required (or --render)")
     try:
-        blocks = int_list(args.blocks, "--blocks")
-        stages = [Stage(s) for s in args.stages.split(",")]
-    except ValueError as e:
-        raise SpecError("--stages", args.stages,
-                        f"training stages, comma-separated ({e})") from None
-    modes = args.modes.split(",")
-    if not modes or any(m not in MODES for m in modes):
-        raise SpecError("--modes", args.modes, f"some of {', '.join(MODES)}")
-    if args.reps < 1:
-        raise SpecError("--reps", args.reps, "an integer >= 1")
+        blocks, stages, modes = parse_cells(args.blocks, args.stages, args.modes)
+        if args.reps < 1:
+            raise SpecError("--reps", args.reps, "an integer >= 1")
+        if args.batch < 1:
+            raise SpecError("--batch", args.batch, "an integer >= 1")
+    except SpecError as e:
+        ap.error(str(e))
+    if args.dry_run:  # the CPU and the CUDA simulator: a tiny batch, launch and count
+        args.batch, blocks, args.reps = 64, [4], 2
     say = lambda *a: print(*a, file=sys.stderr, flush=True)  # noqa: E731
     t0 = time.time()
-    reps = 2 if args.dry_run else args.reps
     doc = probe_record("race_probe.py", argv, args, [probe(
-        args.model, args.pipeline, args.batch if not args.dry_run else 64, blocks, stages,
-        modes, reps, args.dry_run, say)], t0)
+        args.model, args.pipeline, args.batch, blocks, stages, modes, args.reps,
+        args.dry_run, say)], t0)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     write_atomic(out / OUT_NAME, json.dumps(doc, indent=1))

@@ -46,3 +46,14 @@ def test_report_counts_held_steps_against_the_stage_alone():
     row = [line for line in render(doc, []).splitlines() if line.startswith("| spin")]
     assert row == ["| spin | 396 (403) | interaction_bwd | 0.400 | 0.410 / 0.700 / 2.000 | "
                    "2 of 4 | 1.00 | 3 of 4 |"]
+
+
+@pytest.mark.parametrize("args, field", [
+    (["--blocks", "0"], "--blocks"), (["--stages", "emb_a2a_bwd"], "--stages"),
+    (["--modes", "spin,fast"], "--modes"), (["--reps", "0"], "--reps"),
+    (["--batch", "0"], "--batch")])
+def test_bad_input_names_its_field_and_writes_nothing(tmp_path, capsys, args, field):
+    with pytest.raises(SystemExit):
+        main(["--out", str(tmp_path / "out"), *args])
+    assert f"error: {field} = " in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
