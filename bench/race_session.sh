@@ -10,16 +10,26 @@
 #    `corun tune` launch (PROFILE_BLOCKS), launched and resident.
 # PART=small: step 2 for heavy-lean b32768 training on heavy-small beside heavy-small's
 # whole kernel (lookup rows of that pipeline: its stages were extrapolated from b16384).
+# PART=graphed: step 2 with the step replayed as CUDA graphs (--cuda-graphs), launched
+# only (the release steps the simulator looks graphed plans up in: step_stage_ms), at
+# b32768 and b16384 (BATCHES) and the block counts of graphed plans too (GRAPHED_BLOCKS).
 # With OUT set by the device tool:
-#   [PART=race|small] [BLOCKS=165,198,231,264,297,396] [REPS=21] [PROFILE_REPS=15] \
+#   [PART=race|small|graphed] [BLOCKS=165,198,231,264,297,396] [REPS=21] [PROFILE_REPS=15] \
 #     bash bench/race_session.sh
 # returns $OUT/race-$PART.tar (race.json, the profile CSVs and logs).
 set -u
 part=${PART:-race}
+kinds="launched resident"
+flags=()
+batches=32768
+blocks=${PROFILE_BLOCKS:-99,132,148,165,198,231,264,297,396,528,1056}
 case "$part" in
   race) pipeline=heavy-rehash ;;
   small) pipeline=heavy-small ;;
-  *) echo "PART = $part: race or small" >&2; exit 2 ;;
+  graphed) pipeline=heavy-rehash kinds=launched flags=(--cuda-graphs)
+           batches=${BATCHES:-32768,16384}
+           blocks=${GRAPHED_BLOCKS:-66,99,132,165,198,231,264,297,396,528,792,1056,1584} ;;
+  *) echo "PART = $part: race, small or graphed" >&2; exit 2 ;;
 esac
 out="$OUT/race"
 rm -rf "$out" && mkdir -p "$out"
@@ -31,12 +41,12 @@ if [ "$part" = race ]; then
   tail -8 "$out/race.log"
 fi
 plans=$(python bench/launch_plans.py --pipeline "$pipeline" --model heavy-lean \
-  --blocks "${PROFILE_BLOCKS:-99,132,148,165,198,231,264,297,396,528,1056}" \
+  --blocks "$blocks" \
   --out /tmp/launch-plans | tr ',' '\n' | grep warp | paste -sd,)
-for kind in launched resident; do
-  flag=(); [ $kind = resident ] && flag=(--resident)
+for kind in $kinds; do
+  flag=(${flags[@]+"${flags[@]}"}); [ $kind = resident ] && flag+=(--resident)
   python -m corun.cli profile --out "$out/profile" --models heavy-lean \
-    --train-pipeline "$pipeline" --pipelines "$pipeline" --batches 32768 \
+    --train-pipeline "$pipeline" --pipelines "$pipeline" --batches "$batches" \
     --reps "${PROFILE_REPS:-15}" --shapes 0 --plans "$plans" "${flag[@]}" \
     --budget-minutes "${PROFILE_MIN:-2.5}" > "$out/profile-$kind.log" 2>&1
   tail -2 "$out/profile-$kind.log"
