@@ -34,7 +34,7 @@ def run(args: argparse.Namespace) -> int:
         measured,
         save_model,
     )
-    from costmodel.profile_data import fit_rows, lookup_rows
+    from costmodel.profile_data import fit_rows, graphed_rows, lookup_rows
     from reports.figures import heldout_scatter, save
     from spec.serde import write_atomic
 
@@ -47,7 +47,8 @@ def run(args: argparse.Namespace) -> int:
         raise SpecError("data", args.data, "profile CSVs with at least one measured row")
     _, scores, test, pred = evaluate(rows, args.holdout, args.seed)
     lookup = lookup_rows(args.data)
-    final = CoRunModel(args.seed).fit(rows, lookup)  # the saved model sees every row
+    # the saved model sees every row, and the graphed profiles' kernel times alone
+    final = CoRunModel(args.seed).fit(rows, lookup, graphed_rows(args.data))
     out = Path(args.output)
     meta = {"data": str(args.data), "data_sha256": data_hash(args.data), "rows": len(rows),
             "lookup_rows": len(lookup), "heldout_rows": len(test), "holdout": args.holdout,

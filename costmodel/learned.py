@@ -39,6 +39,7 @@ import numpy as np
 
 from costmodel.graphs import GraphedStages, fit_savings, read_graphed
 from costmodel.interaction import SAVING_CSV
+from costmodel.held import floor_held
 from costmodel.profile_data import (
     PROFILE,
     data_files,
@@ -373,10 +374,18 @@ class CoRunModel:
         trees' fit of it."""
         self.kernel_measured: dict[tuple, float] = {}
 
-    def fit(self, rows: Sequence[dict], lookup: Sequence[dict] = ()) -> CoRunModel:
+    def fit(self, rows: Sequence[dict], lookup: Sequence[dict] = (),
+            alone: Sequence[dict] = ()) -> CoRunModel:
         """The estimators learn from `rows`; the measured stage, pair and kernel times
         come from `rows`, then from `lookup` where `rows` did not time them
-        (costmodel.profile_data.LOOKUP_DIR: rows looked up, not learned from)."""
+        (costmodel.profile_data.LOOKUP_DIR: rows looked up, not learned from), and the
+        kernels' times alone also from `alone` (the graphed profiles,
+        profile_data.graphed_rows: a kernel timed alone runs as it does whatever the
+        training step is; their pairs are another step's). Without them, heavy-rehash's
+        whole pipeline in 99 blocks at b16384, timed only at b32768 in the lookup rows,
+        was put at 1.78 ms alone by the trees against 2.94 measured, and graphed
+        heavy-lean b16384's plan releasing it at interaction_bwd was predicted 3.44 ms
+        against 4.66 measured (bench/results/rehash_h200.md, run 8)."""
         rows = [r for r in rows if fitted(r)]
         lookup = [r for r in lookup if fitted(r)]
         xk, xks = design(rows)
@@ -391,7 +400,7 @@ class CoRunModel:
         if lookup:
             for r, xi, v in zip(*_stage_times(lookup)):
                 self.stage_looked_up.setdefault((r["pipeline"], _stage_key(xi)), float(v))
-        for r, xi in zip([*rows, *lookup], stage_only([*rows, *lookup])):
+        for r, xi in zip(floor_held([*rows, *lookup]), stage_only([*rows, *lookup])):
             lead = lead_ms(r)
             times = (_f(r, "kernel_alone_ms") - lead, _f(r, "kernel_corun_ms") - lead,
                      _f(r, "stage_alone_ms"), _f(r, "stage_corun_ms"))
@@ -401,6 +410,11 @@ class CoRunModel:
             if not is_resident(r):
                 self.kernel_measured.setdefault((gpu, r["kernel"], int(_f(r, "rows"))),
                                                 times[0])
+        for r in alone:
+            if fitted(r) and not is_resident(r):
+                self.kernel_measured.setdefault(
+                    (gpu_of(r["gpu"]).name, r["kernel"], int(_f(r, "rows"))),
+                    _f(r, "kernel_alone_ms"))
         return self
 
     def kernel_alone_ms(self, gpu: str, kernel: str, rows: int) -> float | None:
@@ -964,8 +978,8 @@ def release_steps_in(folder: Path) -> dict[tuple, ReleaseStep]:
     under `folder`, by `release_step_key`: how LearnedCostModel.release_rates looks a
     plan's kernel up (`plan_release_key`)."""
     out = {}
-    eager = read_profile(folder) + lookup_rows(folder, PROFILE)
-    for graphed, rows in ((False, eager), (True, graphed_rows(folder))):
+    eager = floor_held(read_profile(folder) + lookup_rows(folder, PROFILE))
+    for graphed, rows in ((False, eager), (True, floor_held(graphed_rows(folder)))):
         out.update(read_release_steps(
             rows, lambda r, step, g=graphed: release_step_key(r, step, g)))
     return out
@@ -1015,7 +1029,8 @@ def _load_or_refit(path: Path) -> tuple[CoRunModel, dict]:
             return load_model(cached, path.parent)
         print(f"corun: {e}; refitting on {path.parent} (once)", file=sys.stderr)
         rows = fit_rows(path.parent)
-        model = CoRunModel(int(meta.get("seed", 0))).fit(rows, lookup_rows(path.parent))
+        model = CoRunModel(int(meta.get("seed", 0))).fit(rows, lookup_rows(path.parent),
+                                                         graphed_rows(path.parent))
         meta = {**meta, "data_sha256": digest, "rows": len(rows),
                 "versions": library_versions(), "refitted_from": str(path)}
         cached.parent.mkdir(parents=True, exist_ok=True)
