@@ -37,7 +37,7 @@ from corun.plan_dir import plan_file, prediction_file  # noqa: E402
 from corun.tune_cmd import read_workload, variant_predictions  # noqa: E402
 from corun.workload import resolve_hardware, resolve_model, resolve_pipeline  # noqa: E402
 from spec import Plan, Prediction, SpecError, Stage, load  # noqa: E402
-from spec.serde import read_stored_text, save, write_atomic  # noqa: E402
+from spec.serde import read_stored_text, save, stored_path, write_atomic  # noqa: E402
 
 RAW = Path(__file__).resolve().parent / "results" / "raw"
 RUNS = {
@@ -95,6 +95,39 @@ RUNS = {
     "4 again, with the choice's launch steps and other lead (`python -m corun.cli tune "
     "bench/plans/rehash/heavy-lean-b32768-graphs --strategies ideal,gpu-sequential,corun,corun-4 "
     "--rounds 3 --iterations 300 --warmup 20 --budget-s 110`: the budget let 1 round run).",
+    "tune_rehash_graphs_b16384_run8": "Run 8 (fresh start, 06ef774d; its second command, "
+    "after `PART=graphed bash bench/race_session.sh` profiled heavy-rehash's pairs beside "
+    "the graphed step, installed as costmodel/data/h200/graphed-profile-heavy-rehash.csv): "
+    "graphed b16384 re-planned with those release steps, the choice 99 blocks at "
+    "interaction_bwd (`PART=b16384-graphs ROUNDS=3 BUDGET_S=110`; 2 rounds ran). The "
+    "kernel's time alone there was still the trees' (1.78 ms; the profile had timed 2.94), "
+    "so the kernel paced the step.",
+    "tune_rehash_graphs_b32768_run8": "Run 8, third command: graphed b32768 re-planned the "
+    "same way, the choice 297 blocks at interaction_bwd, whose release step the profile "
+    "had drawn unheld (1.5x) between held launches of 264 and 528 blocks "
+    "(`PART=b32768-graphs ROUNDS=2 BUDGET_S=170`).",
+    "tune_rehash_graphs_b32768_run9": "Run 9 (fresh start, c0bc8364): graphed b32768 "
+    "re-planned with kernels' times alone taken from the graphed profiles too and "
+    "costmodel/held.py (297 and 396 blocks at interaction_bwd taken as held): the choice "
+    "198 blocks at interaction_bwd two ahead, training above preprocessing "
+    "(`PART=b32768-graphs ROUNDS=2 BUDGET_S=170`; 1 round ran).",
+    "tune_rehash_graphs_b16384_run9": "Run 9, second command (`PART=b16384-graphs ROUNDS=3 "
+    "BUDGET_S=110`; 1 round ran): not the planner's converged choice. This folder had been "
+    "planned while `python bench/repredict.py --all` ran beside it on this 2-core machine; "
+    "the search stopped at its 30 s limit on 3168 blocks at emb_bwd. Planned again alone "
+    "(converged in 425 plans), the choice is 132 blocks at bottom_mlp_fwd: run 10.",
+    "tune_rehash_graphs_confirm_run9": "Run 9, third command: the b32768 choice again in "
+    "three rounds (`python -m corun.cli tune bench/plans/rehash/heavy-lean-b32768-graphs "
+    "--strategies ideal,gpu-sequential,corun --no-launch-steps --no-lead-variant --rounds 3 "
+    "--iterations 300 --warmup 20 --budget-s 150`).",
+    "tune_rehash_graphs_b16384_run10": "Run 10 (fresh start, 0c11cea7): the b16384 folder "
+    "planned again alone, the choice 132 blocks at bottom_mlp_fwd two ahead, with two "
+    "runners-up and the launch variants (`python -m corun.cli tune "
+    "bench/plans/rehash/heavy-lean-b16384-graphs --strategies "
+    "ideal,gpu-sequential,corun,corun-3,corun-5 --rounds 2 --iterations 300 --warmup 20 "
+    "--budget-s 120`). The device tool returns at most 8 files a command: ideal's, "
+    "gpu-sequential's and corun's records were lost, so there is no stage table; the "
+    "table below is the command's printed one.",
 }
 
 
@@ -130,6 +163,8 @@ def shapes_folder(folder: Path, out: Path, shapes: list[tuple[str, int]]) -> Non
 def stage_table(folder: Path) -> list[str]:
     """Each strategy's training stages less ideal's (ms, medians of its median round) and
     its kernels' spans from launch to end."""
+    if not stored_path(folder / "ideal.json").exists():
+        return ["(No stage table: ideal's record was not kept.)"]
     ideal = json.loads(read_stored_text(folder / "ideal.json"))
     stages = list(ideal["stages"])
     out = ["| strategy | " + " | ".join(stages) + " | kernel span ms |",

@@ -11,6 +11,13 @@ graphed heavy-lean b32768 beside heavy-rehash's whole pipeline held interaction_
 there in 297, 445 and 594 blocks were all held, +1.5-1.7 ms (bench/results/rehash_h200.md,
 run 8), as eager 297 and 396 had been (run 7). More blocks leave a stage no more room,
 so such a row is taken at the held level of the nearest smaller launch (`floor_held`).
+
+Applied to the rows the model looks up as measured without fitting them (the lookup
+folder and the graphed profiles: whole-pipeline sweeps of 11-13 launch sizes in 15 steps
+a pair), not to the fitted profiles: there, at b8192, short stages held by a small launch
+were profiled and executed unheld beside larger ones, and floored the executed heavy-lean
+b8192-b16384 cases came out worse (`python bench/repredict.py --all --against`,
+bench/results/heavy_case_record.md, session 54).
 """
 
 from __future__ import annotations
@@ -57,7 +64,7 @@ def floor_held(rows: Sequence[dict]) -> list[dict]:
     floors: dict[int, float] = {}
     for members in groups.values():
         held_ratio = None
-        for blocks, r in sorted(members, key=lambda m: m[0]):
+        for _, r in sorted(members, key=lambda m: m[0]):
             ratio = _ratio(r)
             if ratio >= HELD_RATIO:
                 held_ratio = ratio

@@ -38,8 +38,8 @@ from pathlib import Path
 import numpy as np
 
 from costmodel.graphs import GraphedStages, fit_savings, read_graphed
-from costmodel.interaction import SAVING_CSV
 from costmodel.held import floor_held
+from costmodel.interaction import SAVING_CSV
 from costmodel.profile_data import (
     PROFILE,
     data_files,
@@ -400,7 +400,7 @@ class CoRunModel:
         if lookup:
             for r, xi, v in zip(*_stage_times(lookup)):
                 self.stage_looked_up.setdefault((r["pipeline"], _stage_key(xi)), float(v))
-        for r, xi in zip(floor_held([*rows, *lookup]), stage_only([*rows, *lookup])):
+        for r, xi in zip([*rows, *floor_held(lookup)], stage_only([*rows, *lookup])):
             lead = lead_ms(r)
             times = (_f(r, "kernel_alone_ms") - lead, _f(r, "kernel_corun_ms") - lead,
                      _f(r, "stage_alone_ms"), _f(r, "stage_corun_ms"))
@@ -978,7 +978,7 @@ def release_steps_in(folder: Path) -> dict[tuple, ReleaseStep]:
     under `folder`, by `release_step_key`: how LearnedCostModel.release_rates looks a
     plan's kernel up (`plan_release_key`)."""
     out = {}
-    eager = floor_held(read_profile(folder) + lookup_rows(folder, PROFILE))
+    eager = read_profile(folder) + floor_held(lookup_rows(folder, PROFILE))
     for graphed, rows in ((False, eager), (True, floor_held(graphed_rows(folder)))):
         out.update(read_release_steps(
             rows, lambda r, step, g=graphed: release_step_key(r, step, g)))

@@ -464,3 +464,22 @@ def test_the_committed_lookup_rows_answer_only_the_pipeline_they_trained_on():
     assert small["emb_bwd"] != pytest.approx(rehash["emb_bwd"])
     assert cm.caveat(model, on("heavy-rehash"), hw) is None
     assert "extrapolated past the profiled batches" in cm.caveat(model, on("heavy-small"), hw)
+
+
+def test_graphed_rows_add_kernels_times_alone_and_nothing_else(profile_csv):
+    """`fit(..., alone=...)`: a graphed row's kernel time alone answers kernel_alone_ms
+    where no fitted or looked-up row timed that kernel at those rows; its pair is not
+    taken, a fitted row's time wins, and a resident row adds nothing."""
+    rows = learned.read_profile(profile_csv)
+    base = learned.CoRunModel(0).fit(rows)
+    r = rows[0]
+    gpu = learned.gpu_of(r["gpu"]).name
+    graphed = {**r, "rows": "12288", "kernel_alone_ms": "7.5", "stage_corun_ms": "99"}
+    fitted_twin = {**r, "kernel_alone_ms": "123"}
+    resident = {**r, "rows": "20480", "kernel_alone_ms": "9", "kernel_lead_ms": "0.01"}
+    model = learned.CoRunModel(0).fit(rows, (), [graphed, fitted_twin, resident])
+    assert model.kernel_alone_ms(gpu, r["kernel"], 12288) == 7.5
+    own = (gpu, r["kernel"], int(r["rows"]))
+    assert model.kernel_measured[own] == base.kernel_measured[own]
+    assert (gpu, r["kernel"], 20480) not in model.kernel_measured
+    assert model.pair_measured == base.pair_measured
