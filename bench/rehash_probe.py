@@ -128,6 +128,14 @@ RUNS = {
     "--budget-s 120`). The device tool returns at most 8 files a command: ideal's, "
     "gpu-sequential's and corun's records were lost, so there is no stage table; the "
     "table below is the command's printed one.",
+    "tune_rehash_graphs_b16384_run11": "Run 11 (fresh start, 9506fb22): the b16384 choice "
+    "again beside ideal and gpu-sequential, for the records run 10 lost (`python -m "
+    "corun.cli tune bench/plans/rehash/heavy-lean-b16384-graphs --strategies "
+    "ideal,gpu-sequential,corun --no-launch-steps --no-lead-variant --rounds 2 "
+    "--iterations 300 --warmup 20 --budget-s 60`). The stages' medians add 0.71 ms over "
+    "ideal's and the step 1.51 ms with no wait for the batch: 0.80 ms of the training "
+    "stream's busy time (4.71 ms) falls outside the stages' timings (3.91 ms), and the "
+    "step took 3.37-5.02 ms (10th-90th percentile; ideal 3.11-3.42).",
 }
 
 
