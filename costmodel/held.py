@@ -30,7 +30,7 @@ from costmodel.release_steps import parse_steps
 
 HELD_RATIO = 3.0
 """A stage beside a kernel is held where it took at least this many times its time alone:
-in heavy-rehash's profiles a stage beside a kernel was either within 1.0-2.2x of it or
+in heavy-rehash's profiles a stage beside a kernel was either within 1.0-2.5x of it or
 3.2-23x (costmodel/data/h200/lookup/profile-heavy-rehash.csv and the graphed one)."""
 
 _LAUNCH = re.compile(r"^(?P<head>.+):(?P<blocks>\d+)x(?P<threads>\d+)(?P<tail>(:warp)?)$")
