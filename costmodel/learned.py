@@ -976,7 +976,8 @@ def cost_model_for(hw: Hardware) -> CostModel:
 def release_steps_in(folder: Path) -> dict[tuple, ReleaseStep]:
     """The profiled steps that released a kernel, from the eager and the graphed profiles
     under `folder`, by `release_step_key`: how LearnedCostModel.release_rates looks a
-    plan's kernel up (`plan_release_key`)."""
+    plan's kernel up (`plan_release_key`). The looked-up and graphed rows pass through
+    costmodel/held.py's floor (the fitted ones are taken as measured)."""
     out = {}
     eager = read_profile(folder) + floor_held(lookup_rows(folder, PROFILE))
     for graphed, rows in ((False, eager), (True, floor_held(graphed_rows(folder)))):
