@@ -40,16 +40,8 @@ if [ "$part" = race ]; then
   rc=$?
   tail -8 "$out/race.log"
 fi
-plans=$(python bench/launch_plans.py --pipeline "$pipeline" --model heavy-lean \
-  --blocks "$blocks" \
-  --out /tmp/launch-plans | tr ',' '\n' | grep warp | paste -sd,)
-for kind in $kinds; do
-  flag=(${flags[@]+"${flags[@]}"}); [ $kind = resident ] && flag+=(--resident)
-  python -m corun.cli profile --out "$out/profile" --models heavy-lean \
-    --train-pipeline "$pipeline" --pipelines "$pipeline" --batches "$batches" \
-    --reps "${PROFILE_REPS:-15}" --shapes 0 --plans "$plans" "${flag[@]}" \
-    --budget-minutes "${PROFILE_MIN:-2.5}" > "$out/profile-$kind.log" 2>&1
-  tail -2 "$out/profile-$kind.log"
-done
+source bench/profile_pairs.sh
+profile_pairs "$out" "$pipeline" "$batches" "$blocks" "${PROFILE_REPS:-15}" \
+  "${PROFILE_MIN:-2.5}" "$kinds" ${flags[@]+"${flags[@]}"}
 tar -C "$OUT" -cf "$OUT/race-$part.tar" race && rm -rf "$out"
 exit $rc

@@ -42,16 +42,9 @@ grep -vE "^ *(iteration|round)|compiling|preparing|batches and" "$out.log" | tai
 rm -rf "$out/rounds"
 gzip -9n "$out"/*.json 2>/dev/null
 if [ "$part" = confirm ]; then
-  plans=$(python bench/launch_plans.py --pipeline heavy-rehash --model heavy-lean \
-    --blocks 132,198,264,396,528,1056 --out /tmp/launch-plans | tr ',' '\n' | grep warp | paste -sd,)
-  for kind in launched resident; do
-    flag=(); [ $kind = resident ] && flag=(--resident)
-    python -m corun.cli profile --out "$OUT/rehash/profile" --models heavy-lean \
-      --train-pipeline heavy-rehash --pipelines heavy-rehash --batches 32768 --reps 3 \
-      --shapes 0 --plans "$plans" "${flag[@]}" --budget-minutes "${PROFILE_MIN:-1.3}" \
-      > "$OUT/rehash/profile-$kind.log" 2>&1
-    tail -2 "$OUT/rehash/profile-$kind.log"
-  done
+  source bench/profile_pairs.sh
+  profile_pairs "$OUT/rehash" heavy-rehash 32768 132,198,264,396,528,1056 3 \
+    "${PROFILE_MIN:-1.3}" "launched resident"
 fi
 tar -C "$OUT" -cf "$OUT/rehash-$part.tar" rehash && rm -rf "$OUT/rehash"
 exit $rc
