@@ -54,6 +54,7 @@ from backend.streams import HostPoolSet, ReleaseClock, Streams, gpu_spin
 from backend.trainer import TRAINING_STAGES, Batch, Clock, Trainer
 from costmodel.learned import stage_row
 from costmodel.profile_data import KEY, LEAD_ASKED, is_resident
+from costmodel.release_steps import format_steps
 from costmodel.sharding import shard_tables
 from costmodel.workload import kernel_key, kernel_work, stage_work
 from spec import Hardware, Model, OpKind, Pipeline, SpecError, Stage
@@ -365,8 +366,8 @@ class Profiler:
                 ahead += t.host_ahead
             w = self.work[stage]
             resident = {"kernel_lead_ms": statistics.median(lead)} if lead_ms > 0 else {
-                STEP_COLUMN: " ".join(f"{st.value}={statistics.median(x[st] for x in steps):.5f}"
-                                      for st in TRAINING_STAGES)}
+                STEP_COLUMN: format_steps({st.value: statistics.median(x[st] for x in steps)
+                                           for st in TRAINING_STAGES})}
             yield {
                 "gpu": torch.cuda.get_device_name() if self.S.cuda else "cpu",
                 "model": self.model.name, "batch": str(self.rows), "kernel": spec.name,

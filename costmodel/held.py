@@ -26,7 +26,7 @@ import re
 from collections.abc import Sequence
 
 from costmodel.profile_data import is_resident
-from costmodel.release_steps import parse_steps
+from costmodel.release_steps import format_steps, parse_steps
 
 HELD_RATIO = 3.0
 """A stage beside a kernel is held where it took at least this many times its time alone:
@@ -80,5 +80,5 @@ def _held(r: dict, ratio: float) -> dict:
     if r.get("step_stage_ms"):
         steps = parse_steps(r["step_stage_ms"])
         steps[r["stage"]] = held_ms
-        out["step_stage_ms"] = " ".join(f"{k}={v:.5f}" for k, v in steps.items())
+        out["step_stage_ms"] = format_steps(steps)
     return out

@@ -40,6 +40,11 @@ def parse_steps(text: str) -> dict[str, float]:
                         "as corun profile writes them") from None
 
 
+def format_steps(stage_ms: dict[str, float]) -> str:
+    """step_stage_ms as `corun profile` writes it (the inverse of `parse_steps`)."""
+    return " ".join(f"{stage}={ms:.5f}" for stage, ms in stage_ms.items())
+
+
 def read_release_steps(rows: Sequence[dict], key) -> dict[tuple, ReleaseStep]:
     """ReleaseStep by key(row, step_rows): the releasing stage's row and the rows of the
     same GPU, model, batch and kernel at every stage of its step, in step order (each

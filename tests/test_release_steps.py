@@ -3,7 +3,13 @@ rates the simulator applies from the release on."""
 
 import pytest
 
-from costmodel.release_steps import ReleaseStep, rates, read_release_steps
+from costmodel.release_steps import (
+    ReleaseStep,
+    format_steps,
+    parse_steps,
+    rates,
+    read_release_steps,
+)
 from costmodel.types import MAX_OVERLAP_FACTOR
 
 
@@ -99,3 +105,10 @@ def test_the_learned_model_looks_up_a_plans_kernel_by_its_whole_step(tmp_path):
     other = [replace(w, lookups=2 * w.lookups + 1) if w.stage.value == "emb_bwd" else w
              for w in graphed]
     assert cm.release_rates(kernel, other, hw, 2) is None
+
+
+def test_format_steps_writes_what_parse_steps_reads():
+    steps = {"emb_fwd": 0.891234567, "interaction_bwd": 2.314016, "optimizer": 0.00982}
+    text = format_steps(steps)
+    assert text == "emb_fwd=0.89123 interaction_bwd=2.31402 optimizer=0.00982"
+    assert parse_steps(text) == pytest.approx(steps, abs=1e-5)
