@@ -411,7 +411,7 @@ class CoRunModel:
                 self.kernel_measured.setdefault((gpu, r["kernel"], int(_f(r, "rows"))),
                                                 times[0])
         for r in alone:
-            if fitted(r) and not is_resident(r):
+            if not is_resident(r):
                 self.kernel_measured.setdefault(
                     (gpu_of(r["gpu"]).name, r["kernel"], int(_f(r, "rows"))),
                     _f(r, "kernel_alone_ms"))
