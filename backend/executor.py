@@ -588,6 +588,15 @@ class Executor:
         for name, xs in by_batch.items():  # the batch each timed iteration preprocessed
             per_iteration[f"span_{name}"] = tuple(rounded(xs.get(i + ahead, 0.0))
                                                   for i in timed)
+        for name, spans in getattr(self, "spans", {}).items():  # where in the step it ran
+            opened = {i: a for i, a, _ in spans}
+            per_iteration[f"start_{name}"] = tuple(
+                rounded(S.ms(tops[i], opened[i + ahead])) if i + ahead in opened else 0.0
+                for i in timed)
+        by_stage = [clocks[i].stage_ms() for i in timed]
+        for st in self.stages:
+            per_iteration[f"stage_{st.value}"] = tuple(rounded(ms.get(st, 0.0))
+                                                       for ms in by_stage)
         stage_spreads.update(extra)
         from sim.simulate import git_commit
 

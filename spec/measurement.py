@@ -52,7 +52,11 @@ class Measurement:
     median and p90 above cannot say; and `span_<name>` for each kernel, h2d and assemble:
     the span of the batch preprocessed beside each timed iteration (its index plus the
     plan's batches_ahead; 0: none), so a kernel whose span is its time alone in a slow
-    iteration held the training stream there."""
+    iteration held the training stream there; `start_<name>` for the same spans, when
+    each began after the top of its iteration (negative: before it; 0: none); and
+    `stage_<stage>` for each training stage, so a slow iteration names the stage it
+    lost its time in (the stages' medians add up to less than the median iteration
+    where the lost time falls in a different stage each iteration)."""
 
 
 GRAPHS_NOTE = "the trainer's step replayed as CUDA graphs"

@@ -83,6 +83,12 @@ def test_strategies_run_and_check(workload, tmp_path, strategy):
         xs = sorted(x for x in per[f"span_{name}"] if x > 0)
         assert xs and xs[0] <= sp.median_ms <= xs[-1]
     assert ("span_assemble" in per) == (strategy != "ideal")
+    # each stage iteration by iteration, in step with its spread; each span's start
+    for stage in spec.stages_for(1):
+        xs = sorted(per[f"stage_{stage.value}"])
+        assert xs[0] <= m.stages[stage.value].median_ms <= xs[-1]
+    for name in m.kernels:
+        assert f"start_{name}" in per and any(x != 0 for x in per[f"start_{name}"])
 
 
 @pytest.mark.parametrize("ahead", [1, 2])
