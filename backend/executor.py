@@ -314,10 +314,10 @@ class Executor:
         t = len(self.model.tables)
         empty = torch.zeros(0, dtype=torch.int64, device=self.device)
         ids, lengths, owned = [empty] * t, [empty] * t, {}
-        with self.S.use(self.S.pre):
+        with self.S.use(self.S.assembly):
             for lane, batch, c in zip(self.lanes, batches, counts):
                 pieces, lens = table_pieces(batch, c)
-                if self.S.cuda:  # made on the preprocessing stream, read by training
+                if self.S.cuda:  # made on the assembly stream, read by training
                     lens.record_stream(self.S.train)
                 for k, p, n in zip(lane.tables, pieces, lens.unbind(0)):
                     if lane.name == "local":

@@ -121,6 +121,7 @@ class Lane:
         self.assembled: dict[int, object] = {}
         self.checked: dict[int, object] = {}
         self.uncounted: dict[int, object] = {}  # batch -> its assembly's event (_settle)
+        self.launched: dict[int, object] = {}  # batch -> the end of its last kernel so far
         self.pool_free: list[object] = [None] * slots
 
     def compares(self, i: int) -> bool:
@@ -197,7 +198,8 @@ class Lane:
                     "nodes)"):
             self.graphs.run(("launch", k, index), lambda s: self._launch_on(S, s, k, index),
                             stream)
-        return t0, S.event(stream)
+        self.launched[i] = S.event(stream)
+        return t0, self.launched[i]
 
     def _launch_on(self, S: Streams, stream, k: int, index: int) -> None:
         """Kernel `index` over pool set k on `stream` (its list scan too)."""
@@ -205,17 +207,19 @@ class Lane:
             self.sets[k].launch(index, S.numba(stream))
 
     def assemble(self, S: Streams, i: int, before_done, consumed) -> None:
-        """Enqueue batch i's assembly on the preprocessing stream, after its input copy,
-        its kernels (those before the iteration: `before_done`) and the trainer's last
-        read of batch i - 2, whose buffers it reuses (`consumed`). Called right after the
-        lane's last kernel for batch i is launched: queued behind a long training stage
-        instead, the low-priority assembly waited for that stage and so did the host
-        (heavy b4096, run 8: 5.1 ms of host wait per iteration). On the GPU the assembly
-        kernel starts here; `finish` waits for it."""
-        S.wait(S.pre, self.copied[i])
-        S.wait(S.pre, before_done)
-        S.wait(S.pre, consumed)
-        self.opened[i] = S.event(S.pre)
+        """Enqueue batch i's assembly on the assembly stream (Streams.assembly), after
+        its input copy, its kernels (the last one launched, and those before the
+        iteration: `before_done`) and the trainer's last read of batch i - 2, whose
+        buffers it reuses (`consumed`). Called right after the lane's last kernel for
+        batch i is launched: queued behind a long training stage instead, the
+        low-priority assembly waited for that stage and so did the host (heavy b4096,
+        run 8: 5.1 ms of host wait per iteration). On the GPU the assembly kernel starts
+        here; `finish` waits for it."""
+        S.wait(S.assembly, self.copied[i])
+        S.wait(S.assembly, self.launched.pop(i, None))
+        S.wait(S.assembly, before_done)
+        S.wait(S.assembly, consumed)
+        self.opened[i] = S.event(S.assembly)
         if self.kernel_assembly:
             assembler = self.kernel_assembly[i % self.slots]
             k = i % self.slots
@@ -226,8 +230,8 @@ class Lane:
                 assembler.start(i, S.numba(s), compare)
                 assembler.copy_labels(self.labels[k], s)
 
-            self.graphs.run(key, work, S.pre)
-            self.assembled[i] = S.event(S.pre)
+            self.graphs.run(key, work, S.assembly)
+            self.assembled[i] = S.event(S.assembly)
 
     def finish(self, S: Streams, i: int, waited: Callable[[float], None],
                counted: bool = True) -> tuple[Batch, list[int] | None, object]:
@@ -242,19 +246,19 @@ class Lane:
         if self.kernel_assembly:  # no PyTorch op on the current stream: no `S.use`
             batch, counts = self._finish_kernel(S, i, waited, counted)
             return batch, counts, start
-        with S.use(S.pre):
+        with S.use(S.assembly):
             stacked = self.assemblers[k].offsets()
             h0 = time.perf_counter()
-            S.sync(S.event(S.pre))
+            S.sync(S.event(S.assembly))
             waited((time.perf_counter() - h0) * 1e3)
             with faults(f"assembling batch {i} ({self.name} lane)"):
                 batch = self.assemblers[k].batch(stacked, self.labels[k])
             counts = self.assemblers[k].totals.tolist()
-            self.pool_free[k] = S.event(S.pre)
+            self.pool_free[k] = S.event(S.assembly)
             if self.compares(i):
                 ref = self.device_refs[i % len(self.device_refs)]
                 self.flags[k].copy_(differs(batch, ref), non_blocking=True)
-                self.checked[i] = (S.event(S.pre), batch, None)
+                self.checked[i] = (S.event(S.assembly), batch, None)
         return batch, counts, start
 
     def _finish_kernel(self, S: Streams, i: int, waited: Callable[[float], None],

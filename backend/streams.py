@@ -57,6 +57,15 @@ class Streams:
                 high_train = training_high and not preprocess_first
                 self.train = torch.cuda.Stream(device, priority=-2 if high_train else 0)
                 self.pre = torch.cuda.Stream(device, priority=-2 if preprocess_first else 0)
+            # the batches' assemblies on a stream of their own, beside the preprocessing
+            # kernels at their priority: queued behind a batch's assembly on the kernels'
+            # stream, the next batch's kernel started late whenever that assembly ran into
+            # the next step, and lost the race for the SMs it was planned to win (graphed
+            # heavy-rehash b16384 two ahead, run 12: started 0.11 ms late in every other
+            # step, each such step 1.4 ms slower; bench/results/rehash_h200.md). With the
+            # SMs split, the assemblies stay on the kernels' stream and its SMs.
+            self.assembly = self.pre if self.split else torch.cuda.Stream(
+                device, priority=-2 if preprocess_first else 0)
             self.copy = torch.cuda.Stream(device, priority=0)
             from numba import cuda
 
@@ -64,7 +73,7 @@ class Streams:
                         for s in (self.train, self.pre)}
             self._kept: list = []
         else:
-            self.train = self.pre = self.copy = None
+            self.train = self.pre = self.assembly = self.copy = None
 
     def use(self, stream):
         return torch.cuda.stream(stream) if self.cuda else contextlib.nullcontext()

@@ -38,6 +38,9 @@ def test_preprocessing_first_puts_its_stream_above_training():
     assert first.pre.priority < first.train.priority  # lower number, higher priority
     usual = Streams(device, training_high=True)
     assert usual.train.priority < usual.pre.priority
+    # the assemblies: a stream of their own at the kernels' priority
+    for s in (first, usual):
+        assert s.assembly is not s.pre and s.assembly.priority == s.pre.priority
 
 
 def test_the_executor_refuses_to_split_a_cpu():
