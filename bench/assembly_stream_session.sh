@@ -1,30 +1,59 @@
 #!/usr/bin/env bash
-# One lent H200, for the assemblies' own stream (backend/streams.py Streams.assembly):
-# graphed heavy-rehash b16384, whose choice (132 blocks at bottom_mlp_fwd, two ahead) had
-# started its kernel 0.11 ms late in every other step behind the previous batch's
-# assembly (run 12, bench/results/rehash_h200.md), tuned again with every runner-up; then
-# graphed b32768's choice, which recovered the gap in run 9, beside ideal and
-# gpu-sequential, to see it keep that; then the GPU tests of the graphed step, the batch
-# graphs and the streams. With OUT set by the device tool:
-#   bash bench/assembly_stream_session.sh
-# returns $OUT/assembly-stream.tar (raw records gzipped, logs).
+# One lent H200, for the assemblies' own stream (backend/streams.py Streams.assembly).
+#   PART=graphs (run 13): graphed heavy-rehash b16384, whose choice (132 blocks at
+#     bottom_mlp_fwd, two ahead) had started its kernel 0.11 ms late in every other step
+#     behind the previous batch's assembly (run 12, bench/results/rehash_h200.md), tuned
+#     again with every runner-up; then graphed b32768's choice, which recovered the gap in
+#     run 9, beside ideal and gpu-sequential, to see it keep that; then the GPU tests of
+#     the graphed step, the batch graphs and the streams.
+#   PART=eager (run 14): eager b32768's choice beside ideal and gpu-sequential (the
+#     recovery target met in runs 4-7), then the eager b16384 folder with its runners-up.
+#   PART=matrix (run 14): the issue's matrix as CUDA graphs (bench/matrix_head_session.sh
+#     PART=graphs), one round, to see the Criteo-like plans keep 99.5-99.8% of ideal.
+# With OUT set by the device tool:
+#   PART=graphs|eager|matrix bash bench/assembly_stream_session.sh
+# returns $OUT/assembly-stream-$PART.tar (raw records gzipped, logs).
 set -u
+part=${PART:-graphs}
 root="$OUT/assembly-stream"
 rm -rf "$root" && mkdir -p "$root"
-PART=b16384-graphs ROUNDS=${ROUNDS:-2} BUDGET_S=${BUDGET_S:-200} OUT="$root" \
-  bash bench/rehash_session.sh
-rc=$?
-out="$root/b32768-graphs"
-python -m corun.cli tune bench/plans/rehash/heavy-lean-b32768-graphs \
-  --strategies ideal,gpu-sequential,corun --no-launch-steps --no-lead-variant \
-  --rounds 2 --iterations 300 --warmup 20 --budget-s 120 -o "$out" > "$out.log" 2>&1 \
-  || rc=$?
-grep -vE "^ *(iteration|round)|compiling|preparing|batches and" "$out.log" | tail -12
-rm -rf "$out/rounds"
-gzip -9n "$out"/*.json 2>/dev/null
-NUMBA_ENABLE_CUDASIM=0 timeout 240 python -m pytest -q -x -p no:cacheprovider \
-  tests/test_graphed.py tests/test_batch_graphs.py tests/test_sm_split.py \
-  > "$root/gpu-tests.log" 2>&1 || rc=$?
-tail -3 "$root/gpu-tests.log"
-tar -C "$OUT" -cf "$OUT/assembly-stream.tar" assembly-stream && rm -rf "$root"
+rc=0
+
+tune() {  # tune FOLDER OUTNAME STRATEGIES ROUNDS BUDGET_S [flags]: corun tune, log kept
+  local out="$root/$2"
+  python -m corun.cli tune "bench/plans/rehash/$1" --strategies "$3" --rounds "$4" \
+    --iterations 300 --warmup 20 --budget-s "$5" "${@:6}" -o "$out" > "$out.log" 2>&1 \
+    || rc=$?
+  grep -vE "^ *(iteration|round)|compiling|preparing|batches and" "$out.log" | tail -16
+  rm -rf "$out/rounds"
+  gzip -9n "$out"/*.json 2>/dev/null
+}
+
+case "$part" in
+graphs)
+  PART=b16384-graphs ROUNDS=${ROUNDS:-2} BUDGET_S=${BUDGET_S:-200} OUT="$root" \
+    bash bench/rehash_session.sh || rc=$?
+  tune heavy-lean-b32768-graphs b32768-graphs ideal,gpu-sequential,corun 2 120 \
+    --no-launch-steps --no-lead-variant
+  NUMBA_ENABLE_CUDASIM=0 timeout 240 python -m pytest -q -x -p no:cacheprovider \
+    tests/test_graphed.py tests/test_batch_graphs.py tests/test_sm_split.py \
+    > "$root/gpu-tests.log" 2>&1 || rc=$?
+  tail -3 "$root/gpu-tests.log"
+  ;;
+eager)
+  tune heavy-lean-b32768 b32768 ideal,gpu-sequential,corun 2 150 \
+    --no-launch-steps --no-lead-variant
+  tune heavy-lean-b16384 b16384 ideal,gpu-sequential,corun,corun-2,corun-3,corun-4,corun-5 \
+    1 120 --no-launch-steps --no-lead-variant
+  ;;
+matrix)
+  python bench/execute_gpu.py --matrix graphs --strategies ideal,gpu-sequential,rap,corun \
+    --repeats 1 --budget-s 300 --out "$root/matrix-graphs" > "$root/matrix-graphs.log" 2>&1 \
+    || rc=$?
+  tail -30 "$root/matrix-graphs.log"
+  gzip -9n "$root"/matrix-graphs/*.json 2>/dev/null
+  ;;
+*) echo "PART = $part: one of graphs, eager, matrix" >&2; exit 2 ;;
+esac
+tar -C "$OUT" -cf "$OUT/assembly-stream-$part.tar" assembly-stream && rm -rf "$root"
 exit $rc
