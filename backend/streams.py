@@ -57,6 +57,7 @@ class Streams:
                 high_train = training_high and not preprocess_first
                 self.train = torch.cuda.Stream(device, priority=-2 if high_train else 0)
                 self.pre = torch.cuda.Stream(device, priority=-2 if preprocess_first else 0)
+            self.copy = torch.cuda.Stream(device, priority=0)
             # the batches' assemblies on a stream of their own, beside the preprocessing
             # kernels at their priority: queued behind a batch's assembly on the kernels'
             # stream, the next batch's kernel started late whenever that assembly ran into
@@ -66,7 +67,6 @@ class Streams:
             # SMs split, the assemblies stay on the kernels' stream and its SMs.
             self.assembly = self.pre if self.split else torch.cuda.Stream(
                 device, priority=-2 if preprocess_first else 0)
-            self.copy = torch.cuda.Stream(device, priority=0)
             from numba import cuda
 
             self._nb = {id(s): cuda.external_stream(s.cuda_stream)

@@ -46,6 +46,21 @@ eager)
   tune heavy-lean-b16384 b16384 ideal,gpu-sequential,corun,corun-2,corun-3,corun-4,corun-5 \
     1 120 --no-launch-steps --no-lead-variant
   ;;
+order)  # run 15: the assembly stream made after the copy stream, as PyTorch's pools turn
+  python - <<'PY' > "$root/streams.txt"
+import torch
+from backend.streams import Streams
+S = Streams(torch.device("cuda", 0), training_high=True)
+for name in ("train", "pre", "copy", "assembly"):
+    s = getattr(S, name)
+    print(name, s.priority, s.stream_id, hex(s.cuda_stream))
+PY
+  cat "$root/streams.txt"
+  tune heavy-lean-b32768 b32768 ideal,gpu-sequential,corun 2 150 \
+    --no-launch-steps --no-lead-variant
+  tune heavy-lean-b16384-graphs b16384-graphs ideal,gpu-sequential,corun,corun-5 1 80 \
+    --no-launch-steps --no-lead-variant
+  ;;
 matrix)
   python bench/execute_gpu.py --matrix graphs --strategies ideal,gpu-sequential,rap,corun \
     --repeats 1 --budget-s 300 --out "$root/matrix-graphs" > "$root/matrix-graphs.log" 2>&1 \
@@ -53,7 +68,7 @@ matrix)
   tail -30 "$root/matrix-graphs.log"
   gzip -9n "$root"/matrix-graphs/*.json 2>/dev/null
   ;;
-*) echo "PART = $part: one of graphs, eager, matrix" >&2; exit 2 ;;
+*) echo "PART = $part: one of graphs, eager, order, matrix" >&2; exit 2 ;;
 esac
 tar -C "$OUT" -cf "$OUT/assembly-stream-$part.tar" assembly-stream && rm -rf "$root"
 exit $rc
