@@ -29,6 +29,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from spec.serde import stored_path  # noqa: E402
+
 FUSED = "corun_values"
 """The fused kernels' values pass (the long one; Numba names it after the plan's kernel)."""
 
@@ -85,7 +87,7 @@ def report(traces: Path, strategies: list[str], kernel: str, blocks: dict) -> st
              "slow |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     base = None
     for s in strategies:
-        ks = kernels(traces / f"{s}.trace.json.gz")
+        ks = kernels(traces / f"{s}.trace.json")
         train = training_stream(ks)
         values = [k for k in ks if k["stream"] != train and FUSED in k["name"]]
         gemms = [k for k in ks if k["stream"] == train and kernel in k["name"]]
@@ -134,9 +136,9 @@ def main(argv: list[str] | None = None) -> int:
             ap.error(str(e))
         return 0
     names = args.strategies.split(",")
-    missing = [s for s in names if not (args.traces / f"{s}.trace.json.gz").is_file()]
+    missing = [s for s in names if not stored_path(args.traces / f"{s}.trace.json").is_file()]
     if missing:
-        ap.error(f"--strategies: no {missing[0]}.trace.json.gz in {args.traces}")
+        ap.error(f"--strategies: no {missing[0]}.trace.json(.xz) in {args.traces}")
     table_file = args.traces.parent / "blocks.json"
     blocks = json.loads(table_file.read_text()) if table_file.is_file() else {}
     text = report(args.traces, names, args.kernel, blocks)

@@ -10,7 +10,7 @@ for a slot, or for the host).
         [--iterations 60 --warmup 20]
     python bench/kernel_timeline.py PLAN_DIR --strategies ... --out OUT --traces
 
-Writes OUT/<strategy>.trace.json.gz (the profiler's trace) and OUT/timeline.md (per
+Writes OUT/<strategy>.trace.json.xz (the profiler's trace) and OUT/timeline.md (per
 training kernel of the step, in order: median duration and gap per strategy); --traces
 renders traces already in OUT.
 """
@@ -18,14 +18,16 @@ renders traces already in OUT.
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
+import lzma
 import statistics
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from spec.serde import read_stored_bytes, stored_path  # noqa: E402
 
 
 def capture(folder: Path, strategy: str, iterations: int, warmup: int, out: Path) -> Path:
@@ -54,8 +56,8 @@ def capture(folder: Path, strategy: str, iterations: int, warmup: int, out: Path
     torch.cuda.synchronize()
     raw = out / f"{strategy}.trace.json"
     prof.export_chrome_trace(str(raw))
-    path = out / f"{strategy}.trace.json.gz"
-    path.write_bytes(gzip.compress(raw.read_bytes(), 9))
+    path = out / f"{strategy}.trace.json.xz"
+    path.write_bytes(lzma.compress(raw.read_bytes(), preset=9))
     raw.unlink()
     print(f"{strategy}: {m.iteration.median_ms:.3f} ms median under the profiler -> {path}")
     return path
@@ -64,7 +66,7 @@ def capture(folder: Path, strategy: str, iterations: int, warmup: int, out: Path
 def kernels(trace: Path) -> list[dict]:
     """The trace's kernels: name, stream, start and duration (us), grid (as CUPTI gives
     it, or None), by start."""
-    events = json.loads(gzip.decompress(trace.read_bytes()))["traceEvents"]
+    events = json.loads(read_stored_bytes(trace))["traceEvents"]
     ks = [{"name": e["name"], "stream": e["args"].get("stream"), "ts": float(e["ts"]),
            "dur": float(e["dur"]), "grid": e["args"].get("grid")}
           for e in events if e.get("cat") == "kernel"]
@@ -167,15 +169,15 @@ def main(argv: list[str] | None = None) -> int:
     if not args.traces:
         for s in names:
             capture(args.folder, s, args.iterations, args.warmup, args.out)
-    missing = [s for s in names if not (args.out / f"{s}.trace.json.gz").is_file()]
+    missing = [s for s in names if not stored_path(args.out / f"{s}.trace.json").is_file()]
     if missing:
-        ap.error(f"strategies = {missing[0]!r}: no {missing[0]}.trace.json.gz in {args.out} "
+        ap.error(f"strategies = {missing[0]!r}: no {missing[0]}.trace.json(.xz) in {args.out} "
                  "(run without --traces to capture it)")
-    steps = {names[0]: training_steps(kernels(args.out / f"{names[0]}.trace.json.gz"),
+    steps = {names[0]: training_steps(kernels(args.out / f"{names[0]}.trace.json"),
                                       args.steps)}
     like = [k["name"] for k in steps[names[0]][0]]
     for s in names[1:]:
-        steps[s] = training_steps(kernels(args.out / f"{s}.trace.json.gz"), args.steps, like)
+        steps[s] = training_steps(kernels(args.out / f"{s}.trace.json"), args.steps, like)
     command = (f"python bench/kernel_timeline.py {args.folder} --strategies "
                f"{args.strategies} --iterations {args.iterations} --warmup {args.warmup}")
     text = table(steps, command)

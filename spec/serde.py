@@ -11,6 +11,7 @@ import dataclasses
 import enum
 import gzip
 import json
+import lzma
 import os
 import tempfile
 import types
@@ -169,32 +170,47 @@ def write_atomic(path: str | Path, data: str | bytes) -> None:
 
 
 GZIP_SUFFIX = ".gz"
+XZ_SUFFIX = ".xz"
+"""The profiler traces under bench/results/raw (some MB of JSON each) are kept xz'd:
+2.4x smaller than gzip -9, which kept the checkout under the device tool's 64 MiB."""
 
 
 def stored_path(path: str | Path) -> Path:
-    """`path`, or its gzipped twin `path.gz` where only that exists: bench/results/raw
-    keeps its JSON records gzipped (the working tree sent to the GPU machine is capped at
-    64 MiB), and every reader takes a record by either name."""
+    """`path`, or its compressed twin `path.gz` (or `path.xz`) where only that exists:
+    bench/results/raw keeps its records compressed (the working tree sent to the GPU
+    machine is capped at 64 MiB), and every reader takes a record by either name."""
     path = Path(path)
-    twin = path.with_name(path.name + GZIP_SUFFIX)
-    if path.suffix != GZIP_SUFFIX and not path.exists() and twin.exists():
-        return twin
+    if path.suffix in (GZIP_SUFFIX, XZ_SUFFIX) or path.exists():
+        return path
+    for suffix in (GZIP_SUFFIX, XZ_SUFFIX):
+        twin = path.with_name(path.name + suffix)
+        if twin.exists():
+            return twin
     return path
 
 
-def read_stored_text(path: str | Path) -> str:
-    """The text of `path` (see stored_path), unzipped where it is stored gzipped."""
+def read_stored_bytes(path: str | Path) -> bytes:
+    """The bytes of `path` (see stored_path), decompressed where it is stored so."""
     p = stored_path(path)
-    return gzip.decompress(p.read_bytes()).decode() if p.suffix == GZIP_SUFFIX \
-        else p.read_text()
+    raw = p.read_bytes()
+    if p.suffix == GZIP_SUFFIX:
+        return gzip.decompress(raw)
+    if p.suffix == XZ_SUFFIX:
+        return lzma.decompress(raw)
+    return raw
+
+
+def read_stored_text(path: str | Path) -> str:
+    """The text of `path` (see stored_path), decompressed where it is stored so."""
+    return read_stored_bytes(path).decode()
 
 
 def stored_glob(folder: Path, pattern: str) -> list[Path]:
-    """The files of `folder` matching `pattern`, stored plain or gzipped, each under its
-    plain name, sorted."""
+    """The files of `folder` matching `pattern`, stored plain or compressed, each under
+    its plain name, sorted."""
     plain = set(folder.glob(pattern))
-    plain |= {p.with_name(p.name[:-len(GZIP_SUFFIX)])
-              for p in folder.glob(pattern + GZIP_SUFFIX)}
+    for suffix in (GZIP_SUFFIX, XZ_SUFFIX):
+        plain |= {p.with_name(p.name[:-len(suffix)]) for p in folder.glob(pattern + suffix)}
     return sorted(plain)
 
 
