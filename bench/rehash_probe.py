@@ -135,7 +135,38 @@ RUNS = {
     "--iterations 300 --warmup 20 --budget-s 60`). The stages' medians add 0.71 ms over "
     "ideal's and the step 1.51 ms with no wait for the batch: 0.80 ms of the training "
     "stream's busy time (4.71 ms) falls outside the stages' timings (3.91 ms), and the "
-    "step took 3.37-5.02 ms (10th-90th percentile; ideal 3.11-3.42).",
+    "step took 3.37-5.02 ms (10th-90th percentile; ideal 3.11-3.42). Corrected by run 12: "
+    "no time falls outside the stages. The stages' medians add up to less than the median "
+    "step because each slow step lost its time in another stage.",
+    "tune_rehash_graphs_b16384_run12": "Run 12 (session 55, fresh start, d25a8981): the "
+    "same folder with every runner-up, each record now holding each stage and each span's "
+    "start iteration by iteration (`PART=b16384-graphs ROUNDS=1 BUDGET_S=200 bash "
+    "bench/rehash_session.sh`). Iteration by iteration, the training stream's busy time "
+    "less its stages is 0.015 ms (median): run 11's 0.80 ms was the sum of medians. The "
+    "choice alternates: a fast step (3.4-3.9 ms) whose batch's assembly ends 0.60 ms "
+    "after the step, then a slow one (4.8-5.2 ms) whose kernel, queued behind that "
+    "assembly on the preprocessing stream, starts at 0.60 ms instead of 0.49 and wins the "
+    "SMs from top_mlp_fwd and top_mlp_bwd (0.57 and 0.80 ms against 0.07 and 0.19).",
+    "tune_rehash_graphs_b16384_run13": "Run 13 (fresh start, 3dd0b7d4): the assemblies on "
+    "a stream of their own (`Streams.assembly`, made before the copy stream), waiting for "
+    "the batch's last kernel's end, so no kernel queues behind an assembly "
+    "(`bash bench/assembly_stream_session.sh`, its first form, = PART=graphs now). The "
+    "choice starts at 0.50-0.52 ms every step and no step alternates: **-36% to +53%** "
+    "(3.70 ms, predicted 3.42, -7.7%); every co-run plan gained; 8 of 12 strategies "
+    "predicted within 5%. The same command's GPU tests of the graphed step, the batch "
+    "graphs and the streams: 37 passed (`gpu-tests.log`).",
+    "tune_rehash_graphs_confirm_run13": "Run 13, second command: graphed b32768's choice "
+    "(198 blocks at interaction_bwd, two ahead) with the assembly stream, beside ideal and "
+    "gpu-sequential: 101% of the gap, the fastest in 2 of 2 rounds (run 9: 107% and 104%).",
+    "tune_rehash_b32768_run14": "Run 14 (fresh start, 35732922; `PART=eager bash "
+    "bench/assembly_stream_session.sh`): eager b32768's choice (198 blocks at "
+    "interaction_bwd, two ahead), which recovered 96-100% on five starts with the "
+    "assemblies queued behind the kernels, with the assembly stream made before the copy "
+    "stream: interaction_bwd held in almost every step (2.6 ms against 0.51 in run 7), "
+    "**-13%**.",
+    "tune_rehash_b16384_run14": "Run 14, second command: the eager b16384 folder, its "
+    "choice (264 blocks at interaction_bwd, two ahead) held there too (+0.93 ms; run 5: "
+    "+0.10), -28% against run 5's 27%.",
 }
 
 
@@ -192,6 +223,38 @@ def stage_table(folder: Path) -> list[str]:
     return out
 
 
+def thirds_table(folder: Path) -> list[str]:
+    """Where each co-run strategy's slow steps lost their time: the means of its fastest
+    and slowest thirds of timed iterations (ms), the kernel's start after the top of the
+    iteration and each training stage. Only records with per-iteration stages (run 12
+    on); none otherwise."""
+    out: list[str] = []
+    for path in sorted(folder.glob("*.json.gz")):
+        m = json.loads(read_stored_text(path))
+        per = m.get("per_iteration", {})
+        stages = [k for k in per if k.startswith("stage_")]
+        starts = [k for k in per if k.startswith("start_k")]
+        if not stages or not starts or "stages" not in m:
+            continue
+        if not out:
+            out = ["", "Fastest and slowest third of each co-run strategy's timed iterations "
+                   "(means, ms): the kernel's start after the iteration's top, then each "
+                   "stage.", "",
+                   "| strategy | third | iteration | kernel start | "
+                   + " | ".join(k.removeprefix("stage_") for k in stages) + " |",
+                   "|---|---|" + "---:|" * (len(stages) + 2)]
+        its = per["iteration"]
+        order = sorted(range(len(its)), key=its.__getitem__)
+        n = len(order) // 3
+        for third, idx in (("fast", order[:n]), ("slow", order[-n:])):
+            def mean(key: str, idx=idx) -> float:
+                return sum(per[key][i] for i in idx) / len(idx)
+            out.append(f"| {m['strategy']} | {third} | {mean('iteration'):.3f} | "
+                       f"{mean(starts[0]):.3f} | "
+                       + " | ".join(f"{mean(k):.3f}" for k in stages) + " |")
+    return out
+
+
 def render() -> str:
     """The report: each run's description, `corun tune` table and stage table."""
     lines = ["# heavy-rehash beside heavy-lean on the H200 (issue 6)", "",
@@ -203,7 +266,8 @@ def render() -> str:
     for name, text in RUNS.items():
         tune = (RAW / name / "tune.md").read_text()
         block = tune[tune.index("```"):tune.rindex("```") + 3]
-        lines += ["", f"## {name}", "", text, "", block, "", *stage_table(RAW / name)]
+        lines += ["", f"## {name}", "", text, "", block, "", *stage_table(RAW / name),
+                  *thirds_table(RAW / name)]
     return "\n".join(lines) + "\n"
 
 
