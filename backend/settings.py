@@ -66,6 +66,11 @@ class RunSettings:
     gets the SMs that stage's blocks free as they end, instead of waiting for all of
     them. An experiment (bench/execute_gpu.py "+pre"), not yet a planned decision."""
 
+    assembly_stream: bool = True
+    """On a GPU, each batch's assembly on a stream of its own (Streams.assembly), after
+    the batch's last kernel; False: queued behind the kernels on the preprocessing
+    stream, as through session 54, so that a later batch's kernel waits for it
+    (`corun execute --assembly-behind-kernels`, to measure the two in one start)."""
     preprocess_graphs: bool = True
     """On a GPU, each batch's staging copies, kernel launches (with their list scans) and
     assembly replayed as CUDA graphs captured on the run's first batches

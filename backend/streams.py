@@ -30,13 +30,16 @@ class Streams:
     """Streams and timing events on a GPU; no-ops and the host clock on the CPU."""
 
     def __init__(self, device: torch.device, training_high: bool, pre_sms: int = 0,
-                 preprocess_first: bool = False, update_sms: int = 0) -> None:
+                 preprocess_first: bool = False, update_sms: int = 0,
+                 assembly_stream: bool = True) -> None:
         """`pre_sms` > 0: the preprocessing stream on that many SMs of its own, training
         on the rest (backend/sm_split.py); `update_sms` > 0: the embedding update's
         stream (`update`) on that many SMs of its own, preprocessing on the rest, and
         training's other stages on every SM; both 0: both streams on every SM.
         `preprocess_first`: the preprocessing stream above training (overrides
-        `training_high`), so its blocks take the SMs a training kernel's blocks free."""
+        `training_high`), so its blocks take the SMs a training kernel's blocks free.
+        `assembly_stream` off: the assemblies on the preprocessing stream
+        (RunSettings.assembly_stream)."""
         self.cuda = device.type == "cuda"
         self.split = None
         self.update = None
@@ -65,7 +68,7 @@ class Streams:
             # heavy-rehash b16384 two ahead, run 12: started 0.11 ms late in every other
             # step, each such step 1.4 ms slower; bench/results/rehash_h200.md). With the
             # SMs split, the assemblies stay on the kernels' stream and its SMs.
-            self.assembly = self.pre if self.split else torch.cuda.Stream(
+            self.assembly = self.pre if self.split or not assembly_stream else torch.cuda.Stream(
                 device, priority=-2 if preprocess_first else 0)
             from numba import cuda
 

@@ -8,10 +8,13 @@
 #     the graphed step, the batch graphs and the streams.
 #   PART=eager (run 14): eager b32768's choice beside ideal and gpu-sequential (the
 #     recovery target met in runs 4-7), then the eager b16384 folder with its runners-up.
-#   PART=matrix (run 14): the issue's matrix as CUDA graphs (bench/matrix_head_session.sh
+#   PART=ab (run 15): eager b32768's and graphed b16384's choices, each with its assemblies
+#     on their own stream and behind the kernels (corun execute --assembly-behind-kernels),
+#     in two rounds of turned order, beside each one's ideal.
+#   PART=matrix: the issue's matrix as CUDA graphs (bench/matrix_head_session.sh
 #     PART=graphs), one round, to see the Criteo-like plans keep 99.5-99.8% of ideal.
 # With OUT set by the device tool:
-#   PART=graphs|eager|matrix bash bench/assembly_stream_session.sh
+#   PART=graphs|eager|order|ab|matrix bash bench/assembly_stream_session.sh
 # returns $OUT/assembly-stream-$PART.tar (raw records gzipped, logs).
 set -u
 part=${PART:-graphs}
@@ -61,6 +64,28 @@ PY
   tune heavy-lean-b16384-graphs b16384-graphs ideal,gpu-sequential,corun,corun-5 1 80 \
     --no-launch-steps --no-lead-variant
   ;;
+ab)  # run 15: each choice with its assemblies on their own stream and behind the kernels
+  ex() {  # ex NAME ARGS...: one corun execute, its median printed
+    python -m corun.cli execute "${@:2}" --iterations 300 --warmup 20 --quiet \
+      -o "$root/$1.json" > "$root/$1.log" 2>&1 || { rc=$?; tail -3 "$root/$1.log"; }
+    python -c "import json,sys; m=json.load(open(sys.argv[1])); \
+print(sys.argv[2], round(m['iteration']['median_ms'], 3))" "$root/$1.json" "$1" 2>/dev/null
+  }
+  e=bench/plans/rehash/heavy-lean-b32768/plan.json
+  g=bench/plans/rehash/heavy-lean-b16384-graphs/plan.json
+  ex eager-ideal --strategy ideal --model heavy-lean --pipeline heavy-rehash --batch 32768
+  ex graphed-ideal --strategy ideal --model heavy-lean --pipeline heavy-rehash --batch 16384 \
+    --cuda-graphs
+  for r in 1 2; do
+    if [ $r = 1 ]; then order="own behind"; else order="behind own"; fi
+    for how in $order; do
+      flag=(); [ $how = behind ] && flag=(--assembly-behind-kernels)
+      ex "eager-$how-$r" "$e" "${flag[@]}"
+      ex "graphed-$how-$r" "$g" "${flag[@]}"
+    done
+  done
+  gzip -9n "$root"/*.json 2>/dev/null
+  ;;
 matrix)
   python bench/execute_gpu.py --matrix graphs --strategies ideal,gpu-sequential,rap,corun \
     --repeats 1 --budget-s 300 --out "$root/matrix-graphs" > "$root/matrix-graphs.log" 2>&1 \
@@ -68,7 +93,7 @@ matrix)
   tail -30 "$root/matrix-graphs.log"
   gzip -9n "$root"/matrix-graphs/*.json 2>/dev/null
   ;;
-*) echo "PART = $part: one of graphs, eager, order, matrix" >&2; exit 2 ;;
+*) echo "PART = $part: one of graphs, eager, order, ab, matrix" >&2; exit 2 ;;
 esac
 tar -C "$OUT" -cf "$OUT/assembly-stream-$part.tar" assembly-stream && rm -rf "$root"
 exit $rc

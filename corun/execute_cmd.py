@@ -33,6 +33,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="issue each batch's staging copies, kernel launches and assembly "
                    "call by call (by default they are captured once and replayed as CUDA "
                    "graphs)")
+    p.add_argument("--assembly-behind-kernels", dest="assembly_stream", action="store_false",
+                   help="each batch's assembly queued behind the preprocessing kernels on "
+                   "their stream, as through session 54 (by default on a stream of its own, "
+                   "so that no later batch's kernel waits for it)")
     p.add_argument("--feed-thread", action="store_true",
                    help="an experiment: each step's batch work (build, check and stage the "
                    "batches around it) on a second host thread during the step's backward "
@@ -84,7 +88,8 @@ def build(args: argparse.Namespace):
                            args.check, args.seed, args.data,
                            host_workers_per_gpu(strategy, hw),
                            preprocess_graphs=args.batch_graphs,
-                           feed_thread=args.feed_thread, check_timed=args.check_timed)
+                           feed_thread=args.feed_thread, check_timed=args.check_timed,
+                           assembly_stream=args.assembly_stream)
     rank = int(os.environ.get("RANK", "0"))
     quiet = args.quiet or rank != 0
     say = progress(quiet)
