@@ -68,15 +68,17 @@ ab)  # run 15: each choice with its assemblies on their own stream and behind th
   ex() {  # ex NAME ARGS...: one corun execute, its median printed
     python -m corun.cli execute "${@:2}" --iterations 300 --warmup 20 --quiet \
       -o "$root/$1.json" > "$root/$1.log" 2>&1 || { rc=$?; tail -3 "$root/$1.log"; }
-    python -c "import json,sys; m=json.load(open(sys.argv[1])); \
-print(sys.argv[2], round(m['iteration']['median_ms'], 3))" "$root/$1.json" "$1" 2>/dev/null
+    python -c "import json,sys; m=json.load(open(sys.argv[1])); s=m['stages']; \
+print(sys.argv[2], 'median', round(m['iteration']['median_ms'], 3), 'p10-p90', \
+round(m['iteration']['p10_ms'], 2), round(m['iteration']['p90_ms'], 2), \
+{k: round(v['median_ms'], 3) for k, v in s.items()})" "$root/$1.json" "$1" 2>/dev/null
   }
   e=bench/plans/rehash/heavy-lean-b32768/plan.json
   g=bench/plans/rehash/heavy-lean-b16384-graphs/plan.json
   ex eager-ideal --strategy ideal --model heavy-lean --pipeline heavy-rehash --batch 32768
   ex graphed-ideal --strategy ideal --model heavy-lean --pipeline heavy-rehash --batch 16384 \
     --cuda-graphs
-  for r in 1 2; do
+  for r in $(seq 1 "${ROUNDS:-2}"); do
     if [ $r = 1 ]; then order="own behind"; else order="behind own"; fi
     for how in $order; do
       flag=(); [ $how = behind ] && flag=(--assembly-behind-kernels)
