@@ -361,7 +361,9 @@ class Executor:
                 self.inputs[key] = self.raws
         cuda = self.device.type == "cuda"
         self.S = Streams(self.device, self.plan.training_priority_high, s.preprocess_sms,
-                         s.preprocess_first, s.update_sms, s.assembly_stream)
+                         s.preprocess_first, s.update_sms,
+                         self.model.cuda_graphs if s.assembly_stream is None
+                         else s.assembly_stream)
         self.trainer.begin_run()
         self.trainer.update_stream = self.S.update  # its grid as on every SM: the update
         # waits on its atomics, and fewer blocks in flight slowed it (+0.36 ms at 400 of 528)

@@ -38,8 +38,8 @@ class Streams:
         training's other stages on every SM; both 0: both streams on every SM.
         `preprocess_first`: the preprocessing stream above training (overrides
         `training_high`), so its blocks take the SMs a training kernel's blocks free.
-        `assembly_stream` off: the assemblies on the preprocessing stream
-        (RunSettings.assembly_stream)."""
+        `assembly_stream`: the assemblies on a stream of their own, else on the
+        preprocessing stream (RunSettings.assembly_stream)."""
         self.cuda = device.type == "cuda"
         self.split = None
         self.update = None
@@ -66,8 +66,9 @@ class Streams:
             # stream, the next batch's kernel started late whenever that assembly ran into
             # the next step, and lost the race for the SMs it was planned to win (graphed
             # heavy-rehash b16384 two ahead, run 12: started 0.11 ms late in every other
-            # step, each such step 1.4 ms slower; bench/results/rehash_h200.md). With the
-            # SMs split, the assemblies stay on the kernels' stream and its SMs.
+            # step, each such step 1.4 ms slower; bench/results/rehash_h200.md). Made
+            # last, so the other streams keep the places in PyTorch's pools they had.
+            # With the SMs split, the assemblies stay on the kernels' stream and its SMs.
             self.assembly = self.pre if self.split or not assembly_stream else torch.cuda.Stream(
                 device, priority=-2 if preprocess_first else 0)
             from numba import cuda

@@ -8,8 +8,9 @@
 #     the graphed step, the batch graphs and the streams.
 #   PART=eager (run 14): eager b32768's choice beside ideal and gpu-sequential (the
 #     recovery target met in runs 4-7), then the eager b16384 folder with its runners-up.
-#   PART=ab (run 15): eager b32768's and graphed b16384's choices, each with its assemblies
-#     on their own stream and behind the kernels (corun execute --assembly-behind-kernels),
+#   PART=ab (run 15, ROUNDS=1, which the device budget cut short after the own-stream
+#     runs, and with --assembly-behind-kernels, since renamed): eager b32768's and graphed b16384's choices, each with its assemblies
+#     on their own stream and behind the kernels (corun execute --assembly-stream own|behind),
 #     in two rounds of turned order, beside each one's ideal.
 #   PART=matrix: the issue's matrix as CUDA graphs (bench/matrix_head_session.sh
 #     PART=graphs), one round, to see the Criteo-like plans keep 99.5-99.8% of ideal.
@@ -81,9 +82,8 @@ round(m['iteration']['p10_ms'], 2), round(m['iteration']['p90_ms'], 2), \
   for r in $(seq 1 "${ROUNDS:-2}"); do
     if [ $r = 1 ]; then order="own behind"; else order="behind own"; fi
     for how in $order; do
-      flag=(); [ $how = behind ] && flag=(--assembly-behind-kernels)
-      ex "eager-$how-$r" "$e" "${flag[@]}"
-      ex "graphed-$how-$r" "$g" "${flag[@]}"
+      ex "eager-$how-$r" "$e" --assembly-stream "$how"
+      ex "graphed-$how-$r" "$g" --assembly-stream "$how"
     done
   done
   gzip -9n "$root"/*.json 2>/dev/null

@@ -33,10 +33,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="issue each batch's staging copies, kernel launches and assembly "
                    "call by call (by default they are captured once and replayed as CUDA "
                    "graphs)")
-    p.add_argument("--assembly-behind-kernels", dest="assembly_stream", action="store_false",
-                   help="each batch's assembly queued behind the preprocessing kernels on "
-                   "their stream, as through session 54 (by default on a stream of its own, "
-                   "so that no later batch's kernel waits for it)")
+    p.add_argument("--assembly-stream", choices=["own", "behind"],
+                   help="each batch's assembly on a stream of its own (own) or queued "
+                   "behind the preprocessing kernels on theirs (behind); by default own "
+                   "where the step runs as CUDA graphs and behind where it runs eagerly "
+                   "(RunSettings.assembly_stream)")
     p.add_argument("--feed-thread", action="store_true",
                    help="an experiment: each step's batch work (build, check and stage the "
                    "batches around it) on a second host thread during the step's backward "
@@ -89,7 +90,8 @@ def build(args: argparse.Namespace):
                            host_workers_per_gpu(strategy, hw),
                            preprocess_graphs=args.batch_graphs,
                            feed_thread=args.feed_thread, check_timed=args.check_timed,
-                           assembly_stream=args.assembly_stream)
+                           assembly_stream=None if args.assembly_stream is None
+                           else args.assembly_stream == "own")
     rank = int(os.environ.get("RANK", "0"))
     quiet = args.quiet or rank != 0
     say = progress(quiet)

@@ -544,3 +544,24 @@ def test_executors_share_the_batches_they_are_given(workload, monkeypatch):
                      say=lambda *a: None, inputs=inputs).run()
         assert m.checked_rows == ROWS * (ITERS + WARMUP)
     assert made == ["gpu-sequential", "gpu-overlap"] and len(inputs) == 2
+
+
+@pytest.mark.parametrize("flag, want", [(None, False), ("own", True), ("behind", False)])
+def test_the_assembly_stream_follows_the_flag_else_the_step_kind(workload, tmp_path,
+                                                                 monkeypatch, flag, want):
+    """`--assembly-stream own|behind` puts each batch's assembly on a stream of its own or
+    behind the kernels; by default the eager step's assemblies queue behind the kernels
+    (RunSettings.assembly_stream: own only where the step is graphed)."""
+    from backend import streams
+
+    seen = []
+    real = streams.Streams.__init__
+
+    def spy(self, *args, **kwargs):
+        seen.append(args[5] if len(args) > 5 else kwargs.get("assembly_stream", True))
+        real(self, *args, **kwargs)
+
+    monkeypatch.setattr(streams.Streams, "__init__", spy)
+    extra = ["--assembly-stream", flag] if flag else []
+    assert execute(workload, tmp_path / "m.json", "--strategy", "gpu-sequential", *extra) == 0
+    assert seen == [want]
