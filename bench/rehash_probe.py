@@ -247,11 +247,11 @@ def thirds_table(folder: Path) -> list[str]:
         order = sorted(range(len(its)), key=its.__getitem__)
         n = len(order) // 3
         for third, idx in (("fast", order[:n]), ("slow", order[-n:])):
-            def mean(key: str, idx=idx) -> float:
-                return sum(per[key][i] for i in idx) / len(idx)
-            out.append(f"| {m['strategy']} | {third} | {mean('iteration'):.3f} | "
-                       f"{mean(starts[0]):.3f} | "
-                       + " | ".join(f"{mean(k):.3f}" for k in stages) + " |")
+            means = {k: sum(per[k][i] for i in idx) / len(idx)
+                     for k in ("iteration", starts[0], *stages)}
+            out.append(f"| {m['strategy']} | {third} | {means['iteration']:.3f} | "
+                       f"{means[starts[0]]:.3f} | "
+                       + " | ".join(f"{means[k]:.3f}" for k in stages) + " |")
     return out
 
 

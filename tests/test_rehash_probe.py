@@ -64,3 +64,22 @@ def test_shapes_parse_in_order():
 
 def test_the_committed_report_is_what_the_records_render():
     assert rehash_probe.render() == (ROOT / "bench/results/rehash_h200.md").read_text()
+
+
+def test_thirds_split_each_strategys_iterations_by_time(tmp_path):
+    """The fast third's and slow third's means, the kernel's start and each stage, for
+    records that hold their stages iteration by iteration; none for older records."""
+    import gzip
+    import json
+
+    from bench.rehash_probe import thirds_table
+
+    per = {"iteration": [3.0, 5.0, 3.2, 5.2, 3.1, 5.1], "start_k0": [0.5, 0.6] * 3,
+           "stage_emb_fwd": [1.0, 3.0] * 3}
+    record = {"strategy": "corun", "stages": {}, "per_iteration": per}
+    (tmp_path / "corun.json.gz").write_bytes(gzip.compress(json.dumps(record).encode()))
+    old = {"strategy": "corun-2", "stages": {}, "per_iteration": {"iteration": [1.0]}}
+    (tmp_path / "corun-2.json.gz").write_bytes(gzip.compress(json.dumps(old).encode()))
+    rows = [r for r in thirds_table(tmp_path) if r.startswith("| corun")]
+    assert rows == ["| corun | fast | 3.050 | 0.500 | 1.000 |",
+                    "| corun | slow | 5.150 | 0.600 | 3.000 |"]
