@@ -31,15 +31,16 @@ class Streams:
 
     def __init__(self, device: torch.device, training_high: bool, pre_sms: int = 0,
                  preprocess_first: bool = False, update_sms: int = 0,
-                 assembly_stream: bool = True) -> None:
+                 assembly_stream: bool = False) -> None:
         """`pre_sms` > 0: the preprocessing stream on that many SMs of its own, training
         on the rest (backend/sm_split.py); `update_sms` > 0: the embedding update's
         stream (`update`) on that many SMs of its own, preprocessing on the rest, and
         training's other stages on every SM; both 0: both streams on every SM.
         `preprocess_first`: the preprocessing stream above training (overrides
         `training_high`), so its blocks take the SMs a training kernel's blocks free.
-        `assembly_stream`: the assemblies on a stream of their own, else on the
-        preprocessing stream (RunSettings.assembly_stream)."""
+        `assembly_stream`: the batches' assemblies on a stream of their own (`assembly`),
+        else on the preprocessing stream (RunSettings.assembly_stream; the profiler
+        assembles nothing)."""
         self.cuda = device.type == "cuda"
         self.split = None
         self.update = None

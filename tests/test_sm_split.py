@@ -38,8 +38,11 @@ def test_preprocessing_first_puts_its_stream_above_training():
     assert first.pre.priority < first.train.priority  # lower number, higher priority
     usual = Streams(device, training_high=True)
     assert usual.train.priority < usual.pre.priority
-    # the assemblies: a stream of their own at the kernels' priority
-    for s in (first, usual):
+    assert usual.assembly is usual.pre  # by default the assemblies queue behind the kernels
+    # asked for, a stream of their own at the kernels' priority
+    for pre_first in (True, False):
+        s = Streams(device, training_high=True, preprocess_first=pre_first,
+                    assembly_stream=True)
         assert s.assembly is not s.pre and s.assembly.priority == s.pre.priority
 
 
