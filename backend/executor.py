@@ -69,7 +69,7 @@ from spec import (
     hardware_preset,
     stages_for,
 )
-from spec.measurement import CHECKED_EVERY, GRAPHS_NOTE, UNCHECKED
+from spec.measurement import ASSEMBLY_STREAM_NOTE, CHECKED_EVERY, GRAPHS_NOTE, UNCHECKED
 
 
 def freeze_heap() -> None:
@@ -654,7 +654,11 @@ class Executor:
             notes.append(GRAPHS_NOTE + ", one a stage, captured "
                          "before the timed loop on the run's first batch, after eager "
                          "warm-up steps on it (backend/graphed.py)")
-        split = getattr(getattr(self, "S", None), "split", None)
+        streams = getattr(self, "S", None)
+        if streams is not None and streams.assembly is not None \
+                and streams.assembly is not streams.pre:
+            notes.append(ASSEMBLY_STREAM_NOTE)
+        split = getattr(streams, "split", None)
         if split is not None:
             training = ("the embedding update" if self.settings.update_sms else "training")
             notes.append(f"SMs split: preprocessing on {split.pre_sms}, {training} on "

@@ -59,6 +59,11 @@ class Measurement:
     where the lost time falls in a different stage each iteration)."""
 
 
+ASSEMBLY_STREAM_NOTE = ("each batch's assembly on a stream of its own, after the batch's "
+                        "last kernel (RunSettings.assembly_stream)")
+"""A measurement's note where its assemblies did not queue behind the kernels (session 55
+on, where the step is graphed; before, never)."""
+
 GRAPHS_NOTE = "the trainer's step replayed as CUDA graphs"
 """How a measurement's notes begin to say the step ran as CUDA graphs (backend/executor)."""
 
