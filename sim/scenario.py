@@ -323,7 +323,14 @@ def _assembly_run(last: KernelRun, batch_mb: float, compared: bool) -> KernelRun
     (emb_bwd beside the interaction_bwd plan's) keeps the kernel's rates. Re-predicted
     (`python bench/repredict.py` on those and 8 other runs), the 68 graphed heavy-lean
     cases went from 19 to 59 within 5% (mean error 5.9% -> 3.5%), the flat ones did not
-    move."""
+    move.
+
+    Since session 55 the executor runs the assembly of a graphed step on a stream of its
+    own (RunSettings.assembly_stream), where the next batch's kernel does not wait for
+    it; here it still queues behind the kernels, as the eager step's does. The two part
+    only where an assembly runs into the step after it: graphed heavy-rehash b16384's
+    choice, whose assembly measured 0.38-0.43 ms against 0.21 simulated, was predicted
+    7.7% fast on its own stream (bench/results/rehash_h200.md, run 13)."""
     alone_ms = assembly_ms(batch_mb, compared)
     holds = tuple(ASSEMBLY_HOLDS for _ in last.effects) \
         if alone_ms >= ASSEMBLY_HOLD_MIN_MS else last.carried
