@@ -52,7 +52,9 @@ def _tail_section(meas: list) -> list[str]:
     return ["## Slow iterations", "",
             "The slowest 10% of iterations against the middle half (mean ms), and the "
             "pieces that grew most (ms; `batch_wait`: the training stream waiting for its "
-            "batch, `busy`: its own work, `host_*`: the host thread's pieces).", "",
+            "batch, `busy`: its own work, `stage_*`: each training stage, `span_*`: the "
+            "batch's copy, kernels and assembly beside it, `host_*`: the host thread's "
+            "pieces).", "",
             markdown_table(["strategy", "workload", "batch", "typical ms", "slowest 10% ms",
                             "grew most"], rows), ""]
 

@@ -22,7 +22,8 @@ class Tail:
     slow_ms: float
     """Mean iteration time of the slowest `share`."""
     extra_ms: dict[str, float]
-    """Per recorded piece: its mean over the slow iterations minus over the typical ones."""
+    """Per recorded piece (a duration: not the spans' `start_*`, which are positions in
+    the step): its mean over the slow iterations minus over the typical ones."""
 
 
 def tail(m: Measurement, share: float = 0.1) -> Tail | None:
@@ -40,4 +41,5 @@ def tail(m: Measurement, share: float = 0.1) -> Tail | None:
         return statistics.fmean(per[key][i] for i in idx)
 
     return Tail(mean("iteration", typical), mean("iteration", slow),
-                {k: mean(k, slow) - mean(k, typical) for k in per if k != "iteration"})
+                {k: mean(k, slow) - mean(k, typical) for k in per
+                 if k != "iteration" and not k.startswith("start_")})

@@ -89,7 +89,8 @@ def test_slow_iterations_are_taken_apart(files, tmp_path):
     n = 200
     waits = [3.0 if i % 10 == 0 else 0.0 for i in range(n)]
     per = {"iteration": tuple(5.0 + w for w in waits), "batch_wait": tuple(waits),
-           "busy": (4.9,) * n, "host_step": (4.0,) * n}
+           "busy": (4.9,) * n, "host_step": (4.0,) * n,
+           "start_k0": tuple(0.5 + w for w in waits)}  # a position in the step, not a time
     preds, meas = load_files(files)
     tailed = replace(meas[0], per_iteration=per)
     t = tail(tailed)
