@@ -8,14 +8,18 @@
 #     the graphed step, the batch graphs and the streams.
 #   PART=eager (run 14): eager b32768's choice beside ideal and gpu-sequential (the
 #     recovery target met in runs 4-7), then the eager b16384 folder with its runners-up.
-#   PART=ab (run 15, ROUNDS=1, which the device budget cut short after the own-stream
-#     runs, and with --assembly-behind-kernels, since renamed): eager b32768's and graphed b16384's choices, each with its assemblies
-#     on their own stream and behind the kernels (corun execute --assembly-stream own|behind),
-#     in two rounds of turned order, beside each one's ideal.
+#     Run 14 ran them with the assemblies on their own stream, then every step's default;
+#     now the eager default queues them behind the kernels (RunSettings.assembly_stream).
+#   PART=ab (run 15): eager b32768's and graphed b16384's choices, each with its
+#     assemblies on their own stream and behind the kernels (corun execute
+#     --assembly-stream own|behind), in ROUNDS rounds of turned order, beside each one's
+#     ideal. Run 15 (ROUNDS=1, with the flag then named --assembly-behind-kernels) was cut
+#     short by the device budget after the own-stream runs.
 #   PART=matrix: the issue's matrix as CUDA graphs (bench/matrix_head_session.sh
-#     PART=graphs), one round, to see the Criteo-like plans keep 99.5-99.8% of ideal.
+#     PART=graphs), one round, to see the Criteo-like plans keep 99.5-99.8% of ideal
+#     with the graphed default, the assemblies on their own stream (not yet run).
 # With OUT set by the device tool:
-#   PART=graphs|eager|order|ab|matrix bash bench/assembly_stream_session.sh
+#   PART=graphs|eager|ab|matrix bash bench/assembly_stream_session.sh
 # returns $OUT/assembly-stream-$PART.tar (raw records gzipped, logs).
 set -u
 part=${PART:-graphs}
@@ -50,21 +54,6 @@ eager)
   tune heavy-lean-b16384 b16384 ideal,gpu-sequential,corun,corun-2,corun-3,corun-4,corun-5 \
     1 120 --no-launch-steps --no-lead-variant
   ;;
-order)  # run 15: the assembly stream made after the copy stream, as PyTorch's pools turn
-  python - <<'PY' > "$root/streams.txt"
-import torch
-from backend.streams import Streams
-S = Streams(torch.device("cuda", 0), training_high=True)
-for name in ("train", "pre", "copy", "assembly"):
-    s = getattr(S, name)
-    print(name, s.priority, s.stream_id, hex(s.cuda_stream))
-PY
-  cat "$root/streams.txt"
-  tune heavy-lean-b32768 b32768 ideal,gpu-sequential,corun 2 150 \
-    --no-launch-steps --no-lead-variant
-  tune heavy-lean-b16384-graphs b16384-graphs ideal,gpu-sequential,corun,corun-5 1 80 \
-    --no-launch-steps --no-lead-variant
-  ;;
 ab)  # run 15: each choice with its assemblies on their own stream and behind the kernels
   ex() {  # ex NAME ARGS...: one corun execute, its median printed
     python -m corun.cli execute "${@:2}" --iterations 300 --warmup 20 --quiet \
@@ -95,7 +84,7 @@ matrix)
   tail -30 "$root/matrix-graphs.log"
   gzip -9n "$root"/matrix-graphs/*.json 2>/dev/null
   ;;
-*) echo "PART = $part: one of graphs, eager, order, ab, matrix" >&2; exit 2 ;;
+*) echo "PART = $part: one of graphs, eager, ab, matrix" >&2; exit 2 ;;
 esac
 tar -C "$OUT" -cf "$OUT/assembly-stream-$part.tar" assembly-stream && rm -rf "$root"
 exit $rc
