@@ -551,9 +551,10 @@ class Executor:
         iters = [S.ms(tops[i], tops[i + 1]) for i in timed]
         busy = [S.ms(afters[i], ends[i]) for i in timed]
         span_ms = S.ms(tops[w], tops[total])
+        by_stage = [clocks[i].stage_ms() for i in timed]  # each timed iteration's stages
         stages: dict[str, list[float]] = {}
-        for i in timed:
-            for st, ms in clocks[i].stage_ms().items():
+        for stage_ms in by_stage:
+            for st, ms in stage_ms.items():
                 stages.setdefault(st.value, []).append(ms)
         kernels: dict[str, Spread] = {}
         extra: dict[str, Spread] = {}
@@ -590,12 +591,10 @@ class Executor:
         for name, xs in by_batch.items():  # the batch each timed iteration preprocessed
             per_iteration[f"span_{name}"] = tuple(rounded(xs.get(i + ahead, 0.0))
                                                   for i in timed)
-        for name, spans in getattr(self, "spans", {}).items():  # where in the step it ran
-            opened = {i: a for i, a, _ in spans}
+            opened = {i: a for i, a, _ in self.spans[name]}  # where in the step it began
             per_iteration[f"start_{name}"] = tuple(
                 rounded(S.ms(tops[i], opened[i + ahead])) if i + ahead in opened else 0.0
                 for i in timed)
-        by_stage = [clocks[i].stage_ms() for i in timed]
         for st in self.stages:
             per_iteration[f"stage_{st.value}"] = tuple(rounded(ms.get(st, 0.0))
                                                        for ms in by_stage)
