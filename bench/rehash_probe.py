@@ -37,7 +37,7 @@ from corun.plan_dir import plan_file, prediction_file  # noqa: E402
 from corun.tune_cmd import read_workload, variant_predictions  # noqa: E402
 from corun.workload import resolve_hardware, resolve_model, resolve_pipeline  # noqa: E402
 from spec import Plan, Prediction, SpecError, Stage, load  # noqa: E402
-from spec.serde import read_stored_text, save, stored_path, write_atomic  # noqa: E402
+from spec.serde import read_stored_text, save, write_atomic  # noqa: E402
 
 RAW = Path(__file__).resolve().parent / "results" / "raw"
 RUNS = {
@@ -199,18 +199,23 @@ def shapes_folder(folder: Path, out: Path, shapes: list[tuple[str, int]]) -> Non
               f"predicted {predicted[name]:.3f} ms")
 
 
-def stage_table(folder: Path) -> list[str]:
+def measurements(folder: Path) -> list[dict]:
+    """The folder's measurement records (`corun tune`'s summaries left out), by name."""
+    docs = (json.loads(read_stored_text(p)) for p in sorted(folder.glob("*.json.gz")))
+    return [m for m in docs if "stages" in m]
+
+
+def stage_table(records: list[dict]) -> list[str]:
     """Each strategy's training stages less ideal's (ms, medians of its median round) and
     its kernels' spans from launch to end."""
-    if not stored_path(folder / "ideal.json").exists():
+    ideal = next((m for m in records if m["strategy"] == "ideal"), None)
+    if ideal is None:
         return ["(No stage table: ideal's record was not kept.)"]
-    ideal = json.loads(read_stored_text(folder / "ideal.json"))
     stages = list(ideal["stages"])
     out = ["| strategy | " + " | ".join(stages) + " | kernel span ms |",
            "|---|" + "---:|" * (len(stages) + 1)]
-    for path in sorted(folder.glob("*.json.gz")):
-        m = json.loads(read_stored_text(path))
-        if "stages" not in m or m["strategy"] == "ideal":
+    for m in records:
+        if m["strategy"] == "ideal":
             continue
         k, what = m["plan"]["kernels"], m["strategy"]
         if k and what != "gpu-sequential":
@@ -223,18 +228,17 @@ def stage_table(folder: Path) -> list[str]:
     return out
 
 
-def thirds_table(folder: Path) -> list[str]:
+def thirds_table(records: list[dict]) -> list[str]:
     """Where each co-run strategy's slow steps lost their time: the means of its fastest
     and slowest thirds of timed iterations (ms), the kernel's start after the top of the
     iteration and each training stage. Only records with per-iteration stages (run 12
-    on); none otherwise."""
+    on) and a planned kernel (named k0, k1, ...: not gpu-sequential's); none otherwise."""
     out: list[str] = []
-    for path in sorted(folder.glob("*.json.gz")):
-        m = json.loads(read_stored_text(path))
+    for m in records:
         per = m.get("per_iteration", {})
         stages = [k for k in per if k.startswith("stage_")]
         starts = [k for k in per if k.startswith("start_k")]
-        if not stages or not starts or "stages" not in m:
+        if not stages or not starts:
             continue
         if not out:
             out = ["", "Fastest and slowest third of each co-run strategy's timed iterations "
@@ -266,8 +270,9 @@ def render() -> str:
     for name, text in RUNS.items():
         tune = (RAW / name / "tune.md").read_text()
         block = tune[tune.index("```"):tune.rindex("```") + 3]
-        lines += ["", f"## {name}", "", text, "", block, "", *stage_table(RAW / name),
-                  *thirds_table(RAW / name)]
+        records = measurements(RAW / name)
+        lines += ["", f"## {name}", "", text, "", block, "", *stage_table(records),
+                  *thirds_table(records)]
     return "\n".join(lines) + "\n"
 
 

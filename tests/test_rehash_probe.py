@@ -72,7 +72,7 @@ def test_thirds_split_each_strategys_iterations_by_time(tmp_path):
     import gzip
     import json
 
-    from bench.rehash_probe import thirds_table
+    from bench.rehash_probe import measurements, thirds_table
 
     per = {"iteration": [3.0, 5.0, 3.2, 5.2, 3.1, 5.1], "start_k0": [0.5, 0.6] * 3,
            "stage_emb_fwd": [1.0, 3.0] * 3}
@@ -80,6 +80,6 @@ def test_thirds_split_each_strategys_iterations_by_time(tmp_path):
     (tmp_path / "corun.json.gz").write_bytes(gzip.compress(json.dumps(record).encode()))
     old = {"strategy": "corun-2", "stages": {}, "per_iteration": {"iteration": [1.0]}}
     (tmp_path / "corun-2.json.gz").write_bytes(gzip.compress(json.dumps(old).encode()))
-    rows = [r for r in thirds_table(tmp_path) if r.startswith("| corun")]
+    rows = [r for r in thirds_table(measurements(tmp_path)) if r.startswith("| corun")]
     assert rows == ["| corun | fast | 3.050 | 0.500 | 1.000 |",
                     "| corun | slow | 5.150 | 0.600 | 3.000 |"]
