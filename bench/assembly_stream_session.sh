@@ -37,6 +37,17 @@ tune() {  # tune FOLDER OUTNAME STRATEGIES ROUNDS BUDGET_S [flags]: corun tune, 
   gzip -9n "$out"/*.json 2>/dev/null
 }
 
+ex() {  # ex NAME ARGS...: one corun execute, its median printed
+  python -m corun.cli execute "${@:2}" --iterations 300 --warmup 20 --quiet \
+    -o "$root/$1.json" > "$root/$1.log" 2>&1 || { rc=$?; tail -3 "$root/$1.log"; }
+  python -c "import json,sys; m=json.load(open(sys.argv[1])); s=m['stages']; \
+print(sys.argv[2], 'median', round(m['iteration']['median_ms'], 3), 'p10-p90', \
+round(m['iteration']['p10_ms'], 2), round(m['iteration']['p90_ms'], 2), \
+{k: round(v['median_ms'], 3) for k, v in s.items()})" "$root/$1.json" "$1" 2>/dev/null
+}
+e=bench/plans/rehash/heavy-lean-b32768/plan.json
+g=bench/plans/rehash/heavy-lean-b16384-graphs/plan.json
+
 case "$part" in
 graphs)
   PART=b16384-graphs ROUNDS=${ROUNDS:-2} BUDGET_S=${BUDGET_S:-200} OUT="$root" \
@@ -55,16 +66,6 @@ eager)
     1 120 --no-launch-steps --no-lead-variant
   ;;
 ab)  # run 15: each choice with its assemblies on their own stream and behind the kernels
-  ex() {  # ex NAME ARGS...: one corun execute, its median printed
-    python -m corun.cli execute "${@:2}" --iterations 300 --warmup 20 --quiet \
-      -o "$root/$1.json" > "$root/$1.log" 2>&1 || { rc=$?; tail -3 "$root/$1.log"; }
-    python -c "import json,sys; m=json.load(open(sys.argv[1])); s=m['stages']; \
-print(sys.argv[2], 'median', round(m['iteration']['median_ms'], 3), 'p10-p90', \
-round(m['iteration']['p10_ms'], 2), round(m['iteration']['p90_ms'], 2), \
-{k: round(v['median_ms'], 3) for k, v in s.items()})" "$root/$1.json" "$1" 2>/dev/null
-  }
-  e=bench/plans/rehash/heavy-lean-b32768/plan.json
-  g=bench/plans/rehash/heavy-lean-b16384-graphs/plan.json
   ex eager-ideal --strategy ideal --model heavy-lean --pipeline heavy-rehash --batch 32768
   ex graphed-ideal --strategy ideal --model heavy-lean --pipeline heavy-rehash --batch 16384 \
     --cuda-graphs
@@ -84,7 +85,24 @@ matrix)
   tail -30 "$root/matrix-graphs.log"
   gzip -9n "$root"/matrix-graphs/*.json 2>/dev/null
   ;;
-*) echo "PART = $part: one of graphs, eager, ab, matrix" >&2; exit 2 ;;
+connections)  # run 17: the assembly stream with 32 hardware queues, not the driver's 8
+  matrix() {  # matrix NAME: kaggle and terabyte graphed, the assemblies own and behind
+    python bench/execute_gpu.py --matrix graphs --only kaggle,terabyte \
+      --strategies ideal,gpu-sequential,corun+own,corun+behind --repeats 2 --budget-s 100 \
+      --out "$root/$1" > "$root/$1.log" 2>&1 || rc=$?
+    grep -E "^===|ms, " "$root/$1.log" | paste - - | awk '{print $2, $3, $4, $5}'
+    gzip -9n "$root/$1"/*.json 2>/dev/null
+  }
+  matrix matrix-queues8
+  export CUDA_DEVICE_MAX_CONNECTIONS=32
+  matrix matrix-queues32
+  ex eager-ideal-q32 --strategy ideal --model heavy-lean --pipeline heavy-rehash --batch 32768
+  ex eager-own-q32 "$e" --assembly-stream own
+  ex eager-behind-q32 "$e" --assembly-stream behind
+  ex graphed-own-q32 "$g" --assembly-stream own
+  gzip -9n "$root"/*.json 2>/dev/null
+  ;;
+*) echo "PART = $part: one of graphs, eager, ab, matrix, connections" >&2; exit 2 ;;
 esac
 tar -C "$OUT" -cf "$OUT/assembly-stream-$part.tar" assembly-stream && rm -rf "$root"
 exit $rc

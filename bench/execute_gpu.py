@@ -293,7 +293,9 @@ def run_case(pipe_name: str, batch: int, label: str, args, trainers: dict, hw,
     # "+feed": each step's batch work on a second host thread during the step's backward
     # (RunSettings.feed_thread); "+inline": on the launching thread after the step (the
     # default since the feed thread measured no better; feed_thread_session.sh run 1 ran
-    # with the feed thread as the default, "+inline" as the variant)
+    # with the feed thread as the default, "+inline" as the variant); "+own" / "+behind":
+    # the batches' assemblies on a stream of their own / queued behind the kernels on
+    # theirs (RunSettings.assembly_stream; neither: own where the step is graphed)
     driver.use = "core" not in suffixes
     if "eager" in suffixes:
         model = replace(model, cuda_graphs=False)
@@ -327,6 +329,7 @@ def run_case(pipe_name: str, batch: int, label: str, args, trainers: dict, hw,
             update_sms = int(x[3:])
         if x.startswith("ipt") and x[3:].isdigit():
             ids_per_thread = int(x[3:])
+    assembly_stream = True if "own" in suffixes else False if "behind" in suffixes else None
     settings = RunSettings(args.iterations, args.warmup, args.distinct_batches, check,
                            0, None, workers, early_assembly="late" not in suffixes,
                            preprocess_sms=pre_sms, update_sms=update_sms,
@@ -337,7 +340,8 @@ def run_case(pipe_name: str, batch: int, label: str, args, trainers: dict, hw,
                            values_unroll=suffix_number(suffixes, "u", RunSettings.values_unroll),
                            values_max_registers=suffix_number(
                                suffixes, "r", RunSettings.values_max_registers),
-                           release_offset_ms=release_offset_ms(suffixes) or 0.0)
+                           release_offset_ms=release_offset_ms(suffixes) or 0.0,
+                           assembly_stream=assembly_stream)
     device = "cpu" if args.dry_run else f"cuda:{int(os.environ.get('LOCAL_RANK', '0'))}"
     key = (model.name, model.cuda_graphs)
     if hw.gpu_count > 1:  # each plan shards (and owner-maps) its own way: build per case
