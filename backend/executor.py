@@ -362,7 +362,7 @@ class Executor:
         cuda = self.device.type == "cuda"
         self.S = Streams(self.device, self.plan.training_priority_high, s.preprocess_sms,
                          s.preprocess_first, s.update_sms,
-                         self.model.cuda_graphs if s.assembly_stream is None
+                         self.plan.assembly_stream if s.assembly_stream is None
                          else s.assembly_stream)
         self.trainer.begin_run()
         self.trainer.update_stream = self.S.update  # its grid as on every SM: the update

@@ -69,14 +69,8 @@ class RunSettings:
     assembly_stream: bool | None = None
     """On a GPU, each batch's assembly on a stream of its own (Streams.assembly), after
     the batch's last kernel (True), or queued behind the kernels on the preprocessing
-    stream, as through session 54, so that a later batch's kernel waits for it (False).
-    None: its own stream where the step runs as CUDA graphs, behind the kernels where it
-    runs eagerly, as each measured best on the H200 (bench/results/rehash_h200.md runs
-    12-15): graphed heavy-rehash b16384's choice went from 36% below gpu-sequential to
-    53% of the gap recovered, its kernel no longer starting late behind an assembly in
-    every other step, and b32768's kept 101%; eager b32768's choice had its
-    interaction_bwd held by the kernel in every step on its own stream (-13% in two
-    starts, against 96-100% in five behind the kernels), for reasons not yet found.
+    stream, so that a later batch's kernel waits for it (False). None: as the plan says
+    (Plan.assembly_stream, False unless `corun tune` measured the other faster).
     `corun execute --assembly-stream {own,behind}` sets it."""
     preprocess_graphs: bool = True
     """On a GPU, each batch's staging copies, kernel launches (with their list scans) and

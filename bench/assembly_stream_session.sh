@@ -17,9 +17,15 @@
 #     short by the device budget after the own-stream runs.
 #   PART=matrix: the matrix as CUDA graphs (bench/matrix_head_session.sh
 #     PART=graphs), one round, to see the Criteo-like plans keep 99.5-99.8% of ideal
-#     with the graphed default, the assemblies on their own stream (not yet run).
+#     with the graphed default then, the assemblies on their own stream (run 16).
+#   PART=connections (run 17): the graphed kaggle and terabyte plans with their assemblies
+#     on their own stream and behind the kernels (execute_gpu.py +own/+behind), with the
+#     driver's 8 hardware queues and with 32 (CUDA_DEVICE_MAX_CONNECTIONS), then eager
+#     b32768 both ways and graphed b16384 on its own stream with 32.
+#   PART=tune (run 18): graphed b16384 and b32768 tuned with the chosen plan's other
+#     assembly stream as a variant (corun tune's stream_variant).
 # With OUT set by the device tool:
-#   PART=graphs|eager|ab|matrix bash bench/assembly_stream_session.sh
+#   PART=graphs|eager|ab|matrix|connections|tune bash bench/assembly_stream_session.sh
 # returns $OUT/assembly-stream-$PART.tar (raw records gzipped, logs).
 set -u
 part=${PART:-graphs}
@@ -102,7 +108,13 @@ connections)  # run 17: the assembly stream with 32 hardware queues, not the dri
   ex graphed-own-q32 "$g" --assembly-stream own
   gzip -9n "$root"/*.json 2>/dev/null
   ;;
-*) echo "PART = $part: one of graphs, eager, ab, matrix, connections" >&2; exit 2 ;;
+tune)  # run 18: corun tune with the chosen plan's stream variant (tune_cmd.stream_variant)
+  tune heavy-lean-b16384-graphs b16384-graphs ideal,gpu-sequential,corun 2 90 \
+    --no-launch-steps --no-lead-variant
+  tune heavy-lean-b32768-graphs b32768-graphs ideal,gpu-sequential,corun 2 110 \
+    --no-launch-steps --no-lead-variant
+  ;;
+*) echo "PART = $part: one of graphs, eager, ab, matrix, connections, tune" >&2; exit 2 ;;
 esac
 tar -C "$OUT" -cf "$OUT/assembly-stream-$part.tar" assembly-stream && rm -rf "$root"
 exit $rc

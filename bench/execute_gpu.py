@@ -295,7 +295,7 @@ def run_case(pipe_name: str, batch: int, label: str, args, trainers: dict, hw,
     # default since the feed thread measured no better; feed_thread_session.sh run 1 ran
     # with the feed thread as the default, "+inline" as the variant); "+own" / "+behind":
     # the batches' assemblies on a stream of their own / queued behind the kernels on
-    # theirs (RunSettings.assembly_stream; neither: own where the step is graphed)
+    # theirs (RunSettings.assembly_stream; neither: as the plan says)
     driver.use = "core" not in suffixes
     if "eager" in suffixes:
         model = replace(model, cuda_graphs=False)

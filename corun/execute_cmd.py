@@ -35,9 +35,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "graphs)")
     p.add_argument("--assembly-stream", choices=["own", "behind"],
                    help="each batch's assembly on a stream of its own (own) or queued "
-                   "behind the preprocessing kernels on theirs (behind); by default own "
-                   "where the step runs as CUDA graphs and behind where it runs eagerly "
-                   "(RunSettings.assembly_stream)")
+                   "behind the preprocessing kernels on theirs (behind); by default as "
+                   "the plan says (Plan.assembly_stream: behind unless `corun tune` "
+                   "measured its own stream faster)")
     p.add_argument("--feed-thread", action="store_true",
                    help="an experiment: each step's batch work (build, check and stage the "
                    "batches around it) on a second host thread during the step's backward "

@@ -10,8 +10,10 @@ rounds moves every strategy of a round alike. The fastest plan by its median ove
 rounds is written as tuned.json, with the measurements and a table of predicted against
 measured ranks. Where the chosen plan runs, so does that plan at the search's other launch
 shapes, the decision the cost model is least sure of (`launch_variants`;
-`--no-launch-steps` leaves them out), and one batch further ahead or behind
-(`lead_variant`; `--no-lead-variant` leaves it out).
+`--no-launch-steps` leaves them out), one batch further ahead or behind
+(`lead_variant`; `--no-lead-variant` leaves it out), and with its batches' assemblies the
+other way, on a stream of their own or behind the kernels (`stream_variant`;
+`--no-stream-variant` leaves it out).
 """
 
 from __future__ import annotations
@@ -56,6 +58,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="leave out the folder's chosen plan with its other batch lead (one "
                    "batch ahead for two, two for one), which runs by default where corun "
                    "does: named corun-ahead<N>, predicted as the chosen plan was")
+    p.add_argument("--no-stream-variant", dest="stream_variant", action="store_false",
+                   help="leave out the folder's chosen plan with its batches' assemblies "
+                   "the other way (Plan.assembly_stream: on a stream of their own, or "
+                   "behind the kernels), which runs by default where corun does: named "
+                   "corun-own or corun-behind, predicted as the chosen plan was")
     p.add_argument("--budget-s", type=float,
                    help="start no round after this many seconds (the rounds done count)")
     p.add_argument("--seed", type=int, default=d.seed)
@@ -175,12 +182,15 @@ def _tune(args, folder: Path, work: Workload, strategies: list[str]) -> int:
             kinds[s] = None
             plans[s] = load(Plan, folder / plan_file(s))
     predicted = {}
-    if "corun" in strategies and (args.launch_steps or args.lead_variant):
+    if "corun" in strategies and (args.launch_steps or args.lead_variant
+                                  or args.stream_variant):
         chosen = plans["corun"]
         variants = launch_variants(chosen, plans.values(), pipeline) if args.launch_steps \
             else {}
-        if args.lead_variant:
-            variants.update(lead_variant(chosen, [*plans.values(), *variants.values()]))
+        for wanted, variant in ((args.lead_variant, lead_variant),
+                                (args.stream_variant, stream_variant)):
+            if wanted:
+                variants.update(variant(chosen, [*plans.values(), *variants.values()]))
         plans.update(variants)
         kinds.update(dict.fromkeys(variants))
         strategies = strategies + list(variants)
@@ -271,6 +281,20 @@ def lead_variant(chosen, taken) -> dict:
     ahead = 3 - chosen.batches_ahead
     plan = replace(chosen, batches_ahead=ahead)
     return {} if plan in list(taken) else {f"corun-ahead{ahead}": plan}
+
+
+def stream_variant(chosen, taken) -> dict:
+    """The chosen plan with its batches' assemblies the other way (Plan.assembly_stream),
+    by name (corun-own, corun-behind), unless it has no kernel on the GPU or that plan
+    already runs. Which way is faster turns on whether an assembly runs into the next
+    step, where the simulator is least sure: graphed heavy-rehash b16384's choice
+    measured 3.67 ms on a stream of its own and 4.65-4.70 behind, the graphed Criteo-like
+    plans 0.6-0.7% slower on their own (bench/results/assembly_stream_h200.md)."""
+    if not chosen.kernels:
+        return {}
+    plan = replace(chosen, assembly_stream=not chosen.assembly_stream)
+    name = "corun-own" if plan.assembly_stream else "corun-behind"
+    return {} if plan in list(taken) else {name: plan}
 
 
 def variant_predictions(folder: Path, chosen, variants: dict, hw, model, pipeline) -> dict:

@@ -61,8 +61,9 @@ class Measurement:
 
 ASSEMBLY_STREAM_NOTE = ("each batch's assembly on a stream of its own, after the batch's "
                         "last kernel (RunSettings.assembly_stream)")
-"""A measurement's note where its assemblies did not queue behind the kernels (session 55
-on, where the step is graphed; before, never)."""
+"""A measurement's note where its assemblies did not queue behind the kernels (session 55:
+where the step was graphed; since session 56: where the plan or `--assembly-stream own`
+says; before, never)."""
 
 GRAPHS_NOTE = "the trainer's step replayed as CUDA graphs"
 """How a measurement's notes begin to say the step ran as CUDA graphs (backend/executor)."""

@@ -88,6 +88,15 @@ class Plan:
     """The batch per GPU it was planned for (its launch shapes and release stages are
     sized to it): `corun execute` and `corun simulate --plan` run at it unless --batch
     says otherwise. None (plans written before the field): the model's own batch."""
+    assembly_stream: bool = False
+    """Each batch's assembly on a stream of its own, after the batch's last kernel (True),
+    or queued behind the kernels on theirs (False). Apart, the next batch's kernel need
+    not wait for an assembly that runs into the next step: graphed heavy-rehash b16384's
+    choice, two ahead, 3.67 ms against 4.65-4.70 behind (same start). Behind, the H200
+    measured faster everywhere else it was tried side by side: the graphed Criteo-like
+    plans 99.6-99.7% of ideal against 98.4-99.1% (16 of 16 rounds), eager heavy-rehash
+    b32768 7.0 ms against 9.1-9.2 (bench/results/assembly_stream_h200.md). `corun tune`
+    measures the chosen plan both ways; the simulator does not tell them apart."""
 
     def __post_init__(self) -> None:
         require_int_range("gpu_count", self.gpu_count, 1, 4096)
@@ -96,6 +105,8 @@ class Plan:
         require(not (self.cuda_graphs and self.gpu_count > 1), "cuda_graphs", True,
                 "false with several GPUs (the graphed step is one process's)")
         require_int_range("batches_ahead", self.batches_ahead, 1, 2)
+        require(isinstance(self.assembly_stream, bool), "assembly_stream",
+                self.assembly_stream, "true or false")
         if self.batch_per_gpu is not None:
             require_int_range("batch_per_gpu", self.batch_per_gpu, 1, MAX_BATCH_PER_GPU)
         names = [k.name for k in self.kernels]

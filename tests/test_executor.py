@@ -546,12 +546,12 @@ def test_executors_share_the_batches_they_are_given(workload, monkeypatch):
     assert made == ["gpu-sequential", "gpu-overlap"] and len(inputs) == 2
 
 
-@pytest.mark.parametrize("flag, want", [(None, False), ("own", True), ("behind", False)])
-def test_the_assembly_stream_follows_the_flag_else_the_step_kind(workload, tmp_path,
-                                                                 monkeypatch, flag, want):
+@pytest.mark.parametrize("planned, flag, want", [
+    (False, None, False), (True, None, True), (False, "own", True), (True, "behind", False)])
+def test_the_assembly_stream_follows_the_flag_else_the_plan(workload, tmp_path, monkeypatch,
+                                                             planned, flag, want):
     """`--assembly-stream own|behind` puts each batch's assembly on a stream of its own or
-    behind the kernels; by default the eager step's assemblies queue behind the kernels
-    (RunSettings.assembly_stream: own only where the step is graphed)."""
+    behind the kernels; without it, the plan says (Plan.assembly_stream)."""
     from backend import streams
 
     seen = []
@@ -562,6 +562,12 @@ def test_the_assembly_stream_follows_the_flag_else_the_step_kind(workload, tmp_p
         real(self, *args, **kwargs)
 
     monkeypatch.setattr(streams.Streams, "__init__", spy)
+    _, _, pipe = workload
+    plan = Plan(pipe.name, "criteo-kaggle", 1,
+                (FusedKernel("k0", tuple(pipe.order), "top_mlp_fwd", 64),),
+                assembly_stream=planned)
+    save(plan, tmp_path / "plan.json")
     extra = ["--assembly-stream", flag] if flag else []
-    assert execute(workload, tmp_path / "m.json", "--strategy", "gpu-sequential", *extra) == 0
+    assert execute(workload, tmp_path / "m.json", str(tmp_path / "plan.json"), *extra) == 0
     assert seen == [want]
+    assert load(Plan, tmp_path / "plan.json").assembly_stream is planned  # read back

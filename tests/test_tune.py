@@ -36,7 +36,8 @@ def tune(folder, out, *extra):
 def test_rounds_of_every_strategy_and_the_fastest_kept(folder, tmp_path, capsys):
     out = tmp_path / "tuned"
     assert planned_strategies(folder / "plans") == ["corun", "corun-2", "rap"]
-    assert tune(folder, out, "--rounds", "2", "--no-launch-steps", "--no-lead-variant") == 0
+    assert tune(folder, out, "--rounds", "2", "--no-launch-steps", "--no-lead-variant",
+                "--no-stream-variant") == 0
     printed = capsys.readouterr().out
     summary = json.loads((out / "tune.json").read_text())
     rows = {r["strategy"]: r for r in summary["rows"]}
@@ -99,17 +100,21 @@ def test_launch_steps_add_the_chosen_plan_at_other_launch_shapes(folder, tmp_pat
             variants.append((f"corun-x{step:g}", blocks))
     assert len(variants) >= 2
     lead = f"corun-ahead{3 - chosen.batches_ahead}"  # and the chosen plan's other lead
+    assert not chosen.assembly_stream  # and its assemblies on a stream of their own
     assert list(rows) == ["ideal", "gpu-sequential", "corun", "corun-2",
-                          *(name for name, _ in variants), lead]
+                          *(name for name, _ in variants), lead, "corun-own"]
     assert load(Measurement, out / "rounds" / f"{lead}-r1.json").plan == replace(
         chosen, batches_ahead=3 - chosen.batches_ahead)
+    assert load(Measurement, out / "rounds" / "corun-own-r1.json").plan == replace(
+        chosen, assembly_stream=True)
     assert rows[lead]["predicted_ms"] > 0
+    assert rows["corun-own"]["predicted_ms"] == pytest.approx(rows["corun"]["predicted_ms"])
     for name, blocks in variants:
         ran = load(Measurement, out / "rounds" / f"{name}-r1.json").plan
         assert [k.blocks for k in ran.kernels] == blocks
         assert ran == replace(chosen, kernels=ran.kernels)  # nothing else changed
         assert rows[name]["predicted_ms"] > 0 and rows[name]["error_pct"] is not None
-    variants = [name for name, _ in variants] + [lead]
+    variants = [name for name, _ in variants] + [lead, "corun-own"]
     best = summary["measured_best"]
     if best in variants:
         assert load(Plan, out / "tuned.json") == load(Measurement, out / "rounds" /
@@ -134,6 +139,20 @@ def test_the_lead_variant_flips_batches_ahead_unless_that_plan_runs_or_has_no_ke
         assert lead_variant(chosen, [chosen]) == {f"corun-ahead{3 - ahead}": other}
         assert lead_variant(chosen, [chosen, other]) == {}  # a runner-up is that plan
     assert lead_variant(replace(plan, kernels=()), [plan]) == {}
+
+
+def test_the_stream_variant_flips_the_assemblies_stream_unless_that_plan_runs(folder):
+    from dataclasses import replace
+
+    from corun.tune_cmd import stream_variant
+
+    plan = load(Plan, folder / "plans" / "plan.json")
+    for own, name in ((False, "corun-own"), (True, "corun-behind")):
+        chosen = replace(plan, assembly_stream=own)
+        other = replace(plan, assembly_stream=not own)
+        assert stream_variant(chosen, [chosen]) == {name: other}
+        assert stream_variant(chosen, [chosen, other]) == {}
+    assert stream_variant(replace(plan, kernels=()), [plan]) == {}
 
 
 def test_median_round_is_the_middle_one():
@@ -182,7 +201,8 @@ def test_a_folder_planned_for_a_pipeline_that_is_no_preset_asks_for_its_file(
     assert main(["tune", str(plans), "--model", str(folder / "model.json"), "--pipeline",
                  str(folder / "pipeline.json"), "--device", "cpu", "--iterations", "2",
                  "--warmup", "1", "--distinct-batches", "1", "--rounds", "1", "--strategies",
-                 "ideal,corun", "--no-launch-steps", "--no-lead-variant", "--quiet", "-o",
+                 "ideal,corun", "--no-launch-steps", "--no-lead-variant", "--no-stream-variant",
+                 "--quiet", "-o",
                  str(out)]) == 0  # the file given, the same folder tunes
 
 
