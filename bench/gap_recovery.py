@@ -8,9 +8,12 @@ a gap of 20% or more and a recovery of 75% or more.
                                  [--png bench/results/gap_recovery.png]
 
 Read from bench/results/raw/: every `execute_*.json` (bench/execute_gpu.py and
-bench/vocab_probe.py records) and every `tune_*/tune.json` (corun tune). Shares as
-reports.rounds takes them: per round against that round's ideal and gpu-sequential, then
-the median; recovered = (gpu-sequential - strategy) / (gpu-sequential - ideal) in time.
+bench/vocab_probe.py records) and every `tune_*/tune.json` (corun tune: each strategy's
+median round, kept beside it). Every time is a mean iteration, as the throughput counts
+it (reports.rounds.record_iteration_ms: slow steps counted, which a median step hides).
+Shares as reports.rounds takes them: per round against that round's ideal and
+gpu-sequential, then the median; recovered = (gpu-sequential - strategy) /
+(gpu-sequential - ideal) in time.
 A strategy run another way than a plan would be (`ideal+...`, a baseline) is not a
 "fastest". Records whose timed batches were all compared with the reference (every run
 before 2026-12-02, and `--check-timed` since) are marked: the comparison cost the plans
@@ -29,7 +32,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.render_execute import run_name  # noqa: E402
-from reports.rounds import IDEAL, SEQUENTIAL, is_ideal, round_stats  # noqa: E402
+from reports.rounds import (  # noqa: E402
+    IDEAL, SEQUENTIAL, is_ideal, record_iteration_ms, round_stats)
 from spec.measurement import CHECKED_EVERY  # noqa: E402
 from spec.serde import read_stored_text, stored_glob, stored_path, write_atomic  # noqa: E402
 
@@ -112,7 +116,7 @@ def execute_points(path: Path) -> list[Point]:
         key = (m["model"], c["pipeline"], c["batch"])
         g = groups.setdefault(key, {"rounds": {}, "graphed": False, "compared": False})
         g["rounds"].setdefault(c.get("repeat", 0), {})[c["strategy"]] = \
-            m["iteration"]["median_ms"]
+            record_iteration_ms(m)
         if c["strategy"] == SEQUENTIAL:
             g["graphed"] = any("CUDA graphs" in n for n in m["notes"])
             g["compared"] = _compared(m["notes"])
@@ -126,16 +130,22 @@ def execute_points(path: Path) -> list[Point]:
 
 
 def tune_points(path: Path) -> list[Point]:
-    """The Point of one `corun tune` summary (tune.json), graphed and compared as its
-    gpu-sequential measurement beside it says."""
+    """The Point of one `corun tune` summary (tune.json), from the measurement of each
+    strategy's median round kept beside it (the rounds themselves are not kept), by its
+    throughput; a strategy whose record was not kept is left out (three early folders'
+    launch variants). Graphed and compared as its gpu-sequential record says."""
     doc = json.loads(read_stored_text(path))
     if not doc["model"].startswith("heavy"):
         return []
-    seq = path.parent / "gpu-sequential.json"
-    notes = json.loads(read_stored_text(seq))["notes"] if stored_path(seq).exists() else []
-    p = point(run_name(path), (doc["model"], doc["pipeline"], doc["batch"]),
-              doc["rows"], any("CUDA graphs" in n for n in notes),
-              _compared(notes))
+    records = {r["strategy"]: json.loads(read_stored_text(path.parent / f"{r['strategy']}.json"))
+               for r in doc["rows"] if stored_path(path.parent / f"{r['strategy']}.json").exists()}
+    if IDEAL not in records or SEQUENTIAL not in records:
+        return []
+    stats = round_stats({0: {s: record_iteration_ms(m) for s, m in records.items()}})
+    rows = [{**vars(st), "rounds": doc["rounds"]} for st in stats]
+    notes = records[SEQUENTIAL]["notes"]
+    p = point(run_name(path), (doc["model"], doc["pipeline"], doc["batch"]), rows,
+              any("CUDA graphs" in n for n in notes), _compared(notes))
     return [] if p is None else [p]
 
 

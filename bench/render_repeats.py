@@ -1,6 +1,7 @@
 """Strategies measured in several rounds of one command (bench/execute_gpu.py --repeats R),
-against the predictions they were chosen on: per workload and strategy, the median
-iteration over the rounds and its range, the share of each round's own ideal, how often
+against the predictions they were chosen on: per workload and strategy, the median over
+the rounds of its mean iteration (its timed span over its iterations, as the throughput
+counts it: reports.rounds.record_iteration_ms) and its range, the share of each round's own ideal, how often
 the strategy was the round's fastest, gpu-sequential's gap to ideal and the share of it
 each strategy recovers (both per round, then the median), and the predicted iteration
 (bench/render_plans.predicted_ms) with its error against the median. One run's median
@@ -28,7 +29,7 @@ sys.path.insert(0, str(ROOT))
 import spec  # noqa: E402
 from bench.render_execute import render_main  # noqa: E402
 from bench.render_plans import predicted_ms  # noqa: E402
-from reports.rounds import SEQUENTIAL, is_ideal, round_stats  # noqa: E402
+from reports.rounds import SEQUENTIAL, is_ideal, record_iteration_ms, round_stats  # noqa: E402
 from spec.serde import read_stored_text  # noqa: E402
 
 
@@ -56,7 +57,7 @@ def rounds_of(raw: list[Path], pool: bool = False) -> dict[tuple, dict[int, dict
 def summarise(rounds: dict[int, dict[str, dict]]) -> list[dict]:
     """One row per strategy of one workload, over the rounds that measured it and ideal
     (reports.rounds.round_stats), with its predicted iteration and the run's command."""
-    ms = {r: {s: c["measurement"]["iteration"]["median_ms"] for s, c in cases.items()}
+    ms = {r: {s: record_iteration_ms(c["measurement"]) for s, c in cases.items()}
           for r, cases in rounds.items() if "ideal" in cases}
     out = []
     for st in round_stats(ms):
@@ -106,7 +107,9 @@ def render(raw: list[Path], pool: bool = False, command: str | None = None) -> s
              f"Made by `{command}`. "
              "Each round runs every strategy once, in a turned order, and shares and "
              "recoveries are against that round's ideal and gpu-sequential, then the "
-             "median over rounds (min-max in brackets). Recovered: the share of "
+             "median over rounds (min-max in brackets). ms/iteration: a round's timed span "
+             "over its iterations, as the throughput counts it (every slow step counted, "
+             "where a median step counts none). Recovered: the share of "
              "gpu-sequential's gap to ideal a strategy closes. Predicted: the prediction "
              "file of the plan that ran, as committed now under bench/plans/ (the model "
              "of today, not of the run), or simulated here where noted. Below each table: "
@@ -122,7 +125,7 @@ def render(raw: list[Path], pool: bool = False, command: str | None = None) -> s
                                  for c in cases.values())
         lines += [f"## {name}, batch {batch} ({' + '.join(map(shown, sources))})", "",
                   *(x for c in commands for x in (f"`{c}`", "")),
-                  "| strategy | rounds | median ms (min-max) | of ideal (min-max) | "
+                  "| strategy | rounds | ms/iteration (min-max) | of ideal (min-max) | "
                   "fastest in rounds | recovered | predicted ms | error |",
                   "|---|---:|---:|---:|---:|---:|---:|---:|"]
         for r in rows:
@@ -144,7 +147,7 @@ def render(raw: list[Path], pool: bool = False, command: str | None = None) -> s
             facts.append(f"gpu-sequential {100 - by[SEQUENTIAL]['of_ideal_pct']:.1f}% below "
                          "ideal (median of rounds)")
         if best is not None:
-            facts.append(f"measured best by median: {best['strategy']}")
+            facts.append(f"measured best: {best['strategy']}")
         if "corun" in by:
             ranked = sorted((r for r in rows if not is_ideal(r["strategy"])
                              and not math.isnan(r["predicted_ms"])),

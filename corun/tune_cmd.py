@@ -225,7 +225,8 @@ def _tune(args, folder: Path, work: Workload, strategies: list[str]) -> int:
         trainer = ex.trainer
         save(m, out / "rounds" / f"{s}-r{rnd + 1}.json")
         measured[rnd][s] = m
-        say(f"  round {rnd + 1}: {s} {m.iteration.median_ms:.3f} ms")
+        say(f"  round {rnd + 1}: {s} {m.mean_iteration_ms:.3f} ms an iteration "
+            f"(median step {m.iteration.median_ms:.3f})")
     complete = {r: ms for r, ms in measured.items() if len(ms) == len(strategies)}
     if not complete:
         print(f"corun: error: no round completed within --budget-s {args.budget_s:g}; "
@@ -314,9 +315,9 @@ def variant_predictions(folder: Path, chosen, variants: dict, hw, model, pipelin
 
 
 def median_round(rounds: dict[int, dict], strategy: str):
-    """The strategy's Measurement from the round whose median iteration is the median of
+    """The strategy's Measurement from the round whose mean iteration is the median of
     its rounds (the lower middle one of an even count)."""
-    ms = sorted((m[strategy].iteration.median_ms, r) for r, m in rounds.items())
+    ms = sorted((m[strategy].mean_iteration_ms, r) for r, m in rounds.items())
     return rounds[ms[(len(ms) - 1) // 2][1]][strategy]
 
 
@@ -330,14 +331,15 @@ def summarise(rounds: dict[int, dict], folder: Path, strategies: list[str],
     from reports.rounds import IDEAL, round_stats
     from spec import Prediction, load
 
-    stats = round_stats({r: {s: m[s].iteration.median_ms for s in strategies}
+    stats = round_stats({r: {s: m[s].mean_iteration_ms for s in strategies}
                          for r, m in rounds.items()})
     rows = []
     for st in stats:
         path = folder / prediction_file(st.strategy)
         ms = load(Prediction, path).iteration_time_ms if path.is_file() else \
             (predicted or {}).get(st.strategy)
-        rows.append({**asdict(st), "predicted_ms": ms,
+        step = median_round(rounds, st.strategy).iteration.median_ms
+        rows.append({**asdict(st), "median_step_ms": step, "predicted_ms": ms,
                      "error_pct": None if ms is None else 100 * (ms - st.median_ms) / st.median_ms})
     ranked = [r for r in rows if r["strategy"] != IDEAL]
     by_measured = sorted(ranked, key=lambda r: r["median_ms"])
@@ -380,6 +382,7 @@ def render(summary: dict) -> str:
 
     rows = [[r["strategy"], r["rounds"],
              f"{r['median_ms']:.3f} ({r['min_ms']:.3f}-{r['max_ms']:.3f})",
+             "-" if r.get("median_step_ms") is None else f"{r['median_step_ms']:.3f}",
              _pct(r["of_ideal_pct"]), "-" if r["wins"] is None else r["wins"],
              _pct(r["recovered_pct"], "{:.0f}%") if r["strategy"] not in
              (IDEAL, SEQUENTIAL) else "-",
@@ -388,7 +391,8 @@ def render(summary: dict) -> str:
              r.get("measured_rank", "-")] for r in summary["rows"]]
     head = (f"{summary['model']} / {summary['pipeline']}, batch {summary['batch']}, "
             f"{summary['rounds']} round(s) on {summary['hardware']}")
-    text = table(["strategy", "rounds", "median ms (min-max)", "of ideal", "fastest in",
+    text = table(["strategy", "rounds", "ms/iteration (min-max)", "median step ms", "of ideal",
+                  "fastest in",
                   "recovered", "predicted ms", "error", "predicted rank", "measured rank"],
                  rows)
     return f"{head}\n{text}\n{verdict(summary)}"
@@ -415,4 +419,7 @@ def write_summary(out: Path, summary: dict, command: str) -> None:
     write_atomic(out / "tune.md", f"# corun tune\n\n`{command}`\n\nEach round runs every "
                  "strategy once, in a turned order; shares and recoveries are against the "
                  "round's own ideal and gpu-sequential, then the median over rounds. "
+                 "ms/iteration: each round's timed span over its iterations, as the "
+                 "throughput counts it (its median over rounds, min-max); median step: "
+                 "the median iteration of the median round. "
                  f"Predictions: {summary['folder']}.\n\n```\n{render(summary)}\n```\n")

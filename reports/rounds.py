@@ -1,5 +1,6 @@
 """Strategies measured in rounds (each round runs every strategy once, in one process):
-per strategy the median iteration over the rounds and its range, its share of each
+per strategy the median over the rounds of its mean iteration (the throughput's) and its
+range, its share of each
 round's own ideal, how often it was the round's fastest, and the share of
 gpu-sequential's gap to ideal it closed (per round, then the median). Comparing within a
 round takes out what moves every strategy of a round alike: a lent host's pace drifts by
@@ -13,6 +14,15 @@ from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
 
 IDEAL, SEQUENTIAL = "ideal", "gpu-sequential"
+
+
+def record_iteration_ms(record: dict) -> float:
+    """A Measurement record's (its JSON) mean iteration, as its throughput counts it, by
+    which rounds compare strategies (spec.measurement.mean_iteration_ms)."""
+    from spec.measurement import mean_iteration_ms
+
+    return mean_iteration_ms(record["throughput_samples_per_s"], record["batch_per_gpu"],
+                             record["gpu_count"])
 
 
 def is_ideal(strategy: str) -> bool:
@@ -44,8 +54,8 @@ class RoundStats:
 
 
 def round_stats(times_ms: Mapping[Hashable, Mapping[str, float]]) -> list[RoundStats]:
-    """{round: {strategy: median iteration ms}} -> one row per strategy, in the order
-    they first appear."""
+    """{round: {strategy: iteration ms}} -> one row per strategy, in the order they first
+    appear. The callers give each round's mean iteration (record_iteration_ms)."""
     names = list(dict.fromkeys(s for t in times_ms.values() for s in t))
     wins = {s: 0 for s in names}
     for t in times_ms.values():

@@ -58,6 +58,22 @@ class Measurement:
     lost its time in (the stages' medians add up to less than the median iteration
     where the lost time falls in a different stage each iteration)."""
 
+    @property
+    def mean_iteration_ms(self) -> float:
+        """The timed span over the timed iterations (ms), as the throughput counts it."""
+        return mean_iteration_ms(self.throughput_samples_per_s, self.batch_per_gpu,
+                                 self.gpu_count)
+
+
+def mean_iteration_ms(throughput_samples_per_s: float, batch_per_gpu: int,
+                      gpu_count: int) -> float:
+    """The mean iteration (ms) a throughput means: every slow step and stall counted,
+    where the median step counts none of them. Bimodal steps part the two: eager
+    heavy-rehash b32768's choice ran a median step of 7.02 ms and 7.59 ms a step by its
+    throughput, a third of its steps held at interaction_bwd
+    (bench/results/assembly_stream_h200.md), so rounds compare strategies by this."""
+    return 1e3 * batch_per_gpu * gpu_count / throughput_samples_per_s
+
 
 ASSEMBLY_STREAM_NOTE = ("each batch's assembly on a stream of its own, after the batch's "
                         "last kernel (RunSettings.assembly_stream)")

@@ -10,8 +10,11 @@ from bench.render_repeats import main, stretch_table, summarise
 
 def case(strategy: str, ms: float, rnd: int, emb_fwd_ms: float,
          kernels: dict | None = None) -> dict:
+    """A record whose throughput means `ms` an iteration; its median step is 0.3 ms less
+    (a slow step in a few), which the tables do not count by."""
     m = {"pipeline": "heavy", "model": "heavy-fused", "batch_per_gpu": 8192, "gpu_count": 1,
-         "plan": None, "iteration": {"median_ms": ms},
+         "plan": None, "iteration": {"median_ms": ms - 0.3},
+         "throughput_samples_per_s": 1e3 * 8192 / ms,
          "stages": {"emb_fwd": {"median_ms": emb_fwd_ms}, "emb_bwd": {"median_ms": 2.0}},
          "kernels": {k: {"median_ms": v} for k, v in (kernels or {}).items()},
          "command": "python bench/execute_gpu.py --matrix heavy --repeats 2"}
@@ -114,4 +117,4 @@ def test_a_tie_in_prediction_names_every_tied_strategy(tmp_path, monkeypatch):
     raw += [case("ideal+eager", 3.4, r, 1.0) for r in (0, 1)]
     path.write_text(json.dumps(raw))
     text = rr.render([path])
-    assert "predicted best: corun;" in text and "measured best by median: corun" in text
+    assert "predicted best: corun;" in text and "measured best: corun" in text
