@@ -32,8 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.render_execute import run_name  # noqa: E402
-from reports.rounds import (  # noqa: E402
-    IDEAL, SEQUENTIAL, is_ideal, record_iteration_ms, round_stats)
+from reports.rounds import IDEAL, SEQUENTIAL, is_ideal, record_iteration_ms, round_stats  # noqa: E402
 from spec.measurement import CHECKED_EVERY  # noqa: E402
 from spec.serde import read_stored_text, stored_glob, stored_path, write_atomic  # noqa: E402
 
