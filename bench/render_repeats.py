@@ -2,10 +2,11 @@
 against the predictions they were chosen on: per workload and strategy, the median over
 the rounds of its mean iteration (its timed span over its iterations, as the throughput
 counts it: reports.rounds.record_iteration_ms) and its range, the share of each round's
-own ideal, how often the strategy was the round's fastest, gpu-sequential's gap to ideal and the share of it
-each strategy recovers (both per round, then the median), and the predicted iteration
-(bench/render_plans.predicted_ms) with its error against the median. One run's median
-moves by several percent with the host's pace on the heavy case; rounds show by how much.
+own ideal, how often the strategy was the round's fastest, gpu-sequential's gap to ideal
+and the share of it each strategy recovers (both per round, then the median), and the
+predicted iteration (bench/render_plans.predicted_ms) with its error against that
+median. One run's time moves by several percent with the host's pace on the heavy case;
+rounds show by how much.
 
     python bench/render_repeats.py [RAW.json ...] [--pool] [-o OUT.md]
 
