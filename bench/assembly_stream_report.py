@@ -22,6 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.render_repeats import render as render_rounds  # noqa: E402
+from reports.rounds import record_iteration_ms  # noqa: E402
 from spec.serde import read_stored_text, write_atomic  # noqa: E402
 
 RAW = Path(__file__).resolve().parent / "results" / "raw"
@@ -42,24 +43,26 @@ def records(*folders: Path) -> dict[str, dict]:
 
 
 def execute_rows(docs: dict[str, dict], rows: list[tuple[str, str]]) -> list[str]:
-    """One `corun execute` a row, each (name, its ideal's name): its median and p10-p90,
-    its share of ideal, its slow steps (timed iterations over SLOW_STEP x ideal's
-    median), the assembly's span, and the stages where the two ways part, less ideal's
-    (ms; ideal's own row: its stages)."""
-    out = ["| run | median ms (p10-p90) | of ideal | slow steps | assembly span ms | "
-           + " | ".join(STAGES) + " |", "|---|---:|---:|---:|---:|" + "---:|" * len(STAGES)]
+    """One `corun execute` a row, each (name, its ideal's name): its mean iteration by its
+    throughput and that share of ideal's, its median step and p10-p90, its slow steps
+    (timed iterations over SLOW_STEP x ideal's median), the assembly's span, and the
+    stages where the two ways part, less ideal's (ms; ideal's own row: its stages)."""
+    out = ["| run | ms/iteration | of ideal | median step ms (p10-p90) | slow steps | "
+           "assembly span ms | " + " | ".join(STAGES) + " |",
+           "|---|---:|---:|---:|---:|---:|" + "---:|" * len(STAGES)]
     for name, ideal_name in rows:
         m, ideal = docs[name], docs[ideal_name]
-        it, base = m["iteration"], ideal["iteration"]["median_ms"]
+        it, ms = m["iteration"], record_iteration_ms(m)
         span = m["stages"].get("assemble", {}).get("median_ms")
         its = m["per_iteration"]["iteration"]
-        slow = sum(t > SLOW_STEP * base for t in its)
+        slow = sum(t > SLOW_STEP * ideal["iteration"]["median_ms"] for t in its)
         deltas = " | ".join(
             f"{m['stages'][s]['median_ms']:.3f}" if name == ideal_name else
             f"{m['stages'][s]['median_ms'] - ideal['stages'][s]['median_ms']:+.3f}"
             for s in STAGES)
-        out.append(f"| {name} | {it['median_ms']:.3f} ({it['p10_ms']:.2f}-{it['p90_ms']:.2f}) | "
-                   f"{100 * base / it['median_ms']:.1f}% | {slow}/{len(its)} | "
+        out.append(f"| {name} | {ms:.3f} | {100 * record_iteration_ms(ideal) / ms:.1f}% | "
+                   f"{it['median_ms']:.3f} ({it['p10_ms']:.2f}-{it['p90_ms']:.2f}) | "
+                   f"{slow}/{len(its)} | "
                    f"{'-' if span is None else f'{span:.3f}'} | {deltas} |")
     return out
 
@@ -84,7 +87,7 @@ def render() -> str:
         "(run 18: bench/results/rehash_h200.md).", "",
         "## Summary", "",
         "- **Graphed Criteo-like plans: behind is faster.** With the assemblies on their own "
-        "stream (session 55's graphed default), corun's plans ran at 98.6-99.6% of ideal, "
+        "stream (session 55's graphed default), corun's plans ran at 98.6-99.5% of ideal, "
         "the fastest of gpu-sequential, RAP and corun in 3 of 8 (run 16), against "
         "99.5-99.8% and 16 of 16 rounds behind the kernels in session 47. Side by side in "
         "one start (run 17), kaggle and terabyte at b4096 and b8192: behind 99.6-99.7% of "
@@ -92,22 +95,27 @@ def render() -> str:
         "itself. Own adds 0.005-0.008 ms at top_mlp_bwd and at bottom_mlp_bwd, after the "
         "assembly has ended (it starts and lasts alike both ways: kaggle b4096 0.49 and "
         "0.13 ms against 0.48 and 0.13); what holds those stages is not found.",
-        "- **Eager heavy-rehash b32768: behind** (7.02 and 6.99 ms against 9.18 and 9.15 own, "
-        "ideal 6.89; run 16, the rounds in turned order). Own, interaction_bwd took 2.60 ms "
+        "- **Eager heavy-rehash b32768: behind** (7.59 and 7.60 ms an iteration by "
+        "throughput against 9.16 and 9.15 own, ideal 6.90; median steps 7.02 and 6.99 "
+        "against 9.18 and 9.15; run 16, the rounds in turned order). Own, interaction_bwd "
+        "took 2.60 ms "
         "against 0.51, as in runs 14 and 15: the kernel kept the SMs it won from that stage "
-        "in 297-298 of 300 steps, behind in 95-97 (median 0.40 ms more than ideal's, so "
-        "behind's median step is a fast one, its p90 a held one). The kernel started "
+        "in 297-298 of 300 steps, behind in 95-97: behind's median step is a fast one, its "
+        "p90 a held one, and its median step (98.2-98.6% of ideal's) hides what its "
+        "throughput counts (90.9%). Every recovery of the eager b32768 choice quoted by "
+        "median step before session 56 (96-100%) is 61-69% by throughput "
+        "(bench/results/gap_recovery.md). The kernel started "
         "0.026 ms after interaction_bwd opened both ways (the median of steps, stage times "
-        "summed from the iteration's top), and the host ran 4 ms ahead of the GPU both "
-        "ways, so neither the kernel's start nor the host decides which side wins; what "
+        "summed from the iteration's top), and the host took 2.7 ms a step against the "
+        "GPU's 7-9 both ways, so neither the kernel's start nor the host decides which side wins; what "
         "does is not found.",
-        "- **Graphed heavy-rehash b16384: own** (3.67 ms against 4.70 and 4.65 behind, ideal "
-        "3.22): behind, the next batch's kernel queues after an assembly that runs into "
+        "- **Graphed heavy-rehash b16384: own** (3.71 and 3.73 ms an iteration against 4.35 "
+        "and 4.22 behind, ideal 3.22; median steps 3.67 against 4.70 and 4.65): behind, the next batch's kernel queues after an assembly that runs into "
         "the next step (run 12).",
         "- **Not the hardware queues.** With CUDA_DEVICE_MAX_CONNECTIONS=32 (run 17) instead "
         "of the driver's 8, every case kept its side: the graphed plans own 98.4-99.1% "
-        "against behind 99.6-99.7%, eager b32768 own 9.14 ms (interaction_bwd 2.60) against "
-        "behind 6.92, graphed b16384 own 3.66. A false dependency between streams that "
+        "against behind 99.6-99.7%, eager b32768 own 9.12 ms an iteration (interaction_bwd "
+        "2.60) against behind 7.52, graphed b16384 own 3.73. A false dependency between streams that "
         "share a hardware queue does not explain the eager hold.",
         "", "## Each heavy choice both ways, one start (run 16, PART=ab ROUNDS=2)", "",
         "`PART=ab ROUNDS=2 bash bench/assembly_stream_session.sh` at 719a0929: eager "

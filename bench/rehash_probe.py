@@ -19,7 +19,9 @@ writes a folder of a plan folder's chosen kernel at other stages and launch shap
     python bench/rehash_probe.py --render -o bench/results/rehash_h200.md
 
 renders the runs' records (bench/results/raw/tune_rehash_*_run*/): each `corun tune`
-table, then each strategy's training stages against ideal's and its kernel's span.
+table as it ran (through run 18 ranked by the median step), then each strategy's mean
+iteration by its throughput, the gap it recovers so, its training stages against ideal's
+and its kernel's span.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from corun.plan_dir import plan_file, prediction_file  # noqa: E402
 from corun.tune_cmd import read_workload, variant_predictions  # noqa: E402
 from corun.workload import resolve_hardware, resolve_model, resolve_pipeline  # noqa: E402
+from reports.rounds import record_iteration_ms  # noqa: E402
 from spec import Plan, Prediction, SpecError, Stage, load  # noqa: E402
 from spec.serde import read_stored_text, save, write_atomic  # noqa: E402
 
@@ -167,6 +170,17 @@ RUNS = {
     "tune_rehash_b16384_run14": "Run 14, second command: the eager b16384 folder, its "
     "choice (264 blocks at interaction_bwd, two ahead) held there too (+0.93 ms; run 5: "
     "+0.10), -28% against run 5's 27%.",
+    "tune_rehash_graphs_b16384_run18": "Run 18 (session 56, fresh start, 02dd656c; `PART=tune "
+    "bash bench/assembly_stream_session.sh`): Plan.assembly_stream now says where a plan's "
+    "assemblies run (behind the kernels unless set), and `corun tune` runs the chosen plan "
+    "the other way as corun-own. Graphed b16384: behind, the choice alternates as in run "
+    "12 (-45% by its median step, -7% by its throughput); corun-own recovers 57% (54% by "
+    "throughput) and is kept as tuned.json. This tune ranked by the median step, as "
+    "`corun tune` did until the next commit; the table below each run counts the "
+    "throughput.",
+    "tune_rehash_graphs_b32768_run18": "Run 18, second command: graphed b32768, the same "
+    "variant. Behind, 103% (101% by throughput), the fastest in 2 of 2 rounds; corun-own "
+    "101% (99%): tuned.json keeps the choice behind the kernels.",
 }
 
 
@@ -206,25 +220,33 @@ def measurements(folder: Path) -> list[dict]:
 
 
 def stage_table(records: list[dict]) -> list[str]:
-    """Each strategy's training stages less ideal's (ms, medians of its median round) and
-    its kernels' spans from launch to end."""
+    """Each strategy's mean iteration by its throughput (ms, of its median round) and the
+    share of gpu-sequential's gap it recovers so, which a median step hides where a
+    share of the steps are slow; then its training stages less ideal's (ms, medians of
+    its median round) and its kernels' spans from launch to end."""
     ideal = next((m for m in records if m["strategy"] == "ideal"), None)
     if ideal is None:
         return ["(No stage table: ideal's record was not kept.)"]
+    seq = next((m for m in records if m["strategy"] == "gpu-sequential"), None)
     stages = list(ideal["stages"])
-    out = ["| strategy | " + " | ".join(stages) + " | kernel span ms |",
-           "|---|" + "---:|" * (len(stages) + 1)]
+    out = ["| strategy | ms/iteration | recovered | " + " | ".join(stages)
+           + " | kernel span ms |", "|---|" + "---:|" * (len(stages) + 3)]
+    base = record_iteration_ms(ideal)
     for m in records:
         if m["strategy"] == "ideal":
             continue
         k, what = m["plan"]["kernels"], m["strategy"]
         if k and what != "gpu-sequential":
             what += f" ({k[0]['blocks']} at {k[0]['stage']}, {m['plan']['batches_ahead']} ahead)"
+        ms = record_iteration_ms(m)
+        rec = "-" if seq is None or m is seq else \
+            f"{100 * (record_iteration_ms(seq) - ms) / (record_iteration_ms(seq) - base):.0f}%"
         deltas = (m["stages"][s]["median_ms"] - ideal["stages"][s]["median_ms"] for s in stages)
         spans = ", ".join(f"{v['median_ms']:.2f}" for v in m.get("kernels", {}).values())
-        out.append(f"| {what} | " + " | ".join(f"{d:+.3f}" for d in deltas) + f" | {spans} |")
-    out.append("| ideal (ms) | " + " | ".join(f"{ideal['stages'][s]['median_ms']:.3f}"
-                                              for s in stages) + " | - |")
+        out.append(f"| {what} | {ms:.3f} | {rec} | " + " | ".join(f"{d:+.3f}" for d in deltas)
+                   + f" | {spans} |")
+    out.append(f"| ideal (ms) | {base:.3f} | - | " + " | ".join(
+        f"{ideal['stages'][s]['median_ms']:.3f}" for s in stages) + " | - |")
     return out
 
 
