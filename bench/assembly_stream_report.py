@@ -87,36 +87,34 @@ def render() -> str:
         "(run 18: bench/results/rehash_h200.md).", "",
         "## Summary", "",
         "- **Graphed Criteo-like plans: behind is faster.** With the assemblies on their own "
-        "stream (session 55's graphed default), corun's plans ran at 98.6-99.5% of ideal, "
-        "the fastest of gpu-sequential, RAP and corun in 3 of 8 (run 16), against "
-        "99.5-99.8% and 16 of 16 rounds behind the kernels in session 47. Side by side in "
-        "one start (run 17), kaggle and terabyte at b4096 and b8192: behind 99.6-99.7% of "
-        "ideal, the fastest in 16 of 16 rounds; own 98.4-99.1%, slower than gpu-sequential "
-        "itself. Own adds 0.005-0.008 ms at top_mlp_bwd and at bottom_mlp_bwd, after the "
-        "assembly has ended (it starts and lasts alike both ways: kaggle b4096 0.49 and "
-        "0.13 ms against 0.48 and 0.13); what holds those stages is not found.",
-        "- **Eager heavy-rehash b32768: behind** (7.59 and 7.60 ms an iteration by "
-        "throughput against 9.16 and 9.15 own, ideal 6.90; median steps 7.02 and 6.99 "
-        "against 9.18 and 9.15; run 16, the rounds in turned order). Own, interaction_bwd "
-        "took 2.60 ms "
-        "against 0.51, as in runs 14 and 15: the kernel kept the SMs it won from that stage "
-        "in 297-298 of 300 steps, behind in 95-97: behind's median step is a fast one, its "
-        "p90 a held one, and its median step (98.2-98.6% of ideal's) hides what its "
-        "throughput counts (90.9%). Every recovery of the eager b32768 choice quoted by "
-        "median step before session 56 (96-100%) is 61-69% by throughput "
-        "(bench/results/gap_recovery.md). The kernel started "
-        "0.026 ms after interaction_bwd opened both ways (the median of steps, stage times "
-        "summed from the iteration's top), and the host took 2.7 ms a step against the "
-        "GPU's 7-9 both ways, so neither the kernel's start nor the host decides which side wins; what "
-        "does is not found.",
+        "stream (session 55's graphed default), corun's plans ran at 98.6-99.5% of ideal, the "
+        "fastest of gpu-sequential, RAP and corun in 3 of 8 (run 16), against 99.5-99.8% and "
+        "16 of 16 rounds behind the kernels in session 47. Side by side in one start (run "
+        "17), kaggle and terabyte at b4096 and b8192: behind 99.6-99.7% of ideal, the fastest "
+        "in 16 of 16 rounds; own 98.4-99.1%, slower than gpu-sequential itself. Own adds "
+        "0.005-0.008 ms at top_mlp_bwd and at bottom_mlp_bwd, after the assembly has ended "
+        "(it starts and lasts alike both ways: kaggle b4096 0.49 and 0.13 ms against 0.48 and "
+        "0.13); what holds those stages is not found.",
+        "- **Eager heavy-rehash b32768: behind** (7.59 and 7.60 ms an iteration by throughput "
+        "against 9.16 and 9.15 own, ideal 6.90; median steps 7.02 and 6.99 against 9.18 and "
+        "9.15; run 16, the rounds in turned order). Own, interaction_bwd took 2.60 ms against "
+        "0.51, as in runs 14 and 15: the kernel kept the SMs it won from that stage in "
+        "297-298 of 300 steps, behind in 95-97: behind's median step is a fast one, its p90 a "
+        "held one, and its median step (98.2-98.6% of ideal's) hides what its throughput "
+        "counts (90.9%). Every recovery of the eager b32768 choice quoted by median step "
+        "before session 56 (96-100%) is 61-69% by throughput (bench/results/gap_recovery.md). "
+        "The kernel started 0.026 ms after interaction_bwd opened both ways (the median of "
+        "steps, stage times summed from the iteration's top), and the host took 2.7 ms a step "
+        "against the GPU's 7-9 both ways, so neither the kernel's start nor the host decides "
+        "which side wins; what does is not found.",
         "- **Graphed heavy-rehash b16384: own** (3.71 and 3.73 ms an iteration against 4.35 "
-        "and 4.22 behind, ideal 3.22; median steps 3.67 against 4.70 and 4.65): behind, the next batch's kernel queues after an assembly that runs into "
-        "the next step (run 12).",
+        "and 4.22 behind, ideal 3.22; median steps 3.67 against 4.70 and 4.65): behind, the "
+        "next batch's kernel queues after an assembly that runs into the next step (run 12).",
         "- **Not the hardware queues.** With CUDA_DEVICE_MAX_CONNECTIONS=32 (run 17) instead "
         "of the driver's 8, every case kept its side: the graphed plans own 98.4-99.1% "
         "against behind 99.6-99.7%, eager b32768 own 9.12 ms an iteration (interaction_bwd "
-        "2.60) against behind 7.52, graphed b16384 own 3.73. A false dependency between streams that "
-        "share a hardware queue does not explain the eager hold.",
+        "2.60) against behind 7.52, graphed b16384 own 3.73. A false dependency between "
+        "streams that share a hardware queue does not explain the eager hold.",
         "", "## Each heavy choice both ways, one start (run 16, PART=ab ROUNDS=2)", "",
         "`PART=ab ROUNDS=2 bash bench/assembly_stream_session.sh` at 719a0929: eager "
         "b32768's choice (bench/plans/rehash/heavy-lean-b32768) and graphed b16384's "
