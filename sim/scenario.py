@@ -325,12 +325,13 @@ def _assembly_run(last: KernelRun, batch_mb: float, compared: bool) -> KernelRun
     cases went from 19 to 59 within 5% (mean error 5.9% -> 3.5%), the flat ones did not
     move.
 
-    Since session 55 the executor runs the assembly of a graphed step on a stream of its
-    own (RunSettings.assembly_stream), where the next batch's kernel does not wait for
-    it; here it still queues behind the kernels, as the eager step's does. The two part
-    only where an assembly runs into the step after it: graphed heavy-rehash b16384's
-    choice, whose assembly measured 0.38-0.43 ms against 0.21 simulated, was predicted
-    7.7% fast on its own stream (bench/results/rehash_h200.md, run 13)."""
+    Where the plan says (Plan.assembly_stream), the executor runs the assembly on a
+    stream of its own, where the next batch's kernel does not wait for it; here it
+    queues behind the kernels either way, so the two are predicted alike. They part
+    where an assembly runs into the step after it: graphed heavy-rehash b16384's choice,
+    whose assembly measured 0.38-0.50 ms against 0.21 simulated, was predicted at 3.42
+    ms both ways and ran 3.71-3.73 ms an iteration on its own stream, 4.22-4.35 behind
+    (bench/results/assembly_stream_h200.md)."""
     alone_ms = assembly_ms(batch_mb, compared)
     holds = tuple(ASSEMBLY_HOLDS for _ in last.effects) \
         if alone_ms >= ASSEMBLY_HOLD_MIN_MS else last.carried
