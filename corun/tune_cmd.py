@@ -6,7 +6,9 @@ the next-best schedule, then plans within 5% of the choice that differ from it m
 which one is fastest is for the GPU to say. Every round runs
 each strategy once, in a turned order, in one process (one trainer, the same batches),
 and shares are taken against the round's own ideal, so a host whose pace drifts between
-rounds moves every strategy of a round alike. The fastest plan by its median over the
+rounds moves every strategy of a round alike. A round counts each strategy by its mean
+iteration, as the throughput does (Measurement.mean_iteration_ms: every slow step
+counted, where the median step counts none). The fastest plan by its median over the
 rounds is written as tuned.json, with the measurements and a table of predicted against
 measured ranks. Where the chosen plan runs, so does that plan at the search's other launch
 shapes, the decision the cost model is least sure of (`launch_variants`;
@@ -288,9 +290,9 @@ def stream_variant(chosen, taken) -> dict:
     """The chosen plan with its batches' assemblies the other way (Plan.assembly_stream),
     by name (corun-own, corun-behind), unless it has no kernel on the GPU or that plan
     already runs. Which way is faster turns on whether an assembly runs into the next
-    step, where the simulator is least sure: graphed heavy-rehash b16384's choice
-    measured 3.67 ms on a stream of its own and 4.65-4.70 behind, the graphed Criteo-like
-    plans 0.6-0.7% slower on their own (bench/results/assembly_stream_h200.md)."""
+    step, which the simulator does not model: graphed heavy-rehash b16384's choice ran
+    3.71-3.73 ms an iteration on a stream of its own and 4.22-4.35 behind, the graphed
+    Criteo-like plans 0.6-0.7% slower on their own (bench/results/assembly_stream_h200.md)."""
     if not chosen.kernels:
         return {}
     plan = replace(chosen, assembly_stream=not chosen.assembly_stream)

@@ -1,11 +1,10 @@
 """Strategies measured in rounds (each round runs every strategy once, in one process):
 per strategy the median over the rounds of its mean iteration (the throughput's) and its
-range, its share of each
-round's own ideal, how often it was the round's fastest, and the share of
-gpu-sequential's gap to ideal it closed (per round, then the median). Comparing within a
-round takes out what moves every strategy of a round alike: a lent host's pace drifts by
-several percent between commands (README, "On the machine that will train,
-calibrate")."""
+range, its share of each round's own ideal, how often it was the round's fastest, and
+the share of gpu-sequential's gap to ideal it closed (per round, then the median).
+Comparing within a round takes out what moves every strategy of a round alike: a lent
+host's pace drifts by several percent between commands (README, "On the machine that
+will train, calibrate")."""
 
 from __future__ import annotations
 

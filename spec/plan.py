@@ -92,11 +92,13 @@ class Plan:
     """Each batch's assembly on a stream of its own, after the batch's last kernel (True),
     or queued behind the kernels on theirs (False). Apart, the next batch's kernel need
     not wait for an assembly that runs into the next step: graphed heavy-rehash b16384's
-    choice, two ahead, 3.67 ms against 4.65-4.70 behind (same start). Behind, the H200
-    measured faster everywhere else it was tried side by side: the graphed Criteo-like
-    plans 99.6-99.7% of ideal against 98.4-99.1% (16 of 16 rounds), eager heavy-rehash
-    b32768 7.0 ms against 9.1-9.2 (bench/results/assembly_stream_h200.md). `corun tune`
-    measures the chosen plan both ways; the simulator does not tell them apart."""
+    choice, two ahead, ran 3.71-3.73 ms an iteration against 4.22-4.35 behind (one
+    start). Behind, the H200 measured faster everywhere else it was tried side by side:
+    the graphed Criteo-like plans 99.6-99.7% of ideal against 98.4-99.1% (16 of 16
+    rounds), eager heavy-rehash b32768 7.59-7.60 ms against 9.14-9.16, graphed b32768
+    101% of gpu-sequential's gap against 99% (bench/results/assembly_stream_h200.md,
+    rehash_h200.md run 18). `corun tune` measures the chosen plan both ways; the
+    simulator does not tell them apart."""
 
     def __post_init__(self) -> None:
         require_int_range("gpu_count", self.gpu_count, 1, 4096)

@@ -222,6 +222,8 @@ def test_plan_bad_stage_and_threads():
         spec.Plan("p", "m", 1, (k,))
     with pytest.raises(SpecError, match=r"batches_ahead = 3: an integer in \[1, 2\]"):
         spec.Plan("p", "m", 1, (), batches_ahead=3)
+    with pytest.raises(SpecError, match="assembly_stream = 'own': true or false"):
+        spec.Plan("p", "m", 1, (), assembly_stream="own")
 
 
 def test_file_errors(tmp_path):
