@@ -45,24 +45,29 @@ def records(*folders: Path) -> dict[str, dict]:
 def execute_rows(docs: dict[str, dict], rows: list[tuple[str, str]]) -> list[str]:
     """One `corun execute` a row, each (name, its ideal's name): its mean iteration by its
     throughput and that share of ideal's, its median step and p10-p90, its slow steps
-    (timed iterations over SLOW_STEP x ideal's median), the assembly's span, and the
-    stages where the two ways part, less ideal's (ms; ideal's own row: its stages)."""
+    (timed iterations over SLOW_STEP x ideal's median) and the share of the steps after a
+    slow one that are slow too (near the share of all steps where each step's race for
+    the SMs is its own), the assembly's span, and the stages where the two ways part,
+    less ideal's (ms; ideal's own row: its stages)."""
     out = ["| run | ms/iteration | of ideal | median step ms (p10-p90) | slow steps | "
-           "assembly span ms | " + " | ".join(STAGES) + " |",
-           "|---|---:|---:|---:|---:|---:|" + "---:|" * len(STAGES)]
+           "slow after slow | assembly span ms | " + " | ".join(STAGES) + " |",
+           "|---|---:|---:|---:|---:|---:|---:|" + "---:|" * len(STAGES)]
     for name, ideal_name in rows:
         m, ideal = docs[name], docs[ideal_name]
         it, ms = m["iteration"], record_iteration_ms(m)
         span = m["stages"].get("assemble", {}).get("median_ms")
         its = m["per_iteration"]["iteration"]
-        slow = sum(t > SLOW_STEP * ideal["iteration"]["median_ms"] for t in its)
+        flags = [t > SLOW_STEP * ideal["iteration"]["median_ms"] for t in its]
+        slow = sum(flags)
+        pairs = sum(a and b for a, b in zip(flags, flags[1:]))
+        after = "-" if not any(flags[:-1]) else f"{100 * pairs / sum(flags[:-1]):.0f}%"
         deltas = " | ".join(
             f"{m['stages'][s]['median_ms']:.3f}" if name == ideal_name else
             f"{m['stages'][s]['median_ms'] - ideal['stages'][s]['median_ms']:+.3f}"
             for s in STAGES)
         out.append(f"| {name} | {ms:.3f} | {100 * record_iteration_ms(ideal) / ms:.1f}% | "
                    f"{it['median_ms']:.3f} ({it['p10_ms']:.2f}-{it['p90_ms']:.2f}) | "
-                   f"{slow}/{len(its)} | "
+                   f"{slow}/{len(its)} | {after} | "
                    f"{'-' if span is None else f'{span:.3f}'} | {deltas} |")
     return out
 
@@ -101,12 +106,13 @@ def render() -> str:
         "0.51, as in runs 14 and 15: the kernel kept the SMs it won from that stage in "
         "297-298 of 300 steps, behind in 95-97: behind's median step is a fast one, its p90 a "
         "held one, and its median step (98.2-98.6% of ideal's) hides what its throughput "
-        "counts (90.9%). Every recovery of the eager b32768 choice quoted by median step "
-        "before session 56 (96-100%) is 61-69% by throughput (bench/results/gap_recovery.md). "
-        "The kernel started 0.026 ms after interaction_bwd opened both ways (the median of "
-        "steps, stage times summed from the iteration's top), and the host took 2.7 ms a step "
-        "against the GPU's 7-9 both ways, so neither the kernel's start nor the host decides "
-        "which side wins; what does is not found.",
+        "counts (90.9%). A held step followed a held one in 29-36% of cases, against 32% of "
+        "all steps: each step's race is its own. Every recovery of the eager b32768 choice "
+        "quoted by median step before session 56 (96-100%) is 61-69% by throughput "
+        "(bench/results/gap_recovery.md). The kernel started 0.026 ms after interaction_bwd "
+        "opened both ways (the median of steps, stage times summed from the iteration's top), "
+        "and the host took 2.7 ms a step against the GPU's 7-9 both ways, so neither the "
+        "kernel's start nor the host decides which side wins; what does is not found.",
         "- **Graphed heavy-rehash b16384: own** (3.71 and 3.73 ms an iteration against 4.35 "
         "and 4.22 behind, ideal 3.22; median steps 3.67 against 4.70 and 4.65): behind, the "
         "next batch's kernel queues after an assembly that runs into the next step (run 12).",
