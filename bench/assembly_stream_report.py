@@ -109,10 +109,16 @@ def render() -> str:
         "counts (90.9%). A held step followed a held one in 29-36% of cases, against 32% of "
         "all steps: each step's race is its own. Every recovery of the eager b32768 choice "
         "quoted by median step before session 56 (96-100%) is 61-69% by throughput "
-        "(bench/results/gap_recovery.md). The kernel started 0.026 ms after interaction_bwd "
-        "opened both ways (the median of steps, stage times summed from the iteration's top), "
-        "and the host took 2.7 ms a step against the GPU's 7-9 both ways, so neither the "
-        "kernel's start nor the host decides which side wins; what does is not found.",
+        "(bench/results/gap_recovery.md). The plan's first kernel started 0.026 ms after "
+        "interaction_bwd opened both ways (the median of steps, stage times summed from the "
+        "iteration's top), and the host took 2.7 ms a step against the GPU's 7-9 both ways, "
+        "so neither decides which side wins. A profiler trace of the choice behind the "
+        "kernels (run 19, bench/results/race_trace_h200.md) shows what does: the values "
+        "kernel, after its lengths kernel and scan, took every SM in the 10 of 38 steps where "
+        "it became ready 0-4 us after a training kernel ended, in the gap before the next "
+        "(that gemm then waited 88-90 us and ran 2.1-2.3 ms against 0.12-0.18), and only the SMs "
+        "freed as they came where it became ready 4-5 us before one ended. The own stream's "
+        "near-certain hold was not traced.",
         "- **Graphed heavy-rehash b16384: own** (3.71 and 3.73 ms an iteration against 4.35 "
         "and 4.22 behind, ideal 3.22; median steps 3.67 against 4.70 and 4.65): behind, the "
         "next batch's kernel queues after an assembly that runs into the next step (run 12).",
