@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.render_repeats import render as render_rounds  # noqa: E402
 from reports.rounds import record_iteration_ms  # noqa: E402
-from spec.serde import read_stored_text, write_atomic  # noqa: E402
+from spec.serde import read_stored_text, write_or_print  # noqa: E402
 
 RAW = Path(__file__).resolve().parent / "results" / "raw"
 AB = RAW / "assembly_ab_run16"
@@ -161,10 +161,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("-o", "--out", help="write the report here (default: print it)")
     args = ap.parse_args(argv)
     text = render()
-    if args.out:
-        write_atomic(Path(args.out), text)
-    else:
-        print(text, end="")
+    write_or_print(text, args.out)
     return 0
 
 

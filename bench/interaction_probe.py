@@ -41,7 +41,7 @@ from torch import nn  # noqa: E402
 import spec  # noqa: E402
 from backend.trainer import DotInteraction  # noqa: E402
 from costmodel.interaction import PROFILED_SHAPES  # noqa: E402
-from spec.serde import write_atomic  # noqa: E402
+from spec.serde import write_atomic, write_or_print  # noqa: E402
 
 CASES = (("criteo-kaggle", 8192), ("criteo-kaggle", 16384), ("heavy-fused", 16384),
          ("wide-2x", 8192), ("wide-4x", 8192))
@@ -185,10 +185,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.render:
         text = render(json.loads(Path(args.render).read_text()), args.render)
-        if args.output:
-            write_atomic(args.output, text)
-        else:
-            print(text, end="")
+        write_or_print(text, args.output)
         return 0
     if not args.out:
         raise SystemExit("--out is required (or --render)")

@@ -39,7 +39,7 @@ from backend.trainer import TRAINING_STAGES  # noqa: E402
 from bench.contention_probe import probe_record, probe_setup  # noqa: E402
 from corun.workload import int_list  # noqa: E402
 from spec import SpecError, Stage  # noqa: E402
-from spec.serde import read_stored_text, write_atomic  # noqa: E402
+from spec.serde import read_stored_text, write_atomic, write_or_print  # noqa: E402
 
 MODES = {"spin": (0.0, STEP_SPIN_MS), "paced": (0.0, 0.0), "resident": (LEAD_MS, STEP_SPIN_MS)}
 """Mode -> (lead ms, spin ms) of Profiler.step."""
@@ -179,10 +179,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.render:
         text = render(json.loads(read_stored_text(args.render)), executed_steps(args.steps))
-        if args.o:
-            write_atomic(args.o, text)
-        else:
-            print(text, end="")
+        write_or_print(text, args.o)
         return 0
     if not args.out:
         ap.error("--out is required (or --render)")

@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.kernel_timeline import kernels, training_steps, training_stream  # noqa: E402
-from spec.serde import write_atomic  # noqa: E402
+from spec.serde import write_or_print  # noqa: E402
 
 LOST = 3.0
 """The next training kernel lost the race where it ran this many times its median."""
@@ -117,10 +117,7 @@ def main(argv: list[str] | None = None) -> int:
     shown = str(args.trace.resolve().relative_to(ROOT)) \
         if args.trace.resolve().is_relative_to(ROOT) else str(args.trace)
     text = render(races(kernels(args.trace), args.steps), shown, captured_by(args.trace))
-    if args.out:
-        write_atomic(args.out, text)
-    else:
-        print(text, end="")
+    write_or_print(text, args.out)
     return 0
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from spec.serde import read_stored_text, write_atomic  # noqa: E402
+from spec.serde import read_stored_text, write_or_print  # noqa: E402
 
 NOT_TRAINING = ("h2d", "assemble")
 HEADER = """# Heavy case on the H200: the SMs split between the streams, and evict-first hints
@@ -109,10 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     for path in args.raw:
         lines += rows(path)
     text = (HEADERS[args.header] if args.out else "") + "\n".join(lines) + "\n"
-    if args.out:
-        write_atomic(args.out, text)
-    else:
-        print(text, end="")
+    write_or_print(text, args.out)
     return 0
 
 

@@ -169,6 +169,14 @@ def write_atomic(path: str | Path, data: str | bytes) -> None:
         raise
 
 
+def write_or_print(text: str, path: str | Path | None) -> None:
+    """A report's text written atomically to `path`, or printed where there is none."""
+    if path is not None:
+        write_atomic(path, text)
+    else:
+        print(text, end="")
+
+
 GZIP_SUFFIX = ".gz"
 XZ_SUFFIX = ".xz"
 """The profiler traces under bench/results/raw (some MB of JSON each) are kept xz'd:

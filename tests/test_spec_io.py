@@ -5,7 +5,7 @@ import os
 import pytest
 
 import spec
-from spec.serde import load, save, write_atomic
+from spec.serde import load, save, write_atomic, write_or_print
 
 
 @pytest.mark.parametrize("suffix", [".json", ".yaml"])
@@ -53,6 +53,14 @@ def test_write_atomic_keeps_old_file_on_failure(tmp_path):
     write_atomic(path, "new")
     assert path.read_text() == "new"
     assert not any(n.endswith(".tmp") for n in os.listdir(tmp_path))
+
+
+def test_a_report_is_written_where_named_else_printed(tmp_path, capsys):
+    write_or_print("# report\n", tmp_path / "sub" / "r.md")
+    assert (tmp_path / "sub" / "r.md").read_text() == "# report\n"
+    assert capsys.readouterr().out == ""
+    write_or_print("# report\n", None)
+    assert capsys.readouterr().out == "# report\n"
 
 
 def test_a_record_stored_gzipped_is_read_by_either_name(tmp_path):
