@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.render_repeats import render as render_rounds  # noqa: E402
 from reports.rounds import record_iteration_ms  # noqa: E402
-from spec.serde import read_stored_text, write_or_print  # noqa: E402
+from spec.serde import read_stored_text, stored_glob, write_or_print  # noqa: E402
 
 RAW = Path(__file__).resolve().parent / "results" / "raw"
 AB = RAW / "assembly_ab_run16"
@@ -39,7 +39,7 @@ kernel took a training stage's SMs (eager b32768: interaction_bwd 2.6 ms against
 def records(*folders: Path) -> dict[str, dict]:
     """Each `corun execute` record of the folders, by its file's name."""
     return {p.name.split(".")[0]: json.loads(read_stored_text(p))
-            for folder in folders for p in sorted(folder.glob("*.json.gz"))}
+            for folder in folders for p in stored_glob(folder, "*.json")}
 
 
 def execute_rows(docs: dict[str, dict], rows: list[tuple[str, str]]) -> list[str]:

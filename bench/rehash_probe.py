@@ -40,7 +40,7 @@ from corun.tune_cmd import read_workload, variant_predictions  # noqa: E402
 from corun.workload import resolve_hardware, resolve_model, resolve_pipeline  # noqa: E402
 from reports.rounds import record_iteration_ms  # noqa: E402
 from spec import Plan, Prediction, SpecError, Stage, load  # noqa: E402
-from spec.serde import read_stored_text, save, write_atomic  # noqa: E402
+from spec.serde import read_stored_text, save, stored_glob, write_atomic  # noqa: E402
 
 RAW = Path(__file__).resolve().parent / "results" / "raw"
 RUNS = {
@@ -215,7 +215,7 @@ def shapes_folder(folder: Path, out: Path, shapes: list[tuple[str, int]]) -> Non
 
 def measurements(folder: Path) -> list[dict]:
     """The folder's measurement records (`corun tune`'s summaries left out), by name."""
-    docs = (json.loads(read_stored_text(p)) for p in sorted(folder.glob("*.json.gz")))
+    docs = (json.loads(read_stored_text(p)) for p in stored_glob(folder, "*.json"))
     return [m for m in docs if "stages" in m]
 
 
@@ -232,6 +232,7 @@ def stage_table(records: list[dict]) -> list[str]:
     out = ["| strategy | ms/iteration | recovered | " + " | ".join(stages)
            + " | kernel span ms |", "|---|" + "---:|" * (len(stages) + 3)]
     base = record_iteration_ms(ideal)
+    seq_ms = None if seq is None else record_iteration_ms(seq)
     for m in records:
         if m["strategy"] == "ideal":
             continue
@@ -240,7 +241,7 @@ def stage_table(records: list[dict]) -> list[str]:
             what += f" ({k[0]['blocks']} at {k[0]['stage']}, {m['plan']['batches_ahead']} ahead)"
         ms = record_iteration_ms(m)
         rec = "-" if seq is None or m is seq else \
-            f"{100 * (record_iteration_ms(seq) - ms) / (record_iteration_ms(seq) - base):.0f}%"
+            f"{100 * (seq_ms - ms) / (seq_ms - base):.0f}%"
         deltas = (m["stages"][s]["median_ms"] - ideal["stages"][s]["median_ms"] for s in stages)
         spans = ", ".join(f"{v['median_ms']:.2f}" for v in m.get("kernels", {}).values())
         out.append(f"| {what} | {ms:.3f} | {rec} | " + " | ".join(f"{d:+.3f}" for d in deltas)
