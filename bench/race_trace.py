@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.kernel_timeline import kernels, training_steps, training_stream  # noqa: E402
-from spec.serde import write_or_print  # noqa: E402
+from spec.serde import stored_path, write_or_print  # noqa: E402
 
 LOST = 3.0
 """The next training kernel lost the race where it ran this many times its median."""
@@ -114,6 +114,9 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.steps < 1:
         ap.error(f"--steps {args.steps}: an integer >= 1")
+    if not stored_path(args.trace).is_file():
+        ap.error(f"trace {args.trace}: no such file (a <strategy>.trace.json(.xz) that "
+                 "bench/kernel_timeline.py wrote)")
     shown = str(args.trace.resolve().relative_to(ROOT)) \
         if args.trace.resolve().is_relative_to(ROOT) else str(args.trace)
     text = render(races(kernels(args.trace), args.steps), shown, captured_by(args.trace))

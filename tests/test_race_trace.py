@@ -64,3 +64,6 @@ def test_the_report_names_its_trace_and_counts(tmp_path, capsys):
         main([str(path), "--steps", "0", "-o", str(bad)])
     assert e.value.code == 2 and not bad.exists()
     assert "--steps 0: an integer >= 1" in capsys.readouterr().err
+    with pytest.raises(SystemExit):  # a trace that is not there: named, nothing written
+        main([str(tmp_path / "missing.trace.json"), "-o", str(bad)])
+    assert "missing.trace.json: no such file" in capsys.readouterr().err and not bad.exists()
