@@ -33,14 +33,9 @@ root="$OUT/assembly-stream"
 rm -rf "$root" && mkdir -p "$root"
 rc=0
 
-tune() {  # tune FOLDER OUTNAME STRATEGIES ROUNDS BUDGET_S [flags]: corun tune, log kept
-  local out="$root/$2"
-  python -m corun.cli tune "bench/plans/rehash/$1" --strategies "$3" --rounds "$4" \
-    --iterations 300 --warmup 20 --budget-s "$5" "${@:6}" -o "$out" > "$out.log" 2>&1 \
-    || rc=$?
-  grep -vE "^ *(iteration|round)|compiling|preparing|batches and" "$out.log" | tail -16
-  rm -rf "$out/rounds"
-  gzip -9n "$out"/*.json 2>/dev/null
+source bench/tune_folder.sh
+tune() {  # tune FOLDER OUTNAME STRATEGIES ROUNDS BUDGET_S [flags]: bench/tune_folder.sh
+  tune_folder "$1" "$root/$2" "$3" "$4" "$5" 16 "${@:6}" || rc=$?
 }
 
 ex() {  # ex NAME ARGS...: one corun execute, its median printed

@@ -34,13 +34,9 @@ case "$part" in shapes|confirm) folder=heavy-lean-b32768-shapes ;; esac
 out="$OUT/rehash/$part"
 rm -rf "$OUT/rehash"
 mkdir -p "$OUT/rehash"
-python -m corun.cli tune "bench/plans/rehash/$folder" --strategies "$strategies" \
-  --rounds "${ROUNDS:-3}" --iterations 300 --warmup 20 --budget-s "${BUDGET_S:-400}" \
-  -o "$out" > "$out.log" 2>&1
+source bench/tune_folder.sh
+tune_folder "$folder" "$out" "$strategies" "${ROUNDS:-3}" "${BUDGET_S:-400}" 40
 rc=$?
-grep -vE "^ *(iteration|round)|compiling|preparing|batches and" "$out.log" | tail -40
-rm -rf "$out/rounds"
-gzip -9n "$out"/*.json 2>/dev/null
 if [ "$part" = confirm ]; then
   source bench/profile_pairs.sh
   profile_pairs "$OUT/rehash" heavy-rehash 32768 132,198,264,396,528,1056 3 \
