@@ -414,6 +414,10 @@ def main(argv: list[str] | None = None) -> int:
         if bad:
             ap.error(f"--strategies {bad[0]}: +ub<N> takes N, the embedding update's blocks "
                      "an SM, an integer >= 1")
+        both = [x for x in args.strategies.split(",") if {"own", "behind"} <= set(x.split("+"))]
+        if both:
+            ap.error(f"--strategies {both[0]}: +own or +behind (the batches' assemblies on "
+                     "a stream of their own or behind the kernels), not both")
         for prefix, (lo, hi), what in (
                 ("u", (1, MAX_UNROLL), "the ids a thread of each fused values kernel "
                  "computes side by side"),

@@ -75,6 +75,9 @@ def test_strategies_name_labels_their_variants_and_runners_up(capsys):
         with pytest.raises(SystemExit):
             main(["--matrix", "heavy", "--strategies", offset, "--dry-run"])
         assert f"--strategies {offset}: +off<ms> takes ms" in capsys.readouterr().err
+    with pytest.raises(SystemExit):  # the assemblies' stream one way or the other
+        main(["--matrix", "graphs", "--strategies", "corun+own+behind", "--dry-run"])
+    assert "--strategies corun+own+behind: +own or +behind" in capsys.readouterr().err
 
 
 def test_release_offset_suffix_reads_ms():
