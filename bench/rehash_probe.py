@@ -39,7 +39,7 @@ from corun.plan_dir import plan_file, prediction_file  # noqa: E402
 from corun.tune_cmd import read_workload, variant_predictions  # noqa: E402
 from corun.workload import resolve_hardware, resolve_model, resolve_pipeline  # noqa: E402
 from reports.rounds import record_iteration_ms  # noqa: E402
-from spec import Plan, Prediction, SpecError, Stage, load  # noqa: E402
+from spec import Plan, SpecError, Stage, load  # noqa: E402
 from spec.serde import read_stored_text, save, stored_glob, write_atomic  # noqa: E402
 
 RAW = Path(__file__).resolve().parent / "results" / "raw"
@@ -203,14 +203,11 @@ def shapes_folder(folder: Path, out: Path, shapes: list[tuple[str, int]]) -> Non
     pipeline = resolve_pipeline(work.pipeline)
     hw = resolve_hardware("h200", 1, None, None)  # tune's default
     predicted = variant_predictions(folder, chosen, variants, hw, model, pipeline)
-    base = load(Prediction, folder / prediction_file("corun"))
     for name, plan in variants.items():
         save(plan, out / plan_file(name))
-        save(replace(base, strategy=name, iteration_time_ms=predicted[name],
-                     throughput_samples_per_s=1e3 * base.batch_per_gpu / predicted[name]),
-             out / prediction_file(name))
+        save(predicted[name], out / prediction_file(name))
         print(f"{name}: {plan.kernels[0].stage} {plan.kernels[0].blocks} blocks, "
-              f"predicted {predicted[name]:.3f} ms")
+              f"predicted {predicted[name].mean_iteration_ms:.3f} ms an iteration")
 
 
 def measurements(folder: Path) -> list[dict]:

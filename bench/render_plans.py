@@ -35,6 +35,7 @@ from bench.render_execute import (  # noqa: E402
     suffix_number,
     update_blocks_per_sm,
 )
+from reports.rounds import record_iteration_ms  # noqa: E402
 
 RAW = [ROOT / f"bench/results/raw/execute_plans_run{n}.json" for n in (15, 16)]
 OUT = ROOT / "bench/results/plans_h200.md"
@@ -69,9 +70,10 @@ def unpredicted(strategy: str) -> str | None:
 
 
 def predicted_ms(case: dict) -> tuple[float, str]:
-    """(the iteration time predicted for a measured case, a note): from the prediction
-    file `corun plan` wrote beside the plan it ran; simulated afresh, and noted, where
-    there is none or the plan there is no longer the one that ran."""
+    """(the mean iteration predicted for a measured case, as its throughput counts it, a
+    note): from the prediction file `corun plan` wrote beside the plan it ran; simulated
+    afresh, and noted, where there is none or the plan there is no longer the one that
+    ran."""
     from sim import simulate_steady
 
     m, strategy = case["measurement"], case["strategy"]
@@ -87,8 +89,8 @@ def predicted_ms(case: dict) -> tuple[float, str]:
     if not predicted.exists():
         note = " (predicted here)"
     if note:  # predicted afresh, as `corun plan` simulates its candidates
-        return simulate_steady(measured_scenario(m, strategy)).prediction.iteration_time_ms, note
-    return json.loads(predicted.read_text())["iteration_time_ms"], note
+        return simulate_steady(measured_scenario(m, strategy)).prediction.mean_iteration_ms, note
+    return record_iteration_ms(json.loads(predicted.read_text())), note
 
 
 def rows(raw: list[Path]) -> list[dict]:
@@ -104,10 +106,11 @@ def rows(raw: list[Path]) -> list[dict]:
             p, note = predicted_ms(r)
             workload = key[0] if m["model"] == spec.DEFAULT_MODEL_FOR[key[0]] else \
                 f"{key[0]} / {m['model']}"
-            ms = m["iteration"]["median_ms"]
+            ms = record_iteration_ms(m)
             out[(*key, r["strategy"])] = {
                 "pipeline": workload, "batch": key[1], "strategy": r["strategy"], "note": note,
-                "measured_ms": ms, "p90_ms": m["iteration"]["p90_ms"],
+                "measured_ms": ms, "median_step_ms": m["iteration"]["median_ms"],
+                "p90_ms": m["iteration"]["p90_ms"],
                 **shares_of_ideal(m, ideal[key]),
                 "predicted_ms": p, "error_pct": 100 * (p - ms) / ms,
                 "host": {k: v["median_ms"] for k, v in m["host"].items()},
@@ -124,16 +127,19 @@ def render(rs: list[dict]) -> str:
              + " (200 timed iterations after 20; every value of the batches checked on "
              "the device: every batch in runs before 2026-12-02, the warmup's since, as "
              "each Measurement's notes say). Predictions: `bash bench/plans/make.sh` "
-             "(learned H200 model + host thread). Shares of ideal: by median iteration "
-             "time, and by throughput (mean iteration time: it counts the slow iterations "
-             "the median leaves out).", "",
-             "| workload | strategy | measured ms (p90) | of ideal: median / throughput | "
-             "predicted ms | error | host ms: step / wait / finish / check |",
-             "|---|---|---:|---:|---:|---:|---|"]
+             "(learned H200 model + host thread). Predicted against measured: mean "
+             "iterations, as the throughputs count them (every slow iteration counted, "
+             "which the median step leaves out). Shares of ideal: by median step, and by "
+             "throughput.", "",
+             "| workload | strategy | measured ms/iteration | median step ms (p90) | "
+             "of ideal: median / throughput | predicted ms/iteration | error | "
+             "host ms: step / wait / finish / check |",
+             "|---|---|---:|---:|---:|---:|---:|---|"]
     for r in rs:
         h = r["host"]
         lines.append(f"| {r['pipeline']} b{r['batch']} | {r['strategy']}{r['note']} | "
-                     f"{r['measured_ms']:.3f} ({r['p90_ms']:.2f}) | {r['of_ideal_pct']:.1f}% / "
+                     f"{r['measured_ms']:.3f} | {r['median_step_ms']:.3f} ({r['p90_ms']:.2f}) | "
+                     f"{r['of_ideal_pct']:.1f}% / "
                      f"{r['of_ideal_tput_pct']:.1f}% | "
                      f"{r['predicted_ms']:.3f} | {r['error_pct']:+.1f}% | "
                      + " / ".join(f"{h.get(k, 0):.2f}" for k in ("step", "wait", "finish",
@@ -150,7 +156,7 @@ def render(rs: list[dict]) -> str:
                  "plan: median / throughput |")
     lines.append("|---|---|---|---|")
     for (p, b), cand in best.items():
-        by_ms = min(cand, key=lambda r: r["measured_ms"])
+        by_ms = min(cand, key=lambda r: r["median_step_ms"])
         by_tput = max(cand, key=lambda r: r["of_ideal_tput_pct"])
         corun = next((r for r in cand if r["strategy"] == "corun"), None)
         lines.append(f"| {p} b{b} | {by_ms['strategy']} ({by_ms['of_ideal_pct']:.1f}%) | "

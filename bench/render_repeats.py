@@ -4,7 +4,7 @@ the rounds of its mean iteration (its timed span over its iterations, as the thr
 counts it: reports.rounds.record_iteration_ms) and its range, the share of each round's
 own ideal, how often the strategy was the round's fastest, gpu-sequential's gap to ideal
 and the share of it each strategy recovers (both per round, then the median), and the
-predicted iteration (bench/render_plans.predicted_ms) with its error against that
+predicted mean iteration (bench/render_plans.predicted_ms) with its error against that
 median. One run's time moves by several percent with the host's pace on the heavy case;
 rounds show by how much.
 

@@ -4,6 +4,8 @@ costmodel/calibration.py: every duration scaled by the measured ideal over the p
 one), as `corun plan --calibration` would have predicted it had the user measured ideal
 on that machine first. Cases without an ideal of their workload in the same command are
 left out, and so are the ideal cases (calibrated, they predict their own measurement).
+Mean iterations are compared, as the throughputs count them (since session 57; the
+median steps before).
 Writes bench/results/repredict_calibrated_h200.md from every run and their own ideals;
 named runs or --calibration print, or go to -o OUT.md.
 
@@ -32,6 +34,7 @@ from bench.render_execute import (  # noqa: E402
     require_raw,
 )
 from bench.repredict import every_raw, summary  # noqa: E402
+from reports.rounds import record_iteration_ms  # noqa: E402
 
 OUT = ROOT / "bench/results/repredict_calibrated_h200.md"
 
@@ -76,12 +79,12 @@ def rows(raw: list[Path], skipped: dict[str, str], given: dict | None = None) ->
                 sc = measured_scenario(m, r["strategy"])
                 mine.append({"source": source, "model": m["model"], "batch": r["batch"],
                              "gpus": m["gpu_count"], "strategy": r["strategy"],
-                             "measured_ms": m["iteration"]["median_ms"],
-                             "plain_ms": simulate(sc).prediction.iteration_time_ms,
+                             "measured_ms": record_iteration_ms(m),
+                             "plain_ms": simulate(sc).prediction.mean_iteration_ms,
                              "gpu_side_ms": simulate(replace(sc, host_thread=False)
-                                                     ).prediction.iteration_time_ms,
+                                                     ).prediction.mean_iteration_ms,
                              "calibrated_ms": simulate(calibrate(sc, cal)
-                                                       ).prediction.iteration_time_ms})
+                                                       ).prediction.mean_iteration_ms})
         except Exception as e:  # noqa: BLE001 - any failure names the run
             skipped[path.name] = f"{type(e).__name__}: {str(e)[:120]}"
             continue

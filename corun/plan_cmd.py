@@ -223,7 +223,8 @@ def graphs_whatif(base, plan, preds, say) -> str | None:
         Strategy(StrategyKind.IDEAL), Strategy(StrategyKind.PLAN, plan=plan, name="corun")))
     eager = next(p for p in preds if p.strategy == "ideal")
     return (NOTE + f"with --cuda-graphs (simulated on the chosen plan, not searched): ideal "
-            f"{ideal.iteration_time_ms:.3f} ms, the plan {mine.iteration_time_ms:.3f} ms, "
+            f"{ideal.mean_iteration_ms:.3f} ms an iteration, the plan "
+            f"{mine.mean_iteration_ms:.3f} ms, "
             f"{mine.throughput_samples_per_s / ideal.throughput_samples_per_s:.1%} of that "
             f"ideal and {mine.throughput_samples_per_s / eager.throughput_samples_per_s:.2f}x "
             "the eager ideal's samples/s; `corun plan --cuda-graphs` searches for that step "

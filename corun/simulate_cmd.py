@@ -91,8 +91,7 @@ def comparison_table(preds: list[Prediction]) -> str:
     for p in preds:
         pct = f"{100 * p.throughput_samples_per_s / ideal.throughput_samples_per_s:.1f}%" \
             if ideal else "-"
-        mean_ms = p.batch_per_gpu * p.gpu_count / p.throughput_samples_per_s * 1e3
-        rows.append([p.strategy, f"{mean_ms:.3f}", f"{p.throughput_samples_per_s:,.0f}",
+        rows.append([p.strategy, f"{p.mean_iteration_ms:.3f}", f"{p.throughput_samples_per_s:,.0f}",
                      pct, f"{p.stall_ms_per_iteration:.3f}",
                      f"{100 * min(p.gpu_utilisation):.0f}%"])
     return table(["strategy", "mean iteration ms", "samples/s", "of ideal", "stall ms",

@@ -301,19 +301,26 @@ def stream_variant(chosen, taken) -> dict:
 
 
 def variant_predictions(folder: Path, chosen, variants: dict, hw, model, pipeline) -> dict:
-    """Each variant's predicted iteration (ms), simulated as `corun simulate` would and
-    scaled by the folder's prediction for its `chosen` plan over the same simulation of it
-    (a folder planned with --calibration or other settings keeps its scale)."""
+    """Each variant's Prediction (named as the variant), simulated as `corun simulate`
+    would and scaled by the folder's prediction for its `chosen` plan over the same
+    simulation of it (a folder planned with --calibration or other settings keeps its
+    scale; the scale is taken between mean iterations, as tune compares)."""
     from corun.plan_dir import prediction_file
     from sim import Scenario, Strategy, StrategyKind, simulate_steady
     from spec import Prediction, load
 
-    def ms(plan) -> float:
+    def simulated(plan) -> Prediction:
         sc = Scenario(hw, model, pipeline, Strategy(StrategyKind.PLAN, plan=plan))
-        return simulate_steady(sc).prediction.iteration_time_ms
+        return simulate_steady(sc).prediction
 
-    scale = load(Prediction, folder / prediction_file("corun")).iteration_time_ms / ms(chosen)
-    return {name: scale * ms(plan) for name, plan in variants.items()}
+    scale = (load(Prediction, folder / prediction_file("corun")).mean_iteration_ms
+             / simulated(chosen).mean_iteration_ms)
+    out = {}
+    for name, plan in variants.items():
+        p = simulated(plan)
+        out[name] = replace(p, strategy=name, iteration_time_ms=scale * p.iteration_time_ms,
+                            throughput_samples_per_s=p.throughput_samples_per_s / scale)
+    return out
 
 
 def median_round(rounds: dict[int, dict], strategy: str):
@@ -324,9 +331,10 @@ def median_round(rounds: dict[int, dict], strategy: str):
 
 
 def summarise(rounds: dict[int, dict], folder: Path, strategies: list[str],
-              predicted: dict[str, float] | None = None) -> dict:
-    """Per strategy the rounds' statistics (reports.rounds) beside its prediction in the
-    folder (or in `predicted`, for plans the folder does not hold); the predicted and
+              predicted: dict | None = None) -> dict:
+    """Per strategy the rounds' statistics (reports.rounds) beside its predicted mean
+    iteration, from its prediction in the folder (or in `predicted`, name -> Prediction,
+    for plans the folder does not hold); the predicted and
     measured ranks of the strategies other than ideal; the measured fastest, and whether
     it is the one the planner chose."""
     from corun.plan_dir import prediction_file
@@ -338,8 +346,8 @@ def summarise(rounds: dict[int, dict], folder: Path, strategies: list[str],
     rows = []
     for st in stats:
         path = folder / prediction_file(st.strategy)
-        ms = load(Prediction, path).iteration_time_ms if path.is_file() else \
-            (predicted or {}).get(st.strategy)
+        p = load(Prediction, path) if path.is_file() else (predicted or {}).get(st.strategy)
+        ms = None if p is None else p.mean_iteration_ms
         step = median_round(rounds, st.strategy).iteration.median_ms
         rows.append({**asdict(st), "median_step_ms": step, "predicted_ms": ms,
                      "error_pct": None if ms is None else 100 * (ms - st.median_ms) / st.median_ms})

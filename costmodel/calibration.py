@@ -5,7 +5,8 @@ The lent H200s differ (heavy-fused's fused embedding update took 2.82-3.21 ms at
 carries the profiling machine's times: much of a prediction's error is the training step's
 own time, not co-running. So: `corun execute --strategy ideal -o ideal.json` on the
 machine, then `corun plan --calibration ideal.json`: every simulated duration is scaled
-by the measured ideal iteration over the predicted one (sim.calibrate). Held out on two
+by the measured ideal's mean iteration over the predicted one (sim.calibrate; the
+throughputs', as predictions and measurements are compared since session 57). Held out on two
 lent H200s (ideals measured apart, 42 plan cases; bench/results/calibration_heldout_h200.md)
 the mean error of the median iteration fell from 5.4% to 3.5%; over every executed run,
 each case calibrated by its own command's ideal, from 13.0% to 5.6% (`python
@@ -36,7 +37,9 @@ class Calibration:
     gpu_count: int
     cuda_graphs: bool
     ideal_ms: float
-    """Median iteration of the measured ideal (the median of several measurements')."""
+    """Mean iteration of the measured ideal, as its throughput counts it (the median of
+    several measurements'); before session 57 its median step, which an ideal's steady
+    steps put within a fraction of a percent of it."""
     source: str
 
     def applies_to(self, model: str, batch_per_gpu: int, gpu_count: int,
@@ -59,11 +62,11 @@ def from_measurement(m: Measurement, source: str) -> Calibration:
     if m.strategy != "ideal":
         raise SpecError("calibration.strategy", m.strategy,
                         "ideal (corun execute --strategy ideal)")
-    if not m.iteration.median_ms > 0:
-        raise SpecError("calibration.iteration.median_ms", m.iteration.median_ms,
-                        "a positive time")
+    if not m.throughput_samples_per_s > 0:
+        raise SpecError("calibration.throughput_samples_per_s", m.throughput_samples_per_s,
+                        "a positive rate")
     return Calibration(m.model, m.batch_per_gpu, m.gpu_count, notes_say_graphed(m.notes),
-                       m.iteration.median_ms, source)
+                       m.mean_iteration_ms, source)
 
 
 def median_of(cals: Sequence[Calibration]) -> Calibration:

@@ -11,7 +11,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-from reports.pairs import Pair, mape  # noqa: E402
+from reports.pairs import Pair, iteration_points, mape  # noqa: E402
 from spec import Prediction  # noqa: E402
 
 BAND = 0.05
@@ -45,10 +45,10 @@ def _identity_panel(ax, pts: list[tuple[float, float]], what: str, unit: str) ->
 
 
 def scatter(pairs: list[Pair]) -> Figure:
-    """Predicted against measured: iteration time (left) and per-stage time (right), with
-    y = x, a ±5% band and the MAPE in each title."""
+    """Predicted against measured: mean iteration time (left; the throughputs') and
+    per-stage time (right; medians), with y = x, a ±5% band and the MAPE in each title."""
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.8))
-    it = [(p.prediction.iteration_time_ms, p.measurement.iteration.median_ms) for p in pairs]
+    it = iteration_points(pairs)
     stages = [(s.time_ms, p.measurement.stages[s.stage].median_ms)
               for p in pairs for s in p.prediction.stages if s.stage in p.measurement.stages]
     _identity_panel(axes[0], it, "iteration time", "ms")

@@ -69,3 +69,10 @@ def mape(pairs: list[tuple[float, float]]) -> float:
     if not pairs:
         return float("nan")
     return 100 * sum(abs(p - m) / m for p, m in pairs) / len(pairs)
+
+
+def iteration_points(pairs: list[Pair]) -> list[tuple[float, float]]:
+    """(predicted, measured) mean iteration of each pair, in ms: the throughputs compared,
+    every slow step counted on both sides."""
+    return [(p.prediction.mean_iteration_ms, p.measurement.mean_iteration_ms)
+            for p in pairs]

@@ -5,21 +5,22 @@ from __future__ import annotations
 from pathlib import Path
 
 from reports import figures
-from reports.pairs import Pair, load_files, mape, pair_up
+from reports.pairs import Pair, iteration_points, load_files, mape, pair_up
 from reports.tail import tail
 from spec import Prediction, SpecError
 from spec.serde import write_atomic
 
 
 def _row(p: Pair, scale: float | None) -> list[str]:
+    """One pair's row: mean iterations (the throughputs') compared, the median steps
+    beside them (a bimodal step parts the two)."""
     pred, meas = p.prediction, p.measurement
-    ms = meas.iteration.median_ms
-    err = 100 * (pred.iteration_time_ms - ms) / ms
-    cal = "-" if scale is None else f"{100 * (pred.iteration_time_ms * scale - ms) / ms:+.1f}%"
+    predicted, ms = pred.mean_iteration_ms, meas.mean_iteration_ms
+    err = 100 * (predicted - ms) / ms
+    cal = "-" if scale is None else f"{100 * (predicted * scale - ms) / ms:+.1f}%"
     return [pred.strategy, f"{pred.model}/{pred.pipeline}", str(pred.batch_per_gpu),
-            str(pred.gpu_count), f"{pred.iteration_time_ms:.3f}", f"{ms:.3f}", f"{err:+.1f}%",
-            cal, f"{pred.throughput_samples_per_s:,.0f}",
-            f"{meas.throughput_samples_per_s:,.0f}"]
+            str(pred.gpu_count), f"{predicted:.3f}", f"{ms:.3f}", f"{err:+.1f}%",
+            cal, f"{pred.iteration_time_ms:.3f}", f"{meas.iteration.median_ms:.3f}"]
 
 
 def _workload(x) -> tuple:
@@ -30,8 +31,8 @@ def calibration_scales(pairs: list[Pair]) -> dict[tuple, float]:
     """Per workload with its ideal among the pairs: measured ideal over predicted, the
     factor `corun plan --calibration` would scale that workload's predictions by
     (costmodel/calibration.py; a prediction made calibrated gives 1)."""
-    return {_workload(p.measurement): p.measurement.iteration.median_ms
-            / p.prediction.iteration_time_ms
+    return {_workload(p.measurement): p.measurement.mean_iteration_ms
+            / p.prediction.mean_iteration_ms
             for p in pairs if p.measurement.strategy == "ideal"}
 
 
@@ -78,23 +79,24 @@ def report(paths: list[str], out: Path) -> Path:
         figures.save(figures.stage_bars(pairs), out, "stages")
         for i, pair in enumerate(pairs):
             figures.save(figures.timeline(pair), out, f"timeline_{i}")
-        it = [(p.prediction.iteration_time_ms, p.measurement.iteration.median_ms)
-              for p in pairs]
+        it = iteration_points(pairs)
         scales = calibration_scales(pairs)
-        others = [(p.prediction.iteration_time_ms * scales[_workload(p.measurement)],
-                   p.measurement.iteration.median_ms) for p in pairs
+        others = [(p.prediction.mean_iteration_ms * scales[_workload(p.measurement)],
+                   p.measurement.mean_iteration_ms) for p in pairs
                   if _workload(p.measurement) in scales and p.measurement.strategy != "ideal"]
         calibrated = [] if not others else [
             f"Calibrated by each workload's measured ideal (every prediction times measured "
             f"ideal over predicted, as `corun plan --calibration` scales): MAPE "
             f"{mape(others):.1f}% over the {len(others)} other run(s).", ""]
         lines += ["## Predicted against measured", "",
-                  f"Iteration time MAPE: {mape(it):.1f}% over {len(pairs)} run(s).", "",
+                  f"Iteration time MAPE: {mape(it):.1f}% over {len(pairs)} run(s), "
+                  "each a mean iteration (the throughput's: every slow step counted).", "",
                   *calibrated,
                   "![predicted vs measured](predicted_vs_measured.png)", "",
-                  markdown_table(["strategy", "workload", "batch", "GPUs", "predicted ms",
-                                  "measured ms", "error", "calibrated error",
-                                  "predicted samples/s", "measured samples/s"],
+                  markdown_table(["strategy", "workload", "batch", "GPUs",
+                                  "predicted ms/iteration", "measured ms/iteration", "error",
+                                  "calibrated error", "predicted median step ms",
+                                  "measured median step ms"],
                                  [_row(p, scales.get(_workload(p.measurement)))
                                   for p in pairs]),
                   "", "![stages](stages.png)", ""]

@@ -160,5 +160,5 @@ def calibrate(scenario: Scenario, calibration: Calibration,
                             m.name, m.batch_per_gpu, gpus, m.cuda_graphs))
     ideal = replace(scenario, strategy=Strategy(StrategyKind.IDEAL), time_scale=1.0,
                     jitter_cv=0.0)
-    predicted = simulate(ideal, cost_model).prediction.iteration_time_ms
+    predicted = simulate(ideal, cost_model).prediction.mean_iteration_ms
     return replace(scenario, time_scale=calibration.ideal_ms / predicted)

@@ -10,6 +10,7 @@ import pytest
 import spec
 from corun.cli import main
 from costmodel.calibration import from_measurement, load_calibration, median_of
+from reports.rounds import record_iteration_ms
 from sim import Scenario, Strategy, StrategyKind, calibrate, simulate
 from spec import Measurement, SpecError, Spread
 from spec.serde import save
@@ -29,6 +30,15 @@ def scenario(kind: StrategyKind, batch: int = 4096) -> Scenario:
     model = replace(spec.model_preset("criteo-kaggle"), batch_per_gpu=batch)
     return Scenario(spec.hardware_preset("h200", 1), model, spec.pipeline_preset("kaggle"),
                     Strategy(kind), iterations=8, warmup=2)
+
+
+def test_the_ideal_calibrates_by_its_throughput_not_its_median_step():
+    """An ideal with a few slow steps: its mean iteration, as its throughput counts it,
+    is what the predictions are scaled to (they are compared by mean iteration too)."""
+    m = replace(measured_ideal(4.0), throughput_samples_per_s=4096 / 4.4 * 1e3)
+    assert from_measurement(m, "slow.json").ideal_ms == pytest.approx(4.4)
+    with pytest.raises(SpecError, match="calibration.throughput_samples_per_s"):
+        from_measurement(replace(m, throughput_samples_per_s=0.0), "zero.json")
 
 
 def test_only_an_ideal_calibrates_and_graphed_ones_say_so():
@@ -61,8 +71,8 @@ def test_the_calibrated_ideal_predicts_the_measurement_and_all_else_scales_alike
     cal = from_measurement(measured_ideal(5.0, batch=16384), "ideal.json")
     ideal = scenario(StrategyKind.IDEAL, 16384)
     seq = scenario(StrategyKind.GPU_SEQUENTIAL, 16384)
-    before = [simulate(s).prediction.iteration_time_ms for s in (ideal, seq)]
-    after = [simulate(calibrate(s, cal)).prediction.iteration_time_ms for s in (ideal, seq)]
+    before = [simulate(s).prediction.mean_iteration_ms for s in (ideal, seq)]
+    after = [simulate(calibrate(s, cal)).prediction.mean_iteration_ms for s in (ideal, seq)]
     assert after[0] == pytest.approx(5.0, rel=1e-6)
     factor = 5.0 / before[0]
     assert calibrate(seq, cal).time_scale == pytest.approx(factor)
@@ -85,7 +95,7 @@ def test_plan_and_simulate_take_the_calibration(tmp_path, capsys):
     assert main(["simulate", "--strategy", "ideal", "--calibration", str(path),
                  "--iterations", "8", "--json", "--quiet"]) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert doc["iteration_time_ms"] == pytest.approx(4.5, rel=1e-6)
+    assert record_iteration_ms(doc) == pytest.approx(4.5, rel=1e-6)
     assert main(["plan", "--calibration", str(path), "--time-limit", "0.5",
                  "--iterations", "8", "--quiet"]) == 0
     out = capsys.readouterr().out
@@ -102,9 +112,9 @@ def test_several_gpus_scale_their_collectives_too():
                      iterations=6, warmup=2, host_thread=False)  # the host would pace it
     seq = replace(ideal, strategy=Strategy(StrategyKind.GPU_SEQUENTIAL))
     cal = replace(from_measurement(measured_ideal(9.0), "x2.json"), gpu_count=2)
-    before = simulate(seq).prediction.iteration_time_ms
-    assert simulate(calibrate(ideal, cal)).prediction.iteration_time_ms == \
+    before = simulate(seq).prediction.mean_iteration_ms
+    assert simulate(calibrate(ideal, cal)).prediction.mean_iteration_ms == \
         pytest.approx(9.0, rel=1e-6)
     factor = calibrate(seq, cal).time_scale
-    assert simulate(calibrate(seq, cal)).prediction.iteration_time_ms == \
+    assert simulate(calibrate(seq, cal)).prediction.mean_iteration_ms == \
         pytest.approx(before * factor, rel=1e-6)

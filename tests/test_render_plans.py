@@ -7,12 +7,16 @@ import json
 import pytest
 
 from bench.render_plans import main, plan_folder, rows
+from reports.rounds import record_iteration_ms
 
 
-def case(strategy: str, median_ms: float, plan: dict | None = None) -> dict:
+def case(strategy: str, median_ms: float, plan: dict | None = None,
+         mean_ms: float | None = None) -> dict:
+    """A measured case; `mean_ms`: its mean iteration where slow steps part it from the
+    median step."""
     m = {"pipeline": "heavy", "model": "heavy-fused", "batch_per_gpu": 8192, "gpu_count": 1,
          "plan": plan, "iteration": {"median_ms": median_ms, "p90_ms": median_ms * 1.1},
-         "throughput_samples_per_s": 8192e3 / median_ms,
+         "throughput_samples_per_s": 8192e3 / (mean_ms or median_ms),
          "host": {"step": {"median_ms": 3.5}},
          "command": "python bench/execute_gpu.py --matrix heavy-stages"}
     return {"pipeline": "heavy", "batch": 8192, "strategy": strategy, "measurement": m}
@@ -29,20 +33,22 @@ def test_heavy_fused_rows_and_a_stage_sweep_case(tmp_path):
     at_emb_fwd = spec.one_kernel_plan(spec.pipeline_preset("heavy"), "heavy-fused", 1,
                                       "emb_fwd", 1056, 256)
     raw = [case("ideal", 4.0), case("gpu-sequential", 4.8),
-           case("at:emb_fwd", 4.6, to_jsonable(at_emb_fwd))]
+           case("at:emb_fwd", 4.6, to_jsonable(at_emb_fwd), mean_ms=4.9)]
     path = tmp_path / "raw.json"
     path.write_text(json.dumps(raw))
     ideal, seq, at = rows([path])
     filed = json.loads((plan_folder("heavy", "heavy-fused", 8192)
                         / "prediction-gpu-sequential.json").read_text())
-    assert seq["predicted_ms"] == filed["iteration_time_ms"] and seq["note"] == ""
+    assert seq["predicted_ms"] == pytest.approx(record_iteration_ms(filed)) and seq["note"] == ""
     assert seq["of_ideal_pct"] == pytest.approx(100 * 4.0 / 4.8)
     assert at["note"] == " (predicted here)" and at["predicted_ms"] > ideal["predicted_ms"]
+    assert at["measured_ms"] == pytest.approx(4.9) and at["median_step_ms"] == 4.6
+    assert at["error_pct"] == pytest.approx(100 * (at["predicted_ms"] - 4.9) / 4.9)
     out = tmp_path / "p.md"
     assert main([str(path), "-o", str(out)]) == 0
     text = out.read_text()
-    assert "| heavy / heavy-fused b8192 | at:emb_fwd (predicted here) | 4.600 (5.06) | " \
-        "87.0% / 87.0% |" in text
+    assert "| heavy / heavy-fused b8192 | at:emb_fwd (predicted here) | 4.900 | 4.600 (5.06) | " \
+        "87.0% / 81.6% |" in text
     assert "| heavy / heavy-fused b8192 | at:emb_fwd (87.0%) |" in text  # the measured best
 
 
@@ -65,7 +71,8 @@ def test_a_graphed_run_reads_the_graphs_plans_and_predicts_its_eager_variant_eag
     eager, ideal = rows([path])
     filed = json.loads((plan_folder("kaggle", "criteo-kaggle", 4096, graphs=True)
                         / "prediction-ideal.json").read_text())
-    assert ideal["predicted_ms"] == filed["iteration_time_ms"] and ideal["note"] == ""
+    assert ideal["predicted_ms"] == pytest.approx(record_iteration_ms(filed))
+    assert ideal["note"] == ""
     assert eager["note"] == " (predicted here)"
     assert eager["predicted_ms"] > 1.3 * ideal["predicted_ms"]  # the host paces it eagerly
     assert eager["of_ideal_pct"] == pytest.approx(100 * 2.6 / 4.0)

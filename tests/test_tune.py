@@ -9,7 +9,7 @@ import pytest
 from corun.cli import main
 from corun.plan_dir import planned_strategies
 from corun.tune_cmd import median_round
-from spec import Measurement, Pipeline, Plan, load
+from spec import Measurement, Pipeline, Plan, Prediction, load
 from tests.workload_files import write_small_kaggle
 
 ROWS = 32
@@ -115,6 +115,9 @@ def test_launch_steps_add_the_chosen_plan_at_other_launch_shapes(folder, tmp_pat
         chosen, assembly_stream=True)
     assert rows[lead]["predicted_ms"] > 0
     assert rows["corun-own"]["predicted_ms"] == pytest.approx(rows["corun"]["predicted_ms"])
+    # predictions count by mean iteration too (the throughput's), as the rounds do
+    filed = load(Prediction, folder / "plans" / "prediction-corun.json")
+    assert rows["corun"]["predicted_ms"] == pytest.approx(filed.mean_iteration_ms)
     for name, blocks in variants:
         ran = load(Measurement, out / "rounds" / f"{name}-r1.json").plan
         assert [k.blocks for k in ran.kernels] == blocks
