@@ -134,9 +134,10 @@ class Executor:
         model.check_gpu_count(self.world)
         if model.cuda_graphs and self.device.type != "cuda":
             raise SpecError("model.cuda_graphs", True, "off on a CPU (CUDA graphs need a GPU)")
-        if settings.preprocess_sms and (self.device.type != "cuda" or self.world > 1):
-            raise SpecError("preprocess_sms", settings.preprocess_sms,
-                            "0 on a CPU or several GPUs (the SMs of one GPU are split)")
+        for name in ("preprocess_sms", "preprocess_sm_cap"):
+            if getattr(settings, name) and (self.device.type != "cuda" or self.world > 1):
+                raise SpecError(name, getattr(settings, name),
+                                "0 on a CPU or several GPUs (the SMs of one GPU are split)")
         if settings.update_sms:
             self._check_update_sms(settings.update_sms, model)
         self.hardware = hardware or hardware_preset("h200", self.world)
@@ -245,7 +246,7 @@ class Executor:
                            self.plan.batches_ahead + 1),
                        ids_per_thread=self.settings.assembly_ids_per_thread,
                        graphs=self.settings.preprocess_graphs
-                       and not (self.settings.preprocess_sms or self.settings.update_sms))
+                       and not self.settings.green_preprocessing())
 
     # ---------------------------------------------------------------- one batch
     def _stage(self, i: int) -> None:
@@ -363,7 +364,7 @@ class Executor:
         self.S = Streams(self.device, self.plan.training_priority_high, s.preprocess_sms,
                          s.preprocess_first, s.update_sms,
                          self.plan.assembly_stream if s.assembly_stream is None
-                         else s.assembly_stream)
+                         else s.assembly_stream, s.preprocess_sm_cap)
         self.trainer.begin_run()
         self.trainer.update_stream = self.S.update  # its grid as on every SM: the update
         # waits on its atomics, and fewer blocks in flight slowed it (+0.36 ms at 400 of 528)
@@ -658,7 +659,10 @@ class Executor:
                 and streams.assembly is not streams.pre:
             notes.append(ASSEMBLY_STREAM_NOTE)
         split = getattr(streams, "split", None)
-        if split is not None:
+        if split is not None and self.settings.preprocess_sm_cap:
+            notes.append(f"preprocessing confined to {split.pre_sms} SMs, training on "
+                         "every SM (a CUDA green context, backend/sm_split.py)")
+        elif split is not None:
             training = ("the embedding update" if self.settings.update_sms else "training")
             notes.append(f"SMs split: preprocessing on {split.pre_sms}, {training} on "
                          f"{split.train_sms} (CUDA green contexts, backend/sm_split.py)"

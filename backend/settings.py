@@ -61,6 +61,13 @@ class RunSettings:
     rows' atomics, not on SMs), but the kernel on the other SMs still cost it 0.24-0.35
     ms and hid no more of gpu-sequential's gap than sharing every SM (35% / 66% against
     75% / 66%; bench/results/update_partition_h200.md)."""
+    preprocess_sm_cap: int = 0
+    """0: the preprocessing stream may take every SM; N: it is confined to N SMs (a CUDA
+    green context, backend/sm_split.py; one GPU) while training keeps every SM, so a
+    kernel that becomes ready between two training kernels cannot take the SMs the next
+    one needs (the eager hold of bench/results/race_trace_h200.md: the values kernel
+    took every SM in 10 of 38 steps and the next GEMM ran 2.1-2.3 ms against 0.12-0.18).
+    An experiment (bench/execute_gpu.py "+cap<N>"), not a planned decision."""
     preprocess_first: bool = False
     """The preprocessing stream above training: a kernel released at a training stage
     gets the SMs that stage's blocks free as they end, instead of waiting for all of
@@ -77,7 +84,8 @@ class RunSettings:
     assembly replayed as CUDA graphs captured on the run's first batches
     (backend/batch_graphs.py): one graph launch instead of a few host calls each. False:
     the calls one by one, as before (bench/execute_gpu.py "+calls"), and always so with
-    `preprocess_sms` or `update_sms`, whose streams live in a green context of their own."""
+    `preprocess_sms`, `update_sms` or `preprocess_sm_cap`, whose streams live in a green
+    context of their own."""
 
     feed_thread: bool = False
     """Each step's batch work (the next batch built from its lanes, the last one checked,
@@ -133,9 +141,14 @@ class RunSettings:
             return None
         return max(self.distinct_batches, self.warmup - 2 * slots)
 
+    def green_preprocessing(self) -> bool:
+        """Whether the preprocessing stream lives in a green context of its own."""
+        return bool(self.preprocess_sms or self.update_sms or self.preprocess_sm_cap)
+
     def __post_init__(self) -> None:
         for name, lo in (("iterations", 1), ("warmup", 0), ("distinct_batches", 1),
                          ("cpu_workers", 1), ("preprocess_sms", 0), ("update_sms", 0),
+                         ("preprocess_sm_cap", 0),
                          ("assembly_ids_per_thread", 0), ("values_unroll", 1),
                          ("values_max_registers", 0)):
             v = getattr(self, name)
@@ -151,6 +164,10 @@ class RunSettings:
         if not 0 <= self.release_offset_ms <= MAX_RELEASE_OFFSET_MS:
             raise SpecError("release_offset_ms", self.release_offset_ms,
                             f"ms in 0..{MAX_RELEASE_OFFSET_MS:g}")
+        if self.preprocess_sm_cap and (self.preprocess_sms or self.update_sms):
+            raise SpecError("preprocess_sm_cap", self.preprocess_sm_cap,
+                            "0 with preprocess_sms or update_sms (each gives the "
+                            "preprocessing stream its SMs another way)")
         if self.update_sms and (self.preprocess_sms or self.preprocess_first):
             raise SpecError("update_sms", self.update_sms,
                             "0 with preprocess_sms or preprocess_first (each gives the "

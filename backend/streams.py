@@ -31,11 +31,12 @@ class Streams:
 
     def __init__(self, device: torch.device, training_high: bool, pre_sms: int = 0,
                  preprocess_first: bool = False, update_sms: int = 0,
-                 assembly_stream: bool = False) -> None:
+                 assembly_stream: bool = False, pre_cap: int = 0) -> None:
         """`pre_sms` > 0: the preprocessing stream on that many SMs of its own, training
         on the rest (backend/sm_split.py); `update_sms` > 0: the embedding update's
         stream (`update`) on that many SMs of its own, preprocessing on the rest, and
-        training's other stages on every SM; both 0: both streams on every SM.
+        training's other stages on every SM; `pre_cap` > 0: the preprocessing stream
+        confined to that many SMs, training on every SM; all 0: both streams on every SM.
         `preprocess_first`: the preprocessing stream above training (overrides
         `training_high`), so its blocks take the SMs a training kernel's blocks free.
         `assembly_stream`: the batches' assemblies on a stream of their own (`assembly`),
@@ -50,6 +51,12 @@ class Streams:
 
                 self.split = split_sms(device, pre_sms, training_high)
                 self.train, self.pre = self.split.train, self.split.pre
+            elif pre_cap:
+                from backend.sm_split import split_sms
+
+                self.split = split_sms(device, pre_cap, training_high)
+                self.pre = self.split.pre  # the split's other stream stays unused
+                self.train = torch.cuda.Stream(device, priority=-2 if training_high else 0)
             elif update_sms:
                 from backend.sm_split import split_sms
 

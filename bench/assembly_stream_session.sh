@@ -33,18 +33,13 @@ root="$OUT/assembly-stream"
 rm -rf "$root" && mkdir -p "$root"
 rc=0
 
-source bench/tune_folder.sh
-tune() {  # tune FOLDER OUTNAME STRATEGIES ROUNDS BUDGET_S [flags]: bench/tune_folder.sh
+source bench/session_steps.sh
+tune() {  # tune FOLDER OUTNAME STRATEGIES ROUNDS BUDGET_S [flags]: bench/session_steps.sh
   tune_folder "$1" "$root/$2" "$3" "$4" "$5" 16 "${@:6}" || rc=$?
 }
 
-ex() {  # ex NAME ARGS...: one corun execute, its median printed
-  python -m corun.cli execute "${@:2}" --iterations 300 --warmup 20 --quiet \
-    -o "$root/$1.json" > "$root/$1.log" 2>&1 || { rc=$?; tail -3 "$root/$1.log"; }
-  python -c "import json,sys; m=json.load(open(sys.argv[1])); s=m['stages']; \
-print(sys.argv[2], 'median', round(m['iteration']['median_ms'], 3), 'p10-p90', \
-round(m['iteration']['p10_ms'], 2), round(m['iteration']['p90_ms'], 2), \
-{k: round(v['median_ms'], 3) for k, v in s.items()})" "$root/$1.json" "$1" 2>/dev/null
+ex() {  # ex NAME ARGS...: one corun execute (bench/session_steps.sh execute_one)
+  execute_one "$root/$1" "${@:2}" || rc=$?
 }
 e=bench/plans/rehash/heavy-lean-b32768/plan.json
 g=bench/plans/rehash/heavy-lean-b16384-graphs/plan.json

@@ -271,8 +271,10 @@ def run_case(pipe_name: str, batch: int, label: str, args, trainers: dict, hw,
     base, *suffixes = label.split("+")  # "+late": the assembly after the step's launches;
     # "+ahead2": two batches ahead; "+w<N>": N host worker processes; "+eager": the step
     # launched kernel by kernel (not as CUDA graphs); "+sm<N>": preprocessing on N SMs of
-    # its own, training on the rest; "+upd<N>": the fused embedding update on N SMs of its
-    # own, preprocessing on the rest, training's other stages on every SM; "+warp" /
+    # its own, training on the rest; "+cap<N>": preprocessing confined to N SMs, training
+    # on every SM (RunSettings.preprocess_sm_cap); "+upd<N>": the fused embedding update
+    # on N SMs of its own, preprocessing on the rest, training's other stages on every
+    # SM; "+warp" /
     # "+thread": the kernels' long list outputs a warp per row / a thread per row
     # (FusedKernel.warp_rows); "+b<N>": every kernel launched
     # with N blocks; "+high" / "+low": the training stream above preprocessing / level
@@ -315,7 +317,7 @@ def run_case(pipe_name: str, batch: int, label: str, args, trainers: dict, hw,
     for mapping, warp in (("warp", True), ("thread", False)):  # FusedKernel.warp_rows
         if mapping in suffixes:
             plan = replace(plan, kernels=tuple(replace(k, warp_rows=warp) for k in plan.kernels))
-    workers, pre_sms, update_sms = host_workers_per_gpu(strategy, hw), 0, 0
+    workers, pre_sms, update_sms, pre_cap = host_workers_per_gpu(strategy, hw), 0, 0, 0
     ids_per_thread = 0 if "rowgrid" in suffixes else RunSettings.assembly_ids_per_thread
     for x in suffixes:
         if x.startswith("b") and x[1:].isdigit():
@@ -327,12 +329,15 @@ def run_case(pipe_name: str, batch: int, label: str, args, trainers: dict, hw,
             pre_sms = int(x[2:])
         if x.startswith("upd") and x[3:].isdigit():  # RunSettings.update_sms
             update_sms = int(x[3:])
+        if x.startswith("cap") and x[3:].isdigit():  # RunSettings.preprocess_sm_cap
+            pre_cap = int(x[3:])
         if x.startswith("ipt") and x[3:].isdigit():
             ids_per_thread = int(x[3:])
     assembly_stream = True if "own" in suffixes else False if "behind" in suffixes else None
     settings = RunSettings(args.iterations, args.warmup, args.distinct_batches, check,
                            0, None, workers, early_assembly="late" not in suffixes,
                            preprocess_sms=pre_sms, update_sms=update_sms,
+                           preprocess_sm_cap=pre_cap,
                            preprocess_first="pre" in suffixes,
                            preprocess_graphs="calls" not in suffixes,
                            feed_thread="feed" in suffixes and "inline" not in suffixes,

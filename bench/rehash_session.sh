@@ -34,7 +34,7 @@ case "$part" in shapes|confirm) folder=heavy-lean-b32768-shapes ;; esac
 out="$OUT/rehash/$part"
 rm -rf "$OUT/rehash"
 mkdir -p "$OUT/rehash"
-source bench/tune_folder.sh
+source bench/session_steps.sh
 tune_folder "$folder" "$out" "$strategies" "${ROUNDS:-3}" "${BUDGET_S:-400}" 40
 rc=$?
 if [ "$part" = confirm ]; then

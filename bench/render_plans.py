@@ -58,7 +58,7 @@ def unpredicted(strategy: str) -> str | None:
         return " (not predicted: the uncapped embedding update)"
     if update_blocks_per_sm(suffixes) is not None:
         return " (not predicted: the embedding update on its own grid)"
-    if suffix_number(suffixes, "sm") is not None or suffix_number(suffixes, "upd") is not None:
+    if any(suffix_number(suffixes, x) is not None for x in ("sm", "upd", "cap")):
         return " (not predicted: SMs split by green contexts)"
     if (suffix_number(suffixes, "u") or 1) > 1:
         return " (not predicted: the values kernel unrolled)"

@@ -38,6 +38,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "behind the preprocessing kernels on theirs (behind); by default as "
                    "the plan says (Plan.assembly_stream: behind unless `corun tune` "
                    "measured its own stream faster)")
+    p.add_argument("--preprocess-sm-cap", type=int, default=0, metavar="N",
+                   help="an experiment: the preprocessing stream confined to N SMs (a CUDA "
+                   "green context; one GPU) while training keeps every SM, so a kernel "
+                   "ready between two training kernels cannot take the SMs the next one "
+                   "needs (RunSettings.preprocess_sm_cap; default 0: every SM; implies "
+                   "--no-batch-graphs)")
     p.add_argument("--feed-thread", action="store_true",
                    help="an experiment: each step's batch work (build, check and stage the "
                    "batches around it) on a second host thread during the step's backward "
@@ -91,7 +97,8 @@ def build(args: argparse.Namespace):
                            preprocess_graphs=args.batch_graphs,
                            feed_thread=args.feed_thread, check_timed=args.check_timed,
                            assembly_stream=None if args.assembly_stream is None
-                           else args.assembly_stream == "own")
+                           else args.assembly_stream == "own",
+                           preprocess_sm_cap=args.preprocess_sm_cap)
     rank = int(os.environ.get("RANK", "0"))
     quiet = args.quiet or rank != 0
     say = progress(quiet)

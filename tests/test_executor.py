@@ -571,3 +571,14 @@ def test_the_assembly_stream_follows_the_flag_else_the_plan(workload, tmp_path, 
     assert execute(workload, tmp_path / "m.json", str(tmp_path / "plan.json"), *extra) == 0
     assert seen == [want]
     assert load(Plan, tmp_path / "plan.json").assembly_stream is planned  # read back
+
+
+def test_a_preprocessing_sm_cap_on_the_cpu_is_refused_before_anything_is_written(
+        workload, tmp_path, capsys):
+    """`--preprocess-sm-cap N` confines the preprocessing stream to N SMs of one GPU; on a
+    CPU the error names the setting and what it allows, and no measurement is written."""
+    out = tmp_path / "m.json"
+    assert execute(workload, out, "--strategy", "gpu-sequential",
+                   "--preprocess-sm-cap", "64") != 0
+    assert "preprocess_sm_cap = 64: 0 on a CPU or several GPUs" in capsys.readouterr().err
+    assert not out.exists()

@@ -46,14 +46,29 @@ def test_preprocessing_first_puts_its_stream_above_training():
         assert s.assembly is not s.pre and s.assembly.priority == s.pre.priority
 
 
-def test_the_executor_refuses_to_split_a_cpu():
+@pytest.mark.parametrize("name", ["preprocess_sms", "preprocess_sm_cap"])
+def test_the_executor_refuses_to_split_a_cpu(name):
     from backend.executor import Executor
 
     model, pipeline = model_preset("criteo-kaggle"), pipeline_preset("kaggle")
     empty = Plan(pipeline.name, model.name, 1, ())
-    with pytest.raises(SpecError, match="preprocess_sms.*CPU"):
-        Executor(model, pipeline, empty, "ideal", RunSettings(preprocess_sms=16), "cpu",
+    with pytest.raises(SpecError, match=f"{name} = 16: 0 on a CPU"):
+        Executor(model, pipeline, empty, "ideal", RunSettings(**{name: 16}), "cpu",
                  replay=True)
+
+
+@pytest.mark.parametrize("settings,match", [
+    ({"preprocess_sm_cap": -1}, "preprocess_sm_cap = -1: an integer >= 0"),
+    ({"preprocess_sm_cap": 64, "preprocess_sms": 40},
+     "preprocess_sm_cap = 64: 0 with preprocess_sms or update_sms"),
+    ({"preprocess_sm_cap": 64, "update_sms": 40},
+     "preprocess_sm_cap = 64: 0 with preprocess_sms or update_sms"),
+])
+def test_a_cap_is_refused_beside_another_way_to_give_preprocessing_sms(settings, match):
+    with pytest.raises(SpecError, match=match):
+        RunSettings(**settings)
+    assert RunSettings(preprocess_sm_cap=64).green_preprocessing()
+    assert not RunSettings().green_preprocessing()
 
 
 @real_cuda
@@ -177,4 +192,30 @@ def test_corun_runs_a_plan_with_the_update_on_sms_of_its_own_and_checks_it():
     m = Executor(model, pipeline, plan, "at:emb_bwd", settings, "cuda:0").run()
     assert m.checked_rows == 15 * 512
     assert any("the embedding update on" in n and "other stages on every SM" in n
+               for n in m.notes)
+
+
+@real_cuda
+def test_corun_runs_a_plan_with_preprocessing_confined_and_checks_it():
+    """RunSettings.preprocess_sm_cap end to end: the preprocessing stream in a green
+    context of 64 SMs, training on an ordinary stream (every SM); every batch checked,
+    the cap noted."""
+    from dataclasses import replace
+
+    from backend.executor import Executor
+    from backend.streams import Streams
+    from spec import one_kernel_plan
+
+    device = torch.device("cuda:0")
+    capped = Streams(device, training_high=True, pre_cap=64)
+    assert capped.split.pre_sms >= 64 and capped.pre is capped.split.pre
+    assert capped.train is not capped.split.train and capped.assembly is capped.pre
+    model = replace(model_preset("heavy-lean"), batch_per_gpu=512, cuda_graphs=False)
+    pipeline = pipeline_preset("heavy-small")
+    plan = one_kernel_plan(pipeline, model.name, 1, "interaction_bwd", 198, 256)
+    settings = RunSettings(iterations=12, warmup=3, distinct_batches=2, check_timed=True,
+                           preprocess_sm_cap=64)
+    m = Executor(model, pipeline, plan, "corun+cap64", settings, "cuda:0").run()
+    assert m.checked_rows == 15 * 512
+    assert any(n.startswith("preprocessing confined to 64 SMs, training on every SM")
                for n in m.notes)
