@@ -9,9 +9,13 @@
 #     without (--no-batch-graphs, as a green context needs). REVERSE=1 runs the same
 #     in the reverse order (the caps first, ideal last), a second round where one
 #     command cannot hold two (about 80 s a run); SUFFIX names its records (-r2).
+#     PLAN_FILE, BATCH and STEP_FLAGS run another folder's choice the same way (run 21:
+#     graphed b16384, PLAN_FILE=bench/plans/rehash/heavy-lean-b16384-graphs/plan.json
+#     BATCH=16384 STEP_FLAGS=--cuda-graphs WAYS="graphs own"); WAYS may hold "own"
+#     (--assembly-stream own).
 # With OUT set by the device tool:
 #   PART=eager [WAYS="graphs calls"] [CAPS="64 96 112"] [REVERSE=1 SUFFIX=-r2] \
-#     bash bench/sm_cap_session.sh
+#     [PLAN_FILE=... BATCH=... STEP_FLAGS=...] bash bench/sm_cap_session.sh
 # returns $OUT/sm-cap-$PART.tar (raw records gzipped, logs).
 set -u
 part=${PART:-eager}
@@ -23,14 +27,17 @@ source bench/session_steps.sh
 ex() {  # ex NAME ARGS...: one corun execute (bench/session_steps.sh execute_one)
   execute_one "$root/$1" "${@:2}" || rc=$?
 }
-e=bench/plans/rehash/heavy-lean-b32768/plan.json
+e=${PLAN_FILE:-bench/plans/rehash/heavy-lean-b32768/plan.json}
+batch=${BATCH:-32768}
+step=${STEP_FLAGS:-}  # --cuda-graphs for a graphed folder's baselines
 
 case "$part" in
 eager)
   baselines() {
-    ex "ideal$1" --strategy ideal --model heavy-lean --pipeline heavy-rehash --batch 32768
+    ex "ideal$1" --strategy ideal --model heavy-lean --pipeline heavy-rehash --batch $batch \
+      $step
     ex "gpu-sequential$1" --strategy gpu-sequential --model heavy-lean \
-      --pipeline heavy-rehash --batch 32768
+      --pipeline heavy-rehash --batch $batch $step
   }
   ways="${WAYS:-graphs calls} ${CAPS:-64 96 112}"
   [ "${REVERSE:-0}" = 1 ] && ways=$(echo $ways | tr ' ' '\n' | tac | tr '\n' ' ')
@@ -39,6 +46,7 @@ eager)
     case $how in
     graphs) ex "corun$SUFFIX" "$e" ;;
     calls) ex "corun+calls$SUFFIX" "$e" --no-batch-graphs ;;
+    own) ex "corun+own$SUFFIX" "$e" --assembly-stream own ;;
     *) ex "corun+cap$how$SUFFIX" "$e" --preprocess-sm-cap "$how" ;;
     esac
   done
