@@ -134,10 +134,19 @@ class Executor:
         model.check_gpu_count(self.world)
         if model.cuda_graphs and self.device.type != "cuda":
             raise SpecError("model.cuda_graphs", True, "off on a CPU (CUDA graphs need a GPU)")
-        for name in ("preprocess_sms", "preprocess_sm_cap"):
-            if getattr(settings, name) and (self.device.type != "cuda" or self.world > 1):
-                raise SpecError(name, getattr(settings, name),
+        on_gpu = self.device.type == "cuda" and self.world == 1
+        self.pre_cap = settings.preprocess_sm_cap
+        if self.pre_cap is None:  # as the plan says; a plan's cap means nothing on a CPU
+            self.pre_cap = plan.preprocess_sm_cap if self.device.type == "cuda" else 0
+        for name, value in (("preprocess_sms", settings.preprocess_sms),
+                            ("preprocess_sm_cap", self.pre_cap)):
+            if value and not on_gpu:
+                raise SpecError(name, value,
                                 "0 on a CPU or several GPUs (the SMs of one GPU are split)")
+        if self.pre_cap and (settings.preprocess_sms or settings.update_sms):
+            raise SpecError("preprocess_sm_cap", self.pre_cap,
+                            "0 with preprocess_sms or update_sms (each gives the "
+                            "preprocessing stream its SMs another way)")
         if settings.update_sms:
             self._check_update_sms(settings.update_sms, model)
         self.hardware = hardware or hardware_preset("h200", self.world)
@@ -246,7 +255,8 @@ class Executor:
                            self.plan.batches_ahead + 1),
                        ids_per_thread=self.settings.assembly_ids_per_thread,
                        graphs=self.settings.preprocess_graphs
-                       and not self.settings.green_preprocessing())
+                       and not (self.settings.preprocess_sms or self.settings.update_sms
+                                or self.pre_cap))
 
     # ---------------------------------------------------------------- one batch
     def _stage(self, i: int) -> None:
@@ -364,7 +374,7 @@ class Executor:
         self.S = Streams(self.device, self.plan.training_priority_high, s.preprocess_sms,
                          s.preprocess_first, s.update_sms,
                          self.plan.assembly_stream if s.assembly_stream is None
-                         else s.assembly_stream, s.preprocess_sm_cap)
+                         else s.assembly_stream, self.pre_cap)
         self.trainer.begin_run()
         self.trainer.update_stream = self.S.update  # its grid as on every SM: the update
         # waits on its atomics, and fewer blocks in flight slowed it (+0.36 ms at 400 of 528)
@@ -659,7 +669,7 @@ class Executor:
                 and streams.assembly is not streams.pre:
             notes.append(ASSEMBLY_STREAM_NOTE)
         split = getattr(streams, "split", None)
-        if split is not None and self.settings.preprocess_sm_cap:
+        if split is not None and self.pre_cap:
             notes.append(f"preprocessing confined to {split.pre_sms} SMs, training on "
                          "every SM (a CUDA green context, backend/sm_split.py)")
         elif split is not None:

@@ -61,13 +61,14 @@ class RunSettings:
     rows' atomics, not on SMs), but the kernel on the other SMs still cost it 0.24-0.35
     ms and hid no more of gpu-sequential's gap than sharing every SM (35% / 66% against
     75% / 66%; bench/results/update_partition_h200.md)."""
-    preprocess_sm_cap: int = 0
-    """0: the preprocessing stream may take every SM; N: it is confined to N SMs (a CUDA
-    green context, backend/sm_split.py; one GPU) while training keeps every SM, so a
-    kernel that becomes ready between two training kernels cannot take the SMs the next
-    one needs (the eager hold of bench/results/race_trace_h200.md: the values kernel
-    took every SM in 10 of 38 steps and the next GEMM ran 2.1-2.3 ms against 0.12-0.18).
-    An experiment (bench/execute_gpu.py "+cap<N>"), not a planned decision."""
+    preprocess_sm_cap: int | None = None
+    """None: as the plan says (Plan.preprocess_sm_cap); 0: the preprocessing stream may
+    take every SM; N: it is confined to N SMs (a CUDA green context, backend/sm_split.py;
+    one GPU) while training keeps every SM, so a kernel that becomes ready between two
+    training kernels cannot take the SMs the next one needs (the eager hold of
+    bench/results/race_trace_h200.md: the values kernel took every SM in 10 of 38 steps
+    and the next GEMM ran 2.1-2.3 ms against 0.12-0.18). `corun execute
+    --preprocess-sm-cap N` and bench/execute_gpu.py "+cap<N>" set it."""
     preprocess_first: bool = False
     """The preprocessing stream above training: a kernel released at a training stage
     gets the SMs that stage's blocks free as they end, instead of waiting for all of
@@ -141,14 +142,9 @@ class RunSettings:
             return None
         return max(self.distinct_batches, self.warmup - 2 * slots)
 
-    def green_preprocessing(self) -> bool:
-        """Whether the preprocessing stream lives in a green context of its own."""
-        return bool(self.preprocess_sms or self.update_sms or self.preprocess_sm_cap)
-
     def __post_init__(self) -> None:
         for name, lo in (("iterations", 1), ("warmup", 0), ("distinct_batches", 1),
                          ("cpu_workers", 1), ("preprocess_sms", 0), ("update_sms", 0),
-                         ("preprocess_sm_cap", 0),
                          ("assembly_ids_per_thread", 0), ("values_unroll", 1),
                          ("values_max_registers", 0)):
             v = getattr(self, name)
@@ -164,6 +160,10 @@ class RunSettings:
         if not 0 <= self.release_offset_ms <= MAX_RELEASE_OFFSET_MS:
             raise SpecError("release_offset_ms", self.release_offset_ms,
                             f"ms in 0..{MAX_RELEASE_OFFSET_MS:g}")
+        if self.preprocess_sm_cap is not None and not (
+                isinstance(self.preprocess_sm_cap, int) and self.preprocess_sm_cap >= 0):
+            raise SpecError("preprocess_sm_cap", self.preprocess_sm_cap,
+                            "None (as the plan says) or an integer >= 0")
         if self.preprocess_sm_cap and (self.preprocess_sms or self.update_sms):
             raise SpecError("preprocess_sm_cap", self.preprocess_sm_cap,
                             "0 with preprocess_sms or update_sms (each gives the "

@@ -42,16 +42,17 @@ def records(*folders: Path) -> dict[str, dict]:
             for folder in folders for p in stored_glob(folder, "*.json")}
 
 
-def execute_rows(docs: dict[str, dict], rows: list[tuple[str, str]]) -> list[str]:
+def execute_rows(docs: dict[str, dict], rows: list[tuple[str, str]],
+                 stages: tuple[str, ...] = STAGES) -> list[str]:
     """One `corun execute` a row, each (name, its ideal's name): its mean iteration by its
     throughput and that share of ideal's, its median step and p10-p90, its slow steps
     (timed iterations over SLOW_STEP x ideal's median) and the share of the steps after a
     slow one that are slow too (near the share of all steps where each step's race for
-    the SMs is its own), the assembly's span, and the stages where the two ways part,
-    less ideal's (ms; ideal's own row: its stages)."""
+    the SMs is its own), the assembly's span, and `stages` (by default those where the
+    two ways part), less ideal's (ms; ideal's own row: its stages)."""
     out = ["| run | ms/iteration | of ideal | median step ms (p10-p90) | slow steps | "
-           "slow after slow | assembly span ms | " + " | ".join(STAGES) + " |",
-           "|---|---:|---:|---:|---:|---:|---:|" + "---:|" * len(STAGES)]
+           "slow after slow | assembly span ms | " + " | ".join(stages) + " |",
+           "|---|---:|---:|---:|---:|---:|---:|" + "---:|" * len(stages)]
     for name, ideal_name in rows:
         m, ideal = docs[name], docs[ideal_name]
         it, ms = m["iteration"], record_iteration_ms(m)
@@ -64,7 +65,7 @@ def execute_rows(docs: dict[str, dict], rows: list[tuple[str, str]]) -> list[str
         deltas = " | ".join(
             f"{m['stages'][s]['median_ms']:.3f}" if name == ideal_name else
             f"{m['stages'][s]['median_ms'] - ideal['stages'][s]['median_ms']:+.3f}"
-            for s in STAGES)
+            for s in stages)
         out.append(f"| {name} | {ms:.3f} | {100 * record_iteration_ms(ideal) / ms:.1f}% | "
                    f"{it['median_ms']:.3f} ({it['p10_ms']:.2f}-{it['p90_ms']:.2f}) | "
                    f"{slow}/{len(its)} | {after} | "

@@ -13,9 +13,12 @@ rounds is written as tuned.json, with the measurements and a table of predicted 
 measured ranks. Where the chosen plan runs, so does that plan at the search's other launch
 shapes, the decision the cost model is least sure of (`launch_variants`;
 `--no-launch-steps` leaves them out), one batch further ahead or behind
-(`lead_variant`; `--no-lead-variant` leaves it out), and with its batches' assemblies the
+(`lead_variant`; `--no-lead-variant` leaves it out), with its batches' assemblies the
 other way, on a stream of their own or behind the kernels (`stream_variant`;
-`--no-stream-variant` leaves it out).
+`--no-stream-variant` leaves it out), and with its preprocessing confined to some SMs
+while training keeps every SM, or freed where it was confined (`cap_variant`;
+`--no-cap-variant` leaves it out). The simulator models none of the last three's
+differences but the lead's; predicted and measured errors say how far each is off.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import argparse
 import sys
 import time
 from dataclasses import asdict, dataclass, replace
+from functools import partial
 from pathlib import Path
 
 from corun.workload import add_run_arguments, require_seconds
@@ -65,6 +69,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "the other way (Plan.assembly_stream: on a stream of their own, or "
                    "behind the kernels), which runs by default where corun does: named "
                    "corun-own or corun-behind, predicted as the chosen plan was")
+    p.add_argument("--no-cap-variant", dest="cap_variant", action="store_false",
+                   help="leave out the folder's chosen plan with its preprocessing confined "
+                   "to --cap-sms SMs while training keeps every SM (Plan.preprocess_sm_cap; "
+                   "uncapped where the chosen plan is capped), which runs by default where "
+                   "corun does on one GPU: named corun-cap<N> or corun-uncapped, predicted "
+                   "as the chosen plan was (the simulator does not model the cap)")
+    p.add_argument("--cap-sms", type=int,
+                   help="the SMs of that variant (default: three quarters of the GPU's, "
+                   "rounded down to the green contexts' 8: 96 on an H200)")
     p.add_argument("--budget-s", type=float,
                    help="start no round after this many seconds (the rounds done count)")
     p.add_argument("--seed", type=int, default=d.seed)
@@ -185,12 +198,18 @@ def _tune(args, folder: Path, work: Workload, strategies: list[str]) -> int:
             plans[s] = load(Plan, folder / plan_file(s))
     predicted = {}
     if "corun" in strategies and (args.launch_steps or args.lead_variant
-                                  or args.stream_variant):
+                                  or args.stream_variant or args.cap_variant):
         chosen = plans["corun"]
         variants = launch_variants(chosen, plans.values(), pipeline) if args.launch_steps \
             else {}
+        sms = hw.gpu.sm_count
+        cap_sms = default_cap_sms(sms) if args.cap_sms is None else args.cap_sms
+        if not 8 <= cap_sms <= sms - 8:
+            raise SpecError("--cap-sms", cap_sms, f"an integer in [8, {sms - 8}] on "
+                            f"the {hw.gpu.name}'s {sms} SMs (training keeps at least 8)")
         for wanted, variant in ((args.lead_variant, lead_variant),
-                                (args.stream_variant, stream_variant)):
+                                (args.stream_variant, stream_variant),
+                                (args.cap_variant, partial(cap_variant, cap_sms=cap_sms))):
             if wanted:
                 variants.update(variant(chosen, [*plans.values(), *variants.values()]))
         plans.update(variants)
@@ -297,6 +316,35 @@ def stream_variant(chosen, taken) -> dict:
         return {}
     plan = replace(chosen, assembly_stream=not chosen.assembly_stream)
     name = "corun-own" if plan.assembly_stream else "corun-behind"
+    return {} if plan in list(taken) else {name: plan}
+
+
+CAP_GRANULARITY_SMS = 8
+"""The SMs a CUDA green context is made of on Hopper (backend/sm_split.py)."""
+
+
+def default_cap_sms(sm_count: int) -> int:
+    """Three quarters of a GPU's SMs, rounded down to whole green-context groups: 96 of
+    the H200's 132, the cap that ran eager heavy-rehash b32768's choice fastest of 64, 96
+    and 112 (6.89 ms an iteration against 7.09 on 64; graphed b16384's: 3.59 against
+    3.57; bench/results/sm_cap_h200.md)."""
+    return max(CAP_GRANULARITY_SMS,
+               3 * sm_count // 4 // CAP_GRANULARITY_SMS * CAP_GRANULARITY_SMS)
+
+
+def cap_variant(chosen, taken, cap_sms: int) -> dict:
+    """The chosen plan with its preprocessing confined to `cap_sms` SMs
+    (Plan.preprocess_sm_cap), or on every SM where the chosen plan is capped, by name
+    (corun-cap<N>, corun-uncapped), unless it has no kernel on the GPU, runs on several
+    GPUs, or that plan already runs. Whether a kernel that becomes ready between two
+    training kernels takes the SMs the next one needs is a race the simulator does not
+    model: eager heavy-rehash b32768's choice lost it in 78-85 of 300 steps on every SM
+    and in none on 96 (bench/results/sm_cap_h200.md)."""
+    if not chosen.kernels or chosen.gpu_count > 1:
+        return {}
+    cap = 0 if chosen.preprocess_sm_cap else cap_sms
+    plan = replace(chosen, preprocess_sm_cap=cap)
+    name = f"corun-cap{cap}" if cap else "corun-uncapped"
     return {} if plan in list(taken) else {name: plan}
 
 

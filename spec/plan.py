@@ -99,6 +99,16 @@ class Plan:
     101% of gpu-sequential's gap against 99% (bench/results/assembly_stream_h200.md,
     rehash_h200.md run 18). `corun tune` measures the chosen plan both ways; the
     simulator does not tell them apart."""
+    preprocess_sm_cap: int = 0
+    """0: the preprocessing stream may take every SM. N: it runs confined to N SMs (a CUDA
+    green context; the driver rounds up to 8) while training keeps every SM, so a kernel
+    that becomes ready between two training kernels cannot take the SMs the next one
+    needs. Eager heavy-rehash b32768's choice: 6.89-6.90 ms an iteration on 96 SMs, 0 of
+    300 steps held, against 7.54-7.59 and 78-85 held on every SM (ideal 7.09; graphed
+    b16384's: 3.57 on 64 against 3.74 with its assemblies on their own stream;
+    bench/results/sm_cap_h200.md). One GPU; the batches are then issued call by call (a
+    green context's stream replays no batch graphs). `corun tune` measures the chosen
+    plan capped (tune_cmd.cap_variant); the simulator does not model the cap."""
 
     def __post_init__(self) -> None:
         require_int_range("gpu_count", self.gpu_count, 1, 4096)
@@ -109,6 +119,10 @@ class Plan:
         require_int_range("batches_ahead", self.batches_ahead, 1, 2)
         require(isinstance(self.assembly_stream, bool), "assembly_stream",
                 self.assembly_stream, "true or false")
+        if self.preprocess_sm_cap != 0:
+            require_int_range("preprocess_sm_cap", self.preprocess_sm_cap, 8, 4096)
+            require(self.gpu_count == 1, "preprocess_sm_cap", self.preprocess_sm_cap,
+                    "0 with several GPUs (it confines one GPU's preprocessing stream)")
         if self.batch_per_gpu is not None:
             require_int_range("batch_per_gpu", self.batch_per_gpu, 1, MAX_BATCH_PER_GPU)
         names = [k.name for k in self.kernels]

@@ -58,7 +58,8 @@ def test_the_executor_refuses_to_split_a_cpu(name):
 
 
 @pytest.mark.parametrize("settings,match", [
-    ({"preprocess_sm_cap": -1}, "preprocess_sm_cap = -1: an integer >= 0"),
+    ({"preprocess_sm_cap": -1}, "preprocess_sm_cap = -1: None .as the plan says. or an "
+                                "integer >= 0"),
     ({"preprocess_sm_cap": 64, "preprocess_sms": 40},
      "preprocess_sm_cap = 64: 0 with preprocess_sms or update_sms"),
     ({"preprocess_sm_cap": 64, "update_sms": 40},
@@ -67,8 +68,7 @@ def test_the_executor_refuses_to_split_a_cpu(name):
 def test_a_cap_is_refused_beside_another_way_to_give_preprocessing_sms(settings, match):
     with pytest.raises(SpecError, match=match):
         RunSettings(**settings)
-    assert RunSettings(preprocess_sm_cap=64).green_preprocessing()
-    assert not RunSettings().green_preprocessing()
+    assert RunSettings().preprocess_sm_cap is None  # as the plan says
 
 
 @real_cuda
@@ -197,9 +197,9 @@ def test_corun_runs_a_plan_with_the_update_on_sms_of_its_own_and_checks_it():
 
 @real_cuda
 def test_corun_runs_a_plan_with_preprocessing_confined_and_checks_it():
-    """RunSettings.preprocess_sm_cap end to end: the preprocessing stream in a green
-    context of 64 SMs, training on an ordinary stream (every SM); every batch checked,
-    the cap noted."""
+    """Plan.preprocess_sm_cap end to end (RunSettings.preprocess_sm_cap None: as the plan
+    says): the preprocessing stream in a green context of 64 SMs, training on an
+    ordinary stream (every SM); every batch checked, the cap noted."""
     from dataclasses import replace
 
     from backend.executor import Executor
@@ -212,10 +212,42 @@ def test_corun_runs_a_plan_with_preprocessing_confined_and_checks_it():
     assert capped.train is not capped.split.train and capped.assembly is capped.pre
     model = replace(model_preset("heavy-lean"), batch_per_gpu=512, cuda_graphs=False)
     pipeline = pipeline_preset("heavy-small")
-    plan = one_kernel_plan(pipeline, model.name, 1, "interaction_bwd", 198, 256)
-    settings = RunSettings(iterations=12, warmup=3, distinct_batches=2, check_timed=True,
-                           preprocess_sm_cap=64)
-    m = Executor(model, pipeline, plan, "corun+cap64", settings, "cuda:0").run()
+    plan = replace(one_kernel_plan(pipeline, model.name, 1, "interaction_bwd", 198, 256),
+                   preprocess_sm_cap=64)
+    settings = RunSettings(iterations=12, warmup=3, distinct_batches=2, check_timed=True)
+    m = Executor(model, pipeline, plan, "corun-cap64", settings, "cuda:0").run()
     assert m.checked_rows == 15 * 512
     assert any(n.startswith("preprocessing confined to 64 SMs, training on every SM")
                for n in m.notes)
+
+
+def test_a_plan_s_cap_is_one_gpu_s_and_names_its_range():
+    from dataclasses import replace
+
+    from spec import one_kernel_plan
+
+    plan = one_kernel_plan(pipeline_preset("heavy-small"), "heavy-lean", 1,
+                           "interaction_bwd", 198, 256)
+    assert plan.preprocess_sm_cap == 0 and replace(plan, preprocess_sm_cap=96)
+    with pytest.raises(SpecError, match=r"preprocess_sm_cap = 4: an integer in \[8, 4096\]"):
+        replace(plan, preprocess_sm_cap=4)
+    with pytest.raises(SpecError, match="preprocess_sm_cap = 96: 0 with several GPUs"):
+        replace(plan, gpu_count=2, preprocess_sm_cap=96)
+
+
+def test_a_plan_s_cap_is_left_aside_on_a_cpu_but_a_flag_s_is_refused():
+    """A plan tuned on a GPU still runs on the host for checks (no SMs to confine);
+    asked for explicitly there, the cap is an error that names it."""
+    from dataclasses import replace
+
+    from backend.executor import Executor
+    from spec import one_kernel_plan
+
+    model, pipeline = model_preset("criteo-kaggle"), pipeline_preset("kaggle")
+    plan = replace(one_kernel_plan(pipeline, model.name, 1, "top_mlp_fwd", 64, 256),
+                   preprocess_sm_cap=96)
+    ex = Executor(model, pipeline, plan, "corun-cap96", RunSettings(), "cpu")
+    assert ex.pre_cap == 0
+    with pytest.raises(SpecError, match="preprocess_sm_cap = 96: 0 on a CPU"):
+        Executor(model, pipeline, plan, "corun-cap96", RunSettings(preprocess_sm_cap=96),
+                 "cpu")

@@ -37,7 +37,7 @@ def test_rounds_of_every_strategy_and_the_fastest_kept(folder, tmp_path, capsys)
     out = tmp_path / "tuned"
     assert planned_strategies(folder / "plans") == ["corun", "corun-2", "rap"]
     assert tune(folder, out, "--rounds", "2", "--no-launch-steps", "--no-lead-variant",
-                "--no-stream-variant") == 0
+                "--no-stream-variant", "--no-cap-variant") == 0
     printed = capsys.readouterr().out
     summary = json.loads((out / "tune.json").read_text())
     rows = {r["strategy"]: r for r in summary["rows"]}
@@ -108,11 +108,14 @@ def test_launch_steps_add_the_chosen_plan_at_other_launch_shapes(folder, tmp_pat
     lead = f"corun-ahead{3 - chosen.batches_ahead}"  # and the chosen plan's other lead
     assert not chosen.assembly_stream  # and its assemblies on a stream of their own
     assert list(rows) == ["ideal", "gpu-sequential", "corun", "corun-2",
-                          *(name for name, _ in variants), lead, "corun-own"]
+                          *(name for name, _ in variants), lead, "corun-own",
+                          "corun-cap96"]  # and its preprocessing on 96 of the H200's SMs
     assert load(Measurement, out / "rounds" / f"{lead}-r1.json").plan == replace(
         chosen, batches_ahead=3 - chosen.batches_ahead)
     assert load(Measurement, out / "rounds" / "corun-own-r1.json").plan == replace(
         chosen, assembly_stream=True)
+    assert load(Measurement, out / "rounds" / "corun-cap96-r1.json").plan == replace(
+        chosen, preprocess_sm_cap=96)
     assert rows[lead]["predicted_ms"] > 0
     assert rows["corun-own"]["predicted_ms"] == pytest.approx(rows["corun"]["predicted_ms"])
     # predictions count by mean iteration too (the throughput's), as the rounds do
@@ -123,7 +126,7 @@ def test_launch_steps_add_the_chosen_plan_at_other_launch_shapes(folder, tmp_pat
         assert [k.blocks for k in ran.kernels] == blocks
         assert ran == replace(chosen, kernels=ran.kernels)  # nothing else changed
         assert rows[name]["predicted_ms"] > 0 and rows[name]["error_pct"] is not None
-    variants = [name for name, _ in variants] + [lead, "corun-own"]
+    variants = [name for name, _ in variants] + [lead, "corun-own", "corun-cap96"]
     best = summary["measured_best"]
     if best in variants:
         assert load(Plan, out / "tuned.json") == load(Measurement, out / "rounds" /
@@ -148,6 +151,26 @@ def test_the_lead_variant_flips_batches_ahead_unless_that_plan_runs_or_has_no_ke
         assert lead_variant(chosen, [chosen]) == {f"corun-ahead{3 - ahead}": other}
         assert lead_variant(chosen, [chosen, other]) == {}  # a runner-up is that plan
     assert lead_variant(replace(plan, kernels=()), [plan]) == {}
+
+
+def test_the_cap_variant_confines_the_chosen_plan_or_frees_a_capped_one(folder, tmp_path,
+                                                                         capsys):
+    from dataclasses import replace
+
+    from corun.tune_cmd import cap_variant, default_cap_sms
+
+    assert (default_cap_sms(132), default_cap_sms(108), default_cap_sms(10)) == (96, 80, 8)
+    plan = load(Plan, folder / "plans" / "plan.json")
+    capped = replace(plan, preprocess_sm_cap=64)
+    assert cap_variant(plan, [plan], 64) == {"corun-cap64": capped}
+    assert cap_variant(capped, [capped], 96) == {"corun-uncapped": plan}
+    assert cap_variant(plan, [plan, capped], 64) == {}  # a runner-up is that plan
+    assert cap_variant(replace(plan, kernels=()), [plan], 64) == {}
+    assert cap_variant(replace(plan, gpu_count=2), [plan], 64) == {}  # one GPU's SMs
+    out = tmp_path / "tuned"
+    assert tune(folder, out, "--rounds", "1", "--cap-sms", "4") == 2
+    assert "--cap-sms = 4: an integer in [8, 124]" in capsys.readouterr().err
+    assert not out.exists()
 
 
 def test_the_stream_variant_flips_the_assemblies_stream_unless_that_plan_runs(folder):
@@ -212,6 +235,7 @@ def test_a_folder_planned_for_a_pipeline_that_is_no_preset_asks_for_its_file(
                  str(folder / "pipeline.json"), "--device", "cpu", "--iterations", "2",
                  "--warmup", "1", "--distinct-batches", "1", "--rounds", "1", "--strategies",
                  "ideal,corun", "--no-launch-steps", "--no-lead-variant", "--no-stream-variant",
+                 "--no-cap-variant",
                  "--quiet", "-o",
                  str(out)]) == 0  # the file given, the same folder tunes
 
