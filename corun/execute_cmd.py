@@ -38,12 +38,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "behind the preprocessing kernels on theirs (behind); by default as "
                    "the plan says (Plan.assembly_stream: behind unless `corun tune` "
                    "measured its own stream faster)")
-    p.add_argument("--preprocess-sm-cap", type=int, default=0, metavar="N",
-                   help="an experiment: the preprocessing stream confined to N SMs (a CUDA "
-                   "green context; one GPU) while training keeps every SM, so a kernel "
-                   "ready between two training kernels cannot take the SMs the next one "
-                   "needs (RunSettings.preprocess_sm_cap; default 0: every SM; implies "
-                   "--no-batch-graphs)")
+    p.add_argument("--preprocess-sm-cap", type=int, metavar="N",
+                   help="the preprocessing stream confined to N SMs (a CUDA green context; "
+                   "one GPU) while training keeps every SM, so a kernel ready between two "
+                   "training kernels cannot take the SMs the next one needs; 0: every SM "
+                   "(default: as the plan says, Plan.preprocess_sm_cap; a cap issues the "
+                   "batches call by call, as --no-batch-graphs)")
     p.add_argument("--feed-thread", action="store_true",
                    help="an experiment: each step's batch work (build, check and stage the "
                    "batches around it) on a second host thread during the step's backward "

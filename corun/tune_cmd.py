@@ -17,8 +17,8 @@ shapes, the decision the cost model is least sure of (`launch_variants`;
 other way, on a stream of their own or behind the kernels (`stream_variant`;
 `--no-stream-variant` leaves it out), and with its preprocessing confined to some SMs
 while training keeps every SM, or freed where it was confined (`cap_variant`;
-`--no-cap-variant` leaves it out). The simulator models none of the last three's
-differences but the lead's; predicted and measured errors say how far each is off.
+`--no-cap-variant` leaves it out). The simulator models neither of the last two: their
+predictions are the chosen plan's.
 """
 
 from __future__ import annotations

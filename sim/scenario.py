@@ -534,6 +534,12 @@ def compile_scenario(sc: Scenario, cm: CostModel) -> Compiled:
     if owner_mapped:
         notes.append(NOTE + _owner_note(model, hw, sharding, owner_mapped,
                                         comm.get(Stage.INPUT_A2A, 0.0), sc.host_thread))
+    if plan.preprocess_sm_cap:
+        notes.append(CAUTION + f"the plan confines its preprocessing to "
+                     f"{plan.preprocess_sm_cap} SMs (Plan.preprocess_sm_cap), which is not "
+                     "simulated: predicted as on every SM (measured on the H200: eager "
+                     "heavy-rehash b32768's choice 5% slower than predicted on every SM, "
+                     "4% faster on 96; bench/results/sm_cap_h200.md)")
     return Compiled(sc, plan, sharding, gpus, cpu_ms, cm.name, notes)
 
 

@@ -669,3 +669,22 @@ def test_a_plan_that_has_not_settled_is_simulated_again_after_a_longer_warm_up(m
     warmups.clear()
     simulate_steady(replace(sc, jitter_cv=0.1), cm)  # jitter: no repeat to wait for
     assert warmups == [2]
+
+
+def test_a_plan_s_sm_cap_is_predicted_as_on_every_sm_and_says_so():
+    """Plan.preprocess_sm_cap is not simulated: the same prediction, with a caution."""
+    from dataclasses import replace
+
+    from sim import Scenario, Strategy, StrategyKind, simulate
+    from spec import hardware_preset, model_preset, one_kernel_plan, pipeline_preset
+
+    model, pipeline = model_preset("criteo-kaggle"), pipeline_preset("kaggle")
+    plan = one_kernel_plan(pipeline, model.name, 1, "top_mlp_fwd", 64, 256)
+    preds = [simulate(Scenario(hardware_preset("h200", 1), model, pipeline,
+                               Strategy(StrategyKind.PLAN, plan=p), iterations=4, warmup=1),
+                      commit="t").prediction
+             for p in (plan, replace(plan, preprocess_sm_cap=96))]
+    assert preds[1].mean_iteration_ms == preds[0].mean_iteration_ms
+    assert [n for n in preds[1].notes if n not in preds[0].notes] == [
+        n for n in preds[1].notes if "confines its preprocessing to 96 SMs" in n]
+    assert len(preds[1].notes) == len(preds[0].notes) + 1
