@@ -8,12 +8,13 @@ a gap of 20% or more and a recovery of 75% or more.
                                  [--png bench/results/gap_recovery.png]
 
 Read from bench/results/raw/: every `execute_*.json` (bench/execute_gpu.py and
-bench/vocab_probe.py records) and every `tune_*/tune.json` (corun tune: each strategy's
-median round, kept beside it). Every time is a mean iteration, as the throughput counts
-it (reports.rounds.record_iteration_ms: slow steps counted, which a median step hides).
-Shares as reports.rounds takes them: per round against that round's ideal and
-gpu-sequential, then the median; recovered = (gpu-sequential - strategy) /
-(gpu-sequential - ideal) in time.
+bench/vocab_probe.py records), every `tune_*/tune.json` (corun tune: each strategy's
+median round, kept beside it) and every `sm_cap_*/` folder of `corun execute` records
+named <strategy>-r<round>.json (bench/sm_cap_session.sh). Every time is a mean
+iteration, as the throughput counts it (reports.rounds.record_iteration_ms: slow steps
+counted, which a median step hides). Shares as reports.rounds takes them: per round
+against that round's ideal and gpu-sequential, then the median; recovered =
+(gpu-sequential - strategy) / (gpu-sequential - ideal) in time.
 A strategy run another way than a plan would be (`ideal+...`, a baseline) is not a
 "fastest". Records whose timed batches were all compared with the reference (every run
 before 2026-12-02, and `--check-timed` since) are marked: the comparison cost the plans
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -148,8 +150,35 @@ def tune_points(path: Path) -> list[Point]:
     return [] if p is None else [p]
 
 
+ROUND_SUFFIX = re.compile(r"-r(\d+)$")
+"""A `corun execute` record's name in a session folder: <strategy>-r<round>
+(bench/sm_cap_session.sh)."""
+
+
+def folder_points(folder: Path) -> list[Point]:
+    """The Point of a folder of `corun execute` records named <strategy>-r<round>.json
+    (the strategy as the session script labelled it; every record runs one workload)."""
+    rounds: dict[int, dict[str, float]] = {}
+    docs = {}
+    for path in stored_glob(folder, "*.json"):
+        m = ROUND_SUFFIX.search(path.name.split(".")[0])
+        if m is None:
+            continue
+        strategy = path.name.split(".")[0][:m.start()]
+        docs[strategy] = doc = json.loads(read_stored_text(path))
+        rounds.setdefault(int(m.group(1)), {})[strategy] = record_iteration_ms(doc)
+    if SEQUENTIAL not in docs or not docs[SEQUENTIAL]["model"].startswith("heavy"):
+        return []
+    seq = docs[SEQUENTIAL]
+    rows = [vars(s) for s in round_stats(rounds)]
+    p = point(folder.name, (seq["model"], seq["pipeline"], seq["batch_per_gpu"]), rows,
+              any("CUDA graphs" in n for n in seq["notes"]), _compared(seq["notes"]))
+    return [] if p is None else [p]
+
+
 def all_points() -> list[Point]:
     out = [p for path in stored_glob(RAW, "execute_*.json") for p in execute_points(path)]
+    out += [p for folder in sorted(RAW.glob("sm_cap_*")) for p in folder_points(folder)]
     out += [p for path in stored_glob(RAW, "tune_*/tune.json") for p in tune_points(path)]
     return sorted(out, key=lambda p: (p.gap_pct, p.source))
 

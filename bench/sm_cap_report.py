@@ -80,8 +80,8 @@ def render() -> str:
     eager, graphed = records(EAGER), records(GRAPHED)
     e_rows = [(f"{w}-r{r}", f"ideal-r{r}") for r in (1, 2)
               for w in ("ideal", "gpu-sequential", *WAYS) if f"{w}-r{r}" in eager]
-    g_rows = [(f"{w}-g", "ideal-g") for w in ("ideal", "gpu-sequential", *WAYS)
-              if f"{w}-g" in graphed]
+    g_rows = [(f"{w}-r1", "ideal-r1") for w in ("ideal", "gpu-sequential", *WAYS)
+              if f"{w}-r1" in graphed]
     lines = [
         "# The preprocessing stream confined to some SMs, training on every SM (H200)", "",
         "Made by `python bench/sm_cap_report.py -o bench/results/sm_cap_h200.md` from the "
@@ -106,11 +106,12 @@ def render() -> str:
         "## Graphed heavy-rehash b16384's choice (one round)", "",
         "`PART=eager PLAN_FILE=bench/plans/rehash/heavy-lean-b16384-graphs/plan.json "
         "BATCH=16384 STEP_FLAGS=--cuda-graphs WAYS=\"graphs own\" CAPS=\"64 96\" SUFFIX=-g "
-        "bash bench/sm_cap_session.sh` at 60334ff2: the choice (132 blocks at "
-        "bottom_mlp_fwd, two ahead) behind the kernels (its plan's default), with its "
-        "assemblies on their own stream (what `corun tune` kept in run 18), and confined to "
-        "64 and 96 SMs (its assemblies then behind the kernels, on those SMs).", "",
-        *recovery_rows(graphed, ["-g"], predictions("heavy-lean-b16384-graphs")), "",
+        "bash bench/sm_cap_session.sh` at 60334ff2 (its records renamed -r1 here): the "
+        "choice (132 blocks at bottom_mlp_fwd, two ahead) behind the kernels (its plan's "
+        "default), with its assemblies on their own stream (what `corun tune` kept in run "
+        "18), and confined to 64 and 96 SMs (its assemblies then behind the kernels, on "
+        "those SMs).", "",
+        *recovery_rows(graphed, ["-r1"], predictions("heavy-lean-b16384-graphs")), "",
         "Each run (stages: median less ideal's, ms):", "",
         *execute_rows(graphed, g_rows, STAGES),
     ]

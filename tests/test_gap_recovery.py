@@ -72,3 +72,20 @@ def test_the_report_names_what_reaches_the_corner_from_the_committed_records(tmp
     row = next(x for x in text.splitlines()
                if x.startswith("| tune_rehash_graphs_b16384_run18/tune.json |"))
     assert "| corun-own | 54% | -7% |" in row
+
+
+def test_a_session_folder_s_records_are_rounds_by_their_names():
+    """bench/sm_cap_session.sh's folder (records named <strategy>-r<round>): run 20's
+    two rounds of eager heavy-rehash b32768, where the choice capped at 96 SMs was the
+    fastest and the choice on every SM recovered three quarters of the gap."""
+    from pathlib import Path
+
+    from bench.gap_recovery import RAW, folder_points
+
+    (p,) = folder_points(RAW / "sm_cap_run20")
+    assert (p.model, p.pipeline, p.batch, p.graphed, p.rounds) == (
+        "heavy-lean", "heavy-rehash", 32768, False, 2)
+    assert p.gap_pct == pytest.approx(21.0, abs=0.1) and p.best == "corun+cap96"
+    assert p.best_recovered_pct == pytest.approx(110.6, abs=0.1)
+    assert p.choice_recovered_pct == pytest.approx(74.8, abs=0.1)
+    assert folder_points(Path(__file__).parent) == []  # no records named so
