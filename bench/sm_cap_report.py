@@ -93,6 +93,31 @@ def render() -> str:
         "batch graphs, so its batches are issued call by call (`+calls` is the choice so "
         "on every SM). Recovered: the share of the same round's gpu-sequential gap to "
         "ideal; every time is a mean iteration, as the throughput counts it.", "",
+        "## Summary", "",
+        "- **Eager b32768: the race is gone.** On every SM the choice held a training "
+        "stage in 78-85 of 300 steps (p90 step 9.2-9.3 ms) and recovered 74-76% of a 21.0% "
+        "gap; confined to 64, 96 or 112 SMs it held none (p90 7.2-7.6 ms) and recovered "
+        "100%, 111% and 109-110%, the same in both rounds. On 96 SMs: 6.89 ms an iteration "
+        "against ideal's 7.09. Without its batch graphs (a green context cannot replay "
+        "them) the choice on every SM took 7.47 ms: the cap, not the call-by-call "
+        "batches, is the gain.",
+        "- **Faster than ideal.** On 96 and 112 SMs the choice ran 2.3-2.9% under ideal's "
+        "mean iteration (on 64, level with it). The capped runs' emb_bwd stage took "
+        "0.21-0.55 ms less than ideal's (5.23-5.25 ms), the uncapped choice's 0.37-0.40 "
+        "less, gpu-sequential's the same as ideal's; "
+        "the other stages took longer, as a co-run stage does. Why the embedding "
+        "update runs faster after a kernel two batches ahead has begun beside "
+        "interaction_bwd is not found.",
+        "- **Graphed b16384: better, not enough.** Behind the kernels the choice lost 6% of "
+        "the gap (the next batch's kernel, queued behind an assembly that runs into the "
+        "next step, takes top_mlp_fwd's SMs: +0.35 ms); with its assemblies on their own "
+        "stream it recovered 53%; confined to 64 or 96 SMs, 70% and 68%, 3 and 9 slow "
+        "steps of 300. One round on one start.",
+        "- **Predictions.** The simulator knows no cap: the eager choice's 7.17 ms is 5.2% "
+        "under its measurement on every SM and 4.1% over it on 96 SMs; graphed b16384's "
+        "3.42 ms is 4.3% under it on 64 SMs, 8.6% under with its own stream. "
+        "Plan.preprocess_sm_cap carries the cap; `corun tune` measures the chosen plan "
+        "capped at 96 SMs (tune_cmd.cap_variant), since the simulator cannot rank it.", "",
         "## Eager heavy-rehash b32768's choice (two rounds)", "",
         "`PART=eager bash bench/sm_cap_session.sh` at 1a23d900 (round 1: ideal, "
         "gpu-sequential, the choice, +calls, +cap64, +cap96, +cap112), then `PART=eager "
