@@ -1,0 +1,33 @@
+"""bench/sm_cap_report.py: run 20's choices confined to some SMs, rendered from the
+committed records, each round's recovery against that round's own ideal and
+gpu-sequential."""
+
+import pytest
+
+from bench.sm_cap_report import EAGER, main, records, recovery_rows
+from reports.rounds import record_iteration_ms
+
+
+def test_each_round_recovers_against_its_own_baselines():
+    docs = records(EAGER)
+    rows = recovery_rows(docs, ["-r1", "-r2"], {"corun": 7.0})
+    cap = next(r for r in rows if r.startswith("| corun+cap96 |"))
+    ms = {r: record_iteration_ms(docs[f"corun+cap96{r}"]) for r in ("-r1", "-r2")}
+    for r, cell in zip(("-r1", "-r2"), cap.split("|")[2:4]):
+        ideal, seq = (record_iteration_ms(docs[f"{s}{r}"]) for s in ("ideal", "gpu-sequential"))
+        assert cell.strip() == f"{ms[r]:.3f} ({100 * (seq - ms[r]) / (seq - ideal):.0f}%)"
+    median = (ms["-r1"] + ms["-r2"]) / 2  # two rounds: the mean of the middle pair
+    assert cap.endswith(f"| {median:.3f} | 7.000 | {100 * (7.0 - median) / median:+.1f}% |")
+    calls = next(r for r in rows if r.startswith("| corun+calls |"))
+    assert "| - |" in calls  # run in round 1 only
+    assert ms["-r1"] == pytest.approx(6.897, abs=5e-4)
+
+
+def test_the_report_is_written_whole(tmp_path):
+    out = tmp_path / "r.md"
+    assert main(["-o", str(out)]) == 0
+    text = out.read_text()
+    for heading in ("## Summary", "## Eager heavy-rehash b32768's choice (two rounds)",
+                    "## Graphed heavy-rehash b16384's choice (one round)"):
+        assert heading in text
+    assert "| corun+cap64-r1 | 3.572 | 91.4% |" in text  # graphed b16384 on 64 SMs
