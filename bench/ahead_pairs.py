@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT))
 from bench.render_execute import graphed, measured_cases, measured_scenario  # noqa: E402
 from bench.repredict import every_raw  # noqa: E402
 from spec.measurement import notes_say_timed_checked  # noqa: E402
-from spec.serde import read_stored_text, stored_glob, write_atomic  # noqa: E402
+from spec.serde import read_stored_text, stored_glob, stored_name, write_atomic  # noqa: E402
 
 RAW_DIR = ROOT / "bench/results/raw"
 
@@ -99,7 +99,7 @@ def every_pair() -> list[dict]:
     for path in every_raw():
         cases, _ = measured_cases(path)
         pairs += _pairs_of([(r["strategy"], r["measurement"]) for r in cases],
-                           path.name.removesuffix(".gz"))
+                           stored_name(path))
     for folder in sorted(p for p in RAW_DIR.glob("tune_*") if p.is_dir()):
         cases = []
         for f in stored_glob(folder, "*.json"):

@@ -14,7 +14,6 @@ Results: bench/results/assembly_hold_experiment.md (session 40).
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import re
 import statistics
@@ -30,7 +29,7 @@ from bench.render_execute import graphed, measured_scenario, publish  # noqa: E4
 from sim import simulate_steady  # noqa: E402
 from sim.simulate import git_commit  # noqa: E402
 from spec import PIPELINE_PRESETS  # noqa: E402
-from spec.serde import read_stored_text  # noqa: E402
+from spec.serde import read_stored_text, stored_glob  # noqa: E402
 
 RAW = ROOT / "bench" / "results" / "raw"
 MODELS = ("heavy-lean", "heavy-hot")
@@ -45,15 +44,16 @@ def cases() -> list[tuple[str, str, dict]]:
     """(source, strategy, measurement) of every executed one-kernel plan of MODELS,
     graphed, that timed its assembly: execute_gpu's lists and corun tune's folders."""
     out = []
-    for path in sorted(RAW.glob("execute_*.json.gz")):
-        runs = json.loads(read_stored_text(path.with_suffix("")))
+    for path in stored_glob(RAW, "execute_*.json"):
+        runs = json.loads(read_stored_text(path))
         if isinstance(runs, list):
             out += [(path.name, r["strategy"], r["measurement"]) for r in runs
                     if isinstance(r, dict) and r.get("measurement")]
-    for path in sorted(RAW.glob("tune_*/*.json.gz")):
-        m = json.load(gzip.open(path))
-        if "iteration" in m:
-            out.append((path.parent.name, path.name.removesuffix(".json.gz"), m))
+    for folder in sorted(RAW.glob("tune_*")):
+        for path in stored_glob(folder, "*.json"):
+            m = json.loads(read_stored_text(path))
+            if "iteration" in m:
+                out.append((folder.name, path.name.removesuffix(".json"), m))
     return [(src, s, m) for src, s, m in out
             if m["model"] in MODELS and graphed(m) and "assemble" in m["stages"]
             and len((m.get("plan") or {}).get("kernels", ())) == 1

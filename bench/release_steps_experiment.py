@@ -12,7 +12,6 @@ Results: bench/results/tune_launch_steps_h200.md, run 4.
 
 from __future__ import annotations
 
-import gzip
 import json
 import sys
 from pathlib import Path
@@ -26,6 +25,7 @@ import costmodel.learned as learned  # noqa: E402
 import sim.scenario as scenario  # noqa: E402
 from bench.render_plans import measured_scenario  # noqa: E402
 from sim import simulate_steady  # noqa: E402
+from spec.serde import read_stored_text, stored_glob  # noqa: E402
 
 RAW = ROOT / "bench" / "results" / "raw"
 SKIP = {"tune", "tuned", "ideal", "gpu-sequential"}
@@ -35,9 +35,9 @@ COMMITTED_RATES, COMMITTED_EFFECTS = learned.LearnedCostModel.release_rates, sce
 def plan_runs(run: Path) -> list[tuple[str, dict]]:
     """(strategy, measurement) of each plan a tune run kept a measurement of."""
     out = []
-    for f in sorted(run.glob("*.json.gz")):
-        name = f.name.removesuffix(".json.gz")
-        m = json.load(gzip.open(f))
+    for f in stored_glob(run, "*.json"):
+        name = f.name.removesuffix(".json")
+        m = json.loads(read_stored_text(f))
         if name not in SKIP and "iteration" in m:
             out.append((name, m))
     return out

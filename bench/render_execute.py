@@ -17,7 +17,7 @@ sys.path.insert(0, str(ROOT))
 
 from corun.plan_dir import plan_file as corun_plan_file  # noqa: E402
 from reports.summary import markdown_table  # noqa: E402
-from spec.serde import read_stored_text, stored_path, write_atomic  # noqa: E402
+from spec.serde import read_stored_text, stored_name, stored_path, write_atomic  # noqa: E402
 
 RAW = ROOT / "bench" / "results" / "raw"
 RUNS = [  # (file, what the run was, the commit it ran, the command on the H200)
@@ -192,7 +192,7 @@ TUNE_SUMMARY = "tune.json"
 def run_name(path: Path) -> str:
     """A raw run's name in reports: an execute file's own; a tune summary's with its
     folder (every tune run's summary is named tune.json)."""
-    name = Path(path).name.removesuffix(".gz")
+    name = stored_name(path)
     return f"{Path(path).parent.name}/{name}" if name == TUNE_SUMMARY else name
 
 
@@ -213,7 +213,7 @@ def tune_cases(path: Path) -> list[dict]:
 def measured_cases(path: Path) -> tuple[list[dict], dict[tuple, dict]]:
     """A raw file's measured cases (an execute_*.json, or a tune run's tune.json), and
     each workload's ideal measurement from the same command, by (pipeline, batch)."""
-    if Path(path).name.removesuffix(".gz") == TUNE_SUMMARY:
+    if stored_name(path) == TUNE_SUMMARY:
         cases = tune_cases(path)
     else:
         cases = [r for r in json.loads(read_stored_text(path)) if r.get("measurement")]

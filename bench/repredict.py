@@ -34,7 +34,13 @@ from bench.render_execute import (  # noqa: E402
 )
 from bench.render_plans import unpredicted  # noqa: E402
 from reports.rounds import record_iteration_ms  # noqa: E402
-from spec.serde import read_stored_text, stored_glob, stored_path, write_atomic  # noqa: E402
+from spec.serde import (  # noqa: E402
+    read_stored_text,
+    stored_glob,
+    stored_name,
+    stored_path,
+    write_atomic,
+)
 
 RAW_DIR = ROOT / "bench/results/raw"
 RAW = [RAW_DIR / name for name in (
@@ -152,7 +158,7 @@ def against_table(rs: list[dict], old: list[dict]) -> list[str]:
     key = [(r["source"], r["strategy"], r["batch"], _median_step(r)) for r in rs]
     before: dict[tuple, list[dict]] = {}
     for r in old:
-        k = (r["source"].removesuffix(".gz"), r["strategy"], r["batch"], _median_step(r))
+        k = (stored_name(r["source"]), r["strategy"], r["batch"], _median_step(r))
         before.setdefault(k, []).append(r)
     pairs = [(b.pop(0), r) for k, r in zip(key, rs) if (b := before.get(k))]
     by_run: dict[str, list[tuple[float, float]]] = {}

@@ -35,6 +35,7 @@ from bench.render_execute import (  # noqa: E402
 )
 from bench.repredict import every_raw, summary  # noqa: E402
 from reports.rounds import record_iteration_ms  # noqa: E402
+from spec.serde import stored_name  # noqa: E402
 
 OUT = ROOT / "bench/results/repredict_calibrated_h200.md"
 
@@ -66,7 +67,7 @@ def rows(raw: list[Path], skipped: dict[str, str], given: dict | None = None) ->
 
     out = []
     for path in raw:
-        source = path.name.removesuffix(".gz")
+        source = stored_name(path)
         try:
             cases = measured_cases(path)[0]
             cals = calibrations(cases, source) if given is None else given

@@ -179,19 +179,35 @@ def write_or_print(text: str, path: str | Path | None) -> None:
 
 GZIP_SUFFIX = ".gz"
 XZ_SUFFIX = ".xz"
-"""The profiler traces under bench/results/raw (some MB of JSON each) are kept xz'd:
-2.4x smaller than gzip -9, which kept the checkout under the device tool's 64 MiB."""
+"""The records under bench/results/raw are kept compressed: the profiler traces (some MB
+of JSON each) and, since session 57, every record xz shrinks below its gzip -9 file
+(`python bench/recompress_raw.py`), which keeps the checkout under the device tool's
+64 MiB. New records from a device session arrive gzipped and are read as they are."""
+
+
+def stored_name(path: str | Path) -> str:
+    """A stored file's plain name, however it is compressed: `x.json` for `x.json`,
+    `x.json.gz` and `x.json.xz` alike (reports name records by it)."""
+    name = Path(path).name
+    for suffix in (GZIP_SUFFIX, XZ_SUFFIX):
+        name = name.removesuffix(suffix)
+    return name
 
 
 def stored_path(path: str | Path) -> Path:
     """`path`, or its compressed twin `path.gz` (or `path.xz`) where only that exists:
     bench/results/raw keeps its records compressed (the working tree sent to the GPU
-    machine is capped at 64 MiB), and every reader takes a record by either name."""
+    machine is capped at 64 MiB), and every reader takes a record by either name. A
+    compressed name that is not there is looked up by its plain name the same way, so
+    that a record recompressed (gz to xz) keeps the names code and reports cite."""
     path = Path(path)
-    if path.suffix in (GZIP_SUFFIX, XZ_SUFFIX) or path.exists():
+    if path.exists():
         return path
+    plain = path.with_name(stored_name(path))
+    if plain.exists():
+        return plain
     for suffix in (GZIP_SUFFIX, XZ_SUFFIX):
-        twin = path.with_name(path.name + suffix)
+        twin = plain.with_name(plain.name + suffix)
         if twin.exists():
             return twin
     return path
