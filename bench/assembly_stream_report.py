@@ -14,16 +14,16 @@ tune` with the chosen plan's other stream as a variant, is in rehash_h200.md.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.render_execute import fixed_report_main  # noqa: E402
 from bench.render_repeats import render as render_rounds  # noqa: E402
 from reports.rounds import record_iteration_ms  # noqa: E402
-from spec.serde import read_stored_text, stored_glob, write_or_print  # noqa: E402
+from spec.serde import read_stored_text, stored_glob  # noqa: E402
 
 RAW = Path(__file__).resolve().parent / "results" / "raw"
 AB = RAW / "assembly_ab_run16"
@@ -157,13 +157,7 @@ def render() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("-o", "--out", help="write the report here (default: print it)")
-    args = ap.parse_args(argv)
-    text = render()
-    write_or_print(text, args.out)
-    return 0
+    return fixed_report_main(argv, __doc__, render)
 
 
 if __name__ == "__main__":

@@ -286,6 +286,21 @@ def publish(text: str, out: Path | None, named: bool, default_out: Path) -> None
     print(text)
 
 
+def fixed_report_main(argv: list[str] | None, doc: str, render) -> int:
+    """The command line of a report on fixed records (the ones its module names): -o OUT
+    writes `render()`'s text there atomically, else it is printed."""
+    import argparse
+
+    from spec.serde import write_or_print
+
+    ap = argparse.ArgumentParser(description=doc,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("-o", "--out", help="write the report here (default: print it)")
+    args = ap.parse_args(argv)
+    write_or_print(render(), args.out)
+    return 0
+
+
 def render_main(argv: list[str] | None, doc: str, default_raw: list[Path], default_out: Path,
                 expected: str, render_raw, flags: dict[str, str] | None = None) -> int:
     """The command line of a renderer of raw runs: RAW.json ... (default_raw when none)

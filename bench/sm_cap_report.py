@@ -14,7 +14,6 @@ and with its assemblies on their own stream, and confined to 64 and 96 SMs.
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import sys
@@ -23,8 +22,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.assembly_stream_report import execute_rows, records  # noqa: E402
+from bench.render_execute import fixed_report_main  # noqa: E402
 from reports.rounds import record_iteration_ms  # noqa: E402
-from spec.serde import write_or_print  # noqa: E402
 
 RAW = Path(__file__).resolve().parent / "results" / "raw"
 EAGER = RAW / "sm_cap_run20"
@@ -144,12 +143,7 @@ def render() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("-o", "--out", help="write the report here (default: print it)")
-    args = ap.parse_args(argv)
-    write_or_print(render(), args.out)
-    return 0
+    return fixed_report_main(argv, __doc__, render)
 
 
 if __name__ == "__main__":
