@@ -378,6 +378,36 @@ def _graphs_hint(sc: Scenario, tables: GpuTables) -> str | None:
             "terabyte b4096 on the H200 (README, \"Where the host sets the pace\")")
 
 
+CAP_HINT_ALONE_MS = 1.0
+"""A kernel released beside the eager step that runs at least this long alone gets the
+SM-cap hint (`_cap_hint`): eager heavy-rehash b32768's (about 2 ms) held the next GEMM
+for 2 ms where it won the SMs; the Criteo-like plans' kernels (0.1-0.3 ms) never showed
+a hold of that kind."""
+
+
+def _cap_hint(sc: Scenario, plan: Plan, tables: GpuTables) -> str | None:
+    """Where an eager one-GPU plan of corun's (not a baseline's, nor RAP's) releases a
+    long kernel that can fill every SM beside the training stages and does not cap its
+    SMs, say what the cap did on the H200."""
+    model, hw = sc.model, sc.hardware
+    if model.cuda_graphs or hw.gpu_count > 1 or plan.preprocess_sm_cap \
+            or sc.strategy.kind is not StrategyKind.PLAN or sc.strategy.name == "rap":
+        return None
+    by_name = {k.name: k for k in plan.kernels}
+    long = [k for k in tables.kernels if k.release_pos >= 0 and k.alone_ms >= CAP_HINT_ALONE_MS
+            and k.name in by_name and by_name[k.name].blocks >= hw.gpu.sm_count]
+    if not long:
+        return None
+    k = by_name[long[0].name]
+    return (f"kernel {k.name} ({k.blocks} blocks, {long[0].alone_ms:.1f} ms alone) can take "
+            "every SM where it becomes ready between two of the eager step's training "
+            "kernels and hold the next one, which the simulator does not model; confined "
+            "to 96 SMs (`corun execute --preprocess-sm-cap 96`, Plan.preprocess_sm_cap) "
+            "eager heavy-rehash b32768's choice held no step and recovered 111% of the gap "
+            "against 74-76% on every SM (bench/results/sm_cap_h200.md); `corun tune` "
+            "measures the plan capped")
+
+
 def stage_rooms(cm: CostModel, model: Model, hw: Hardware, stages: Sequence[Stage],
                 priority: bool, kind: RoomKind) -> tuple[StageRoom | None, ...]:
     """Each stage's room in time for kernels of `kind` (costmodel/stage_room.py) where a
@@ -525,9 +555,9 @@ def compile_scenario(sc: Scenario, cm: CostModel) -> Compiled:
     caveat = cm.caveat(model, [w for w in works[0].values() if w.comm is Comm.NONE], hw)
     if caveat:
         notes.append(CAUTION + caveat)
-    hint = _graphs_hint(sc, gpus[0])
-    if hint:
-        notes.append(HINT + hint)
+    for hint in (_graphs_hint(sc, gpus[0]), _cap_hint(sc, plan, gpus[0])):
+        if hint:
+            notes.append(HINT + hint)
     link = host_link_note(raw_ms, sum(gpus[0].stage_ms))
     if link:
         notes.append(NOTE + link)

@@ -688,3 +688,34 @@ def test_a_plan_s_sm_cap_is_predicted_as_on_every_sm_and_says_so():
     assert [n for n in preds[1].notes if n not in preds[0].notes] == [
         n for n in preds[1].notes if "confines its preprocessing to 96 SMs" in n]
     assert len(preds[1].notes) == len(preds[0].notes) + 1
+
+
+def test_a_long_eager_kernel_that_can_fill_every_sm_gets_the_cap_hint():
+    """Eager heavy-rehash b32768's committed choice (198 blocks, ~3 ms alone) is hinted
+    to cap its SMs; the same plan capped, the same kernel as gpu-overlap's, and a short
+    Criteo-like kernel are not."""
+    from dataclasses import replace
+
+    from corun.workload import resolve_model
+    from sim import Scenario, Strategy, StrategyKind, simulate
+    from spec import Plan, hardware_preset, load, model_preset, one_kernel_plan, pipeline_preset
+
+    plan = load(Plan, "bench/plans/rehash/heavy-lean-b32768/plan.json")
+    hw, pipeline = hardware_preset("h200", 1), pipeline_preset("heavy-rehash")
+    model = resolve_model("heavy-lean", 32768, False)
+
+    def hints(p: Plan, name: str = "") -> list[str]:
+        sc = Scenario(hw, model, pipeline, Strategy(StrategyKind.PLAN, plan=p, name=name),
+                      iterations=3, warmup=1)
+        return [n for n in simulate(sc, commit="t").prediction.notes
+                if "can take every SM" in n]
+
+    (hint,) = hints(plan)
+    assert hint.startswith("hint: kernel k0 (198 blocks,") and "--preprocess-sm-cap 96" in hint
+    assert hints(replace(plan, preprocess_sm_cap=96)) == []
+    assert hints(plan, name="rap") == []
+    kaggle = one_kernel_plan(pipeline_preset("kaggle"), "criteo-kaggle", 1, "top_mlp_fwd",
+                             264, 256)
+    sc = Scenario(hw, model_preset("criteo-kaggle"), pipeline_preset("kaggle"),
+                  Strategy(StrategyKind.PLAN, plan=kaggle), iterations=3, warmup=1)
+    assert not any("can take every SM" in n for n in simulate(sc, commit="t").prediction.notes)
