@@ -380,9 +380,9 @@ def _graphs_hint(sc: Scenario, tables: GpuTables) -> str | None:
 
 CAP_HINT_ALONE_MS = 1.0
 """A kernel released beside the eager step that runs at least this long alone gets the
-SM-cap hint (`_cap_hint`): eager heavy-rehash b32768's (about 2 ms) held the next GEMM
-for 2 ms where it won the SMs; the Criteo-like plans' kernels (0.1-0.3 ms) never showed
-a hold of that kind."""
+SM-cap hint (`_cap_hint`): eager heavy-rehash b32768's (3.0 ms alone, simulated) held the
+next GEMM 2.1-2.3 ms where it won the SMs (bench/results/race_trace_h200.md); beside the
+Criteo-like plans' kernels (0.1-0.6 ms spans) no hold of that kind was measured."""
 
 
 def _cap_hint(sc: Scenario, plan: Plan, tables: GpuTables) -> str | None:
