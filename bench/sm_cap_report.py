@@ -28,6 +28,7 @@ from reports.rounds import record_iteration_ms  # noqa: E402
 RAW = Path(__file__).resolve().parent / "results" / "raw"
 EAGER = RAW / "sm_cap_run20"
 GRAPHED = RAW / "sm_cap_graphed_run20"
+TUNE = RAW / "tune_rehash_b32768_cap_run21"
 PLANS = Path(__file__).resolve().parent / "plans" / "rehash"
 STAGES = ("emb_fwd", "top_mlp_bwd", "interaction_bwd", "bottom_mlp_bwd", "emb_bwd")
 """The stages shown: interaction_bwd is where the plan's kernel is released eagerly and
@@ -75,6 +76,20 @@ def predictions(folder: str) -> dict[str, float]:
             for s in ("ideal", "gpu-sequential", "corun")}
 
 
+def tune_section() -> list[str]:
+    """Run 21's `corun tune` table, as tune.md wrote it, under its command."""
+    text = (TUNE / "tune.md").read_text()
+    command = next(line for line in text.splitlines() if line.startswith("`corun tune"))
+    table = text[text.index("```"):text.rindex("```") + 3]
+    return [f"{command} at 3e5cbb86 (its records say 53c5b48a: CORUN_GIT_COMMIT was read "
+            "from the device copy's git metadata, which was the session's first commit; "
+            "the working tree sent was 3e5cbb86's, clean), on the session's last start, "
+            "99 s (the device budget left no room for gpu-sequential): the chosen plan "
+            "confined to 96 SMs (`cap_variant`) against the chosen plan on every SM, beside ideal; "
+            f"`{TUNE.relative_to(RAW.parent.parent.parent)}/tuned.json` is the capped "
+            "plan.", "", table]
+
+
 def render() -> str:
     eager, graphed = records(EAGER), records(GRAPHED)
     e_rows = [(f"{w}-r{r}", f"ideal-r{r}") for r in (1, 2)
@@ -116,7 +131,9 @@ def render() -> str:
         "under its measurement on every SM and 4.1% over it on 96 SMs; graphed b16384's "
         "3.42 ms is 4.3% under it on 64 SMs, 8.6% under with its own stream. "
         "Plan.preprocess_sm_cap carries the cap; `corun tune` measures the chosen plan "
-        "capped at 96 SMs (tune_cmd.cap_variant), since the simulator cannot rank it.", "",
+        "capped at 96 SMs (tune_cmd.cap_variant), since the simulator cannot rank it: on a "
+        "second start (run 21) it kept the capped plan, 6.78 ms an iteration against the "
+        "choice's 7.49 on every SM and ideal's 6.99, one round.", "",
         "## Eager heavy-rehash b32768's choice (two rounds)", "",
         "`PART=eager bash bench/sm_cap_session.sh` at 1a23d900 (round 1: ideal, "
         "gpu-sequential, the choice, +calls, +cap64, +cap96, +cap112), then `PART=eager "
@@ -137,7 +154,9 @@ def render() -> str:
         "those SMs).", "",
         *recovery_rows(graphed, ["-r1"], predictions("heavy-lean-b16384-graphs")), "",
         "Each run (stages: median less ideal's, ms):", "",
-        *execute_rows(graphed, g_rows, STAGES),
+        *execute_rows(graphed, g_rows, STAGES), "",
+        "## `corun tune` keeps the capped plan (run 21)", "",
+        *tune_section(),
     ]
     return "\n".join(lines) + "\n"
 
