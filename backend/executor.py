@@ -143,6 +143,13 @@ class Executor:
             if value and not on_gpu:
                 raise SpecError(name, value,
                                 "0 on a CPU or several GPUs (the SMs of one GPU are split)")
+        if self.pre_cap and self.device.type == "cuda":
+            from backend.sm_split import green_contexts_supported
+
+            if not green_contexts_supported():
+                raise SpecError("preprocess_sm_cap", self.pre_cap,
+                                "0 here: confining the preprocessing needs CUDA green "
+                                "contexts (a driver of 12.4 or later and cuda-bindings)")
         if self.pre_cap and (settings.preprocess_sms or settings.update_sms):
             raise SpecError("preprocess_sm_cap", self.pre_cap,
                             "0 with preprocess_sms or update_sms (each gives the "

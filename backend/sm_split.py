@@ -32,6 +32,23 @@ class SmSplit:
     """The green contexts and raw streams, kept alive as long as the streams are used."""
 
 
+GREEN_CONTEXT_DRIVER = 12040
+"""The CUDA driver version (12.4) that brought green contexts (cuGreenCtxCreate)."""
+
+
+def green_contexts_supported() -> bool:
+    """Whether this machine's CUDA driver and bindings can make green contexts: False
+    without a driver, without cuda-bindings, or with a driver older than 12.4."""
+    try:
+        from cuda.bindings import driver as drv
+
+        err, version = drv.cuDriverGetVersion()
+        return (err == drv.CUresult.CUDA_SUCCESS and version >= GREEN_CONTEXT_DRIVER
+                and hasattr(drv, "cuGreenCtxCreate"))
+    except Exception:  # noqa: BLE001 - no driver library, no bindings: not supported
+        return False
+
+
 def _ok(result, call: str):
     err, *rest = result
     from cuda.bindings import driver as drv

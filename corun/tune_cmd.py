@@ -207,9 +207,10 @@ def _tune(args, folder: Path, work: Workload, strategies: list[str]) -> int:
         if not 8 <= cap_sms <= sms - 8:
             raise SpecError("--cap-sms", cap_sms, f"an integer in [8, {sms - 8}] on "
                             f"the {hw.gpu.name}'s {sms} SMs (training keeps at least 8)")
+        capped = cap_variant_runs(args.cap_variant, args.device, say)
         for wanted, variant in ((args.lead_variant, lead_variant),
                                 (args.stream_variant, stream_variant),
-                                (args.cap_variant, partial(cap_variant, cap_sms=cap_sms))):
+                                (capped, partial(cap_variant, cap_sms=cap_sms))):
             if wanted:
                 variants.update(variant(chosen, [*plans.values(), *variants.values()]))
         plans.update(variants)
@@ -330,6 +331,21 @@ def default_cap_sms(sm_count: int) -> int:
     3.57; bench/results/sm_cap_h200.md)."""
     return max(CAP_GRANULARITY_SMS,
                3 * sm_count // 4 // CAP_GRANULARITY_SMS * CAP_GRANULARITY_SMS)
+
+
+def cap_variant_runs(wanted: bool, device: str, say) -> bool:
+    """Whether tune runs the cap variant: asked for, and on a GPU whose driver makes green
+    contexts (backend/sm_split.py); where it cannot, it is left out, and `say` says why.
+    On the CPU it runs as the plan on every SM would (there are no SMs to confine)."""
+    if not wanted or device == "cpu":
+        return wanted
+    from backend.sm_split import green_contexts_supported
+
+    if green_contexts_supported():
+        return True
+    say("the cap variant is left out: this machine's CUDA driver cannot make green "
+        "contexts (12.4 or later, with cuda-bindings)")
+    return False
 
 
 def cap_variant(chosen, taken, cap_sms: int) -> dict:

@@ -251,3 +251,13 @@ def test_a_plan_s_cap_is_left_aside_on_a_cpu_but_a_flag_s_is_refused():
     with pytest.raises(SpecError, match="preprocess_sm_cap = 96: 0 on a CPU"):
         Executor(model, pipeline, plan, "corun-cap96", RunSettings(preprocess_sm_cap=96),
                  "cpu")
+
+
+def test_no_green_contexts_without_a_driver():
+    """This CPU machine has no CUDA driver: green contexts are not supported, and say so
+    instead of raising."""
+    from backend.sm_split import green_contexts_supported
+
+    if torch.cuda.is_available():
+        pytest.skip("a GPU machine: its driver decides")
+    assert green_contexts_supported() is False

@@ -312,3 +312,20 @@ def test_the_verdict_names_the_planners_choice_where_it_measured_fastest():
     assert verdict({**s, "measured_best": "corun-x0.5"}).endswith("fastest, corun-x0.5")
     assert verdict({**s, "predicted_best": "corun"}) == \
         "the predicted fastest, corun, was the measured fastest"
+
+
+def test_the_cap_variant_is_left_out_where_the_driver_makes_no_green_contexts(monkeypatch):
+    """On a GPU whose driver cannot confine a stream to some SMs, tune leaves the cap
+    variant out and says why, instead of failing in its first round; on the CPU it runs
+    (no SMs to confine: the plan runs as on every SM)."""
+    from backend import sm_split
+    from corun.tune_cmd import cap_variant_runs
+
+    said = []
+    monkeypatch.setattr(sm_split, "green_contexts_supported", lambda: False)
+    assert not cap_variant_runs(True, "cuda", said.append)
+    assert said and "cannot make green contexts" in said[0]
+    assert cap_variant_runs(True, "cpu", said.append) and len(said) == 1
+    assert not cap_variant_runs(False, "cuda", said.append)
+    monkeypatch.setattr(sm_split, "green_contexts_supported", lambda: True)
+    assert cap_variant_runs(True, "cuda", said.append) and len(said) == 1
