@@ -150,10 +150,7 @@ class Executor:
                 raise SpecError("preprocess_sm_cap", self.pre_cap,
                                 "0 here: confining the preprocessing needs CUDA green "
                                 "contexts (a driver of 12.4 or later and cuda-bindings)")
-        if self.pre_cap and (settings.preprocess_sms or settings.update_sms):
-            raise SpecError("preprocess_sm_cap", self.pre_cap,
-                            "0 with preprocess_sms or update_sms (each gives the "
-                            "preprocessing stream its SMs another way)")
+        settings.require_cap_alone(self.pre_cap)
         if settings.update_sms:
             self._check_update_sms(settings.update_sms, model)
         self.hardware = hardware or hardware_preset("h200", self.world)

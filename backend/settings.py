@@ -142,6 +142,14 @@ class RunSettings:
             return None
         return max(self.distinct_batches, self.warmup - 2 * slots)
 
+    def require_cap_alone(self, cap: int) -> None:
+        """A preprocessing SM cap (the settings' or a plan's) is one way to give the
+        preprocessing stream its SMs; `preprocess_sms` and `update_sms` are others."""
+        if cap and (self.preprocess_sms or self.update_sms):
+            raise SpecError("preprocess_sm_cap", cap,
+                            "0 with preprocess_sms or update_sms (each gives the "
+                            "preprocessing stream its SMs another way)")
+
     def __post_init__(self) -> None:
         for name, lo in (("iterations", 1), ("warmup", 0), ("distinct_batches", 1),
                          ("cpu_workers", 1), ("preprocess_sms", 0), ("update_sms", 0),
@@ -164,10 +172,8 @@ class RunSettings:
                 isinstance(self.preprocess_sm_cap, int) and self.preprocess_sm_cap >= 0):
             raise SpecError("preprocess_sm_cap", self.preprocess_sm_cap,
                             "None (as the plan says) or an integer >= 0")
-        if self.preprocess_sm_cap and (self.preprocess_sms or self.update_sms):
-            raise SpecError("preprocess_sm_cap", self.preprocess_sm_cap,
-                            "0 with preprocess_sms or update_sms (each gives the "
-                            "preprocessing stream its SMs another way)")
+        if self.preprocess_sm_cap:
+            self.require_cap_alone(self.preprocess_sm_cap)
         if self.update_sms and (self.preprocess_sms or self.preprocess_first):
             raise SpecError("update_sms", self.update_sms,
                             "0 with preprocess_sms or preprocess_first (each gives the "
