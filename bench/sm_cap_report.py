@@ -136,7 +136,9 @@ def render() -> str:
         "choice's 7.49 on every SM and ideal's 6.99, one round.", "",
         "## Eager heavy-rehash b32768's choice (two rounds)", "",
         "`PART=eager bash bench/sm_cap_session.sh` at 1a23d900 (round 1: ideal, "
-        "gpu-sequential, the choice, +calls, +cap64, +cap96, +cap112), then `PART=eager "
+        "gpu-sequential, the choice, +calls, +cap64, +cap96, +cap112; its ideal and "
+        "gpu-sequential records renamed -r1 here, as the script now names them), then "
+        "`PART=eager "
         "WAYS=graphs CAPS=\"64 96 112\" REVERSE=1 SUFFIX=-r2` at 486403dc (round 2, the "
         "reverse order); bench/plans/rehash/heavy-lean-b32768 (the whole pipeline in 198 "
         "blocks at interaction_bwd, two batches ahead), 300 timed iterations after 20.", "",
