@@ -32,6 +32,7 @@ from pathlib import Path
 
 from corun.workload import add_run_arguments, require_seconds
 from spec import SpecError
+from spec.plan import default_cap_sms
 
 BASELINES = ("ideal", "gpu-sequential", "gpu-overlap")
 MAX_ROUNDS = 50
@@ -318,19 +319,6 @@ def stream_variant(chosen, taken) -> dict:
     plan = replace(chosen, assembly_stream=not chosen.assembly_stream)
     name = "corun-own" if plan.assembly_stream else "corun-behind"
     return {} if plan in list(taken) else {name: plan}
-
-
-CAP_GRANULARITY_SMS = 8
-"""The SMs a CUDA green context is made of on Hopper (backend/sm_split.py)."""
-
-
-def default_cap_sms(sm_count: int) -> int:
-    """Three quarters of a GPU's SMs, rounded down to whole green-context groups: 96 of
-    the H200's 132, the cap that ran eager heavy-rehash b32768's choice fastest of 64, 96
-    and 112 (6.89 ms an iteration against 7.09 on 64; graphed b16384's: 3.59 against
-    3.57; bench/results/sm_cap_h200.md)."""
-    return max(CAP_GRANULARITY_SMS,
-               3 * sm_count // 4 // CAP_GRANULARITY_SMS * CAP_GRANULARITY_SMS)
 
 
 def cap_variant_runs(wanted: bool, device: str, say) -> bool:

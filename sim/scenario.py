@@ -19,6 +19,7 @@ from costmodel.types import Comm, CoRunEffect, KernelWork, StageWork, kernel_fac
 from sim.strategy import Strategy, StrategyKind, strategy_plan
 from spec import Hardware, Mapping, Model, Pipeline, Plan, SpecError, Stage, stages_for
 from spec.errors import require, require_int_range
+from spec.plan import default_cap_sms
 
 
 class EmbeddingComm(enum.Enum):
@@ -402,7 +403,9 @@ def _cap_hint(sc: Scenario, plan: Plan, tables: GpuTables) -> str | None:
     return (f"kernel {k.name} ({k.blocks} blocks, {long[0].alone_ms:.1f} ms alone) can take "
             "every SM where it becomes ready between two of the eager step's training "
             "kernels and hold the next one, which the simulator does not model; confined "
-            "to 96 SMs (`corun execute --preprocess-sm-cap 96`, Plan.preprocess_sm_cap) "
+            f"to {default_cap_sms(hw.gpu.sm_count)} SMs (`corun execute "
+            f"--preprocess-sm-cap {default_cap_sms(hw.gpu.sm_count)}`, "
+            "Plan.preprocess_sm_cap; 96 of an H200's 132) "
             "eager heavy-rehash b32768's choice held no step and recovered 111% of the gap "
             "against 74-76% on every SM (bench/results/sm_cap_h200.md); `corun tune` "
             "measures the plan capped")

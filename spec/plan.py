@@ -60,6 +60,19 @@ class FusedKernel:
         return None if self.stage == BEFORE_ITERATION else Stage(self.stage)
 
 
+CAP_GRANULARITY_SMS = 8
+"""The SMs a CUDA green context is made of on Hopper (backend/sm_split.py)."""
+
+
+def default_cap_sms(sm_count: int) -> int:
+    """Three quarters of a GPU's SMs, rounded down to whole green-context groups: 96 of
+    the H200's 132, the cap that ran eager heavy-rehash b32768's choice fastest of 64, 96
+    and 112 (6.89 ms an iteration against 7.09 on 64; graphed b16384's: 3.59 against
+    3.57; bench/results/sm_cap_h200.md)."""
+    return max(CAP_GRANULARITY_SMS,
+               3 * sm_count // 4 // CAP_GRANULARITY_SMS * CAP_GRANULARITY_SMS)
+
+
 @dataclass(frozen=True)
 class Plan:
     """A complete preprocessing plan for one pipeline on `gpu_count` GPUs."""

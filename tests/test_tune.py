@@ -157,7 +157,8 @@ def test_the_cap_variant_confines_the_chosen_plan_or_frees_a_capped_one(folder, 
                                                                          capsys):
     from dataclasses import replace
 
-    from corun.tune_cmd import cap_variant, default_cap_sms
+    from corun.tune_cmd import cap_variant
+    from spec.plan import default_cap_sms
 
     assert (default_cap_sms(132), default_cap_sms(108), default_cap_sms(10)) == (96, 80, 8)
     plan = load(Plan, folder / "plans" / "plan.json")
