@@ -160,11 +160,11 @@ def folder_points(folder: Path) -> list[Point]:
     (the strategy as the session script labelled it; every record runs one workload)."""
     rounds: dict[int, dict[str, float]] = {}
     docs = {}
-    for path in stored_glob(folder, "*.json"):
-        m = ROUND_SUFFIX.search(path.name.split(".")[0])
+    for path in stored_glob(folder, "*.json"):  # plain names: <strategy>-r<round>.json
+        m = ROUND_SUFFIX.search(path.stem)
         if m is None:
             continue
-        strategy = path.name.split(".")[0][:m.start()]
+        strategy = path.stem[:m.start()]
         docs[strategy] = doc = json.loads(read_stored_text(path))
         rounds.setdefault(int(m.group(1)), {})[strategy] = record_iteration_ms(doc)
     if SEQUENTIAL not in docs or not docs[SEQUENTIAL]["model"].startswith("heavy"):

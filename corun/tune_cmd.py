@@ -61,21 +61,19 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="run those variants (the default; kept so that the commands of "
                    "earlier runs still run)")
     p.set_defaults(launch_steps=True)
-    p.add_argument("--no-lead-variant", dest="lead_variant", action="store_false",
-                   help="leave out the folder's chosen plan with its other batch lead (one "
-                   "batch ahead for two, two for one), which runs by default where corun "
-                   "does: named corun-ahead<N>, predicted as the chosen plan was")
-    p.add_argument("--no-stream-variant", dest="stream_variant", action="store_false",
-                   help="leave out the folder's chosen plan with its batches' assemblies "
-                   "the other way (Plan.assembly_stream: on a stream of their own, or "
-                   "behind the kernels), which runs by default where corun does: named "
-                   "corun-own or corun-behind, predicted as the chosen plan was")
-    p.add_argument("--no-cap-variant", dest="cap_variant", action="store_false",
-                   help="leave out the folder's chosen plan with its preprocessing confined "
-                   "to --cap-sms SMs while training keeps every SM (Plan.preprocess_sm_cap; "
-                   "uncapped where the chosen plan is capped), which runs by default where "
-                   "corun does on one GPU: named corun-cap<N> or corun-uncapped, predicted "
-                   "as the chosen plan was (the simulator does not model the cap)")
+    for flag, what, named in (
+            ("lead", "with its other batch lead (one batch ahead for two, two for one)",
+             "corun-ahead<N>"),
+            ("stream", "with its batches' assemblies the other way (Plan.assembly_stream: "
+             "on a stream of their own, or behind the kernels)", "corun-own or corun-behind"),
+            ("cap", "with its preprocessing confined to --cap-sms SMs while training keeps "
+             "every SM (Plan.preprocess_sm_cap; uncapped where the chosen plan is capped; "
+             "one GPU; the simulator does not model the cap)",
+             "corun-cap<N> or corun-uncapped")):
+        p.add_argument(f"--no-{flag}-variant", dest=f"{flag}_variant", action="store_false",
+                       help=f"leave out the folder's chosen plan {what}, which runs by "
+                       f"default where corun does: named {named}, predicted as the chosen "
+                       "plan was")
     p.add_argument("--cap-sms", type=int,
                    help="the SMs of that variant (default: three quarters of the GPU's, "
                    "rounded down to the green contexts' 8: 96 on an H200)")
