@@ -10,23 +10,26 @@
 #     in the reverse order (the caps first, ideal last), a second round where one
 #     command cannot hold two (about 80 s a run); SUFFIX names its records (default -r1,
 #     the round, as bench/gap_recovery.py reads a folder's records).
-#     PLAN_FILE, BATCH and STEP_FLAGS run another folder's choice the same way (run 20's
-#     third command: graphed b16384, PLAN_FILE=bench/plans/rehash/heavy-lean-b16384-graphs/
-#     plan.json BATCH=16384 STEP_FLAGS=--cuda-graphs WAYS="graphs own"); WAYS may hold
-#     "own" (--assembly-stream own).
+#     PLAN_FILE runs another folder's choice the same way, its baselines on the plan's
+#     model, pipeline, batch and step (--cuda-graphs where the plan is graphed; BATCH and
+#     STEP_FLAGS override the last two), e.g. run 20's third command: graphed b16384,
+#     PLAN_FILE=bench/plans/rehash/heavy-lean-b16384-graphs/plan.json WAYS="graphs own";
+#     WAYS may hold "own" (--assembly-stream own). NAME puts the records in sm-cap-NAME/
+#     (sm-cap-NAME-eager.tar), for several plans in one command.
 #   PART=tune: `corun tune` of FOLDER (default heavy-lean-b32768) with the chosen plan's
 #     cap variant (tune_cmd.cap_variant) beside ideal, gpu-sequential and the choice, in
 #     ROUNDS rounds within BUDGET_S (run 21 ran it without gpu-sequential, one round, as
 #     a plain command: bench/results/sm_cap_h200.md).
 # With OUT set by the device tool:
 #   PART=eager [WAYS="graphs calls"] [CAPS="64 96 112"] [REVERSE=1 SUFFIX=-r2] \
-#     [PLAN_FILE=... BATCH=... STEP_FLAGS=...] bash bench/sm_cap_session.sh
+#     [PLAN_FILE=... [BATCH=...] [STEP_FLAGS=...]] [NAME=...] bash bench/sm_cap_session.sh
 #   PART=tune [FOLDER=heavy-lean-b32768] [ROUNDS=2] [BUDGET_S=400] bash bench/sm_cap_session.sh
-# returns $OUT/sm-cap-$PART.tar (raw records gzipped, logs).
+# returns $OUT/sm-cap[-NAME]-$PART.tar (raw records gzipped, logs).
 set -u
 part=${PART:-eager}
 SUFFIX=${SUFFIX:--r1}
-root="$OUT/sm-cap"
+base="sm-cap${NAME:+-$NAME}"
+root="$OUT/$base"
 rm -rf "$root" && mkdir -p "$root"
 rc=0
 source bench/session_steps.sh
@@ -34,16 +37,21 @@ ex() {  # ex NAME ARGS...: one corun execute (bench/session_steps.sh execute_one
   execute_one "$root/$1" "${@:2}" || rc=$?
 }
 e=${PLAN_FILE:-bench/plans/rehash/heavy-lean-b32768/plan.json}
-batch=${BATCH:-32768}
-step=${STEP_FLAGS:-}  # --cuda-graphs for a graphed folder's baselines
+field() {  # field KEY: the plan file's value of KEY
+  python -c "import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])" "$e" "$1"
+}
+model=$(field model) pipeline=$(field pipeline)
+batch=${BATCH:-$(field batch_per_gpu)}
+graphed=""
+[ "$(field cuda_graphs)" = True ] && graphed=--cuda-graphs
+step=${STEP_FLAGS:-$graphed}  # the baselines' step, as the plan's
 
 case "$part" in
 eager)
   baselines() {
-    ex "ideal$1" --strategy ideal --model heavy-lean --pipeline heavy-rehash --batch $batch \
-      $step
-    ex "gpu-sequential$1" --strategy gpu-sequential --model heavy-lean \
-      --pipeline heavy-rehash --batch $batch $step
+    for s in ideal gpu-sequential; do
+      ex "$s$1" --strategy $s --model "$model" --pipeline "$pipeline" --batch "$batch" $step
+    done
   }
   ways="${WAYS:-graphs calls} ${CAPS:-64 96 112}"
   [ "${REVERSE:-0}" = 1 ] && ways=$(echo $ways | tr ' ' '\n' | tac | tr '\n' ' ')
@@ -66,5 +74,5 @@ tune)
   ;;
 *) echo "PART = $part: one of eager, tune" >&2; exit 2 ;;
 esac
-tar -C "$OUT" -cf "$OUT/sm-cap-$part.tar" sm-cap && rm -rf "$root"
+tar -C "$OUT" -cf "$OUT/$base-$part.tar" "$base" && rm -rf "$root"
 exit $rc
