@@ -137,7 +137,7 @@ class Executor:
         on_gpu = self.device.type == "cuda" and self.world == 1
         self.pre_cap = settings.preprocess_sm_cap
         if self.pre_cap is None:  # as the plan says; a plan's cap means nothing on a CPU
-            self.pre_cap = plan.preprocess_sm_cap if self.device.type == "cuda" else 0
+            self.pre_cap = self._plan_cap(plan.preprocess_sm_cap) if on_gpu else 0
         for name, value in (("preprocess_sms", settings.preprocess_sms),
                             ("preprocess_sm_cap", self.pre_cap)):
             if value and not on_gpu:
@@ -627,6 +627,25 @@ class Executor:
             stages=stage_spreads, kernels=kernels, checked_rows=checked,
             versions=versions(), git_commit=git_commit(), command=self.command,
             notes=self._notes(), host=host, plan=self.plan, per_iteration=per_iteration)
+
+    def _plan_cap(self, cap: int) -> int:
+        """A plan's preprocessing SM cap as this GPU can run it: 0 (every SM, said) where
+        its driver makes no green contexts or the cap leaves training fewer than 8 SMs.
+        `corun plan` caps plans for the GPU it plans for; a cap given by
+        `--preprocess-sm-cap` is held to, and refused where it cannot run."""
+        if not cap:
+            return 0
+        from backend.sm_split import green_contexts_supported
+
+        sms = torch.cuda.get_device_properties(self.device).multi_processor_count
+        why = ("this machine's CUDA driver makes no green contexts (12.4 or later, with "
+               "cuda-bindings)" if not green_contexts_supported() else
+               f"this GPU has {sms} SMs (training keeps at least 8)" if cap > sms - 8 else "")
+        if why:
+            self.say(f"{self.strategy}: the plan's preprocessing SM cap ({cap}) left out, "
+                     f"on every SM: {why}")
+            return 0
+        return cap
 
     def _check_update_sms(self, update_sms: int, model: Model) -> None:
         """RunSettings.update_sms needs one GPU, a fused embedding update (one kernel to

@@ -35,7 +35,7 @@ rc=0
 
 source bench/session_steps.sh
 tune() {  # tune FOLDER OUTNAME STRATEGIES ROUNDS BUDGET_S [flags]: bench/session_steps.sh
-  tune_folder "$1" "$root/$2" "$3" "$4" "$5" 16 "${@:6}" || rc=$?
+  tune_folder "rehash/$1" "$root/$2" "$3" "$4" "$5" 16 "${@:6}" || rc=$?
 }
 
 ex() {  # ex NAME ARGS...: one corun execute (bench/session_steps.sh execute_one)

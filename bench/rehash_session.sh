@@ -35,7 +35,7 @@ out="$OUT/rehash/$part"
 rm -rf "$OUT/rehash"
 mkdir -p "$OUT/rehash"
 source bench/session_steps.sh
-tune_folder "$folder" "$out" "$strategies" "${ROUNDS:-3}" "${BUDGET_S:-400}" 40
+tune_folder "rehash/$folder" "$out" "$strategies" "${ROUNDS:-3}" "${BUDGET_S:-400}" 40
 rc=$?
 if [ "$part" = confirm ]; then
   source bench/profile_pairs.sh

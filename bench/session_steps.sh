@@ -3,13 +3,13 @@
 # steps they share, each with its log kept beside its output and a few lines printed.
 #
 #   tune_folder FOLDER OUT STRATEGIES ROUNDS BUDGET_S LINES [corun tune flags...]
-# `corun tune` of one folder under bench/plans/rehash/: OUT the output folder (its log
+# `corun tune` of one folder under bench/plans/ (rehash/NAME, capped/NAME): OUT the output folder (its log
 # OUT.log); LINES: how many of the log's last lines to print; the per-round files left
 # out and the records gzipped for the trip back. Returns corun tune's exit status.
 tune_folder() {
   local folder=$1 out=$2 strategies=$3 rounds=$4 budget=$5 lines=$6 status=0
   shift 6
-  python -m corun.cli tune "bench/plans/rehash/$folder" --strategies "$strategies" \
+  python -m corun.cli tune "bench/plans/$folder" --strategies "$strategies" \
     --rounds "$rounds" --iterations 300 --warmup 20 --budget-s "$budget" "$@" \
     -o "$out" > "$out.log" 2>&1 || status=$?
   grep -vE "^ *(iteration|round)|compiling|preparing|batches and" "$out.log" | tail -"$lines"

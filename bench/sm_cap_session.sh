@@ -16,14 +16,16 @@
 #     PLAN_FILE=bench/plans/rehash/heavy-lean-b16384-graphs/plan.json WAYS="graphs own";
 #     WAYS may hold "own" (--assembly-stream own). NAME puts the records in sm-cap-NAME/
 #     (sm-cap-NAME-eager.tar), for several plans in one command.
-#   PART=tune: `corun tune` of FOLDER (default heavy-lean-b32768) with the chosen plan's
-#     cap variant (tune_cmd.cap_variant) beside ideal, gpu-sequential and the choice, in
-#     ROUNDS rounds within BUDGET_S (run 21 ran it without gpu-sequential, one round, as
-#     a plain command: bench/results/sm_cap_h200.md).
+#   PART=tune: `corun tune` of FOLDER under bench/plans (default rehash/heavy-lean-b32768;
+#     run 22: capped/*, the plans `corun plan` capped, bench/plans/capped/make.sh) with the
+#     chosen plan's cap variants (tune_cmd.cap_variants) beside ideal, gpu-sequential and
+#     the choice, in ROUNDS rounds within BUDGET_S (run 21 ran it without gpu-sequential,
+#     one round, as a plain command: bench/results/sm_cap_h200.md).
 # With OUT set by the device tool:
 #   PART=eager [WAYS="graphs calls"] [CAPS="64 96 112"] [REVERSE=1 SUFFIX=-r2] \
 #     [PLAN_FILE=... [BATCH=...] [STEP_FLAGS=...]] [NAME=...] bash bench/sm_cap_session.sh
-#   PART=tune [FOLDER=heavy-lean-b32768] [ROUNDS=2] [BUDGET_S=400] bash bench/sm_cap_session.sh
+#   PART=tune [FOLDER=rehash/heavy-lean-b32768] [ROUNDS=2] [BUDGET_S=400] [NAME=...] \
+#     bash bench/sm_cap_session.sh
 # returns $OUT/sm-cap[-NAME]-$PART.tar (raw records gzipped, logs).
 set -u
 part=${PART:-eager}
@@ -68,7 +70,7 @@ eager)
   gzip -9n "$root"/*.json 2>/dev/null
   ;;
 tune)
-  tune_folder "${FOLDER:-heavy-lean-b32768}" "$root/tune" ideal,gpu-sequential,corun \
+  tune_folder "${FOLDER:-rehash/heavy-lean-b32768}" "$root/tune" ideal,gpu-sequential,corun \
     "${ROUNDS:-2}" "${BUDGET_S:-400}" 16 --no-launch-steps --no-lead-variant \
     --no-stream-variant || rc=$?
   ;;

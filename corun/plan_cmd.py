@@ -45,6 +45,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("-o", "--output", help="write the chosen Plan here")
     p.add_argument("--out", help="directory for plan.json (corun's), plan-rap.json, "
                    "predictions, traces and summary.md")
+    p.add_argument("--no-sm-cap", dest="sm_cap", action="store_false",
+                   help="leave every plan's preprocessing on every SM: by default a plan "
+                   "with a kernel that can race the eager step's training kernels for the "
+                   "SMs is confined to three quarters of them (planner/sm_cap.py)")
     p.add_argument("--runners-up", type=int, default=0, metavar="K",
                    help="also predict and write (--out: plan-2.json ...) K plans to measure "
                         "beside the chosen one: the next-best schedule's best, then the "
@@ -84,6 +88,7 @@ def run(args: argparse.Namespace) -> int:
         lead_note,
         time_limit_note,
     )
+    from planner.sm_cap import sm_cap_note, with_sm_cap
     from sim import EmbeddingComm, Scenario, Strategy, StrategyKind, simulate_steady
     from spec.serde import dumps, save
 
@@ -114,10 +119,13 @@ def run(args: argparse.Namespace) -> int:
     say(f"searched {judge.evaluations} plans "
         f"({'converged' if search.converged else 'stopped at the time limit'})")
     limit_note = time_limit_note(search.converged, judge.evaluations, args.time_limit)
+    others = runners_up(judge.cache.values(), chosen.plan, args.runners_up)
+    if args.sm_cap:  # a rule the simulator cannot weigh: planner/sm_cap.py
+        chosen, *others = (replace(j, plan=with_sm_cap(judge, j.plan))
+                           for j in (chosen, *others))
     strategies = strategies_for("all", hw, None)
     strategies += [Strategy(StrategyKind.PLAN, plan=rap.plan, name="rap"),
                    Strategy(StrategyKind.PLAN, plan=chosen.plan, name="corun")]
-    others = runners_up(judge.cache.values(), chosen.plan, args.runners_up)
     strategies += [Strategy(StrategyKind.PLAN, plan=j.plan, name=runner_up_label(i))
                    for i, j in enumerate(others, start=2)]
     chosen_at = len(strategies) - len(others) - 1
@@ -178,6 +186,9 @@ def run(args: argparse.Namespace) -> int:
     ahead = lead_note(judge, judge.judge(chosen.plan))
     if ahead:
         print(ahead)
+    capped = sm_cap_note(judge, chosen.plan)
+    if capped:
+        print(capped)
     ideal = next((p for p in preds if p.strategy == "ideal"), None)
     launch_note = ideal and launch_shape_note(
         chosen.plan, 100 * (1 - shown["corun"] / shown["ideal"]),

@@ -15,9 +15,9 @@ shapes, the decision the cost model is least sure of (`launch_variants`;
 `--no-launch-steps` leaves them out), one batch further ahead or behind
 (`lead_variant`; `--no-lead-variant` leaves it out), with its batches' assemblies the
 other way, on a stream of their own or behind the kernels (`stream_variant`;
-`--no-stream-variant` leaves it out), and with its preprocessing confined to some SMs
-while training keeps every SM, or freed where it was confined (`cap_variant`;
-`--no-cap-variant` leaves it out). The simulator models neither of the last two: their
+`--no-stream-variant` leaves it out), and with its preprocessing confined to each of a
+few caps of SMs while training keeps every SM, and on every SM, less the way the plan
+runs (`cap_variants`; `--no-cap-variant` leaves them out). The simulator models neither of the last two: their
 predictions are the chosen plan's.
 """
 
@@ -30,9 +30,9 @@ from dataclasses import asdict, dataclass, replace
 from functools import partial
 from pathlib import Path
 
-from corun.workload import add_run_arguments, require_seconds
+from corun.workload import add_run_arguments, int_list, require_seconds
 from spec import SpecError
-from spec.plan import default_cap_sms
+from spec.plan import CAP_SHARES, cap_sms
 
 BASELINES = ("ideal", "gpu-sequential", "gpu-overlap")
 MAX_ROUNDS = 50
@@ -66,17 +66,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
              "corun-ahead<N>"),
             ("stream", "with its batches' assemblies the other way (Plan.assembly_stream: "
              "on a stream of their own, or behind the kernels)", "corun-own or corun-behind"),
-            ("cap", "with its preprocessing confined to --cap-sms SMs while training keeps "
-             "every SM (Plan.preprocess_sm_cap; uncapped where the chosen plan is capped; "
-             "one GPU; the simulator does not model the cap)",
-             "corun-cap<N> or corun-uncapped")):
+            ("cap", "with its preprocessing confined to each of --cap-sms SMs while "
+             "training keeps every SM, and on every SM (Plan.preprocess_sm_cap; the cap the "
+             "plan has left out; one GPU; the simulator does not model the cap)",
+             "corun-cap<N> and corun-uncapped")):
         p.add_argument(f"--no-{flag}-variant", dest=f"{flag}_variant", action="store_false",
                        help=f"leave out the folder's chosen plan {what}, which runs by "
                        f"default where corun does: named {named}, predicted as the chosen "
                        "plan was")
-    p.add_argument("--cap-sms", type=int,
-                   help="the SMs of that variant (default: three quarters of the GPU's, "
-                   "rounded down to the green contexts' 8: 96 on an H200)")
+    p.add_argument("--cap-sms", metavar="N[,N...]",
+                   help="the caps of those variants, in SMs (default: three quarters and "
+                   "half of the GPU's, rounded down to the green contexts' 8: 96,64 on an "
+                   "H200; spec.plan.CAP_SHARES)")
     p.add_argument("--budget-s", type=float,
                    help="start no round after this many seconds (the rounds done count)")
     p.add_argument("--seed", type=int, default=d.seed)
@@ -202,14 +203,16 @@ def _tune(args, folder: Path, work: Workload, strategies: list[str]) -> int:
         variants = launch_variants(chosen, plans.values(), pipeline) if args.launch_steps \
             else {}
         sms = hw.gpu.sm_count
-        cap_sms = default_cap_sms(sms) if args.cap_sms is None else args.cap_sms
-        if not 8 <= cap_sms <= sms - 8:
-            raise SpecError("--cap-sms", cap_sms, f"an integer in [8, {sms - 8}] on "
-                            f"the {hw.gpu.name}'s {sms} SMs (training keeps at least 8)")
+        caps = tuple(cap_sms(sms, share) for share in CAP_SHARES) if args.cap_sms is None \
+            else tuple(int_list(args.cap_sms, "--cap-sms"))
+        for cap in caps:
+            if not 8 <= cap <= sms - 8:
+                raise SpecError("--cap-sms", cap, f"integers in [8, {sms - 8}] on the "
+                                f"{hw.gpu.name}'s {sms} SMs (training keeps at least 8)")
         capped = cap_variant_runs(args.cap_variant, args.device, say)
         for wanted, variant in ((args.lead_variant, lead_variant),
                                 (args.stream_variant, stream_variant),
-                                (capped, partial(cap_variant, cap_sms=cap_sms))):
+                                (capped, partial(cap_variants, caps=caps))):
             if wanted:
                 variants.update(variant(chosen, [*plans.values(), *variants.values()]))
         plans.update(variants)
@@ -334,20 +337,22 @@ def cap_variant_runs(wanted: bool, device: str, say) -> bool:
     return False
 
 
-def cap_variant(chosen, taken, cap_sms: int) -> dict:
-    """The chosen plan with its preprocessing confined to `cap_sms` SMs
-    (Plan.preprocess_sm_cap), or on every SM where the chosen plan is capped, by name
+def cap_variants(chosen, taken, caps: tuple[int, ...]) -> dict:
+    """The chosen plan with its preprocessing confined to each of `caps` SMs
+    (Plan.preprocess_sm_cap) and on every SM, less the way it already runs, by name
     (corun-cap<N>, corun-uncapped), unless it has no kernel on the GPU, runs on several
     GPUs, or that plan already runs. Whether a kernel that becomes ready between two
     training kernels takes the SMs the next one needs is a race the simulator does not
-    model: eager heavy-rehash b32768's choice lost it in 78-85 of 300 steps on every SM
-    and in none on 96 (bench/results/sm_cap_h200.md)."""
+    model, and which cap is fastest differed between workloads (spec.plan.CAP_SHARES)."""
     if not chosen.kernels or chosen.gpu_count > 1:
         return {}
-    cap = 0 if chosen.preprocess_sm_cap else cap_sms
-    plan = replace(chosen, preprocess_sm_cap=cap)
-    name = f"corun-cap{cap}" if cap else "corun-uncapped"
-    return {} if plan in list(taken) else {name: plan}
+    out, seen = {}, list(taken)
+    for cap in (*caps, 0):
+        plan = replace(chosen, preprocess_sm_cap=cap)
+        if cap != chosen.preprocess_sm_cap and plan not in seen:
+            out[f"corun-cap{cap}" if cap else "corun-uncapped"] = plan
+            seen.append(plan)
+    return out
 
 
 def variant_predictions(folder: Path, chosen, variants: dict, hw, model, pipeline) -> dict:

@@ -17,7 +17,17 @@ from costmodel.host import H200_HOST, assembly_ms, kernel_launches, output_mb
 from costmodel.stage_room import RoomKind, StageRoom
 from costmodel.types import Comm, CoRunEffect, KernelWork, StageWork, kernel_factors_through
 from sim.strategy import Strategy, StrategyKind, strategy_plan
-from spec import Hardware, Mapping, Model, Pipeline, Plan, SpecError, Stage, stages_for
+from spec import (
+    FusedKernel,
+    Hardware,
+    Mapping,
+    Model,
+    Pipeline,
+    Plan,
+    SpecError,
+    Stage,
+    stages_for,
+)
 from spec.errors import require, require_int_range
 from spec.plan import default_cap_sms
 
@@ -380,35 +390,49 @@ def _graphs_hint(sc: Scenario, tables: GpuTables) -> str | None:
 
 
 CAP_HINT_ALONE_MS = 1.0
-"""A kernel released beside the eager step that runs at least this long alone gets the
-SM-cap hint (`_cap_hint`): eager heavy-rehash b32768's (3.0 ms alone, simulated) held the
-next GEMM 2.1-2.3 ms where it won the SMs (bench/results/race_trace_h200.md); beside the
-Criteo-like plans' kernels (0.1-0.6 ms spans) no hold of that kind was measured."""
+"""A kernel released beside the eager step that runs at least this long alone can race
+the training stages for the SMs (`racing_kernel`): eager heavy-rehash b32768's (3.0 ms
+alone, simulated) held the next GEMM 2.1-2.3 ms where it won them
+(bench/results/race_trace_h200.md); beside the Criteo-like plans' kernels (0.1-0.6 ms
+spans) no hold of that kind was measured."""
+
+
+def racing_kernel(sc: Scenario, plan: Plan,
+                  tables: GpuTables) -> tuple[FusedKernel, float] | None:
+    """The first kernel an eager one-GPU plan releases beside the training stages that can
+    fill every SM (at least an SM count of blocks) and runs CAP_HINT_ALONE_MS or more
+    alone, with its alone ms: where it becomes ready between two training kernels it can
+    take every SM and hold the next one, which the simulator does not model. None for a
+    graphed step (measured capped once: bench/results/sm_cap_h200.md) or several GPUs."""
+    if sc.model.cuda_graphs or sc.hardware.gpu_count > 1:
+        return None
+    by_name = {k.name: k for k in plan.kernels}
+    for k in tables.kernels:
+        fused = by_name.get(k.name)
+        if (fused is not None and k.release_pos >= 0 and k.alone_ms >= CAP_HINT_ALONE_MS
+                and fused.blocks >= sc.hardware.gpu.sm_count):
+            return fused, k.alone_ms
+    return None
 
 
 def _cap_hint(sc: Scenario, plan: Plan, tables: GpuTables) -> str | None:
-    """Where an eager one-GPU plan of corun's (not a baseline's, nor RAP's) releases a
-    long kernel that can fill every SM beside the training stages and does not cap its
-    SMs, say what the cap did on the H200."""
-    model, hw = sc.model, sc.hardware
-    if model.cuda_graphs or hw.gpu_count > 1 or plan.preprocess_sm_cap \
-            or sc.strategy.kind is not StrategyKind.PLAN or sc.strategy.name == "rap":
+    """Where a plan of corun's (not a baseline's, nor RAP's) has a racing kernel and does
+    not cap its SMs (`corun plan --no-sm-cap`, or a plan written by hand), say what the
+    cap did on the H200."""
+    if plan.preprocess_sm_cap or sc.strategy.kind is not StrategyKind.PLAN \
+            or sc.strategy.name == "rap":
         return None
-    by_name = {k.name: k for k in plan.kernels}
-    long = [k for k in tables.kernels if k.release_pos >= 0 and k.alone_ms >= CAP_HINT_ALONE_MS
-            and k.name in by_name and by_name[k.name].blocks >= hw.gpu.sm_count]
-    if not long:
+    racing = racing_kernel(sc, plan, tables)
+    if racing is None:
         return None
-    k = by_name[long[0].name]
-    return (f"kernel {k.name} ({k.blocks} blocks, {long[0].alone_ms:.1f} ms alone) can take "
+    (k, alone_ms), cap = racing, default_cap_sms(sc.hardware.gpu.sm_count)
+    return (f"kernel {k.name} ({k.blocks} blocks, {alone_ms:.1f} ms alone) can take "
             "every SM where it becomes ready between two of the eager step's training "
             "kernels and hold the next one, which the simulator does not model; confined "
-            f"to {default_cap_sms(hw.gpu.sm_count)} SMs (`corun execute "
-            f"--preprocess-sm-cap {default_cap_sms(hw.gpu.sm_count)}`, "
-            "Plan.preprocess_sm_cap; 96 of an H200's 132) "
-            "eager heavy-rehash b32768's choice held no step and recovered 111% of the gap "
-            "against 74-76% on every SM (bench/results/sm_cap_h200.md); `corun tune` "
-            "measures the plan capped")
+            f"to {cap} SMs (`corun execute --preprocess-sm-cap {cap}`, "
+            "Plan.preprocess_sm_cap, as `corun plan` caps such a plan) four eager choices "
+            "recovered 45-111% of gpu-sequential's gap against -172-74% on every SM "
+            "(bench/results/sm_cap_h200.md)")
 
 
 def stage_rooms(cm: CostModel, model: Model, hw: Hardware, stages: Sequence[Stage],
@@ -570,9 +594,10 @@ def compile_scenario(sc: Scenario, cm: CostModel) -> Compiled:
     if plan.preprocess_sm_cap:
         notes.append(CAUTION + f"the plan confines its preprocessing to "
                      f"{plan.preprocess_sm_cap} SMs (Plan.preprocess_sm_cap), which is not "
-                     "simulated: predicted as on every SM (measured on the H200: eager "
-                     "heavy-rehash b32768's choice 5% slower than predicted on every SM, "
-                     "4% faster on 96; bench/results/sm_cap_h200.md)")
+                     "simulated: predicted as on every SM without the race for the SMs "
+                     "that the cap prevents (measured on the H200, four eager choices on "
+                     "96 SMs: -4.2% to +6.2% from their predictions, on every SM -17.6% to "
+                     "+1.3%; bench/results/sm_cap_h200.md)")
     return Compiled(sc, plan, sharding, gpus, cpu_ms, cm.name, notes)
 
 

@@ -64,13 +64,26 @@ CAP_GRANULARITY_SMS = 8
 """The SMs a CUDA green context is made of on Hopper (backend/sm_split.py)."""
 
 
-def default_cap_sms(sm_count: int) -> int:
-    """Three quarters of a GPU's SMs, rounded down to whole green-context groups: 96 of
-    the H200's 132, the cap that ran eager heavy-rehash b32768's choice fastest of 64, 96
-    and 112 (6.89 ms an iteration against 7.09 on 64; graphed b16384's: 3.59 against
-    3.57; bench/results/sm_cap_h200.md)."""
+CAP_SHARES = (0.75, 0.5)
+"""The shares of a GPU's SMs a preprocessing cap is tried at: the planner caps at the
+first (`default_cap_sms`), `corun tune` measures the rest and the plan on every SM.
+Measured on the H200 (bench/results/sm_cap_h200.md), of gpu-sequential's gap recovered
+by eager choices on 96 and on 64 SMs: heavy-rehash b32768 111% and 100% (74-76% on
+every SM), b16384 51% and 25% (19%); heavy-small b16384 45% and 67% (-172%); heavy-lean /
+heavy-small b32768 63% and 73% (46%). Neither share is best everywhere; both beat every
+SM in all four."""
+
+
+def cap_sms(sm_count: int, share: float) -> int:
+    """`share` of a GPU's SMs, rounded down to whole green-context groups (at least one)."""
     return max(CAP_GRANULARITY_SMS,
-               3 * sm_count // 4 // CAP_GRANULARITY_SMS * CAP_GRANULARITY_SMS)
+               int(share * sm_count) // CAP_GRANULARITY_SMS * CAP_GRANULARITY_SMS)
+
+
+def default_cap_sms(sm_count: int) -> int:
+    """The cap the planner gives a plan whose kernel can race the training stages for
+    the SMs: three quarters of the GPU's (CAP_SHARES), 96 of the H200's 132."""
+    return cap_sms(sm_count, CAP_SHARES[0])
 
 
 @dataclass(frozen=True)
@@ -118,10 +131,12 @@ class Plan:
     that becomes ready between two training kernels cannot take the SMs the next one
     needs. Eager heavy-rehash b32768's choice: 6.89-6.90 ms an iteration on 96 SMs, 0 of
     300 steps held, against 7.54-7.59 and 78-85 held on every SM (ideal 7.09; graphed
-    b16384's: 3.57 on 64 against 3.74 with its assemblies on their own stream;
-    bench/results/sm_cap_h200.md). One GPU; the batches are then issued call by call (a
-    green context's stream replays no batch graphs). `corun tune` measures the chosen
-    plan capped (tune_cmd.cap_variant); the simulator does not model the cap."""
+    b16384's: 3.57 on 64 against 3.74 with its assemblies on their own stream; three more
+    eager choices in CAP_SHARES; bench/results/sm_cap_h200.md). One GPU; the batches are
+    then issued call by call (a green context's stream replays no batch graphs). The
+    planner caps a plan whose kernel can race the training stages
+    (planner/sm_cap.py); `corun tune` measures the chosen plan at the other CAP_SHARES
+    and on every SM (tune_cmd.cap_variants); the simulator does not model the cap."""
 
     def __post_init__(self) -> None:
         require_int_range("gpu_count", self.gpu_count, 1, 4096)

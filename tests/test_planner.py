@@ -585,3 +585,57 @@ def test_a_restart_reaches_the_kernel_two_moves_from_the_best_start(monkeypatch)
     assert found[0][:2] == ("top_mlp_bwd", 132)
     assert with_restarts[:2] == ("interaction_bwd", 198)
     assert with_restarts[2] < found[0][2] * (1 - search.RESTART_GAIN)
+
+
+def _judge_for(plan: spec.Plan) -> SimJudge:
+    from corun.workload import resolve_model
+
+    model = resolve_model(plan.model, plan.batch_per_gpu, plan.cuda_graphs)
+    return SimJudge(Scenario(spec.hardware_preset("h200", 1), model,
+                             spec.pipeline_preset(plan.pipeline), Strategy(StrategyKind.IDEAL)))
+
+
+@pytest.mark.parametrize("folder, cap", [
+    ("rehash/heavy-lean-b32768", 96),  # 198 blocks, ~3 ms alone: eager, measured capped
+    ("heavy-small-b16384", 96),  # 132 blocks, 1.4 ms
+    ("kaggle-b4096", 0),  # a Criteo-like kernel: 0.03 ms
+    ("graphs/heavy-lean-b16384", 0),  # graphed: the rule is the eager step's
+])
+def test_the_planner_caps_the_sms_of_a_plan_whose_kernel_can_race_the_step(folder, cap):
+    """planner/sm_cap.py: a plan with a kernel of an SM count of blocks that runs 1 ms
+    or more alone beside the eager step is confined to 3/4 of the H200's SMs, and says
+    why; a plan already capped keeps its cap."""
+    from dataclasses import replace
+
+    from planner.sm_cap import sm_cap_note, with_sm_cap
+
+    plan = spec.load(spec.Plan, f"bench/plans/{folder}/plan.json")
+    judge = _judge_for(plan)
+    capped = with_sm_cap(judge, plan)
+    assert capped == replace(plan, preprocess_sm_cap=cap)
+    note = sm_cap_note(judge, capped)
+    assert (note is not None) == bool(cap)
+    if cap:
+        assert note.startswith(f"note: the plan confines its preprocessing to {cap} of the "
+                               "132 SMs")
+        assert sm_cap_note(judge, plan) is None  # uncapped: the simulator's hint says it
+        at64 = replace(plan, preprocess_sm_cap=64)
+        assert with_sm_cap(judge, at64) == at64
+
+
+def test_plan_cli_caps_a_racing_choice_unless_told_not_to(tmp_path, capsys):
+    """heavy-small b16384's converged choice (the committed bench/plans folder's: one
+    kernel of 132 blocks at top_mlp_fwd) comes out capped at 96 SMs, with the note and
+    the simulator's caution; --no-sm-cap leaves it on every SM, with the hint."""
+    args = ["plan", "--pipeline", "heavy-small", "--model", "heavy-small", "--batch", "16384",
+            "--time-limit", "120", "--quiet"]
+    for flag, cap in (([], 96), (["--no-sm-cap"], 0)):
+        out = tmp_path / f"plan{cap}.json"
+        assert main([*args, *flag, "-o", str(out)]) == 0
+        printed = capsys.readouterr().out
+        plan = spec.load(spec.Plan, out)
+        assert plan.preprocess_sm_cap == cap
+        assert [k.blocks for k in plan.kernels] == [132]
+        assert ("note: the plan confines its preprocessing to 96 of the 132 SMs"
+                in printed) == bool(cap)
+        assert ("hint: kernel k0 (132 blocks" in printed) != bool(cap)

@@ -109,13 +109,14 @@ def test_launch_steps_add_the_chosen_plan_at_other_launch_shapes(folder, tmp_pat
     assert not chosen.assembly_stream  # and its assemblies on a stream of their own
     assert list(rows) == ["ideal", "gpu-sequential", "corun", "corun-2",
                           *(name for name, _ in variants), lead, "corun-own",
-                          "corun-cap96"]  # and its preprocessing on 96 of the H200's SMs
+                          "corun-cap96", "corun-cap64"]  # its preprocessing on 96 and 64 SMs
     assert load(Measurement, out / "rounds" / f"{lead}-r1.json").plan == replace(
         chosen, batches_ahead=3 - chosen.batches_ahead)
     assert load(Measurement, out / "rounds" / "corun-own-r1.json").plan == replace(
         chosen, assembly_stream=True)
-    assert load(Measurement, out / "rounds" / "corun-cap96-r1.json").plan == replace(
-        chosen, preprocess_sm_cap=96)
+    for cap in (96, 64):
+        assert load(Measurement, out / "rounds" / f"corun-cap{cap}-r1.json").plan == replace(
+            chosen, preprocess_sm_cap=cap)
     assert rows[lead]["predicted_ms"] > 0
     assert rows["corun-own"]["predicted_ms"] == pytest.approx(rows["corun"]["predicted_ms"])
     # predictions count by mean iteration too (the throughput's), as the rounds do
@@ -126,7 +127,8 @@ def test_launch_steps_add_the_chosen_plan_at_other_launch_shapes(folder, tmp_pat
         assert [k.blocks for k in ran.kernels] == blocks
         assert ran == replace(chosen, kernels=ran.kernels)  # nothing else changed
         assert rows[name]["predicted_ms"] > 0 and rows[name]["error_pct"] is not None
-    variants = [name for name, _ in variants] + [lead, "corun-own", "corun-cap96"]
+    variants = [name for name, _ in variants] + [lead, "corun-own", "corun-cap96",
+                                                  "corun-cap64"]
     best = summary["measured_best"]
     if best in variants:
         assert load(Plan, out / "tuned.json") == load(Measurement, out / "rounds" /
@@ -153,24 +155,28 @@ def test_the_lead_variant_flips_batches_ahead_unless_that_plan_runs_or_has_no_ke
     assert lead_variant(replace(plan, kernels=()), [plan]) == {}
 
 
-def test_the_cap_variant_confines_the_chosen_plan_or_frees_a_capped_one(folder, tmp_path,
+def test_the_cap_variants_confine_the_chosen_plan_and_free_a_capped_one(folder, tmp_path,
                                                                          capsys):
     from dataclasses import replace
 
-    from corun.tune_cmd import cap_variant
-    from spec.plan import default_cap_sms
+    from corun.tune_cmd import cap_variants
+    from spec.plan import CAP_SHARES, cap_sms, default_cap_sms
 
     assert (default_cap_sms(132), default_cap_sms(108), default_cap_sms(10)) == (96, 80, 8)
+    assert [cap_sms(132, s) for s in CAP_SHARES] == [96, 64]
     plan = load(Plan, folder / "plans" / "plan.json")
-    capped = replace(plan, preprocess_sm_cap=64)
-    assert cap_variant(plan, [plan], 64) == {"corun-cap64": capped}
-    assert cap_variant(capped, [capped], 96) == {"corun-uncapped": plan}
-    assert cap_variant(plan, [plan, capped], 64) == {}  # a runner-up is that plan
-    assert cap_variant(replace(plan, kernels=()), [plan], 64) == {}
-    assert cap_variant(replace(plan, gpu_count=2), [plan], 64) == {}  # one GPU's SMs
+    at = {cap: replace(plan, preprocess_sm_cap=cap) for cap in (96, 64)}
+    assert cap_variants(plan, [plan], (96, 64)) == {"corun-cap96": at[96], "corun-cap64": at[64]}
+    # a capped choice (as corun plan caps a racing kernel's) runs at the other cap and freed
+    assert cap_variants(at[96], [at[96]], (96, 64)) == {"corun-cap64": at[64],
+                                                          "corun-uncapped": plan}
+    assert cap_variants(plan, [plan, at[64]], (96, 64)) == {"corun-cap96": at[96]}  # a runner-up
+    assert cap_variants(plan, [plan], (64, 64)) == {"corun-cap64": at[64]}  # each once
+    assert cap_variants(replace(plan, kernels=()), [plan], (64,)) == {}
+    assert cap_variants(replace(plan, gpu_count=2), [plan], (64,)) == {}  # one GPU's SMs
     out = tmp_path / "tuned"
-    assert tune(folder, out, "--rounds", "1", "--cap-sms", "4") == 2
-    assert "--cap-sms = 4: an integer in [8, 124]" in capsys.readouterr().err
+    assert tune(folder, out, "--rounds", "1", "--cap-sms", "96,4") == 2
+    assert "--cap-sms = 4: integers in [8, 124]" in capsys.readouterr().err
     assert not out.exists()
 
 

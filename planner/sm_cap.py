@@ -1,0 +1,51 @@
+"""The planner's SM cap: confine a plan's preprocessing stream to some of the GPU's SMs
+where one of its kernels can race the training stages for them.
+
+The simulator models neither the race nor the cap (sim.scenario.racing_kernel), so the
+search cannot weigh it: the cap is a rule applied to the plans it returns, from what the
+H200 measured. Eager choices with such a kernel recovered more of gpu-sequential's gap on
+96 SMs than on every SM in four of four workloads, and on 64 in four of four
+(spec.plan.CAP_SHARES); `corun tune` measures the plan at the other shares and on every
+SM and keeps the fastest.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from planner.judge import SimJudge
+from sim.scenario import NOTE, compile_scenario, racing_kernel
+from sim.strategy import Strategy, StrategyKind
+from spec import Plan
+from spec.plan import default_cap_sms
+
+
+def racing(judge: SimJudge, plan: Plan):
+    """The plan's kernel that can race the training stages for the SMs, with its alone
+    ms, as the judge's scenario compiles it (sim.scenario.racing_kernel), or None."""
+    sc = replace(judge.scenario, strategy=Strategy(StrategyKind.PLAN, plan=plan, name="corun"))
+    return racing_kernel(sc, plan, compile_scenario(sc, judge.cost_model).gpus[0])
+
+
+def with_sm_cap(judge: SimJudge, plan: Plan) -> Plan:
+    """`plan` confined to `default_cap_sms` SMs (Plan.preprocess_sm_cap) where it has a
+    racing kernel and no cap yet; else `plan` unchanged."""
+    if plan.preprocess_sm_cap or racing(judge, plan) is None:
+        return plan
+    return replace(plan, preprocess_sm_cap=default_cap_sms(judge.scenario.hardware.gpu.sm_count))
+
+
+def sm_cap_note(judge: SimJudge, plan: Plan) -> str | None:
+    """Why a capped plan is capped, for `corun plan` to print under the chosen plan."""
+    found = plan.preprocess_sm_cap and racing(judge, plan)
+    if not found:
+        return None
+    (k, alone_ms), sms = found, judge.scenario.hardware.gpu.sm_count
+    return (NOTE + f"the plan confines its preprocessing to {plan.preprocess_sm_cap} of the "
+            f"{sms} SMs (Plan.preprocess_sm_cap): kernel {k.name} ({k.blocks} blocks, "
+            f"{alone_ms:.1f} ms alone) could otherwise take every SM between two training "
+            "kernels and hold the next one, which the simulator does not model (four eager "
+            "choices on the H200 recovered more of gpu-sequential's gap on 96 SMs and on "
+            "64 than on every SM, bench/results/sm_cap_h200.md); `corun tune` measures it "
+            "at the other caps and uncapped, `corun execute --preprocess-sm-cap 0` runs it "
+            "on every SM, `corun plan --no-sm-cap` leaves the cap out")
