@@ -17,8 +17,8 @@ shapes, the decision the cost model is least sure of (`launch_variants`;
 other way, on a stream of their own or behind the kernels (`stream_variant`;
 `--no-stream-variant` leaves it out), and with its preprocessing confined to each of a
 few caps of SMs while training keeps every SM, and on every SM, less the way the plan
-runs (`cap_variants`; `--no-cap-variant` leaves them out). The simulator models neither of the last two: their
-predictions are the chosen plan's.
+runs (`cap_variants`; `--no-cap-variant` leaves them out). The simulator models neither
+of the last two: their predictions are the chosen plan's.
 """
 
 from __future__ import annotations

@@ -595,9 +595,10 @@ def compile_scenario(sc: Scenario, cm: CostModel) -> Compiled:
         notes.append(CAUTION + f"the plan confines its preprocessing to "
                      f"{plan.preprocess_sm_cap} SMs (Plan.preprocess_sm_cap), which is not "
                      "simulated: predicted as on every SM without the race for the SMs "
-                     "that the cap prevents (measured on the H200, four eager choices on "
-                     "96 SMs: -4.2% to +6.2% from their predictions, on every SM -17.6% to "
-                     "+1.3%; bench/results/sm_cap_h200.md)")
+                     "that the cap prevents (measured on the H200, four eager heavy choices "
+                     "in 9 commands: on 96 SMs -9.7% to +6.2% from their predictions, on "
+                     "every SM -17.6% to +3.2%, 6 of 9 within 5% each way; "
+                     "bench/results/sm_cap_h200.md)")
     return Compiled(sc, plan, sharding, gpus, cpu_ms, cm.name, notes)
 
 

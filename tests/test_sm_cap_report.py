@@ -31,3 +31,24 @@ def test_the_report_is_written_whole(tmp_path):
                     "## Graphed heavy-rehash b16384's choice (one round)"):
         assert heading in text
     assert "| corun+cap64-r1 | 3.572 | 91.4% |" in text  # graphed b16384 on 64 SMs
+
+
+def test_each_capped_tune_row_reads_its_rounds_medians():
+    """Runs 24-25: a row per `corun tune` of a capped folder, its recoveries as tune's
+    rows give them and the gap from the rounds' median ideal and gpu-sequential."""
+    import json
+
+    from bench.sm_cap_report import CAPPED_TUNES, RAW, tune_rows
+    from spec.serde import read_stored_text, stored_path
+
+    rows = tune_rows()
+    assert len(rows) == 2 + len(CAPPED_TUNES)
+    main_case = next(r for r in rows if r.startswith("| tune_capped_rehash_b32768_run25 |"))
+    doc = json.loads(read_stored_text(stored_path(RAW / "tune_capped_rehash_b32768_run25" /
+                                                  "tune.json")))
+    by = {r["strategy"]: r for r in doc["rows"]}
+    seq, ideal = by["gpu-sequential"]["median_ms"], by["ideal"]["median_ms"]
+    cells = [c.strip() for c in main_case.split("|")[1:-1]]
+    assert cells[3] == f"{100 * (seq - ideal) / seq:.1f}%" == "21.6%"
+    assert cells[4:8] == ["111%", "100%", "80%", "corun"]  # the capped choice kept
+    assert cells[9] == f"{by['corun']['error_pct']:+.1f}%"
