@@ -629,23 +629,19 @@ class Executor:
             notes=self._notes(), host=host, plan=self.plan, per_iteration=per_iteration)
 
     def _plan_cap(self, cap: int) -> int:
-        """A plan's preprocessing SM cap as this GPU can run it: 0 (every SM, said) where
-        its driver makes no green contexts or the cap leaves training fewer than 8 SMs.
-        `corun plan` caps plans for the GPU it plans for; a cap given by
-        `--preprocess-sm-cap` is held to, and refused where it cannot run."""
+        """A plan's preprocessing SM cap as this GPU can run it (sm_split.runnable_cap:
+        left out, and said, where it cannot); a cap given by `--preprocess-sm-cap` is
+        held to instead, and refused where it cannot run."""
         if not cap:
             return 0
-        from backend.sm_split import green_contexts_supported
+        from backend.sm_split import green_contexts_supported, runnable_cap
 
         sms = torch.cuda.get_device_properties(self.device).multi_processor_count
-        why = ("this machine's CUDA driver makes no green contexts (12.4 or later, with "
-               "cuda-bindings)" if not green_contexts_supported() else
-               f"this GPU has {sms} SMs (training keeps at least 8)" if cap > sms - 8 else "")
+        runs, why = runnable_cap(cap, green_contexts_supported(), sms)
         if why:
             self.say(f"{self.strategy}: the plan's preprocessing SM cap ({cap}) left out, "
                      f"on every SM: {why}")
-            return 0
-        return cap
+        return runs
 
     def _check_update_sms(self, update_sms: int, model: Model) -> None:
         """RunSettings.update_sms needs one GPU, a fused embedding update (one kernel to

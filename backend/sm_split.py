@@ -53,6 +53,21 @@ def green_contexts_supported() -> bool:
         return False
 
 
+def runnable_cap(cap: int, supported: bool, sm_count: int) -> tuple[int, str]:
+    """A plan's preprocessing SM cap as a GPU of `sm_count` SMs can run it, and why not
+    where it cannot: 0 (every SM) where the driver makes no green contexts (`supported`)
+    or the cap leaves training fewer than 8 SMs. `corun plan` caps a plan for the GPU it
+    plans for; the plan may run on another."""
+    if not cap:
+        return 0, ""
+    if not supported:
+        return 0, ("this machine's CUDA driver makes no green contexts (12.4 or later, with "
+                   "cuda-bindings)")
+    if cap > sm_count - 8:
+        return 0, f"this GPU has {sm_count} SMs (training keeps at least 8)"
+    return cap, ""
+
+
 def _ok(result, call: str):
     err, *rest = result
     from cuda.bindings import driver as drv

@@ -183,15 +183,16 @@ def render() -> str:
         "100%, on every SM 80%; predicted 7.17 ms (+4.9%), ranked first and measured "
         "first.",
         "- **Three more eager choices with a racing kernel (runs 22-25): the cap beat every "
-        "SM in 7 of 9 commands, the best cap differs.** heavy-small b16384: on every SM "
+        "SM in 6 of 7 commands, the best cap differs.** heavy-small b16384: on every SM "
         "-72% and -75% (top_mlp_bwd held in 288 of 300 steps), 45% and 30% on 96 SMs, 67% "
         "and 49% on 64; heavy-lean / heavy-small b32768: 46% and 39% on every SM, 63% and "
         "60% on 96, 73% and 69% on 64 (gaps 13.6-16.9%, below the issue's 20%). "
         "heavy-rehash b16384 (264 blocks in run 22; 132 in the capped folder) is noisy: on "
-        "96 SMs 51% against 19% on every SM, then three tunes of the 132-block plan: 96 "
-        "SMs -26% and 41% against 29% and 28% on every SM (a third, whose ideal ran 4.26 "
-        "ms against 3.32-3.44 elsewhere, is not counted). `corun tune` keeps whichever "
-        "measured fastest: the choice on 96 SMs twice, 64 SMs twice, every SM twice.",
+        "96 SMs 51% against 19% on every SM; three tunes of the 132-block plan, two "
+        "counted: 96 SMs -26% and 41% against 29% and 28% on every SM (the first, whose "
+        "ideal ran 4.26 ms against 3.32-3.44 elsewhere, is not counted). `corun tune` "
+        "keeps whichever measured fastest: the choice on 96 SMs twice, 64 SMs twice, "
+        "every SM twice.",
         "- **Eager b32768: the race is gone.** On every SM the choice held a training "
         "stage in 78-85 of 300 steps (p90 step 9.2-9.3 ms) and recovered 74-76% of a 21.0% "
         "gap; confined to 64, 96 or 112 SMs it held none (p90 7.2-7.6 ms) and recovered "

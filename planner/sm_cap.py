@@ -3,10 +3,9 @@ where one of its kernels can race the training stages for them.
 
 The simulator models neither the race nor the cap (sim.scenario.racing_kernel), so the
 search cannot weigh it: the cap is a rule applied to the plans it returns, from what the
-H200 measured. Eager choices with such a kernel recovered more of gpu-sequential's gap on
-96 SMs than on every SM in four of four workloads, and on 64 in four of four
-(spec.plan.CAP_SHARES); `corun tune` measures the plan at the other shares and on every
-SM and keeps the fastest.
+H200 measured: four eager choices with such a kernel recovered more of gpu-sequential's
+gap confined to 96 or 64 SMs than on every SM in 8 of 9 commands (spec.plan.CAP_SHARES);
+`corun tune` measures the plan at the other shares and on every SM and keeps the fastest.
 """
 
 from __future__ import annotations
@@ -45,7 +44,8 @@ def sm_cap_note(judge: SimJudge, plan: Plan) -> str | None:
             f"{sms} SMs (Plan.preprocess_sm_cap): kernel {k.name} ({k.blocks} blocks, "
             f"{alone_ms:.1f} ms alone) could otherwise take every SM between two training "
             "kernels and hold the next one, which the simulator does not model (four eager "
-            "choices on the H200 recovered more of gpu-sequential's gap on 96 SMs and on "
-            "64 than on every SM, bench/results/sm_cap_h200.md); `corun tune` measures it "
+            "choices on the H200 recovered more of gpu-sequential's gap capped than on "
+            "every SM in 8 of 9 commands, bench/results/sm_cap_h200.md); `corun tune` "
+            "measures it "
             "at the other caps and uncapped, `corun execute --preprocess-sm-cap 0` runs it "
             "on every SM, `corun plan --no-sm-cap` leaves the cap out")

@@ -431,7 +431,7 @@ def _cap_hint(sc: Scenario, plan: Plan, tables: GpuTables) -> str | None:
             "kernels and hold the next one, which the simulator does not model; confined "
             f"to {cap} SMs (`corun execute --preprocess-sm-cap {cap}`, "
             "Plan.preprocess_sm_cap, as `corun plan` caps such a plan) four eager choices "
-            "recovered 45-111% of gpu-sequential's gap against -172-74% on every SM "
+            "recovered 45-111% of gpu-sequential's gap, against -72% to 76% on every SM "
             "(bench/results/sm_cap_h200.md)")
 
 

@@ -69,9 +69,11 @@ CAP_SHARES = (0.75, 0.5)
 first (`default_cap_sms`), `corun tune` measures the rest and the plan on every SM.
 Measured on the H200 (bench/results/sm_cap_h200.md), of gpu-sequential's gap recovered
 by eager choices on 96 and on 64 SMs: heavy-rehash b32768 111% and 100% (74-76% on
-every SM), b16384 51% and 25% (19%); heavy-small b16384 45% and 67% (-172%); heavy-lean /
-heavy-small b32768 63% and 73% (46%). Neither share is best everywhere; both beat every
-SM in all four."""
+every SM), b16384 51% and 25% (19%); heavy-small b16384 45% and 67% (-72%); heavy-lean /
+heavy-small b32768 63% and 73% (46%), one command each. Neither share is best everywhere;
+both beat every SM in all four. With `corun tune` of the capped plans (runs 24-25), a cap
+beat every SM in 8 of 9 commands on the four choices (not in one of two counted at
+heavy-rehash b16384, which is noisy)."""
 
 
 def cap_sms(sm_count: int, share: float) -> int:

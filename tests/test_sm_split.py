@@ -261,3 +261,18 @@ def test_no_green_contexts_without_a_driver():
     if torch.cuda.is_available():
         pytest.skip("a GPU machine: its driver decides")
     assert green_contexts_supported() is False
+
+
+def test_a_plan_s_cap_the_gpu_cannot_run_is_left_out_and_says_why():
+    """corun plan caps for the GPU it plans for (96 of an H200's 132); where the plan runs
+    on a GPU without green contexts, or with too few SMs for that cap, the executor runs
+    it on every SM and says why (a cap given by flag is refused instead)."""
+    from backend.sm_split import runnable_cap
+
+    assert runnable_cap(96, True, 132) == (96, "")
+    assert runnable_cap(0, False, 132) == (0, "")  # uncapped: nothing to say
+    cap, why = runnable_cap(96, False, 132)
+    assert cap == 0 and "no green contexts" in why
+    assert runnable_cap(96, True, 104) == (96, "")  # training keeps 8
+    cap, why = runnable_cap(96, True, 78)  # an L40S-sized GPU
+    assert cap == 0 and why == "this GPU has 78 SMs (training keeps at least 8)"
