@@ -190,7 +190,9 @@ def render() -> str:
         "heavy-rehash b16384 (264 blocks in run 22; 132 in the capped folder) is noisy: on "
         "96 SMs 51% against 19% on every SM; three tunes of the 132-block plan, two "
         "counted: 96 SMs -26% and 41% against 29% and 28% on every SM (the first, whose "
-        "ideal ran 4.26 ms against 3.32-3.44 elsewhere, is not counted). `corun tune` "
+        "ideal ran 4.26 ms against 3.32-3.44 elsewhere, is not counted: its ideal's "
+        "bottom_mlp_bwd took 0.31 ms in its fast steps against 0.07 in the next tune's, "
+        "46 of 300 steps slow, with no preprocessing beside it; not explained). `corun tune` "
         "keeps whichever measured fastest: the choice on 96 SMs twice, 64 SMs twice, "
         "every SM twice.",
         "- **Eager b32768: the race is gone.** On every SM the choice held a training "
