@@ -136,7 +136,8 @@ def run(args: argparse.Namespace) -> int:
     preds = [r.prediction for r in results]
 
     graphed = graphs_whatif(base, chosen.plan, preds, say)
-    extra = [graphed] if graphed else []
+    capped = sm_cap_note(judge, chosen.plan)  # why the plan is capped, where it is
+    extra = [line for line in (graphed, capped) if line]
 
     def stamp(plan):  # a plan file says the batch and the step (graphed or not) it is for
         return replace(plan, cuda_graphs=model.cuda_graphs, batch_per_gpu=model.batch_per_gpu)
@@ -186,9 +187,6 @@ def run(args: argparse.Namespace) -> int:
     ahead = lead_note(judge, judge.judge(chosen.plan))
     if ahead:
         print(ahead)
-    capped = sm_cap_note(judge, chosen.plan)
-    if capped:
-        print(capped)
     ideal = next((p for p in preds if p.strategy == "ideal"), None)
     launch_note = ideal and launch_shape_note(
         chosen.plan, 100 * (1 - shown["corun"] / shown["ideal"]),
