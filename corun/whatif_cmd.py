@@ -35,12 +35,14 @@ class Point:
 
 
 def plan_summary(plan) -> str:
-    """'3 GPU kernels (1 owner-mapped), 12 nodes on the host CPU', or 'all on the host CPU'."""
+    """'3 GPU kernels (1 owner-mapped), 12 nodes on the host CPU', 'all on the host CPU',
+    or '1 GPU kernel on 96 SMs' (Plan.preprocess_sm_cap)."""
     owned = sum(k.gpu is not None for k in plan.kernels)
     parts = []
     if plan.kernels:
         parts.append(f"{len(plan.kernels)} GPU kernel{'s' if len(plan.kernels) > 1 else ''}"
-                     + (f" ({owned} owner-mapped)" if owned else ""))
+                     + (f" ({owned} owner-mapped)" if owned else "")
+                     + (f" on {plan.preprocess_sm_cap} SMs" if plan.preprocess_sm_cap else ""))
     if plan.cpu_nodes:
         parts.append("all on the host CPU" if not plan.kernels
                      else f"{len(plan.cpu_nodes)} nodes on the host CPU")
@@ -84,6 +86,7 @@ def plan_point(hw_name: str, gpus: int, batch: int, model_name: str, pipe_name: 
                time_limit: float, interconnect: str | None = None) -> Point:
     from corun.workload import resolve_model, resolve_pipeline
     from planner import LocalSearch, SimJudge
+    from planner.sm_cap import with_sm_cap
     from sim import Scenario, Strategy, StrategyKind, simulate
     from sim.scenario import CPU_ITERATIONS, CPU_WARMUP
     from spec import hardware_preset
@@ -95,7 +98,8 @@ def plan_point(hw_name: str, gpus: int, batch: int, model_name: str, pipe_name: 
                   iterations=CPU_ITERATIONS, warmup=CPU_WARMUP)
     ideal = simulate(sc, commit="whatif").prediction.throughput_samples_per_s
     search = LocalSearch()
-    plan = search.propose(SimJudge(sc), time_limit).plan
+    judge = SimJudge(sc)
+    plan = with_sm_cap(judge, search.propose(judge, time_limit).plan)  # as `corun plan`
     planned = simulate(replace(sc, strategy=Strategy(StrategyKind.PLAN, plan=plan)),
                        commit="whatif").prediction.throughput_samples_per_s
 

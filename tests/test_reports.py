@@ -151,6 +151,17 @@ def test_whatif_compares_interconnects_and_says_why_a_plan_beats_ideal(tmp_path)
     assert slow.of_ideal > 1 and "owner-mapped" in slow.plan
 
 
+def test_a_whatif_point_caps_a_racing_plan_as_corun_plan_does():
+    """heavy-small b16384's converged plan on one H200 has a kernel of 132 blocks that can
+    race the eager step for the SMs: its point says it runs on 96 of them
+    (planner/sm_cap.py); a Criteo-like point's plan is not capped."""
+    from corun.whatif_cmd import plan_point
+
+    assert plan_point("h200", 1, 16384, "heavy-small", "heavy-small", 60).plan == \
+        "1 GPU kernel on 96 SMs"
+    assert "SMs" not in plan_point("h200", 1, 4096, "criteo-kaggle", "kaggle", 60).plan
+
+
 def test_whatif_grid(tmp_path, capsys):
     from corun.whatif_cmd import plan_point
 
