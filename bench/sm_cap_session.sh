@@ -15,9 +15,10 @@
 #     STEP_FLAGS override the last two), e.g. run 20's third command: graphed b16384,
 #     PLAN_FILE=bench/plans/rehash/heavy-lean-b16384-graphs/plan.json WAYS="graphs own";
 #     WAYS may hold "own" (--assembly-stream own). NAME puts the records in sm-cap-NAME/
-#     (sm-cap-NAME-eager.tar), for several plans in one command.
+#     (sm-cap-NAME-eager.tar), for several plans in one command (runs 22-23: the
+#     choices of rehash/heavy-lean-b16384, heavy-small-b16384 and heavy-lean-b32768).
 #   PART=tune: `corun tune` of FOLDER under bench/plans (default rehash/heavy-lean-b32768;
-#     run 22: capped/*, the plans `corun plan` capped, bench/plans/capped/make.sh) with the
+#     runs 24-25: capped/*, the plans `corun plan` capped, bench/plans/capped/make.sh) with the
 #     chosen plan's cap variants (tune_cmd.cap_variants) beside ideal, gpu-sequential and
 #     the choice, in ROUNDS rounds within BUDGET_S (run 21 ran it without gpu-sequential,
 #     one round, as a plain command: bench/results/sm_cap_h200.md).
