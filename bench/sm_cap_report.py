@@ -126,6 +126,24 @@ def more_eager_section() -> list[str]:
     return out
 
 
+def kernel_rows() -> list[str]:
+    """Per eager choice (run 20's round 1, runs 22-23), its kernel's median span on the
+    preprocessing stream (between the events around it, after its release), on every SM
+    and on 96 and 64 SMs, beside its plan folder's predicted time alone: what confining
+    it cost the kernel."""
+    out = ["| choice | blocks | predicted alone ms | every SM | 96 SMs | 64 SMs |",
+           "|---|---:|---:|---:|---:|---:|"]
+    for raw, folder, what in (("sm_cap_run20", "rehash/heavy-lean-b32768",
+                               "heavy-lean / heavy-rehash b32768"), *MORE_EAGER):
+        docs = records(RAW / raw)
+        alone = json.loads((PLANS / folder / "prediction-corun.json").read_text())["kernels"]
+        spans = [f"{docs[name]['kernels']['k0']['median_ms']:.2f}" if name in docs else "-"
+                 for name in ("corun-r1", "corun+cap96-r1", "corun+cap64-r1")]
+        out.append(f"| {what.split(':')[0]} | {docs['corun-r1']['plan']['kernels'][0]['blocks']} "
+                   f"| {alone[0]['standalone_ms']:.2f} | " + " | ".join(spans) + " |")
+    return out
+
+
 def tune_rows() -> list[str]:
     """Runs 24-25: per `corun tune` of a capped folder, its gap and what the choice (on 96
     SMs), its other cap and the plan on every SM recovered, what tune kept and the
@@ -253,6 +271,13 @@ def render() -> str:
         "the plan's model, pipeline and batch. Predicted: each folder's prediction files "
         "(the choice as on every SM).", "",
         *more_eager_section(),
+        "Each choice's kernel, its median span on the preprocessing stream against its "
+        "plan folder's predicted time alone: confined, heavy-small b16384's 132 blocks "
+        "(one an SM on every SM) took 2.4 ms on 96 or 64 SMs against 1.6 on every SM, as "
+        "two waves would; the wider kernels took -1% to 0% on 96 SMs and +2% to +14% on "
+        "64. The step gains where the kernel no longer holds a training stage, and loses "
+        "where the longer kernel overlaps more of the step.", "",
+        *kernel_rows(), "",
         "## `corun plan` caps them; `corun tune` measures the other caps (runs 24-25)", "",
         "`bash bench/plans/capped/make.sh` at 7c0e098e planned the four eager heavy "
         "workloads again: each choice has a kernel that can race the step "

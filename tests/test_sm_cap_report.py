@@ -52,3 +52,17 @@ def test_each_capped_tune_row_reads_its_rounds_medians():
     assert cells[3] == f"{100 * (seq - ideal) / seq:.1f}%" == "21.6%"
     assert cells[4:8] == ["111%", "100%", "80%", "corun"]  # the capped choice kept
     assert cells[9] == f"{by['corun']['error_pct']:+.1f}%"
+
+
+def test_each_choice_s_kernel_span_is_read_from_its_records():
+    """The kernel table: heavy-small b16384's 132-block kernel took longer confined (two
+    waves) than on every SM, as its records say."""
+    from bench.sm_cap_report import RAW, kernel_rows
+
+    row = next(r for r in kernel_rows() if r.startswith("| heavy-small / heavy-small b16384 |"))
+    cells = [c.strip() for c in row.split("|")[1:-1]]
+    docs = records(RAW / "sm_cap_heavy_small_b16384_run22")
+    assert cells[1] == "132"
+    assert cells[3:] == [f"{docs[n]['kernels']['k0']['median_ms']:.2f}"
+                         for n in ("corun-r1", "corun+cap96-r1", "corun+cap64-r1")]
+    assert float(cells[4]) > 1.3 * float(cells[3])
