@@ -15,11 +15,11 @@ from dataclasses import replace
 from planner.judge import SimJudge
 from sim.scenario import NOTE, compile_scenario, racing_kernel
 from sim.strategy import Strategy, StrategyKind
-from spec import Plan
+from spec import FusedKernel, Plan
 from spec.plan import default_cap_sms
 
 
-def racing(judge: SimJudge, plan: Plan):
+def racing(judge: SimJudge, plan: Plan) -> tuple[FusedKernel, float] | None:
     """The plan's kernel that can race the training stages for the SMs, with its alone
     ms, as the judge's scenario compiles it (sim.scenario.racing_kernel), or None."""
     sc = replace(judge.scenario, strategy=Strategy(StrategyKind.PLAN, plan=plan, name="corun"))
