@@ -208,7 +208,8 @@ def run(args: argparse.Namespace) -> int:
           f"{owners} feature(s) preprocessed by their table's owner GPU, training stream "
           f"{'above' if plan.training_priority_high else 'at the same priority as'} "
           f"preprocessing, each batch preprocessed {plan.batches_ahead} iteration(s) ahead "
-          "of its step")
+          "of its step" + (f", on {plan.preprocess_sm_cap} of the GPU's {hw.gpu.sm_count} SMs"
+                           if plan.preprocess_sm_cap else ""))
     if rows:
         print(table(["kernel", "released at", "op nodes", "blocks", "threads", "alone ms"],
                     rows))

@@ -639,6 +639,9 @@ def test_plan_cli_caps_a_racing_choice_unless_told_not_to(tmp_path, capsys):
         assert ("note: the plan confines its preprocessing to 96 of the 132 SMs"
                 in printed) == bool(cap)
         assert ("hint: kernel k0 (132 blocks" in printed) != bool(cap)
+        summary = next(x for x in printed.splitlines() if x.startswith("chosen plan (corun)"))
+        assert summary.endswith("of its step, on 96 of the GPU's 132 SMs" if cap
+                                else "of its step")
     folder = tmp_path / "folder"  # summary.md says why, as the printout does
     assert main([*args, "--out", str(folder), "--no-traces"]) == 0
     capsys.readouterr()
