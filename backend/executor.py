@@ -136,6 +136,7 @@ class Executor:
             raise SpecError("model.cuda_graphs", True, "off on a CPU (CUDA graphs need a GPU)")
         on_gpu = self.device.type == "cuda" and self.world == 1
         self.pre_cap = settings.preprocess_sm_cap
+        self.cap_left_out = ""  # why the plan's cap did not run, for the notes (_plan_cap)
         if self.pre_cap is None:  # as the plan says; a plan's cap means nothing on a CPU
             self.pre_cap = self._plan_cap(plan.preprocess_sm_cap) if on_gpu else 0
         for name, value in (("preprocess_sms", settings.preprocess_sms),
@@ -639,8 +640,9 @@ class Executor:
         sms = torch.cuda.get_device_properties(self.device).multi_processor_count
         runs, why = runnable_cap(cap, green_contexts_supported(), sms)
         if why:
-            self.say(f"{self.strategy}: the plan's preprocessing SM cap ({cap}) left out, "
-                     f"on every SM: {why}")
+            self.cap_left_out = (f"the plan's preprocessing SM cap ({cap}) left out, the "
+                                 f"preprocessing on every SM: {why}")
+            self.say(f"{self.strategy}: {self.cap_left_out}")
         return runs
 
     def _check_update_sms(self, update_sms: int, model: Model) -> None:
@@ -691,7 +693,9 @@ class Executor:
         if split is not None and self.pre_cap:
             notes.append(f"preprocessing confined to {split.pre_sms} SMs, training on "
                          "every SM (a CUDA green context, backend/sm_split.py)")
-        elif split is not None:
+        elif self.cap_left_out:
+            notes.append(self.cap_left_out)
+        if split is not None and not self.pre_cap:
             training = ("the embedding update" if self.settings.update_sms else "training")
             notes.append(f"SMs split: preprocessing on {split.pre_sms}, {training} on "
                          f"{split.train_sms} (CUDA green contexts, backend/sm_split.py)"

@@ -276,3 +276,27 @@ def test_a_plan_s_cap_the_gpu_cannot_run_is_left_out_and_says_why():
     assert runnable_cap(96, True, 104) == (96, "")  # training keeps 8
     cap, why = runnable_cap(96, True, 78)  # an L40S-sized GPU
     assert cap == 0 and why == "this GPU has 78 SMs (training keeps at least 8)"
+
+
+def test_the_executor_says_and_notes_a_plan_cap_it_leaves_out(monkeypatch):
+    """Executor._plan_cap on a GPU whose driver makes no green contexts: the plan's cap is
+    left out, said, and kept for the Measurement's notes (stubbed device: no GPU here)."""
+    from types import SimpleNamespace
+
+    import torch
+
+    import backend.sm_split as sm_split
+    from backend.executor import Executor
+
+    said = []
+    fake = SimpleNamespace(device="cuda:0", strategy="corun", say=said.append, cap_left_out="")
+    monkeypatch.setattr(torch.cuda, "get_device_properties",
+                        lambda _: SimpleNamespace(multi_processor_count=132))
+    monkeypatch.setattr(sm_split, "green_contexts_supported", lambda: False)
+    assert Executor._plan_cap(fake, 96) == 0
+    assert said == [f"corun: {fake.cap_left_out}"]
+    assert fake.cap_left_out.startswith("the plan's preprocessing SM cap (96) left out")
+    monkeypatch.setattr(sm_split, "green_contexts_supported", lambda: True)
+    fake.cap_left_out = ""
+    assert Executor._plan_cap(fake, 96) == 96 and fake.cap_left_out == ""
+    assert Executor._plan_cap(fake, 0) == 0 and len(said) == 1
