@@ -310,12 +310,14 @@ def lead_variant(chosen, taken) -> dict:
 
 def stream_variant(chosen, taken) -> dict:
     """The chosen plan with its batches' assemblies the other way (Plan.assembly_stream),
-    by name (corun-own, corun-behind), unless it has no kernel on the GPU or that plan
+    by name (corun-own, corun-behind), unless it has no kernel on the GPU, confines its
+    preprocessing to some SMs (the assemblies then stay on the kernels' stream and its
+    SMs, backend/streams.py: the variant would run the chosen plan again) or that plan
     already runs. Which way is faster turns on whether an assembly runs into the next
     step, which the simulator does not model: graphed heavy-rehash b16384's choice ran
     3.71-3.73 ms an iteration on a stream of its own and 4.22-4.35 behind, the graphed
     Criteo-like plans 0.6-0.7% slower on their own (bench/results/assembly_stream_h200.md)."""
-    if not chosen.kernels:
+    if not chosen.kernels or chosen.preprocess_sm_cap:
         return {}
     plan = replace(chosen, assembly_stream=not chosen.assembly_stream)
     name = "corun-own" if plan.assembly_stream else "corun-behind"

@@ -192,6 +192,8 @@ def test_the_stream_variant_flips_the_assemblies_stream_unless_that_plan_runs(fo
         assert stream_variant(chosen, [chosen]) == {name: other}
         assert stream_variant(chosen, [chosen, other]) == {}
     assert stream_variant(replace(plan, kernels=()), [plan]) == {}
+    # capped, the assemblies stay on the capped kernels' stream: no variant to run
+    assert stream_variant(replace(plan, preprocess_sm_cap=96), [plan]) == {}
 
 
 def test_median_round_is_the_middle_one():
