@@ -177,7 +177,7 @@ def _tune(args, folder: Path, work: Workload, strategies: list[str]) -> int:
     from backend.faults import ExecuteError
     from backend.settings import RunSettings
     from corun.cli import command_line, progress
-    from corun.plan_dir import plan_file
+    from corun.plan_dir import plan_file, prediction_file
     from corun.workload import resolve_hardware, resolve_model, resolve_pipeline
     from reports.rounds import turned_order
     from sim.strategy import StrategyKind, host_workers_per_gpu, parse_strategy, strategy_plan
@@ -257,8 +257,11 @@ def _tune(args, folder: Path, work: Workload, strategies: list[str]) -> int:
               f"the measurements taken are in {out / 'rounds'}", file=sys.stderr)
         return 1
     summary = summarise(complete, folder, strategies, predicted)
-    for s in strategies:
+    for s in strategies:  # each median round beside its prediction: `corun report OUT`
         save(median_round(complete, s), out / f"{s}.json")
+        pred = strategy_prediction(folder, s, predicted)
+        if pred is not None:
+            save(pred, out / prediction_file(s))
     winner = summary["measured_best"]
     tuned = out / "tuned.json"
     save(plans[winner], tuned)
@@ -394,16 +397,13 @@ def summarise(rounds: dict[int, dict], folder: Path, strategies: list[str],
     for plans the folder does not hold); the predicted and
     measured ranks of the strategies other than ideal; the measured fastest, and whether
     it is the one the planner chose."""
-    from corun.plan_dir import prediction_file
     from reports.rounds import IDEAL, round_stats
-    from spec import Prediction, load
 
     stats = round_stats({r: {s: m[s].mean_iteration_ms for s in strategies}
                          for r, m in rounds.items()})
     rows = []
     for st in stats:
-        path = folder / prediction_file(st.strategy)
-        p = load(Prediction, path) if path.is_file() else (predicted or {}).get(st.strategy)
+        p = strategy_prediction(folder, st.strategy, predicted)
         ms = None if p is None else p.mean_iteration_ms
         step = median_round(rounds, st.strategy).iteration.median_ms
         rows.append({**asdict(st), "median_step_ms": step, "predicted_ms": ms,
@@ -426,6 +426,16 @@ def summarise(rounds: dict[int, dict], folder: Path, strategies: list[str],
             "predicted_best_behind_pct": None if first is None else 100 * (
                 next(r["median_ms"] for r in rows if r["strategy"] == first)
                 / best["median_ms"] - 1)}
+
+
+def strategy_prediction(folder: Path, strategy: str, predicted: dict | None):
+    """A strategy's Prediction: the plan folder's file for it, else the variant's in
+    `predicted` (name -> Prediction), else None."""
+    from corun.plan_dir import prediction_file
+    from spec import Prediction, load
+
+    path = folder / prediction_file(strategy)
+    return load(Prediction, path) if path.is_file() else (predicted or {}).get(strategy)
 
 
 def planner_order(strategy: str, strategies: list[str]) -> int:

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from spec import Measurement, Prediction, SpecError
-from spec.serde import loads, read_document
+from spec.serde import loads, read_document, schema_tag
 
 
 @dataclass(frozen=True)
@@ -24,19 +25,39 @@ def key(x: Prediction | Measurement) -> tuple:
 
 
 def load_files(paths: list[str]) -> tuple[list[Prediction], list[Measurement]]:
-    """Each file by its schema tag; anything else is an error naming the file."""
+    """Each file by its schema tag; anything else is an error naming the file. A folder
+    (`corun tune`'s output, a plan folder) gives its *.json files that are predictions or
+    measurements, and leaves the rest (tune.json, plans) aside."""
     preds, meas = [], []
     for path in paths:
+        if Path(path).is_dir():
+            found = _folder_files(Path(path))
+            preds += found[0]
+            meas += found[1]
+            continue
         doc = read_document(path)
         tag = doc.get("schema") if isinstance(doc, dict) else None
-        if tag == "corun.prediction/1":
+        if tag == schema_tag(Prediction):
             preds.append(loads(Prediction, doc, str(path)))
-        elif tag == "corun.measurement/1":
+        elif tag == schema_tag(Measurement):
             meas.append(loads(Measurement, doc, str(path)))
         else:
             raise SpecError(f"{path}.schema", tag,
                             "'corun.prediction/1' or 'corun.measurement/1'")
     return preds, meas
+
+
+def _folder_files(folder: Path) -> tuple[list[Prediction], list[Measurement]]:
+    """A folder's prediction and measurement files (its *.json, not below it)."""
+    docs = [(p, read_document(p)) for p in sorted(folder.glob("*.json"))]
+    tags = {schema_tag(cls): cls for cls in (Prediction, Measurement)}
+    found = {cls: [loads(cls, d, str(p)) for p, d in docs
+                   if isinstance(d, dict) and tags.get(d.get("schema")) is cls]
+             for cls in tags.values()}
+    if not found[Prediction] and not found[Measurement]:
+        raise SpecError("report inputs", str(folder), "a folder holding prediction or "
+                        "measurement files (corun plan --out, corun tune -o)")
+    return found[Prediction], found[Measurement]
 
 
 def pair_up(preds: list[Prediction], meas: list[Measurement]) -> list[Pair]:

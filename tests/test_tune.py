@@ -71,12 +71,15 @@ def test_rounds_of_every_strategy_and_the_fastest_kept(folder, tmp_path, capsys)
     assert summary["predicted_best"] == ranked[0]["strategy"]
     assert rows["ideal"]["of_ideal_pct"] == pytest.approx(100.0)
     assert "tuned plan: " + best["strategy"] in printed
-    # each strategy's median round is kept for `corun report` beside the predictions
+    # each strategy's median round is kept beside its prediction, for `corun report OUT`
+    for s in rows:
+        assert load(Prediction, out / f"prediction-{s}.json") == load(
+            Prediction, folder / "plans" / f"prediction-{s}.json")
     report = tmp_path / "report"
-    files = [str(folder / "plans" / f"prediction-{s}.json") for s in rows] + \
-        [str(out / f"{s}.json") for s in rows]
-    assert main(["report", "-o", str(report), *files]) == 0
-    assert "corun-2" in (report / "summary.md").read_text()
+    assert main(["report", "-o", str(report), str(out)]) == 0  # tune.json, tuned.json aside
+    text = (report / "summary.md").read_text()
+    assert "4 prediction(s), 4 measurement(s)" in text and "corun-2" in text
+    assert main(["report", "-o", str(report), str(out / "tune.json")]) == 2  # a file: checked
 
 
 def test_launch_steps_add_the_chosen_plan_at_other_launch_shapes(folder, tmp_path):
@@ -129,6 +132,10 @@ def test_launch_steps_add_the_chosen_plan_at_other_launch_shapes(folder, tmp_pat
         assert rows[name]["predicted_ms"] > 0 and rows[name]["error_pct"] is not None
     variants = [name for name, _ in variants] + [lead, "corun-own", "corun-cap96",
                                                   "corun-cap64"]
+    for name in variants:  # each variant's prediction is written beside its measurement
+        assert load(Prediction, out / f"prediction-{name}.json").mean_iteration_ms == \
+            pytest.approx(rows[name]["predicted_ms"])
+    assert main(["report", "-o", str(tmp_path / "report"), str(out)]) == 0
     best = summary["measured_best"]
     if best in variants:
         assert load(Plan, out / "tuned.json") == load(Measurement, out / "rounds" /
