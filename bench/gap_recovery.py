@@ -40,6 +40,10 @@ from spec.serde import read_stored_text, stored_glob, stored_path, write_atomic 
 
 RAW = ROOT / "bench/results/raw"
 GAP_TARGET_PCT, RECOVERY_TARGET_PCT = 20.0, 75.0
+MIN_RATIO_GAP_PCT = 5.0
+"""A gap below which the summary quotes no share recovered: over a gap of a few percent
+the round-to-round spread is most of it (the uncounted heavy-rehash b16384 tune of run
+24, whose ideal ran slow, put a 1.8% gap at 341%). Such rows stay in the table."""
 GAP_AXIS_PCT, RECOVERED_AXIS_PCT = (0.0, 40.0), (-60.0, 140.0)
 """The figure's axes: a point outside them is counted in the report, not drawn."""
 BASELINES = ("gpu-sequential", "gpu-overlap")
@@ -197,7 +201,7 @@ def render(points: list[Point], png: str | None) -> str:
     hit = [p for p in points if p.on_target]
     uncompared = [p for p in points if not p.compared]
     wide = [p for p in uncompared if p.gap_pct >= GAP_TARGET_PCT]
-    narrow = [p for p in uncompared if p.gap_pct < GAP_TARGET_PCT]
+    narrow = [p for p in uncompared if MIN_RATIO_GAP_PCT <= p.gap_pct < GAP_TARGET_PCT]
     lines = [
         "# The heavy case's gap and what was recovered of it, every command", "",
         "Made by `python bench/gap_recovery.py` (its docstring says how each number is "
@@ -214,7 +218,9 @@ def render(points: list[Point], png: str | None) -> str:
                             for p in hit) if hit else "") + ".",
         f"- With the timed batches uncompared (as since 2026-12-02): {len(uncompared)} "
         f"points, {len(wide)} with a gap of {GAP_TARGET_PCT:.0f}% or more, the most "
-        f"recovered there {most(wide)}; below that gap the most recovered {most(narrow)}.",
+        f"recovered there {most(wide)}; below that gap (from {MIN_RATIO_GAP_PCT:.0f}%: a "
+        f"share of a smaller gap is mostly the rounds' spread) the most recovered "
+        f"{most(narrow)}.",
     ]
     if png:
         off = [p for p in points if not (GAP_AXIS_PCT[0] <= p.gap_pct <= GAP_AXIS_PCT[1]
