@@ -472,7 +472,23 @@ def render(summary: dict) -> str:
                   "fastest in",
                   "recovered", "predicted ms", "error", "predicted rank", "measured rank"],
                  rows)
-    return f"{head}\n{text}\n{verdict(summary)}"
+    ties = tie_line(summary)
+    return f"{head}\n{text}\n{verdict(summary)}" + (f"\n{ties}" if ties else "")
+
+
+def tie_line(summary: dict) -> str | None:
+    """Which strategies were predicted alike (to 0.0001 ms, as ranked), so that their
+    predicted ranks are the planner's order, not the simulator's (a cap or an assembly
+    stream it does not model, a host pace that ties plans)."""
+    by_ms: dict[float, list[str]] = {}
+    for r in summary["rows"]:
+        if r.get("predicted_rank") is not None:
+            by_ms.setdefault(round(r["predicted_ms"], 4), []).append(r["strategy"])
+    groups = [names for names in by_ms.values() if len(names) > 1]
+    if not groups:
+        return None
+    return ("predicted alike, so ranked in the planner's order (its choice, its runners-up, "
+            "then as run): " + "; ".join(", ".join(g) for g in groups))
 
 
 def verdict(summary: dict) -> str:

@@ -345,3 +345,21 @@ def test_the_cap_variant_is_left_out_where_the_driver_makes_no_green_contexts(mo
     assert not cap_variant_runs(False, "cuda", said.append)
     monkeypatch.setattr(sm_split, "green_contexts_supported", lambda: True)
     assert cap_variant_runs(True, "cuda", said.append) and len(said) == 1
+
+
+def test_strategies_predicted_alike_are_named_under_the_table():
+    """Run 25's tune of the capped heavy-rehash b32768 choice: the simulator models no cap,
+    so the choice and its cap variants share one prediction and their predicted ranks are
+    the planner's order; the line under the table says so. Without ties, no line."""
+    from corun.tune_cmd import render, tie_line
+    from spec.serde import read_stored_text, stored_path
+
+    summary = json.loads(read_stored_text(stored_path(
+        "bench/results/raw/tune_capped_rehash_b32768_run25/tune.json")))
+    line = tie_line(summary)
+    assert line.endswith(": corun, corun-cap64, corun-uncapped")
+    assert render(summary).endswith(line)
+    for r in summary["rows"]:  # spread them apart: no tie left
+        if r.get("predicted_ms") is not None:
+            r["predicted_ms"] += 0.01 * r.get("predicted_rank", 0)
+    assert tie_line(summary) is None
