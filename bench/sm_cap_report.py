@@ -184,7 +184,8 @@ def render() -> str:
     lines = [
         "# The preprocessing stream confined to some SMs, training on every SM (H200)", "",
         "Made by `python bench/sm_cap_report.py -o bench/results/sm_cap_h200.md` from the "
-        "records of run 20 (session 57, one lent H200). `corun execute "
+        "records of runs 20-21 (session 57) and 22-25 (session 58), one lent H200 each. "
+        "`corun execute "
         "--preprocess-sm-cap N` (RunSettings.preprocess_sm_cap) puts the preprocessing "
         "stream, with the batches' assemblies, in a CUDA green context of N SMs "
         "(backend/sm_split.py; the driver rounds up to 8) and leaves the training stream "
@@ -236,7 +237,8 @@ def render() -> str:
         "under its measurement on every SM and 4.1% over it on 96 SMs; graphed b16384's "
         "3.42 ms is 4.3% under it on 64 SMs, 8.6% under with its own stream. "
         "Plan.preprocess_sm_cap carries the cap; `corun tune` measures the chosen plan "
-        "capped at 96 SMs (tune_cmd.cap_variant), since the simulator cannot rank it: on a "
+        "capped at 96 SMs (then tune_cmd.cap_variant; since session 58 `cap_variants`: 96 "
+        "SMs, 64 and every SM), since the simulator cannot rank it: on a "
         "second start (run 21) it kept the capped plan, 6.78 ms an iteration against the "
         "choice's 7.49 on every SM and ideal's 6.99, one round.", "",
         "## Eager heavy-rehash b32768's choice (two rounds)", "",
