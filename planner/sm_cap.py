@@ -4,8 +4,10 @@ where one of its kernels can race the training stages for them.
 The simulator models neither the race nor the cap (sim.scenario.racing_kernel), so the
 search cannot weigh it: the cap is a rule applied to the plans it returns, from what the
 H200 measured: four eager choices with such a kernel recovered more of gpu-sequential's
-gap confined to 96 or 64 SMs than on every SM in 8 of 9 commands (spec.plan.CAP_SHARES);
-`corun tune` measures the plan at the other shares and on every SM and keeps the fastest.
+gap confined to 96 or 64 SMs than on every SM in 8 of 9 commands (spec.plan.CAP_SHARES).
+Made from runs 20-23; held out, the tunes of runs 24-25 of plans it had capped: a cap
+beat every SM in 4 of 5 (bench/results/sm_cap_h200.md). `corun tune` measures the plan
+at the other shares and on every SM and keeps the fastest.
 """
 
 from __future__ import annotations
