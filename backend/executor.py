@@ -144,13 +144,10 @@ class Executor:
             if value and not on_gpu:
                 raise SpecError(name, value,
                                 "0 on a CPU or several GPUs (the SMs of one GPU are split)")
-        if self.pre_cap and self.device.type == "cuda":
-            from backend.sm_split import green_contexts_supported
-
-            if not green_contexts_supported():
-                raise SpecError("preprocess_sm_cap", self.pre_cap,
-                                "0 here: confining the preprocessing needs CUDA green "
-                                "contexts (a driver of 12.4 or later and cuda-bindings)")
+        if self.pre_cap and settings.preprocess_sm_cap:  # a flag's cap is held to
+            why = _cap_not_runnable(self.device, self.pre_cap)
+            if why:
+                raise SpecError("preprocess_sm_cap", self.pre_cap, f"0 here: {why}")
         settings.require_cap_alone(self.pre_cap)
         if settings.update_sms:
             self._check_update_sms(settings.update_sms, model)
@@ -630,20 +627,16 @@ class Executor:
             notes=self._notes(), host=host, plan=self.plan, per_iteration=per_iteration)
 
     def _plan_cap(self, cap: int) -> int:
-        """A plan's preprocessing SM cap as this GPU can run it (sm_split.runnable_cap:
-        left out, and said, where it cannot); a cap given by `--preprocess-sm-cap` is
-        held to instead, and refused where it cannot run."""
-        if not cap:
-            return 0
-        from backend.sm_split import green_contexts_supported, runnable_cap
-
-        sms = torch.cuda.get_device_properties(self.device).multi_processor_count
-        runs, why = runnable_cap(cap, green_contexts_supported(), sms)
+        """A plan's preprocessing SM cap as this GPU can run it: left out, and said, where
+        it cannot (`_cap_not_runnable`); a cap given by `--preprocess-sm-cap` is held to
+        instead, and refused where it cannot run."""
+        why = _cap_not_runnable(self.device, cap) if cap else ""
         if why:
             self.cap_left_out = (f"the plan's preprocessing SM cap ({cap}) left out, the "
                                  f"preprocessing on every SM: {why}")
             self.say(f"{self.strategy}: {self.cap_left_out}")
-        return runs
+            return 0
+        return cap
 
     def _check_update_sms(self, update_sms: int, model: Model) -> None:
         """RunSettings.update_sms needs one GPU, a fused embedding update (one kernel to
@@ -705,6 +698,15 @@ class Executor:
             notes.append(f"{len(self.host_nodes)} op node(s) on {self.settings.cpu_workers} "
                          "host worker process(es), one thread each")
         return tuple(notes)
+
+
+def _cap_not_runnable(device, cap: int) -> str:
+    """Why this GPU cannot confine the preprocessing to `cap` SMs, or "" where it can
+    (backend.sm_split.runnable_cap: green contexts, and 8 SMs left to training)."""
+    from backend.sm_split import green_contexts_supported, runnable_cap
+
+    sms = torch.cuda.get_device_properties(device).multi_processor_count
+    return runnable_cap(cap, green_contexts_supported(), sms)[1]
 
 
 def versions() -> dict[str, str]:
