@@ -28,35 +28,24 @@ def load_files(paths: list[str]) -> tuple[list[Prediction], list[Measurement]]:
     """Each file by its schema tag; anything else is an error naming the file. A folder
     (`corun tune`'s output, a plan folder) gives its *.json files that are predictions or
     measurements, and leaves the rest (tune.json, plans) aside."""
-    preds, meas = [], []
+    found: dict[type, list] = {Prediction: [], Measurement: []}
+    kinds = {schema_tag(cls): cls for cls in found}
     for path in paths:
-        if Path(path).is_dir():
-            found = _folder_files(Path(path))
-            preds += found[0]
-            meas += found[1]
-            continue
-        doc = read_document(path)
-        tag = doc.get("schema") if isinstance(doc, dict) else None
-        if tag == schema_tag(Prediction):
-            preds.append(loads(Prediction, doc, str(path)))
-        elif tag == schema_tag(Measurement):
-            meas.append(loads(Measurement, doc, str(path)))
-        else:
-            raise SpecError(f"{path}.schema", tag,
-                            "'corun.prediction/1' or 'corun.measurement/1'")
-    return preds, meas
-
-
-def _folder_files(folder: Path) -> tuple[list[Prediction], list[Measurement]]:
-    """A folder's prediction and measurement files (its *.json, not below it)."""
-    docs = [(p, read_document(p)) for p in sorted(folder.glob("*.json"))]
-    tags = {schema_tag(cls): cls for cls in (Prediction, Measurement)}
-    found = {cls: [loads(cls, d, str(p)) for p, d in docs
-                   if isinstance(d, dict) and tags.get(d.get("schema")) is cls]
-             for cls in tags.values()}
-    if not found[Prediction] and not found[Measurement]:
-        raise SpecError("report inputs", str(folder), "a folder holding prediction or "
-                        "measurement files (corun plan --out, corun tune -o)")
+        folder = Path(path).is_dir()
+        files = sorted(Path(path).glob("*.json")) if folder else [path]
+        taken = 0
+        for file in files:
+            doc = read_document(file)
+            tag = doc.get("schema") if isinstance(doc, dict) else None
+            if tag in kinds:
+                found[kinds[tag]].append(loads(kinds[tag], doc, str(file)))
+                taken += 1
+            elif not folder:
+                raise SpecError(f"{file}.schema", tag,
+                                "'corun.prediction/1' or 'corun.measurement/1'")
+        if folder and not taken:
+            raise SpecError("report inputs", str(path), "a folder holding prediction or "
+                            "measurement files (corun plan --out, corun tune -o)")
     return found[Prediction], found[Measurement]
 
 

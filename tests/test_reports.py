@@ -224,3 +224,13 @@ def test_report_calibrates_by_the_measured_ideal(files, tmp_path):
     assert main(["report", *no_ideal, "-o", str(tmp_path / "r2")]) == 0
     text = (tmp_path / "r2" / "summary.md").read_text()
     assert "Calibrated by" not in text and "| -9.1% | - |" in text
+
+
+def test_a_report_folder_without_predictions_or_measurements_is_refused(tmp_path, capsys):
+    """`corun report` takes a folder's prediction and measurement files; a folder with
+    none is an error naming it, and nothing is written."""
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "tune.json").write_text('{"rows": []}')
+    assert main(["report", "-o", str(tmp_path / "out"), str(tmp_path / "in")]) == 2
+    assert "report inputs" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
