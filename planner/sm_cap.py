@@ -48,6 +48,5 @@ def sm_cap_note(judge: SimJudge, plan: Plan) -> str | None:
             "kernels and hold the next one, which the simulator does not model (four eager "
             "choices on the H200 recovered more of gpu-sequential's gap capped than on "
             "every SM in 8 of 9 commands, bench/results/sm_cap_h200.md); `corun tune` "
-            "measures it "
-            "at the other caps and uncapped, `corun execute --preprocess-sm-cap 0` runs it "
-            "on every SM, `corun plan --no-sm-cap` leaves the cap out")
+            "measures it at the other caps and uncapped, `corun execute --preprocess-sm-cap "
+            "0` runs it on every SM, `corun plan --no-sm-cap` leaves the cap out")
