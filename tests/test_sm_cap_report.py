@@ -66,3 +66,17 @@ def test_each_choice_s_kernel_span_is_read_from_its_records():
     assert cells[3:] == [f"{docs[n]['kernels']['k0']['median_ms']:.2f}"
                          for n in ("corun-r1", "corun+cap96-r1", "corun+cap64-r1")]
     assert float(cells[4]) > 1.3 * float(cells[3])
+
+
+def test_the_uncounted_tune_and_the_emb_bwd_lines_come_from_the_records():
+    """The uncounted heavy-rehash b16384 tune's ideal: its slow steps and its fast steps'
+    bottom_mlp_bwd against the next tunes'; run 25's emb_bwd under ideal's."""
+    from bench.sm_cap_report import emb_bwd_row, ideal_steps_rows
+
+    rows = {r.split("|")[1].strip(): [c.strip() for c in r.split("|")[2:-1]]
+            for r in ideal_steps_rows()[2:]}
+    assert rows["tune_capped_rehash_b16384_run24"][1] == "46/300"
+    assert float(rows["tune_capped_rehash_b16384_run24"][4]) > 4 * float(
+        rows["tune_capped_rehash_b16384_run25"][4])  # bottom_mlp_bwd, no preprocessing
+    line = emb_bwd_row("tune_capped_rehash_b32768_run25")
+    assert "ideal's emb_bwd 5.172 ms" in line and "corun -0.504" in line
