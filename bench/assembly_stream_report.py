@@ -37,9 +37,11 @@ kernel took a training stage's SMs (eager b32768: interaction_bwd 2.6 ms against
 
 
 def records(*folders: Path) -> dict[str, dict]:
-    """Each `corun execute` record of the folders, by its file's name."""
+    """Each `corun execute` record of the folders, by its file's name (the predictions
+    `corun tune` writes beside them, prediction-*.json, left out)."""
     return {p.name.split(".")[0]: json.loads(read_stored_text(p))
-            for folder in folders for p in stored_glob(folder, "*.json")}
+            for folder in folders for p in stored_glob(folder, "*.json")
+            if not p.name.startswith("prediction-")}
 
 
 def execute_rows(docs: dict[str, dict], rows: list[tuple[str, str]],

@@ -80,3 +80,15 @@ def test_the_uncounted_tune_and_the_emb_bwd_lines_come_from_the_records():
         rows["tune_capped_rehash_b16384_run25"][4])  # bottom_mlp_bwd, no preprocessing
     line = emb_bwd_row("tune_capped_rehash_b32768_run25")
     assert "ideal's emb_bwd 5.172 ms" in line and "corun -0.504" in line
+
+
+def test_a_tune_folder_s_prediction_files_are_not_read_as_its_records():
+    """Since session 58 `corun tune` writes prediction-<strategy>.json beside each median
+    round (run 26's folder has them); the report reads the measurements only."""
+    from bench.sm_cap_report import RAW, emb_bwd_row
+
+    docs = records(RAW / "tune_capped_rehash_b32768_run26")
+    assert {"ideal", "gpu-sequential", "corun", "corun-cap64", "corun-uncapped"} <= set(docs)
+    assert not any(name.startswith("prediction-") for name in docs)
+    line = emb_bwd_row("tune_capped_rehash_b32768_run26")
+    assert "ideal's emb_bwd 5.106 ms" in line and "corun -0.512" in line
