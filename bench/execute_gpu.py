@@ -111,6 +111,10 @@ MATRICES = {
     # the same beside heavy-lean: heavy-small with the bag kernel's forward, a step
     # cheaper per id looked up (issue 6's heavy case)
     "heavy-lean": [("heavy-small", (8192, 16384, 24576, 32768), SMALL_TABLE_LABELS)],
+    # heavy-rehash (heavy-small's lists with more arithmetic an id) beside heavy-lean, eager:
+    # issue 6's heavy case (bench/rehash_session.sh ran it through corun execute); plans
+    # under bench/plans/rehash/heavy-lean-b<batch>/
+    "heavy-rehash": [("heavy-rehash", (16384, 32768), ("ideal", "gpu-sequential", "corun"))],
     # heavy-lean's step replayed as CUDA graphs between its two embedding kernels
     # (backend/graphed.py), where the host no longer paces it; plans under
     # bench/plans/graphs/heavy-lean-b<batch>/ (none at b32768, measured for its ideal's
@@ -157,11 +161,12 @@ MODEL_CHANGES = {"bound": {"sparse_gradients": False}, "graphs": {"cuda_graphs":
                  "heavy-short-graphs": {"cuda_graphs": True}}
 """Fields a matrix changes in its pipelines' default models."""
 MATRIX_MODEL = {"heavy": "heavy-fused", "heavy-stages": "heavy-fused",
-                "heavy-lean": "heavy-lean", "heavy-lean-graphs": "heavy-lean"}
+                "heavy-lean": "heavy-lean", "heavy-lean-graphs": "heavy-lean",
+                "heavy-rehash": "heavy-lean"}
 """A matrix's model where it is not its pipelines' default (spec.DEFAULT_MODEL_FOR); its
 plans are under bench/plans/<model>-b<batch>/."""
 PLAN_FOLDER = {"graphs": "graphs", "graphs-cpu": "graphs", "heavy-lean-graphs": "graphs",
-               "heavy-short-graphs": "graphs"}
+               "heavy-short-graphs": "graphs", "heavy-rehash": "rehash"}
 """A matrix whose plans are under bench/plans/<folder>/<pipeline>-b<batch>/."""
 
 
