@@ -36,6 +36,10 @@ def test_plan_labels_read_the_model_s_own_folder(heavy_fused):
     assert plan_dir("heavy-lean-graphs", "heavy-small", 16384, 1) == \
         PLANS / "graphs" / "heavy-lean-b16384"
     assert plan_dir("multigpu", "kaggle", 4096, 2) == PLANS / "x2" / "kaggle-b4096"
+    rehash = plan_dir("heavy-rehash", "heavy-rehash", 32768, 1)  # the heavy case's plans
+    assert rehash == PLANS / "rehash" / "heavy-lean-b32768"
+    rehash_plan = spec.load(spec.Plan, rehash / "plan.json")
+    assert (rehash_plan.pipeline, rehash_plan.model) == ("heavy-rehash", "heavy-lean")
     plan, strategy = case_plan("corun", pipeline, model, folder, hw)
     assert strategy is None
     assert plan == spec.load(spec.Plan, PLANS / "heavy-fused-b8192" / "plan.json")
