@@ -114,7 +114,8 @@ MATRICES = {
     # heavy-rehash (heavy-small's lists with more arithmetic an id) beside heavy-lean, eager:
     # issue 6's heavy case (bench/rehash_session.sh ran it through corun execute); plans
     # under bench/plans/rehash/heavy-lean-b<batch>/
-    "heavy-rehash": [("heavy-rehash", (16384, 32768), ("ideal", "gpu-sequential", "corun"))],
+    "heavy-rehash": [("heavy-rehash", (16384, 32768),
+                      SMALL_TABLE_LABELS + ("at:top_mlp_fwd", "at:top_mlp_bwd"))],
     # heavy-lean's step replayed as CUDA graphs between its two embedding kernels
     # (backend/graphed.py), where the host no longer paces it; plans under
     # bench/plans/graphs/heavy-lean-b<batch>/ (none at b32768, measured for its ideal's
