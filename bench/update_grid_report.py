@@ -1,0 +1,182 @@
+"""The fused embedding update's grid on issue 6's heavy case (heavy-lean beside
+heavy-rehash, eager, batch 32768, one H200): how fast emb_bwd runs at each number of
+blocks an SM (backend/embedding_sgd.py, UPDATE_BLOCKS_PER_SM: 4 by default), and what
+the plans recover against the ideal of the faster grid.
+
+Renders session 59's runs (`python bench/execute_gpu.py --matrix heavy-rehash --batches
+32768 --strategies ... --iterations 300 --warmup 20`, one command each, the records under
+bench/results/raw/execute_update_grid_rehash_run<N>.json.xz):
+
+    python bench/update_grid_report.py -o bench/results/update_grid_rehash_h200.md
+
+"+ub<N>" runs the update on N blocks an SM, "+uncapped" on one thread per (bag, column),
+"+cap<N>" the preprocessing on N SMs (bench/execute_gpu.py, run_case). Every time is a
+mean iteration, as the throughput counts it; a strategy's figure is the median over its
+rounds, and its recovery is taken from those medians.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import statistics
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.render_execute import fixed_report_main  # noqa: E402
+from reports.rounds import record_iteration_ms  # noqa: E402
+from spec.serde import read_stored_text, stored_path  # noqa: E402
+
+RAW = Path(__file__).resolve().parent / "results" / "raw"
+RUNS = {  # run: its --strategies
+    "27a": "ideal,ideal+ub1,ideal+ub2,ideal+ub8",
+    "27b": "ideal,ideal+ub8,ideal+ub16,ideal+ub32,ideal+uncapped",
+    "28": "ideal,ideal+ub16,gpu-sequential,gpu-sequential+ub16,corun+cap96,corun+cap96+ub16",
+    "29": ("ideal,ideal+ub16,gpu-sequential+ub16,gpu-overlap+ub16,at:emb_fwd+ub16,"
+           "at:top_mlp_fwd+ub16,at:top_mlp_bwd+ub16,at:interaction_bwd+ub16,at:emb_bwd+ub16,"
+           "at:optimizer+ub16,corun+ub16,corun-2+ub16,corun+cap64+ub16"),
+}
+DEFAULT_BLOCKS_PER_SM = 4
+"""backend.embedding_sgd.UPDATE_BLOCKS_PER_SM when these runs were made (not imported:
+the report describes the runs, whatever the default becomes)."""
+SMS = 132
+FAST = "+ub16"
+"""The grid the runs found fastest alone (run 27b)."""
+
+
+def measurements(run: str) -> dict[str, list[dict]]:
+    """A run's Measurement records by strategy, in round order."""
+    doc = json.loads(read_stored_text(stored_path(RAW / f"execute_update_grid_rehash_run{run}"
+                                                  ".json")))
+    out: dict[str, list[dict]] = {}
+    for case in sorted(doc, key=lambda c: c.get("repeat", 0)):
+        if case.get("measurement"):
+            out.setdefault(case["strategy"], []).append(case["measurement"])
+    return out
+
+
+def ms(records: list[dict]) -> float:
+    """The median over rounds of each round's mean iteration."""
+    return statistics.median(record_iteration_ms(r) for r in records)
+
+
+def stage_ms(records: list[dict], stage: str) -> float:
+    return statistics.median(r["stages"][stage]["median_ms"] for r in records)
+
+
+def grid(strategy: str) -> str:
+    """The update's grid a strategy label ran: blocks an SM (and in all), or one thread
+    per (bag, column)."""
+    if "+uncapped" in strategy:
+        return "one thread per (bag, column)"
+    m = re.search(r"\+ub(\d+)", strategy)
+    n = int(m.group(1)) if m else DEFAULT_BLOCKS_PER_SM
+    return f"{n} an SM ({n * SMS} blocks)" + ("" if m else ", the default")
+
+
+def grid_rows() -> list[str]:
+    """Runs 27a-27b: ideal on each grid, its mean iteration and emb_bwd against the same
+    command's ideal on the default grid."""
+    out = ["| run | update grid | rounds | ms/iteration | emb_bwd ms | emb_bwd less the "
+           "default's |", "|---|---|---:|---:|---:|---:|"]
+    for run in ("27a", "27b"):
+        recs = measurements(run)
+        base = stage_ms(recs["ideal"], "emb_bwd")
+        for strategy, rs in recs.items():
+            emb = stage_ms(rs, "emb_bwd")
+            out.append(f"| {run} | {grid(strategy)} | {len(rs)} | {ms(rs):.3f} | {emb:.3f} | "
+                       f"{emb - base:+.3f} |")
+    return out
+
+
+def recovered(v: float, ideal: float, seq: float) -> str:
+    return f"{100 * (seq - v) / (seq - ideal):.0f}%"
+
+
+def plan_rows(run: str) -> list[str]:
+    """Runs 28-29: each strategy's mean iteration, emb_bwd and kernel span, and the share
+    of gpu-sequential's gap it recovered against ideal on its own grid (where the command
+    ran both on that grid) and against the 16-block grid's ideal and gpu-sequential."""
+    recs = measurements(run)
+    fast_ideal, fast_seq = ms(recs["ideal" + FAST]), ms(recs["gpu-sequential" + FAST])
+    own = {g: (ms(recs[f"ideal{g}"]), ms(recs[f"gpu-sequential{g}"]))
+           for g in ("", FAST) if f"gpu-sequential{g}" in recs and f"ideal{g}" in recs}
+    out = ["| strategy | update grid | rounds | ms/iteration | emb_bwd ms | kernel span ms | "
+           "recovered on its grid | recovered against the 16-block ideal |",
+           "|---|---|---:|---:|---:|---:|---:|---:|"]
+    for strategy, rs in recs.items():
+        v, g = ms(rs), FAST if FAST in strategy else ""
+        spans = ", ".join(f"{statistics.median(r['kernels'][k]['median_ms'] for r in rs):.2f}"
+                          for k in rs[0]["kernels"]) or "-"
+        on_grid = recovered(v, *own[g]) if g in own else "-"
+        out.append(f"| {strategy} | {grid(strategy)} | {len(rs)} | {v:.3f} | "
+                   f"{stage_ms(rs, 'emb_bwd'):.3f} | {spans} | {on_grid} | "
+                   f"{recovered(v, fast_ideal, fast_seq)} |")
+    gap = 100 * (fast_seq - fast_ideal) / fast_seq
+    out += ["", f"On the 16-block grid: ideal {fast_ideal:.3f} ms, gpu-sequential "
+            f"{fast_seq:.3f} ms, a gap of {gap:.1f}%."]
+    return out
+
+
+def render() -> str:
+    lines = [
+        "# The fused embedding update's grid on the heavy case (heavy-rehash b32768, H200)",
+        "",
+        "Made by `python bench/update_grid_report.py -o "
+        "bench/results/update_grid_rehash_h200.md` from session 59's runs 27-29 (2026-12-04, "
+        "three fresh starts of a lent H200, 27a and 27b on one), each one command of "
+        "`python bench/execute_gpu.py "
+        "--matrix heavy-rehash --batches 32768 --strategies S --iterations 300 --warmup 20` "
+        "(the plans: bench/plans/rehash/heavy-lean-b32768, the choice the whole pipeline in "
+        "198 blocks at interaction_bwd, two batches ahead). Every time is a mean iteration, "
+        "as the throughput counts it; medians over rounds.", "",
+        "## Summary", "",
+        "- **The update's default grid is not this workload's fastest.** heavy-lean's emb_bwd "
+        "(the fused SGD update, 73% of ideal's step) took 5.11 ms on the default 4 blocks an "
+        "SM, 4.93 on 8, 3.96-4.05 on 16, 4.61 on 32, 5.59-5.63 on 2, 7.03-7.05 on 1 and "
+        "14.9 on one thread per (bag, column): ideal's step 5.86-5.91 ms on 16 blocks "
+        "against 6.98-7.03 on 4. The grid was chosen on heavy-fused b16384 (1, 2, 4 and 8 "
+        "an SM measured; embedding_sgd.UPDATE_BLOCKS_PER_SM) because 4 leave the SMs room "
+        "for a kernel beside it.",
+        "- **On the default grid the planner's capped choice recovered 112% again** (run "
+        "28, a fourth start: 6.76-6.80 ms against ideal's 6.99-7.03 and gpu-sequential's "
+        "8.87-8.91), its emb_bwd 0.46 ms under ideal's.",
+        "- **On the 16-block grid it did not.** The gap is wider (24.5-24.8%: ideal "
+        "5.86-5.91 ms, gpu-sequential 7.79-7.83), and the same capped choice recovered 12% "
+        "of it (7.59-7.60 ms, two rounds): its kernel spanned 5.25 ms (the pipeline runs "
+        "1.58 ms alone, gpu-sequential's kernel) and ran into the next step (emb_fwd +0.65 "
+        "ms). Uncapped the choice recovered 48%, on 64 SMs 59% (6.64 ms, one round); the "
+        "one kernel at any stage 9% at best, gpu-overlap 5%. Beside the uncapped and the "
+        "64-SM choice the 16-block update again ran faster than alone (3.83 and 3.67 ms "
+        "against 4.00).",
+        "- **So the heavy case's recovery rests on the update's grid.** Against the fastest "
+        "ideal measured (16 blocks), the fastest plan measured with preprocessing (the "
+        "choice on 64 SMs, 16 blocks: 6.64 ms) recovers 59% of the same command's 24.8% "
+        "gap, not three quarters; the capped choice on the default grid (6.78 ms) 55% of "
+        "run 28's. The update's grid is a co-run decision (blocks the update holds are SMs "
+        "the preprocessing cannot have) that neither the planner nor the cost model makes: "
+        "its stage times were profiled on the default grid only.", "",
+        "## Ideal on each grid (runs 27a-27b)", "",
+        f"`--strategies {RUNS['27a']} --repeats 2` (27a) and `--strategies "
+        f"{RUNS['27b']} --repeats 2` (27b), at 44abb959.", "",
+        *grid_rows(), "",
+        "## The plans on the default and the 16-block grid (run 28)", "",
+        f"`--strategies {RUNS['28']} --repeats 2` at 44abb959.", "",
+        *plan_rows("28"), "",
+        "## Every placement on the 16-block grid (run 29)", "",
+        f"`--strategies {RUNS['29']}` (one round) at 1b917aa0. at:<stage>: the whole "
+        "pipeline in one kernel released at that stage; corun-2: the planner's runner-up "
+        "(the same kernel at top_mlp_bwd).", "",
+        *plan_rows("29"), "",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    return fixed_report_main(argv, __doc__, render)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
