@@ -44,6 +44,7 @@ from backend.columns import ColumnData, take_rows
 from backend.cpu_feeder import CpuFeeder, page_lock
 from backend.data import inputs_of, read_criteo, synthetic_inputs
 from backend.distributed import DistributedTrainer, LocalBatch
+from backend.embedding_sgd import UPDATE_BLOCKS_PER_SM
 from backend.faults import faults
 from backend.feed_thread import make_feed
 from backend.fusion import FusedGroup
@@ -151,6 +152,10 @@ class Executor:
         settings.require_cap_alone(self.pre_cap)
         if settings.update_sms:
             self._check_update_sms(settings.update_sms, model)
+        if settings.update_blocks_per_sm is not None and not model.embedding_update.fused:
+            raise SpecError("update_blocks_per_sm", settings.update_blocks_per_sm,
+                            f"unset for model {model.name!r}: its embedding update "
+                            f"({model.embedding_update.value}) is not the fused kernel")
         self.hardware = hardware or hardware_preset("h200", self.world)
         self.sharding = shard_tables(model, self.hardware, plan.table_owner or None)
         self.stages = stages_for(self.world)
@@ -378,6 +383,7 @@ class Executor:
                          self.plan.assembly_stream if s.assembly_stream is None
                          else s.assembly_stream, self.pre_cap)
         self.trainer.begin_run()
+        self.trainer.update_max_blocks = self._update_max_blocks()
         self.trainer.update_stream = self.S.update  # its grid as on every SM: the update
         # waits on its atomics, and fewer blocks in flight slowed it (+0.36 ms at 400 of 528)
         total = s.warmup + s.iterations
@@ -638,6 +644,18 @@ class Executor:
             return 0
         return cap
 
+    def _update_max_blocks(self) -> int | None:
+        """The fused update's grid cap the trainer takes (Trainer.update_max_blocks) from
+        RunSettings.update_blocks_per_sm: None, its default; 0, a thread per bag and
+        column; else that many blocks an SM of this GPU. Set on every run, so a trainer
+        reused across runs takes each run's own."""
+        per_sm = self.settings.update_blocks_per_sm
+        if per_sm is None or self.device.type != "cuda":  # a CPU's update is index_add_
+            return None
+        if per_sm == 0:
+            return 0
+        return per_sm * torch.cuda.get_device_properties(self.device).multi_processor_count
+
     def _check_update_sms(self, update_sms: int, model: Model) -> None:
         """RunSettings.update_sms needs one GPU, a fused embedding update (one kernel to
         place) and SMs left on both sides of the split."""
@@ -694,6 +712,12 @@ class Executor:
                          f"{split.train_sms} (CUDA green contexts, backend/sm_split.py)"
                          + ("; training's other stages on every SM"
                             if self.settings.update_sms else ""))
+        per_sm = self.settings.update_blocks_per_sm
+        if per_sm is not None:
+            notes.append("the fused embedding update on " + (
+                "a thread per bag and column" if per_sm == 0 else f"{per_sm} blocks an SM")
+                + f", not the default {UPDATE_BLOCKS_PER_SM} (RunSettings.update_blocks_per_sm"
+                + ("; ignored on a CPU" if self.device.type != "cuda" else "") + ")")
         if self.host_nodes:
             notes.append(f"{len(self.host_nodes)} op node(s) on {self.settings.cpu_workers} "
                          "host worker process(es), one thread each")

@@ -11,6 +11,9 @@ from spec import SpecError
 MAX_RELEASE_OFFSET_MS = 100.0
 """The longest release_offset_ms (a step of the heavy models is 2-10 ms)."""
 
+MAX_UPDATE_BLOCKS_PER_SM = 64
+"""The most blocks an SM RunSettings.update_blocks_per_sm takes (32 were measured)."""
+
 REGISTER_CAPS = (16, 255)
 """The registers a thread a values kernel may be capped at (values_max_registers)."""
 
@@ -61,6 +64,15 @@ class RunSettings:
     rows' atomics, not on SMs), but the kernel on the other SMs still cost it 0.24-0.35
     ms and hid no more of gpu-sequential's gap than sharing every SM (35% / 66% against
     75% / 66%; bench/results/update_partition_h200.md)."""
+    update_blocks_per_sm: int | None = None
+    """The fused embedding update's grid (Model.embedding_update fused-sgd): None, the
+    trainer's default (backend.embedding_sgd.UPDATE_BLOCKS_PER_SM: 4 blocks an SM, which
+    leave the SMs room for a kernel beside the update); N: N blocks an SM; 0: one thread
+    per (bag, column). Not a planned decision: the cost model's stage times were profiled
+    on the default. On heavy-lean beside heavy-rehash b32768, 16 blocks an SM ran ideal's
+    step in 5.86-5.93 ms against 6.98-7.06 on 4, and left a kernel beside the update no
+    room (bench/results/update_grid_rehash_h200.md). `corun execute
+    --update-blocks-per-sm N` and bench/execute_gpu.py "+ub<N>" / "+uncapped" set it."""
     preprocess_sm_cap: int | None = None
     """None: as the plan says (Plan.preprocess_sm_cap); 0: the preprocessing stream may
     take every SM; N: it is confined to N SMs (a CUDA green context, backend/sm_split.py;
@@ -168,6 +180,12 @@ class RunSettings:
         if not 0 <= self.release_offset_ms <= MAX_RELEASE_OFFSET_MS:
             raise SpecError("release_offset_ms", self.release_offset_ms,
                             f"ms in 0..{MAX_RELEASE_OFFSET_MS:g}")
+        if self.update_blocks_per_sm is not None and not (
+                isinstance(self.update_blocks_per_sm, int)
+                and 0 <= self.update_blocks_per_sm <= MAX_UPDATE_BLOCKS_PER_SM):
+            raise SpecError("update_blocks_per_sm", self.update_blocks_per_sm,
+                            "None (the trainer's default), 0 (a thread per bag and column) "
+                            f"or an integer in 1..{MAX_UPDATE_BLOCKS_PER_SM}")
         if self.preprocess_sm_cap is not None and not (
                 isinstance(self.preprocess_sm_cap, int) and self.preprocess_sm_cap >= 0):
             raise SpecError("preprocess_sm_cap", self.preprocess_sm_cap,

@@ -291,7 +291,7 @@ def run_case(pipe_name: str, batch: int, label: str, args, trainers: dict, hw,
     # one by one, not replayed as CUDA graphs (RunSettings.preprocess_graphs); "+uncapped":
     # the fused embedding update with one thread per bag and column, not
     # embedding_sgd.UPDATE_BLOCKS_PER_SM blocks an SM (one GPU), "+ub<N>" on N blocks an
-    # SM (N >= 1); "+rowgrid": the batch's
+    # SM (N >= 1; both RunSettings.update_blocks_per_sm); "+rowgrid": the batch's
     # assembly kernel on a thread a row, not about ASSEMBLY_IDS_PER_THREAD ids a thread;
     # "+ipt<N>": about N ids a thread (RunSettings.assembly_ids_per_thread);
     # "+u<N>": each fused values kernel computes N list elements a thread side by side
@@ -340,6 +340,7 @@ def run_case(pipe_name: str, batch: int, label: str, args, trainers: dict, hw,
         if x.startswith("ipt") and x[3:].isdigit():
             ids_per_thread = int(x[3:])
     assembly_stream = True if "own" in suffixes else False if "behind" in suffixes else None
+    update_grid = 0 if "uncapped" in suffixes else update_blocks_per_sm(suffixes)
     settings = RunSettings(args.iterations, args.warmup, args.distinct_batches, check,
                            0, None, workers, early_assembly="late" not in suffixes,
                            preprocess_sms=pre_sms, update_sms=update_sms,
@@ -352,7 +353,8 @@ def run_case(pipe_name: str, batch: int, label: str, args, trainers: dict, hw,
                            values_max_registers=suffix_number(
                                suffixes, "r", RunSettings.values_max_registers),
                            release_offset_ms=release_offset_ms(suffixes) or 0.0,
-                           assembly_stream=assembly_stream)
+                           assembly_stream=assembly_stream,
+                           update_blocks_per_sm=update_grid)
     device = "cpu" if args.dry_run else f"cuda:{int(os.environ.get('LOCAL_RANK', '0'))}"
     key = (model.name, model.cuda_graphs)
     if hw.gpu_count > 1:  # each plan shards (and owner-maps) its own way: build per case
@@ -363,12 +365,6 @@ def run_case(pipe_name: str, batch: int, label: str, args, trainers: dict, hw,
         if device != "cpu":
             torch.cuda.empty_cache()
         trainers[key] = make_trainer(model, device, 0)
-    if key in trainers:
-        trainers[key].update_max_blocks = 0 if "uncapped" in suffixes else None
-        per_sm = update_blocks_per_sm(suffixes)  # "+ub<N>": the update on N blocks an SM
-        if per_sm is not None and device != "cpu":
-            sms = torch.cuda.get_device_properties(device).multi_processor_count
-            trainers[key].update_max_blocks = per_sm * sms
     replay = strategy is not None and strategy.kind is StrategyKind.IDEAL
     ex = Executor(model, pipeline, plan, label, settings, device, replay,
                   command=" ".join(["python", *sys.argv]), trainer=trainers.get(key),

@@ -44,6 +44,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "training kernels cannot take the SMs the next one needs; 0: every SM "
                    "(default: as the plan says, Plan.preprocess_sm_cap; a cap issues the "
                    "batches call by call, as --no-batch-graphs)")
+    p.add_argument("--update-blocks-per-sm", type=int, metavar="N",
+                   help="the fused embedding update on N blocks an SM, 0: a thread per bag "
+                   "and column (default: the trainer's, 4; models with the fused update "
+                   "only; the cost model's stage times were profiled on the default: "
+                   "heavy-lean b32768's ideal ran 16%% faster on 16, "
+                   "bench/results/update_grid_rehash_h200.md)")
     p.add_argument("--feed-thread", action="store_true",
                    help="an experiment: each step's batch work (build, check and stage the "
                    "batches around it) on a second host thread during the step's backward "
@@ -98,7 +104,8 @@ def build(args: argparse.Namespace):
                            feed_thread=args.feed_thread, check_timed=args.check_timed,
                            assembly_stream=None if args.assembly_stream is None
                            else args.assembly_stream == "own",
-                           preprocess_sm_cap=args.preprocess_sm_cap)
+                           preprocess_sm_cap=args.preprocess_sm_cap,
+                           update_blocks_per_sm=args.update_blocks_per_sm)
     rank = int(os.environ.get("RANK", "0"))
     quiet = args.quiet or rank != 0
     say = progress(quiet)

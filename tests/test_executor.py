@@ -582,3 +582,62 @@ def test_a_preprocessing_sm_cap_on_the_cpu_is_refused_before_anything_is_written
                    "--preprocess-sm-cap", "64") != 0
     assert "preprocess_sm_cap = 64: 0 on a CPU or several GPUs" in capsys.readouterr().err
     assert not out.exists()
+
+
+def test_the_update_grid_is_refused_for_a_model_without_the_fused_update(
+        workload, tmp_path, capsys):
+    """`--update-blocks-per-sm N` sets the fused embedding update's grid; the small kaggle
+    model updates its tables through autograd, so the error names the setting and why,
+    and no measurement is written."""
+    out = tmp_path / "m.json"
+    assert execute(workload, out, "--strategy", "ideal", "--update-blocks-per-sm", "16") != 0
+    err = capsys.readouterr().err
+    assert "update_blocks_per_sm = 16" in err and "not the fused kernel" in err
+    assert not out.exists()
+
+
+def test_the_update_grid_runs_and_is_noted(workload, tmp_path):
+    """With the fused update the setting runs (on a CPU the update is index_add_, so the
+    note says the grid was ignored there) and the measurement says which grid ran."""
+    d, _, _ = workload
+    model = load(spec.Model, d / "model.json")
+    fused = replace(model, name="small-fused", optimizer=spec.Optimizer.SGD,
+                    embedding_update=spec.EmbeddingUpdate.FUSED_SGD)
+    save(fused, tmp_path / "model.json")
+    out = tmp_path / "m.json"
+    assert main(["execute", "--strategy", "gpu-sequential", "--model",
+                 str(tmp_path / "model.json"), "--pipeline", str(d / "pipeline.json"),
+                 "--device", "cpu", "--iterations", str(ITERS), "--warmup", str(WARMUP),
+                 "--distinct-batches", "2", "--update-blocks-per-sm", "16", "--quiet",
+                 "-o", str(out)]) == 0
+    notes = load(Measurement, out).notes
+    assert any(n.startswith("the fused embedding update on 16 blocks an SM, not the "
+                            "default 4") and "ignored on a CPU" in n for n in notes)
+
+
+def test_the_update_grid_becomes_the_trainer_s_block_cap(monkeypatch):
+    """Executor._update_max_blocks: N blocks an SM of this GPU, 0 a thread per bag and
+    column, unset the trainer's default; on a CPU always the default."""
+    from types import SimpleNamespace
+
+    from backend.executor import Executor
+    from backend.settings import RunSettings
+
+    monkeypatch.setattr(torch.cuda, "get_device_properties",
+                        lambda device: SimpleNamespace(multi_processor_count=132))
+    for per_sm, want in ((16, 2112), (0, 0), (None, None)):
+        fake = SimpleNamespace(settings=RunSettings(update_blocks_per_sm=per_sm),
+                               device=torch.device("cuda:0"))
+        assert Executor._update_max_blocks(fake) == want
+    cpu = SimpleNamespace(settings=RunSettings(update_blocks_per_sm=16),
+                          device=torch.device("cpu"))
+    assert Executor._update_max_blocks(cpu) is None
+
+
+@pytest.mark.parametrize("value", [-1, 65])
+def test_the_update_grid_names_its_range(value):
+    from backend.settings import RunSettings
+
+    with pytest.raises(spec.SpecError) as e:
+        RunSettings(update_blocks_per_sm=value)
+    assert e.value.field == "update_blocks_per_sm" and "1..64" in str(e.value)
