@@ -152,8 +152,13 @@ class Executor:
         settings.require_cap_alone(self.pre_cap)
         if settings.update_sms:
             self._check_update_sms(settings.update_sms, model)
-        if settings.update_blocks_per_sm is not None and not model.embedding_update.fused:
-            raise SpecError("update_blocks_per_sm", settings.update_blocks_per_sm,
+        self.update_grid = settings.update_blocks_per_sm
+        """The fused update's blocks an SM (0: a thread per bag and column; None: the
+        trainer's default): the settings', else the plan's (its 0: the default)."""
+        if self.update_grid is None:
+            self.update_grid = plan.update_blocks_per_sm or None
+        if self.update_grid is not None and not model.embedding_update.fused:
+            raise SpecError("update_blocks_per_sm", self.update_grid,
                             f"unset for model {model.name!r}: its embedding update "
                             f"({model.embedding_update.value}) is not the fused kernel")
         self.hardware = hardware or hardware_preset("h200", self.world)
@@ -646,10 +651,10 @@ class Executor:
 
     def _update_max_blocks(self) -> int | None:
         """The fused update's grid cap the trainer takes (Trainer.update_max_blocks) from
-        RunSettings.update_blocks_per_sm: None, its default; 0, a thread per bag and
-        column; else that many blocks an SM of this GPU. Set on every run, so a trainer
-        reused across runs takes each run's own."""
-        per_sm = self.settings.update_blocks_per_sm
+        `update_grid`: None, its default; 0, a thread per bag and column; else that many
+        blocks an SM of this GPU. Set on every run, so a trainer reused across runs takes
+        each run's own."""
+        per_sm = self.update_grid
         if per_sm is None or self.device.type != "cuda":  # a CPU's update is index_add_
             return None
         if per_sm == 0:
@@ -712,11 +717,11 @@ class Executor:
                          f"{split.train_sms} (CUDA green contexts, backend/sm_split.py)"
                          + ("; training's other stages on every SM"
                             if self.settings.update_sms else ""))
-        per_sm = self.settings.update_blocks_per_sm
+        per_sm = self.update_grid
         if per_sm is not None:
             notes.append("the fused embedding update on " + (
                 "a thread per bag and column" if per_sm == 0 else f"{per_sm} blocks an SM")
-                + f", not the default {UPDATE_BLOCKS_PER_SM} (RunSettings.update_blocks_per_sm"
+                + f", not the default {UPDATE_BLOCKS_PER_SM} (update_blocks_per_sm"
                 + ("; ignored on a CPU" if self.device.type != "cuda" else "") + ")")
         if self.host_nodes:
             notes.append(f"{len(self.host_nodes)} op node(s) on {self.settings.cpu_workers} "

@@ -7,12 +7,10 @@ from dataclasses import dataclass
 
 from backend.codegen import MAX_UNROLL
 from spec import SpecError
+from spec.plan import MAX_UPDATE_BLOCKS_PER_SM
 
 MAX_RELEASE_OFFSET_MS = 100.0
 """The longest release_offset_ms (a step of the heavy models is 2-10 ms)."""
-
-MAX_UPDATE_BLOCKS_PER_SM = 64
-"""The most blocks an SM RunSettings.update_blocks_per_sm takes (32 were measured)."""
 
 REGISTER_CAPS = (16, 255)
 """The registers a thread a values kernel may be capped at (values_max_registers)."""
@@ -65,13 +63,11 @@ class RunSettings:
     ms and hid no more of gpu-sequential's gap than sharing every SM (35% / 66% against
     75% / 66%; bench/results/update_partition_h200.md)."""
     update_blocks_per_sm: int | None = None
-    """The fused embedding update's grid (Model.embedding_update fused-sgd): None, the
-    trainer's default (backend.embedding_sgd.UPDATE_BLOCKS_PER_SM: 4 blocks an SM, which
-    leave the SMs room for a kernel beside the update); N: N blocks an SM; 0: one thread
-    per (bag, column). Not a planned decision: the cost model's stage times were profiled
-    on the default. On heavy-lean beside heavy-rehash b32768, 16 blocks an SM ran ideal's
-    step in 5.86-5.93 ms against 6.98-7.06 on 4, and left a kernel beside the update no
-    room (bench/results/update_grid_rehash_h200.md). `corun execute
+    """The fused embedding update's grid (Model.embedding_update fused-sgd): None, as the
+    plan says (Plan.update_blocks_per_sm; its 0 is the trainer's default,
+    backend.embedding_sgd.UPDATE_BLOCKS_PER_SM: 4 blocks an SM); N: N blocks an SM; 0:
+    one thread per (bag, column), an experiment (14.9 ms against 5.1 at heavy-lean
+    b32768, bench/results/update_grid_rehash_h200.md). `corun execute
     --update-blocks-per-sm N` and bench/execute_gpu.py "+ub<N>" / "+uncapped" set it."""
     preprocess_sm_cap: int | None = None
     """None: as the plan says (Plan.preprocess_sm_cap); 0: the preprocessing stream may

@@ -17,8 +17,13 @@ shapes, the decision the cost model is least sure of (`launch_variants`;
 other way, on a stream of their own or behind the kernels (`stream_variant`;
 `--no-stream-variant` leaves it out), and with its preprocessing confined to each of a
 few caps of SMs while training keeps every SM, and on every SM, less the way the plan
-runs (`cap_variants`; `--no-cap-variant` leaves them out). The simulator models neither
-of the last two: their predictions are the chosen plan's.
+runs (`cap_variants`; `--no-cap-variant` leaves them out). For a model with the fused
+embedding update, ideal, gpu-sequential, the chosen plan and its cap variants also run
+with the update on each of a few other grids (`grid_variants`, spec.plan.UPDATE_GRIDS;
+`--no-grid-variant` leaves them out): the faster grid's ideal shows what the trainer can
+do alone, and the plans on it whether its preprocessing still finds room. The simulator
+models none of the last three: their predictions are the chosen plan's (a baseline's
+grid variants: the baseline's).
 """
 
 from __future__ import annotations
@@ -32,7 +37,7 @@ from pathlib import Path
 
 from corun.workload import add_run_arguments, int_list, require_seconds
 from spec import SpecError
-from spec.plan import CAP_SHARES, cap_sms
+from spec.plan import CAP_SHARES, MAX_UPDATE_BLOCKS_PER_SM, UPDATE_GRIDS, cap_sms
 
 BASELINES = ("ideal", "gpu-sequential", "gpu-overlap")
 MAX_ROUNDS = 50
@@ -74,6 +79,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                        help=f"leave out the folder's chosen plan {what}, which runs by "
                        f"default where corun does: named {named}, predicted as the chosen "
                        "plan was")
+    p.add_argument("--no-grid-variant", dest="grid_variant", action="store_false",
+                   help="leave out ideal, gpu-sequential, the chosen plan and its cap "
+                   "variants with the fused embedding update on each of --update-grids "
+                   "blocks an SM (Plan.update_blocks_per_sm), which run by default for a "
+                   "model with the fused update: named ideal+ub<N>, gpu-sequential+ub<N> "
+                   "and <plan>-ub<N>, predicted as the plan on the default grid")
+    p.add_argument("--update-grids", metavar="N[,N...]",
+                   help="those grids, in blocks an SM (default: "
+                   + ",".join(map(str, UPDATE_GRIDS)) + "; the trainer's own is 4; "
+                   "spec.plan.UPDATE_GRIDS)")
     p.add_argument("--cap-sms", metavar="N[,N...]",
                    help="the caps of those variants, in SMs (default: three quarters and "
                    "half of the GPU's, rounded down to the green contexts' 8: 96,64 on an "
@@ -220,6 +235,16 @@ def _tune(args, folder: Path, work: Workload, strategies: list[str]) -> int:
         strategies = strategies + list(variants)
         say(f"predicting {len(variants)} variant(s) of the chosen plan ...")
         predicted = variant_predictions(folder, chosen, variants, hw, model, pipeline)
+    grids = update_grids(args)
+    if grids and args.grid_variant and model.embedding_update.fused:
+        gridded = grid_variants({s: plans[s] for s in strategies if s in BASELINES[:2]
+                                 or s == "corun" or s.startswith("corun-cap")
+                                 or s == "corun-uncapped"}, grids)
+        for name, plan in gridded.items():
+            base = name.split("+")[0] if "+" in name else name.rsplit("-ub", 1)[0]
+            plans[name], kinds[name] = plan, kinds[base]
+            predicted[name] = grid_prediction(folder, base, name, predicted)
+        strategies = strategies + list(gridded)
     base = RunSettings(args.iterations, args.warmup, args.distinct_batches, args.check,
                        args.seed, check_timed=args.check_timed)  # checked before any write
     out = Path(args.out)
@@ -360,6 +385,50 @@ def cap_variants(chosen, taken, caps: tuple[int, ...]) -> dict:
     return out
 
 
+def update_grids(args: argparse.Namespace) -> tuple[int, ...]:
+    """The fused update's grids the grid variants run on (--update-grids, else
+    UPDATE_GRIDS), each checked against the range Plan.update_blocks_per_sm takes."""
+    grids = UPDATE_GRIDS if args.update_grids is None else tuple(
+        int_list(args.update_grids, "--update-grids"))
+    for n in grids:
+        if not 1 <= n <= MAX_UPDATE_BLOCKS_PER_SM:
+            raise SpecError("--update-grids", n,
+                            f"integers in [1, {MAX_UPDATE_BLOCKS_PER_SM}] (blocks an SM)")
+    return grids
+
+
+def grid_variants(plans: dict, grids: tuple[int, ...]) -> dict:
+    """Each of `plans` (name -> Plan) with the fused embedding update on each of `grids`
+    blocks an SM (Plan.update_blocks_per_sm), by name: "<baseline>+ub<N>" for ideal and
+    gpu-sequential (ideal's variant, like ideal, never counts as a round's fastest),
+    "<plan>-ub<N>" for the others, less those already on that grid. On heavy-lean beside
+    heavy-rehash b32768 the update ran 1.1 ms faster on 16 blocks an SM than on the
+    trainer's 4 and the capped choice's preprocessing then found no room, while on 64
+    SMs it did best of all (bench/results/update_grid_rehash_h200.md)."""
+    out = {}
+    for n in grids:
+        for name, plan in plans.items():
+            if plan.update_blocks_per_sm != n:
+                out[f"{name}+ub{n}" if name in BASELINES else f"{name}-ub{n}"] = replace(
+                    plan, update_blocks_per_sm=n)
+    return out
+
+
+def grid_prediction(folder: Path, base: str, name: str, predicted: dict):
+    """A grid variant's Prediction: its base strategy's (the folder's file or a variant's
+    in `predicted`) under the variant's name, with a caution: the simulator does not
+    model the grid."""
+    from sim.scenario import CAUTION
+
+    p = strategy_prediction(folder, base, predicted)
+    if p is None:
+        return None
+    grid = name.rsplit("ub", 1)[1]
+    return replace(p, strategy=name, notes=(*p.notes, CAUTION + (
+        f"run with the fused embedding update on {grid} blocks an SM, which is not "
+        f"simulated: predicted as {base} on the default grid")))
+
+
 def variant_predictions(folder: Path, chosen, variants: dict, hw, model, pipeline) -> dict:
     """Each variant's Prediction (named as the variant), simulated as `corun simulate`
     would and scaled by the folder's prediction for its `chosen` plan over the same
@@ -397,7 +466,7 @@ def summarise(rounds: dict[int, dict], folder: Path, strategies: list[str],
     for plans the folder does not hold); the predicted and
     measured ranks of the strategies other than ideal; the measured fastest, and whether
     it is the one the planner chose."""
-    from reports.rounds import IDEAL, round_stats
+    from reports.rounds import is_ideal, round_stats
 
     stats = round_stats({r: {s: m[s].mean_iteration_ms for s in strategies}
                          for r, m in rounds.items()})
@@ -408,7 +477,7 @@ def summarise(rounds: dict[int, dict], folder: Path, strategies: list[str],
         step = median_round(rounds, st.strategy).iteration.median_ms
         rows.append({**asdict(st), "median_step_ms": step, "predicted_ms": ms,
                      "error_pct": None if ms is None else 100 * (ms - st.median_ms) / st.median_ms})
-    ranked = [r for r in rows if r["strategy"] != IDEAL]
+    ranked = [r for r in rows if not is_ideal(r["strategy"])]
     by_measured = sorted(ranked, key=lambda r: r["median_ms"])
     by_predicted = sorted((r for r in ranked if r["predicted_ms"] is not None),
                           key=lambda r: (round(r["predicted_ms"], 4),
@@ -455,14 +524,14 @@ def _pct(x: float | None, fmt: str = "{:.1f}%") -> str:
 
 def render(summary: dict) -> str:
     from corun.format import table
-    from reports.rounds import IDEAL, SEQUENTIAL
+    from reports.rounds import SEQUENTIAL, is_ideal
 
     rows = [[r["strategy"], r["rounds"],
              f"{r['median_ms']:.3f} ({r['min_ms']:.3f}-{r['max_ms']:.3f})",
              "-" if r.get("median_step_ms") is None else f"{r['median_step_ms']:.3f}",
              _pct(r["of_ideal_pct"]), "-" if r["wins"] is None else r["wins"],
-             _pct(r["recovered_pct"], "{:.0f}%") if r["strategy"] not in
-             (IDEAL, SEQUENTIAL) else "-",
+             _pct(r["recovered_pct"], "{:.0f}%") if not is_ideal(r["strategy"])
+             and r["strategy"] != SEQUENTIAL else "-",
              "-" if r["predicted_ms"] is None else f"{r['predicted_ms']:.3f}",
              _pct(r["error_pct"], "{:+.1f}%"), r.get("predicted_rank", "-"),
              r.get("measured_rank", "-")] for r in summary["rows"]]

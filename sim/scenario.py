@@ -599,6 +599,12 @@ def compile_scenario(sc: Scenario, cm: CostModel) -> Compiled:
                      "in 9 commands: on 96 SMs -9.7% to +6.2% from their predictions, on "
                      "every SM -17.6% to +3.2%, 6 of 9 within 5% each way; "
                      "bench/results/sm_cap_h200.md)")
+    if plan.update_blocks_per_sm:
+        notes.append(CAUTION + f"the plan runs the fused embedding update on "
+                     f"{plan.update_blocks_per_sm} blocks an SM (Plan.update_blocks_per_sm), "
+                     "which is not simulated: the stage times are the default grid's (4 an "
+                     "SM; on the H200 heavy-lean b32768's ideal ran 5.86-5.93 ms on 16 "
+                     "against 6.98-7.06 on 4, bench/results/update_grid_rehash_h200.md)")
     return Compiled(sc, plan, sharding, gpus, cpu_ms, cm.name, notes)
 
 

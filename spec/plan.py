@@ -88,6 +88,16 @@ def default_cap_sms(sm_count: int) -> int:
     return cap_sms(sm_count, CAP_SHARES[0])
 
 
+MAX_UPDATE_BLOCKS_PER_SM = 64
+"""The most blocks an SM the fused embedding update's grid takes (32 were measured)."""
+
+UPDATE_GRIDS = (16,)
+"""The fused embedding update's grids, in blocks an SM, `corun tune` measures beside the
+trainer's default (4). On heavy-lean beside heavy-rehash b32768 (bench/results/
+update_grid_rehash_h200.md) emb_bwd took 5.08-5.17 ms on 4, 4.93-5.01 on 8, 3.96-4.06 on
+16 and 4.61 on 32."""
+
+
 @dataclass(frozen=True)
 class Plan:
     """A complete preprocessing plan for one pipeline on `gpu_count` GPUs."""
@@ -139,6 +149,16 @@ class Plan:
     planner caps a plan whose kernel can race the training stages
     (planner/sm_cap.py); `corun tune` measures the chosen plan at the other CAP_SHARES
     and on every SM (tune_cmd.cap_variants); the simulator does not model the cap."""
+    update_blocks_per_sm: int = 0
+    """The fused embedding update's grid in blocks an SM (Model.embedding_update
+    fused-sgd); 0: the trainer's default (backend.embedding_sgd.UPDATE_BLOCKS_PER_SM, 4,
+    which leave the SMs room for a kernel beside the update). Heavy-lean beside
+    heavy-rehash b32768 ran ideal's step in 5.86-5.93 ms on 16 against 6.98-7.06 on 4,
+    and its best plan measured, on 64 SMs with the update on 16, in 6.64-6.68 ms against
+    the capped choice's 6.78-6.84 on 4 (bench/results/update_grid_rehash_h200.md). The
+    planner leaves it at 0 (the cost model's stage times are the default grid's);
+    `corun tune` measures the chosen plan on UPDATE_GRIDS (tune_cmd.grid_variants); the
+    simulator does not model it."""
 
     def __post_init__(self) -> None:
         require_int_range("gpu_count", self.gpu_count, 1, 4096)
@@ -153,6 +173,9 @@ class Plan:
             require_int_range("preprocess_sm_cap", self.preprocess_sm_cap, 8, 4096)
             require(self.gpu_count == 1, "preprocess_sm_cap", self.preprocess_sm_cap,
                     "0 with several GPUs (it confines one GPU's preprocessing stream)")
+        if self.update_blocks_per_sm != 0:
+            require_int_range("update_blocks_per_sm", self.update_blocks_per_sm, 1,
+                              MAX_UPDATE_BLOCKS_PER_SM)
         if self.batch_per_gpu is not None:
             require_int_range("batch_per_gpu", self.batch_per_gpu, 1, MAX_BATCH_PER_GPU)
         names = [k.name for k in self.kernels]

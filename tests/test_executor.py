@@ -621,16 +621,13 @@ def test_the_update_grid_becomes_the_trainer_s_block_cap(monkeypatch):
     from types import SimpleNamespace
 
     from backend.executor import Executor
-    from backend.settings import RunSettings
 
     monkeypatch.setattr(torch.cuda, "get_device_properties",
                         lambda device: SimpleNamespace(multi_processor_count=132))
     for per_sm, want in ((16, 2112), (0, 0), (None, None)):
-        fake = SimpleNamespace(settings=RunSettings(update_blocks_per_sm=per_sm),
-                               device=torch.device("cuda:0"))
+        fake = SimpleNamespace(update_grid=per_sm, device=torch.device("cuda:0"))
         assert Executor._update_max_blocks(fake) == want
-    cpu = SimpleNamespace(settings=RunSettings(update_blocks_per_sm=16),
-                          device=torch.device("cpu"))
+    cpu = SimpleNamespace(update_grid=16, device=torch.device("cpu"))
     assert Executor._update_max_blocks(cpu) is None
 
 

@@ -690,6 +690,30 @@ def test_a_plan_s_sm_cap_is_predicted_as_on_every_sm_and_says_so():
     assert len(preds[1].notes) == len(preds[0].notes) + 1
 
 
+def test_a_plan_s_update_grid_is_predicted_as_on_the_default_grid_and_says_so():
+    """Plan.update_blocks_per_sm is not simulated either: the same prediction, with a
+    caution; out of its range it is refused, naming the field."""
+    from dataclasses import replace
+
+    import spec
+    from sim import Scenario, Strategy, StrategyKind, simulate
+    from spec import hardware_preset, model_preset, one_kernel_plan, pipeline_preset
+
+    model, pipeline = model_preset("heavy-lean"), pipeline_preset("heavy-small")
+    model = replace(model, batch_per_gpu=1024)
+    plan = one_kernel_plan(pipeline, model.name, 1, "top_mlp_fwd", 64, 256)
+    preds = [simulate(Scenario(hardware_preset("h200", 1), model, pipeline,
+                               Strategy(StrategyKind.PLAN, plan=p), iterations=4, warmup=1),
+                      commit="t").prediction
+             for p in (plan, replace(plan, update_blocks_per_sm=16))]
+    assert preds[1].mean_iteration_ms == preds[0].mean_iteration_ms
+    assert [n for n in preds[1].notes if n not in preds[0].notes] == [
+        n for n in preds[1].notes if "update on 16 blocks an SM" in n]
+    with pytest.raises(spec.SpecError) as e:
+        replace(plan, update_blocks_per_sm=65)
+    assert e.value.field == "update_blocks_per_sm" and "64" in str(e.value)
+
+
 def test_a_long_eager_kernel_that_can_fill_every_sm_gets_the_cap_hint():
     """Eager heavy-rehash b32768's committed choice (198 blocks, ~3 ms alone) is hinted
     to cap its SMs; the same plan capped, the same kernel as gpu-overlap's, and a short

@@ -363,3 +363,73 @@ def test_strategies_predicted_alike_are_named_under_the_table():
         if r.get("predicted_ms") is not None:
             r["predicted_ms"] += 0.01 * r.get("predicted_rank", 0)
     assert tie_line(summary) is None
+
+
+def test_the_grid_variants_run_the_baselines_and_the_plans_on_other_update_grids(folder):
+    from dataclasses import replace
+
+    from corun.tune_cmd import grid_variants
+
+    plan = load(Plan, folder / "plans" / "plan.json")
+    capped = replace(plan, preprocess_sm_cap=64)
+    ideal = replace(plan, kernels=())
+    variants = grid_variants({"ideal": ideal, "corun": plan, "corun-cap64": capped}, (16, 8))
+    assert variants == {"ideal+ub16": replace(ideal, update_blocks_per_sm=16),
+                        "corun-ub16": replace(plan, update_blocks_per_sm=16),
+                        "corun-cap64-ub16": replace(capped, update_blocks_per_sm=16),
+                        "ideal+ub8": replace(ideal, update_blocks_per_sm=8),
+                        "corun-ub8": replace(plan, update_blocks_per_sm=8),
+                        "corun-cap64-ub8": replace(capped, update_blocks_per_sm=8)}
+    on16 = replace(plan, update_blocks_per_sm=16)  # a plan already on a grid: not again
+    assert grid_variants({"corun": on16}, (16,)) == {}
+
+
+@pytest.fixture(scope="module")
+def fused_model(folder):
+    """The folder's model with the fused embedding update (and the SGD it applies)."""
+    from dataclasses import replace
+
+    import spec
+
+    model = load(spec.Model, folder / "model.json")
+    fused = folder / "fused-model.json"
+    spec.save(replace(model, optimizer=spec.Optimizer.SGD,
+                      embedding_update=spec.EmbeddingUpdate.FUSED_SGD), fused)
+    return fused
+
+
+def test_a_fused_update_s_model_is_tuned_on_the_other_grid_too(folder, fused_model, tmp_path):
+    """With the fused update, ideal, gpu-sequential and the chosen plan also run on
+    UPDATE_GRIDS (16 blocks an SM): ideal's variant is never the fastest, each variant's
+    prediction is its base's with a caution, and the grid rides in the plan."""
+    out = tmp_path / "tuned"
+    assert main(["tune", str(folder / "plans"), "--model", str(fused_model), "--pipeline",
+                 str(folder / "pipeline.json"), "--device", "cpu", "--iterations", "3",
+                 "--warmup", "1", "--distinct-batches", "2", "--quiet", "--rounds", "1",
+                 "--no-launch-steps", "--no-lead-variant", "--no-stream-variant",
+                 "--no-cap-variant", "-o", str(out)]) == 0
+    summary = json.loads((out / "tune.json").read_text())
+    rows = {r["strategy"]: r for r in summary["rows"]}
+    assert list(rows) == ["ideal", "gpu-sequential", "corun", "corun-2", "ideal+ub16",
+                          "gpu-sequential+ub16", "corun-ub16"]
+    assert rows["ideal+ub16"]["wins"] is None and "measured_rank" not in rows["ideal+ub16"]
+    assert summary["measured_best"] not in ("ideal", "ideal+ub16")
+    m = load(Measurement, out / "rounds" / "corun-ub16-r1.json")
+    assert any(n.startswith("the fused embedding update on 16 blocks an SM") for n in m.notes)
+    tuned = load(Plan, out / "tuned.json")  # the grid rides in the kept plan
+    assert tuned.update_blocks_per_sm == (16 if summary["measured_best"].endswith("-ub16")
+                                          or summary["measured_best"].endswith("+ub16") else 0)
+    pred = load(Prediction, out / "prediction-corun-ub16.json")
+    base = load(Prediction, folder / "plans" / "prediction-corun.json")
+    assert pred.strategy == "corun-ub16" and pred.mean_iteration_ms == base.mean_iteration_ms
+    assert "16 blocks an SM, which is not simulated" in pred.notes[-1]
+
+
+def test_update_grids_out_of_range_are_refused_before_anything_is_written(
+        folder, fused_model, tmp_path, capsys):
+    out = tmp_path / "tuned"
+    assert main(["tune", str(folder / "plans"), "--model", str(fused_model), "--pipeline",
+                 str(folder / "pipeline.json"), "--device", "cpu", "--quiet",
+                 "--update-grids", "16,65", "-o", str(out)]) == 2
+    assert "--update-grids = 65: integers in [1, 64]" in capsys.readouterr().err
+    assert not out.exists()
