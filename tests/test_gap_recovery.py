@@ -40,6 +40,16 @@ def test_the_gap_and_the_fastest_plan_like_strategy_per_round(tmp_path):
     assert p.graphed and not p.compared and p.on_target
 
 
+def test_a_plan_on_another_update_grid_is_not_against_the_default_grid_s_gap(tmp_path):
+    """"+ub<N>" / "+uncapped" (and tune's "-ub<N>") train with the fused update on
+    another grid, whose own ideal is another: not a plan-like strategy of this gap."""
+    cases = [case("ideal", 4.0, 0), case("gpu-sequential", 5.0, 0),
+             case("corun+cap96", 4.5, 0), case("corun+cap64+ub16", 3.8, 0),
+             case("corun-cap64-ub16", 3.8, 0), case("corun+uncapped", 3.9, 0)]
+    [p] = execute_points(record(tmp_path, cases))
+    assert p.best == "corun+cap96" and p.best_recovered_pct == pytest.approx(50.0)
+
+
 def test_a_compared_run_is_marked_and_a_record_without_a_gap_gives_no_point(tmp_path):
     compared = (f"h2d and assemble are listed with the stages; {CHECKED_EVERY}",)
     [p] = execute_points(record(tmp_path, [
