@@ -2,6 +2,7 @@
 rendered from the committed records, each run by its throughput beside its median step."""
 
 from bench.assembly_stream_report import AB, execute_rows, main, records
+from tests.report_files import written_report
 
 
 def test_a_run_counts_by_its_throughput_and_its_held_steps():
@@ -17,12 +18,8 @@ def test_a_run_counts_by_its_throughput_and_its_held_steps():
 
 
 def test_the_report_is_written_whole(tmp_path):
-    out = tmp_path / "r.md"
-    assert main(["-o", str(out)]) == 0
-    text = out.read_text()
-    for heading in ("## Summary", "## Each heavy choice both ways",
-                    "## The same with 32 hardware queues",
-                    "### kaggle, batch 4096 (bench/results/raw/assembly_queues_run17/"
-                    "matrix-queues32.json.gz)"):
-        assert heading in text
+    text = written_report(main, tmp_path / "r.md", (
+        "## Summary", "## Each heavy choice both ways", "## The same with 32 hardware queues",
+        "### kaggle, batch 4096 (bench/results/raw/assembly_queues_run17/"
+        "matrix-queues32.json.gz)"))
     assert "| corun+behind (predicted here) | 2 | 2.281 (2.280-2.281) | 99.6%" in text

@@ -671,44 +671,40 @@ def test_a_plan_that_has_not_settled_is_simulated_again_after_a_longer_warm_up(m
     assert warmups == [2]
 
 
-def test_a_plan_s_sm_cap_is_predicted_as_on_every_sm_and_says_so():
-    """Plan.preprocess_sm_cap is not simulated: the same prediction, with a caution."""
+@pytest.mark.parametrize("model_name,pipeline_name,field,value,said", [
+    ("criteo-kaggle", "kaggle", "preprocess_sm_cap", 96, "confines its preprocessing to 96 SMs"),
+    ("heavy-lean", "heavy-small", "update_blocks_per_sm", 16, "update on 16 blocks an SM"),
+])
+def test_a_plan_decision_the_simulator_does_not_model_is_predicted_alike_and_said(
+        model_name, pipeline_name, field, value, said):
+    """Plan.preprocess_sm_cap and Plan.update_blocks_per_sm are not simulated: the same
+    prediction as without them, with one caution more."""
     from dataclasses import replace
 
     from sim import Scenario, Strategy, StrategyKind, simulate
     from spec import hardware_preset, model_preset, one_kernel_plan, pipeline_preset
 
-    model, pipeline = model_preset("criteo-kaggle"), pipeline_preset("kaggle")
+    model = replace(model_preset(model_name), batch_per_gpu=1024)
+    pipeline = pipeline_preset(pipeline_name)
     plan = one_kernel_plan(pipeline, model.name, 1, "top_mlp_fwd", 64, 256)
     preds = [simulate(Scenario(hardware_preset("h200", 1), model, pipeline,
                                Strategy(StrategyKind.PLAN, plan=p), iterations=4, warmup=1),
                       commit="t").prediction
-             for p in (plan, replace(plan, preprocess_sm_cap=96))]
+             for p in (plan, replace(plan, **{field: value}))]
     assert preds[1].mean_iteration_ms == preds[0].mean_iteration_ms
     assert [n for n in preds[1].notes if n not in preds[0].notes] == [
-        n for n in preds[1].notes if "confines its preprocessing to 96 SMs" in n]
+        n for n in preds[1].notes if said in n]
     assert len(preds[1].notes) == len(preds[0].notes) + 1
 
 
-def test_a_plan_s_update_grid_is_predicted_as_on_the_default_grid_and_says_so():
-    """Plan.update_blocks_per_sm is not simulated either: the same prediction, with a
-    caution; out of its range it is refused, naming the field."""
+def test_a_plan_s_update_grid_names_its_range():
     from dataclasses import replace
 
     import spec
-    from sim import Scenario, Strategy, StrategyKind, simulate
-    from spec import hardware_preset, model_preset, one_kernel_plan, pipeline_preset
+    from spec import model_preset, one_kernel_plan, pipeline_preset
 
-    model, pipeline = model_preset("heavy-lean"), pipeline_preset("heavy-small")
-    model = replace(model, batch_per_gpu=1024)
-    plan = one_kernel_plan(pipeline, model.name, 1, "top_mlp_fwd", 64, 256)
-    preds = [simulate(Scenario(hardware_preset("h200", 1), model, pipeline,
-                               Strategy(StrategyKind.PLAN, plan=p), iterations=4, warmup=1),
-                      commit="t").prediction
-             for p in (plan, replace(plan, update_blocks_per_sm=16))]
-    assert preds[1].mean_iteration_ms == preds[0].mean_iteration_ms
-    assert [n for n in preds[1].notes if n not in preds[0].notes] == [
-        n for n in preds[1].notes if "update on 16 blocks an SM" in n]
+    plan = one_kernel_plan(pipeline_preset("heavy-small"), model_preset("heavy-lean").name, 1,
+                           "top_mlp_fwd", 64, 256)
     with pytest.raises(spec.SpecError) as e:
         replace(plan, update_blocks_per_sm=65)
     assert e.value.field == "update_blocks_per_sm" and "64" in str(e.value)

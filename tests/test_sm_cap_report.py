@@ -6,6 +6,7 @@ import pytest
 
 from bench.sm_cap_report import EAGER, main, records, recovery_rows
 from reports.rounds import record_iteration_ms
+from tests.report_files import written_report
 
 
 def test_each_round_recovers_against_its_own_baselines():
@@ -24,12 +25,9 @@ def test_each_round_recovers_against_its_own_baselines():
 
 
 def test_the_report_is_written_whole(tmp_path):
-    out = tmp_path / "r.md"
-    assert main(["-o", str(out)]) == 0
-    text = out.read_text()
-    for heading in ("## Summary", "## Eager heavy-rehash b32768's choice (two rounds)",
-                    "## Graphed heavy-rehash b16384's choice (one round)"):
-        assert heading in text
+    text = written_report(main, tmp_path / "r.md", (
+        "## Summary", "## Eager heavy-rehash b32768's choice (two rounds)",
+        "## Graphed heavy-rehash b16384's choice (one round)"))
     assert "| corun+cap64-r1 | 3.572 | 91.4% |" in text  # graphed b16384 on 64 SMs
 
 

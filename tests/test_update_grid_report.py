@@ -3,6 +3,7 @@ the heavy case, rendered from the committed records."""
 
 from bench.update_grid_report import grid, grid_rows, main, measurements, plan_rows, stage_ms
 from reports.rounds import record_iteration_ms
+from tests.report_files import written_report
 
 
 def test_a_label_names_the_update_grid_it_ran():
@@ -35,10 +36,7 @@ def test_recovery_is_against_its_own_grid_and_the_fast_grid():
 
 
 def test_the_report_is_written_whole(tmp_path):
-    out = tmp_path / "r.md"
-    assert main(["-o", str(out)]) == 0
-    text = out.read_text()
-    for heading in ("## Summary", "## Ideal on each grid (runs 27a-27b)",
-                    "## Every placement on the 16-block grid (run 29)"):
-        assert heading in text
+    text = written_report(main, tmp_path / "r.md", (
+        "## Summary", "## Ideal on each grid (runs 27a-27b)",
+        "## Every placement on the 16-block grid (run 29)"))
     assert "| corun+cap64+ub16 | 16 an SM (2112 blocks) | 1 | 6.644 |" in text
