@@ -237,11 +237,10 @@ def _tune(args, folder: Path, work: Workload, strategies: list[str]) -> int:
         predicted = variant_predictions(folder, chosen, variants, hw, model, pipeline)
     grids = update_grids(args)
     if grids and args.grid_variant and model.embedding_update.fused:
+        # ideal, gpu-sequential, the choice and its cap variants (not its other variants)
         gridded = grid_variants({s: plans[s] for s in strategies if s in BASELINES[:2]
-                                 or s == "corun" or s.startswith("corun-cap")
-                                 or s == "corun-uncapped"}, grids)
-        for name, plan in gridded.items():
-            base = name.split("+")[0] if "+" in name else name.rsplit("-ub", 1)[0]
+                                 or s == "corun" or s in cap_names(strategies)}, grids)
+        for name, (base, plan) in gridded.items():
             plans[name], kinds[name] = plan, kinds[base]
             predicted[name] = grid_prediction(folder, base, name, predicted)
         strategies = strategies + list(gridded)
@@ -397,20 +396,26 @@ def update_grids(args: argparse.Namespace) -> tuple[int, ...]:
     return grids
 
 
+def cap_names(strategies: list[str]) -> list[str]:
+    """The cap variants among `strategies` (cap_variants' names)."""
+    return [s for s in strategies if s.startswith("corun-cap") or s == "corun-uncapped"]
+
+
 def grid_variants(plans: dict, grids: tuple[int, ...]) -> dict:
     """Each of `plans` (name -> Plan) with the fused embedding update on each of `grids`
-    blocks an SM (Plan.update_blocks_per_sm), by name: "<baseline>+ub<N>" for ideal and
-    gpu-sequential (ideal's variant, like ideal, never counts as a round's fastest),
-    "<plan>-ub<N>" for the others, less those already on that grid. On heavy-lean beside
-    heavy-rehash b32768 the update ran 1.1 ms faster on 16 blocks an SM than on the
-    trainer's 4 and the capped choice's preprocessing then found no room, while on 64
-    SMs it did best of all (bench/results/update_grid_rehash_h200.md)."""
+    blocks an SM (Plan.update_blocks_per_sm), as name -> (its base's name, plan):
+    "<baseline>+ub<N>" for ideal and gpu-sequential (ideal's variant, like ideal, never
+    counts as a round's fastest), "<plan>-ub<N>" for the others, less those already on
+    that grid. On heavy-lean beside heavy-rehash b32768 the update ran 1.1 ms faster on
+    16 blocks an SM than on the trainer's 4 and the capped choice's preprocessing then
+    found no room, while on 64 SMs it did best of all
+    (bench/results/update_grid_rehash_h200.md)."""
     out = {}
     for n in grids:
         for name, plan in plans.items():
             if plan.update_blocks_per_sm != n:
-                out[f"{name}+ub{n}" if name in BASELINES else f"{name}-ub{n}"] = replace(
-                    plan, update_blocks_per_sm=n)
+                out[f"{name}+ub{n}" if name in BASELINES else f"{name}-ub{n}"] = (
+                    name, replace(plan, update_blocks_per_sm=n))
     return out
 
 
@@ -423,10 +428,9 @@ def grid_prediction(folder: Path, base: str, name: str, predicted: dict):
     p = strategy_prediction(folder, base, predicted)
     if p is None:
         return None
-    grid = name.rsplit("ub", 1)[1]
     return replace(p, strategy=name, notes=(*p.notes, CAUTION + (
-        f"run with the fused embedding update on {grid} blocks an SM, which is not "
-        f"simulated: predicted as {base} on the default grid")))
+        f"{name} runs the fused embedding update on another grid than the default, which "
+        f"is not simulated: predicted as {base}")))
 
 
 def variant_predictions(folder: Path, chosen, variants: dict, hw, model, pipeline) -> dict:

@@ -374,12 +374,13 @@ def test_the_grid_variants_run_the_baselines_and_the_plans_on_other_update_grids
     capped = replace(plan, preprocess_sm_cap=64)
     ideal = replace(plan, kernels=())
     variants = grid_variants({"ideal": ideal, "corun": plan, "corun-cap64": capped}, (16, 8))
-    assert variants == {"ideal+ub16": replace(ideal, update_blocks_per_sm=16),
-                        "corun-ub16": replace(plan, update_blocks_per_sm=16),
-                        "corun-cap64-ub16": replace(capped, update_blocks_per_sm=16),
-                        "ideal+ub8": replace(ideal, update_blocks_per_sm=8),
-                        "corun-ub8": replace(plan, update_blocks_per_sm=8),
-                        "corun-cap64-ub8": replace(capped, update_blocks_per_sm=8)}
+    assert variants == {
+        "ideal+ub16": ("ideal", replace(ideal, update_blocks_per_sm=16)),
+        "corun-ub16": ("corun", replace(plan, update_blocks_per_sm=16)),
+        "corun-cap64-ub16": ("corun-cap64", replace(capped, update_blocks_per_sm=16)),
+        "ideal+ub8": ("ideal", replace(ideal, update_blocks_per_sm=8)),
+        "corun-ub8": ("corun", replace(plan, update_blocks_per_sm=8)),
+        "corun-cap64-ub8": ("corun-cap64", replace(capped, update_blocks_per_sm=8))}
     on16 = replace(plan, update_blocks_per_sm=16)  # a plan already on a grid: not again
     assert grid_variants({"corun": on16}, (16,)) == {}
 
@@ -422,7 +423,7 @@ def test_a_fused_update_s_model_is_tuned_on_the_other_grid_too(folder, fused_mod
     pred = load(Prediction, out / "prediction-corun-ub16.json")
     base = load(Prediction, folder / "plans" / "prediction-corun.json")
     assert pred.strategy == "corun-ub16" and pred.mean_iteration_ms == base.mean_iteration_ms
-    assert "16 blocks an SM, which is not simulated" in pred.notes[-1]
+    assert "corun-ub16 runs the fused embedding update on another grid" in pred.notes[-1]
 
 
 def test_update_grids_out_of_range_are_refused_before_anything_is_written(
