@@ -137,7 +137,8 @@ def run(args: argparse.Namespace) -> int:
 
     graphed = graphs_whatif(base, chosen.plan, preds, say)
     capped = sm_cap_note(judge, chosen.plan)  # why the plan is capped, where it is
-    extra = [line for line in (graphed, capped) if line]
+    grid = update_grid_note(model, chosen.plan, hw.gpu_count)
+    extra = [line for line in (graphed, capped, grid) if line]
 
     def stamp(plan):  # a plan file says the batch and the step (graphed or not) it is for
         return replace(plan, cuda_graphs=model.cuda_graphs, batch_per_gpu=model.batch_per_gpu)
@@ -214,6 +215,26 @@ def run(args: argparse.Namespace) -> int:
         print(table(["kernel", "released at", "op nodes", "blocks", "threads", "alone ms"],
                     rows))
     return 0
+
+
+def update_grid_note(model, plan, gpu_count: int) -> str | None:
+    """Where the model's embedding update is the fused kernel and the chosen plan runs
+    kernels beside it on one GPU: the update's grid is a co-run decision the planner
+    leaves at the trainer's default (Plan.update_blocks_per_sm), which `corun tune`
+    measures."""
+    from sim.scenario import NOTE
+    from spec.plan import UPDATE_GRIDS
+
+    if not model.embedding_update.fused or not plan.kernels or gpu_count != 1:
+        return None
+    grids = ", ".join(map(str, UPDATE_GRIDS))
+    return (NOTE + "the fused embedding update runs on the trainer's 4 blocks an SM, the "
+            "grid its stage times were profiled on (Plan.update_blocks_per_sm = 0); more "
+            "blocks can run the step faster alone and leave a kernel beside it less room "
+            "(heavy-lean beside heavy-rehash b32768 on the H200: ideal 16% faster on 16, "
+            "the best plan 6.64-6.68 ms against the capped choice's 6.78-6.84 on 4, "
+            "bench/results/update_grid_rehash_h200.md): `corun tune` also runs ideal and "
+            f"the plan on {grids} blocks an SM")
 
 
 def graphs_whatif(base, plan, preds, say) -> str | None:

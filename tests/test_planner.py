@@ -648,3 +648,21 @@ def test_plan_cli_caps_a_racing_choice_unless_told_not_to(tmp_path, capsys):
     assert "note: the plan confines its preprocessing to 96 of the 132 SMs" in (
         folder / "summary.md").read_text()
     assert spec.load(spec.Plan, folder / "plan.json").preprocess_sm_cap == 96
+
+
+def test_the_update_grid_note_is_for_a_fused_update_beside_kernels_on_one_gpu():
+    """`corun plan` says that tune measures the fused update's grid only where there is
+    one: the fused update, kernels beside it, one GPU (tune's)."""
+    from dataclasses import replace
+
+    from corun.plan_cmd import update_grid_note
+
+    lean, kaggle = spec.model_preset("heavy-lean"), spec.model_preset("criteo-kaggle")
+    plan = spec.one_kernel_plan(spec.pipeline_preset("heavy-small"), lean.name, 1,
+                                "top_mlp_fwd", 64, 256)
+    note = update_grid_note(lean, plan, 1)
+    assert note.startswith("note: the fused embedding update runs on the trainer's 4 blocks")
+    assert note.endswith("`corun tune` also runs ideal and the plan on 16 blocks an SM")
+    assert update_grid_note(kaggle, plan, 1) is None  # autograd's update: no grid
+    assert update_grid_note(lean, replace(plan, kernels=()), 1) is None
+    assert update_grid_note(lean, plan, 2) is None
