@@ -46,10 +46,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "batches call by call, as --no-batch-graphs)")
     p.add_argument("--update-blocks-per-sm", type=int, metavar="N",
                    help="the fused embedding update on N blocks an SM, 0: a thread per bag "
-                   "and column (default: the trainer's, 4; models with the fused update "
-                   "only; the cost model's stage times were profiled on the default: "
-                   "heavy-lean b32768's ideal ran 16%% faster on 16, "
-                   "bench/results/update_grid_rehash_h200.md)")
+                   "and column (default: as the plan says, Plan.update_blocks_per_sm, whose "
+                   "0 is the trainer's 4; models with the fused update only; the cost "
+                   "model's stage times were profiled on the trainer's: heavy-lean b32768's "
+                   "ideal ran 16%% faster on 16, bench/results/update_grid_rehash_h200.md)")
     p.add_argument("--feed-thread", action="store_true",
                    help="an experiment: each step's batch work (build, check and stage the "
                    "batches around it) on a second host thread during the step's backward "
