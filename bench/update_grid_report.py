@@ -134,8 +134,8 @@ def render() -> str:
         "# The fused embedding update's grid on the heavy case (heavy-rehash b32768, H200)",
         "",
         "Made by `python bench/update_grid_report.py -o "
-        "bench/results/update_grid_rehash_h200.md` from session 59's runs 27-29 (2026-12-04, "
-        "three fresh starts of a lent H200, 27a and 27b on one), each one command of "
+        "bench/results/update_grid_rehash_h200.md` from session 59's runs 27-30 (2026-12-04, "
+        "four fresh starts of a lent H200, 27a and 27b on one), each one command of "
         "`python bench/execute_gpu.py "
         "--matrix heavy-rehash --batches 32768 --strategies S --iterations 300 --warmup 20` "
         "(the plans: bench/plans/rehash/heavy-lean-b32768, the choice the whole pipeline in "
