@@ -434,3 +434,16 @@ def test_update_grids_out_of_range_are_refused_before_anything_is_written(
                  "--update-grids", "16,65", "-o", str(out)]) == 2
     assert "--update-grids = 65: integers in [1, 64]" in capsys.readouterr().err
     assert not out.exists()
+
+
+def test_an_ideal_variant_faster_than_ideal_is_named_under_the_table():
+    from corun.tune_cmd import faster_ideal_line
+
+    rows = [{"strategy": "ideal", "median_ms": 7.0}, {"strategy": "corun", "median_ms": 6.8},
+            {"strategy": "ideal+ub16", "median_ms": 5.9}]
+    assert faster_ideal_line({"rows": rows}) == (
+        "ideal+ub16 ran 15.7% faster than ideal: the shares and recoveries above are "
+        "against ideal as the trainer runs by default")
+    rows[2]["median_ms"] = 7.1  # slower: nothing to say
+    assert faster_ideal_line({"rows": rows}) is None
+    assert faster_ideal_line({"rows": rows[1:]}) is None  # no ideal measured
