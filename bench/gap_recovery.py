@@ -34,7 +34,14 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.render_execute import run_name  # noqa: E402
-from reports.rounds import IDEAL, SEQUENTIAL, is_ideal, record_iteration_ms, round_stats  # noqa: E402
+from reports.rounds import (  # noqa: E402
+    IDEAL,
+    SEQUENTIAL,
+    is_ideal,
+    record_iteration_ms,
+    round_stats,
+    update_grid,
+)
 from spec.measurement import CHECKED_EVERY  # noqa: E402
 from spec.serde import read_stored_text, stored_glob, stored_path, write_atomic  # noqa: E402
 
@@ -79,8 +86,7 @@ def _is_plan_like(strategy: str) -> bool:
     does: not with the fused update on another grid ("+ub<N>", "+uncapped", tune's
     "-ub<N>"), whose own ideal is another (bench/results/update_grid_rehash_h200.md)."""
     base, *suffixes = strategy.split("+")
-    other_grid = "uncapped" in suffixes or any(re.fullmatch(r"ub\d+", x) for x in suffixes) \
-        or re.search(r"-ub\d+$", base) is not None
+    other_grid = "uncapped" in suffixes or update_grid(strategy) is not None
     return not is_ideal(strategy) and base not in BASELINES and not other_grid \
         and not {"nocheck", "checked"} & set(suffixes)
 

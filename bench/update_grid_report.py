@@ -18,7 +18,6 @@ rounds, and its recovery is taken from those medians.
 from __future__ import annotations
 
 import json
-import re
 import statistics
 import sys
 from pathlib import Path
@@ -26,7 +25,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.render_execute import fixed_report_main  # noqa: E402
-from reports.rounds import record_iteration_ms  # noqa: E402
+from reports.rounds import record_iteration_ms, update_grid  # noqa: E402
 from spec.serde import read_stored_text, stored_path  # noqa: E402
 
 RAW = Path(__file__).resolve().parent / "results" / "raw"
@@ -73,15 +72,15 @@ def grid(strategy: str) -> str:
     per (bag, column)."""
     if "+uncapped" in strategy:
         return "one thread per (bag, column)"
-    m = re.search(r"\+ub(\d+)", strategy)
-    n = int(m.group(1)) if m else DEFAULT_BLOCKS_PER_SM
-    return f"{n} an SM ({n * SMS} blocks)" + ("" if m else ", the default")
+    n = update_grid(strategy)
+    return (f"{n} an SM ({n * SMS} blocks)" if n is not None else
+            f"{DEFAULT_BLOCKS_PER_SM} an SM ({DEFAULT_BLOCKS_PER_SM * SMS} blocks), the default")
 
 
 def grid_suffix(strategy: str) -> str:
     """A label's "+ub<N>" suffix ("": the default grid)."""
-    m = re.search(r"\+ub\d+", strategy)
-    return m.group(0) if m else ""
+    n = update_grid(strategy)
+    return "" if n is None else f"+ub{n}"
 
 
 def grid_rows() -> list[str]:

@@ -563,8 +563,9 @@ def faster_ideal_line(summary: dict) -> str | None:
     if not faster:
         return None
     ms, name = faster[0]
-    return (f"{name} ran {100 * (1 - ms / by[IDEAL]):.1f}% faster than ideal: the shares and "
-            "recoveries above are against ideal as the trainer runs by default")
+    return (f"{name} ran {100 * (1 - ms / by[IDEAL]):.1f}% faster than ideal: the shares of "
+            "ideal above are against ideal as the trainer runs by default (a row on another "
+            "update grid recovers against that grid's ideal and gpu-sequential)")
 
 
 def tie_line(summary: dict) -> str | None:

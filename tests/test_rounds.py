@@ -47,3 +47,22 @@ def test_a_variant_of_ideal_is_never_a_rounds_fastest():
     assert wins == {"ideal": None, "ideal+upd92": None, "gpu-sequential": 0, "plan": 1}
     assert next(s for s in stats if s.strategy == "ideal+upd92").recovered_pct == \
         pytest.approx(110.0)
+
+
+def test_a_strategy_on_another_update_grid_recovers_against_that_grid_s_baselines():
+    """"-ub<N>" (tune) and "+ub<N>" (bench) rows take their gap from ideal and
+    gpu-sequential on the same grid where the round ran both, else from the defaults'."""
+    from reports.rounds import update_grid
+
+    assert [update_grid(s) for s in ("corun-cap64-ub16", "corun+cap64+ub16", "ideal+ub8",
+                                     "corun", "corun-2", "corun+uncapped")] == [
+        16, 16, 8, None, None, None]
+    t = {"ideal": 7.0, "gpu-sequential": 9.0, "corun": 6.8, "ideal+ub16": 5.9,
+         "gpu-sequential+ub16": 7.9, "corun-cap64-ub16": 6.7}
+    by = {s.strategy: s for s in round_stats({0: t})}
+    assert by["corun"].recovered_pct == pytest.approx(110.0)
+    assert by["corun-cap64-ub16"].recovered_pct == pytest.approx(60.0)  # not 115%
+    assert by["corun-cap64-ub16"].of_ideal_pct == pytest.approx(100 * 7.0 / 6.7)
+    no_grid_seq = {k: v for k, v in t.items() if k != "gpu-sequential+ub16"}
+    by = {s.strategy: s for s in round_stats({0: no_grid_seq})}
+    assert by["corun-cap64-ub16"].recovered_pct == pytest.approx(115.0)  # the defaults'

@@ -442,8 +442,9 @@ def test_an_ideal_variant_faster_than_ideal_is_named_under_the_table():
     rows = [{"strategy": "ideal", "median_ms": 7.0}, {"strategy": "corun", "median_ms": 6.8},
             {"strategy": "ideal+ub16", "median_ms": 5.9}]
     assert faster_ideal_line({"rows": rows}) == (
-        "ideal+ub16 ran 15.7% faster than ideal: the shares and recoveries above are "
-        "against ideal as the trainer runs by default")
+        "ideal+ub16 ran 15.7% faster than ideal: the shares of ideal above are against "
+        "ideal as the trainer runs by default (a row on another update grid recovers "
+        "against that grid's ideal and gpu-sequential)")
     rows[2]["median_ms"] = 7.1  # slower: nothing to say
     assert faster_ideal_line({"rows": rows}) is None
     assert faster_ideal_line({"rows": rows[1:]}) is None  # no ideal measured
