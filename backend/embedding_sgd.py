@@ -28,9 +28,10 @@ import torch
 from numba import cuda, int64
 
 from backend.launch import TensorLaunch
+from spec.plan import TRAINER_UPDATE_BLOCKS_PER_SM
 
 THREADS_PER_BLOCK = 256
-UPDATE_BLOCKS_PER_SM = 4
+UPDATE_BLOCKS_PER_SM = TRAINER_UPDATE_BLOCKS_PER_SM
 """The kernel's default grid: 4 blocks an SM, striding over the (bag, column) pairs.
 Measured on the H200 (`python bench/update_grid_probe.py`, heavy-fused, run 1 in
 bench/results/update_grid_h200.md): one thread per pair (13,312 blocks at batch 16384)

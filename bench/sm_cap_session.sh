@@ -21,7 +21,9 @@
 #     runs 24-25: capped/*, the plans `corun plan` capped, bench/plans/capped/make.sh) with the
 #     chosen plan's cap variants (tune_cmd.cap_variants) beside ideal, gpu-sequential and
 #     the choice, in ROUNDS rounds within BUDGET_S (run 21 ran it without gpu-sequential,
-#     one round, as a plain command: bench/results/sm_cap_h200.md).
+#     one round, as a plain command: bench/results/sm_cap_h200.md). For a model with the
+#     fused update tune also runs its grid variants (tune_cmd.grid_variants, since session
+#     59): ten strategies a round for a capped heavy-lean folder.
 # With OUT set by the device tool:
 #   PART=eager [WAYS="graphs calls"] [CAPS="64 96 112"] [REVERSE=1 SUFFIX=-r2] \
 #     [PLAN_FILE=... [BATCH=...] [STEP_FLAGS=...]] [NAME=...] bash bench/sm_cap_session.sh

@@ -223,13 +223,14 @@ def update_grid_note(model, plan, gpu_count: int) -> str | None:
     leaves at the trainer's default (Plan.update_blocks_per_sm), which `corun tune`
     measures."""
     from sim.scenario import NOTE
-    from spec.plan import UPDATE_GRIDS
+    from spec.plan import TRAINER_UPDATE_BLOCKS_PER_SM, UPDATE_GRIDS
 
     if not model.embedding_update.fused or not plan.kernels or gpu_count != 1:
         return None
     grids = ", ".join(map(str, UPDATE_GRIDS))
-    return (NOTE + "the fused embedding update runs on the trainer's 4 blocks an SM, the "
-            "grid its stage times were profiled on (Plan.update_blocks_per_sm = 0); more "
+    return (NOTE + "the fused embedding update runs on the trainer's "
+            f"{TRAINER_UPDATE_BLOCKS_PER_SM} blocks an SM, the grid its stage times were "
+            "profiled on (Plan.update_blocks_per_sm = 0); more "
             "blocks can run the step faster alone and leave a kernel beside it less room "
             "(heavy-lean beside heavy-rehash b32768 on the H200: ideal 16% faster on 16, "
             "the best plan 6.64-6.68 ms against the capped choice's 6.78-6.84 on 4, "

@@ -37,7 +37,13 @@ from pathlib import Path
 
 from corun.workload import add_run_arguments, int_list, require_seconds
 from spec import SpecError
-from spec.plan import CAP_SHARES, MAX_UPDATE_BLOCKS_PER_SM, UPDATE_GRIDS, cap_sms
+from spec.plan import (
+    CAP_SHARES,
+    MAX_UPDATE_BLOCKS_PER_SM,
+    TRAINER_UPDATE_BLOCKS_PER_SM,
+    UPDATE_GRIDS,
+    cap_sms,
+)
 
 BASELINES = ("ideal", "gpu-sequential", "gpu-overlap")
 MAX_ROUNDS = 50
@@ -87,7 +93,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "and <plan>-ub<N>, predicted as the plan on the default grid")
     p.add_argument("--update-grids", metavar="N[,N...]",
                    help="those grids, in blocks an SM (default: "
-                   + ",".join(map(str, UPDATE_GRIDS)) + "; the trainer's own is 4; "
+                   + ",".join(map(str, UPDATE_GRIDS))
+                   + f"; the trainer's own is {TRAINER_UPDATE_BLOCKS_PER_SM}; "
                    "spec.plan.UPDATE_GRIDS)")
     p.add_argument("--cap-sms", metavar="N[,N...]",
                    help="the caps of those variants, in SMs (default: three quarters and "
@@ -551,8 +558,9 @@ def render(summary: dict) -> str:
 
 def faster_ideal_line(summary: dict) -> str | None:
     """Where a variant of ideal (the trainer run another way, such as its update on
-    another grid) measured faster than ideal itself, say so: the shares and recoveries
-    in the table are against ideal as the trainer runs by default."""
+    another grid) measured faster than ideal itself, say so: the table's shares of ideal
+    are against ideal as the trainer runs by default (a row on another grid recovers
+    against that grid's baselines, reports.rounds.gap_baselines)."""
     from reports.rounds import IDEAL, is_ideal
 
     by = {r["strategy"]: r["median_ms"] for r in summary["rows"]}

@@ -29,7 +29,7 @@ from spec import (
     stages_for,
 )
 from spec.errors import require, require_int_range
-from spec.plan import default_cap_sms
+from spec.plan import TRAINER_UPDATE_BLOCKS_PER_SM, default_cap_sms
 
 
 class EmbeddingComm(enum.Enum):
@@ -602,9 +602,10 @@ def compile_scenario(sc: Scenario, cm: CostModel) -> Compiled:
     if plan.update_blocks_per_sm:
         notes.append(CAUTION + f"the plan runs the fused embedding update on "
                      f"{plan.update_blocks_per_sm} blocks an SM (Plan.update_blocks_per_sm), "
-                     "which is not simulated: the stage times are the default grid's (4 an "
-                     "SM; on the H200 heavy-lean b32768's ideal ran 5.86-5.93 ms on 16 "
-                     "against 6.98-7.06 on 4, bench/results/update_grid_rehash_h200.md)")
+                     "which is not simulated: the stage times are the default grid's "
+                     f"({TRAINER_UPDATE_BLOCKS_PER_SM} an SM; on the H200 heavy-lean "
+                     "b32768's ideal ran 5.86-5.93 ms on 16 against 6.98-7.06 on 4, "
+                     "bench/results/update_grid_rehash_h200.md)")
     return Compiled(sc, plan, sharding, gpus, cpu_ms, cm.name, notes)
 
 

@@ -88,6 +88,12 @@ def default_cap_sms(sm_count: int) -> int:
     return cap_sms(sm_count, CAP_SHARES[0])
 
 
+TRAINER_UPDATE_BLOCKS_PER_SM = 4
+"""The fused embedding update's grid the trainer runs where a plan says nothing
+(Plan.update_blocks_per_sm = 0), in blocks an SM: backend.embedding_sgd.UPDATE_BLOCKS_PER_SM
+is this value, and says where it was measured. Here so that the planner's and the
+simulator's notes, which must not import the CUDA kernels, name the same grid."""
+
 MAX_UPDATE_BLOCKS_PER_SM = 64
 """The most blocks an SM the fused embedding update's grid takes (32 were measured)."""
 
