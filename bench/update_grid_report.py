@@ -128,6 +128,21 @@ def plan_rows(run: str) -> list[str]:
     return out
 
 
+def rest_rows(runs: tuple[str, ...] = ("29", "30")) -> list[str]:
+    """Where the 64-SM choice on the 16-block grid loses its time against that grid's
+    ideal: its mean iteration and each training stage's median, less ideal+ub16's."""
+    best, base = "corun+cap64" + FAST, "ideal" + FAST
+    stages = list(measurements(runs[0])[base][0]["stages"])
+    out = ["| run | ms/iteration | " + " | ".join(stages) + " | stages' sum |",
+           "|---|---:|" + "---:|" * (len(stages) + 1)]
+    for run in runs:
+        recs = measurements(run)
+        deltas = [stage_ms(recs[best], st) - stage_ms(recs[base], st) for st in stages]
+        out.append(f"| {run} | {ms(recs[best]) - ms(recs[base]):+.3f} | "
+                   + " | ".join(f"{d:+.3f}" for d in deltas) + f" | {sum(deltas):+.3f} |")
+    return out
+
+
 def render() -> str:
     lines = [
         "# The fused embedding update's grid on the heavy case (heavy-rehash b32768, H200)",
@@ -183,6 +198,11 @@ def render() -> str:
         "## The best of them again, and the 8-block grid (run 30)", "",
         f"`--strategies {RUNS['30']} --repeats 2` at 5c310dff, a fourth start.", "",
         *plan_rows("30"), "",
+        "## Where the 64-SM choice's time goes on the 16-block grid (runs 29-30)", "",
+        f"corun+cap64{FAST} less ideal{FAST}, in ms: the mean iteration, and each training "
+        "stage's median over the steps (the medians leave out what falls between stages "
+        "and in slower steps).", "",
+        *rest_rows(), "",
     ]
     return "\n".join(lines) + "\n"
 

@@ -1,6 +1,8 @@
 """bench/update_grid_report.py: session 59's runs of the fused embedding update's grid on
 the heavy case, rendered from the committed records."""
 
+import pytest
+
 from bench.update_grid_report import grid, grid_rows, main, measurements, plan_rows, stage_ms
 from reports.rounds import record_iteration_ms
 from tests.report_files import written_report
@@ -40,3 +42,15 @@ def test_the_report_is_written_whole(tmp_path):
         "## Summary", "## Ideal on each grid (runs 27a-27b)",
         "## Every placement on the 16-block grid (run 29)"))
     assert "| corun+cap64+ub16 | 16 an SM (2112 blocks) | 1 | 6.644 |" in text
+
+
+def test_where_the_64_sm_choice_s_time_goes_adds_up_from_its_records():
+    from bench.update_grid_report import ms, rest_rows
+
+    recs = measurements("30")
+    row = next(r for r in rest_rows() if r.startswith("| 30 |"))
+    cells = [float(c) for c in row.split("|")[2:-1]]
+    best, base = recs["corun+cap64+ub16"], recs["ideal+ub16"]
+    assert cells[0] == round(ms(best) - ms(base), 3)
+    assert cells[-1] == pytest.approx(sum(cells[1:-1]), abs=2e-3)  # the stages' sum
+    assert cells[8] == round(stage_ms(best, "emb_bwd") - stage_ms(base, "emb_bwd"), 3) < 0
