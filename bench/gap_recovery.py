@@ -16,7 +16,11 @@ counted, which a median step hides). Shares as reports.rounds takes them: per ro
 against that round's ideal and gpu-sequential, then the median; recovered =
 (gpu-sequential - strategy) / (gpu-sequential - ideal) in time.
 A strategy run another way than a plan would be (`ideal+...`, a baseline) is not a
-"fastest". Records whose timed batches were all compared with the reference (every run
+"fastest". A command that also ran ideal and gpu-sequential with the fused embedding
+update on another grid (`ideal+ub16`, `gpu-sequential+ub16`) gives a second point on
+that grid: its gap against that grid's ideal, recovered by the plans run on it
+(`corun+ub16`, tune's `corun-ub16`; reports.rounds.gap_baselines).
+Records whose timed batches were all compared with the reference (every run
 before 2026-12-02, and `--check-timed` since) are marked: the comparison cost the plans
 and gpu-sequential time that ideal never pays, so their gaps read wider.
 """
@@ -26,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import statistics
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,6 +48,7 @@ from reports.rounds import (  # noqa: E402
     update_grid,
 )
 from spec.measurement import CHECKED_EVERY  # noqa: E402
+from spec.plan import TRAINER_UPDATE_BLOCKS_PER_SM  # noqa: E402
 from spec.serde import read_stored_text, stored_glob, stored_path, write_atomic  # noqa: E402
 
 RAW = ROOT / "bench/results/raw"
@@ -58,7 +64,7 @@ BASELINES = ("gpu-sequential", "gpu-overlap")
 
 @dataclass(frozen=True)
 class Point:
-    """One command's one workload."""
+    """One command's one workload on one update grid."""
 
     source: str
     model: str
@@ -68,27 +74,30 @@ class Point:
     compared: bool
     rounds: int
     gap_pct: float
-    """gpu-sequential's median share of ideal below 100%."""
+    """gpu-sequential's median share of ideal below 100%, both on `update_grid`."""
     best: str
     best_recovered_pct: float
     choice_recovered_pct: float | None
-    """The planner's choice (`corun`) where the command ran it."""
+    """The planner's choice (`corun`, on `update_grid`) where the command ran it."""
+    update_grid: int | None = None
+    """The fused embedding update's blocks an SM the point's strategies ran on (None: the
+    trainer's default, spec.plan.TRAINER_UPDATE_BLOCKS_PER_SM)."""
 
     @property
     def on_target(self) -> bool:
         return self.gap_pct >= GAP_TARGET_PCT and self.best_recovered_pct >= RECOVERY_TARGET_PCT
 
 
-def _is_plan_like(strategy: str) -> bool:
-    """A strategy that preprocesses as a plan may: not ideal or a variant of it, not a
-    baseline (gpu-sequential is the gap itself), checking its batches as gpu-sequential
-    did ("+nocheck" and "+checked" change what the batches pay), and training as ideal
-    does: not with the fused update on another grid ("+ub<N>", "+uncapped", tune's
-    "-ub<N>"), whose own ideal is another (bench/results/update_grid_rehash_h200.md)."""
+def _is_plan_like(strategy: str, grid: int | None = None) -> bool:
+    """A strategy that preprocesses as a plan may on update grid `grid` (None: the
+    default): not ideal or a variant of it, not a baseline (gpu-sequential is the gap
+    itself), checking its batches as gpu-sequential did ("+nocheck" and "+checked"
+    change what the batches pay), and training with the fused update on that grid
+    ("+ub<N>" and tune's "-ub<N>" name another; "+uncapped" runs it a thread per bag and
+    column), whose own ideal is that grid's (bench/results/update_grid_rehash_h200.md)."""
     base, *suffixes = strategy.split("+")
-    other_grid = "uncapped" in suffixes or update_grid(strategy) is not None
-    return not is_ideal(strategy) and base not in BASELINES and not other_grid \
-        and not {"nocheck", "checked"} & set(suffixes)
+    return not is_ideal(strategy) and base not in BASELINES and "uncapped" not in suffixes \
+        and update_grid(strategy) == grid and not {"nocheck", "checked"} & set(suffixes)
 
 
 def _compared(notes: list[str]) -> bool:
@@ -97,25 +106,39 @@ def _compared(notes: list[str]) -> bool:
     return any(CHECKED_EVERY in n or "rows of every batch were compared" in n for n in notes)
 
 
-def point(source: str, key: tuple, rows: list[dict], graphed: bool, compared: bool
-          ) -> Point | None:
-    """The Point of one workload's rows (reports.rounds.RoundStats as dicts), or None
-    without ideal, gpu-sequential, a gap, or a plan-like strategy."""
-    by = {r["strategy"]: r for r in rows}
-    seq = by.get(SEQUENTIAL)
-    if IDEAL not in by or seq is None or seq["of_ideal_pct"] is None \
-            or seq["of_ideal_pct"] >= 100:
-        return None
-    plans = [r for r in rows if _is_plan_like(r["strategy"])
-             and r["recovered_pct"] is not None]
-    if not plans:
-        return None
-    best = min(plans, key=lambda r: r["median_ms"])
-    choice = by.get("corun")
-    model, pipeline, batch = key
-    return Point(source, model, pipeline, batch, graphed, compared, seq["rounds"],
-                 100 - seq["of_ideal_pct"], best["strategy"], best["recovered_pct"],
-                 None if choice is None else choice["recovered_pct"])
+def _grids(times_ms: dict[int, dict[str, float]]) -> list[int | None]:
+    """The default grid, then each grid N whose ideal+ubN and gpu-sequential+ubN a round
+    measured."""
+    names = {s for t in times_ms.values() for s in t}
+    return [None] + sorted({n for s in names if (n := update_grid(s)) is not None
+                            and f"{IDEAL}+ub{n}" in names and f"{SEQUENTIAL}+ub{n}" in names})
+
+
+def points(source: str, key: tuple, times_ms: dict[int, dict[str, float]], graphed: bool,
+           compared: bool, rounds: int | None = None) -> list[Point]:
+    """The Points of one workload's rounds ({round: {strategy: mean iteration ms}}), one
+    per update grid with ideal, gpu-sequential slower than it, and a plan-like strategy
+    (reports.rounds.round_stats: each recovery against its own grid's baselines).
+    `rounds` overrides the count (tune keeps only the median rounds)."""
+    stats = {r.strategy: r for r in round_stats(times_ms)}
+    out = []
+    for grid in _grids(times_ms):
+        ideal, seq = (IDEAL, SEQUENTIAL) if grid is None else (
+            f"{IDEAL}+ub{grid}", f"{SEQUENTIAL}+ub{grid}")
+        shares = [100 * t[ideal] / t[seq] for t in times_ms.values() if ideal in t and seq in t]
+        plans = [r for r in stats.values() if _is_plan_like(r.strategy, grid)
+                 and r.recovered_pct is not None]
+        if not shares or statistics.median(shares) >= 100 or not plans:
+            continue
+        best = min(plans, key=lambda r: r.median_ms)
+        choice = next((stats[c] for c in ("corun", f"corun+ub{grid}", f"corun-ub{grid}")
+                       if c in stats and _is_plan_like(c, grid)), None)
+        model, pipeline, batch = key
+        out.append(Point(source, model, pipeline, batch, graphed, compared,
+                         rounds or len(shares), 100 - statistics.median(shares), best.strategy,
+                         best.recovered_pct, None if choice is None else choice.recovered_pct,
+                         grid))
+    return out
 
 
 def execute_points(path: Path) -> list[Point]:
@@ -135,17 +158,12 @@ def execute_points(path: Path) -> list[Point]:
         if c["strategy"] == SEQUENTIAL:
             g["graphed"] = any("CUDA graphs" in n for n in m["notes"])
             g["compared"] = _compared(m["notes"])
-    out = []
-    for key, g in groups.items():
-        rows = [vars(s) for s in round_stats(g["rounds"])]
-        p = point(path.name, key, rows, g["graphed"], g["compared"])
-        if p is not None:
-            out.append(p)
-    return out
+    return [p for key, g in groups.items()
+            for p in points(path.name, key, g["rounds"], g["graphed"], g["compared"])]
 
 
 def tune_points(path: Path) -> list[Point]:
-    """The Point of one `corun tune` summary (tune.json), from the measurement of each
+    """The Points of one `corun tune` summary (tune.json), from the measurement of each
     strategy's median round kept beside it (the rounds themselves are not kept), by its
     throughput; a strategy whose record was not kept is left out (three early folders'
     launch variants). Graphed and compared as its gpu-sequential record says."""
@@ -156,12 +174,10 @@ def tune_points(path: Path) -> list[Point]:
                for r in doc["rows"] if stored_path(path.parent / f"{r['strategy']}.json").exists()}
     if IDEAL not in records or SEQUENTIAL not in records:
         return []
-    stats = round_stats({0: {s: record_iteration_ms(m) for s, m in records.items()}})
-    rows = [{**vars(st), "rounds": doc["rounds"]} for st in stats]
     notes = records[SEQUENTIAL]["notes"]
-    p = point(run_name(path), (doc["model"], doc["pipeline"], doc["batch"]), rows,
-              any("CUDA graphs" in n for n in notes), _compared(notes))
-    return [] if p is None else [p]
+    return points(run_name(path), (doc["model"], doc["pipeline"], doc["batch"]),
+                  {0: {s: record_iteration_ms(m) for s, m in records.items()}},
+                  any("CUDA graphs" in n for n in notes), _compared(notes), doc["rounds"])
 
 
 ROUND_SUFFIX = re.compile(r"-r(\d+)$")
@@ -170,7 +186,7 @@ ROUND_SUFFIX = re.compile(r"-r(\d+)$")
 
 
 def folder_points(folder: Path) -> list[Point]:
-    """The Point of a folder of `corun execute` records named <strategy>-r<round>.json
+    """The Points of a folder of `corun execute` records named <strategy>-r<round>.json
     (the strategy as the session script labelled it; every record runs one workload)."""
     rounds: dict[int, dict[str, float]] = {}
     docs = {}
@@ -184,10 +200,8 @@ def folder_points(folder: Path) -> list[Point]:
     if SEQUENTIAL not in docs or not docs[SEQUENTIAL]["model"].startswith("heavy"):
         return []
     seq = docs[SEQUENTIAL]
-    rows = [vars(s) for s in round_stats(rounds)]
-    p = point(folder.name, (seq["model"], seq["pipeline"], seq["batch_per_gpu"]), rows,
-              any("CUDA graphs" in n for n in seq["notes"]), _compared(seq["notes"]))
-    return [] if p is None else [p]
+    return points(folder.name, (seq["model"], seq["pipeline"], seq["batch_per_gpu"]), rounds,
+                  any("CUDA graphs" in n for n in seq["notes"]), _compared(seq["notes"]))
 
 
 def all_points() -> list[Point]:
@@ -205,13 +219,14 @@ def render(points: list[Point], png: str | None) -> str:
         if not ps:
             return "-"
         top = max(ps, key=lambda p: p.best_recovered_pct)
-        return (f"{top.best_recovered_pct:.0f}% ({top.source}, {top.model} b{top.batch}, "
-                f"gap {top.gap_pct:.1f}%)")
+        return (f"{top.best_recovered_pct:.0f}% ({top.source}, {top.model} b{top.batch}"
+                f"{grid_text(top)}, gap {top.gap_pct:.1f}%)")
 
     hit = [p for p in points if p.on_target]
     uncompared = [p for p in points if not p.compared]
     wide = [p for p in uncompared if p.gap_pct >= GAP_TARGET_PCT]
     narrow = [p for p in uncompared if MIN_RATIO_GAP_PCT <= p.gap_pct < GAP_TARGET_PCT]
+    on16 = [p for p in points if p.update_grid == 16]
     lines = [
         "# The heavy case's gap and what was recovered of it, every command", "",
         "Made by `python bench/gap_recovery.py` (its docstring says how each number is "
@@ -222,7 +237,8 @@ def render(points: list[Point], png: str | None) -> str:
         f"or more and {RECOVERY_TARGET_PCT:.0f}% of it recovered.", "",
         f"- {len(points)} points from {len({p.source for p in points})} commands; "
         f"{len(hit)} in the target corner"
-        + (": " + ", ".join(f"{p.source} ({p.model} b{p.batch}, gap {p.gap_pct:.1f}%, "
+        + (": " + ", ".join(f"{p.source} ({p.model} b{p.batch}{grid_text(p)}, "
+                            f"{'graphed' if p.graphed else 'eager'}, gap {p.gap_pct:.1f}%, "
                             f"{p.best} {p.best_recovered_pct:.0f}%"
                             + (", timed batches compared" if p.compared else "") + ")"
                             for p in hit) if hit else "") + ".",
@@ -231,11 +247,13 @@ def render(points: list[Point], png: str | None) -> str:
         f"recovered there {most(wide)}; below that gap (from {MIN_RATIO_GAP_PCT:.0f}%: a "
         f"share of a smaller gap is mostly the rounds' spread) the most recovered "
         f"{most(narrow)}.",
-        "- Every gap here is against ideal on the trainer's default embedding update (4 "
-        "blocks an SM); strategies run on another grid are left out. On 16 blocks an SM "
-        "heavy-lean's ideal runs faster, the eager heavy-rehash b32768 gap is 24.5-24.9% "
-        "and the best plan measured recovers 59-62% of it "
-        "(bench/results/update_grid_rehash_h200.md).",
+        f"- A gap is against ideal on the trainer's default embedding update "
+        f"({TRAINER_UPDATE_BLOCKS_PER_SM} blocks an SM) unless the row names another "
+        "grid: then against ideal and gpu-sequential on that grid, recovered by the plans "
+        "run on it (heavy-lean's ideal ran 16% faster on 16 blocks an SM; "
+        "bench/results/update_grid_rehash_h200.md). The most recovered on 16 blocks an SM: "
+        f"eager {most([p for p in on16 if not p.graphed])}; graphed "
+        f"{most([p for p in on16 if p.graphed])}.",
     ]
     if png:
         off = [p for p in points if not (GAP_AXIS_PCT[0] <= p.gap_pct <= GAP_AXIS_PCT[1]
@@ -246,17 +264,23 @@ def render(points: list[Point], png: str | None) -> str:
                   f"{GAP_AXIS_PCT[0]:.0f}-{GAP_AXIS_PCT[1]:.0f}%, recovered "
                   f"{RECOVERED_AXIS_PCT[0]:.0f}% to {RECOVERED_AXIS_PCT[1]:.0f}%), in the "
                   "table all the same."]
-    lines += ["", "| source | model / pipeline | batch | step | timed batches | rounds | "
-              "gap | fastest | recovered | choice recovered |",
-              "|---|---|---:|---|---|---:|---:|---|---:|---:|"]
+    lines += ["", "| source | model / pipeline | batch | step | update grid | timed batches "
+              "| rounds | gap | fastest | recovered | choice recovered |",
+              "|---|---|---:|---|---|---|---:|---:|---|---:|---:|"]
     for p in points:
         lines.append(
             f"| {p.source} | {p.model} / {p.pipeline} | {p.batch} | "
             f"{'graphed' if p.graphed else 'eager'} | "
+            f"{p.update_grid or TRAINER_UPDATE_BLOCKS_PER_SM} an SM | "
             f"{'compared' if p.compared else 'uncompared'} | {p.rounds} | "
             f"{p.gap_pct:.1f}% | {p.best} | {pct(p.best_recovered_pct)} | "
             f"{pct(p.choice_recovered_pct)} |")
     return "\n".join(lines) + "\n"
+
+
+def grid_text(p: Point) -> str:
+    """", on N blocks an SM" where a point is on another update grid than the default."""
+    return "" if p.update_grid is None else f", update on {p.update_grid} blocks an SM"
 
 
 def draw(points: list[Point], png: Path) -> None:

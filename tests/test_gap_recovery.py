@@ -42,12 +42,31 @@ def test_the_gap_and_the_fastest_plan_like_strategy_per_round(tmp_path):
 
 def test_a_plan_on_another_update_grid_is_not_against_the_default_grid_s_gap(tmp_path):
     """"+ub<N>" / "+uncapped" (and tune's "-ub<N>") train with the fused update on
-    another grid, whose own ideal is another: not a plan-like strategy of this gap."""
+    another grid, whose own ideal is another: not a plan-like strategy of this gap, and
+    no point of their own without that grid's ideal and gpu-sequential."""
     cases = [case("ideal", 4.0, 0), case("gpu-sequential", 5.0, 0),
              case("corun+cap96", 4.5, 0), case("corun+cap64+ub16", 3.8, 0),
-             case("corun-cap64-ub16", 3.8, 0), case("corun+uncapped", 3.9, 0)]
+             case("corun-cap64-ub16", 3.8, 0), case("corun+uncapped", 3.9, 0),
+             case("ideal+ub16", 3.0, 0)]
     [p] = execute_points(record(tmp_path, cases))
     assert p.best == "corun+cap96" and p.best_recovered_pct == pytest.approx(50.0)
+    assert p.update_grid is None
+
+
+def test_a_grid_with_its_own_baselines_is_a_point_of_its_own(tmp_path):
+    """With ideal+ub16 and gpu-sequential+ub16 in the rounds, the plans on 16 blocks an SM
+    recover against them: a second point, with that grid's gap."""
+    cases = [case(s, ms, r) for r in (0, 1) for s, ms in (
+        ("ideal", 4.0), ("gpu-sequential", 5.0), ("corun", 4.5),
+        ("ideal+ub16", 3.0), ("gpu-sequential+ub16", 4.0), ("corun+ub16", 3.6),
+        ("corun+cap64+ub16", 3.2), ("ideal+ub8", 3.5), ("corun+ub8", 3.3))]
+    default, on16 = execute_points(record(tmp_path, cases))  # ub8 has no gpu-sequential
+    assert default.update_grid is None and default.best == "corun"
+    assert default.gap_pct == pytest.approx(20.0) and default.best_recovered_pct == 50.0
+    assert on16.update_grid == 16 and on16.gap_pct == pytest.approx(25.0)
+    assert on16.best == "corun+cap64+ub16" and on16.rounds == 2
+    assert on16.best_recovered_pct == pytest.approx(80.0) and on16.on_target
+    assert on16.choice_recovered_pct == pytest.approx(40.0)  # corun+ub16
 
 
 def test_a_compared_run_is_marked_and_a_record_without_a_gap_gives_no_point(tmp_path):
