@@ -35,6 +35,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.render_execute import tune_table  # noqa: E402
 from corun.plan_dir import plan_file, prediction_file  # noqa: E402
 from corun.tune_cmd import read_workload, variant_predictions  # noqa: E402
 from corun.workload import resolve_hardware, resolve_model, resolve_pipeline  # noqa: E402
@@ -288,8 +289,7 @@ def render() -> str:
              "median. Below each table: each training stage's median less ideal's (ms) and "
              "the kernel's span from its launch to its end."]
     for name, text in RUNS.items():
-        tune = (RAW / name / "tune.md").read_text()
-        block = tune[tune.index("```"):tune.rindex("```") + 3]
+        block = tune_table(RAW / name)[1]
         records = measurements(RAW / name)
         lines += ["", f"## {name}", "", text, "", block, "", *stage_table(records),
                   *thirds_table(records)]

@@ -210,6 +210,14 @@ def tune_cases(path: Path) -> list[dict]:
     return out
 
 
+def tune_table(folder: Path) -> tuple[str, str]:
+    """A `corun tune` run's command line (in backquotes) and its table (the fenced block),
+    as its tune.md wrote them."""
+    text = (Path(folder) / "tune.md").read_text()
+    command = next(line for line in text.splitlines() if line.startswith("`corun tune"))
+    return command, text[text.index("```"):text.rindex("```") + 3]
+
+
 def measured_cases(path: Path) -> tuple[list[dict], dict[tuple, dict]]:
     """A raw file's measured cases (an execute_*.json, or a tune run's tune.json), and
     each workload's ideal measurement from the same command, by (pipeline, batch)."""

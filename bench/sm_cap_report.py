@@ -26,7 +26,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.assembly_stream_report import SLOW_STEP, execute_rows, records  # noqa: E402
-from bench.render_execute import fixed_report_main  # noqa: E402
+from bench.render_execute import fixed_report_main, tune_table  # noqa: E402
 from reports.rounds import record_iteration_ms  # noqa: E402
 from spec.serde import read_stored_text, stored_path  # noqa: E402
 
@@ -104,9 +104,7 @@ def predictions(folder: str) -> dict[str, float]:
 
 def tune_section() -> list[str]:
     """Run 21's `corun tune` table, as tune.md wrote it, under its command."""
-    text = (TUNE / "tune.md").read_text()
-    command = next(line for line in text.splitlines() if line.startswith("`corun tune"))
-    table = text[text.index("```"):text.rindex("```") + 3]
+    command, table = tune_table(TUNE)
     return [f"{command} at 3e5cbb86 (its records say 53c5b48a: CORUN_GIT_COMMIT was read "
             "from the device copy's git metadata, which was the session's first commit; "
             "the working tree sent was 3e5cbb86's, clean), on the session's last start, "
@@ -204,10 +202,8 @@ def capped_tune_section() -> list[str]:
     """Each run 24-26 `corun tune` table, as tune.md wrote it, under its command."""
     out = []
     for raw, what in CAPPED_TUNES:
-        text = (RAW / raw / "tune.md").read_text()
-        command = next(line for line in text.splitlines() if line.startswith("`corun tune"))
-        out += [f"### {raw} ({what})", "", command, "",
-                text[text.index("```"):text.rindex("```") + 3], ""]
+        command, table = tune_table(RAW / raw)
+        out += [f"### {raw} ({what})", "", command, "", table, ""]
     return out
 
 
