@@ -232,10 +232,10 @@ def update_grid_note(model, plan, gpu_count: int) -> str | None:
             f"{TRAINER_UPDATE_BLOCKS_PER_SM} blocks an SM, the grid its stage times were "
             "profiled on (Plan.update_blocks_per_sm = 0); more "
             "blocks can run the step faster alone and leave a kernel beside it less room "
-            "(heavy-lean beside heavy-rehash b32768 on the H200: ideal 16% faster on 16, "
-            "the best plan 6.64-6.68 ms against the capped choice's 6.78-6.84 on 4, "
-            "bench/results/update_grid_rehash_h200.md): `corun tune` also runs ideal and "
-            f"the plan on {grids} blocks an SM")
+            "(heavy-lean beside heavy-rehash b32768 on the H200: ideal 16% faster on 16; "
+            "graphed, the choice on 16 recovered 82-84% of that grid's gap, eager 15%, "
+            "60% confined to 64 SMs; bench/results/update_grid_rehash_h200.md): `corun "
+            f"tune` also runs ideal and the plan on {grids} blocks an SM")
 
 
 def graphs_whatif(base, plan, preds, say) -> str | None:

@@ -414,9 +414,9 @@ def grid_variants(plans: dict, grids: tuple[int, ...]) -> dict:
     "<baseline>+ub<N>" for ideal and gpu-sequential (ideal's variant, like ideal, never
     counts as a round's fastest), "<plan>-ub<N>" for the others, less those already on
     that grid. On heavy-lean beside heavy-rehash b32768 the update ran 1.1 ms faster on
-    16 blocks an SM than on the trainer's 4 and the capped choice's preprocessing then
-    found no room, while on 64 SMs it did best of all
-    (bench/results/update_grid_rehash_h200.md)."""
+    16 blocks an SM than on the trainer's 4; eager, the capped choice's preprocessing then
+    found no room (on 64 SMs 60% of that grid's gap), while graphed the choice on every SM
+    recovered 82-84% and tune kept it (bench/results/update_grid_rehash_h200.md)."""
     out = {}
     for n in grids:
         for name, plan in plans.items():

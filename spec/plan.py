@@ -101,7 +101,9 @@ UPDATE_GRIDS = (16,)
 """The fused embedding update's grids, in blocks an SM, `corun tune` measures beside the
 trainer's default (4). On heavy-lean beside heavy-rehash b32768 (bench/results/
 update_grid_rehash_h200.md) emb_bwd took 5.08-5.17 ms on 4, 4.93-5.01 on 8, 3.96-4.06 on
-16 and 4.61 on 32."""
+16 and 4.61 on 32; ideal on 16 ran faster than on 4 for heavy-lean, heavy-hot and
+heavy-small at b16384 and b32768, though 8 was faster still at b16384 for two of them
+(run 35; `--update-grids 8,16` measures both)."""
 
 
 @dataclass(frozen=True)
