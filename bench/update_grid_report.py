@@ -272,8 +272,10 @@ def render() -> str:
         "of run 35** (heavy-lean, heavy-hot, heavy-small at b16384 and b32768, one round "
         "each), and no one grid was fastest in all: 8 at b16384 for heavy-lean and "
         "heavy-hot (-0.62 and -0.50 ms), 16 for heavy-small and at b32768 for heavy-lean "
-        "(-1.29 ms), 32 for heavy-hot b32768. heavy-hot ran about 3.9 ms at both batches, "
-        "as a host-paced step would; not looked into.", "",
+        "(-1.29 ms), 32 for heavy-hot b32768. heavy-hot's ideal ran 3.86-3.97 ms at both "
+        "batches: its host step is the iteration (3.90 and 3.94 ms, the records' host "
+        "field), the launches of the backward stages taking 0.6-1.3 ms each; not looked "
+        "into further.", "",
         "## Ideal on each grid (runs 27a-27b)", "",
         f"`--strategies {RUNS['27a']} --repeats 2` (27a) and `--strategies "
         f"{RUNS['27b']} --repeats 2` (27b), at 44abb959.", "",
