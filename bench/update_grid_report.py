@@ -257,8 +257,8 @@ def render() -> str:
         "6.20-6.22 ms an iteration against ideal+ub16's 5.83-5.89 and "
         "gpu-sequential+ub16's 7.80-7.88 (a 25.2-25.3% gap), the fastest in 3 of 3 rounds "
         "on both starts, and tune kept it. It is the fastest throughput with preprocessing "
-        "measured on this workload, 11-12% above ideal on the trainer's default grid "
-        "(6.94-7.00 ms). It loses 0.33-0.36 ms to ideal+ub16; its stage medians sum to "
+        "measured on this workload, 112-113% of the throughput of ideal on the trainer's "
+        "default grid (6.94-7.00 ms). It loses 0.33-0.36 ms to ideal+ub16; its stage medians sum to "
         "-0.03 ms (emb_bwd -0.27, interaction_bwd +0.11), so the loss lies between the "
         "stages and in slower steps. On the default grid the same tunes measured the capped "
         "variant corun-cap96 at 113-114%.",
