@@ -657,8 +657,6 @@ class Executor:
         per_sm = self.update_grid
         if per_sm is None or self.device.type != "cuda":  # a CPU's update is index_add_
             return None
-        if per_sm == 0:
-            return 0
         return per_sm * torch.cuda.get_device_properties(self.device).multi_processor_count
 
     def _check_update_sms(self, update_sms: int, model: Model) -> None:

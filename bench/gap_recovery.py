@@ -38,10 +38,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.render_execute import run_name  # noqa: E402
+from bench.render_execute import run_name, tune_records  # noqa: E402
 from reports.rounds import (  # noqa: E402
     IDEAL,
     SEQUENTIAL,
+    grid_baselines,
     is_ideal,
     record_iteration_ms,
     round_stats,
@@ -49,7 +50,7 @@ from reports.rounds import (  # noqa: E402
 )
 from spec.measurement import CHECKED_EVERY  # noqa: E402
 from spec.plan import TRAINER_UPDATE_BLOCKS_PER_SM  # noqa: E402
-from spec.serde import read_stored_text, stored_glob, stored_path, write_atomic  # noqa: E402
+from spec.serde import read_stored_text, stored_glob, write_atomic  # noqa: E402
 
 RAW = ROOT / "bench/results/raw"
 GAP_TARGET_PCT, RECOVERY_TARGET_PCT = 20.0, 75.0
@@ -111,7 +112,7 @@ def _grids(times_ms: dict[int, dict[str, float]]) -> list[int | None]:
     measured."""
     names = {s for t in times_ms.values() for s in t}
     return [None] + sorted({n for s in names if (n := update_grid(s)) is not None
-                            and f"{IDEAL}+ub{n}" in names and f"{SEQUENTIAL}+ub{n}" in names})
+                            and set(grid_baselines(n)) <= names})
 
 
 def points(source: str, key: tuple, times_ms: dict[int, dict[str, float]], graphed: bool,
@@ -123,8 +124,7 @@ def points(source: str, key: tuple, times_ms: dict[int, dict[str, float]], graph
     stats = {r.strategy: r for r in round_stats(times_ms)}
     out = []
     for grid in _grids(times_ms):
-        ideal, seq = (IDEAL, SEQUENTIAL) if grid is None else (
-            f"{IDEAL}+ub{grid}", f"{SEQUENTIAL}+ub{grid}")
+        ideal, seq = grid_baselines(grid)
         shares = [100 * t[ideal] / t[seq] for t in times_ms.values() if ideal in t and seq in t]
         plans = [r for r in stats.values() if _is_plan_like(r.strategy, grid)
                  and r.recovered_pct is not None]
@@ -170,8 +170,7 @@ def tune_points(path: Path) -> list[Point]:
     doc = json.loads(read_stored_text(path))
     if not doc["model"].startswith("heavy"):
         return []
-    records = {r["strategy"]: json.loads(read_stored_text(path.parent / f"{r['strategy']}.json"))
-               for r in doc["rows"] if stored_path(path.parent / f"{r['strategy']}.json").exists()}
+    records = tune_records(path, doc)
     if IDEAL not in records or SEQUENTIAL not in records:
         return []
     notes = records[SEQUENTIAL]["notes"]

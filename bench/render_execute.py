@@ -196,18 +196,25 @@ def run_name(path: Path) -> str:
     return f"{Path(path).parent.name}/{name}" if name == TUNE_SUMMARY else name
 
 
+def tune_records(path: Path, doc: dict | None = None) -> dict[str, dict]:
+    """A `corun tune` run's Measurement records (each strategy's median round, kept
+    beside its summary tune.json at `path`; `doc`: that summary, where read already), by
+    strategy, in the summary's order; a strategy whose record is not there is left out."""
+    doc = doc or json.loads(read_stored_text(path))
+    out = {}
+    for row in doc["rows"]:
+        file = Path(path).parent / f"{row['strategy']}.json"
+        if stored_path(file).is_file():  # some did not come back from the device
+            out[row["strategy"]] = json.loads(read_stored_text(file))
+    return out
+
+
 def tune_cases(path: Path) -> list[dict]:
     """A `corun tune` run's cases, as execute files hold them: one per strategy whose
     Measurement (its median round) is beside the summary."""
     doc = json.loads(read_stored_text(path))
-    out = []
-    for row in doc["rows"]:
-        file = Path(path).parent / f"{row['strategy']}.json"
-        if stored_path(file).is_file():  # some did not come back from the device
-            out.append({"pipeline": doc["pipeline"], "batch": doc["batch"],
-                        "strategy": row["strategy"],
-                        "measurement": json.loads(read_stored_text(file))})
-    return out
+    return [{"pipeline": doc["pipeline"], "batch": doc["batch"], "strategy": s,
+             "measurement": m} for s, m in tune_records(path, doc).items()]
 
 
 def tune_table(folder: Path) -> tuple[str, str]:

@@ -27,7 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.render_execute import fixed_report_main, tune_table  # noqa: E402
+from bench.render_execute import fixed_report_main, tune_records, tune_table  # noqa: E402
 from reports.rounds import record_iteration_ms, update_grid  # noqa: E402
 from spec.serde import read_stored_text, stored_path  # noqa: E402
 
@@ -75,10 +75,9 @@ IDEAL_MODELS_COMMAND = ("`python bench/execute_gpu.py --matrix heavy-lean --batc
 
 
 def measurements(run: str) -> dict[str, list[dict]]:
-    """A run's Measurement records by strategy, in round order: an execute record's name
-    (execute_update_grid_<run>.json) or a run number of the rehash matrix."""
-    name = run if not run[:2].isdigit() else f"rehash_run{run}"
-    doc = json.loads(read_stored_text(stored_path(RAW / f"execute_update_grid_{name}.json")))
+    """A run's Measurement records by strategy, in round order."""
+    doc = json.loads(read_stored_text(stored_path(RAW / f"execute_update_grid_rehash_run{run}"
+                                                  ".json")))
     out: dict[str, list[dict]] = {}
     for case in sorted(doc, key=lambda c: c.get("repeat", 0)):
         if case.get("measurement"):
@@ -159,9 +158,7 @@ def plan_rows(run: str) -> list[str]:
 def tune_measurements(folder: str) -> dict[str, list[dict]]:
     """A tune folder's median-round Measurement of each strategy (the rounds themselves
     are not kept), as [record] by strategy."""
-    doc = json.loads(read_stored_text(stored_path(RAW / folder / "tune.json")))
-    return {r["strategy"]: [json.loads(read_stored_text(RAW / folder / f"{r['strategy']}.json"))]
-            for r in doc["rows"]}
+    return {s: [m] for s, m in tune_records(RAW / folder / "tune.json").items()}
 
 
 def rest_rows(runs: list[tuple[str, dict[str, list[dict]], str]]) -> list[str]:

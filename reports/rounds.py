@@ -33,15 +33,19 @@ def update_grid(strategy: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
+def grid_baselines(grid: int | None) -> tuple[str, str]:
+    """The labels of ideal and gpu-sequential on update grid `grid` (None: the default)."""
+    return (IDEAL, SEQUENTIAL) if grid is None else (f"{IDEAL}+ub{grid}",
+                                                     f"{SEQUENTIAL}+ub{grid}")
+
+
 def gap_baselines(strategy: str, names) -> tuple[str, str]:
     """The ideal and gpu-sequential a strategy's recovery is taken against: those on its
     own update grid where `names` (a round's strategies) has both, else the defaults'. A
     plan run on a faster grid than ideal's would read as recovering more than all of a
     gap it was not part of (bench/results/update_grid_rehash_h200.md)."""
-    n = update_grid(strategy)
-    if n is not None and f"{IDEAL}+ub{n}" in names and f"{SEQUENTIAL}+ub{n}" in names:
-        return f"{IDEAL}+ub{n}", f"{SEQUENTIAL}+ub{n}"
-    return IDEAL, SEQUENTIAL
+    own = grid_baselines(update_grid(strategy))
+    return own if all(s in names for s in own) else grid_baselines(None)
 
 
 def is_ideal(strategy: str) -> bool:
