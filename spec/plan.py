@@ -161,9 +161,10 @@ class Plan:
     """The fused embedding update's grid in blocks an SM (Model.embedding_update
     fused-sgd); 0: the trainer's default (backend.embedding_sgd.UPDATE_BLOCKS_PER_SM, 4,
     which leave the SMs room for a kernel beside the update). Heavy-lean beside
-    heavy-rehash b32768 ran ideal's step in 5.86-5.93 ms on 16 against 6.98-7.06 on 4,
-    and its best plan measured, on 64 SMs with the update on 16, in 6.64-6.68 ms against
-    the capped choice's 6.78-6.84 on 4 (bench/results/update_grid_rehash_h200.md). The
+    heavy-rehash b32768 ran ideal's step in 5.86-5.93 ms on 16 against 6.98-7.06 on 4;
+    eager, its best plan measured, on 64 SMs with the update on 16, in 6.64-6.68 ms
+    against the capped choice's 6.78-6.84 on 4; graphed, the choice on 16 in 6.20-6.22
+    ms (bench/results/update_grid_rehash_h200.md). The
     planner leaves it at 0 (the cost model's stage times are the default grid's);
     `corun tune` measures the chosen plan on UPDATE_GRIDS (tune_cmd.grid_variants); the
     simulator does not model it."""
