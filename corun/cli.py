@@ -66,7 +66,7 @@ def _report(args: argparse.Namespace) -> int:
 
     from reports.summary import report
 
-    path = report(args.files, Path(args.output))
+    path = report(args.files, Path(args.out))
     print(f"wrote {path}")
     return 0
 
@@ -86,11 +86,29 @@ COMMANDS = {
                 "measure it"),
     "tune": ("corun.tune_cmd", "run a plan folder's plans on the GPU in rounds and keep the "
              "fastest"),
+    "validate": ("corun.validate_cmd", "the validation dataset: add measured cases, predict "
+                 "them again, render the results"),
 }
+
+
+DISTRIBUTION = "corun-dlrm"
+"""The name corun is installed under (`corun` on the package index is another project)."""
+
+
+def version() -> str:
+    """The installed version, or the checkout's when it is not installed."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as installed
+
+    try:
+        return installed(DISTRIBUTION)
+    except PackageNotFoundError:
+        return "unknown (not installed)"
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="corun", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {version()}")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("presets", help="list hardware, model and pipeline presets").set_defaults(
         func=_presets)
@@ -102,7 +120,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("report", help="figures and a Markdown summary from prediction and "
                        "measurement files")
     p.add_argument("files", nargs="+", help="Prediction and Measurement JSON files")
-    p.add_argument("-o", "--output", required=True, help="output directory")
+    p.add_argument("--out", required=True, help="output directory")
     p.set_defaults(func=_report)
     return parser
 

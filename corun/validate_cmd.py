@@ -1,0 +1,177 @@
+"""`corun validate`: the validation dataset. Add executed cases to it, predict every case
+again with today's model, and render the results from it.
+
+    corun validate add MEASUREMENT.json ... --source NAME   # a run's cases into the dataset
+    corun validate predict [--jobs N]                        # every case, today's model
+    corun validate render                                    # docs/results.md, the README table
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import math
+import os
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import replace
+from pathlib import Path
+
+from spec import SpecError
+
+ROOT = Path(__file__).resolve().parent.parent
+DATASET = ROOT / "validation"
+"""The project's own validation dataset (a source checkout's)."""
+RESULTS = ROOT / "docs" / "results.md"
+README = ROOT / "README.md"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--dataset", type=Path, default=DATASET,
+                   help="the dataset folder (default: the checkout's validation/)")
+    sub = p.add_subparsers(dest="action", required=True)
+    a = sub.add_parser("add", help="add Measurement files' cases (corun execute / tune output)")
+    a.add_argument("measurements", nargs="+", type=Path, help="Measurement JSON files")
+    a.add_argument("--source", required=True,
+                   help="a name for the command that measured them (one per machine and run)")
+    pr = sub.add_parser("predict", help="predict every case again with today's model")
+    pr.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
+                    help="worker processes (default: the CPU count)")
+    pr.add_argument("--limit", type=int, default=0,
+                    help="predict only the first N cases (0: all), for a quick look")
+    r = sub.add_parser("render", help="write docs/results.md and the README's trust table")
+    r.add_argument("--check", action="store_true",
+                   help="write nothing; exit 1 where a committed file differs from a render")
+
+
+def run(args: argparse.Namespace) -> int:
+    return {"add": _add, "predict": _predict, "render": _render}[args.action](args)
+
+
+def _add(args: argparse.Namespace) -> int:
+    from spec.serde import read_document
+    from spec.validation import Dataset, case_from_record
+
+    folder = Path(args.dataset)
+    ds = Dataset.read(folder) if (folder / "measured.csv").exists() else Dataset((), {}, {})
+    if any(c.source == args.source for c in ds.measured):
+        raise SpecError("--source", args.source, "a name no case of the dataset has yet")
+    cases, plans = list(ds.measured), dict(ds.plans)
+    today = datetime.date.today().isoformat()
+    for i, path in enumerate(args.measurements):
+        doc = read_document(path)
+        if not isinstance(doc, dict) or doc.get("schema") != "corun.measurement/1":
+            raise SpecError("measurements", str(path), "a Measurement JSON (corun execute -o)")
+        case, plan = case_from_record(doc, args.source, i, today)
+        cases.append(case)
+        if plan:
+            plans[case.plan_id] = plan
+    Dataset(tuple(cases), ds.predicted, plans).write(folder)
+    print(f"added {len(args.measurements)} cases to {folder}; `corun validate predict` "
+          "predicts them")
+    return 0
+
+
+def case_scenario(case, plan_doc: dict | None):
+    """The steady-state Scenario of what a case ran, as `corun plan` simulates a candidate:
+    a baseline by its name, else the plan it ran; its host cores, step mode and timed
+    check as it ran."""
+    import spec
+    from sim import Scenario, Strategy, StrategyKind, parse_strategy, steady_state
+    from spec.hardware import preset_of_device
+    from spec.serde import from_jsonable
+    from spec.validation import PredictAs
+
+    kind = preset_of_device(case.machine)
+    extra = {"host_cpu_cores": case.host_cpu_cores} if case.host_cpu_cores else {}
+    hw = spec.hardware_preset(kind, case.gpus, **extra)
+    model = replace(spec.model_preset(case.model), batch_per_gpu=case.batch_per_gpu,
+                    cuda_graphs=case.cuda_graphs)
+    if case.predict_as is PredictAs.PLAN:
+        strat = Strategy(StrategyKind.PLAN, plan=from_jsonable(spec.Plan, plan_doc, "plan"))
+    else:
+        strat = parse_strategy(case.predict_as.value, hw)
+    return steady_state(Scenario(hw, model, spec.pipeline_preset(case.pipeline), strat,
+                                 timed_check=case.timed_check))
+
+
+def predict_case(case, plan_doc: dict | None, commit: str):
+    """One case's PredictedCase: nan with the reason where it is not modelled or today's
+    code cannot simulate it (a plan of a pipeline since changed)."""
+    from sim import simulate_steady
+    from spec.validation import PredictedCase
+
+    if not case.modelled:
+        return PredictedCase(case.case_id, math.nan, commit, f"not modelled: {case.note}")
+    try:
+        ms = simulate_steady(case_scenario(case, plan_doc)).prediction.mean_iteration_ms
+    except SpecError as e:
+        return PredictedCase(case.case_id, math.nan, commit, f"not simulated: {e}")
+    return PredictedCase(case.case_id, ms, commit)
+
+
+def _predict_chunk(chunk: list[tuple]) -> list:
+    from costmodel.threads import single_threaded
+
+    with single_threaded():
+        return [predict_case(*item) for item in chunk]
+
+
+def predict_all(ds, jobs: int, limit: int = 0, progress=lambda *a: None) -> dict:
+    """Every case (the first `limit`, where given) predicted again, in `jobs` processes."""
+    from sim.simulate import git_commit
+
+    commit = git_commit()
+    items = [(c, ds.plans.get(c.plan_id), commit) for c in ds.measured]
+    if limit:
+        items = items[:limit]
+    size = max(1, min(200, len(items) // max(1, jobs * 4) or 1))
+    chunks = [items[i:i + size] for i in range(0, len(items), size)]
+    out = {}
+    if jobs <= 1:
+        results = map(_predict_chunk, chunks)
+        for done, rows in enumerate(results, 1):
+            out.update({p.case_id: p for p in rows})
+            progress(f"predicted {min(done * size, len(items))} of {len(items)} cases")
+        return out
+    with ProcessPoolExecutor(jobs) as pool:
+        for done, rows in enumerate(pool.map(_predict_chunk, chunks), 1):
+            out.update({p.case_id: p for p in rows})
+            progress(f"predicted {min(done * size, len(items))} of {len(items)} cases")
+    return out
+
+
+def _predict(args: argparse.Namespace) -> int:
+    from corun.cli import progress
+    from spec.errors import require_int_range
+    from spec.validation import Dataset
+
+    require_int_range("--jobs", args.jobs, 1, 256)
+    require_int_range("--limit", args.limit, 0)
+    ds = Dataset.read(args.dataset)
+    predicted = predict_all(ds, args.jobs, args.limit, progress(False))
+    if args.limit:
+        predicted = {**ds.predicted, **predicted}
+    Dataset(ds.measured, predicted, ds.plans).write(args.dataset)
+    print(f"predicted {len(predicted)} cases into {Path(args.dataset) / 'predicted.csv'}")
+    return 0
+
+
+def _render(args: argparse.Namespace) -> int:
+    from reports.results import readme_with_table, results_markdown
+    from spec.serde import write_atomic
+    from spec.validation import Dataset
+
+    ds = Dataset.read(args.dataset)
+    results = results_markdown(ds, "corun validate render")
+    readme = readme_with_table(README.read_text(), ds)
+    stale = [p for p, text in ((RESULTS, results), (README, readme))
+             if not p.exists() or p.read_text() != text]
+    if args.check:
+        for p in stale:
+            print(f"{p.relative_to(ROOT)} differs from a fresh render: run corun validate render")
+        return 1 if stale else 0
+    for p, text in ((RESULTS, results), (README, readme)):
+        write_atomic(p, text)
+    print(json.dumps({"wrote": [str(p.relative_to(ROOT)) for p in (RESULTS, README)]}))
+    return 0

@@ -1,0 +1,253 @@
+"""docs/results.md and the README's trust table, rendered from the validation dataset.
+
+Nothing here measures or predicts: it reads `spec.validation.Dataset` and writes Markdown,
+so the same data always gives the same text (a test compares the committed files)."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections import defaultdict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from spec.validation import Dataset, MeasuredCase
+
+WITHIN_PCT = 5.0
+"""An error at most this far off counts as a good prediction (the planner's own target)."""
+NOISE_PCT = 2.0
+"""A measured gap below this between two strategies is within a lent machine's swing."""
+TABLE_START = "<!-- trust-table:start (corun validate render) -->"
+TABLE_END = "<!-- trust-table:end -->"
+
+
+@dataclass(frozen=True)
+class Errors:
+    """Absolute errors (%) of a group of predicted cases."""
+
+    errors_pct: tuple[float, ...]
+
+    @property
+    def n(self) -> int:
+        return len(self.errors_pct)
+
+    def cells(self) -> list[str]:
+        if not self.errors_pct:
+            return ["0", "-", "-", "-"]
+        e = self.errors_pct
+        within = sum(x <= WITHIN_PCT for x in e)
+        return [str(len(e)), f"{statistics.median(e):.1f}%", f"{statistics.mean(e):.1f}%",
+                f"{within} ({100 * within / len(e):.0f}%)"]
+
+
+ERROR_HEAD = ["cases", "median abs error", "mean abs error", f"within {WITHIN_PCT:g}%"]
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """Per command with two or more predicted strategies besides ideal: was the strategy
+    predicted fastest the measured fastest, and what did choosing it cost."""
+
+    right: int
+    near: int
+    """Wrong, but measured within NOISE_PCT of the measured fastest."""
+    commands: int
+    regrets_pct: tuple[float, ...]
+
+    def cells(self) -> list[str]:
+        if not self.commands:
+            return ["0", "-", "-"]
+        return [str(self.commands), f"{self.right + self.near} ({self.right} exact)",
+                f"{statistics.median(self.regrets_pct):.2f}%"]
+
+
+RANK_HEAD = ["commands", f"best picked (within {NOISE_PCT:g}%)", "median regret"]
+
+
+def mode(c: MeasuredCase) -> str:
+    return "graphed" if c.cuda_graphs else "eager"
+
+
+def setting(c: MeasuredCase) -> str:
+    """The README's rows: step mode and GPU count."""
+    return f"{mode(c)}, {c.gpus} GPU{'s' if c.gpus > 1 else ''}"
+
+
+def predicted_cases(ds: Dataset) -> list[tuple[MeasuredCase, float]]:
+    """Every case with a prediction, beside its signed error (%)."""
+    out = []
+    for c in ds.measured:
+        e = ds.error_pct(c)
+        if not math.isnan(e):
+            out.append((c, e))
+    return out
+
+
+def errors_by(pairs: Iterable[tuple[MeasuredCase, float]],
+              key: Callable[[MeasuredCase], str]) -> dict[str, Errors]:
+    groups: dict[str, list[float]] = defaultdict(list)
+    for c, e in pairs:
+        groups[key(c)].append(abs(e))
+    return {k: Errors(tuple(v)) for k, v in sorted(groups.items())}
+
+
+def rankings_by(pairs: Iterable[tuple[MeasuredCase, float]],
+                key: Callable[[MeasuredCase], str]) -> dict[str, Ranking]:
+    """Per command (source and workload), each strategy's median round measured and
+    predicted; the commands grouped by `key` of their first case."""
+    runs: dict[tuple, dict[str, list[tuple[float, float]]]] = defaultdict(lambda: defaultdict(list))
+    first: dict[tuple, MeasuredCase] = {}
+    for c, e in pairs:
+        if c.strategy == "ideal":
+            continue
+        k = (c.source, c.workload)
+        first.setdefault(k, c)
+        predicted = c.mean_iteration_ms * (1 + e / 100)
+        runs[k][c.strategy].append((c.mean_iteration_ms, predicted))
+    acc: dict[str, list[tuple[bool, bool, float]]] = defaultdict(list)
+    for k, strategies in runs.items():
+        if len(strategies) < 2:
+            continue
+        med = {s: (statistics.median(m for m, _ in v), statistics.median(p for _, p in v))
+               for s, v in strategies.items()}
+        best_p = min(med, key=lambda s: (med[s][1], s))
+        best_m = min(med, key=lambda s: (med[s][0], s))
+        regret = 100 * (med[best_p][0] / med[best_m][0] - 1)
+        acc[key(first[k])].append((best_p == best_m, regret <= NOISE_PCT, regret))
+    return {g: Ranking(sum(r for r, _, _ in v), sum(n and not r for r, n, _ in v), len(v),
+                       tuple(x for _, _, x in v)) for g, v in sorted(acc.items())}
+
+
+def table(head: list[str], rows: list[list[str]]) -> list[str]:
+    lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
+    return lines + ["| " + " | ".join(r) + " |" for r in rows]
+
+
+def calibrated(pairs: list[tuple[MeasuredCase, float]]) -> list[tuple[MeasuredCase, float]]:
+    """Each case but ideal, its prediction scaled by its own command's measured ideal over
+    the predicted one (as `--calibration` scales a plan's): held out, since the ideal that
+    calibrates it is not among the cases it is judged on."""
+    ideal: dict[tuple, list[tuple[float, float]]] = defaultdict(list)
+    for c, e in pairs:
+        if c.strategy == "ideal":
+            ideal[c.source, c.workload].append((c.mean_iteration_ms,
+                                                c.mean_iteration_ms * (1 + e / 100)))
+    out = []
+    for c, e in pairs:
+        rounds = ideal.get((c.source, c.workload))
+        if c.strategy == "ideal" or not rounds:
+            continue
+        factor = statistics.median(m for m, _ in rounds) / statistics.median(p for _, p in rounds)
+        out.append((c, 100 * ((1 + e / 100) * factor - 1)))
+    return out
+
+
+def trust_table(ds: Dataset) -> list[str]:
+    """By step mode and GPU count, over the newest measurement of each workload: how close
+    the predictions came, as they are and calibrated by the command's own ideal, and how
+    often the strategy predicted fastest was the measured fastest."""
+    pairs = newest_per_workload(predicted_cases(ds))
+    errs, ranks = errors_by(pairs, setting), rankings_by(pairs, setting)
+    cal = errors_by(calibrated(pairs), setting)
+    empty, none = Ranking(0, 0, 0, ()), Errors(())
+    rows = [[k, *_short(errs[k]), _short(cal.get(k, none))[2], *ranks.get(k, empty).cells()]
+            for k in errs]
+    rows.append(["all", *_short(Errors(tuple(abs(e) for _, e in pairs))),
+                 _short(Errors(tuple(abs(e) for _, e in calibrated(pairs))))[2],
+                 *_total(ranks.values()).cells()])
+    return table(["setting", "cases", "median abs error", f"within {WITHIN_PCT:g}%",
+                  f"within {WITHIN_PCT:g}%, calibrated", *RANK_HEAD], rows)
+
+
+def _short(e: Errors) -> list[str]:
+    """cases, median abs error, within 5%."""
+    cells = e.cells()
+    return [cells[0], cells[1], cells[3]]
+
+
+def _total(ranks: Iterable[Ranking]) -> Ranking:
+    ranks = list(ranks)
+    return Ranking(sum(r.right for r in ranks), sum(r.near for r in ranks),
+                   sum(r.commands for r in ranks), tuple(x for r in ranks for x in r.regrets_pct))
+
+
+def provenance(ds: Dataset) -> str:
+    machines = sorted({c.machine for c in ds.measured})
+    days = sorted({c.measured_on for c in ds.measured})
+    commits = sorted({p.predicted_commit for p in ds.predicted.values()})
+    sources = len({c.source for c in ds.measured})
+    return (f"{len(ds.measured)} executed cases from {sources} commands on "
+            f"{', '.join(machines)}, measured {days[0]} to {days[-1]}; predicted at "
+            f"commit {', '.join(commits) or '(none yet)'}.")
+
+
+def results_markdown(ds: Dataset, command: str) -> str:
+    """The whole results page."""
+    pairs = predicted_cases(ds)
+    unmodelled = [c for c in ds.measured if not c.modelled]
+    unsimulated = [c for c in ds.measured if c.modelled and math.isnan(ds.error_pct(c))]
+    newest = newest_per_workload(pairs)
+    lines = ["# Results: predicted against measured", "",
+             f"Rendered by `{command}` from `validation/` (do not edit by hand). "
+             + provenance(ds), "",
+             "Each case is one strategy run once: its mean iteration as the throughput "
+             "counts it (every slow step included), against the mean iteration the "
+             "simulator predicts for the same plan, model, batch and step mode. Errors are "
+             f"in % of the measured time. A command's best is picked right where the "
+             f"strategy predicted fastest ran within {NOISE_PCT:g}% of the measured "
+             "fastest; regret is what choosing it cost.", "",
+             "## The newest measurement of each workload, by step mode and GPU count", "",
+             "Per workload, only the cases measured on the last day it was measured: what "
+             "the model says of the trainer as it runs now. Calibrated: each case's "
+             "prediction scaled by the ideal step measured in the same command, as "
+             "`--calibration` does (the ideal itself left out).", "", *trust_table(ds), "",
+             "## Every case, by step mode and GPU count", "",
+             "Older commands ran older trainers; their errors say as much about the "
+             "trainer's changes as about the model.", ""]
+    all_e, all_r = errors_by(pairs, setting), rankings_by(pairs, setting)
+    empty = Ranking(0, 0, 0, ())
+    lines += table(["setting", *ERROR_HEAD, *RANK_HEAD],
+                   [[k, *v.cells(), *all_r.get(k, empty).cells()] for k, v in all_e.items()])
+    lines += ["",
+             "## Every case, by model", ""]
+    by_model_e, by_model_r = errors_by(pairs, lambda c: c.model), rankings_by(
+        pairs, lambda c: c.model)
+    lines += table(["model", *ERROR_HEAD, *RANK_HEAD],
+                   [[k, *v.cells(), *by_model_r.get(k, empty).cells()]
+                    for k, v in by_model_e.items()])
+    lines += ["", "## The newest measurement of each workload", ""]
+    ne, nr = errors_by(newest, lambda c: c.workload), rankings_by(newest, lambda c: c.workload)
+    lines += table(["workload", *ERROR_HEAD, *RANK_HEAD],
+                   [[k, *v.cells(), *nr.get(k, empty).cells()] for k, v in ne.items()])
+    lines += ["", "## Cases without a prediction", "",
+              f"- {len(unmodelled)} ran a variant the simulator does not model: "
+              + _reasons(c.note for c in unmodelled),
+              f"- {len(unsimulated)} ran a plan today's code cannot simulate: "
+              + _reasons(ds.predicted[c.case_id].note.split(":")[0] if c.case_id in
+                         ds.predicted else "not predicted yet" for c in unsimulated), ""]
+    return "\n".join(lines)
+
+
+def _reasons(notes: Iterable[str]) -> str:
+    counts: dict[str, int] = defaultdict(int)
+    for n in notes:
+        counts[n or "unnamed"] += 1
+    return "; ".join(f"{n} ({k})" for n, k in sorted(counts.items(), key=lambda x: -x[1])) or "-"
+
+
+def newest_per_workload(pairs: list[tuple[MeasuredCase, float]]) -> list:
+    """The cases measured on the last day their workload was measured: the trainer as it
+    runs now, not as it ran in older commands."""
+    last: dict[str, str] = {}
+    for c, _ in pairs:
+        last[c.workload] = max(last.get(c.workload, ""), c.measured_on)
+    return [(c, e) for c, e in pairs if c.measured_on == last[c.workload]]
+
+
+def readme_with_table(readme: str, ds: Dataset) -> str:
+    """The README with its trust table rendered afresh between the markers."""
+    start, end = readme.find(TABLE_START), readme.find(TABLE_END)
+    if start < 0 or end < start:
+        raise ValueError(f"README.md: no {TABLE_START} ... {TABLE_END} block")
+    block = "\n".join([TABLE_START, "", provenance(ds), "", *trust_table(ds), ""])
+    return readme[:start] + block + "\n" + readme[end:]

@@ -1,0 +1,194 @@
+"""The validation dataset: its files, `corun validate`, and the results rendered from it."""
+
+from __future__ import annotations
+
+import dataclasses
+import gzip
+import math
+import random
+from pathlib import Path
+
+import pytest
+
+import spec
+from corun.cli import main
+from corun.validate_cmd import DATASET, predict_case
+from reports.results import rankings_by, readme_with_table, results_markdown, trust_table
+from spec import Measurement, SpecError, Spread
+from spec.serde import dumps, save
+from spec.validation import (
+    MEASURED_FILE,
+    PLANS_FILE,
+    Dataset,
+    MeasuredCase,
+    PredictAs,
+    PredictedCase,
+    case_from_record,
+    plan_id,
+    read_plans,
+)
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def case(strategy: str, ms: float, source: str = "run", i: int = 0, **kw) -> MeasuredCase:
+    fields = dict(case_id=f"{source}#{i}", source=source, machine="NVIDIA H200", gpus=1,
+                  model="criteo-kaggle", pipeline="kaggle", batch_per_gpu=8192,
+                  cuda_graphs=False, timed_check=False, strategy=strategy,
+                  predict_as=PredictAs.IDEAL if strategy == "ideal" else PredictAs.PLAN,
+                  plan_id="", host_cpu_cores=0, modelled=True, iterations=100,
+                  mean_iteration_ms=ms, median_step_ms=ms, p10_step_ms=0.9 * ms,
+                  p90_step_ms=1.1 * ms, measured_commit="abc", measured_on="2026-12-01",
+                  torch_version="2.11")
+    return MeasuredCase(**{**fields, **kw})
+
+
+def dataset(rows: list[tuple[MeasuredCase, float]]) -> Dataset:
+    return Dataset(tuple(c for c, _ in rows),
+                   {c.case_id: PredictedCase(c.case_id, p, "abc") for c, p in rows}, {})
+
+
+def measurement(strategy: str = "corun", plan: spec.Plan | None = None) -> Measurement:
+    return Measurement(strategy=strategy, model="criteo-kaggle", pipeline="kaggle",
+                       hardware="NVIDIA H100 80GB HBM3", gpu_count=1, batch_per_gpu=4096,
+                       iterations=10, warmup=2, iteration=Spread(4.0, 3.9, 4.4),
+                       throughput_samples_per_s=4096 / 4.2 * 1e3, stall_ms_per_iteration=0.0,
+                       stages={}, kernels={}, checked_rows=0, versions={"torch": "2.11"},
+                       git_commit="0123456789abcdef", command="test", plan=plan)
+
+
+def test_a_dataset_is_read_back_as_written(tmp_path):
+    rows = [(case("ideal", 4.0, i=0), 3.9), (case("corun", 4.2, i=1, plan_id="p"), math.nan)]
+    ds = dataset(rows)
+    ds = dataclasses.replace(ds, plans={plan_id({"k": 1}): {"k": 1}})
+    ds.write(tmp_path)
+    back = Dataset.read(tmp_path)
+    assert back.measured == ds.measured
+    assert back.predicted["run#0"] == ds.predicted["run#0"]
+    assert math.isnan(back.predicted["run#1"].predicted_ms)
+    assert back.plans == ds.plans
+    assert back.error_pct(back.measured[0]) == pytest.approx(-2.5)
+
+
+def test_a_bad_cell_names_its_line_and_column(tmp_path):
+    dataset([(case("ideal", 4.0), 3.9)]).write(tmp_path)
+    path = tmp_path / MEASURED_FILE
+    path.write_text(path.read_text().replace(",8192,", ",-3,"))
+    with pytest.raises(SpecError, match=r"measured.csv:2.batch_per_gpu = -3"):
+        Dataset.read(tmp_path)
+    path.write_text(path.read_text().replace(",-3,", ",many,"))
+    with pytest.raises(SpecError, match=r"measured.csv:2.batch_per_gpu = 'many': a int"):
+        Dataset.read(tmp_path)
+
+
+def test_a_plan_whose_key_does_not_match_is_refused(tmp_path):
+    line = b'{"plan":{"k":1},"plan_id":"0000000000000000"}\n'
+    (tmp_path / PLANS_FILE).write_bytes(gzip.compress(line))
+    with pytest.raises(SpecError, match="plans.jsonl.gz:1.plan_id"):
+        read_plans(tmp_path / PLANS_FILE)
+
+
+def test_a_measurement_becomes_a_case_with_its_mean_iteration_and_plan():
+    plan = spec.one_kernel_plan(spec.pipeline_preset("kaggle"), "criteo-kaggle", 1,
+                                "emb_fwd")
+    doc = dumps(measurement(plan=plan))
+    c, p = case_from_record(doc, "h100-run", 3, "2026-12-06")
+    assert c.case_id == "h100-run#3" and c.machine == "NVIDIA H100 80GB HBM3"
+    assert c.mean_iteration_ms == pytest.approx(4.2)
+    assert c.predict_as is PredictAs.PLAN and c.plan_id == plan_id(p) and c.modelled
+    ideal, _ = case_from_record(dumps(measurement("ideal")), "h100-run", 0, "2026-12-06")
+    assert ideal.predict_as is PredictAs.IDEAL and ideal.plan_id == ""
+
+
+def test_validate_add_then_predict_a_new_machines_case(tmp_path):
+    save(measurement("ideal"), tmp_path / "ideal.json")
+    folder = tmp_path / "validation"
+    assert main(["validate", "--dataset", str(folder), "add", str(tmp_path / "ideal.json"),
+                 "--source", "h100-ideal"]) == 0
+    assert main(["validate", "--dataset", str(folder), "add", str(tmp_path / "ideal.json"),
+                 "--source", "h100-ideal"]) == 2  # a source is added once
+    assert main(["validate", "--dataset", str(folder), "predict", "--jobs", "1"]) == 0
+    ds = Dataset.read(folder)
+    (c,) = ds.measured
+    assert c.machine.startswith("NVIDIA H100") and ds.predicted[c.case_id].predicted_ms > 0
+
+
+def test_validate_add_refuses_what_is_not_a_measurement(tmp_path):
+    (tmp_path / "x.json").write_text('{"schema": "corun.plan/1"}')
+    assert main(["validate", "--dataset", str(tmp_path / "v"), "add", str(tmp_path / "x.json"),
+                 "--source", "s"]) == 2
+    assert not (tmp_path / "v").exists()
+
+
+def test_ranking_counts_a_command_only_with_two_strategies_besides_ideal():
+    rows = [(case("ideal", 4.0, "a", 0), 4.0), (case("gpu-sequential", 5.0, "a", 1), 4.4),
+            (case("corun", 4.5, "a", 2), 4.5),  # predicted slower, measured faster: wrong
+            (case("ideal", 4.0, "b", 0), 4.0), (case("corun", 4.5, "b", 1), 4.5)]
+    ds = dataset(rows)
+    from reports.results import predicted_cases
+
+    (r,) = rankings_by(predicted_cases(ds), lambda c: "all").values()
+    assert (r.commands, r.right, r.near) == (1, 0, 0)
+    assert r.regrets_pct == (pytest.approx(100 * (5.0 / 4.5 - 1)),)
+
+
+def test_the_trust_table_counts_cases_within_five_percent_as_predicted_and_calibrated():
+    """corun: +10% as predicted; scaled by its command's ideal (measured 4.0, predicted
+    4.1) +7.3%, still out."""
+    rows = [(case("ideal", 4.0, i=0), 4.1), (case("corun", 4.0, i=1), 4.4)]
+    text = "\n".join(trust_table(dataset(rows)))
+    assert "| eager, 1 GPU | 2 | 6.2% | 1 (50%) | 0 (0%) |" in text
+
+
+def test_calibration_scales_by_the_same_commands_ideal_only():
+    from reports.results import calibrated
+
+    # (case, signed error %): ideal predicted 5.0 for 4.0, corun 6.0 for 5.0
+    rows = [(case("ideal", 4.0, "a", 0), 25.0), (case("corun", 5.0, "a", 1), 20.0),
+            (case("corun", 5.0, "b", 0), 20.0)]  # no ideal in command b: left out
+    ((c, e),) = calibrated(rows)
+    assert c.source == "a" and e == pytest.approx(-4.0)
+
+
+def test_only_the_newest_day_of_a_workload_is_kept():
+    from reports.results import newest_per_workload
+
+    old, new = case("corun", 4.0, "a", measured_on="2026-11-01"), case("corun", 4.0, "b")
+    other = case("corun", 4.0, "c", batch_per_gpu=4096, measured_on="2026-11-01")
+    assert newest_per_workload([(old, 1.0), (new, 2.0), (other, 3.0)]) == [
+        (new, 2.0), (other, 3.0)]
+
+
+def test_the_readme_table_is_replaced_between_its_markers_only():
+    from reports.results import TABLE_END, TABLE_START
+
+    ds = dataset([(case("ideal", 4.0), 4.1)])
+    readme = f"intro\n{TABLE_START}\nold\n{TABLE_END}\noutro\n"
+    out = readme_with_table(readme, ds)
+    assert out.startswith("intro\n") and out.endswith(f"{TABLE_END}\noutro\n")
+    assert "old" not in out and "| eager, 1 GPU | 1 |" in out
+
+
+def test_the_committed_results_and_readme_table_are_fresh():
+    """docs/results.md and the README's table are what `corun validate render` makes of
+    the committed dataset: edit the data, then render."""
+    assert main(["validate", "render", "--check"]) == 0
+
+
+def test_the_committed_predictions_are_todays_model():
+    """A sample of committed predictions, predicted again now: a change to the model or the
+    simulator shows here until `corun validate predict` is run and committed."""
+    ds = Dataset.read(DATASET)
+    modelled = [c for c in ds.measured if c.modelled
+                and not math.isnan(ds.predicted[c.case_id].predicted_ms)]
+    for c in random.Random(0).sample(modelled, 6):
+        now = predict_case(c, ds.plans.get(c.plan_id), "now")
+        assert now.predicted_ms == pytest.approx(ds.predicted[c.case_id].predicted_ms,
+                                                 rel=1e-5), c.case_id
+
+
+def test_results_render_names_the_cases_without_a_prediction():
+    rows = [(case("ideal", 4.0, i=0), 4.1),
+            (case("corun+ub16", 4.0, i=1, modelled=False, note="the update grid"), math.nan)]
+    text = results_markdown(dataset(rows), "test")
+    assert "1 ran a variant the simulator does not model: the update grid (1)" in text
