@@ -26,7 +26,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--check-rows", type=int, default=1000,
                    help="rows of every chunk recomputed by the reference (0: none)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", help="write the trainer inputs (.npz) here")
+    p.add_argument("-o", "--output", help="write the trainer inputs (.npz) here")
     p.add_argument("--quiet", action="store_true")
 
 
@@ -94,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
             out = engine(inputs)
             if args.check_rows:
                 checked += check_sample(pipeline, inputs, out, rng, args.check_rows)
-            if args.out:
+            if args.output:
                 ti = trainer_inputs(pipeline, out)
                 dense.append(ti.dense)
                 for t, c in ti.sparse.items():
@@ -118,9 +118,9 @@ def run(args: argparse.Namespace) -> int:
     if stats.skipped:
         print(f"skipped {stats.skipped} malformed line(s) of {stats.lines}; first: "
               f"{stats.first_errors[0]}")
-    if args.out:
-        _save(args.out, pipeline, dense, sparse)
-        print(f"wrote {args.out}")
+    if args.output:
+        _save(args.output, pipeline, dense, sparse)
+        print(f"wrote {args.output}")
     return 0
 
 

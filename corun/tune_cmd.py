@@ -105,7 +105,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=d.seed)
     p.add_argument("--device", default="cuda", choices=["cuda", "cpu"],
                    help="cpu runs the same steps on the host, untimed by CUDA (for checks)")
-    p.add_argument("-o", "--out", required=True,
+    p.add_argument("--out", required=True,
                    help="output folder: tuned.json, tune.md, tune.json, one Measurement per "
                    "strategy (its median round, for `corun report`) and rounds/")
     p.add_argument("--quiet", action="store_true")

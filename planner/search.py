@@ -305,6 +305,12 @@ class LocalSearch(Proposer):
         depends on the limit and on how busy the machine was (`time_limit_note`)."""
 
     def propose(self, judge: Judge, time_limit_s: float) -> Judged:
+        from costmodel.threads import single_threaded
+
+        with single_threaded():  # a time-limited search: its judge's threads would starve it
+            return self._propose(judge, time_limit_s)
+
+    def _propose(self, judge: Judge, time_limit_s: float) -> Judged:
         assert isinstance(judge, SimJudge)
         sc = judge.scenario
         pipeline, hw = sc.pipeline, sc.hardware

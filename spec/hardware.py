@@ -246,6 +246,15 @@ _SYSTEMS: dict[str, tuple[str, str, str, int]] = {
     "h200": ("nvlink4", "ib-ndr", "pcie5-h200", 8),
 }
 
+def preset_of_device(device_name: str) -> str:
+    """The hardware preset of a GPU as torch names it (`NVIDIA H100 80GB HBM3` -> `h100`)."""
+    for key in GPU_KINDS:
+        if key.upper() in device_name.upper():
+            return key
+    raise SpecError("machine", device_name,
+                    f"a GPU of a hardware preset ({', '.join(k.upper() for k in GPU_KINDS)})")
+
+
 HOST_CORES_PER_GPU = 16
 """Source: the lent H200 machines have 16 cores per GPU (device/KINDS.md: 16, 32, 64, 128)."""
 

@@ -153,12 +153,21 @@ def cache_dir() -> Path:
     return Path(os.environ.get("CORUN_CACHE_DIR", Path.home() / ".cache" / "corun"))
 
 
+def _umask() -> int:
+    """The process's file-creation mask (reading it means setting it back at once)."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 def write_atomic(path: str | Path, data: str | bytes) -> None:
-    """Write `data` to `path` through a temp file and a rename: never half-written."""
+    """Write `data` to `path` through a temp file and a rename: never half-written. The
+    file gets the user's normal permissions (0666 less the umask), not the temp file's 0600."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.fchmod(fd, 0o666 & ~_umask())
         with os.fdopen(fd, "wb" if isinstance(data, bytes) else "w") as f:
             f.write(data)
             f.flush()

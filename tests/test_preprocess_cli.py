@@ -18,7 +18,7 @@ def tsv(tmp_path):
 def test_preprocess_file_checked_and_saved(tsv, tmp_path, engine, capsys):
     out = tmp_path / "inputs.npz"
     assert main(["preprocess", "--input", str(tsv), "--engine", engine, "--chunk-rows", "128",
-                 "--check-rows", "50", "--out", str(out), "--quiet"]) == 0
+                 "--check-rows", "50", "-o", str(out), "--quiet"]) == 0
     text = capsys.readouterr().out
     assert "300 rows in 3 chunk(s)" in text and "144 rows checked" in text  # 50+50+44
     data = np.load(out)

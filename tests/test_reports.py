@@ -70,7 +70,7 @@ def test_stage_bars_and_timeline(files):
 
 def test_report_command_and_markdown_numbers(files, tmp_path, capsys):
     out = tmp_path / "report"
-    assert main(["report", *files, "-o", str(out)]) == 0
+    assert main(["report", *files, "--out", str(out)]) == 0
     text = (out / "summary.md").read_text()
     assert "Iteration time MAPE: 9.1% over 2 run(s), each a mean iteration" in text
     preds, _ = load_files(files)
@@ -111,7 +111,7 @@ def test_slow_iterations_are_taken_apart(files, tmp_path):
         save(obj, tmp_path / f"{name}.json")
     out = tmp_path / "report"
     assert main(["report", *[f for f in files if "pred-" in f], str(tmp_path / "tailed.json"),
-                 str(tmp_path / "flat.json"), "-o", str(out)]) == 0
+                 str(tmp_path / "flat.json"), "--out", str(out)]) == 0
     text = (out / "summary.md").read_text()
     assert "## Slow iterations" in text
     row = next(line for line in text.splitlines() if "| 5.000 | 8.000 |" in line)
@@ -125,13 +125,13 @@ def test_mismatched_and_malformed_inputs(files, tmp_path, capsys):
     bad = tmp_path / "other.json"
     save(other, bad)
     preds_only = [f for f in files if "pred-" in f]
-    assert main(["report", *preds_only, str(bad), "-o", str(tmp_path / "r")]) == 2
+    assert main(["report", *preds_only, str(bad), "--out", str(tmp_path / "r")]) == 2
     err = capsys.readouterr().err
     assert "criteo-terabyte/terabyte" in err and "the prediction for 'ideal' is of " \
         "criteo-kaggle/kaggle" in err
     junk = tmp_path / "junk.json"
     junk.write_text(json.dumps({"schema": "corun.plan/1"}))
-    assert main(["report", str(junk), "-o", str(tmp_path / "r")]) == 2
+    assert main(["report", str(junk), "--out", str(tmp_path / "r")]) == 2
     assert "'corun.prediction/1' or 'corun.measurement/1'" in capsys.readouterr().err
 
 
@@ -216,12 +216,12 @@ def test_report_calibrates_by_the_measured_ideal(files, tmp_path):
     """Measured = predicted x 1.10 for both: the ideal's factor takes the other run's
     error to zero; without the ideal's measurement there is nothing to calibrate by."""
     out = tmp_path / "report"
-    assert main(["report", *files, "-o", str(out)]) == 0
+    assert main(["report", *files, "--out", str(out)]) == 0
     text = (out / "summary.md").read_text()
     assert "MAPE 0.0% over the 1 other run(s)." in text
     assert "| -9.1% | +0.0% |" in text  # gpu-sequential: as is, then calibrated
     no_ideal = [f for f in files if "meas-ideal" not in f]
-    assert main(["report", *no_ideal, "-o", str(tmp_path / "r2")]) == 0
+    assert main(["report", *no_ideal, "--out", str(tmp_path / "r2")]) == 0
     text = (tmp_path / "r2" / "summary.md").read_text()
     assert "Calibrated by" not in text and "| -9.1% | - |" in text
 
@@ -231,6 +231,6 @@ def test_a_report_folder_without_predictions_or_measurements_is_refused(tmp_path
     none is an error naming it, and nothing is written."""
     (tmp_path / "in").mkdir()
     (tmp_path / "in" / "tune.json").write_text('{"rows": []}')
-    assert main(["report", "-o", str(tmp_path / "out"), str(tmp_path / "in")]) == 2
+    assert main(["report", "--out", str(tmp_path / "out"), str(tmp_path / "in")]) == 2
     assert "report inputs" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()

@@ -30,7 +30,7 @@ def tune(folder, out, *extra):
     return main(["tune", str(folder / "plans"), "--model", str(folder / "model.json"),
                  "--pipeline", str(folder / "pipeline.json"), "--device", "cpu",
                  "--iterations", "3", "--warmup", "1", "--distinct-batches", "2", "--quiet",
-                 "-o", str(out), *extra])
+                 "--out", str(out), *extra])
 
 
 def test_rounds_of_every_strategy_and_the_fastest_kept(folder, tmp_path, capsys):
@@ -76,10 +76,10 @@ def test_rounds_of_every_strategy_and_the_fastest_kept(folder, tmp_path, capsys)
         assert load(Prediction, out / f"prediction-{s}.json") == load(
             Prediction, folder / "plans" / f"prediction-{s}.json")
     report = tmp_path / "report"
-    assert main(["report", "-o", str(report), str(out)]) == 0  # tune.json, tuned.json aside
+    assert main(["report", "--out", str(report), str(out)]) == 0  # tune.json, tuned.json aside
     text = (report / "summary.md").read_text()
     assert "4 prediction(s), 4 measurement(s)" in text and "corun-2" in text
-    assert main(["report", "-o", str(report), str(out / "tune.json")]) == 2  # a file: checked
+    assert main(["report", "--out", str(report), str(out / "tune.json")]) == 2  # a file: checked
 
 
 def test_launch_steps_add_the_chosen_plan_at_other_launch_shapes(folder, tmp_path):
@@ -135,7 +135,7 @@ def test_launch_steps_add_the_chosen_plan_at_other_launch_shapes(folder, tmp_pat
     for name in variants:  # each variant's prediction is written beside its measurement
         assert load(Prediction, out / f"prediction-{name}.json").mean_iteration_ms == \
             pytest.approx(rows[name]["predicted_ms"])
-    assert main(["report", "-o", str(tmp_path / "report"), str(out)]) == 0
+    assert main(["report", "--out", str(tmp_path / "report"), str(out)]) == 0
     best = summary["measured_best"]
     if best in variants:
         assert load(Plan, out / "tuned.json") == load(Measurement, out / "rounds" /
@@ -243,7 +243,7 @@ def test_a_folder_planned_for_a_pipeline_that_is_no_preset_asks_for_its_file(
     save(replace(pred, pipeline="my-pipeline"), plans / prediction_file("corun"))
     out = tmp_path / "out"
     assert main(["tune", str(plans), "--model", str(folder / "model.json"), "--device", "cpu",
-                 "--quiet", "-o", str(out)]) == 2
+                 "--quiet", "--out", str(out)]) == 2
     err = capsys.readouterr().err
     assert "--pipeline" in err and "'my-pipeline' is not a preset" in err
     assert not out.exists()
@@ -252,12 +252,12 @@ def test_a_folder_planned_for_a_pipeline_that_is_no_preset_asks_for_its_file(
                  "--warmup", "1", "--distinct-batches", "1", "--rounds", "1", "--strategies",
                  "ideal,corun", "--no-launch-steps", "--no-lead-variant", "--no-stream-variant",
                  "--no-cap-variant",
-                 "--quiet", "-o",
+                 "--quiet", "--out",
                  str(out)]) == 0  # the file given, the same folder tunes
 
 
 def test_a_folder_without_a_plan_is_refused(tmp_path, capsys):
-    assert main(["tune", str(tmp_path), "--device", "cpu", "-o", str(tmp_path / "o")]) == 2
+    assert main(["tune", str(tmp_path), "--device", "cpu", "--out", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err
     assert "plans" in err and "plan.json" in err
 
@@ -284,14 +284,14 @@ def test_an_executed_plan_file_pairs_with_its_prediction(folder, tmp_path, capsy
         assert main(["execute", str(plans / name), "--model", str(folder / "model.json"),
                      "--pipeline", str(folder / "pipeline.json"), "--device", "cpu",
                      "--iterations", "2", "--warmup", "0", "--distinct-batches", "1",
-                     "--quiet", "-o", str(out)]) == 0
+                     "--quiet", "--out", str(out)]) == 0
         assert load(Measurement, out).strategy == strategy
         files += [str(plans / f"prediction-{strategy}.json"), str(out)]
-    assert main(["report", "-o", str(tmp_path / "report"), *files]) == 0
+    assert main(["report", "--out", str(tmp_path / "report"), *files]) == 0
     summary = (tmp_path / "report" / "summary.md").read_text()
     assert "corun-2" in summary
     # a measurement with no prediction of its strategy names the strategies predicted
-    assert main(["report", "-o", str(tmp_path / "r2"), files[0], files[3]]) == 2
+    assert main(["report", "--out", str(tmp_path / "r2"), files[0], files[3]]) == 2
     assert "predictions given: corun" in capsys.readouterr().err
 
 
@@ -307,7 +307,7 @@ def test_a_plan_runs_at_the_batch_it_was_planned_for(folder, tmp_path, capsys):
               "--warmup", "0", "--distinct-batches", "1", "--quiet"]
     for extra, rows in (([], 24), (["--batch", "16"], 16)):
         m = tmp_path / f"m{rows}.json"
-        assert main(["execute", str(out / "plan.json"), *common, *extra, "-o", str(m)]) == 0
+        assert main(["execute", str(out / "plan.json"), *common, *extra, "--out", str(m)]) == 0
         assert load(Measurement, m).batch_per_gpu == rows
     capsys.readouterr()
     assert main(["simulate", "--strategy", "plan", "--plan", str(out / "plan.json"),
@@ -408,7 +408,7 @@ def test_a_fused_update_s_model_is_tuned_on_the_other_grid_too(folder, fused_mod
                  str(folder / "pipeline.json"), "--device", "cpu", "--iterations", "3",
                  "--warmup", "1", "--distinct-batches", "2", "--quiet", "--rounds", "1",
                  "--no-launch-steps", "--no-lead-variant", "--no-stream-variant",
-                 "--no-cap-variant", "-o", str(out)]) == 0
+                 "--no-cap-variant", "--out", str(out)]) == 0
     summary = json.loads((out / "tune.json").read_text())
     rows = {r["strategy"]: r for r in summary["rows"]}
     assert list(rows) == ["ideal", "gpu-sequential", "corun", "corun-2", "ideal+ub16",
@@ -431,7 +431,7 @@ def test_update_grids_out_of_range_are_refused_before_anything_is_written(
     out = tmp_path / "tuned"
     assert main(["tune", str(folder / "plans"), "--model", str(fused_model), "--pipeline",
                  str(folder / "pipeline.json"), "--device", "cpu", "--quiet",
-                 "--update-grids", "16,65", "-o", str(out)]) == 2
+                 "--update-grids", "16,65", "--out", str(out)]) == 2
     assert "--update-grids = 65: integers in [1, 64]" in capsys.readouterr().err
     assert not out.exists()
 
