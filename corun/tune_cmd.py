@@ -10,20 +10,14 @@ rounds moves every strategy of a round alike. A round counts each strategy by it
 iteration, as the throughput does (Measurement.mean_iteration_ms: every slow step
 counted, where the median step counts none). The fastest plan by its median over the
 rounds is written as tuned.json, with the measurements and a table of predicted against
-measured ranks. Where the chosen plan runs, so does that plan at the search's other launch
-shapes, the decision the cost model is least sure of (`launch_variants`;
-`--no-launch-steps` leaves them out), one batch further ahead or behind
-(`lead_variant`; `--no-lead-variant` leaves it out), with its batches' assemblies the
-other way, on a stream of their own or behind the kernels (`stream_variant`;
-`--no-stream-variant` leaves it out), and with its preprocessing confined to each of a
-few caps of SMs while training keeps every SM, and on every SM, less the way the plan
-runs (`cap_variants`; `--no-cap-variant` leaves them out). For a model with the fused
-embedding update, ideal, gpu-sequential, the chosen plan and its cap variants also run
-with the update on each of a few other grids (`grid_variants`, spec.plan.UPDATE_GRIDS;
-`--no-grid-variant` leaves them out): the faster grid's ideal shows what the trainer can
-do alone, and the plans on it whether its preprocessing still finds room. The simulator
-models none of the last three: their predictions are the chosen plan's (a baseline's
-grid variants: the baseline's).
+measured ranks.
+
+Where the chosen plan runs, so do variants of it in the decisions the cost model is least
+sure of (`--variants`, `Variant`): other launch shapes, the other batch lead, the
+assemblies on the other stream, its preprocessing on a cap of SMs, and, for a model with
+the fused embedding update, the update on other grids. The simulator models none of the
+last three: their predictions are the chosen plan's (a baseline's grid variants: the
+baseline's).
 """
 
 from __future__ import annotations
@@ -32,6 +26,7 @@ import argparse
 import sys
 import time
 from dataclasses import asdict, dataclass, replace
+from enum import StrEnum
 from functools import partial
 from pathlib import Path
 
@@ -49,6 +44,45 @@ BASELINES = ("ideal", "gpu-sequential", "gpu-overlap")
 MAX_ROUNDS = 50
 
 
+class Variant(StrEnum):
+    """A kind of variant of the chosen plan that `corun tune` runs beside it."""
+
+    LAUNCH_STEPS = "launch-steps"
+    LEAD = "lead"
+    STREAM = "stream"
+    CAP = "cap"
+    GRID = "grid"
+
+    @property
+    def help(self) -> str:
+        return {
+            Variant.LAUNCH_STEPS: "every kernel's blocks times each of the search's launch "
+            "steps (corun-x2, -x0.5, -x1.5, -x0.75)",
+            Variant.LEAD: "its other batch lead (corun-ahead<N>)",
+            Variant.STREAM: "its batches' assemblies the other way (corun-own or "
+            "corun-behind)",
+            Variant.CAP: "its preprocessing confined to each of --cap-sms SMs, and on "
+            "every SM (corun-cap<N>, corun-uncapped; one GPU)",
+            Variant.GRID: "ideal, gpu-sequential, the choice and its cap variants with the "
+            "fused embedding update on each of --update-grids (+ub<N>, -ub<N>)",
+        }[self]
+
+
+def parse_variants(text: str) -> frozenset[Variant]:
+    """`--variants`: names from Variant, `all` or `none`."""
+    if text == "all":
+        return frozenset(Variant)
+    if text == "none":
+        return frozenset()
+    allowed = ", ".join(v.value for v in Variant)
+    out = set()
+    for name in text.split(","):
+        if name not in {v.value for v in Variant}:
+            raise SpecError("--variants", name, f"all, none, or a list of {allowed}")
+        out.add(Variant(name))
+    return frozenset(out)
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     from backend.settings import RunSettings
 
@@ -63,34 +97,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", help="model preset or file (default: the folder's, by name)")
     p.add_argument("--pipeline", help="pipeline preset or file (default: the folder's)")
     add_run_arguments(p)
-    p.add_argument("--no-launch-steps", dest="launch_steps", action="store_false",
-                   help="leave out the folder's chosen plan with every kernel's blocks times "
-                   "each of the search's launch steps (x2, x0.5, x1.5, x0.75), which run by "
-                   "default where corun does: named corun-x<step>, predicted as the chosen "
-                   "plan was")
-    p.add_argument("--launch-steps", dest="launch_steps", action="store_true",
-                   help="run those variants (the default; kept so that the commands of "
-                   "earlier runs still run)")
-    p.set_defaults(launch_steps=True)
-    for flag, what, named in (
-            ("lead", "with its other batch lead (one batch ahead for two, two for one)",
-             "corun-ahead<N>"),
-            ("stream", "with its batches' assemblies the other way (Plan.assembly_stream: "
-             "on a stream of their own, or behind the kernels)", "corun-own or corun-behind"),
-            ("cap", "with its preprocessing confined to each of --cap-sms SMs while "
-             "training keeps every SM, and on every SM (Plan.preprocess_sm_cap; the cap the "
-             "plan has left out; one GPU; the simulator does not model the cap)",
-             "corun-cap<N> and corun-uncapped")):
-        p.add_argument(f"--no-{flag}-variant", dest=f"{flag}_variant", action="store_false",
-                       help=f"leave out the folder's chosen plan {what}, which runs by "
-                       f"default where corun does: named {named}, predicted as the chosen "
-                       "plan was")
-    p.add_argument("--no-grid-variant", dest="grid_variant", action="store_false",
-                   help="leave out ideal, gpu-sequential, the chosen plan and its cap "
-                   "variants with the fused embedding update on each of --update-grids "
-                   "blocks an SM (Plan.update_blocks_per_sm), which run by default for a "
-                   "model with the fused update: named ideal+ub<N>, gpu-sequential+ub<N> "
-                   "and <plan>-ub<N>, predicted as the plan on the default grid")
+    p.add_argument("--variants", default="all", metavar="V[,V...]",
+                   help="variants of the folder's chosen plan to run beside it, where the "
+                   "model is least sure (default all; none for none): "
+                   + "; ".join(f"{v.value}: {v.help}" for v in Variant))
     p.add_argument("--update-grids", metavar="N[,N...]",
                    help="those grids, in blocks an SM (default: "
                    + ",".join(map(str, UPDATE_GRIDS))
@@ -219,11 +229,11 @@ def _tune(args, folder: Path, work: Workload, strategies: list[str]) -> int:
             kinds[s] = None
             plans[s] = load(Plan, folder / plan_file(s))
     predicted = {}
-    if "corun" in strategies and (args.launch_steps or args.lead_variant
-                                  or args.stream_variant or args.cap_variant):
+    wanted = parse_variants(args.variants)
+    if "corun" in strategies and wanted - {Variant.GRID}:
         chosen = plans["corun"]
-        variants = launch_variants(chosen, plans.values(), pipeline) if args.launch_steps \
-            else {}
+        variants = launch_variants(chosen, plans.values(), pipeline) \
+            if Variant.LAUNCH_STEPS in wanted else {}
         sms = hw.gpu.sm_count
         caps = tuple(cap_sms(sms, share) for share in CAP_SHARES) if args.cap_sms is None \
             else tuple(int_list(args.cap_sms, "--cap-sms"))
@@ -231,11 +241,11 @@ def _tune(args, folder: Path, work: Workload, strategies: list[str]) -> int:
             if not 8 <= cap <= sms - 8:
                 raise SpecError("--cap-sms", cap, f"integers in [8, {sms - 8}] on the "
                                 f"{hw.gpu.name}'s {sms} SMs (training keeps at least 8)")
-        capped = cap_variant_runs(args.cap_variant, args.device, say)
-        for wanted, variant in ((args.lead_variant, lead_variant),
-                                (args.stream_variant, stream_variant),
+        capped = cap_variant_runs(Variant.CAP in wanted, args.device, say)
+        for run_it, variant in ((Variant.LEAD in wanted, lead_variant),
+                                (Variant.STREAM in wanted, stream_variant),
                                 (capped, partial(cap_variants, caps=caps))):
-            if wanted:
+            if run_it:
                 variants.update(variant(chosen, [*plans.values(), *variants.values()]))
         plans.update(variants)
         kinds.update(dict.fromkeys(variants))
@@ -243,7 +253,7 @@ def _tune(args, folder: Path, work: Workload, strategies: list[str]) -> int:
         say(f"predicting {len(variants)} variant(s) of the chosen plan ...")
         predicted = variant_predictions(folder, chosen, variants, hw, model, pipeline)
     grids = update_grids(args)
-    if grids and args.grid_variant and model.embedding_update.fused:
+    if grids and Variant.GRID in wanted and model.embedding_update.fused:
         # ideal, gpu-sequential, the choice and its cap variants (not its other variants)
         gridded = grid_variants({s: plans[s] for s in strategies if s in BASELINES[:2]
                                  or s == "corun" or s in cap_names(strategies)}, grids)

@@ -9,7 +9,7 @@ import pytest
 from corun.cli import main
 from corun.plan_dir import planned_strategies
 from corun.tune_cmd import median_round
-from spec import Measurement, Pipeline, Plan, Prediction, load
+from spec import Measurement, Pipeline, Plan, Prediction, SpecError, load
 from tests.workload_files import write_small_kaggle
 
 ROWS = 32
@@ -36,8 +36,7 @@ def tune(folder, out, *extra):
 def test_rounds_of_every_strategy_and_the_fastest_kept(folder, tmp_path, capsys):
     out = tmp_path / "tuned"
     assert planned_strategies(folder / "plans") == ["corun", "corun-2", "rap"]
-    assert tune(folder, out, "--rounds", "2", "--no-launch-steps", "--no-lead-variant",
-                "--no-stream-variant", "--no-cap-variant") == 0
+    assert tune(folder, out, "--rounds", "2", "--variants", "none") == 0
     printed = capsys.readouterr().out
     summary = json.loads((out / "tune.json").read_text())
     rows = {r["strategy"]: r for r in summary["rows"]}
@@ -142,9 +141,21 @@ def test_launch_steps_add_the_chosen_plan_at_other_launch_shapes(folder, tmp_pat
                                                       f"{best}-r1.json").plan
     other = tmp_path / "baselines"
     assert tune(folder, other, "--rounds", "1", "--strategies", "ideal,corun-2",
-                "--launch-steps") == 0  # the default named, as earlier commands did
+                "--variants", "launch-steps") == 0  # no corun: no variant of it runs
     assert [r["strategy"] for r in json.loads((other / "tune.json").read_text())["rows"]] \
         == ["ideal", "corun-2"]
+
+
+def test_variants_are_one_list_of_known_names(folder, tmp_path):
+    from corun.tune_cmd import Variant, parse_variants
+
+    assert parse_variants("all") == frozenset(Variant) and parse_variants("none") == set()
+    assert parse_variants("lead,cap") == {Variant.LEAD, Variant.CAP}
+    with pytest.raises(SpecError, match="--variants = 'leads': all, none, or a list of "
+                       "launch-steps, lead"):
+        parse_variants("lead,leads")
+    assert tune(folder, tmp_path / "o", "--variants", "everything") == 2
+    assert not (tmp_path / "o").exists()  # refused before any work
 
 
 def test_the_lead_variant_flips_batches_ahead_unless_that_plan_runs_or_has_no_kernel(folder):
@@ -250,8 +261,7 @@ def test_a_folder_planned_for_a_pipeline_that_is_no_preset_asks_for_its_file(
     assert main(["tune", str(plans), "--model", str(folder / "model.json"), "--pipeline",
                  str(folder / "pipeline.json"), "--device", "cpu", "--iterations", "2",
                  "--warmup", "1", "--distinct-batches", "1", "--rounds", "1", "--strategies",
-                 "ideal,corun", "--no-launch-steps", "--no-lead-variant", "--no-stream-variant",
-                 "--no-cap-variant",
+                 "ideal,corun", "--variants", "none",
                  "--quiet", "--out",
                  str(out)]) == 0  # the file given, the same folder tunes
 
@@ -407,8 +417,7 @@ def test_a_fused_update_s_model_is_tuned_on_the_other_grid_too(folder, fused_mod
     assert main(["tune", str(folder / "plans"), "--model", str(fused_model), "--pipeline",
                  str(folder / "pipeline.json"), "--device", "cpu", "--iterations", "3",
                  "--warmup", "1", "--distinct-batches", "2", "--quiet", "--rounds", "1",
-                 "--no-launch-steps", "--no-lead-variant", "--no-stream-variant",
-                 "--no-cap-variant", "--out", str(out)]) == 0
+                 "--variants", "grid", "--out", str(out)]) == 0
     summary = json.loads((out / "tune.json").read_text())
     rows = {r["strategy"]: r for r in summary["rows"]}
     assert list(rows) == ["ideal", "gpu-sequential", "corun", "corun-2", "ideal+ub16",
