@@ -231,7 +231,7 @@ class DeviceState:
 
     def bound(self, index: int, part: str) -> BoundLaunch:
         """Group `index`'s `part` kernel over these pools, its arguments packed once (a
-        probe times one part alone with it: bench/unroll_probe.py)."""
+        benchmark can time one part alone with it)."""
         key = (index, part)
         if key not in self._launches:
             p = self.pools
@@ -270,3 +270,19 @@ def scan_with(flat, out, grid, starts, regions) -> None:
 
     torch.cumsum(flat, 0, out=out)
     torch.sub(grid, starts, out=regions)
+
+
+def preprocessed_batches(model: Model, pipeline: Pipeline, n: int, rng: np.random.Generator,
+                         zipf_a: float = 1.1):
+    """`n` distinct trainer batches preprocessed on the CPU (Numba), labels at random; raw
+    ids zipf-skewed (`zipf_a` <= 1: uniform, backend.data.synthetic_inputs)."""
+    from backend.data import synthetic_inputs
+
+    group = [FusedGroup(pipeline, pipeline.order, "all")]
+    out = []
+    for _ in range(n):
+        raw = synthetic_inputs(pipeline, model.batch_per_gpu, rng, zipf_a=zipf_a)
+        labels = (rng.random(model.batch_per_gpu) < 0.25).astype(np.float32)
+        outputs = PipelineProgram(pipeline, group, raw).run_cpu()
+        out.append(trainer_batch(pipeline, model, outputs, labels))
+    return out

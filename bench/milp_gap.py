@@ -1,6 +1,6 @@
 """The local search against the exact MILP of fusion + schedule (one GPU), in simulation.
 
-Run: python bench/milp_gap.py  ->  bench/results/milp_gap.json
+Run: python bench/milp_gap.py -o milp_gap.json
 Both plans are judged by the same simulator. `search (MILP's decisions)` decides only what
 the MILP decides (fusion and release stages; default launch shape, every GPU over its
 local batch, training at high priority); `search` also tunes launch shapes, mapping and
@@ -10,8 +10,13 @@ alone (no host thread): the MILP's objective is the GPU schedule.
 
 from __future__ import annotations
 
+import argparse
 import json
+import sys
 import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import spec
 from costmodel import AnalyticCostModel
@@ -24,7 +29,12 @@ from spec.serde import write_atomic
 CASES = ["kaggle", "terabyte", "wide-2x", "wide-4x", "multihot"]
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("-o", "--output", required=True, help="the JSON to write")
+    ap.add_argument("--time-limit", type=float, default=60.0, help="search seconds a case")
+    args = ap.parse_args(argv)
     rows = []
     for pipe in CASES:
         model = spec.model_preset(spec.DEFAULT_MODEL_FOR[pipe])
@@ -35,8 +45,8 @@ def main() -> int:
         exact = solve(judge)
         t_milp = time.perf_counter() - t0
         fixed = LocalSearch(tune_launch=False, remap=False, tune_priority=False,
-                            tune_ahead=False).propose(judge, 60)
-        tuned = LocalSearch().propose(judge, 60)
+                            tune_ahead=False).propose(judge, args.time_limit)
+        tuned = LocalSearch().propose(judge, args.time_limit)
         m = exact.judged.throughput_samples_per_s
         rows.append({"pipeline": pipe, "milp_s": t_milp, "milp_status": exact.status,
                      "milp_kernels": [k.stage for k in exact.judged.plan.kernels],
@@ -46,8 +56,9 @@ def main() -> int:
         print(f"{pipe:<9} MILP {t_milp:5.2f} s  search(MILP's decisions) vs MILP "
               f"{100 * r['search_milp_decisions_vs_milp']:+.2f}%  search vs MILP "
               f"{100 * r['search_vs_milp']:+.2f}%", flush=True)
-    write_atomic("bench/results/milp_gap.json", json.dumps(
-        {"command": "python bench/milp_gap.py", "commit": git_commit(),
+    write_atomic(args.output, json.dumps(
+        {"command": "python bench/milp_gap.py " + " ".join(argv or sys.argv[1:]),
+         "commit": git_commit(),
          "cost_model": "analytic", "results": rows}, indent=1) + "\n")
     return 0
 

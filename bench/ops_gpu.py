@@ -1,9 +1,10 @@
 """Operators and fused pipelines on the GPU against CPU baselines, checked, then timed.
 
 One command on the H200 (see README):
-  python bench/ops_gpu.py --out $OUT
-Writes ops_h200.json (every record, as it goes) and prints a summary. Locally,
-`--dry-run` runs the same steps tiny under the CUDA simulator.
+  python bench/ops_gpu.py -o ops.json
+Writes every record to that JSON as it goes, and prints a summary. Locally,
+`NUMBA_ENABLE_CUDASIM=1 python bench/ops_gpu.py --dry-run -o /tmp/ops.json` runs the same
+steps tiny under the CUDA simulator.
 
 Method: the copy ceiling (device-to-device, bytes read + written) is measured first in
 the same run. Every kernel's output is compared with the NumPy reference before it is
@@ -42,6 +43,7 @@ from spec import (  # noqa: E402
     SparseOutput,
     pipeline_preset,  # noqa: E402
 )
+from spec.serde import write_atomic  # noqa: E402
 
 PIPELINES = ["kaggle", "terabyte", "wide-2x", "wide-4x", "multihot"]
 ROW_CAP = {"multihot": 2_097_152, "heavy": 262_144}
@@ -98,13 +100,12 @@ class Bench:
         self.out, self.dry, self.reps = out, dry, reps
         self.records: list[dict] = []
         self.rng = np.random.default_rng(2026)
-        out.mkdir(parents=True, exist_ok=True)
 
     def save(self, rec: dict) -> None:
         rec["t_s"] = round(time.time() - T0, 1)
         self.records.append(rec)
         print(json.dumps(rec), flush=True)
-        (self.out / "ops_h200.json").write_text(json.dumps(self.records, indent=1))
+        write_atomic(self.out, json.dumps(self.records, indent=1))
 
     def run_gpu(self, prog: PipelineProgram, breakdown: bool = False
                 ) -> tuple[dict[str, ColumnData], dict]:
@@ -340,8 +341,9 @@ T0 = time.time()
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--out", default=os.environ.get("OUT", "out/ops"))
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("-o", "--output", type=Path, required=True, help="the JSON to write")
     ap.add_argument("--dry-run", action="store_true")
     ap.add_argument("--only", default="ceiling,ops,pipelines,shapes,cpu")
     ap.add_argument("--pipelines", default=",".join(PIPELINES))
@@ -351,7 +353,7 @@ def main(argv: list[str] | None = None) -> int:
     dry = args.dry_run
     if dry:
         LAUNCH.update(blocks=2, threads_per_block=32)
-    b = Bench(Path(args.out), dry, reps=3 if dry else 30)
+    b = Bench(args.output, dry, reps=3 if dry else 30)
     info = {"kind": "env", "python": platform.python_version(), "cpus": os.cpu_count(),
             "argv": sys.argv}
     if not dry:

@@ -1,6 +1,6 @@
 """Planner speed and quality in simulation, on this machine.
 
-Run: python bench/plan_speed.py  ->  bench/results/plan_speed.json
+Run: python bench/plan_speed.py -o plan_speed.json
 By default the analytic cost model and the GPU side alone (what the committed results
 used, the planner-quality targets of issue 6 being about the GPU schedule); --learned
 takes the committed H200 model, --host-thread adds the host thread (costmodel/host.py),
@@ -17,6 +17,9 @@ import json
 import platform
 import sys
 import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from dataclasses import replace
 
 import spec
@@ -34,7 +37,7 @@ CASES = [("kaggle", 1), ("terabyte", 1), ("kaggle", 8), ("terabyte", 8), ("wide-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--time-limit", type=float, default=60.0)
-    ap.add_argument("--out", default="bench/results/plan_speed.json")
+    ap.add_argument("-o", "--output", required=True, help="the JSON to write")
     ap.add_argument("--learned", action="store_true", help="the committed learned model")
     ap.add_argument("--host-thread", action="store_true", help="model the host thread")
     args = ap.parse_args(argv)
@@ -83,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
            "machine": f"{platform.machine()}, {platform.python_version()}",
            "cost_model": cm.name, "host_thread": args.host_thread,
            "time_limit_s": args.time_limit, "results": rows}
-    write_atomic(args.out, json.dumps(doc, indent=1) + "\n")
+    write_atomic(args.output, json.dumps(doc, indent=1) + "\n")
     return 0
 
 

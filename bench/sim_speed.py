@@ -11,7 +11,11 @@ import argparse
 import json
 import platform
 import statistics
+import sys
 import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import spec
 from sim import Scenario, Strategy, StrategyKind, simulate
@@ -57,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--repeats", type=int, default=7)
     ap.add_argument("--iterations", type=int, default=200)
-    ap.add_argument("--out", default="bench/results/sim_speed.json")
+    ap.add_argument("-o", "--output", required=True, help="the JSON to write")
     args = ap.parse_args(argv)
     rows = [
         measure(g, p, s, args.iterations, args.repeats)
@@ -72,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
         "repeats": args.repeats,
         "results": rows,
     }
-    write_atomic(args.out, json.dumps(doc, indent=1) + "\n")
+    write_atomic(args.output, json.dumps(doc, indent=1) + "\n")
     print(f"{'gpus':>4} {'pipeline':<8} {'strategy':<12} {'iter/s':>9} {'events/s':>10}")
     for r in rows:
         print(

@@ -1,19 +1,20 @@
 """Our DLRM trainer against a straightforward PyTorch DLRM, `ideal` strategy (inputs
 preprocessed ahead of time and replayed), with per-stage CUDA-event times.
 
-On the H200: python bench/trainer_gpu.py --out $OUT
-Locally:     python bench/trainer_gpu.py --dry-run   (tiny tables, CPU, host clock)
+On a GPU:  python bench/trainer_gpu.py -o trainer.json
+Locally:   python bench/trainer_gpu.py --dry-run -o /tmp/trainer.json   (tiny tables, CPU)
 
 For each model preset and batch: ours with the preset's optimizer, then ours and the
 baseline (one nn.EmbeddingBag per table, plain autograd) both with SGD on the same
-batches, so the two differ only in how they are built. Each result is a Measurement
-(spec/measurement.py) written atomically; a summary prints last.
+batches, so the two differ only in how they are built. Every run's Measurement
+(spec/measurement.py) goes into the one JSON, rewritten atomically after each run; a
+summary prints last.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
+import json
 import platform
 import sys
 import time
@@ -27,32 +28,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import torch  # noqa: E402
 
 import spec  # noqa: E402
-from backend.data import synthetic_inputs  # noqa: E402
 from backend.executor import spread, versions  # noqa: E402
-from backend.fusion import FusedGroup  # noqa: E402
 from backend.naive import NaiveTrainer  # noqa: E402
-from backend.runner import PipelineProgram, trainer_batch  # noqa: E402
+from backend.runner import preprocessed_batches  # noqa: E402
 from backend.trainer import Batch, Clock, Trainer  # noqa: E402
 from corun.workload import shrink_tables  # noqa: E402
 from sim.simulate import git_commit  # noqa: E402
-from spec.serde import save  # noqa: E402
+from spec.serde import dumps, write_atomic  # noqa: E402
 
 CASES = [("criteo-kaggle", "kaggle"), ("criteo-terabyte", "terabyte"),
          ("mlperf-dcnv2", "multihot")]
-
-
-def make_batches(model: spec.Model, pipeline: spec.Pipeline, n: int, rng,
-                 zipf_a: float = 1.1) -> list[Batch]:
-    """`n` distinct preprocessed batches (Numba CPU pipeline), labels at random; raw ids
-    zipf-skewed (`zipf_a` <= 1: uniform, backend.data.synthetic_inputs)."""
-    group = [FusedGroup(pipeline, pipeline.order, "all")]
-    out = []
-    for _ in range(n):
-        raw = synthetic_inputs(pipeline, model.batch_per_gpu, rng, zipf_a=zipf_a)
-        labels = (rng.random(model.batch_per_gpu) < 0.25).astype(np.float32)
-        outputs = PipelineProgram(pipeline, group, raw).run_cpu()
-        out.append(trainer_batch(pipeline, model, outputs, labels))
-    return out
 
 
 def time_steps(step, batches: list[Batch], device, warmup: int, iters: int, staged: bool):
@@ -96,8 +81,10 @@ def measure(label, model, pipeline_name, step, batches, device, args, staged):
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--out", default=os.environ.get("OUT", "out/trainer"))
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("-o", "--output", type=Path, required=True,
+                    help="the JSON to write: every run's Measurement")
     ap.add_argument("--dry-run", action="store_true")
     ap.add_argument("--batches", default="4096,8192")
     ap.add_argument("--iterations", type=int, default=200)
@@ -106,16 +93,15 @@ def main(argv: list[str] | None = None) -> int:
     device = torch.device("cpu" if args.dry_run else "cuda")
     if args.dry_run:
         args.iterations, args.warmup, args.batches = 5, 2, "64"
-    out = Path(args.out)
     rng = np.random.default_rng(0)
-    summary = []
+    summary, runs_out = [], []
     for model_name, pipe_name in CASES:
         for b in (int(x) for x in args.batches.split(",")):
             model = replace(spec.model_preset(model_name), batch_per_gpu=b)
             pipeline = spec.pipeline_preset(pipe_name)
             if args.dry_run:  # tables of 5,000 rows, hashes bounded to match
                 model, pipeline = shrink_tables(model, pipeline, 5000)
-            batches = [x.to(device) for x in make_batches(model, pipeline, 4, rng)]
+            batches = [x.to(device) for x in preprocessed_batches(model, pipeline, 4, rng)]
             runs = [("ideal", model, True)]
             sgd = replace(model, optimizer=spec.Optimizer.SGD)
             if model.optimizer is not spec.Optimizer.SGD:
@@ -127,7 +113,9 @@ def main(argv: list[str] | None = None) -> int:
                                                                          same_init=False)
                 meas = measure(label, m, pipe_name, trainer.step, batches, device, args,
                                staged)
-                save(meas, out / f"{model_name}-b{b}-{label}.json")
+                runs_out.append({"model": model_name, "batch": b, "run": label,
+                                 "measurement": dumps(meas)})
+                write_atomic(args.output, json.dumps(runs_out, indent=1))
                 summary.append((model_name, b, label, meas.iteration.median_ms,
                                 meas.throughput_samples_per_s, time.time() - t0))
                 print(summary[-1], flush=True)

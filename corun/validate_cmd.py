@@ -31,7 +31,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="the dataset folder (default: the checkout's validation/)")
     sub = p.add_subparsers(dest="action", required=True)
     a = sub.add_parser("add", help="add Measurement files' cases (corun execute / tune output)")
-    a.add_argument("measurements", nargs="+", type=Path, help="Measurement JSON files")
+    a.add_argument("measurements", nargs="+", type=Path,
+                   help="Measurement JSON files, or folders of them (corun tune --out)")
     a.add_argument("--source", required=True,
                    help="a name for the command that measured them (one per machine and run)")
     pr = sub.add_parser("predict", help="predict every case again with today's model")
@@ -49,7 +50,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _add(args: argparse.Namespace) -> int:
-    from spec.serde import read_document
     from spec.validation import Dataset, case_from_record
 
     folder = Path(args.dataset)
@@ -58,18 +58,42 @@ def _add(args: argparse.Namespace) -> int:
         raise SpecError("--source", args.source, "a name no case of the dataset has yet")
     cases, plans = list(ds.measured), dict(ds.plans)
     today = datetime.date.today().isoformat()
-    for i, path in enumerate(args.measurements):
-        doc = read_document(path)
-        if not isinstance(doc, dict) or doc.get("schema") != "corun.measurement/1":
-            raise SpecError("measurements", str(path), "a Measurement JSON (corun execute -o)")
+    docs = measurement_docs(args.measurements)
+    for i, doc in enumerate(docs):
         case, plan = case_from_record(doc, args.source, i, today)
         cases.append(case)
         if plan:
             plans[case.plan_id] = plan
     Dataset(tuple(cases), ds.predicted, plans).write(folder)
-    print(f"added {len(args.measurements)} cases to {folder}; `corun validate predict` "
+    print(f"added {len(docs)} cases to {folder}; `corun validate predict` "
           "predicts them")
     return 0
+
+
+def measurement_docs(paths: list[Path]) -> list[dict]:
+    """The Measurement documents of the files named and of the folders' *.json (a folder's
+    other files, such as a tune's plans and summary, are passed over); all read before
+    anything is written."""
+    from spec.serde import read_document
+
+    docs = []
+    for path in paths:
+        if path.is_dir():
+            found = [d for p in sorted(path.glob("*.json")) if _is_measurement(
+                d := read_document(p))]
+            if not found:
+                raise SpecError("measurements", str(path), "a folder holding Measurement JSON")
+            docs += found
+            continue
+        doc = read_document(path)
+        if not _is_measurement(doc):
+            raise SpecError("measurements", str(path), "a Measurement JSON (corun execute -o)")
+        docs.append(doc)
+    return docs
+
+
+def _is_measurement(doc) -> bool:
+    return isinstance(doc, dict) and doc.get("schema") == "corun.measurement/1"
 
 
 def case_scenario(case, plan_doc: dict | None):

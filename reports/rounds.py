@@ -26,9 +26,8 @@ def record_iteration_ms(record: dict) -> float:
 
 
 def update_grid(strategy: str) -> int | None:
-    """The fused embedding update's blocks an SM a strategy label runs on: "+ub<N>"
-    (bench/execute_gpu.py) or "-ub<N>" (corun tune's grid variants); None on the
-    trainer's default grid."""
+    """The fused embedding update's blocks an SM a strategy label runs on: "+ub<N>" or "-ub<N>"
+    (corun tune's grid variants); None on the trainer's default grid."""
     m = re.search(r"[+-]ub(\d+)(?=\+|$)", strategy)
     return int(m.group(1)) if m else None
 
@@ -43,7 +42,7 @@ def gap_baselines(strategy: str, names) -> tuple[str, str]:
     """The ideal and gpu-sequential a strategy's recovery is taken against: those on its
     own update grid where `names` (a round's strategies) has both, else the defaults'. A
     plan run on a faster grid than ideal's would read as recovering more than all of a
-    gap it was not part of (bench/results/update_grid_rehash_h200.md)."""
+    gap it was not part of."""
     own = grid_baselines(update_grid(strategy))
     return own if all(s in names for s in own) else grid_baselines(None)
 

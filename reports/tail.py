@@ -1,10 +1,9 @@
 """Where a run's slow iterations spend their extra time, from Measurement.per_iteration.
 
 A median hides a tail: on the H200, co-running plans that released their kernel late in
-a short step measured within 1% of ideal by median and 79-93% by throughput
-(bench/results/plans_h200.md). Comparing the slowest iterations with the typical ones,
-piece by piece (the training stream's wait for its batch, its busy time, the host
-thread's pieces), says which part grew.
+a short step measured within 1% of ideal by median and 79-93% by throughput. Comparing the
+slowest iterations with the typical ones, piece by piece (the training stream's wait for its
+batch, its busy time, the host thread's pieces), says which part grew.
 """
 
 from __future__ import annotations

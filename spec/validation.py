@@ -280,6 +280,6 @@ def case_from_record(record: dict, source: str, index: int, measured_on: str,
         mean_iteration_ms=mean_iteration_ms(record["throughput_samples_per_s"],
                                             record["batch_per_gpu"], record["gpu_count"]),
         median_step_ms=it["median_ms"], p10_step_ms=it["p10_ms"], p90_step_ms=it["p90_ms"],
-        measured_commit=record["git_commit"][:12], measured_on=measured_on,
+        measured_commit=record["git_commit"], measured_on=measured_on,
         torch_version=record.get("versions", {}).get("torch", ""), note=note)
     return case, plan

@@ -57,12 +57,13 @@ def test_off_every_call_is_eager():
 def test_graphed_batches_equal_the_reference_as_the_calls_do(pipeline_name, strategy):
     from backend.executor import Executor
     from backend.settings import RunSettings
-    from bench.execute_gpu import case_plan
+    from sim.strategy import parse_strategy, strategy_plan
     from spec import DEFAULT_MODEL_FOR, hardware_preset, model_preset, pipeline_preset
 
     pipeline = pipeline_preset(pipeline_name)
     model = replace(model_preset(DEFAULT_MODEL_FOR[pipeline_name]), batch_per_gpu=1024)
-    plan, _ = case_plan(strategy, pipeline, model, "none", hardware_preset("h200"))
+    hw = hardware_preset("h200")
+    plan = strategy_plan(parse_strategy(strategy, hw), pipeline, model.name, hw)
     seen = {}
     for on in (True, False):
         settings = RunSettings(iterations=12, warmup=2, distinct_batches=3,

@@ -36,9 +36,9 @@ def small_kaggle(batch: int = 256):
 
 
 def batches(model, pipeline, n: int, seed: int = 0) -> list[Batch]:
-    from bench.trainer_gpu import make_batches
+    from backend.runner import preprocessed_batches
 
-    return make_batches(model, pipeline, n, np.random.default_rng(seed))
+    return preprocessed_batches(model, pipeline, n, np.random.default_rng(seed))
 
 
 @pytest.mark.parametrize("field,change", [("optimizer", {"optimizer": Optimizer.ADAGRAD}),

@@ -1,6 +1,7 @@
 """Planner: valid plans, never worse than the baselines in simulation, deterministic."""
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -11,6 +12,8 @@ from planner.rap import layers
 from planner.units import units_of
 from sim import Scenario, Strategy, StrategyKind, simulate
 from sim.strategy import strategy_plan
+
+DATA = Path(__file__).resolve().parent / "data"
 
 
 def scenario(pipe: str, gpus: int) -> Scenario:
@@ -609,7 +612,7 @@ def test_the_planner_caps_the_sms_of_a_plan_whose_kernel_can_race_the_step(folde
 
     from planner.sm_cap import sm_cap_note, with_sm_cap
 
-    plan = spec.load(spec.Plan, f"bench/plans/{folder}/plan.json")
+    plan = spec.load(spec.Plan, DATA / "plans" / f"{folder.replace('/', '-')}.json")
     judge = _judge_for(plan)
     capped = with_sm_cap(judge, plan)
     assert capped == replace(plan, preprocess_sm_cap=cap)
@@ -624,7 +627,7 @@ def test_the_planner_caps_the_sms_of_a_plan_whose_kernel_can_race_the_step(folde
 
 
 def test_plan_cli_caps_a_racing_choice_unless_told_not_to(tmp_path, capsys):
-    """heavy-small b16384's converged choice (the committed bench/plans folder's: one
+    """heavy-small b16384's converged choice (tests/data/plans' heavy-small-b16384: one
     kernel of 132 blocks at top_mlp_fwd) comes out capped at 96 SMs, with the note and
     the simulator's caution; --no-sm-cap leaves it on every SM, with the hint."""
     args = ["plan", "--pipeline", "heavy-small", "--model", "heavy-small", "--batch", "16384",

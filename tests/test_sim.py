@@ -1,6 +1,7 @@
 """Simulator: invariants on random small scenarios, closed forms, and determinism."""
 
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -720,7 +721,7 @@ def test_a_long_eager_kernel_that_can_fill_every_sm_gets_the_cap_hint():
     from sim import Scenario, Strategy, StrategyKind, simulate
     from spec import Plan, hardware_preset, load, model_preset, one_kernel_plan, pipeline_preset
 
-    plan = load(Plan, "bench/plans/rehash/heavy-lean-b32768/plan.json")
+    plan = load(Plan, Path(__file__).parent / "data/plans/rehash-heavy-lean-b32768.json")
     hw, pipeline = hardware_preset("h200", 1), pipeline_preset("heavy-rehash")
     model = resolve_model("heavy-lean", 32768, False)
 

@@ -145,14 +145,14 @@ def test_the_update_on_sms_of_its_own_trains_as_on_the_steps_stream():
     from dataclasses import replace
 
     from backend.graphed import GraphedTrainer
+    from backend.runner import preprocessed_batches
     from backend.streams import Streams
     from backend.trainer import Clock, Trainer
-    from bench.trainer_gpu import make_batches
     from spec import Stage
 
     device = torch.device("cuda:0")
     model = replace(model_preset("heavy-lean"), batch_per_gpu=128, cuda_graphs=True)
-    data = [b.to(device) for b in make_batches(model, pipeline_preset("heavy-small"), 3,
+    data = [b.to(device) for b in preprocessed_batches(model, pipeline_preset("heavy-small"), 3,
                                                np.random.default_rng(0))]
     total = torch.cuda.get_device_properties(0).multi_processor_count
     streams = Streams(device, training_high=True, update_sms=total - 40)

@@ -26,9 +26,9 @@ from spec import SpecError
 from spec.serde import read_stored_text
 
 ROOT = Path(__file__).resolve().parent.parent
-PROBES = [ROOT / f"bench/results/raw/stage_room_heavy_{m}_run{r}.json"
-          for r in (1, 2) for m in ("lean", "hot")]
-FINE = ROOT / "bench/results/raw/stage_room_heavy_hot_fine_run3.json"
+PROBE_DIR = ROOT / "costmodel/data/h200/stage-room-probes"
+PROBES = [PROBE_DIR / f"heavy_{m}_run{r}.json" for r in (1, 2) for m in ("lean", "hot")]
+FINE = PROBE_DIR / "heavy_hot_fine_run3.json"
 KEY = ("H200", "heavy-lean", 16384, "emb_bwd", True)
 
 
@@ -131,40 +131,20 @@ def test_the_spin_before_a_release_is_taken_off_the_stage():
     assert spin_free_extra_ms({**row, "offset_ms": 0.0}, small) == pytest.approx(0.3)
 
 
-def test_the_committed_rooms_are_the_probes_fitted(tmp_path):
-    """bench/results/stage_room_h200.json is what `python -m costmodel.stage_room` writes
-    from the five probe records (heavy-lean's two starts, heavy-hot's three, pooled), and
-    reads back; the installed rooms (costmodel/data/h200/stage-room.json) are the same."""
+def test_the_installed_rooms_are_the_probes_fitted(tmp_path):
+    """costmodel/data/h200/stage-room.json is what `python -m costmodel.stage_room` writes
+    from the five probe records beside it (heavy-lean's two starts, heavy-hot's three,
+    pooled), and reads back."""
     records = [json.loads(read_stored_text(p)) for p in [*PROBES, FINE]]
-    committed = ROOT / "bench/results/stage_room_h200.json"
-    assert committed.read_text() == write_rooms(records)
-    rooms = read_rooms(committed)
-    assert len(rooms) == 4 and rooms[(*KEY, RoomKind.ASSEMBLY)].stage_factors
     installed = ROOT / "costmodel/data/h200/stage-room.json"
-    assert installed.read_text() == committed.read_text()
+    assert installed.read_text() == write_rooms(records)
+    rooms = read_rooms(installed)
+    assert len(rooms) == 4 and rooms[(*KEY, RoomKind.ASSEMBLY)].stage_factors
     assert read_rooms(tmp_path / "none.json") == {}
     bad = tmp_path / "bad.json"
     bad.write_text('[{"gpu": "H200"}]')
     with pytest.raises(SpecError, match="bad.json"):
         read_rooms(bad)
-
-
-def test_the_b8192_rooms_are_the_probes_fitted_and_render_as_tables():
-    """bench/results/stage_room_b8192_h200.json (probed, not installed) is the fit of its
-    four records; `python bench/render_stage_offset.py --rooms` shows each room's pieces
-    and, for the assembly, the stage factors."""
-    from bench.render_stage_offset import room_tables
-
-    raw = [ROOT / f"bench/results/raw/stage_room_heavy_{m}_b8192_run{r}.json"
-           for m in ("lean", "hot") for r in (1, 2)]
-    fitted = ROOT / "bench/results/stage_room_b8192_h200.json"
-    assert fitted.read_text() == write_rooms([json.loads(read_stored_text(p)) for p in raw])
-    rooms = read_rooms(fitted)
-    assert {k[2] for k in rooms} == {8192}
-    text = "\n".join(room_tables(rooms))
-    assert text.count("| stage factor |") == 2 and text.count("| rate |") == 4
-    lean = rooms[("H200", "heavy-lean", 8192, "emb_bwd", True, RoomKind.KERNEL)]
-    assert "| rate | " + " | ".join(f"{x:.3f}" for x in lean.rates) + " |" in text
 
 
 class Roomy(AnalyticCostModel):

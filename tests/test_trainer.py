@@ -293,3 +293,26 @@ def test_bag_kernel_forward_trains_like_pytorchs():
     with pytest.raises(spec.SpecError,
                        match="fused-sgd or fused-sgd-hot-row when embedding_forward is"):
         tiny_model(embedding_forward=spec.EmbeddingForward.BAG_KERNEL)
+
+
+def test_the_dot_interaction_equals_the_reference_dlrms_advanced_indexing():
+    """The trainer's flat gather of the pairwise dots gives what the reference DLRMs'
+    advanced indexing of the lower triangle gives, outputs and gradients alike."""
+    import torch
+
+    from backend.trainer import DotInteraction
+
+    def reference(bottom, emb):
+        x = torch.cat([bottom.unsqueeze(1), emb], dim=1)  # [B, F, d]
+        z = torch.bmm(x, x.transpose(1, 2))
+        rows, cols = torch.tril_indices(x.shape[1], x.shape[1], offset=-1)
+        return torch.cat([bottom, z[:, rows, cols]], dim=1)
+
+    gen = torch.Generator().manual_seed(1)
+    bottom = torch.rand(5, 4, generator=gen, requires_grad=True)
+    emb = torch.rand(5, 6, 4, generator=gen, requires_grad=True)
+    a, b = DotInteraction(7)(bottom, emb), reference(bottom, emb)
+    assert a.shape == (5, 4 + 21) and torch.equal(a, b)
+    ga = torch.autograd.grad(a.sum(), (bottom, emb))
+    gb = torch.autograd.grad(b.sum(), (bottom, emb))
+    assert all(torch.equal(x, y) for x, y in zip(ga, gb))

@@ -3,6 +3,7 @@ fastest kept, predicted and measured ranks side by side, and bad input refused b
 anything is written."""
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -362,10 +363,9 @@ def test_strategies_predicted_alike_are_named_under_the_table():
     so the choice and its cap variants share one prediction and their predicted ranks are
     the planner's order; the line under the table says so. Without ties, no line."""
     from corun.tune_cmd import render, tie_line
-    from spec.serde import read_stored_text, stored_path
 
-    summary = json.loads(read_stored_text(stored_path(
-        "bench/results/raw/tune_capped_rehash_b32768_run25/tune.json")))
+    summary = json.loads((Path(__file__).parent / "data/tune-capped-rehash-b32768.json")
+                         .read_text())
     line = tie_line(summary)
     assert line.endswith(": corun, corun-cap64, corun-uncapped")
     assert render(summary).endswith(line)
