@@ -3,8 +3,7 @@
 Per batch the executor's host thread stages the raw columns (five or six copies),
 launches each fused kernel (lengths, a scan of two PyTorch ops, values) and enqueues the
 assembly (zeroing, the kernel, the read-back): about 0.45 ms of host calls at heavy
-b8192 on the H200 machine, on the thread that also launches the training step
-(`python bench/host_breakdown.py`, bench/results/raw/host_breakdown_h200_run1.json).
+b8192 on the H200 machine, on the thread that also launches the training step.
 The work is the same from batch to batch over the same buffers: a pool set's kernels
 read and write the same addresses, a raw batch's staging copies the same pinned buffers.
 So each piece is captured once per key (pool set and raw batch, pool set and kernel,
@@ -16,10 +15,9 @@ inside a capture. The second call captures the work on a side stream (capture ru
 nothing) and replays it; later calls only replay. Events and waits between streams stay
 outside the graphs, issued as before.
 
-Measured on the H200 (bench/results/heavy_case_record.md, "Each batch's calls as CUDA
-graphs"): a kernel's launch 0.069 ms of host against 0.169, the assembly's enqueue 0.065
+Measured on the H200: a kernel's launch 0.069 ms of host against 0.169, the assembly's enqueue 0.065
 against 0.089; the iteration moved by no more than the host's own spread (46 paired
-rounds, median ratio 0.998, bench/results/calls_h200.md).
+rounds, median ratio 0.998).
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ executor page-locks so its host-to-device copy is asynchronous. Each worker owns
 finished, so at most N * depth batches wait: the bounded queue. A worker done with its
 batches waits for `close` before it exits: on two GPUs, the iterations after the last
 workers had exited took 18-32 ms against 8-9 (all-CPU plans at batch 4096, timed
-iterations 166-200 of 200; bench/results/raw/execute_multigpu_run3.json).
+iterations 166-200 of 200).
 """
 
 from __future__ import annotations
@@ -95,8 +95,7 @@ class CpuFeeder:
         # has started; only the synchronisation objects, which must be inherited, go to
         # Process. Passed to Process, the data filled the pipe of each start, which then
         # waited for its worker to import torch before the next began: 16 workers took
-        # 71 s to start on the H200 machine (bench/results/raw/
-        # execute_plans_pin_b4096.json's log).
+        # 71 s to start on the H200 machine.
         self.inbox = [ctx.Queue() for _ in range(workers)]
         self.procs = [ctx.Process(target=_worker, daemon=True, args=(
             self.inbox[w], self.free[w], self.done[w], self.stop)) for w in range(workers)]

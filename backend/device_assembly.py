@@ -2,13 +2,11 @@
 
 `backend.assembly.Assembler` builds a Batch with about fifteen PyTorch operations and
 `differs` checks it with fifteen more; each costs the host thread that also launches the
-training step some 25 us (H200 run 6: 1.0-1.6 ms of "finish" per iteration,
-bench/results/raw/execute_plans_run6.json). Here one kernel writes dense features, ids
-and offsets into buffers kept per pool set and compares every value with the reference
-on the way (same rule: integers exactly, floats within 1 ulp, NaN equal to NaN); the
-host reads the id counts and the mismatch flag in one copy, then only slices: 0.07-0.25
-ms of host against 0.64-1.67 ms, the same batches built
-(bench/results/raw/host_split_h200_run2.json). The PyTorch path stays
+training step some 25 us (on the H200, 1.0-1.6 ms of "finish" per iteration). Here one kernel
+writes dense features, ids and offsets into buffers kept per pool set and compares every value
+with the reference on the way (same rule: integers exactly, floats within 1 ulp, NaN equal to
+NaN); the host reads the id counts and the mismatch flag in one copy, then only slices: 0.07-0.25
+ms of host against 0.64-1.67 ms, the same batches built. The PyTorch path stays
 for the CPU and as this kernel's reference in the tests (run in the CUDA simulator).
 """
 
@@ -109,7 +107,7 @@ def _starts_kernel():
     `_kernel`'s: one block, a count a thread, then one thread adds them up. Every thread of
     the assembly walking all the counts before its table itself made O(tables^2) loads a
     batch: wide-4x's 104 tables took the assembly 0.24-0.28 ms on the H200 where its bytes
-    ask 0.06 (bench/results/tune_h200.md, run 7); with this kernel, 0.076-0.082 (runs 8-9)."""
+    ask 0.06; with this kernel, 0.076-0.082."""
 
     @cuda.jit
     def table_starts(offs, offsets_base, rows, starts):
@@ -163,7 +161,7 @@ def grid_for(omap: OutputMap, threads: int = THREADS,
              ids_per_thread: int = ASSEMBLY_IDS_PER_THREAD) -> tuple[int, int]:
     """(blocks along each table's row, tables + 1): enough for a thread a row and about
     `ids_per_thread` ids a thread in the largest table (the ids are grid-strided; 0: a
-    thread a row only, the grid before 2026-12-01)."""
+    thread a row only)."""
     ids = max(omap.table_capacity, default=0) if ids_per_thread else 0
     return max(1, -(-omap.rows // threads), -(-ids // (threads * max(1, ids_per_thread)))), \
         len(omap.row_base) + 1

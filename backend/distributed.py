@@ -53,11 +53,10 @@ _HOST_GROUP: dict = {}
 def _host_group():
     """A gloo group over the same ranks, for split sizes the host already knows: sent
     through NCCL they come back as a GPU tensor, and reading it makes the host wait for
-    every kernel queued before it. On the H200 x4 (bench/execute_gpu.py --matrix multigpu,
-    runs 1 and 2) ideal's kaggle iteration went 7.08 -> 6.61 ms (b4096) and 7.58 -> 6.87
-    (b8192); the host's input all-to-all piece stayed at 0.9-3.3 ms, mostly the per-table
-    reshuffle below. One per default group, also when that is gloo, so the CPU tests run
-    the path NCCL runs."""
+    every kernel queued before it. On an H200 x4 ideal's kaggle iteration went 7.08 -> 6.61 ms
+    (b4096) and 7.58 -> 6.87 (b8192); the host's input all-to-all piece stayed at 0.9-3.3 ms,
+    mostly the per-table reshuffle below. One per default group, also when that is gloo, so the
+    CPU tests run the path NCCL runs."""
     world = dist.group.WORLD
     if world not in _HOST_GROUP:
         _HOST_GROUP.clear()
@@ -181,7 +180,7 @@ class DistributedTrainer(Trainer):
         dist.all_reduce(flat)
         # flattened and copied back in one call each (as DDP's buckets are), where a
         # view and a copy per parameter cost the host ~0.2 ms a step on the H200 x2
-        # (bench/results/raw/distributed_host_h200x2_run1.json)
+        #
         torch._foreach_copy_(grads, _unflatten_dense_tensors(flat, grads))
         mark(Stage.GRAD_ALLREDUCE)
         self.optimize()

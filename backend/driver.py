@@ -1,11 +1,10 @@
 """The CUDA driver calls the executor makes for every batch, through ctypes.
 
 On the H200 machine's host each PyTorch operation costs the thread that also launches
-the training step 10-35 us (`python bench/host_breakdown.py`: five staging copies 0.13
-ms, the assembly's zeroing and read-back 0.045 ms; bench/results/raw/
-host_breakdown_h200_run1.json), and cuda.core's launch converts every kernel parameter
-on each call. A driver call through ctypes costs a few microseconds; the executor makes
-these for the copies and launches whose addresses stay the same from batch to batch.
+the training step 10-35 us (five staging copies 0.13
+ms, the assembly's zeroing and read-back 0.045 ms), and cuda.core's launch converts every
+kernel parameter on each call. A driver call through ctypes costs a few microseconds; the
+executor makes these for the copies and launches whose addresses stay the same from batch to batch.
 `available()` is False on a machine without libcuda (the CPU and the CUDA simulator):
 callers keep their PyTorch or Numba path there.
 """
@@ -19,16 +18,15 @@ _LIB: list = []  # the loaded calls, or None where libcuda is missing (empty: no
 
 use = True
 """False: the executor's per-batch copies go through PyTorch and its launches through
-cuda.core, as before these calls (the same-run baseline of bench/execute_gpu.py's
-"+core")."""
+cuda.core (a same-run baseline for these calls)."""
 
 CARVEOUT_ENV = "CORUN_SMEM_CARVEOUT"
-"""An experiment (bench/results/kernel_timeline_h200.md): where set to a percent (0-100),
+"""An experiment: where set to a percent (0-100),
 every kernel the executor binds to the driver gets that preferred shared-memory carveout
 (CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT) before its first driver launch. A
 fused kernel that uses no shared memory may leave the SMs it holds configured with
 little, so a training GEMM that needs some fits fewer blocks beside it. Ruled out on the
-H200 in session 43 (`bash bench/carveout_session.sh`): at 100% the GEMM was still held
+H200: at 100% the GEMM was still held
 (425 us median beside the fused kernel, 33 alone) and eager heavy-lean b16384's plan took
 4.41-4.42 ms against 4.43-4.45 without it."""
 _PREFERRED_SHARED_MEMORY_CARVEOUT = 9  # CUfunction_attribute

@@ -3,8 +3,7 @@ rows of its ids (the trainer's EmbeddingUpdate.FUSED_SGD).
 
 PyTorch's sparse `embedding_bag` backward first writes every id's bag gradient out
 (a gather: 5.0 of the heavy model's 6.2 ms of backward and update at batch 4096 on the
-H200) and the update then adds them in (`python bench/embedding_update.py`,
-bench/results/embedding_update_h200.json). SGD is linear in the gradient, so the rows
+H200) and the update then adds them in. SGD is linear in the gradient, so the rows
 can take the bag gradients directly. On a GPU one Numba-CUDA kernel does it: one thread
 per (bag, embedding column) walks its bag's ids and adds atomically (duplicate ids add
 up in any order, so the float sums may differ in the last bits from run to run),
@@ -13,7 +12,7 @@ launched at a driver call's host cost (backend.launch.TensorLaunch). On the CPU,
 
 With skewed ids the atomics on one row serialize: heavy-lean's b16384 update took 2.34 ms
 with zipf-1.1 raw ids, whose most frequent row holds 18% of a table's ids, and 0.77 ms
-with uniform ones (`python bench/hot_row_update.py`, bench/results/hot_row_update_h200.md).
+with uniform ones.
 The hot-row form (EmbeddingUpdate.FUSED_SGD_HOT_ROW) first samples each table's most
 frequent row (`hot_rows_kernel`), then counts a bag's ids on that row in a register and
 adds the bag's gradient times the count once.
@@ -33,8 +32,7 @@ from spec.plan import TRAINER_UPDATE_BLOCKS_PER_SM
 THREADS_PER_BLOCK = 256
 UPDATE_BLOCKS_PER_SM = TRAINER_UPDATE_BLOCKS_PER_SM
 """The kernel's default grid: 4 blocks an SM, striding over the (bag, column) pairs.
-Measured on the H200 (`python bench/update_grid_probe.py`, heavy-fused, run 1 in
-bench/results/update_grid_h200.md): one thread per pair (13,312 blocks at batch 16384)
+Measured on the H200 (heavy-fused): one thread per pair (13,312 blocks at batch 16384)
 took 5.60 ms, 4 an SM 3.17 ms (8: 3.12, 2: 3.26, 1: 3.46; batch 8192 1.96 -> 1.49 ms),
 and the grid, resident at once, leaves room on the SMs: the pipeline's kernel released
 beside it cost the step 0.17 ms of its 0.56 alone, against 0.51 beside the full grid."""
@@ -69,10 +67,9 @@ def bag_sgd_kernel(weight, ids, offsets, grad, scale, hot, per_table):
 HOT_SAMPLES = 256
 """Ids a table's hot row is chosen from (one block of this many threads a table). With
 the synthetic zipf-1.1 ids the hottest row holds 18% of a table's ids and the next 3.7%
-(heavy-small's b4096 batch from backend.data.synthetic_inputs; `bench/hot_row_update.py`
-records the first each run): about 46 samples against 9, so the pick
-is that row all but always; the sampling and the compare cost up to 0.1 ms a step where
-no row is hot (b8192, uniform ids, bench/results/hot_row_update_h200.md)."""
+(heavy-small's b4096 batch from backend.data.synthetic_inputs): about 46 samples against 9, so
+the pick is that row all but always; the sampling and the compare cost up to 0.1 ms a step where
+no row is hot (b8192, uniform ids)."""
 
 
 @cuda.jit
@@ -160,7 +157,7 @@ def bag_sgd_(weight: torch.Tensor, ids: torch.Tensor, offsets: torch.Tensor,
 def bag_sgd_index_add_(weight: torch.Tensor, ids: torch.Tensor, offsets: torch.Tensor,
                        grad: torch.Tensor, lr: float) -> None:
     """The same update in torch ops: each id's bag gradient gathered, then `index_add_`
-    (the CPU path, and on a GPU the comparison bench/embedding_update.py times)."""
+    (the CPU path, and on a GPU the baseline the fused kernel is compared with)."""
     bag = torch.repeat_interleave(torch.arange(grad.shape[0], device=grad.device),
                                   offsets.diff(), output_size=ids.numel())
     weight.index_add_(0, ids, grad.index_select(0, bag), alpha=-lr)

@@ -77,9 +77,8 @@ def freeze_heap() -> None:
     """Set every object made so far aside from Python's cyclic collector (gc.freeze; the
     run undoes it when it ends). A full collection otherwise walks every object the
     trainer, Numba and the plan's kernels made, and stalls one iteration: on the H200,
-    wide-2x b4096's corun plan stalled 359-369 ms at the same timed iteration in two runs
-    (execute_plans runs 11 and 12); run 13, frozen, had no iteration above 1.7x its
-    median in 45 cases (bench/results/plans_h200x2host.md)."""
+    wide-2x b4096's corun plan stalled 359-369 ms at the same timed iteration in two runs;
+    frozen, no iteration went above 1.7x its median in 45 cases."""
     gc.collect()
     gc.freeze()
 
@@ -362,8 +361,7 @@ class Executor:
         if self.trainer is None:
             # first, before the batches and the streams: built later in the process, the
             # heavy-fused table's fused update (atomics) ran 3.04-3.05 ms a step on the
-            # H200 against 2.85 built first, in every process of
-            # bench/results/placement_h200.md
+            # H200 against 2.85 built first
             with faults(f"building the {self.model.name} trainer"):
                 if self.world > 1:
                     owner = [self.sharding.owner[t.name] for t in self.model.tables]

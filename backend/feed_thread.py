@@ -4,16 +4,15 @@ training step does not do it.
 Where the eager trainer is host-paced (kaggle and terabyte b4096 on the H200: 3.7-5 ms
 of launches a step against 2.5 ms of GPU work), whatever else that thread does per
 batch lengthens every step: staging the next raw batch, building the assembled batch
-from its id counts and checking it took 0.25-0.35 ms a step beside the kernel launches
-(bench/results/flat_plans_b4096_run4_h200.md). The launching thread spends most of the
+from its id counts and checking it took 0.25-0.35 ms a step beside the kernel launches.
+The launching thread spends most of the
 step's backward inside PyTorch's autograd engine with the GIL released, so a second
 thread, handed the batch work as the backward starts, could do it there.
 
 Measured, it does not (RunSettings.feed_thread is off by default): on the H200 machine
-(bench/feed_thread_session.sh, bench/results/feed_thread_h200.md, medians of 2-4 rounds)
-the launching thread's own step grew by as much as it handed over or more (kaggle b8192
-corun: 5.29 ms of host a step against 4.40 inline), and the iteration with it: corun
-3.83 / 3.95 / 5.27 / 4.73 ms with the thread against 3.63 / 4.27 / 4.68 / 4.49 inline at
+(medians of 2-4 rounds) the launching thread's own step grew by as much as it handed over or
+more (kaggle b8192 corun: 5.29 ms of host a step against 4.40 inline), and the iteration with
+it: corun 3.83 / 3.95 / 5.27 / 4.73 ms with the thread against 3.63 / 4.27 / 4.68 / 4.49 inline at
 kaggle b4096, terabyte b4096, kaggle b8192, terabyte b8192; graphed heavy-lean b16384
 3.56 against 3.50. The thread that launches PyTorch's step holds the GIL for most of it.
 Kept for interpreters without a GIL, and to measure again.

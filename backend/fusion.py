@@ -156,9 +156,9 @@ class FusedGroup:
         default it shares; the CPU target runs rows in parallel either way). Only with
         whole warps per block (threads a multiple of 32, as every plan's): a warp that
         spans two blocks has no common row. `max_registers`: a cap on the CUDA values
-        kernel's registers per thread (an experiment of bench/contention_probe.py; plans
-        do not set it). `unroll`: list elements each thread of the CUDA values kernel
-        computes side by side (codegen.chain_body; RunSettings.values_unroll)."""
+        kernel's registers per thread (an experiment; plans do not set it). `unroll`: list
+        elements each thread of the CUDA values kernel computes side by side
+        (codegen.chain_body; RunSettings.values_unroll)."""
         if division not in ("magic", "mod"):
             raise ValueError(f"division = {division!r}: 'magic' or 'mod'")
         if not isinstance(unroll, int) or not 1 <= unroll <= MAX_UNROLL:
@@ -185,7 +185,7 @@ class FusedGroup:
             self.ipar[k, : len(i)] = i
         # The values kernel gives each slot blocks in proportion to its work; the lengths
         # kernel does the same work per row in every slot, so its blocks are shared evenly
-        # (sized by value work it took 2.3 ms instead of 0.64 on multihot, H200 run 6).
+        # (sized by value work it took 2.3 ms instead of 0.64 on multihot, on the H200).
         work = np.array([c.work(cols) for c in self.chains])
         self.block_maps = {"values": _block_map(blocks, work),
                            "lengths": _block_map(blocks, np.ones(len(work)))}

@@ -212,8 +212,8 @@ class Lane:
         iteration: `before_done`) and the trainer's last read of batch i - 2, whose
         buffers it reuses (`consumed`). Called right after the lane's last kernel for
         batch i is launched: queued behind a long training stage instead, the
-        low-priority assembly waited for that stage and so did the host (heavy b4096,
-        run 8: 5.1 ms of host wait per iteration). On the GPU the assembly kernel starts
+        low-priority assembly waited for that stage and so did the host (heavy b4096 on
+        the H200: 5.1 ms of host wait per iteration). On the GPU the assembly kernel starts
         here; `finish` waits for it."""
         S.wait(S.assembly, self.copied[i])
         S.wait(S.assembly, self.launched.pop(i, None))

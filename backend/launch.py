@@ -2,15 +2,14 @@
 
 Numba types and marshals every argument on every launch. A fused kernel takes about 15
 device arrays (7 parameters each), and on the H200 machine's host a launch cost 0.54-1.05
-ms of Python against 0.02-0.3 ms of GPU (bench/results/raw/host_split_h200_run1.json), on
+ms of Python against 0.02-0.3 ms of GPU, on
 the thread that also launches the training step. The executor launches the same kernel
 over the same pools every batch, so here the parameters are packed once, after a first
 launch through Numba. cuda.core's `launch` still converts every parameter on each call
-(0.07-0.22 ms of host per fused kernel against Numba's 0.22-0.59 ms,
-bench/results/raw/host_split_h200_run2.json), so the packed parameters are kept as C
-values behind one array of pointers and each later launch is one `cuLaunchKernel` call
-(the driver's own ABI), checked at binding against the kernel's parameter sizes.
-`python bench/host_split.py` measures the three ways in one run.
+(0.07-0.22 ms of host per fused kernel against Numba's 0.22-0.59 ms), so the packed
+parameters are kept as C values behind one array of pointers and each later launch is one
+`cuLaunchKernel` call (the driver's own ABI), checked at binding against the kernel's
+parameter sizes.
 """
 
 from __future__ import annotations
@@ -202,7 +201,7 @@ class TensorLaunch:
     """`dispatcher[grid, block, stream](*args)` over torch tensors that change from call
     to call, at one driver call's host cost. Numba converts each tensor and types every
     argument on every launch: 0.30-0.42 ms of host a launch of the trainer's embedding
-    kernels on the H200 (bench/results/embedding_forward_h200.md), on the thread that
+    kernels on the H200, on the thread that
     launches the step. The first launch of each argument signature goes through Numba
     (it compiles); then, where Numba's packing of those arguments equals
     `tensor_params`' and the driver can be called, later launches pack the tensors' own

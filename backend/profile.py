@@ -8,10 +8,9 @@ the lower-priority preprocessing stream; plain steps, once per model and batch, 
 every stage's time alone, and the kernel alone is timed on an idle GPU.
 
 Every timed step and kernel is enqueued behind a GPU spin, so the host's launches (a
-fused Numba launch costs ~1 ms of host time on the H200, a step 5-6 ms:
-bench/results/raw/host_split_h200_run1.json) finish before the GPU starts: the events
-then time the GPU alone. The first H200 profile, taken without the spin, repeated to
-only 20-26% on its kernel times (costmodel/data/h200/README.md); host time is modelled
+fused Numba launch costs ~1 ms of host time on the H200, a step 5-6 ms) finish before the GPU
+starts: the events then time the GPU alone. The first H200 profile, taken without the spin,
+repeated to only 20-26% on its kernel times; host time is modelled
 apart (sim's host thread). Each row records the share of its steps where the host was
 ahead. Rows go to a CSV as they are measured, so a lost machine loses at most one
 kernel's rows, and a rerun skips every key already in the file.
@@ -22,8 +21,7 @@ the kernel's blocks are resident on the SMs when the stage starts: the case of a
 that outlasts the stage it was released at and runs on into the next ones. Those rows go
 to resident*.csv. On the H200 the two differ most where a stage's kernels fill the SMs'
 registers: heavy-lean's whole pipeline in 198 blocks ran about 4x slowed beside emb_bwd
-when launched at its start, about 2x when already resident
-(bench/results/heavy_case_record.md, "Where the heavy case stands").
+when launched at its start, about 2x when already resident.
 
 For a model with `cuda_graphs` the profiler trains as the executor then does, the step
 replayed as CUDA graphs a stage (backend/graphed.py), and the kernel released between
@@ -64,7 +62,7 @@ BLOCKS = (8, 33, 132, 264, 528, 1056, 2112)
 THREADS = (64, 128, 256, 512)
 STEP_SPIN_MS = 9.0
 """Longer than the host's launch of any profiled step and one fused kernel (<= 6 ms and
-~1 ms on the H200, bench/host_split.py)."""
+~1 ms on the H200)."""
 KERNEL_SPIN_MS = 3.0
 LEAD_MS = 0.01
 """How long a resident row's kernel runs before its stage starts: longer than its blocks
@@ -74,10 +72,8 @@ ms alone on the H200), whose work done alone meanwhile the fit subtracts
 PLAIN_REPS = 60
 """Plain steps per model and batch, for every stage's time alone. heavy-fused b16384's
 emb_bwd takes one of about three speeds (near 2.62, 2.85 and 3.09 ms), drawn afresh each
-step, as the memory traffic just before the update leaves the memory system
-(bench/update_mode_probe.py, bench/results/update_mode_h200.md); the median of 15 steps,
-as the committed rows were taken, moved by 0.16 ms from one block to the next
-(bench/plain_drift_probe.py), that of 60 is steadier."""
+step, as the memory traffic just before the update leaves the memory system; the median
+of 15 steps moved by 0.16 ms from one block count to the next, that of 60 is steadier."""
 
 COLUMNS = KEY + (
     "pipeline", "features", "nodes", "chains", "has_lists", "rows", "elements", "int_ops",
@@ -137,7 +133,7 @@ class KernelSpec:
     warp_rows: bool = True
     """As FusedKernel.warp_rows."""
     max_registers: int | None = None
-    """As FusedGroup.max_registers (bench/contention_probe.py's experiment)."""
+    """As FusedGroup.max_registers (an experiment)."""
 
     @functools.cached_property
     def nodes(self) -> tuple[str, ...]:
@@ -235,7 +231,7 @@ class Profiler:
         self.rng = np.random.default_rng(seed)
         self.rows = model.batch_per_gpu
         # the trainer first, as the executor builds it: allocated after the streams, the
-        # fused update's table ran its atomics 7% slower (bench/results/placement_h200.md)
+        # fused update's table ran its atomics 7% slower
         self.trainer = trainer if trainer is not None else make_trainer(model, self.device,
                                                                          seed)
         self.trainer.begin_run()  # a graphed trainer captures this batch size afresh
@@ -273,7 +269,7 @@ class Profiler:
         """One training step behind a spin; `launch` (pre-stream) released at `release`
         (none: a plain step): with the stage's opening, or, with `lead_ms`, that long
         before the stage's work starts (LeadClock). `spin_ms` 0: no spin, so the GPU
-        runs the step while the host enqueues it (bench/race_probe.py's paced steps)."""
+        runs the step while the host enqueues it (paced steps)."""
         S, spans = self.S, []
 
         def on_open(stage: Stage, opened) -> None:

@@ -18,12 +18,10 @@ REGISTER_CAPS = (16, 255)
 ASSEMBLY_IDS_PER_THREAD = 20
 """About how many of its largest table's ids each thread of the batch's assembly kernel
 copies (backend/device_assembly.py, grid_for; its block row per table is at least a
-thread a row wide). Measured alone on the H200 (`python bench/assembly_probe.py`,
-bench/results/assembly_probe_h200.md): heavy b16384's 32 M ids took 0.282 ms with a
-block row of rows / 256 (76 ids a thread), 0.239 ms four times wider (19), 0.281 ms
-sixteen times wider; kaggle's one id a row is fastest at rows / 256. In the executed
-step the wider grid changed nothing (bench/results/heavy_asmgrid_h200.md): the kernel
-is bound by its bytes."""
+thread a row wide). Measured alone on the H200: heavy b16384's 32 M ids took 0.282 ms
+with a block row of rows / 256 (76 ids a thread), 0.239 ms four times wider (19), 0.281
+ms sixteen times wider; kaggle's one id a row is fastest at rows / 256. In the executed
+step the grid changed nothing: the kernel is bound by its bytes."""
 
 
 @dataclass(frozen=True)
@@ -44,14 +42,12 @@ class RunSettings:
     """Host worker processes for host-mapped nodes (cpu:N sets it to N)."""
     early_assembly: bool = True
     """Enqueue each batch's assembly right after its last kernel launch; False: after
-    the host has launched the whole step, as the executor of H200 runs 1-10 did (kept to
-    measure the change against it in one run: bench/execute_gpu.py --matrix assembly)."""
+    the host has launched the whole step (kept to measure the change against)."""
     preprocess_sms: int = 0
     """0: preprocessing and training share every SM (the training stream first when the
     plan says so); N: the preprocessing stream runs on N SMs of its own and training on
     the rest (CUDA green contexts, backend/sm_split.py; one GPU). An experiment, not a
-    planned decision: on the heavy case it measured worse than sharing
-    (bench/results/heavy_case_record.md)."""
+    planned decision: on the heavy case it measured worse than sharing."""
     update_sms: int = 0
     """0: the fused embedding update runs on the training stream, on every SM; N: on N SMs
     of a green context of its own (backend/sm_split.py; one GPU), the preprocessing
@@ -60,27 +56,24 @@ class RunSettings:
     that answered a question, not a planned decision: the update of the graphed
     heavy-lean step kept its pace on 84-108 of the H200's 132 SMs (it waits on its hot
     rows' atomics, not on SMs), but the kernel on the other SMs still cost it 0.24-0.35
-    ms and hid no more of gpu-sequential's gap than sharing every SM (35% / 66% against
-    75% / 66%; bench/results/update_partition_h200.md)."""
+    ms and hid no more of gpu-sequential's gap than sharing every SM."""
     update_blocks_per_sm: int | None = None
     """The fused embedding update's grid (Model.embedding_update fused-sgd): None, as the
     plan says (Plan.update_blocks_per_sm; its 0 is the trainer's default,
     backend.embedding_sgd.UPDATE_BLOCKS_PER_SM: 4 blocks an SM); N: N blocks an SM; 0:
-    one thread per (bag, column), an experiment (14.9 ms against 5.1 at heavy-lean
-    b32768, bench/results/update_grid_rehash_h200.md). `corun execute
-    --update-blocks-per-sm N` and bench/execute_gpu.py "+ub<N>" / "+uncapped" set it."""
+    one thread per (bag, column), an experiment (about 3x slower at heavy-lean b32768).
+    `corun execute --update-blocks-per-sm N` sets it."""
     preprocess_sm_cap: int | None = None
     """None: as the plan says (Plan.preprocess_sm_cap); 0: the preprocessing stream may
     take every SM; N: it is confined to N SMs (a CUDA green context, backend/sm_split.py;
     one GPU) while training keeps every SM, so a kernel that becomes ready between two
-    training kernels cannot take the SMs the next one needs (the eager hold of
-    bench/results/race_trace_h200.md: the values kernel took every SM in 10 of 38 steps
-    and the next GEMM ran 2.1-2.3 ms against 0.12-0.18). `corun execute
-    --preprocess-sm-cap N` and bench/execute_gpu.py "+cap<N>" set it."""
+    training kernels cannot take the SMs the next one needs (on the H200 an eager values
+    kernel took every SM in a quarter of the steps and the next GEMM ran ten times its
+    time). `corun execute --preprocess-sm-cap N` sets it."""
     preprocess_first: bool = False
     """The preprocessing stream above training: a kernel released at a training stage
     gets the SMs that stage's blocks free as they end, instead of waiting for all of
-    them. An experiment (bench/execute_gpu.py "+pre"), not yet a planned decision."""
+    them. An experiment, not yet a planned decision."""
 
     assembly_stream: bool | None = None
     """On a GPU, each batch's assembly on a stream of its own (Streams.assembly), after
@@ -92,7 +85,7 @@ class RunSettings:
     """On a GPU, each batch's staging copies, kernel launches (with their list scans) and
     assembly replayed as CUDA graphs captured on the run's first batches
     (backend/batch_graphs.py): one graph launch instead of a few host calls each. False:
-    the calls one by one, as before (bench/execute_gpu.py "+calls"), and always so with
+    the calls one by one, and always so with
     `preprocess_sms`, `update_sms` or `preprocess_sm_cap`, whose streams live in a green
     context of their own."""
 
@@ -100,46 +93,41 @@ class RunSettings:
     """Each step's batch work (the next batch built from its lanes, the last one checked,
     a later one staged) on a second host thread, handed over as the step's backward
     begins (backend/feed_thread.py); False: on the thread that launches the step, after
-    it. An experiment, off: on the H200 it measured no better (bench/results/
-    feed_thread_h200.md): the launching thread holds the GIL for most of its step, so
-    what the second thread does lengthens that step by as much or more."""
+    it. An experiment, off: on the H200 it measured no better: the launching thread holds
+    the GIL for most of its step, so what the second thread does lengthens that step by as
+    much or more."""
 
     assembly_ids_per_thread: int = ASSEMBLY_IDS_PER_THREAD
     """The batch's assembly kernel copies about this many of its largest table's ids a
-    thread (backend/device_assembly.py, grid_for); 0: a thread a row, the grid before
-    2026-12-01 (bench/execute_gpu.py "+rowgrid")."""
+    thread (backend/device_assembly.py, grid_for); 0: a thread a row."""
 
     check_timed: bool = False
-    """Compare the timed iterations' batches too, as every run before 2026-12-02 did. Off,
-    the timed batches are assembled as a production run would, without reading the
-    reference: on the H200 the comparison cost graphed heavy-lean b16384's plans 0.03-0.09
-    ms an iteration and gpu-sequential 0.075 (`bash bench/check_cost_session.sh`,
-    bench/results/check_cost_h200.md), which `ideal`, replaying ready batches, never pays."""
+    """Compare the timed iterations' batches too. Off, the timed batches are assembled as a
+    production run would, without reading the reference: on the H200 the comparison cost
+    graphed heavy-lean b16384's plans 0.03-0.09 ms an iteration, which `ideal`, replaying
+    ready batches, never pays."""
 
     values_unroll: int = 1
     """List elements each thread of a fused values kernel computes side by side
-    (FusedGroup.unroll; bench/execute_gpu.py "+u<N>"). An experiment, not a planned
+    (FusedGroup.unroll). An experiment, not a planned
     decision: whether a kernel beside a training stage, on the few SM slots the stage
     leaves it, gets through its hashing faster with independent work to issue. On the
     H200 it did not: 66 registers a thread against 56, slower alone at every width and
-    beside the graphed heavy-lean step (bench/results/unroll_h200.md)."""
+    beside the graphed heavy-lean step."""
 
     values_max_registers: int = 0
     """A cap on the registers per thread of every fused values kernel (FusedGroup.
-    max_registers; bench/execute_gpu.py "+r<N>"); 0: none. An experiment, not a planned
+    max_registers); 0: none. An experiment, not a planned
     decision: whether a narrower register footprint lets a kernel beside a training stage
     leave that stage's blocks room on the SMs. At 32 on the H200: a few points either way
-    beside the graphed heavy steps (bench/results/register_caps_h200.md)."""
+    beside the graphed heavy steps."""
 
     release_offset_ms: float = 0.0
     """How long the preprocessing stream waits, a GPU spin, after a kernel's releasing
-    stage opens before it launches the kernel (bench/execute_gpu.py "+off<ms>"). An
-    experiment, not a planned decision: the graphed heavy-lean update leaves new blocks
-    no SM time for its first ~1.4 of 2.34 ms and room after
-    (bench/results/stage_offset_h200.md). Released into that room, the whole pipeline
-    slowed the update's end by 0.15-0.34 ms and recovered no more of gpu-sequential's gap
-    than the kernel released at interaction_bwd at b16384 (bench/results/
-    release_offset_h200.md). The simulator does not model it."""
+    stage opens before it launches the kernel. An experiment, not a planned decision: the
+    graphed heavy-lean update leaves new blocks no SM time for its first ~1.4 of 2.34 ms
+    and room after; released into that room, the whole pipeline recovered no more of
+    gpu-sequential's gap than at interaction_bwd. The simulator does not model it."""
 
     def compared_batches(self, slots: int) -> int | None:
         """Batches compared with their references (the first ones; None: every batch):

@@ -4,11 +4,10 @@ instead of waiting for the SMs the training kernels leave free (RunSettings.prep
 or the preprocessing stream alone confined to some SMs while training, on an ordinary
 stream, keeps every SM (Plan.preprocess_sm_cap: backend/streams.py uses only the split's
 `pre` stream), which took eager heavy-rehash b32768's choice from 74-76% of the gap to
-111% (bench/results/sm_cap_h200.md).
+111%.
 
 The disjoint split is an experiment that answered a question and stays to repeat it: on
-the heavy case it lost to sharing every SM (bench/sm_split_probe.sh, bench/sm_split_repeat.sh,
-bench/results/heavy_case_record.md). At batch 8192 the kernel on 24 SMs of its own still
+the heavy case it lost to sharing every SM. At batch 8192 the kernel on 24 SMs of its own still
 stretched training on the other 108 by 0.7-1.1 ms, 56-85% of its own 1.31 ms: the two
 meet in the memory system, not on the SMs.
 

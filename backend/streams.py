@@ -73,8 +73,8 @@ class Streams:
             # kernels at their priority: queued behind a batch's assembly on the kernels'
             # stream, the next batch's kernel started late whenever that assembly ran into
             # the next step, and lost the race for the SMs it was planned to win (graphed
-            # heavy-rehash b16384 two ahead, run 12: started 0.11 ms late in every other
-            # step, each such step 1.4 ms slower; bench/results/rehash_h200.md). Made
+            # heavy-rehash b16384 two ahead on the H200: started 0.11 ms late in every other
+            # step, each such step 1.4 ms slower). Made
             # last, so the other streams keep the places in PyTorch's pools they had.
             # With the SMs split, the assemblies stay on the kernels' stream and its SMs.
             self.assembly = self.pre if self.split or not assembly_stream else torch.cuda.Stream(
@@ -140,7 +140,6 @@ class ReleaseClock(Clock):
     and took the SMs first: heavy-fused b16384's whole pipeline released at emb_bwd
     stretched that stage from 5.98 to 7.34 ms on the H200, where the profile, which
     enqueues the whole step first, saw it wait for the stage and leave it at 5.74 ms
-    (bench/results/raw/execute_heavy_run4.json; costmodel/data/h200/profile-heavy-fused-plans.csv).
     Enqueued after them, the training stream's higher priority gets the SMs first, as in
     the profile. `stages` is the order the trainer marks them in (with collectives on
     several GPUs)."""

@@ -79,9 +79,8 @@ class DotInteraction(nn.Module):
     backward writes each gradient element once (index_add_). facebookresearch/dlrm and
     TorchRec take it by advanced indexing, z[:, rows, cols], whose backward PyTorch runs
     through a sort and `indexing_backward_kernel`: the same outputs and gradients bit for
-    bit, and a backward 1.95-4.18x slower on the H200 (bench/results/interaction_probe_h200.md;
-    the trainer used it until 2026-12-01, and every profile row before then was timed
-    with it: costmodel/interaction.py corrects those rows)."""
+    bit, and a backward 1.95-4.18x slower on the H200 (profile rows timed with it are
+    corrected by costmodel/interaction.py)."""
 
     def __init__(self, features: int) -> None:
         super().__init__()

@@ -49,13 +49,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "and column (default: as the plan says, Plan.update_blocks_per_sm, whose "
                    "0 is the trainer's 4; models with the fused update only; the cost "
                    "model's stage times were profiled on the trainer's: heavy-lean b32768's "
-                   "ideal ran 16%% faster on 16, bench/results/update_grid_rehash_h200.md)")
+                   "ideal ran 16%% faster on 16)")
     p.add_argument("--feed-thread", action="store_true",
                    help="an experiment: each step's batch work (build, check and stage the "
                    "batches around it) on a second host thread during the step's backward "
                    "(by default the thread that launches the step does it after the step; "
-                   "on the H200 the second thread measured no faster, "
-                   "bench/results/feed_thread_h200.md)")
+                   "on the H200 the second thread measured no faster)")
     p.add_argument("--data", help="Criteo-format TSV input (default: synthetic)")
     p.add_argument("--seed", type=int, default=d.seed)
     p.add_argument("--device", default="cuda", choices=["cuda", "cpu"],

@@ -234,7 +234,7 @@ def update_grid_note(model, plan, gpu_count: int) -> str | None:
             "blocks can run the step faster alone and leave a kernel beside it less room "
             "(heavy-lean beside heavy-rehash b32768 on the H200: ideal 16% faster on 16; "
             "graphed, the choice on 16 recovered 82-84% of that grid's gap, eager 15%, "
-            "60% confined to 64 SMs; bench/results/update_grid_rehash_h200.md): `corun "
+            "60% confined to 64 SMs): `corun "
             f"tune` also runs ideal and the plan on {grids} blocks an SM")
 
 
@@ -259,6 +259,4 @@ def graphs_whatif(base, plan, preds, say) -> str | None:
             f"{mine.mean_iteration_ms:.3f} ms, "
             f"{mine.throughput_samples_per_s / ideal.throughput_samples_per_s:.1%} of that "
             f"ideal and {mine.throughput_samples_per_s / eager.throughput_samples_per_s:.2f}x "
-            "the eager ideal's samples/s; `corun plan --cuda-graphs` searches for that step "
-            "(measured on the H200: corun 99.6% and 99.5% of the graphed ideal at kaggle and "
-            "terabyte b4096, bench/results/flat_graphs_rounds_run4_h200.md)")
+            "the eager ideal's samples/s; `corun plan --cuda-graphs` searches for that step")

@@ -320,9 +320,8 @@ def launch_variants(chosen, taken, pipeline) -> dict:
     of a kernel's co-run time 22-62% over three splits, costmodel/data/h200/README.md): on
     graphed heavy-lean b16384 the chosen 396 blocks at interaction_bwd recovered 74-77% of
     gpu-sequential's gap on three H200s and the same kernel in 198 blocks 81-84%,
-    predicted 0.12 ms behind it (bench/results/unchecked_h200.md); `corun tune` kept that
-    x0.5 in three runs, the fastest in 9 of 9 rounds
-    (bench/results/tune_launch_steps_h200.md), so the variants run by default."""
+    predicted 0.12 ms behind it; `corun tune` kept that
+    x0.5 in three runs, the fastest in 9 of 9 rounds, so the variants run by default."""
     from planner.search import LAUNCH_STEPS
 
     out, seen = {}, list(taken)
@@ -339,7 +338,7 @@ def launch_variants(chosen, taken, pipeline) -> dict:
 def lead_variant(chosen, taken) -> dict:
     """The chosen plan with its other batch lead (Plan.batches_ahead: 2 for 1, 1 for 2),
     by name (corun-ahead<N>), unless it has no kernel on the GPU or that plan already
-    runs. Graphed heavy-short b16384 (bench/results/heavy_short_remade_h200.md): the
+    runs. Graphed heavy-short b16384: the
     planner chose the pipeline in 1056 blocks at emb_bwd one batch ahead, predicted 0.025
     ms ahead of the same kernel two ahead; side by side two ahead measured 5.7% faster
     (42% of gpu-sequential's gap recovered against 23%), and no variant `corun tune` ran
@@ -360,7 +359,7 @@ def stream_variant(chosen, taken) -> dict:
     already runs. Which way is faster turns on whether an assembly runs into the next
     step, which the simulator does not model: graphed heavy-rehash b16384's choice ran
     3.71-3.73 ms an iteration on a stream of its own and 4.22-4.35 behind, the graphed
-    Criteo-like plans 0.6-0.7% slower on their own (bench/results/assembly_stream_h200.md)."""
+    Criteo-like plans 0.6-0.7% slower on their own."""
     if not chosen.kernels or chosen.preprocess_sm_cap:
         return {}
     plan = replace(chosen, assembly_stream=not chosen.assembly_stream)
@@ -426,7 +425,7 @@ def grid_variants(plans: dict, grids: tuple[int, ...]) -> dict:
     that grid. On heavy-lean beside heavy-rehash b32768 the update ran 1.1 ms faster on
     16 blocks an SM than on the trainer's 4; eager, the capped choice's preprocessing then
     found no room (on 64 SMs 60% of that grid's gap), while graphed the choice on every SM
-    recovered 82-84% and tune kept it (bench/results/update_grid_rehash_h200.md)."""
+    recovered 82-84% and tune kept it."""
     out = {}
     for n in grids:
         for name, plan in plans.items():

@@ -22,12 +22,11 @@ on Hopper (a common microbenchmark figure), an estimate."""
 PRE_KERNEL_LAUNCH_MS = 0.25
 """Host time to launch one fused group (lengths kernel, offsets scan, values kernel):
 measured on the H200, a fused kaggle group at 65,536 rows takes 0.26-0.29 ms of wall time
-for 0.07 ms of device time, and 0.23-0.32 ms to enqueue (bench/results/ops_h200.md,
-runs 3 and 6)."""
+for 0.07 ms of device time, and 0.23-0.32 ms to enqueue."""
 PRE_BANDWIDTH_EFFICIENCY = 0.25
 """Share of the copy ceiling our fused preprocessing groups reach at 4M rows on the H200,
-offsets included: kaggle 25%, terabyte 25%, wide-2x/4x 21% (bench/results/ops_h200.md;
-multihot's long lists reach 13%, which this constant does not capture)."""
+offsets included: kaggle 25%, terabyte 25%, wide-2x/4x 21% (bench/ops_gpu.py; multihot's
+long lists reach 13%, which this constant does not capture)."""
 OCCUPANCY_TO_SATURATE = 0.5
 """Occupancy a memory-bound kernel needs to reach its bandwidth: an estimate (Little's
 law with ~600 ns HBM latency and 8-byte loads on Hopper)."""
@@ -42,7 +41,7 @@ MAX_KERNEL_SLOWDOWN = 20.0
 CPU_NS_PER_OP = 1.81
 """Host ns per estimated instruction (OPS_PER_ELEMENT), one core of the Numba CPU
 pipeline that cpu:N workers run: on the H200 machine's 16 cores the kaggle pipeline took
-1,023 ms for 4,194,304 rows (bench/results/ops_h200.md, run 3), 16 core-seconds over
+1,023 ms for 4,194,304 rows, 16 core-seconds over
 2,157 estimated instructions per row."""
 CPU_NODE_OVERHEAD_MS = 0.01
 """Per op node per batch dispatch overhead in a host worker: an estimate."""

@@ -1,21 +1,13 @@
 """One machine's measured ideal step, to calibrate predictions made for that machine.
 
-The lent H200s differ (heavy-fused's fused embedding update took 2.82-3.21 ms at batch
-16384 across sessions; bench/results/heavy_case_record.md), and the learned model
-carries the profiling machine's times: much of a prediction's error is the training step's
-own time, not co-running. So: `corun execute --strategy ideal -o ideal.json` on the
-machine, then `corun plan --calibration ideal.json`: every simulated duration is scaled
-by the measured ideal's mean iteration over the predicted one (sim.calibrate; the
-throughputs', as predictions and measurements are compared since session 57). Held out on two
-lent H200s (ideals measured apart, 42 plan cases; bench/results/calibration_heldout_h200.md)
-the mean error of the median iteration fell from 5.4% to 3.5%; over every executed run,
-each case calibrated by its own command's ideal, from 13.0% to 5.6% (by mean iteration
-since session 57: 13.1% to 5.6%, 2,970 of 4,669 cases within 5%; `python
-bench/repredict_calibrated.py`, bench/results/repredict_calibrated_h200.md). One factor
-cannot change which plan ranks first; putting each stage's measured time in place of the
-model's instead (commit 8383dfa) did, but not for the better (the measured fastest
-ranked first in 139 of 274 workloads against 141) and its error was larger (7.3%;
-bench/results/repredict_calibrated_stages_h200.md).
+Lent machines of one GPU kind differ (heavy-fused's fused embedding update took
+2.82-3.21 ms at batch 16384 across H200 machines), and the learned model carries the
+profiling machine's times: much of a prediction's error is the training step's own time,
+not co-running. So: `corun execute --strategy ideal -o ideal.json` on the machine, then
+`corun plan --calibration ideal.json`: every simulated duration is scaled by the measured
+ideal's mean iteration over the predicted one (sim.calibrate). One factor cannot change
+which plan ranks first. docs/results.md gives the error of every executed case
+calibrated by its own command's ideal, held out.
 """
 
 from __future__ import annotations
@@ -39,8 +31,7 @@ class Calibration:
     cuda_graphs: bool
     ideal_ms: float
     """Mean iteration of the measured ideal, as its throughput counts it (the median of
-    several measurements'); before session 57 its median step, which an ideal's steady
-    steps put within a fraction of a percent of it."""
+    several measurements')."""
     source: str
 
     def applies_to(self, model: str, batch_per_gpu: int, gpu_count: int,

@@ -2,12 +2,11 @@
 
 A graph runs a stage's kernels back to back, without the eager step's gap before each
 kernel, so a stage takes a little less than the profile (eager, the whole step enqueued
-before the GPU starts) timed it. Where the graphed step itself was timed (`ideal` in
-`bench/execute_gpu.py --matrix graphs-stages`, rows in data/<gpu>/graphed-stages.csv),
-its stage times answer as measured, as the learned model answers a profiled stage with
-its profile. Elsewhere a stage is its eager time less the stage's saving: the median,
-over the model-batch pairs both timed, of eager less graphed
-(`python bench/fit_graphs.py` fits it and reports its held-out error).
+before the GPU starts) timed it. Where the graphed step itself was timed (`ideal` in.py
+--matrix graphs-stages`, rows in data/<gpu>/graphed-stages.csv), its stage times answer as
+measured, as the learned model answers a profiled stage with its profile. Elsewhere a stage is
+its eager time less the stage's saving: the median, over the model-batch pairs both timed, of
+eager less graphed.
 """
 
 from __future__ import annotations

@@ -3,21 +3,20 @@ in fewer blocks held it in the profile.
 
 On the H200 a long fused kernel released with a GEMM-heavy stage either waits for the
 stage or takes the SMs first and holds it for most of its own run, and which one happens
-changes from step to step near a launch size (bench/results/race_h200.md). A profile row's
+changes from step to step near a launch size. A profile row's
 median can then fall on the unheld side where a smaller launch's row was held:
 graphed heavy-lean b32768 beside heavy-rehash's whole pipeline held interaction_bwd
 5.9x at 264 blocks, 1.5x at 297 and 2.2x at 396, 4.8-5.0x at 528-1584
 (costmodel/data/h200/graphed-profile-heavy-rehash.csv). Executed, the plans releasing it
-there in 297, 445 and 594 blocks were all held, +1.5-1.7 ms (bench/results/rehash_h200.md,
-run 8), as eager 297 and 396 had been (run 7). More blocks leave a stage no more room,
-so such a row is taken at the held level of the nearest smaller launch (`floor_held`).
+there in 297, 445 and 594 blocks were all held, +1.5-1.7 ms, as eager 297 and 396 had been (run
+7). More blocks leave a stage no more room, so such a row is taken at the held level of the
+nearest smaller launch (`floor_held`).
 
 Applied to the rows the model looks up as measured without fitting them (the lookup
 folder and the graphed profiles: whole-pipeline sweeps of 11-13 launch sizes in 15 steps
 a pair), not to the fitted profiles: there, at b8192, short stages held by a small launch
 were profiled and executed unheld beside larger ones, and floored the executed heavy-lean
-b8192-b16384 cases came out worse (`python bench/repredict.py --all --against`,
-bench/results/heavy_case_record.md, session 54).
+b8192-b16384 cases came out worse.
 """
 
 from __future__ import annotations

@@ -21,7 +21,6 @@ wait, finish, check; backend/executor.py). Three fits, each on the runs that sho
                     one-GPU runs: the distributed step (all-to-alls, gradient
                     all-reduce) and the per-table form the distributed trainer takes
                     each batch in cost the host more than one GPU's.
-The command: bench/fit_host.py.
 """
 
 from __future__ import annotations
@@ -43,12 +42,12 @@ IDLE_WAIT_MS = 0.1
 MIN_MB_SPAN = 10.0
 """The batch cost is fitted as a line only over batches whose output sizes span at least
 this ratio; over less the slope is mostly noise and is extrapolated far outside the sizes
-seen (2-GPU run 6: 1.9-3.9 MB gave 0.068 ms/MB, 23 ms at heavy b16384's 345 MB, where
+seen (on 2 GPUs 1.9-3.9 MB gave 0.068 ms/MB, 23 ms at heavy b16384's 345 MB, where
 one GPU's whole batch costs 0.3 ms): flat at the median instead."""
 
 
 def runs(paths: list[Path]) -> list[dict]:
-    """The rows of every run in these raw files (bench/execute_gpu.py's output)."""
+    """The rows of every run in these files (lists of Measurement records)."""
     return [row for path in paths for row in rows_of(json.loads(read_stored_text(path)), path.name)]
 
 
@@ -168,7 +167,7 @@ b2048 -> b4096 on the H200; host-paced ones moved -24% to +8%)."""
 def step_scales(rows: list[dict], base: str = "criteo-kaggle") -> dict[str, dict]:
     """Each model's eager ideal host step over `base`'s (measured, not in the model: see
     costmodel/host.py's docstring), from one-GPU ideal rows at two batches, one twice the
-    other (bench/execute_gpu.py's host-steps matrix): the median over all its rows over the
+    other: the median over all its rows over the
     median of `base`'s, for the models host-paced at both (HOST_PACED_GROWTH); the others
     are named and left out."""
     ideal = [r for r in rows if r["strategy"] == "ideal" and r.get("gpus", 1) == 1
@@ -221,8 +220,7 @@ def workers_ms(rows: list[dict], batch_fixed_ms: float, several: bool = True) ->
 
 OWNER_BASES = ("corun-gpu", "corun")
 """What an owner-mapped plan (`corun-owner`) is paired with in its command and round:
-the same GPU plan without owners (bench/plans/make_multi.py makes it from plan-gpu.json,
-which is plan.json where that is a GPU plan)."""
+the same GPU plan without owners."""
 
 
 def owner_ms(rows: list[dict]) -> dict:

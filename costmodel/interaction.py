@@ -1,17 +1,15 @@
 """The dot interaction's stages in profiles timed before the trainer gathered its
 triangle flat: what the change saves, taken off those rows.
 
-Until 2026-12-01 the trainer's DotInteraction (backend/trainer.py) kept the strict lower
+Before PROFILED_BEFORE the trainer's DotInteraction (backend/trainer.py) kept the strict lower
 triangle by advanced indexing, whose backward sorts; every profile row then timed
 interaction_fwd and interaction_bwd that way. SAVING_CSV beside the profile holds, for
 each interaction shape (features F, dim d) and batch, the stage's time inside the step
-before and after the change (`python bench/interaction_saving.py`, from ideal runs of
-both trainers on the H200; bench/interaction_probe.py times the two ways alone and checks
-they agree bit for bit). read_profile takes each row's saving, before less after, off its
-stage times (alone and beside a kernel: what a co-runner adds is left as measured); rows
-measured from INDEX_UNTIL on were timed the flat way and are left alone. A batch not
-timed takes the saving of the nearest ones, linear in the batch between them and in
-proportion to it beyond.
+before and after the change, from ideal runs of both trainers on the H200. read_profile takes
+each row's saving, before less after, off its stage times (alone and beside a kernel: what a
+co-runner adds is left as measured); rows measured from INDEX_UNTIL on were timed the flat way
+and are left alone. A batch not timed takes the saving of the nearest ones, linear in the batch
+between them and in proportion to it beyond.
 """
 
 from __future__ import annotations

@@ -102,8 +102,7 @@ def kernel_features(r: dict) -> list[float]:
         # rows each thread walks in turn: a thin launch's blocks run long and, beside a
         # stage that holds the SMs, wait for it (kaggle b16384's whole pipeline in 66
         # blocks at the optimizer: 0.15 ms co-run predicted without it, 0.64 with it,
-        # 0.715 measured; seed-0 held-out kernel co-run 211% -> 151%, seeds 1-2 37.6 ->
-        # 35.0%, 28.0 -> 24.9%; costmodel/data/h200/README.md)
+        # 0.715 measured)
         np.log1p(_f(r, "rows") * _f(r, "chains") / max(_f(r, "blocks") * _f(r, "threads"), 1.0)),
     ]
 
@@ -271,9 +270,8 @@ class PerStageRidge:
     lies outside them: trees cannot extrapolate, a power law of bytes, FLOPs and ids can.
     Each stage gets its own exponents (emb_bwd follows its ids, the MLPs their FLOPs):
     with the same features one shared model held out at 24.6-27.1% MAPE, one per stage
-    at 12.2-14.9% (three splits of the 2026-11-29 profile, `corun fit --seed N` at commits
-    ffb401f and f3db080; costmodel/data/h200/README.md). A stage seen fewer than 4 times
-    falls back to the shared model."""
+    at 12.2-14.9% (three splits of the profile, `corun fit --seed N`). A stage seen fewer than
+    4 times falls back to the shared model."""
 
     def __init__(self) -> None:
         self.shared = self._ridge()
@@ -356,21 +354,20 @@ class CoRunModel:
         """Stage alone ms by stage features, for every stage the training rows timed: a
         profiled model and batch is answered with its measurement. The power law fits
         all models at once and had put criteo-kaggle b16384's ideal step 7.7% under
-        its measurement; with the profile's stage times, 0.3% over it
-        (bench/results/repredict_h200_149a692.md, repredict_h200.md)."""
+        its measurement; with the profile's stage times, 0.3% over it."""
         self.stage_looked_up: dict[tuple[str, tuple], float] = {}
         """Stage alone ms by (pipeline, stage features) from the lookup rows
         (costmodel.profile_data.LOOKUP_DIR), which are profiled training on their kernels'
         pipeline (`corun profile --train-pipeline P --pipelines P`): they answer only a
         step that trains on that pipeline (StageWork.trains_on). Answering every pipeline,
         heavy-rehash's put eager heavy-lean b32768 beside heavy-small at 6.78 ms ideal
-        against 7.26-7.32 measured (bench/results/rehash_h200.md, runs 5-6)."""
+        against 7.26-7.32 measured."""
         self.pair_measured: dict[tuple, tuple[float, float, float, float]] = {}
         """(kernel alone, kernel co-run, stage alone, stage co-run) ms by (GPU, kernel
         name, stage features) for every pair the training rows measured; below, kernel
         alone ms by (GPU, kernel name, rows). The simulator asks about a plan's kernels
         by their profile names (costmodel.workload.kernel_key), so a pair that
-        `bench/refine_plans.py` profiled is answered with its measurement, not the
+        `corun profile --plans` profiled is answered with its measurement, not the
         trees' fit of it."""
         self.kernel_measured: dict[tuple, float] = {}
 
@@ -385,7 +382,7 @@ class CoRunModel:
         whole pipeline in 99 blocks at b16384, timed only at b32768 in the lookup rows,
         was put at 1.78 ms alone by the trees against 2.94 measured, and graphed
         heavy-lean b16384's plan releasing it at interaction_bwd was predicted 3.44 ms
-        against 4.66 measured (bench/results/rehash_h200.md, run 8)."""
+        against 4.66 measured."""
         rows = [r for r in rows if fitted(r)]
         lookup = [r for r in lookup if fitted(r)]
         xk, xks = design(rows)
@@ -424,7 +421,7 @@ class CoRunModel:
         None. At a fixed launch shape the time follows the rows almost on a line
         (heavy-small's whole pipeline, 1056 blocks a warp a row: 0.288 / 0.557 / 0.803
         ms at 8192 / 16384 / 24576 rows), where the trees put b12288 at 1.035 ms against
-        0.407 measured (bench/results/tune_heavy_short_intime_h200.md)."""
+        0.407 measured."""
         exact = self.kernel_measured.get((gpu, kernel, rows))
         if exact is not None:
             return exact
@@ -770,9 +767,7 @@ class LearnedCostModel(CostModel):
         """`whole_run` beside each stage, the ones not yet asked predicted in one call:
         a scikit-learn call costs about a millisecond however many rows it has, and the
         simulator asks about a kernel beside every stage of the step at once (one-GPU
-        kaggle's search, the same 403 plans: 3.63 s asked one by one, 1.30 s batched,
-        `python bench/plan_speed.py --learned --host-thread`,
-        bench/results/plan_speed_learned_host.json)."""
+        kaggle's search, the same 403 plans: 3.63 s asked one by one, 1.30 s batched)."""
         keys = [("whole", kernel, stage, hw.gpu.name, resident) for stage in stages]
         missing = list(dict.fromkeys(key for key in keys if key not in self._memo))
         runs = self._whole_runs(kernel, [key[2] for key in missing], hw, resident)
@@ -821,9 +816,8 @@ class LearnedCostModel(CostModel):
         """Says which stages no profile timed on this GPU: at a batch the model was not
         profiled at the fit interpolates, or extrapolates past the profiled batches (and
         has been predicted 9% long there); for a model never profiled it extrapolates,
-        and has been far off (heavy-mlp: its stages 72-113% slow,
-        bench/results/heavy_mlp_h200.md), or borrows another model's stages whose
-        features it shares. Asked once per simulated plan, so memoised."""
+        and has been far off (heavy-mlp: its stages 72-113% slow), or borrows another model's
+        stages whose features it shares. Asked once per simulated plan, so memoised."""
         return self._cached(("caveat", model, tuple(stages), hw.gpu.name),
                             lambda: self._caveat(model, stages, hw))
 
@@ -834,7 +828,7 @@ class LearnedCostModel(CostModel):
         new = [w for w in stages
                if self.model.stage_timed(stage_key(hw.gpu.name, w), w.trains_on) is None]
         graphed = ("the graphed step was not timed at this batch, so each stage is its eager "
-                   "time less the stage's fitted saving (bench/results/graphs_fit.json)"
+                   "time less the stage's fitted saving"
                    if model.cuda_graphs else "")
         trains_on = stages[0].trains_on if stages else ""
         batches = sorted(self.profiled.get((hw.gpu.name, model.name), set())
@@ -848,7 +842,7 @@ class LearnedCostModel(CostModel):
                     "features (work, model shape, the tables' bytes), which leave out "
                     "whatever else sets a stage's speed (before the tables' bytes were a "
                     "feature, heavy-small ran 11-12% faster than the heavy-fused rows it "
-                    "matched, bench/results/flat_heavy_more_run3_h200.md); `corun profile` "
+                    "matched); `corun profile` "
                     "then `corun fit` measure them" + graphed)
         err = self.meta.get("heldout", {}).get("learned", {}).get("stage_alone", {})
         held = f"held-out error {err['mape_pct']:.0f}% on model-batch pairs not fitted" \
@@ -856,8 +850,8 @@ class LearnedCostModel(CostModel):
         if batches:
             how = f"interpolated ({held})" if batches[0] <= model.batch_per_gpu <= batches[-1] \
                 else (f"extrapolated past the profiled batches ({held}; heavy-lean's embedding "
-                      "update at b32768, profiled to b24576: 5.79 ms predicted, 5.29 measured, "
-                      "bench/results/heavy_lean_batches_h200.md); `corun profile --models "
+                      "update at b32768, profiled to b24576: 5.79 ms predicted, 5.29 measured); "
+                      "`corun profile --models "
                       f"{model.name} --batches {model.batch_per_gpu} --out DIR` then `corun "
                       "fit` measure them")
             return (f"{model.name} was profiled on {hw.gpu.name} at batch "
@@ -865,7 +859,7 @@ class LearnedCostModel(CostModel):
                     f"of {len(stages)} training stages' times are {how}" + graphed)
         return (f"{model.name} was never profiled on {hw.gpu.name}: its training stages' "
                 f"times are extrapolated ({held}; 72-113% on heavy-mlp, a model never "
-                "profiled, bench/results/heavy_mlp_h200.md); `corun profile` then `corun "
+                "profiled); `corun profile` then `corun "
                 "fit` measure them" + graphed)
 
 

@@ -94,8 +94,7 @@ measured pairs answered as measured (costmodel.learned.CoRunModel), while the tr
 answer every pair nobody measured stay as fitted. A new preset's own kernels profiled
 there do not move every other workload's predictions: heavy-rehash's 108 rows fitted with
 the rest re-broke the planner's choice on 18 one-GPU plan folders (predicted ties on
-host-paced steps, and the heavy folders), chosen and measured before them
-(bench/results/heavy_case_record.md, session 51)."""
+host-paced steps, and the heavy folders), chosen and measured before them."""
 
 
 def lookup_dir(path: str | Path) -> Path | None:

@@ -6,9 +6,8 @@ Rates composed stage by stage from pairs missed how a kernel carried into later 
 behaves: on the H200, heavy-lean's whole pipeline in 198 blocks released at
 interaction_bwd of the graphed step left bottom_mlp_bwd at 0.083 ms and emb_bwd at its
 pace in the profiled step (0.097 ms and no slowdown in the executed plan), where the
-pair of the same kernel resident before bottom_mlp_bwd took it to 0.34-0.53 ms
-(bench/results/heavy_case_record.md). A plan's kernel that such a step measured takes
-its rates from the step itself (`rates`).
+pair of the same kernel resident before bottom_mlp_bwd took it to 0.34-0.53 ms. A plan's kernel
+that such a step measured takes its rates from the step itself (`rates`).
 """
 
 from __future__ import annotations
@@ -75,7 +74,7 @@ def rates(step: ReleaseStep, release: int) -> list[tuple[float, float]]:
     applies a stage factor only while the kernel runs. Spread over the whole stage, the
     delay of a stage the kernel ended inside was lost in part: heavy-lean b8192's
     pipeline in 396 blocks released at interaction_bwd ended 0.6 ms into the 1.18 ms
-    update, which it slowed by 0.05 ms (bench/results/raw/graphed_steps_small_batches_run1/)."""
+    update, which it slowed by 0.05 ms."""
     span = step.stage_ms[release:]
     total = sum(span)
     # the step from the release on as one stage: the kernel's factor of a whole run

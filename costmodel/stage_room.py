@@ -2,16 +2,15 @@
 
 The co-run profile times a kernel released with a stage, so the simulator's rates for it
 average the whole stage. On the H200 the room inside a stage has a shape in time
-(`python bench/stage_offset_probe.py`, bench/results/stage_offset_h200.md and
-stage_room_h200.md): a small kernel released into graphed heavy-lean b16384's embedding
-update (2.34 ms) got almost no SM time for its first ~1.4 ms and ran at 1.45x its time
-alone in its last 0.5 ms; the batch's assembly was held up less, and slowed the update.
-A StageRoom is that shape for one kind of kernel (RoomKind), fitted from the probe's
-releases at several offsets: its pace in each piece of the stage and, for the assembly,
+(probe records in costmodel/data/h200/stage-room-probes/): a small kernel released into graphed
+heavy-lean b16384's embedding update (2.34 ms) got almost no SM time for its first ~1.4 ms and
+ran at 1.45x its time alone in its last 0.5 ms; the batch's assembly was held up less, and
+slowed the update. A StageRoom is that shape for one kind of kernel (RoomKind), fitted from the
+probe's releases at several offsets: its pace in each piece of the stage and, for the assembly,
 the stage's slowdown beside it. The simulator (sim/engine.py) applies a room to a kernel
 that starts after its stage began, where one is installed as costmodel/data/<gpu>/
-stage-room.json: on the H200, graphed heavy-lean and heavy-hot b16384's (the check that
-chose them: bench/results/stage_room_experiment.md; sim.scenario.stage_rooms).
+stage-room.json: on the H200, graphed heavy-lean and heavy-hot b16384's
+(sim.scenario.stage_rooms).
 
     python -m costmodel.stage_room RAW.json [RAW.json ...] -o OUT.json
 """
@@ -170,8 +169,7 @@ RoomKey = tuple[str, str, int, str, bool, RoomKind]
 """(GPU kind, model, batch per GPU, stage, graphed, kind)."""
 
 ASSEMBLY_ROWS = "assembly"
-"""The name of the assembly's rows in a probe record (bench/stage_offset_probe.py writes
-them under it)."""
+"""The name of the assembly's rows in a probe record."""
 
 
 def rooms_from_probe(record: dict) -> dict[RoomKey, StageRoom]:
@@ -204,7 +202,7 @@ def spin_free_extra_ms(row: dict, small: dict | None) -> float:
     """How much longer the stage took beside the kernel of `row` than alone, less the
     probe's spin: released at an offset, the kernel waits behind a spin on its stream,
     which on the H200 cost graphed heavy-hot's hot-row update 0.13 ms whatever the offset
-    (the small kernel's rows, bench/results/raw/stage_room_heavy_hot_run1.json) and
+    (the small kernel's rows of the heavy-hot probe records) and
     heavy-lean's nothing; so the small kernel's extra at the same offset (at least 0, a
     hundredth of a millisecond of its own) is taken off."""
     extra = row["stage_ms"] - row["stage_alone_ms"]
@@ -222,16 +220,16 @@ def check_record(record: object, where: str) -> dict:
     """`record` if it is a stage_offset_probe record (its fields and each row's), else a
     SpecError naming `where` and the first missing field."""
     require(isinstance(record, dict), where, type(record).__name__,
-            "a JSON object as bench/stage_offset_probe.py writes it")
+            "a stage-room probe record (a JSON object)")
     for name in RECORD_FIELDS:
         require(name in record, f"{where}.{name}", "missing",
-                "present, as bench/stage_offset_probe.py writes it")
+                "present, as in a stage-room probe record")
     require(isinstance(record["rows"], list) and record["rows"], f"{where}.rows",
             record["rows"] if not record["rows"] else "not a list", "a non-empty list")
     for i, row in enumerate(record["rows"]):
         for name in ROW_FIELDS:
             require(isinstance(row, dict) and name in row, f"{where}.rows[{i}].{name}",
-                    "missing", "present, as bench/stage_offset_probe.py writes it")
+                    "missing", "present, as in a stage-room probe record")
     return record
 
 
@@ -293,7 +291,7 @@ def main(argv: list[str] | None = None) -> int:
     from spec.serde import read_stored_text, write_atomic
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("raw", nargs="+", help="bench/stage_offset_probe.py records")
+    ap.add_argument("raw", nargs="+", help="stage-room probe records")
     ap.add_argument("-o", "--out", required=True)
     args = ap.parse_args(argv)
     records = []

@@ -2,7 +2,8 @@
 
 Read this file first. Work descriptions are hardware-independent counts (FLOPs,
 bytes, elements); a `CostModel` turns them into milliseconds on a `Hardware`.
-The analytic model implements it now; the learned model (issue 5) will too.
+The analytic model (costmodel/analytic.py) and the learned one (costmodel/learned.py)
+implement it.
 """
 
 from __future__ import annotations
@@ -56,28 +57,28 @@ class StageWork:
     fused_update: bool = False
     """The embedding backward is the fused SGD update (EmbeddingUpdate.FUSED_SGD): one
     pass of atomic adds per id, not PyTorch's backward (heavy at batch 4096 on the
-    H200: 6.2 ms of backward and update unfused, bench/embedding_update.py)."""
+    H200: 6.2 ms of backward and update unfused)."""
     graphed: bool = False
     """The stage is replayed as a CUDA graph (`Model.cuda_graphs`, costmodel/graphs.py)."""
     table_bytes: float = 0.0
     """Bytes of the embedding tables the stage reads or updates (emb_fwd, emb_bwd, the
     optimizer; 0 elsewhere): whether they fit in the L2 sets how fast their rows come
     (heavy-small's 8.3 MB ran its step 11-12% faster than heavy-fused's 83 MB with the
-    same id counts, bench/results/flat_heavy_more_run3_h200.md)."""
+    same id counts)."""
     bag_kernel: bool = False
     """The embedding forward is the bag kernel (EmbeddingForward.BAG_KERNEL), not
-    PyTorch's `embedding_bag`: the same bytes in 3.2-3.5x less time at dim 8 on the H200
-    (bench/results/embedding_forward_h200.md), which no other feature tells apart."""
+    PyTorch's `embedding_bag`: the same bytes in 3.2-3.5x less time at dim 8 on the H200, which
+    no other feature tells apart."""
     hot_row_update: bool = False
     """The embedding backward is the hot-row fused update (EmbeddingUpdate.
     FUSED_SGD_HOT_ROW): the same ids in half the time on zipf-skewed ids on the H200
-    (heavy-lean b16384: 1.21 against 2.53 ms, bench/results/hot_row_update_h200.md)."""
+    (heavy-lean b16384: 1.21 against 2.53 ms)."""
     trains_on: str = ""
     """The pipeline whose outputs the step trains on ("": not given). Not a feature: it
     picks which looked-up stage times may answer (costmodel.learned.CoRunModel.
     stage_timed). The ids' duplicates set the update's pace, and no feature sees them:
     on one H200 start heavy-lean b32768's update took 5.39 ms on heavy-small's ids and
-    5.15 on heavy-rehash's (bench/results/rehash_h200.md, runs 5)."""
+    5.15 on heavy-rehash's."""
 
 
 @dataclass(frozen=True)

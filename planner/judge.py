@@ -41,7 +41,7 @@ class SimJudge(Judge):
         """The plan simulated without the host thread (cached), where the scenario has
         one: the host model's step is one constant for every model and moves with the
         lent machine (costmodel/host.py), so plans it paces alike may differ on the GPU.
-        heavy-fused b8192 (2026-12-01, bench/results/heavy_asmgrid_h200.md): the host
+        heavy-fused b8192 on the H200: the host
         model put every strategy at 4.186 ms and the tie fell to a kernel at
         top_mlp_bwd that measured 3.954 ms, where gpu-overlap, ahead on the GPU side
         (3.748 against 3.862 predicted for gpu-sequential), measured 3.751."""

@@ -18,18 +18,15 @@ from spec import Plan
 
 NEAR_TIE_PCT = 1.5
 """A runner-up predicted this close to the chosen plan may well be faster on the GPU: the
-median iteration-time error of 76 cases executed on the H200 and predicted again is
-1.51% (mean 3.63%, `python bench/repredict.py`, bench/results/repredict_h200.md; with the
-heavy rounds of 2026-11-30 added, 150 cases, 1.48%: bench/results/repredict_rounds_h200.md).
-On heavy-fused b16384 (2026-11-30) the runner-up was predicted 0.15% behind and measured
-0.6% ahead (bench/results/heavy_rounds_h200.md)."""
+median iteration-time error of the cases executed on the H200 and predicted again,
+about 1.5%."""
 
 WINDOW_PCT = 5.0
 """Runners-up after the first are drawn from plans predicted at most this much behind the
 chosen one: the issue's bound on prediction error, and the span within which measured
 order has reversed predicted order on the H200 (heavy-fused b16384: the whole pipeline in
 1056 blocks at bottom_mlp_bwd predicted 3.8% behind the chosen plan, measured 0.2-1.0%
-ahead in five runs; bench/results/heavy_thin_h200.md, heavy_bmb_h200.md, tune_h200.md)."""
+ahead in five runs.md, heavy_bmb_h200.md, tune_h200.md)."""
 
 
 def schedule(plan: Plan) -> tuple:

@@ -45,23 +45,16 @@ CPU_MARGIN = 0.005
 cores are what GPU preprocessing exists to free (the CPU fleet it replaces), so where
 GPU and CPU plans are predicted alike (GPU-paced steps: both at ideal, to 0.1%) the
 GPU plan stays; where the host thread sets the pace (kaggle b4096 on the H200: a CPU
-plan saves the fused launches, 91.2% of ideal against 86.3%) the CPU plan wins. A
-product preference, not a fit: 0.5% is above the repeat spread of measured ideal
-throughput (0.04%, bench/results/plans_h200.md runs 8 and 10)."""
+plan saves the fused launches) the CPU plan wins. A product preference, not a fit: 0.5%
+is above the repeat spread of measured ideal throughput on one H200 (0.04%)."""
 
 AHEAD_MARGIN = NEAR_TIE_PCT / 100
 """Predicted throughput a plan one batch ahead must gain over the same plan two ahead to
 be chosen (`prefer_two_ahead`). One ahead, the next step waits for the kernels' tail, so
 any error in the co-run model's account of it goes straight into the step; two ahead
-leaves a step of slack. Over every executed pair of one plan at both leads
-(`python bench/ahead_pairs.py`, bench/results/ahead_pairs.md, 53 pairs, session 37) the
-simulator predicted one ahead faster in two, both graphed heavy-short b16384 (by 1.0%),
-and two ahead measured 5.7% and 9.2% faster there (42-53% of gpu-sequential's gap
-recovered against 23%); since the stage's delay is handed to the kernel in time
-(sim.scenario._effect, session 49) the simulator puts that plan one ahead 1.0% slower
-(measured 8.8% slower, bench/results/tune_heavy_short_intime_h200.md), and still misses
-by how much, the kernel's tail beside the hot-row update coming out 0.3 ms short.
-1.5%: NEAR_TIE_PCT, the simulator's median error on the H200."""
+leaves a step of slack. Over the executed pairs of one plan at both leads on the H200,
+the simulator predicted one ahead faster in two, and two ahead measured 6-9% faster
+there. 1.5%: NEAR_TIE_PCT, the simulator's median error on the H200."""
 
 
 def prefer_two_ahead(judge: Judge, best: Judged) -> Judged:
@@ -85,8 +78,8 @@ def lead_note(judge: Judge, chosen: Judged) -> str | None:
     return (f"note: the same plan one batch ahead is predicted {one.iteration_ms:.3f} ms an "
             f"iteration against {chosen.iteration_ms:.3f}; the planner takes one ahead only "
             f"for a gain of {100 * AHEAD_MARGIN:g}% or more, since the step then waits for "
-            "the kernels' tail, the part of a co-run the simulator is least sure of "
-            "(bench/results/ahead_pairs.md); `corun tune` runs it too")
+            "the kernels' tail, the part of a co-run the simulator is least sure of; "
+            "`corun tune` runs it too")
 
 
 @dataclass(frozen=True)
@@ -103,14 +96,10 @@ class HostPlanRecord:
 HOST_PLAN_RECORDS = {
     False: HostPlanRecord(1.02, (0.85, 1.25), 27, "one H200 at batch 4096"),
     True: HostPlanRecord(1.05, (0.81, 1.23), 32, "2 and 4 H200s at batch 4096 and 8192")}
-"""By several GPUs or not (`python bench/render_host_plans.py`,
-bench/results/host_plans_h200.md, 2026-12-01). One GPU: kaggle and terabyte at 4096,
-the host-paced case where the search picks such plans (H200 plans runs 11-21 and the
-default runs; run 21 added 1.10x and 1.18x). Several: every multi-GPU run (4-GPU runs
-1-2, 2-GPU runs 3 and 6-8 and the calls run, rank 0's clock); since
-DISTRIBUTED_WORKERS_MS the search rarely picks them there. Predicted, such plans gain
-1-4%; measured, the host machine decides (its thread's step moved by -0.8 to +0.8 ms
-between the two)."""
+"""By several GPUs or not: executed plans with op nodes on the host CPU beside
+gpu-sequential in the same rounds on H200 machines (one GPU: kaggle and terabyte at 4096,
+the host-paced case where the search picks such plans). Predicted, such plans gain 1-4%;
+measured, the host machine decides."""
 
 
 def wins_tie(judge: Judge, j: Judged, ref: Judged) -> bool:
@@ -118,10 +107,8 @@ def wins_tie(judge: Judge, j: Judged, ref: Judged) -> bool:
     faster on the GPU side (Judge.gpu_side_ms); alike there too, more batches ahead
     (Plan.batches_ahead), since a kernel the model thinks short then delays nothing if
     it is not: kaggle b16384's kernel at the optimizer in 66 blocks, predicted alike one
-    and two batches ahead, took 8.73-8.80 ms an iteration one ahead (waiting for the
-    optimizer's SMs, then holding back the next step's batch) and 8.26-8.27 two ahead, in
-    3 rounds on the H200 (bench/results/raw/execute_flat_ahead_b16384.json.gz,
-    2026-12-01). LocalSearch's tie-break."""
+    and two batches ahead, ran 6% slower one ahead on the H200 (waiting for the
+    optimizer's SMs, then holding back the next step's batch). LocalSearch's tie-break."""
     if abs(j.throughput_samples_per_s - ref.throughput_samples_per_s) > \
             TIE * ref.throughput_samples_per_s:
         return False
@@ -154,14 +141,13 @@ def host_plan_caution(plan: Plan) -> str | None:
     return (f"caution: the chosen plan runs {len(plan.cpu_nodes)} op nodes on the host CPU; "
             f"on {r.where} such plans took {r.ratio_median:.2f}x gpu-sequential's "
             f"iteration time (median of {r.rounds} rounds, {lo:.2f}-{hi:.2f}x): the host "
-            "machine's pace decides, not the predicted gain (bench/results/host_plans_h200.md)")
+            "machine's pace decides, not the predicted gain")
 
 
 LAUNCH_NOTE_BEHIND_PCT = 2.0
 """How far behind ideal a plan with kernels beside training must be predicted for `corun
-plan` to point at `corun tune` (launch_shape_note): the within-2%-of-ideal mark of issue
-6, which the graphed Criteo-like plans meet as chosen (99.5-99.9% measured,
-bench/results/graphs_unchecked_h200.md)."""
+plan` to point at `corun tune` (launch_shape_note): within 2% of ideal, where the graphed
+Criteo-like plans run as chosen."""
 
 
 def launch_shape_note(plan: Plan, behind_ideal_pct: float, host_paced: bool) -> str | None:
@@ -177,18 +163,13 @@ def launch_shape_note(plan: Plan, behind_ideal_pct: float, host_paced: bool) -> 
             "kernels beside training; their launch shape is what the learned cost model is "
             "least sure of (held-out error of a kernel's co-run time 22-62% over three "
             "splits, costmodel/data/h200/README.md), so `corun tune` also runs "
-            f"the plan at {', '.join(first)} and {last} its blocks and keeps the fastest (graphed "
-            "heavy-lean b16384: it kept 198 blocks, a variant of the choice, on all four "
-            "starts it ran, 65-93% of gpu-sequential's gap recovered against the choice's "
-            "33-85%, bench/results/tune_launch_steps_h200.md)")
+            f"the plan at {', '.join(first)} and {last} its blocks and keeps the fastest")
 
 
 def time_limit_note(converged: bool, evaluations: int, time_limit_s: float) -> str | None:
     """A caution where the search stopped at its time limit before it converged
     (`LocalSearch.converged`): the plan then depends on the limit and on how busy the
-    machine was. On this 2-core machine, with the test suite running beside it, graphed
-    heavy-lean b16384's 10 s search stopped at 264 blocks, where alone it converges on 396
-    in 235 plans (bench/results/tune_launch_steps_h200.md, run 4)."""
+    machine was."""
     if converged:
         return None
     return (f"caution: the search stopped at its time limit ({time_limit_s:g} s, "
@@ -204,53 +185,35 @@ leaves a stage more SMs, and one move at a time does not reach it from the defau
 the default at every stage loses to running before the iteration. The heavy preset
 under the analytic model: without the smaller launches the search stopped at
 gpu-sequential's 67.8% of ideal; with them it finds the whole kernel at emb_fwd with 132
-blocks and equal priority, 89.7% (`python bench/plan_speed.py`,
-bench/results/plan_speed.json; tests/test_planner.py checks it)."""
+blocks and equal priority, 89.7% (tests/test_planner.py checks it)."""
 
 
 RESTARTS = 3
 """After the climb from the best construction start, climbs from the next best starts at
-other release stages (LocalSearch._restarts). heavy-rehash beside eager heavy-lean
-b32768, with its lookup profiled at 15 steps a pair: the climb from the best start (132
-blocks at top_mlp_bwd, 7.237 ms) stopped there, where 132 blocks at interaction_bwd
-(7.420 ms, the third other stage's best start) climbs to 198 blocks there (7.173 ms),
-the plan that measured 96-100% of gpu-sequential's gap on five starts
-(bench/results/rehash_h200.md)."""
+other release stages (LocalSearch._restarts): on eager heavy-lean b32768 beside
+heavy-rehash, the best start's climb stops at 132 blocks at top_mlp_bwd, where the third
+stage's start climbs to 198 blocks at interaction_bwd, predicted and measured faster."""
 RESTART_GAIN = 0.005
 """How much faster a restart's plan must be predicted to replace the first climb's.
-Smaller gains are within the simulator's error, and the first climbs' plans are the
-measured ones: with any gain, restarts moved kaggle and terabyte b8192's choices (each
-measured at 99.7-99.9% of ideal, bench/results/matrix_head_h200.md) for 0.1-0.2%
-predicted, and host-paced heavy-fused and heavy-small b8192's for ties that differ in
-the sixth digit."""
+Smaller gains are within the simulator's error: with any gain, restarts moved kaggle and
+terabyte b8192's choices, measured within 0.3% of ideal, for 0.1-0.2% predicted."""
 
 
 CONSTRUCT_BLOCK_SCALES = (1, 0.75)
 """With the step as CUDA graphs, construction also tries each of those launches at three
 quarters of its blocks: the moves change one thing at a time, so a kernel at a new stage
 with a launch between the halvings was two moves from every start. With the graphed
-heavy-lean b16384 stage rooms (costmodel/stage_room.py) the search stopped at the
-pipeline in 132 blocks at top_mlp_bwd, predicted 0.1% behind 198 blocks at
-interaction_bwd, which measured the fastest of 13 plans and recovered 62-63% of
-gpu-sequential's gap against the 132-block kernel's 46% (`corun tune`, 2 commands on one
-start, bench/results/tune_rooms_h200.md); with it the search starts there. Not for the
-eager step: there the host paces most plans alike and the extra starts only feed the
-GPU-side tie-break, which on the default workload (kaggle b4096) chose 99 blocks at
-interaction_bwd over 66 at the optimizer; measured in 5 rounds on one H200 the new
-choice ran at 85.6% of ideal against 90.5% (the old one the fastest in 4 of 5 rounds,
-bench/results/default_tiebreak_h200.md). With the scales on every step one-GPU kaggle's
-search took 1.93 s (677 plans) and 8-GPU wide-4x's 17.0 s (1,031); on eager steps only
-now, the same searches as before, 1.49 s (437) and 14.5 s (803) on this 2-core machine
-(`python bench/plan_speed.py --learned --host-thread`,
-bench/results/plan_speed_learned_host.json). Graphed heavy-lean b16384's search: 356
-plans, converged, in 3.8 s."""
+heavy-lean b16384 stage rooms (costmodel/stage_room.py) the search otherwise stops at
+the pipeline in 132 blocks at top_mlp_bwd, 0.1% behind 198 blocks at interaction_bwd,
+which measured the faster on the H200. Not for the eager step: there the host paces most
+plans alike, and the extra starts only feed the GPU-side tie-break."""
 
 
 LAUNCH_STEPS = (2, 0.5, 1.5, 0.75)
 """A launch move multiplies a kernel's blocks by one of these: double or halve, or half a
 step. On the H200 heavy-lean's whole pipeline released at interaction_bwd of the graphed
-step measured 75.6-79.2% of the gap recovered in 198 blocks, 71-73% in 264 and 62% in 132
-(bench/results/heavy_lean_graphs_h200.md): between the halvings from the default 1056."""
+step recovered most of the gap in 198 blocks, between the halvings from the default
+1056."""
 
 
 @dataclass(frozen=True)

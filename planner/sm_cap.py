@@ -5,9 +5,8 @@ The simulator models neither the race nor the cap (sim.scenario.racing_kernel), 
 search cannot weigh it: the cap is a rule applied to the plans it returns, from what the
 H200 measured: four eager choices with such a kernel recovered more of gpu-sequential's
 gap confined to 96 or 64 SMs than on every SM in 8 of 9 commands (spec.plan.CAP_SHARES).
-Made from runs 20-23; held out, the tunes of runs 24-25 of plans it had capped: a cap
-beat every SM in 4 of 5 (bench/results/sm_cap_h200.md). `corun tune` measures the plan
-at the other shares and on every SM and keeps the fastest.
+Held out, tunes of plans it had capped: a cap beat every SM in 4 of 5. `corun tune` measures
+the plan at the other shares and on every SM and keeps the fastest.
 """
 
 from __future__ import annotations
@@ -47,6 +46,6 @@ def sm_cap_note(judge: SimJudge, plan: Plan) -> str | None:
             f"{alone_ms:.1f} ms alone) could otherwise take every SM between two training "
             "kernels and hold the next one, which the simulator does not model (four eager "
             "choices on the H200 recovered more of gpu-sequential's gap capped than on "
-            "every SM in 8 of 9 commands, bench/results/sm_cap_h200.md); `corun tune` "
+            "every SM in 8 of 9 commands); `corun tune` "
             "measures it at the other caps and uncapped, `corun execute --preprocess-sm-cap "
             "0` runs it on every SM, `corun plan --no-sm-cap` leaves the cap out")

@@ -72,8 +72,7 @@ class Scenario:
     predicted one (sim.calibrate, costmodel/calibration.py); 1: uncalibrated."""
     timed_check: bool = False
     """Each batch's assembly also compares it with the reference, as `corun execute
-    --check-timed` runs (and every run before 2026-12-02 did): a longer assembly
-    (costmodel.host.assembly_ms)."""
+    --check-timed` runs: a longer assembly (costmodel.host.assembly_ms)."""
 
     def __post_init__(self) -> None:
         require_int_range("iterations", self.iterations, 1, 1_000_000)
@@ -208,9 +207,7 @@ def _effects(cm: CostModel, kw: KernelWork, works: list[StageWork], hw: Hardware
     """`_rated_effects`; where the cost model measured the step that released the kernel
     at `release` (a stage position; profiled with training above preprocessing, so for
     such plans only), that step's rates from the release on: the kernel's started rates
-    at the release, its carried ones after it. On graphed heavy-lean they took the
-    executed rounds' mean error from 12.5-14.0% to 7.6-9.0%
-    (bench/results/repredict_resident_h200.md)."""
+    at the release, its carried ones after it."""
     started, carried = _rated_effects(cm, kw, works, hw, priority, outlasts)
     measured = cm.release_rates(kw, works, hw, release) if release >= 0 and priority else None
     if measured is None:
@@ -250,42 +247,21 @@ def _effect(profiled: tuple[float, float], work: StageWork,
     """(stage factor, kernel factor): the profiled rates, except that a graphed stage
     above the preprocessing stream that `outlasts` the kernel (takes at least the kernel's
     time alone) keeps its pace and the kernel takes the whole profiled delay. Eagerly the
-    host launches a stage's kernels one by one, and a co-running
-    kernel's blocks take the SMs in the gaps between them and keep them until they end;
-    one graph launch leaves no such gaps. Measured on the H200, RAP's kernels released at
-    the optimizer stage stretched it by more than 0.05 ms (up to 0.56) in 11 of 21 eager
-    cases (plans runs 12 and 15), and by at most 0.033 ms in 14 of 16 graphed ones
-    (graphs runs 3-4; wide-4x b8192, where the kernels end inside the 0.93 ms stage,
-    0.28-0.30 ms). With the rule, RAP's graphed
-    plans in those two runs are predicted within 5% in 15 of 16 cases, against 11, and in
-    run 7, executed after the rule was chosen, in 6 of 8, against 5 (`python
-    bench/stage_pace_experiment.py`, bench/results/stage_pace_experiment.txt).
+    host launches a stage's kernels one by one, and a co-running kernel's blocks take the
+    SMs in the gaps between them and keep them until they end; one graph launch leaves no
+    such gaps (on the H200, kernels released at the optimizer stretched it in half of the
+    eager cases and hardly in the graphed ones).
     Not applied to a kernel carried into a stage (`_rated_effects`' second half): the
     rule is about who gets the SMs as a stage is launched, and a resident kernel holds
     them already. Nor to a stage shorter than the kernel alone: the kernel's blocks take
-    the SMs the stage's later kernels need and keep them to its end. On the H200 (graphed
-    heavy-short b16384, bench/results/heavy_short_remade_h200.md) the whole pipeline in
-    1056 blocks (0.55 ms alone) released at bottom_mlp_bwd (0.06 ms) held that stage
-    +0.476 ms, and the planner, keeping its pace, chose that plan: -29% of
-    gpu-sequential's gap against the 52% of the kernel at emb_bwd (1.06 ms). With the
-    condition, every executed case predicted again: 1,423 of 4,453 within 5% against
-    1,422, and the planner chooses emb_bwd there.
+    the SMs the stage's later kernels need and keep them to its end.
 
     The delay is taken in time: the kernel runs beside the stage as long as it did in
     the profile plus the stage's delay there, a factor of kernel * (2 - 1 / stage) (the
     stage factor is the overlap over the stage's progress in it, from_whole_run). Taken
     as kernel * stage, the two agree for small delays but not where the stage all but
-    stopped beside the kernel: heavy-hot's hot-row update, 1.08 ms alone, took 1.69 beside
-    heavy-short's kernel in 528 blocks (0.59 ms alone, 0.66 beside it), a stage factor of
-    12.3, so the kernel ran at 1/14 of its pace through the update, 2.1 ms in all, and
-    held the next step's short stages; measured it took 1.47 ms and the update +0.12
-    (bench/results/tune_heavy_head_h200.md). Taken in time, every executed case
-    predicted again (`python bench/repredict.py --all`, 2026-12-03): 2,071 of 5,459 within
-    5% against 2,036 (heavy-hot's 190 of 284 against 158), and the predicted best was the
-    measured best in 357 of 605 commands against 348 (heavy-hot 15 of 24 against 9,
-    graphed wide-2x b4096 in three more; worse in two heavy-hot commands, where a plan
-    one batch ahead came out fast: `python bench/effect_in_time_experiment.py`,
-    bench/results/effect_in_time_experiment.md).
+    stopped beside the kernel (a hot-row update beside a large kernel: a stage factor of
+    12 would have the kernel run at 1/14 of its pace, where measured it took 2.5x).
     """
     stage, kernel = profiled
     if work.graphed and priority and outlasts:
@@ -304,9 +280,8 @@ ASSEMBLY_HOLD_MIN_MS = 0.1
 """The assembly holds the stages that start beside it where it takes at least this long
 alone: a grid that fills the GPU for a while (heavy pipelines: 0.13-0.29 ms, many waves
 of blocks; the Criteo-like and wide ones: 0.05-0.08 ms, under one wave). Below it the
-kernel's rates stay: with the hold on every assembly, the 80 GPU-paced eager cases of
-bench/results/raw/execute_flat_plans_rounds_run5.json.gz were predicted 0.3-0.75% slower
-than measured where they had been within 0.1% (`python bench/repredict.py`)."""
+kernel's rates stay: holding every assembly put GPU-paced eager Criteo-like cases
+0.3-0.75% slow where they had been within 0.1%."""
 
 
 def _assembly_run(last: KernelRun, batch_mb: float, compared: bool) -> KernelRun:
@@ -314,35 +289,17 @@ def _assembly_run(last: KernelRun, batch_mb: float, compared: bool) -> KernelRun
     compares it with the reference, Scenario.timed_check), on
     the preprocessing stream right behind the batch's last kernel (after a kernel run
     before the iteration: from stage 0), co-running at that kernel's rates: it streams
-    the kernels' outputs through the memory system as they did. Measured on the H200,
-    heavy-fused b16384's plan (the whole pipeline at interaction_bwd) stretched that stage
-    by 0.754 ms where the profile of the kernel alone beside it says 0.539 ms; the 0.29 ms
-    assembly that followed it there, at the kernel's rates, adds the 0.21 ms between
-    (bench/results/heavy_rounds_h200.md). Over 150 executed cases re-predicted, the
-    median error fell from 2.51% (the assembly as a delay after the kernel) to 1.21%
-    (bench/results/heavy_case_record.md,
-    "The batch's assembly, and short stages, simulated").
+    the kernels' outputs through the memory system as they did (on the H200, a stage
+    beside a heavy kernel stretched by the kernel's delay plus its assembly's).
 
     A stage that starts while a large assembly runs waits for it (ASSEMBLY_HOLDS,
-    ASSEMBLY_HOLD_MIN_MS): its grid fills the GPU. On graphed heavy-lean b16384 on the
-    H200 (bench/results/raw/execute_heavy_lean_graphs_final_run2.json.gz and _run3, 6
-    rounds each strategy), gpu-sequential's assembly, begun with emb_fwd, held
-    bottom_mlp_fwd 0.165 ms (median) against 0.006 at the kernel's rates, and the
-    assembly that corun's plan (top_mlp_bwd) left running into the next step held its
-    start or bottom_mlp_fwd 0.115-0.171 ms more than ideal's in every round (`python
-    bench/early_stall.py` on the two, `--pool`); a stage it starts during
-    (emb_bwd beside the interaction_bwd plan's) keeps the kernel's rates. Re-predicted
-    (`python bench/repredict.py` on those and 8 other runs), the 68 graphed heavy-lean
-    cases went from 19 to 59 within 5% (mean error 5.9% -> 3.5%), the flat ones did not
-    move.
+    ASSEMBLY_HOLD_MIN_MS): its grid fills the GPU; a stage it starts during keeps the
+    kernel's rates.
 
     Where the plan says (Plan.assembly_stream), the executor runs the assembly on a
     stream of its own, where the next batch's kernel does not wait for it; here it
     queues behind the kernels either way, so the two are predicted alike. They part
-    where an assembly runs into the step after it: graphed heavy-rehash b16384's choice,
-    whose assembly measured 0.38-0.50 ms against 0.21 simulated, was predicted at 3.42
-    ms both ways and ran 3.71-3.73 ms an iteration on its own stream, 4.22-4.35 behind
-    (bench/results/assembly_stream_h200.md)."""
+    where an assembly runs into the step after it."""
     alone_ms = assembly_ms(batch_mb, compared)
     holds = tuple(ASSEMBLY_HOLDS for _ in last.effects) \
         if alone_ms >= ASSEMBLY_HOLD_MIN_MS else last.carried
@@ -351,11 +308,9 @@ def _assembly_run(last: KernelRun, batch_mb: float, compared: bool) -> KernelRun
 
 HOST_LINK_NOTE_SHARE = 0.8
 """A plan's copy of each batch's raw inputs over the host link is noted where it takes at
-least this share of the step's GPU work: near the floor no GPU plan can go under.
-Graphed heavy-lean b16384 copies 175 MB a step in 3.1 ms against ideal's 3.25-3.38
-measured, which is why neither a smaller embedding nor a shorter step widened its
-preprocessing gap (bench/results/heavy_d4_h200.md); the Criteo-like batches copy well
-under a tenth of their step."""
+least this share of the step's GPU work: near the floor no GPU plan can go under (graphed
+heavy-lean b16384 copies 175 MB a step, near its whole step); the Criteo-like batches copy
+well under a tenth of their step."""
 
 
 def host_link_note(h2d_ms: float, gpu_ms: float) -> str | None:
@@ -385,16 +340,14 @@ def _graphs_hint(sc: Scenario, tables: GpuTables) -> str | None:
     return (f"the host thread paces this step ({host_ms:.2f} ms of launches against "
             f"{gpu_ms:.2f} ms of GPU work): --cuda-graphs replays it as CUDA graphs "
             "(one GPU; a fixed id count per batch unless the model has the bag kernels): "
-            "ideal ran 1.3-1.8x faster at kaggle and "
-            "terabyte b4096 on the H200 (README, \"Where the host sets the pace\")")
+            "on the H200, ideal ran faster that way at kaggle and terabyte b4096")
 
 
 CAP_HINT_ALONE_MS = 1.0
 """A kernel released beside the eager step that runs at least this long alone can race
-the training stages for the SMs (`racing_kernel`): eager heavy-rehash b32768's (3.0 ms
-alone, simulated) held the next GEMM 2.1-2.3 ms where it won them
-(bench/results/race_trace_h200.md); beside the Criteo-like plans' kernels (0.1-0.6 ms
-spans) no hold of that kind was measured."""
+the training stages for the SMs (`racing_kernel`): on the H200 a 3 ms kernel of eager
+heavy-rehash b32768 held the next GEMM about 2 ms where it won them; beside the
+Criteo-like plans' kernels (0.1-0.6 ms) no such hold was measured."""
 
 
 def racing_kernel(sc: Scenario, plan: Plan,
@@ -403,7 +356,7 @@ def racing_kernel(sc: Scenario, plan: Plan,
     fill every SM (at least an SM count of blocks) and runs CAP_HINT_ALONE_MS or more
     alone, with its alone ms: where it becomes ready between two training kernels it can
     take every SM and hold the next one, which the simulator does not model. None for a
-    graphed step (measured capped once: bench/results/sm_cap_h200.md) or several GPUs."""
+    graphed step or several GPUs."""
     if sc.model.cuda_graphs or sc.hardware.gpu_count > 1:
         return None
     by_name = {k.name: k for k in plan.kernels}
@@ -430,9 +383,8 @@ def _cap_hint(sc: Scenario, plan: Plan, tables: GpuTables) -> str | None:
             "every SM where it becomes ready between two of the eager step's training "
             "kernels and hold the next one, which the simulator does not model; confined "
             f"to {cap} SMs (`corun execute --preprocess-sm-cap {cap}`, "
-            "Plan.preprocess_sm_cap, as `corun plan` caps such a plan) four eager choices "
-            "recovered 45-111% of gpu-sequential's gap, against -72% to 76% on every SM "
-            "(bench/results/sm_cap_h200.md)")
+            "Plan.preprocess_sm_cap, as `corun plan` caps such a plan) eager heavy "
+            "choices on the H200 recovered more of gpu-sequential's gap than on every SM")
 
 
 def stage_rooms(cm: CostModel, model: Model, hw: Hardware, stages: Sequence[Stage],
@@ -445,21 +397,9 @@ def stage_rooms(cm: CostModel, model: Model, hw: Hardware, stages: Sequence[Stag
     timed exactly that.
 
     Installed for graphed heavy-lean and heavy-hot b16384 (costmodel/data/h200/
-    stage-room.json: two probe starts pooled, heavy-hot's with a third at finer offsets;
-    bench/results/stage_room_h200.md). Checked offline on every executed one-kernel plan
-    there (`python bench/stage_room_experiment.py`, bench/results/
-    stage_room_experiment.md). On heavy-lean the predicted best was the measured best on
-    five of the seven `corun tune` runs against none without them (the fifth to seventh
-    measured with them, bench/results/tune_rooms_h200.md; the sixth's choice and the same
-    plan one batch ahead were predicted 0.1% apart and measured 0.06% apart, the other
-    way; on the seventh the choice measured 1.9% behind its first runner-up), and in 17
-    of 31 commands against 6, the predicted best's regret at most 2.1% against 14.6%; the
-    mean error 3.60% against 3.55%, cases within 5% 251 of 320 against 264 (3.61 / 3.56%
-    and 249 / 262 before session 42's whole-step key for release steps). On heavy-hot
-    (97 cases) the mean error went from 6.40% to 5.99%, with 53 within 5% and 4 of 11
-    commands ranked right either way; fitted without the finer start, the assembly
-    released with the update (which delays it 0.42 ms) was spread over the update's first
-    quarter, and the mean error went to 7.29% instead."""
+    stage-room.json, fitted from the probe records beside it). Checked on the executed
+    one-kernel plans there, they made the predicted best the measured best in more
+    commands at the same case error."""
     if hw.gpu_count != 1 or not priority:
         return ()
     rooms = tuple(cm.stage_room(model.name, model.batch_per_gpu, s.value, model.cuda_graphs,
@@ -595,17 +535,13 @@ def compile_scenario(sc: Scenario, cm: CostModel) -> Compiled:
         notes.append(CAUTION + f"the plan confines its preprocessing to "
                      f"{plan.preprocess_sm_cap} SMs (Plan.preprocess_sm_cap), which is not "
                      "simulated: predicted as on every SM without the race for the SMs "
-                     "that the cap prevents (measured on the H200, four eager heavy choices "
-                     "in 9 commands: on 96 SMs -9.7% to +6.2% from their predictions, on "
-                     "every SM -17.6% to +3.2%, 6 of 9 within 5% each way; "
-                     "bench/results/sm_cap_h200.md)")
+                     "that the cap prevents")
     if plan.update_blocks_per_sm:
         notes.append(CAUTION + f"the plan runs the fused embedding update on "
                      f"{plan.update_blocks_per_sm} blocks an SM (Plan.update_blocks_per_sm), "
                      "which is not simulated: the stage times are the default grid's "
-                     f"({TRAINER_UPDATE_BLOCKS_PER_SM} an SM; on the H200 heavy-lean "
-                     "b32768's ideal ran 5.86-5.93 ms on 16 against 6.98-7.06 on 4, "
-                     "bench/results/update_grid_rehash_h200.md)")
+                     f"({TRAINER_UPDATE_BLOCKS_PER_SM} an SM), and another grid can run "
+                     "the update much faster or slower")
     return Compiled(sc, plan, sharding, gpus, cpu_ms, cm.name, notes)
 
 

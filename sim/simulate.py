@@ -113,7 +113,7 @@ def simulate(scenario: Scenario, cost_model: CostModel | None = None,
 
 SETTLE_WARMUP = 24
 """Warm-up iterations of the second run `simulate_steady` makes where a plan's first run
-had not settled. The graphed heavy-lean b16384 plan of 2026-12-01 (the whole pipeline in
+had not settled. A graphed heavy-lean b16384 plan (the whole pipeline in
 2112 blocks at emb_fwd, two ahead) ran at 3.370 ms for 20 iterations while its kernel
 slid against the step (2.45 down to 2.12 ms of wall time), then settled at 3.692 ms; the
 planner's six iterations had ranked it first, tied with one that stays at 3.370."""

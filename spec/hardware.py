@@ -2,7 +2,7 @@
 
 Every preset number carries its source in `sources`. Datasheet numbers are leads;
 the H200 ceilings `copy_bytes_per_s` and `gemm_bf16_flops_per_s` were measured on
-the lent H200 machine (../shared/GPU.md, device/KINDS.md, 2026-10-28 and 2026-11-04).
+the lent H200 machine.
 """
 
 from __future__ import annotations
@@ -202,7 +202,7 @@ GPU_KINDS: dict[str, GpuKind] = {
                  "sm_count": "measured: 132 SMs reported by PyTorch on the lent H200",
                  "boost_clock_hz": "measured: nvidia-smi SM clock 1980 MHz under load (KINDS.md)",
                  "copy_bytes_per_s": "measured: D2D copy 8.6 GB in 2.0 ms on the lent H200 "
-                                     "(device/KINDS.md 2026-10-28, 2026-11-04)",
+                                     "(the device tool's KINDS.md)",
                  "gemm_bf16_flops_per_s": "measured: 8192^3 bf16 matmul 769-798 TFLOP/s on the "
                                           "lent H200 (device/KINDS.md)"}),
 }
@@ -232,8 +232,7 @@ HOST_LINKS: dict[str, Link] = {
                        57.0 * _GB, 38.0,
                        "fitted on the H200 machine's measured host-to-device copies of a "
                        "batch, 2-262 MB (82 cases, 13 model/batch pairs, within -7% to +8%; "
-                       "52 GB/s + 10 us had been -32% to +18%): `python "
-                       "bench/fit_host_link.py`, bench/results/host_link_h200.md"),
+                       "52 GB/s + 10 us had been -32% to +18%)"),
 }
 """Host links measured on a machine, for its preset's host-to-device copies only (not an
 interconnect choice)."""

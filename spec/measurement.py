@@ -70,16 +70,15 @@ def mean_iteration_ms(throughput_samples_per_s: float, batch_per_gpu: int,
     """The mean iteration (ms) a throughput means: every slow step and stall counted,
     where the median step counts none of them. Bimodal steps part the two: eager
     heavy-rehash b32768's choice ran a median step of 7.02 ms and 7.59 ms a step by its
-    throughput, a third of its steps held at interaction_bwd
-    (bench/results/assembly_stream_h200.md), so rounds compare strategies by this."""
+    throughput, a third of its steps held at interaction_bwd, so rounds compare strategies by
+    this."""
     return 1e3 * batch_per_gpu * gpu_count / throughput_samples_per_s
 
 
 ASSEMBLY_STREAM_NOTE = ("each batch's assembly on a stream of its own, after the batch's "
                         "last kernel (RunSettings.assembly_stream)")
-"""A measurement's note where its assemblies did not queue behind the kernels (session 55:
-where the step was graphed; since session 56: where the plan or `--assembly-stream own`
-says; before, never)."""
+"""A measurement's note where its assemblies did not queue behind the kernels (where the
+plan or `--assembly-stream own` says)."""
 
 GRAPHS_NOTE = "the trainer's step replayed as CUDA graphs"
 """How a measurement's notes begin to say the step ran as CUDA graphs (backend/executor)."""
@@ -99,5 +98,5 @@ UNCHECKED = "the timed iterations' batches were assembled without the comparison
 
 def notes_say_timed_checked(notes) -> bool:
     """Whether a Measurement's timed batches were compared with the reference: runs made
-    before RunSettings.check_timed (2026-12-02) compared every batch and say so."""
+    made before RunSettings.check_timed existed compared every batch and say so."""
     return any(n.endswith(CHECKED_EVERY) for n in notes)

@@ -29,7 +29,7 @@ class EmbeddingUpdate(enum.Enum):
 
     AUTOGRAD: PyTorch's `embedding_bag` backward, then the optimizer's update (any
     optimizer; the sparse backward gathers each id's bag gradient: 5.0 of the heavy
-    model's 6.2 ms at batch 4096 on the H200, bench/results/embedding_update_h200.json).
+    model's 6.2 ms at batch 4096 on the H200).
     FUSED_SGD: one kernel adds -lr x each bag's gradient to its ids' rows (atomics, no
     sort, no per-id gradient), as FBGEMM's table-batched embeddings fuse backward and
     optimizer; SGD only.
@@ -53,7 +53,7 @@ class EmbeddingForward(enum.Enum):
     PYTORCH: `F.embedding_bag`, which gives a bag 64 threads over its columns (56 of them
     idle at dim 8). BAG_KERNEL: a thread per (bag, column), several ids in flight
     (backend/embedding_fwd.py): on the H200 3.2-3.5x faster at dim 8 (heavy-small
-    b16384: 0.47 against 1.63 ms), 1.3x at dim 128 (bench/results/embedding_forward_h200.md);
+    b16384: 0.47 against 1.63 ms), 1.3x at dim 128;
     needs the fused update, as it keeps no autograd graph."""
 
     PYTORCH = "pytorch"
@@ -237,7 +237,7 @@ HEAVY_SMALL_TABLE_ROWS = 10_000
 
 def _heavy(name: str = "heavy", rows: int = HEAVY_TABLE_ROWS, dim: int = 8) -> Model:
     """A fast model for the `heavy` pipeline: 26 tables of `rows` rows x dim `dim` (100k x
-    8), 100 ids per sample per table, tiny MLPs (issue 6's heavy case; not from OPS.md)."""
+    8), 100 ids per sample per table, tiny MLPs (the heavy case; not from OPS.md)."""
     tables = tuple(Table(f"cat_{k}", rows, dim, 100.0) for k in range(26))
     return Model(name=name, dense_features=13, tables=tables, bottom_mlp=(64, dim),
                  top_mlp=(64, 1))
@@ -246,7 +246,7 @@ def _heavy(name: str = "heavy", rows: int = HEAVY_TABLE_ROWS, dim: int = 8) -> M
 def _heavy_fused() -> Model:
     """`heavy` trained with the fused embedding update (EmbeddingUpdate.FUSED_SGD): the
     same maths, without PyTorch's per-id gradient gather, so preprocessing is a larger
-    share of a step (issue 6's heavy case)."""
+    share of a step (the heavy case)."""
     return replace(_heavy(), name="heavy-fused", embedding_update=EmbeddingUpdate.FUSED_SGD)
 
 
@@ -261,14 +261,14 @@ def _heavy_lean() -> Model:
     """`heavy-small` with the bag kernel's forward (EmbeddingForward.BAG_KERNEL): both
     embedding stages in kernels of our own, as FBGEMM's table-batched embeddings are, so
     a step costs less per id looked up and the same preprocessing is a larger share of it
-    (issue 6's heavy case; pipeline `heavy-small`)."""
+    (the heavy case; pipeline `heavy-small`)."""
     return replace(_heavy_small(), name="heavy-lean",
                    embedding_forward=EmbeddingForward.BAG_KERNEL)
 
 
 def _heavy_hot() -> Model:
     """`heavy-lean` with the hot-row update (EmbeddingUpdate.FUSED_SGD_HOT_ROW): a faster
-    step on skewed ids, beside the `heavy-short` pipeline (issue 6's heavy case)."""
+    step on skewed ids, beside the `heavy-short` pipeline (the heavy case)."""
     return replace(_heavy_lean(), name="heavy-hot",
                    embedding_update=EmbeddingUpdate.FUSED_SGD_HOT_ROW)
 
@@ -276,7 +276,7 @@ def _heavy_hot() -> Model:
 def _heavy_mlp() -> Model:
     """A model for `heavy-20` whose step is mostly dense maths: 26 tables of 100k rows x
     dim 32, 20 ids per sample per table, fused embedding update, a wide top MLP in bf16
-    (issue 6's heavy case: preprocessing beside stages that leave memory idle)."""
+    (the heavy case: preprocessing beside stages that leave memory idle)."""
     tables = tuple(Table(f"cat_{k}", HEAVY_TABLE_ROWS, 32, 20.0) for k in range(26))
     return Model(name="heavy-mlp", dense_features=13, tables=tables, bottom_mlp=(256, 32),
                  top_mlp=(2048, 2048, 1024, 1), precision=Precision.BF16,

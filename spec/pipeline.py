@@ -269,9 +269,8 @@ WARP_ROW_MIN_LENGTH = 16.0
 row on average a warp per row, lanes striding over the values, so loads and stores
 coalesce; shorter ones a thread per row, as every output without it. On the H200, by
 the longest list anywhere in the chain (threshold 4), it made multihot 1.8x and wide-2x
-8.7x slower, lanes idle over short outputs (bench/results/raw/ops_h200_run4.json); by
-the output at 16, timed beside a thread per row in one run (bench/ops_gpu.py's
-"fused-warp" variant then, "fused" now; bench/results/raw/ops_h200_run7.json): heavy 1.72-1.76x and
+8.7x slower, lanes idle over short outputs; by
+the output at 16, timed beside a thread per row in one run (bench/ops_gpu.py): heavy 1.72-1.76x and
 multihot 1.51-1.65x faster at 65,536 rows and up, both checked against the reference."""
 
 

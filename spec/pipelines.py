@@ -113,7 +113,7 @@ SHORT_LIST_LENGTH = 36
 def heavy(name: str = "heavy", first: int = HEAVY_FIRSTX, rows: int = HEAVY_TABLE_ROWS,
           length: int = HEAVY_LIST_LENGTH, id_dtype: DType = DType.INT64,
           global_ids: int | None = None) -> Pipeline:
-    """`heavy`: a production-like pipeline beside a fast model (issue 6's heavy case).
+    """`heavy`: a production-like pipeline beside a fast model (the heavy case).
     26 raw id lists of `length` (50) ids -> fill_null -> ngram(3) (144 ids) ->
     sigrid_hash into `rows` buckets -> firstx(`first`: 100); 13 dense -> fill_null ->
     logit. Not from OPS.md: sized so that, in simulation, preprocessing costs about a
@@ -124,7 +124,7 @@ def heavy(name: str = "heavy", first: int = HEAVY_FIRSTX, rows: int = HEAVY_TABL
     100 ids a list out from 0.38x the raw bytes, so the host link outpaces a faster step.
     With `global_ids`, each id is hashed first into that many global ids (salt 0), then
     into the table's `rows` buckets (salt 1): `heavy-rehash`, twice the hashing an id and
-    no more memory traffic (bench/rehash_probe.py)."""
+    no more memory traffic."""
     b = _Builder()
     dense = []
     for k in range(13):

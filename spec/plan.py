@@ -67,11 +67,11 @@ CAP_GRANULARITY_SMS = 8
 CAP_SHARES = (0.75, 0.5)
 """The shares of a GPU's SMs a preprocessing cap is tried at: the planner caps at the
 first (`default_cap_sms`), `corun tune` measures the rest and the plan on every SM.
-Measured on the H200 (bench/results/sm_cap_h200.md), of gpu-sequential's gap recovered
+Measured on the H200, of gpu-sequential's gap recovered
 by eager choices on 96 and on 64 SMs: heavy-rehash b32768 111% and 100% (74-76% on
 every SM), b16384 51% and 25% (19%); heavy-small b16384 45% and 67% (-72%); heavy-lean /
 heavy-small b32768 63% and 73% (46%), one command each. Neither share is best everywhere;
-both beat every SM in all four. With `corun tune` of the capped plans (runs 24-25), a cap
+both beat every SM in all four. With `corun tune` of the capped plans, a cap
 beat every SM in 8 of 9 commands on the four choices (not in one of two counted at
 heavy-rehash b16384, which is noisy)."""
 
@@ -99,11 +99,10 @@ MAX_UPDATE_BLOCKS_PER_SM = 64
 
 UPDATE_GRIDS = (16,)
 """The fused embedding update's grids, in blocks an SM, `corun tune` measures beside the
-trainer's default (4). On heavy-lean beside heavy-rehash b32768 (bench/results/
-update_grid_rehash_h200.md) emb_bwd took 5.08-5.17 ms on 4, 4.93-5.01 on 8, 3.96-4.06 on
-16 and 4.61 on 32; ideal on 16 ran faster than on 4 for heavy-lean, heavy-hot and
-heavy-small at b16384 and b32768, though 8 was faster still at b16384 for two of them
-(run 35; `--update-grids 8,16` measures both)."""
+trainer's default (4). On heavy-lean beside heavy-rehash b32768 emb_bwd took 5.08-5.17 ms on 4,
+4.93-5.01 on 8, 3.96-4.06 on 16 and 4.61 on 32; ideal on 16 ran faster than on 4 for
+heavy-lean, heavy-hot and heavy-small at b16384 and b32768, though 8 was faster still at b16384
+for two of them (`--update-grids 8,16` measures both)."""
 
 
 @dataclass(frozen=True)
@@ -126,7 +125,7 @@ class Plan:
     co-run with the step before it, and the host launches a step once the last one's
     kernels and assembly are done); 2, the batch after it (the host launches a step
     without waiting for the preprocessing co-running with the step before; one more
-    pool set of memory). On the H200 the two measured alike (bench/results/heavy_case_record.md)."""
+    pool set of memory). On the H200 the two measured alike."""
     cuda_graphs: bool = False
     """Planned for the trainer's step replayed as CUDA graphs (`corun plan --cuda-graphs`):
     `corun execute` and `corun simulate --plan` then replay it so without being told."""
@@ -142,8 +141,7 @@ class Plan:
     start). Behind, the H200 measured faster everywhere else it was tried side by side:
     the graphed Criteo-like plans 99.6-99.7% of ideal against 98.4-99.1% (16 of 16
     rounds), eager heavy-rehash b32768 7.59-7.60 ms against 9.14-9.16, graphed b32768
-    101% of gpu-sequential's gap against 99% (bench/results/assembly_stream_h200.md,
-    rehash_h200.md run 18). `corun tune` measures the chosen plan both ways; the
+    101% of gpu-sequential's gap against 99%. `corun tune` measures the chosen plan both ways; the
     simulator does not tell them apart."""
     preprocess_sm_cap: int = 0
     """0: the preprocessing stream may take every SM. N: it runs confined to N SMs (a CUDA
@@ -152,7 +150,7 @@ class Plan:
     needs. Eager heavy-rehash b32768's choice: 6.89-6.90 ms an iteration on 96 SMs, 0 of
     300 steps held, against 7.54-7.59 and 78-85 held on every SM (ideal 7.09; graphed
     b16384's: 3.57 on 64 against 3.74 with its assemblies on their own stream; three more
-    eager choices in CAP_SHARES; bench/results/sm_cap_h200.md). One GPU; the batches are
+    eager choices in CAP_SHARES). One GPU; the batches are
     then issued call by call (a green context's stream replays no batch graphs). The
     planner caps a plan whose kernel can race the training stages
     (planner/sm_cap.py); `corun tune` measures the chosen plan at the other CAP_SHARES
@@ -164,7 +162,7 @@ class Plan:
     heavy-rehash b32768 ran ideal's step in 5.86-5.93 ms on 16 against 6.98-7.06 on 4;
     eager, its best plan measured, on 64 SMs with the update on 16, in 6.64-6.68 ms
     against the capped choice's 6.78-6.84 on 4; graphed, the choice on 16 in 6.20-6.22
-    ms (bench/results/update_grid_rehash_h200.md). The
+    ms. The
     planner leaves it at 0 (the cost model's stage times are the default grid's);
     `corun tune` measures the chosen plan on UPDATE_GRIDS (tune_cmd.grid_variants); the
     simulator does not model it."""

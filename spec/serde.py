@@ -188,10 +188,8 @@ def write_or_print(text: str, path: str | Path | None) -> None:
 
 GZIP_SUFFIX = ".gz"
 XZ_SUFFIX = ".xz"
-"""The records under bench/results/raw are kept compressed: the profiler traces (some MB
-of JSON each) and, since session 57, every record xz shrinks below its gzip -9 file
-(`python bench/recompress_raw.py`), which keeps the checkout under the device tool's
-64 MiB. New records from a device session arrive gzipped and are read as they are."""
+"""Large records may be stored compressed (gzip or xz); every reader takes them by their
+plain name."""
 
 
 def stored_name(path: str | Path) -> str:
@@ -205,8 +203,7 @@ def stored_name(path: str | Path) -> str:
 
 def stored_path(path: str | Path) -> Path:
     """`path`, or its compressed twin `path.gz` (or `path.xz`) where only that exists:
-    bench/results/raw keeps its records compressed (the working tree sent to the GPU
-    machine is capped at 64 MiB), and every reader takes a record by either name. A
+    large records are kept compressed, and every reader takes a record by either name. A
     compressed name that is not there is looked up by its plain name the same way, so
     that a record recompressed (gz to xz) keeps the names code and reports cite."""
     path = Path(path)
