@@ -91,6 +91,10 @@ COMMANDS = {
 }
 
 
+SINGLE_THREADED = frozenset({"plan", "simulate", "whatif", "validate"})
+"""Commands made of many small model predictions: native thread pools are held to one
+thread there (costmodel.threads), so a busy machine does not starve them."""
+
 DISTRIBUTION = "corun-dlrm"
 """The name corun is installed under (`corun` on the package index is another project)."""
 
@@ -135,6 +139,11 @@ def main(argv: list[str] | None = None) -> int:
             for key, value in read_config(args.config).items():
                 if not _typed(argv, key):  # an option on the command line wins
                     setattr(args, key, value)
+        if args.command in SINGLE_THREADED:
+            from costmodel.threads import single_threaded
+
+            with single_threaded():
+                return args.func(args)
         return args.func(args)
     except SpecError as e:
         print(f"corun: error: {e}", file=sys.stderr)

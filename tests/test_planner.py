@@ -669,3 +669,22 @@ def test_the_update_grid_note_is_for_a_fused_update_beside_kernels_on_one_gpu():
     assert update_grid_note(kaggle, plan, 1) is None  # autograd's update: no grid
     assert update_grid_note(lean, replace(plan, kernels=()), 1) is None
     assert update_grid_note(lean, plan, 2) is None
+
+
+def test_predictions_run_on_one_native_thread_in_a_fresh_process():
+    """costmodel.threads.single_threaded holds the learned model's OpenMP runtime to one
+    thread even where it is first loaded inside the block (as `corun plan` loads it), so a
+    busy 2-core machine does not starve the time-limited search."""
+    import os
+    import subprocess
+    import sys
+
+    code = ("from costmodel.threads import single_threaded\n"
+            "import threadpoolctl\n"
+            "with single_threaded():\n"
+            "    omp = [i for i in threadpoolctl.threadpool_info() if i['user_api'] == 'openmp']\n"
+            "    print(len(omp), max(i['num_threads'] for i in omp))\n")
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_NUM_THREADS")}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                         check=True).stdout.split()
+    assert int(out[0]) >= 1 and out[1] == "1"
