@@ -55,7 +55,6 @@ from backend.runner import PipelineProgram, trainer_batch
 from backend.settings import RunSettings
 from backend.streams import ReleaseClock, Streams, gpu_spin
 from backend.trainer import Batch, Clock, Trainer
-from costmodel.sharding import shard_tables
 from spec import (
     BEFORE_ITERATION,
     Hardware,
@@ -71,6 +70,7 @@ from spec import (
     stages_for,
 )
 from spec.measurement import ASSEMBLY_STREAM_NOTE, CHECKED_EVERY, GRAPHS_NOTE, UNCHECKED
+from spec.sharding import shard_tables
 
 
 def freeze_heap() -> None:
@@ -621,7 +621,7 @@ class Executor:
             per_iteration[f"stage_{st.value}"] = tuple(rounded(ms.get(st, 0.0))
                                                        for ms in by_stage)
         stage_spreads.update(extra)
-        from sim.simulate import git_commit
+        from spec.provenance import git_commit
 
         return Measurement(
             strategy=self.strategy, model=self.model.name, pipeline=self.pipeline.name,

@@ -23,7 +23,7 @@ from costmodel import AnalyticCostModel
 from planner import LocalSearch, SimJudge
 from planner.milp import solve
 from sim import Scenario, Strategy, StrategyKind
-from sim.simulate import git_commit
+from spec.provenance import git_commit
 from spec.serde import write_atomic
 
 CASES = ["kaggle", "terabyte", "wide-2x", "wide-4x", "multihot"]

@@ -27,7 +27,7 @@ from costmodel import AnalyticCostModel
 from costmodel.learned import cost_model_for
 from planner import LocalSearch, RapProposer, SimJudge
 from sim import Scenario, Strategy, StrategyKind, simulate, simulate_steady
-from sim.simulate import git_commit
+from spec.provenance import git_commit
 from spec.serde import write_atomic
 
 CASES = [("kaggle", 1), ("terabyte", 1), ("kaggle", 8), ("terabyte", 8), ("wide-2x", 1),

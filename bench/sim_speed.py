@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import spec
 from sim import Scenario, Strategy, StrategyKind, simulate
-from sim.simulate import git_commit
+from spec.provenance import git_commit
 from spec.serde import write_atomic
 
 CASES = [(gpus, pipe) for pipe in ("kaggle", "wide-4x") for gpus in (1, 4, 8)]

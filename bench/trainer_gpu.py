@@ -33,7 +33,7 @@ from backend.naive import NaiveTrainer  # noqa: E402
 from backend.runner import preprocessed_batches  # noqa: E402
 from backend.trainer import Batch, Clock, Trainer  # noqa: E402
 from corun.workload import shrink_tables  # noqa: E402
-from sim.simulate import git_commit  # noqa: E402
+from spec.provenance import git_commit  # noqa: E402
 from spec.serde import dumps, write_atomic  # noqa: E402
 
 CASES = [("criteo-kaggle", "kaggle"), ("criteo-terabyte", "terabyte"),

@@ -39,7 +39,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "corun execute --cuda-graphs does (one GPU; into DIR/graphed-*.csv)")
     p.add_argument("--lead-ms", type=float,
                    help="with --resident: how long the kernel runs alone before the stage "
-                   "starts, in (0, 5] ms (default: backend.profile.LEAD_MS; longer: a kernel "
+                   "starts, in (0, 5] ms (default: corun.profiling.LEAD_MS; longer: a kernel "
                    "part done, as one carried from an earlier stage is)")
     p.add_argument("--hardware", default="h200")
     p.add_argument("--seed", type=int, default=0)
@@ -55,7 +55,8 @@ def run(args: argparse.Namespace) -> int:
 
     import numpy as np
 
-    from backend.profile import (
+    from corun.cli import progress
+    from corun.profiling import (
         LEAD_MS,
         Profiler,
         append_rows,
@@ -63,7 +64,6 @@ def run(args: argparse.Namespace) -> int:
         plan_kernels,
         sample_kernels,
     )
-    from corun.cli import progress
     from corun.workload import resolve_hardware, resolve_model, resolve_pipeline
     from costmodel.profile_data import (
         GRAPHED,

@@ -143,7 +143,7 @@ def _predict_chunk(chunk: list[tuple]) -> list:
 
 def predict_all(ds, jobs: int, limit: int = 0, progress=lambda *a: None) -> dict:
     """Every case (the first `limit`, where given) predicted again, in `jobs` processes."""
-    from sim.simulate import git_commit
+    from spec.provenance import git_commit
 
     commit = git_commit()
     items = [(c, ds.plans.get(c.plan_id), commit) for c in ds.measured]

@@ -197,9 +197,9 @@ def _preset_stage(model: str, batch: int, stage: str) -> dict[str, float]:
     preset: such rows are from tests; real profiles of model files carry the columns)."""
     from dataclasses import replace
 
-    from costmodel.sharding import shard_tables
     from costmodel.workload import stage_work
     from spec import MODEL_PRESETS, Stage
+    from spec.sharding import shard_tables
 
     m = MODEL_PRESETS.get(model)
     if m is None or batch < 1:
@@ -908,9 +908,9 @@ def graph_key(gpu: str, work: StageWork) -> tuple:
 def preset_stages(model_name: str, batch: int) -> dict[str, StageWork]:
     """A model preset's stages at `batch` on one GPU (what a graphed-stages.csv row
     names), by stage name."""
-    from costmodel.sharding import shard_tables
     from costmodel.workload import stage_work
     from spec import model_preset
+    from spec.sharding import shard_tables
 
     model = replace(model_preset(model_name), batch_per_gpu=batch)
     hw = hardware_preset("h200", 1)

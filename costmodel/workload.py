@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable
 
-from costmodel.sharding import Sharding
 from costmodel.types import Comm, KernelWork, StageWork
 from spec import (
     EmbeddingForward,
@@ -25,6 +24,7 @@ from spec import (
     Stage,
     stages_for,
 )
+from spec.sharding import Sharding
 
 F32 = 4
 ID_BYTES = 8

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import datetime
-import os
-import subprocess
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -18,29 +16,10 @@ from sim.scenario import Compiled, Scenario, compile_scenario, host_cpu_work, st
 from sim.strategy import Strategy, StrategyKind
 from sim.trace import chrome_trace
 from spec import KernelTime, Prediction, Provenance, SpecError, StageTime
+from spec.provenance import git_commit
 from spec.serde import write_atomic
 
 VERSION = "0.1.0"
-
-
-def git_commit() -> str:
-    """The checkout's commit, '-dirty' when tracked files differ from it (a copy of the
-    working tree on a lent GPU machine keeps the session's first commit), or 'unknown'
-    outside a git checkout. CORUN_GIT_COMMIT, if set, wins."""
-    if os.environ.get("CORUN_GIT_COMMIT"):
-        return os.environ["CORUN_GIT_COMMIT"]
-    here = Path(__file__).resolve().parent
-    try:
-        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                             text=True, timeout=5, cwd=here)
-        commit = out.stdout.strip()
-        if not commit:
-            return "unknown"
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
-                               capture_output=True, text=True, timeout=10, cwd=here)
-        return commit + ("-dirty" if dirty.stdout.strip() else "")
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
 
 
 @dataclass

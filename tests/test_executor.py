@@ -453,7 +453,7 @@ def test_criteo_file_input(workload, tmp_path):
 def owner_plan(model, pipe) -> Plan:
     """Two GPUs: one table of each rank preprocessed by its owner over the global batch
     (one before the iteration, one at the input all-to-all), the rest on every GPU."""
-    from costmodel.sharding import shard_tables
+    from spec.sharding import shard_tables
 
     sharding = shard_tables(model, spec.hardware_preset("h200", 2))
     feature = pipe.feature_of()

@@ -8,8 +8,8 @@ import shutil
 import numpy as np
 import pytest
 
-from backend.profile import COLUMNS
 from corun.cli import main
+from corun.profiling import COLUMNS
 from costmodel import learned
 from spec import OpKind, SpecError
 

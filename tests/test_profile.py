@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 import spec
-from backend.profile import BEFORE_BAG, BEFORE_WARP, COLUMNS, STEP_COLUMNS, sample_kernels
 from backend.trainer import TRAINING_STAGES
 from corun.cli import main
+from corun.profiling import BEFORE_BAG, BEFORE_WARP, COLUMNS, STEP_COLUMNS, sample_kernels
 from spec.serde import save
 from tests.workload_files import write_small_kaggle
 
@@ -149,8 +149,8 @@ def test_kernel_spec_holds_shared_ancestors():
     alone must compute it (the first H200 profile stopped on exactly this)."""
     from backend.data import synthetic_inputs
     from backend.fusion import FusedGroup
-    from backend.profile import KernelSpec
     from backend.runner import PipelineProgram
+    from corun.profiling import KernelSpec
 
     p = spec.pipeline_preset("kaggle")
     k = KernelSpec(p, ("bucket_int_0",), 8, 64)
@@ -199,7 +199,7 @@ def test_a_missing_plan_file_is_named_before_anything_is_written(files, tmp_path
 def test_the_profiler_builds_its_trainer_before_its_streams(files, monkeypatch):
     """As the executor does: allocated after the streams, heavy-fused's fused update ran
     its atomics 7% slower on the H200 (bench/results/placement_h200.md)."""
-    import backend.profile as bp
+    import corun.profiling as bp
 
     order = []
     real_trainer, real_streams = bp.make_trainer, bp.Streams
@@ -217,7 +217,7 @@ def test_resident_rows_go_to_their_own_file_with_the_lead(files, tmp_path, capsy
     """--resident profiles the same kernels and stages again with the kernel released
     before the stage's work (LeadClock): into resident.csv, with kernel_lead_ms, apart
     from profile.csv's rows of the same keys; both kinds resume on their own."""
-    from backend.profile import RESIDENT_COLUMNS, append_rows
+    from corun.profiling import RESIDENT_COLUMNS, append_rows
     from costmodel.profile_data import RESIDENT, data_hash, read_profile
 
     assert profile(files, tmp_path) == 0
@@ -243,7 +243,7 @@ def test_lead_clock_holds_the_stage_after_the_release():
     the stage is timed from the second mark, the interval between counts for no stage."""
     import torch
 
-    from backend.profile import LeadClock
+    from corun.profiling import LeadClock
 
     released = []
     clock = LeadClock(torch.device("cpu"), TRAINING_STAGES[2],

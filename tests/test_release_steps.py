@@ -69,11 +69,11 @@ def test_the_learned_model_looks_up_a_plans_kernel_by_its_whole_step(tmp_path):
     from dataclasses import replace
 
     import spec
-    from backend.profile import STEP_COLUMNS
+    from corun.profiling import STEP_COLUMNS
     from costmodel import learned
     from costmodel.learned import stage_row
-    from costmodel.sharding import shard_tables
     from costmodel.workload import stage_work
+    from spec.sharding import shard_tables
 
     model = spec.model_preset("criteo-kaggle")
     hw = spec.hardware_preset("h200", 1)

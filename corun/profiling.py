@@ -53,9 +53,9 @@ from backend.trainer import TRAINING_STAGES, Batch, Clock, Trainer
 from costmodel.learned import stage_row
 from costmodel.profile_data import KEY, LEAD_ASKED, is_resident
 from costmodel.release_steps import format_steps
-from costmodel.sharding import shard_tables
 from costmodel.workload import kernel_key, kernel_work, stage_work
 from spec import Hardware, Model, OpKind, Pipeline, SpecError, Stage
+from spec.sharding import shard_tables
 
 BLOCKS = (8, 33, 132, 264, 528, 1056, 2112)
 """Launch sizes from a few blocks to several waves of the H200's 132 SMs."""

@@ -1,0 +1,29 @@
+"""Where a result came from: the code version that made it."""
+
+from __future__ import annotations
+
+import functools
+import os
+import subprocess
+from pathlib import Path
+
+
+@functools.cache
+def git_commit() -> str:
+    """The checkout's commit, '-dirty' when tracked files differ from it (a copy of the
+    working tree on a lent GPU machine keeps the session's first commit), or 'unknown'
+    outside a git checkout. CORUN_GIT_COMMIT, if set, wins. Asked once a process."""
+    if os.environ.get("CORUN_GIT_COMMIT"):
+        return os.environ["CORUN_GIT_COMMIT"]
+    here = Path(__file__).resolve().parent
+    try:
+        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                             text=True, timeout=5, cwd=here)
+        commit = out.stdout.strip()
+        if not commit:
+            return "unknown"
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=10, cwd=here)
+        return commit + ("-dirty" if dirty.stdout.strip() else "")
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
