@@ -15,12 +15,11 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-
-from backend.check import MismatchError
-from backend.columns import ColumnData, equal
-from backend.pools import Layout
-from backend.trainer import Batch, row_bases
-from spec import Model, Pipeline
+from corun.backend.check import MismatchError
+from corun.backend.columns import ColumnData, equal
+from corun.backend.pools import Layout
+from corun.backend.trainer import Batch, row_bases
+from corun.spec import Model, Pipeline
 
 
 @dataclass(frozen=True)

@@ -25,8 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable
 
 import torch
-
-from backend import driver
+from corun.backend import driver
 
 Work = Callable[[object], None]
 """Issues a piece of work on the given torch stream (and on nothing else)."""

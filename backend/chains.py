@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from spec import Column, OpKind, OpNode, Pipeline, Shape, SpecError
-from spec.pipeline import WARP_ROW_MIN_LENGTH
+from corun.spec import Column, OpKind, OpNode, Pipeline, Shape, SpecError
+from corun.spec.pipeline import WARP_ROW_MIN_LENGTH
 
 
 @dataclass(frozen=True)

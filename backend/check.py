@@ -5,10 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 import numpy as np
-
-from backend.columns import ColumnData, equal, take_rows
-from backend.reference import run_reference
-from spec import Pipeline
+from corun.backend.columns import ColumnData, equal, take_rows
+from corun.backend.reference import run_reference
+from corun.spec import Pipeline
 
 
 class MismatchError(RuntimeError):

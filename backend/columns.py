@@ -9,8 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-
-from spec import Column, DType, Shape
+from corun.spec import Column, DType, Shape
 
 NP_DTYPE = {DType.FLOAT32: np.float32, DType.INT32: np.int32, DType.INT64: np.int64}
 

@@ -19,11 +19,10 @@ from multiprocessing.reduction import ForkingPickler
 
 import torch
 import torch.multiprocessing as mp
-
-from backend.columns import ColumnData
-from backend.faults import ExecuteError
-from backend.pools import HostPools, Layout
-from spec import Pipeline
+from corun.backend.columns import ColumnData
+from corun.backend.faults import ExecuteError
+from corun.backend.pools import HostPools, Layout
+from corun.spec import Pipeline
 
 POOLS = ("f32", "i64", "offs", "valid")
 CLEAN_EXIT_S = 10.0
@@ -57,9 +56,8 @@ def _feed(w: int, n: int, pipeline: Pipeline, host_nodes: Sequence[str],
           buffers: Sequence[Mapping[str, torch.Tensor]], total: int, free, done,
           stop) -> None:
     import numba
-
-    from backend.fusion import FusedGroup
-    from backend.runner import PipelineProgram
+    from corun.backend.fusion import FusedGroup
+    from corun.backend.runner import PipelineProgram
 
     numba.set_num_threads(1)
     group = [FusedGroup(pipeline, host_nodes, "host")]

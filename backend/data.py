@@ -13,9 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-
-from backend.columns import ColumnData
-from spec import DType, Pipeline, Shape
+from corun.backend.columns import ColumnData
+from corun.spec import DType, Pipeline, Shape
 
 N_DENSE, N_SPARSE = 13, 26
 

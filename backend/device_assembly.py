@@ -16,15 +16,14 @@ import functools
 
 import numpy as np
 import torch
+from corun.backend import driver
+from corun.backend.assembly import OutputMap
+from corun.backend.check import MismatchError
+from corun.backend.launch import BoundLaunch, stream_address
+from corun.backend.settings import ASSEMBLY_IDS_PER_THREAD
+from corun.backend.trainer import Batch
 from numba import cuda
 from numba.extending import register_jitable
-
-from backend import driver
-from backend.assembly import OutputMap
-from backend.check import MismatchError
-from backend.launch import BoundLaunch, stream_address
-from backend.settings import ASSEMBLY_IDS_PER_THREAD
-from backend.trainer import Batch
 
 THREADS = 256
 SIGN_OFF = 0x7FFFFFFF

@@ -17,10 +17,9 @@ from dataclasses import dataclass, field
 
 import torch
 import torch.distributed as dist
+from corun.backend.trainer import Clock, Trainer, row_bases
+from corun.spec import Model, Stage
 from torch._utils import _flatten_dense_tensors, _unflatten_dense_tensors
-
-from backend.trainer import Clock, Trainer, row_bases
-from spec import Model, Stage
 
 
 @dataclass

@@ -15,11 +15,10 @@ from __future__ import annotations
 
 import numpy as np
 import torch
+from corun.backend.embedding_sgd import THREADS_PER_BLOCK, blocks_for
+from corun.backend.launch import TensorLaunch
 from numba import cuda
 from torch.nn import functional as F
-
-from backend.embedding_sgd import THREADS_PER_BLOCK, blocks_for
-from backend.launch import TensorLaunch
 
 
 @cuda.jit

@@ -24,10 +24,9 @@ import functools
 
 import numpy as np
 import torch
+from corun.backend.launch import TensorLaunch
+from corun.spec.plan import TRAINER_UPDATE_BLOCKS_PER_SM
 from numba import cuda, int64
-
-from backend.launch import TensorLaunch
-from spec.plan import TRAINER_UPDATE_BLOCKS_PER_SM
 
 THREADS_PER_BLOCK = 256
 UPDATE_BLOCKS_PER_SM = TRAINER_UPDATE_BLOCKS_PER_SM

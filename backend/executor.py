@@ -38,24 +38,23 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 import torch.distributed as dist
-
-from backend.assembly import HostBatch, table_pieces
-from backend.columns import ColumnData, take_rows
-from backend.cpu_feeder import CpuFeeder, page_lock
-from backend.data import inputs_of, read_criteo, synthetic_inputs
-from backend.distributed import DistributedTrainer, LocalBatch
-from backend.embedding_sgd import UPDATE_BLOCKS_PER_SM
-from backend.faults import faults
-from backend.feed_thread import make_feed
-from backend.fusion import FusedGroup
-from backend.graphed import make_trainer
-from backend.lane import Lane
-from backend.reference import run_reference
-from backend.runner import PipelineProgram, trainer_batch
-from backend.settings import RunSettings
-from backend.streams import ReleaseClock, Streams, gpu_spin
-from backend.trainer import Batch, Clock, Trainer
-from spec import (
+from corun.backend.assembly import HostBatch, table_pieces
+from corun.backend.columns import ColumnData, take_rows
+from corun.backend.cpu_feeder import CpuFeeder, page_lock
+from corun.backend.data import inputs_of, read_criteo, synthetic_inputs
+from corun.backend.distributed import DistributedTrainer, LocalBatch
+from corun.backend.embedding_sgd import UPDATE_BLOCKS_PER_SM
+from corun.backend.faults import faults
+from corun.backend.feed_thread import make_feed
+from corun.backend.fusion import FusedGroup
+from corun.backend.graphed import make_trainer
+from corun.backend.lane import Lane
+from corun.backend.reference import run_reference
+from corun.backend.runner import PipelineProgram, trainer_batch
+from corun.backend.settings import RunSettings
+from corun.backend.streams import ReleaseClock, Streams, gpu_spin
+from corun.backend.trainer import Batch, Clock, Trainer
+from corun.spec import (
     BEFORE_ITERATION,
     Hardware,
     Mapping,
@@ -69,8 +68,8 @@ from spec import (
     hardware_preset,
     stages_for,
 )
-from spec.measurement import ASSEMBLY_STREAM_NOTE, CHECKED_EVERY, GRAPHS_NOTE, UNCHECKED
-from spec.sharding import shard_tables
+from corun.spec.measurement import ASSEMBLY_STREAM_NOTE, CHECKED_EVERY, GRAPHS_NOTE, UNCHECKED
+from corun.spec.sharding import shard_tables
 
 
 def freeze_heap() -> None:
@@ -621,7 +620,7 @@ class Executor:
             per_iteration[f"stage_{st.value}"] = tuple(rounded(ms.get(st, 0.0))
                                                        for ms in by_stage)
         stage_spreads.update(extra)
-        from spec.provenance import git_commit
+        from corun.spec.provenance import git_commit
 
         return Measurement(
             strategy=self.strategy, model=self.model.name, pipeline=self.pipeline.name,
@@ -728,7 +727,7 @@ class Executor:
 def _cap_not_runnable(device, cap: int) -> str:
     """Why this GPU cannot confine the preprocessing to `cap` SMs, or "" where it can
     (backend.sm_split.runnable_cap: green contexts, and 8 SMs left to training)."""
-    from backend.sm_split import green_contexts_supported, runnable_cap
+    from corun.backend.sm_split import green_contexts_supported, runnable_cap
 
     sms = torch.cuda.get_device_properties(device).multi_processor_count
     return runnable_cap(cap, green_contexts_supported(), sms)[1]

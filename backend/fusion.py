@@ -18,16 +18,15 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
-
-from backend import (
+from corun.backend import (
     compat,  # noqa: F401  (before the first CUDA compile)
     scalar,
 )
-from backend.chains import Chain, chains_of
-from backend.codegen import MAX_UNROLL, kernel_source
-from backend.pools import Layout
-from spec import OpKind, Pipeline
-from spec.serde import cache_dir
+from corun.backend.chains import Chain, chains_of
+from corun.backend.codegen import MAX_UNROLL, kernel_source
+from corun.backend.pools import Layout
+from corun.spec import OpKind, Pipeline
+from corun.spec.serde import cache_dir
 
 _CACHE: dict[tuple, object] = {}
 
@@ -75,22 +74,22 @@ def _cpu_cached(signatures: tuple, part: str, division: str) -> object:
 
     import numba
 
-    src = kernel_source(list(signatures), part, "cpu", "kernel", division)
+    header = ("import numpy as np\nfrom numba import njit, prange\n"
+              f"from corun.backend.scalar import {', '.join(_SCALARS)}\n\n")
+    footer = "\n\nkernel = njit(parallel=True, cache=True)(kernel)\n"
+    text = header + kernel_source(list(signatures), part, "cpu", "kernel", division) + footer
     # Numba's cache does not see the scalar functions the kernel inlines: their source is
     # part of the key, so an edit to backend/scalar.py compiles afresh
     scalars = Path(scalar.__file__).read_bytes()
-    digest = hashlib.sha256(numba.__version__.encode() + b"\n" + src.encode() + b"\n"
+    digest = hashlib.sha256(numba.__version__.encode() + b"\n" + text.encode() + b"\n"
                             + scalars).hexdigest()[:20]
     name = f"corun_cpu_{part}_{digest}"
     folder = cache_dir() / "kernels"  # generated CPU kernels and Numba's cache of them
     path = folder / f"{name}.py"
-    if not path.exists():
+    if not path.exists() or path.read_text() != text:  # a file on disk is run only as made
         folder.mkdir(parents=True, exist_ok=True)
-        header = ("import numpy as np\nfrom numba import njit, prange\n"
-                  f"from backend.scalar import {', '.join(_SCALARS)}\n\n")
-        footer = "\n\nkernel = njit(parallel=True, cache=True)(kernel)\n"
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(header + src + footer)
+        tmp.write_text(text)
         os.replace(tmp, path)
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)

@@ -23,10 +23,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import torch
-
-from backend.embedding_fwd import bag_sum
-from backend.trainer import TRAINING_STAGES, Batch, Clock, Trainer
-from spec import EmbeddingForward, Model, SpecError, Stage
+from corun.backend.embedding_fwd import bag_sum
+from corun.backend.trainer import TRAINING_STAGES, Batch, Clock, Trainer
+from corun.spec import EmbeddingForward, Model, SpecError, Stage
 
 WARMUP_STEPS = 3
 """Eager steps on batch 0 before capture (PyTorch's advice: lazy set-up such as cuBLAS

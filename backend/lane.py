@@ -14,21 +14,20 @@ from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 import torch
-
-from backend import driver
-from backend.assembly import Assembler, HostBatch, check_batch_rows, differs, output_map
-from backend.batch_graphs import WorkGraphs
-from backend.check import MismatchError
-from backend.columns import ColumnData
-from backend.cpu_feeder import POOLS, stage_into, staging_buffers
-from backend.device_assembly import DeviceAssembler
-from backend.faults import faults
-from backend.fusion import FusedGroup
-from backend.runner import PipelineProgram
-from backend.settings import ASSEMBLY_IDS_PER_THREAD
-from backend.streams import HostPoolSet, Streams
-from backend.trainer import Batch
-from spec import FusedKernel, Model, Pipeline
+from corun.backend import driver
+from corun.backend.assembly import Assembler, HostBatch, check_batch_rows, differs, output_map
+from corun.backend.batch_graphs import WorkGraphs
+from corun.backend.check import MismatchError
+from corun.backend.columns import ColumnData
+from corun.backend.cpu_feeder import POOLS, stage_into, staging_buffers
+from corun.backend.device_assembly import DeviceAssembler
+from corun.backend.faults import faults
+from corun.backend.fusion import FusedGroup
+from corun.backend.runner import PipelineProgram
+from corun.backend.settings import ASSEMBLY_IDS_PER_THREAD
+from corun.backend.streams import HostPoolSet, Streams
+from corun.backend.trainer import Batch
+from corun.spec import FusedKernel, Model, Pipeline
 
 
 class Lane:

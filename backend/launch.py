@@ -19,8 +19,7 @@ import warnings
 from collections.abc import Sequence
 
 import numpy as np
-
-from backend import driver
+from corun.backend import driver
 
 
 def driver_arguments(params: Sequence[object], sizes: Sequence[int]):

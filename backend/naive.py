@@ -8,11 +8,10 @@ compared exactly.
 from __future__ import annotations
 
 import torch
+from corun.backend.trainer import DLRM, Batch
+from corun.spec import Model, Optimizer
 from torch import nn
 from torch.nn import functional as F
-
-from backend.trainer import DLRM, Batch
-from spec import Model, Optimizer
 
 
 def _no_tables(model: Model) -> Model:

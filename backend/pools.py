@@ -12,10 +12,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
-
-from backend.chains import Chain
-from backend.columns import NP_DTYPE, ColumnData
-from spec import Column, OpKind, Pipeline, Shape
+from corun.backend.chains import Chain
+from corun.backend.columns import NP_DTYPE, ColumnData
+from corun.spec import Column, OpKind, Pipeline, Shape
 
 
 @dataclass(frozen=True)

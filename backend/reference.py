@@ -8,9 +8,8 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
-
-from backend.columns import ColumnData
-from spec import OpKind, Pipeline
+from corun.backend.columns import ColumnData
+from corun.spec import OpKind, Pipeline
 
 U = np.uint64
 

@@ -10,13 +10,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-
-from backend.columns import ColumnData
-from backend.fusion import FusedGroup
-from backend.launch import BoundLaunch
-from backend.pools import HostPools, Layout
-from backend.reference import run_reference
-from spec import Model, Pipeline, SpecError
+from corun.backend.columns import ColumnData
+from corun.backend.fusion import FusedGroup
+from corun.backend.launch import BoundLaunch
+from corun.backend.pools import HostPools, Layout
+from corun.backend.reference import run_reference
+from corun.spec import Model, Pipeline, SpecError
 
 
 @dataclass(frozen=True, eq=False)
@@ -42,7 +41,7 @@ def trainer_batch(pipeline: Pipeline, model: Model, outputs: Mapping[str, Column
                   dense: bool = True):
     """The trainer's Batch from a pipeline's output columns (ids as rows of the stacked
     tables); `tables` (indices into the model's tables) and `dense` pick a part of it."""
-    from backend.trainer import batch_from_tables, row_bases
+    from corun.backend.trainer import batch_from_tables, row_bases
 
     ti = trainer_inputs(pipeline, outputs)
     tables = range(len(model.tables)) if tables is None else tables
@@ -276,7 +275,7 @@ def preprocessed_batches(model: Model, pipeline: Pipeline, n: int, rng: np.rando
                          zipf_a: float = 1.1):
     """`n` distinct trainer batches preprocessed on the CPU (Numba), labels at random; raw
     ids zipf-skewed (`zipf_a` <= 1: uniform, backend.data.synthetic_inputs)."""
-    from backend.data import synthetic_inputs
+    from corun.backend.data import synthetic_inputs
 
     group = [FusedGroup(pipeline, pipeline.order, "all")]
     out = []

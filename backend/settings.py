@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from backend.codegen import MAX_UNROLL
-from spec import SpecError
-from spec.plan import MAX_UPDATE_BLOCKS_PER_SM
+from corun.backend.codegen import MAX_UNROLL
+from corun.spec import SpecError
+from corun.spec.plan import MAX_UPDATE_BLOCKS_PER_SM
 
 MAX_RELEASE_OFFSET_MS = 100.0
 """The longest release_offset_ms (a step of the heavy models is 2-10 ms)."""

@@ -86,7 +86,7 @@ def split_sms(device: torch.device, pre_sms: int, training_high: bool) -> SmSpli
     torch.cuda.init()
     total = torch.cuda.get_device_properties(index).multi_processor_count
     if not 1 <= pre_sms <= total - 8:
-        from spec import SpecError
+        from corun.spec import SpecError
 
         raise SpecError("preprocess_sms", pre_sms,
                         f"an integer in [1, {total - 8}] on this {total}-SM GPU (training "

@@ -9,11 +9,10 @@ import time
 from collections.abc import Callable
 
 import torch
-
-from backend.cpu_feeder import POOLS
-from backend.runner import PipelineProgram
-from backend.trainer import TRAINING_STAGES, Clock
-from spec import Stage
+from corun.backend.cpu_feeder import POOLS
+from corun.backend.runner import PipelineProgram
+from corun.backend.trainer import TRAINING_STAGES, Clock
+from corun.spec import Stage
 
 SPIN_CLOCK_HZ = 1.98e9
 """The H200's SM boost clock (GPU.md): torch.cuda._sleep counts cycles of it."""
@@ -47,18 +46,18 @@ class Streams:
         self.update = None
         if self.cuda:
             if pre_sms:
-                from backend.sm_split import split_sms
+                from corun.backend.sm_split import split_sms
 
                 self.split = split_sms(device, pre_sms, training_high)
                 self.train, self.pre = self.split.train, self.split.pre
             elif pre_cap:
-                from backend.sm_split import split_sms
+                from corun.backend.sm_split import split_sms
 
                 self.split = split_sms(device, pre_cap, training_high)
                 self.pre = self.split.pre  # the split's other stream stays unused
                 self.train = torch.cuda.Stream(device, priority=-2 if training_high else 0)
             elif update_sms:
-                from backend.sm_split import split_sms
+                from corun.backend.sm_split import split_sms
 
                 total = torch.cuda.get_device_properties(device).multi_processor_count
                 self.split = split_sms(device, total - update_sms, training_high)

@@ -16,12 +16,19 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
+from corun.backend.embedding_fwd import bag_sum
+from corun.backend.embedding_sgd import bag_sgd_
+from corun.spec import (
+    EmbeddingForward,
+    EmbeddingUpdate,
+    Interaction,
+    Model,
+    Optimizer,
+    Precision,
+    Stage,
+)
 from torch import nn
 from torch.nn import functional as F
-
-from backend.embedding_fwd import bag_sum
-from backend.embedding_sgd import bag_sgd_
-from spec import EmbeddingForward, EmbeddingUpdate, Interaction, Model, Optimizer, Precision, Stage
 
 ADAGRAD_EPS = 1e-8
 TRAINING_STAGES = (Stage.EMB_FWD, Stage.BOTTOM_MLP_FWD, Stage.INTERACTION_FWD,

@@ -23,9 +23,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from corun.spec import SpecError  # noqa: E402
+from corun.spec.serde import write_atomic  # noqa: E402
+
 from corun.cli import main as corun  # noqa: E402
-from spec import SpecError  # noqa: E402
-from spec.serde import write_atomic  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -110,9 +111,10 @@ def _small_files(w: Workload, folder: Path) -> list[str]:
     """The workload's model and pipeline with small tables, as files (a dry run)."""
     from dataclasses import replace
 
-    import spec
+    from corun.spec.serde import save
+
+    from corun import spec
     from corun.workload import shrink_tables
-    from spec.serde import save
 
     model, pipe = shrink_tables(replace(spec.model_preset(w.model), batch_per_gpu=w.batch),
                                 spec.pipeline_preset(w.pipeline), DRY_RUN_TABLE_ROWS)

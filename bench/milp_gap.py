@@ -18,13 +18,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import spec
-from costmodel import AnalyticCostModel
-from planner import LocalSearch, SimJudge
-from planner.milp import solve
-from sim import Scenario, Strategy, StrategyKind
-from spec.provenance import git_commit
-from spec.serde import write_atomic
+from corun.costmodel import AnalyticCostModel
+from corun.planner import LocalSearch, SimJudge
+from corun.planner.milp import solve
+from corun.sim import Scenario, Strategy, StrategyKind
+from corun.spec.provenance import git_commit
+from corun.spec.serde import write_atomic
+
+from corun import spec
 
 CASES = ["kaggle", "terabyte", "wide-2x", "wide-4x", "multihot"]
 

@@ -29,11 +29,11 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from backend.columns import ColumnData, equal, take_rows  # noqa: E402
-from backend.data import synthetic_inputs  # noqa: E402
-from backend.fusion import FusedGroup  # noqa: E402
-from backend.runner import PipelineProgram, run_numpy  # noqa: E402
-from spec import (  # noqa: E402
+from corun.backend.columns import ColumnData, equal, take_rows  # noqa: E402
+from corun.backend.data import synthetic_inputs  # noqa: E402
+from corun.backend.fusion import FusedGroup  # noqa: E402
+from corun.backend.runner import PipelineProgram, run_numpy  # noqa: E402
+from corun.spec import (  # noqa: E402
     Column,
     DType,
     OpKind,
@@ -43,7 +43,7 @@ from spec import (  # noqa: E402
     SparseOutput,
     pipeline_preset,  # noqa: E402
 )
-from spec.serde import write_atomic  # noqa: E402
+from corun.spec.serde import write_atomic  # noqa: E402
 
 PIPELINES = ["kaggle", "terabyte", "wide-2x", "wide-4x", "multihot"]
 ROW_CAP = {"multihot": 2_097_152, "heavy": 262_144}
@@ -61,7 +61,7 @@ def single_op(op: OpKind, params: dict, mean_length: float = 1.0) -> Pipeline:
         col = Column("x", DType.INT64, Shape.LIST, nullable=op is OpKind.FILL_NULL,
                      mean_length=mean_length)
     node = OpNode("n", op, "x", params)
-    from spec.pipeline import output_column
+    from corun.spec.pipeline import output_column
 
     out = output_column(op, params, col, "n", "n")
     dense = ("n",) if out.dtype is DType.FLOAT32 else ()

@@ -22,13 +22,14 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from dataclasses import replace
 
-import spec
-from costmodel import AnalyticCostModel
-from costmodel.learned import cost_model_for
-from planner import LocalSearch, RapProposer, SimJudge
-from sim import Scenario, Strategy, StrategyKind, simulate, simulate_steady
-from spec.provenance import git_commit
-from spec.serde import write_atomic
+from corun.costmodel import AnalyticCostModel
+from corun.costmodel.learned import cost_model_for
+from corun.planner import LocalSearch, RapProposer, SimJudge
+from corun.sim import Scenario, Strategy, StrategyKind, simulate, simulate_steady
+from corun.spec.provenance import git_commit
+from corun.spec.serde import write_atomic
+
+from corun import spec
 
 CASES = [("kaggle", 1), ("terabyte", 1), ("kaggle", 8), ("terabyte", 8), ("wide-2x", 1),
          ("wide-4x", 1), ("wide-4x", 8), ("multihot", 1), ("heavy", 1)]

@@ -17,10 +17,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import spec
-from sim import Scenario, Strategy, StrategyKind, simulate
-from spec.provenance import git_commit
-from spec.serde import write_atomic
+from corun.sim import Scenario, Strategy, StrategyKind, simulate
+from corun.spec.provenance import git_commit
+from corun.spec.serde import write_atomic
+
+from corun import spec
 
 CASES = [(gpus, pipe) for pipe in ("kaggle", "wide-4x") for gpus in (1, 4, 8)]
 

@@ -26,15 +26,15 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import torch  # noqa: E402
+from corun.backend.executor import spread, versions  # noqa: E402
+from corun.backend.naive import NaiveTrainer  # noqa: E402
+from corun.backend.runner import preprocessed_batches  # noqa: E402
+from corun.backend.trainer import Batch, Clock, Trainer  # noqa: E402
+from corun.spec.provenance import git_commit  # noqa: E402
+from corun.spec.serde import dumps, write_atomic  # noqa: E402
 
-import spec  # noqa: E402
-from backend.executor import spread, versions  # noqa: E402
-from backend.naive import NaiveTrainer  # noqa: E402
-from backend.runner import preprocessed_batches  # noqa: E402
-from backend.trainer import Batch, Clock, Trainer  # noqa: E402
+from corun import spec  # noqa: E402
 from corun.workload import shrink_tables  # noqa: E402
-from spec.provenance import git_commit  # noqa: E402
-from spec.serde import dumps, write_atomic  # noqa: E402
 
 CASES = [("criteo-kaggle", "kaggle"), ("criteo-terabyte", "terabyte"),
          ("mlperf-dcnv2", "multihot")]

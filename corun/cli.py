@@ -6,12 +6,12 @@ import argparse
 import importlib
 import sys
 
-from spec import SpecError
+from corun.spec import SpecError
 
 
 def _presets(_: argparse.Namespace) -> int:
     from corun.format import table
-    from spec import GPU_KINDS, LINKS, MODEL_PRESETS, PIPELINE_PRESETS, pipeline_preset
+    from corun.spec import GPU_KINDS, LINKS, MODEL_PRESETS, PIPELINE_PRESETS, pipeline_preset
 
     print("hardware (--hardware):")
     print(
@@ -64,7 +64,7 @@ def _presets(_: argparse.Namespace) -> int:
 def _report(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from reports.summary import report
+    from corun.reports.summary import report
 
     path = report(args.files, Path(args.out))
     print(f"wrote {path}")
@@ -140,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
                 if not _typed(argv, key):  # an option on the command line wins
                     setattr(args, key, value)
         if args.command in SINGLE_THREADED:
-            from costmodel.threads import single_threaded
+            from corun.costmodel.threads import single_threaded
 
             with single_threaded():
                 return args.func(args)

@@ -7,12 +7,12 @@ import os
 import sys
 from pathlib import Path
 
+from corun.spec import SpecError
 from corun.workload import add_cuda_graphs_argument, add_run_arguments
-from spec import SpecError
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from backend.settings import RunSettings
+    from corun.backend.settings import RunSettings
 
     d = RunSettings()
     p.add_argument("plan", nargs="?", help="a Plan file (from corun plan); or give --strategy")
@@ -65,10 +65,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def build(args: argparse.Namespace):
     """The Executor the arguments describe (no device work yet)."""
-    from backend.executor import Executor
-    from backend.settings import RunSettings
+    from corun.backend.executor import Executor
+    from corun.backend.settings import RunSettings
     from corun.cli import command_line, progress
     from corun.plan_dir import plan_strategy
+    from corun.sim.strategy import StrategyKind, host_workers_per_gpu, parse_strategy, strategy_plan
+    from corun.spec import Plan, load
     from corun.workload import (
         plan_batch,
         resolve_hardware,
@@ -76,8 +78,6 @@ def build(args: argparse.Namespace):
         resolve_pipeline,
         wants_graphs,
     )
-    from sim.strategy import StrategyKind, host_workers_per_gpu, parse_strategy, strategy_plan
-    from spec import Plan, load
 
     if (args.plan is None) == (args.strategy is None):
         raise SpecError("plan", args.plan, "either a plan file or --strategy, not both")
@@ -142,9 +142,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _execute(args: argparse.Namespace) -> int:
-    from backend.check import MismatchError
-    from backend.faults import ExecuteError
-    from spec.serde import save
+    from corun.backend.check import MismatchError
+    from corun.backend.faults import ExecuteError
+    from corun.spec.serde import save
 
     executor = build(args)
     try:

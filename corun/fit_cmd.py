@@ -8,7 +8,7 @@ import json
 import sys
 from pathlib import Path
 
-from spec import SpecError
+from corun.spec import SpecError
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -24,8 +24,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from corun.format import table
-    from costmodel.learned import (
+    from corun.costmodel.learned import (
         TARGETS,
         CoRunModel,
         data_hash,
@@ -34,9 +33,10 @@ def run(args: argparse.Namespace) -> int:
         measured,
         save_model,
     )
-    from costmodel.profile_data import fit_rows, graphed_rows, lookup_rows
-    from reports.figures import heldout_scatter, save
-    from spec.serde import write_atomic
+    from corun.costmodel.profile_data import fit_rows, graphed_rows, lookup_rows
+    from corun.format import table
+    from corun.reports.figures import heldout_scatter, save
+    from corun.spec.serde import write_atomic
 
     if not 0 < args.holdout < 1:
         raise SpecError("--holdout", args.holdout, "a fraction in (0, 1)")

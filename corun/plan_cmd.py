@@ -6,12 +6,12 @@ import argparse
 import json
 from pathlib import Path
 
+from corun.spec import SpecError
 from corun.workload import (
     add_calibration_argument,
     add_cuda_graphs_argument,
     add_no_traces_argument,
 )
-from spec import SpecError
 
 MAX_RUNNERS_UP = 8
 """Runners-up `corun plan` predicts at most (each one more full simulation)."""
@@ -66,12 +66,24 @@ def run(args: argparse.Namespace) -> int:
     from corun.cli import progress
     from corun.format import table
     from corun.plan_dir import plan_file, runner_up_label
+    from corun.planner import Judged, LocalSearch, RapProposer, SimJudge, runners_up
+    from corun.planner.runners_up import near_tie
+    from corun.planner.search import (
+        gpu_side_note,
+        host_plan_caution,
+        launch_shape_note,
+        lead_note,
+        time_limit_note,
+    )
+    from corun.planner.sm_cap import sm_cap_note, with_sm_cap
+    from corun.sim import EmbeddingComm, Scenario, Strategy, StrategyKind, simulate_steady
     from corun.simulate_cmd import (
         comparison_table,
         print_caveats,
         strategies_for,
         write_outputs,
     )
+    from corun.spec.serde import dumps, save
     from corun.workload import (
         calibrated,
         require_seconds,
@@ -79,18 +91,6 @@ def run(args: argparse.Namespace) -> int:
         resolve_model,
         resolve_pipeline,
     )
-    from planner import Judged, LocalSearch, RapProposer, SimJudge, runners_up
-    from planner.runners_up import near_tie
-    from planner.search import (
-        gpu_side_note,
-        host_plan_caution,
-        launch_shape_note,
-        lead_note,
-        time_limit_note,
-    )
-    from planner.sm_cap import sm_cap_note, with_sm_cap
-    from sim import EmbeddingComm, Scenario, Strategy, StrategyKind, simulate_steady
-    from spec.serde import dumps, save
 
     require_seconds("--time-limit", args.time_limit)
     if not 0 <= args.runners_up <= MAX_RUNNERS_UP:
@@ -222,8 +222,8 @@ def update_grid_note(model, plan, gpu_count: int) -> str | None:
     kernels beside it on one GPU: the update's grid is a co-run decision the planner
     leaves at the trainer's default (Plan.update_blocks_per_sm), which `corun tune`
     measures."""
-    from sim.scenario import NOTE
-    from spec.plan import TRAINER_UPDATE_BLOCKS_PER_SM, UPDATE_GRIDS
+    from corun.sim.scenario import NOTE
+    from corun.spec.plan import TRAINER_UPDATE_BLOCKS_PER_SM, UPDATE_GRIDS
 
     if not model.embedding_update.fused or not plan.kernels or gpu_count != 1:
         return None
@@ -244,8 +244,8 @@ def graphs_whatif(base, plan, preds, say) -> str | None:
     graphed step: what --cuda-graphs would give, on this plan (no second search)."""
     from dataclasses import replace
 
-    from sim import Strategy, StrategyKind, simulate_steady
-    from sim.scenario import HINT, NOTE
+    from corun.sim import Strategy, StrategyKind, simulate_steady
+    from corun.sim.scenario import HINT, NOTE
 
     if not any(n.startswith(HINT) and "--cuda-graphs" in n for p in preds for n in p.notes):
         return None

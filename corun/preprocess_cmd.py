@@ -9,9 +9,9 @@ import time
 
 import numpy as np
 
+from corun.spec import SpecError
+from corun.spec.serde import write_atomic
 from corun.workload import resolve_pipeline
-from spec import SpecError
-from spec.serde import write_atomic
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -31,7 +31,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _chunks(args, pipeline, stats):
-    from backend.data import inputs_of, read_criteo, synthetic_inputs
+    from corun.backend.data import inputs_of, read_criteo, synthetic_inputs
 
     if args.input:
         for chunk in read_criteo(args.input, args.chunk_rows, args.skip_bad_lines, stats):
@@ -47,8 +47,8 @@ def _chunks(args, pipeline, stats):
 
 def _engine(name: str, pipeline):
     """A function chunk -> outputs for the chosen engine."""
-    from backend.fusion import FusedGroup
-    from backend.runner import PipelineProgram, run_numpy
+    from corun.backend.fusion import FusedGroup
+    from corun.backend.runner import PipelineProgram, run_numpy
 
     if name == "numpy":
         return lambda inputs: run_numpy(pipeline, inputs)
@@ -72,9 +72,9 @@ def _engine(name: str, pipeline):
 
 
 def run(args: argparse.Namespace) -> int:
-    from backend.check import MismatchError, check_sample
-    from backend.data import DataError, ReadStats
-    from backend.runner import trainer_inputs
+    from corun.backend.check import MismatchError, check_sample
+    from corun.backend.data import DataError, ReadStats
+    from corun.backend.runner import trainer_inputs
 
     if args.chunk_rows < 1:
         raise SpecError("--chunk-rows", args.chunk_rows, "an integer >= 1")

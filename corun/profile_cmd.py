@@ -6,7 +6,7 @@ import argparse
 import time
 from pathlib import Path
 
-from spec import SpecError
+from corun.spec import SpecError
 
 MODELS = "criteo-kaggle,criteo-terabyte,wide-2x,wide-4x"
 KERNEL_PIPELINES = "kaggle,terabyte,wide-2x,multihot,heavy"
@@ -56,16 +56,7 @@ def run(args: argparse.Namespace) -> int:
     import numpy as np
 
     from corun.cli import progress
-    from corun.profiling import (
-        LEAD_MS,
-        Profiler,
-        append_rows,
-        appendable_header,
-        plan_kernels,
-        sample_kernels,
-    )
-    from corun.workload import resolve_hardware, resolve_model, resolve_pipeline
-    from costmodel.profile_data import (
+    from corun.costmodel.profile_data import (
         GRAPHED,
         LEAD_ASKED,
         PROFILE,
@@ -74,7 +65,16 @@ def run(args: argparse.Namespace) -> int:
         row_key,
         shard_file,
     )
-    from spec import DEFAULT_MODEL_FOR, EmbeddingForward, Plan, load
+    from corun.profiling import (
+        LEAD_MS,
+        Profiler,
+        append_rows,
+        appendable_header,
+        plan_kernels,
+        sample_kernels,
+    )
+    from corun.spec import DEFAULT_MODEL_FOR, EmbeddingForward, Plan, load
+    from corun.workload import resolve_hardware, resolve_model, resolve_pipeline
 
     say = progress(args.quiet)
     for name, lo in (("shapes", 0 if args.plans else 1), ("launches", 1), ("reps", 1)):
@@ -164,6 +164,6 @@ def _gpu_name(device: str) -> str:
 
 
 def _stage_names() -> list[str]:
-    from backend.trainer import TRAINING_STAGES
+    from corun.backend.trainer import TRAINING_STAGES
 
     return [s.value for s in TRAINING_STAGES]

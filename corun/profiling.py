@@ -42,20 +42,20 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from backend.data import synthetic_inputs
-from backend.executor import versions
-from backend.fusion import FusedGroup
-from backend.graphed import make_trainer
-from backend.reference import run_reference
-from backend.runner import PipelineProgram, trainer_batch
-from backend.streams import HostPoolSet, ReleaseClock, Streams, gpu_spin
-from backend.trainer import TRAINING_STAGES, Batch, Clock, Trainer
-from costmodel.learned import stage_row
-from costmodel.profile_data import KEY, LEAD_ASKED, is_resident
-from costmodel.release_steps import format_steps
-from costmodel.workload import kernel_key, kernel_work, stage_work
-from spec import Hardware, Model, OpKind, Pipeline, SpecError, Stage
-from spec.sharding import shard_tables
+from corun.backend.data import synthetic_inputs
+from corun.backend.executor import versions
+from corun.backend.fusion import FusedGroup
+from corun.backend.graphed import make_trainer
+from corun.backend.reference import run_reference
+from corun.backend.runner import PipelineProgram, trainer_batch
+from corun.backend.streams import HostPoolSet, ReleaseClock, Streams, gpu_spin
+from corun.backend.trainer import TRAINING_STAGES, Batch, Clock, Trainer
+from corun.costmodel.learned import stage_row
+from corun.costmodel.profile_data import KEY, LEAD_ASKED, is_resident
+from corun.costmodel.release_steps import format_steps
+from corun.costmodel.workload import kernel_key, kernel_work, stage_work
+from corun.spec import Hardware, Model, OpKind, Pipeline, SpecError, Stage
+from corun.spec.sharding import shard_tables
 
 BLOCKS = (8, 33, 132, 264, 528, 1056, 2112)
 """Launch sizes from a few blocks to several waves of the H200's 132 SMs."""

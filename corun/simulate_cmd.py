@@ -10,6 +10,18 @@ from pathlib import Path
 
 from corun.format import table
 from corun.plan_dir import prediction_file, trace_file
+from corun.sim import (
+    EmbeddingComm,
+    Scenario,
+    SimResult,
+    Strategy,
+    StrategyKind,
+    parse_strategy,
+    simulate_steady,
+)
+from corun.sim.scenario import CAUTION, HINT, NOTE
+from corun.spec import Hardware, Plan, Prediction, SpecError
+from corun.spec.serde import dumps, load, save, write_atomic
 from corun.workload import (
     add_calibration_argument,
     add_cuda_graphs_argument,
@@ -21,18 +33,6 @@ from corun.workload import (
     resolve_pipeline,
     wants_graphs,
 )
-from sim import (
-    EmbeddingComm,
-    Scenario,
-    SimResult,
-    Strategy,
-    StrategyKind,
-    parse_strategy,
-    simulate_steady,
-)
-from sim.scenario import CAUTION, HINT, NOTE
-from spec import Hardware, Plan, Prediction, SpecError
-from spec.serde import dumps, load, save, write_atomic
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

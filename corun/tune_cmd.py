@@ -30,15 +30,15 @@ from enum import StrEnum
 from functools import partial
 from pathlib import Path
 
-from corun.workload import add_run_arguments, int_list, require_seconds
-from spec import SpecError
-from spec.plan import (
+from corun.spec import SpecError
+from corun.spec.plan import (
     CAP_SHARES,
     MAX_UPDATE_BLOCKS_PER_SM,
     TRAINER_UPDATE_BLOCKS_PER_SM,
     UPDATE_GRIDS,
     cap_sms,
 )
+from corun.workload import add_run_arguments, int_list, require_seconds
 
 BASELINES = ("ideal", "gpu-sequential", "gpu-overlap")
 MAX_ROUNDS = 50
@@ -84,7 +84,7 @@ def parse_variants(text: str) -> frozenset[Variant]:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from backend.settings import RunSettings
+    from corun.backend.settings import RunSettings
 
     d = RunSettings()
     p.add_argument("plans", help="a plan folder written by `corun plan --out DIR` (best with "
@@ -134,7 +134,7 @@ class Workload:
 
 def read_workload(folder: Path) -> Workload:
     from corun.plan_dir import plan_file, prediction_file
-    from spec import Plan, Prediction, load
+    from corun.spec import Plan, Prediction, load
 
     plan_path, pred_path = folder / plan_file("corun"), folder / prediction_file("corun")
     for path in (plan_path, pred_path):
@@ -149,7 +149,7 @@ def read_workload(folder: Path) -> Workload:
 def require_named_specs(args: argparse.Namespace, work: Workload) -> None:
     """The folder names its model and pipeline; where a name is not a preset (a spec made
     in code or loaded from a file when the folder was planned), the file must be given."""
-    import spec
+    from corun import spec
 
     for flag, given, name, presets in (("--model", args.model, work.model, spec.MODEL_PRESETS),
                                        ("--pipeline", args.pipeline, work.pipeline,
@@ -204,17 +204,17 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _tune(args, folder: Path, work: Workload, strategies: list[str]) -> int:
-    from backend.check import MismatchError
-    from backend.executor import Executor
-    from backend.faults import ExecuteError
-    from backend.settings import RunSettings
+    from corun.backend.check import MismatchError
+    from corun.backend.executor import Executor
+    from corun.backend.faults import ExecuteError
+    from corun.backend.settings import RunSettings
     from corun.cli import command_line, progress
     from corun.plan_dir import plan_file, prediction_file
+    from corun.reports.rounds import turned_order
+    from corun.sim.strategy import StrategyKind, host_workers_per_gpu, parse_strategy, strategy_plan
+    from corun.spec import Plan, load
+    from corun.spec.serde import save
     from corun.workload import resolve_hardware, resolve_model, resolve_pipeline
-    from reports.rounds import turned_order
-    from sim.strategy import StrategyKind, host_workers_per_gpu, parse_strategy, strategy_plan
-    from spec import Plan, load
-    from spec.serde import save
 
     say = progress(args.quiet)
     model = resolve_model(args.model or work.model, work.batch, work.cuda_graphs)
@@ -322,7 +322,7 @@ def launch_variants(chosen, taken, pipeline) -> dict:
     gpu-sequential's gap on three H200s and the same kernel in 198 blocks 81-84%,
     predicted 0.12 ms behind it; `corun tune` kept that
     x0.5 in three runs, the fastest in 9 of 9 rounds, so the variants run by default."""
-    from planner.search import LAUNCH_STEPS
+    from corun.planner.search import LAUNCH_STEPS
 
     out, seen = {}, list(taken)
     for step in LAUNCH_STEPS:
@@ -373,7 +373,7 @@ def cap_variant_runs(wanted: bool, device: str, say) -> bool:
     On the CPU it runs as the plan on every SM would (there are no SMs to confine)."""
     if not wanted or device == "cpu":
         return wanted
-    from backend.sm_split import green_contexts_supported
+    from corun.backend.sm_split import green_contexts_supported
 
     if green_contexts_supported():
         return True
@@ -439,7 +439,7 @@ def grid_prediction(folder: Path, base: str, name: str, predicted: dict):
     """A grid variant's Prediction: its base strategy's (the folder's file or a variant's
     in `predicted`) under the variant's name, with a caution: the simulator does not
     model the grid."""
-    from sim.scenario import CAUTION
+    from corun.sim.scenario import CAUTION
 
     p = strategy_prediction(folder, base, predicted)
     if p is None:
@@ -455,8 +455,8 @@ def variant_predictions(folder: Path, chosen, variants: dict, hw, model, pipelin
     simulation of it (a folder planned with --calibration or other settings keeps its
     scale; the scale is taken between mean iterations, as tune compares)."""
     from corun.plan_dir import prediction_file
-    from sim import Scenario, Strategy, StrategyKind, simulate_steady
-    from spec import Prediction, load
+    from corun.sim import Scenario, Strategy, StrategyKind, simulate_steady
+    from corun.spec import Prediction, load
 
     def simulated(plan) -> Prediction:
         sc = Scenario(hw, model, pipeline, Strategy(StrategyKind.PLAN, plan=plan))
@@ -486,7 +486,7 @@ def summarise(rounds: dict[int, dict], folder: Path, strategies: list[str],
     for plans the folder does not hold); the predicted and
     measured ranks of the strategies other than ideal; the measured fastest, and whether
     it is the one the planner chose."""
-    from reports.rounds import is_ideal, round_stats
+    from corun.reports.rounds import is_ideal, round_stats
 
     stats = round_stats({r: {s: m[s].mean_iteration_ms for s in strategies}
                          for r, m in rounds.items()})
@@ -521,7 +521,7 @@ def strategy_prediction(folder: Path, strategy: str, predicted: dict | None):
     """A strategy's Prediction: the plan folder's file for it, else the variant's in
     `predicted` (name -> Prediction), else None."""
     from corun.plan_dir import prediction_file
-    from spec import Prediction, load
+    from corun.spec import Prediction, load
 
     path = folder / prediction_file(strategy)
     return load(Prediction, path) if path.is_file() else (predicted or {}).get(strategy)
@@ -544,7 +544,7 @@ def _pct(x: float | None, fmt: str = "{:.1f}%") -> str:
 
 def render(summary: dict) -> str:
     from corun.format import table
-    from reports.rounds import SEQUENTIAL, is_ideal
+    from corun.reports.rounds import SEQUENTIAL, is_ideal
 
     rows = [[r["strategy"], r["rounds"],
              f"{r['median_ms']:.3f} ({r['min_ms']:.3f}-{r['max_ms']:.3f})",
@@ -570,7 +570,7 @@ def faster_ideal_line(summary: dict) -> str | None:
     another grid) measured faster than ideal itself, say so: the table's shares of ideal
     are against ideal as the trainer runs by default (a row on another grid recovers
     against that grid's baselines, reports.rounds.gap_baselines)."""
-    from reports.rounds import IDEAL, is_ideal
+    from corun.reports.rounds import IDEAL, is_ideal
 
     by = {r["strategy"]: r["median_ms"] for r in summary["rows"]}
     if IDEAL not in by:
@@ -615,7 +615,7 @@ def verdict(summary: dict) -> str:
 def write_summary(out: Path, summary: dict, command: str) -> None:
     import json
 
-    from spec.serde import write_atomic
+    from corun.spec.serde import write_atomic
 
     write_atomic(out / "tune.json", json.dumps({**summary, "command": command}, indent=1))
     write_atomic(out / "tune.md", f"# corun tune\n\n`{command}`\n\nEach round runs every "

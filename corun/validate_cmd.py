@@ -17,7 +17,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 
-from spec import SpecError
+from corun.spec import SpecError
 
 ROOT = Path(__file__).resolve().parent.parent
 DATASET = ROOT / "validation"
@@ -50,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _add(args: argparse.Namespace) -> int:
-    from spec.validation import Dataset, case_from_record
+    from corun.spec.validation import Dataset, case_from_record
 
     folder = Path(args.dataset)
     ds = Dataset.read(folder) if (folder / "measured.csv").exists() else Dataset((), {}, {})
@@ -74,7 +74,7 @@ def measurement_docs(paths: list[Path]) -> list[dict]:
     """The Measurement documents of the files named and of the folders' *.json (a folder's
     other files, such as a tune's plans and summary, are passed over); all read before
     anything is written."""
-    from spec.serde import read_document
+    from corun.spec.serde import read_document
 
     docs = []
     for path in paths:
@@ -100,11 +100,11 @@ def case_scenario(case, plan_doc: dict | None):
     """The steady-state Scenario of what a case ran, as `corun plan` simulates a candidate:
     a baseline by its name, else the plan it ran; its host cores, step mode and timed
     check as it ran."""
-    import spec
-    from sim import Scenario, Strategy, StrategyKind, parse_strategy, steady_state
-    from spec.hardware import preset_of_device
-    from spec.serde import from_jsonable
-    from spec.validation import PredictAs
+    from corun import spec
+    from corun.sim import Scenario, Strategy, StrategyKind, parse_strategy, steady_state
+    from corun.spec.hardware import preset_of_device
+    from corun.spec.serde import from_jsonable
+    from corun.spec.validation import PredictAs
 
     kind = preset_of_device(case.machine)
     extra = {"host_cpu_cores": case.host_cpu_cores} if case.host_cpu_cores else {}
@@ -122,8 +122,8 @@ def case_scenario(case, plan_doc: dict | None):
 def predict_case(case, plan_doc: dict | None, commit: str):
     """One case's PredictedCase: nan with the reason where it is not modelled or today's
     code cannot simulate it (a plan of a pipeline since changed)."""
-    from sim import simulate_steady
-    from spec.validation import PredictedCase
+    from corun.sim import simulate_steady
+    from corun.spec.validation import PredictedCase
 
     if not case.modelled:
         return PredictedCase(case.case_id, math.nan, commit, f"not modelled: {case.note}")
@@ -135,7 +135,7 @@ def predict_case(case, plan_doc: dict | None, commit: str):
 
 
 def _predict_chunk(chunk: list[tuple]) -> list:
-    from costmodel.threads import single_threaded
+    from corun.costmodel.threads import single_threaded
 
     with single_threaded():
         return [predict_case(*item) for item in chunk]
@@ -143,7 +143,7 @@ def _predict_chunk(chunk: list[tuple]) -> list:
 
 def predict_all(ds, jobs: int, limit: int = 0, progress=lambda *a: None) -> dict:
     """Every case (the first `limit`, where given) predicted again, in `jobs` processes."""
-    from spec.provenance import git_commit
+    from corun.spec.provenance import git_commit
 
     commit = git_commit()
     items = [(c, ds.plans.get(c.plan_id), commit) for c in ds.measured]
@@ -167,8 +167,8 @@ def predict_all(ds, jobs: int, limit: int = 0, progress=lambda *a: None) -> dict
 
 def _predict(args: argparse.Namespace) -> int:
     from corun.cli import progress
-    from spec.errors import require_int_range
-    from spec.validation import Dataset
+    from corun.spec.errors import require_int_range
+    from corun.spec.validation import Dataset
 
     require_int_range("--jobs", args.jobs, 1, 256)
     require_int_range("--limit", args.limit, 0)
@@ -182,9 +182,9 @@ def _predict(args: argparse.Namespace) -> int:
 
 
 def _render(args: argparse.Namespace) -> int:
-    from reports.results import readme_with_table, results_markdown
-    from spec.serde import write_atomic
-    from spec.validation import Dataset
+    from corun.reports.results import readme_with_table, results_markdown
+    from corun.spec.serde import write_atomic
+    from corun.spec.validation import Dataset
 
     ds = Dataset.read(args.dataset)
     results = results_markdown(ds, "corun validate render")

@@ -12,8 +12,8 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
-from reports.whatif import MAX_CORES
-from spec import SpecError
+from corun.reports.whatif import MAX_CORES
+from corun.spec import SpecError
 
 
 @dataclass(frozen=True)
@@ -77,19 +77,19 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def link_key(hw) -> str:
     """The spec.LINKS key of the hardware's link inside a node."""
-    from spec import LINKS
+    from corun.spec import LINKS
 
     return next(k for k, v in LINKS.items() if v == hw.intra_node)
 
 
 def plan_point(hw_name: str, gpus: int, batch: int, model_name: str, pipe_name: str,
                time_limit: float, interconnect: str | None = None) -> Point:
+    from corun.planner import LocalSearch, SimJudge
+    from corun.planner.sm_cap import with_sm_cap
+    from corun.sim import Scenario, Strategy, StrategyKind, simulate
+    from corun.sim.scenario import CPU_ITERATIONS, CPU_WARMUP
+    from corun.spec import hardware_preset
     from corun.workload import resolve_model, resolve_pipeline
-    from planner import LocalSearch, SimJudge
-    from planner.sm_cap import with_sm_cap
-    from sim import Scenario, Strategy, StrategyKind, simulate
-    from sim.scenario import CPU_ITERATIONS, CPU_WARMUP
-    from spec import hardware_preset
 
     hw = hardware_preset(hw_name, gpus, intra_node=interconnect)
     model = resolve_model(model_name, batch)
@@ -128,11 +128,11 @@ def plan_point(hw_name: str, gpus: int, batch: int, model_name: str, pipe_name: 
 
 def run(args: argparse.Namespace) -> int:
     from corun.cli import progress
+    from corun.costmodel import shard_tables
+    from corun.reports.whatif import heatmaps, markdown
+    from corun.spec import GPU_KINDS, LINKS, hardware_preset
+    from corun.spec.serde import write_atomic
     from corun.workload import int_list, require_seconds, resolve_model
-    from costmodel import shard_tables
-    from reports.whatif import heatmaps, markdown
-    from spec import GPU_KINDS, LINKS, hardware_preset
-    from spec.serde import write_atomic
 
     kinds = args.hardware.split(",")
     for k in kinds:

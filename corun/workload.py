@@ -7,7 +7,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from spec import (
+from corun.spec import (
     Hardware,
     Model,
     Pipeline,
@@ -17,7 +17,7 @@ from spec import (
     model_preset,
     pipeline_preset,
 )
-from spec.serde import from_jsonable, loads, read_document
+from corun.spec.serde import from_jsonable, loads, read_document
 
 CONFIG_KEYS = ("hardware", "gpus", "interconnect", "host_cores", "model", "pipeline", "batch",
                "strategy", "plan", "iterations", "warmup", "seed", "jitter", "embedding_comm",
@@ -90,7 +90,7 @@ def add_cuda_graphs_argument(p: argparse.ArgumentParser) -> None:
 def add_run_arguments(p: argparse.ArgumentParser) -> None:
     """What execute and tune take alike: the hardware preset for the baselines, the run's
     length (backend.settings.RunSettings' defaults) and what it checks."""
-    from backend.settings import RunSettings
+    from corun.backend.settings import RunSettings
 
     d = RunSettings()
     p.add_argument("--hardware", default="h200",
@@ -127,8 +127,8 @@ def calibrated(base: Any, paths: list[str] | None, say=None) -> Any:
     """The Scenario `base` calibrated by the measurements at `paths` (unchanged without)."""
     if not paths:
         return base
-    from costmodel.calibration import load_calibration
-    from sim import calibrate
+    from corun.costmodel.calibration import load_calibration
+    from corun.sim import calibrate
 
     cal = load_calibration(paths)
     out = calibrate(base, cal)
@@ -166,7 +166,7 @@ def resolve_pipeline(name: Any) -> Pipeline:
 def shrink_tables(model: Model, pipeline: Pipeline, max_rows: int) -> tuple[Model, Pipeline]:
     """The same model and pipeline with every table capped at `max_rows` rows and every
     hash bounded to match (for CPU checks and dry runs of GPU-sized presets)."""
-    from spec import OpKind
+    from corun.spec import OpKind
 
     small = replace(model, tables=tuple(replace(t, rows=min(t.rows, max_rows))
                                         for t in model.tables))

@@ -7,8 +7,8 @@ H200, the constant was chosen to agree with it, and says so.
 
 from __future__ import annotations
 
-from costmodel.types import CoRunEffect, CostModel, KernelWork, StageWork
-from spec import Hardware
+from corun.costmodel.types import CoRunEffect, CostModel, KernelWork, StageWork
+from corun.spec import Hardware
 
 GEMM_EFFICIENCY = 0.75
 """Share of the precision's dense peak a large fp32/tf32/bf16 GEMM reaches: the bf16

@@ -17,8 +17,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from spec import Measurement, SpecError, load
-from spec.measurement import notes_say_graphed
+from corun.spec import Measurement, SpecError, load
+from corun.spec.measurement import notes_say_graphed
 
 
 @dataclass(frozen=True)

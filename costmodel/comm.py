@@ -9,7 +9,7 @@ peer message batch (NCCL issues all peers' sends together: one latency).
 
 from __future__ import annotations
 
-from spec import Link
+from corun.spec import Link
 
 
 def ring_allreduce_ms(nbytes: float, n: int, link: Link) -> float:

@@ -24,8 +24,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from costmodel.profile_data import is_resident
-from costmodel.release_steps import format_steps, parse_steps
+from corun.costmodel.profile_data import is_resident
+from corun.costmodel.release_steps import format_steps, parse_steps
 
 HELD_RATIO = 3.0
 """A stage beside a kernel is held where it took at least this many times its time alone:

@@ -26,8 +26,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from spec import FusedKernel, Pipeline, Stage
-from spec.pipeline import Shape
+from corun.spec import FusedKernel, Pipeline, Stage
+from corun.spec.pipeline import Shape
 
 ASSEMBLY_FIXED_MS, ASSEMBLY_MS_PER_MB = 0.05, 0.0007
 """The GPU kernel that assembles a batch: a line fitted to its measured spans on the H200

@@ -30,11 +30,11 @@ import statistics
 from pathlib import Path
 
 import numpy as np
+from corun.costmodel.host import kernel_launches, output_mb
+from corun.spec import SpecError
+from corun.spec.serde import read_stored_text
 
-import spec
-from costmodel.host import kernel_launches, output_mb
-from spec import SpecError
-from spec.serde import read_stored_text
+from corun import spec
 
 IDLE_WAIT_MS = 0.1
 """A workload is host-paced when none of its strategies' host waited longer for the GPU."""

@@ -78,7 +78,7 @@ def correct_rows(rows: list[dict[str, str]], savings: dict[Shape, list[tuple[int
     shape SAVING_CSV does not hold, is left as measured."""
     if not savings:
         return rows
-    from spec import Interaction, SpecError, model_preset
+    from corun.spec import Interaction, SpecError, model_preset
 
     shapes: dict[str, tuple[int, int] | None] = {}
     out = []

@@ -36,11 +36,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
-
-from costmodel.graphs import GraphedStages, fit_savings, read_graphed
-from costmodel.held import floor_held
-from costmodel.interaction import SAVING_CSV
-from costmodel.profile_data import (
+from corun.costmodel.graphs import GraphedStages, fit_savings, read_graphed
+from corun.costmodel.held import floor_held
+from corun.costmodel.interaction import SAVING_CSV
+from corun.costmodel.profile_data import (
     PROFILE,
     data_files,
     data_hash,
@@ -50,10 +49,10 @@ from costmodel.profile_data import (
     lookup_rows,
     read_profile,
 )
-from costmodel.release_steps import ReleaseStep, rates, read_release_steps
-from costmodel.stage_room import ROOM_FILE, RoomKey, RoomKind, StageRoom, read_rooms
-from costmodel.types import CoRunEffect, CostModel, KernelWork, StageWork, WholeRun
-from spec import GpuKind, Hardware, Model, OpKind, SpecError, hardware_preset
+from corun.costmodel.release_steps import ReleaseStep, rates, read_release_steps
+from corun.costmodel.stage_room import ROOM_FILE, RoomKey, RoomKind, StageRoom, read_rooms
+from corun.costmodel.types import CoRunEffect, CostModel, KernelWork, StageWork, WholeRun
+from corun.spec import GpuKind, Hardware, Model, OpKind, SpecError, hardware_preset
 
 TARGETS = ("kernel_alone", "kernel_corun", "stage_slowdown", "stage_alone")
 CORUN_TARGETS = ("kernel_corun", "stage_slowdown")
@@ -197,9 +196,9 @@ def _preset_stage(model: str, batch: int, stage: str) -> dict[str, float]:
     preset: such rows are from tests; real profiles of model files carry the columns)."""
     from dataclasses import replace
 
-    from costmodel.workload import stage_work
-    from spec import MODEL_PRESETS, Stage
-    from spec.sharding import shard_tables
+    from corun.costmodel.workload import stage_work
+    from corun.spec import MODEL_PRESETS, Stage
+    from corun.spec.sharding import shard_tables
 
     m = MODEL_PRESETS.get(model)
     if m is None or batch < 1:
@@ -523,8 +522,8 @@ class AnalyticModel:
 
     @staticmethod
     def _raw(rows: Sequence[dict]) -> dict[str, np.ndarray]:
-        from costmodel.analytic import AnalyticCostModel
-        from spec import Precision, Stage
+        from corun.costmodel.analytic import AnalyticCostModel
+        from corun.spec import Precision, Stage
 
         cm = AnalyticCostModel()
         out = {t: [] for t in TARGETS}
@@ -639,7 +638,7 @@ def save_model(model: CoRunModel, path: str | Path, meta: dict) -> None:
     """The model and its metadata, pickled and gzipped (the H200 model: 5.1 MB as a plain
     pickle, 1.3 MB gzipped; the checkout sent to the GPU machine is capped at 64 MiB), the
     gzip header's time left at 0 so that one fit writes the same bytes twice."""
-    from spec.serde import write_atomic
+    from corun.spec.serde import write_atomic
 
     write_atomic(path, gzip.compress(pickle.dumps({"model": model, "meta": meta}), mtime=0))
 
@@ -716,7 +715,7 @@ class LearnedCostModel(CostModel):
         `graphed_rows`: a graphed-stages.csv's rows (costmodel/graphs.py);
         `release_steps`: the profiled steps that released a kernel (`release_steps_in`);
         `rooms`: the stages whose room in time a probe measured (stage-room.json)."""
-        from costmodel.analytic import AnalyticCostModel
+        from corun.costmodel.analytic import AnalyticCostModel
 
         self.model, self.meta = model, meta
         self.profiled = profiled or {}
@@ -908,9 +907,9 @@ def graph_key(gpu: str, work: StageWork) -> tuple:
 def preset_stages(model_name: str, batch: int) -> dict[str, StageWork]:
     """A model preset's stages at `batch` on one GPU (what a graphed-stages.csv row
     names), by stage name."""
-    from costmodel.workload import stage_work
-    from spec import model_preset
-    from spec.sharding import shard_tables
+    from corun.costmodel.workload import stage_work
+    from corun.spec import model_preset
+    from corun.spec.sharding import shard_tables
 
     model = replace(model_preset(model_name), batch_per_gpu=batch)
     hw = hardware_preset("h200", 1)
@@ -954,7 +953,7 @@ def cost_model_for(hw: Hardware) -> CostModel:
     else one fitted on another kind, applied through the GPU-normalised features (a
     what-if for a GPU nobody profiled: trust it less, its name says so); else the
     analytic estimator."""
-    from costmodel.analytic import AnalyticCostModel
+    from corun.costmodel.analytic import AnalyticCostModel
 
     try:
         own = preset_of(hw.gpu.name)
@@ -1009,7 +1008,7 @@ def _load_or_refit(path: Path) -> tuple[CoRunModel, dict]:
     trusted across versions."""
     import sys
 
-    from spec.serde import cache_dir, write_atomic
+    from corun.spec.serde import cache_dir, write_atomic
 
     try:
         return load_model(path, path.parent)

@@ -12,7 +12,7 @@ import csv
 import hashlib
 from pathlib import Path
 
-from costmodel.interaction import SAVING_CSV, correct_rows, read_savings
+from corun.costmodel.interaction import SAVING_CSV, correct_rows, read_savings
 
 KEY = ("gpu", "model", "batch", "kernel", "stage")
 LEAD_ASKED = "lead_asked_ms"

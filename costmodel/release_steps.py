@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from costmodel.types import CoRunEffect
-from spec import SpecError
+from corun.costmodel.types import CoRunEffect
+from corun.spec import SpecError
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ that starts after its stage began, where one is installed as costmodel/data/<gpu
 stage-room.json: on the H200, graphed heavy-lean and heavy-hot b16384's
 (sim.scenario.stage_rooms).
 
-    python -m costmodel.stage_room RAW.json [RAW.json ...] -o OUT.json
+    python -m corun.costmodel.stage_room RAW.json [RAW.json ...] -o OUT.json
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from spec import SpecError
-from spec.errors import require
+from corun.spec import SpecError
+from corun.spec.errors import require
 
 ROOM_FILE = "stage-room.json"
 """The fitted rooms, beside a GPU's profile data (costmodel/data/<gpu>/)."""
@@ -284,11 +284,11 @@ def read_rooms(path: Path) -> dict[RoomKey, StageRoom]:
         return out
     except (KeyError, TypeError, ValueError) as e:
         raise SpecError(str(path), repr(e)[:80], "a list of rooms as "
-                        "`python -m costmodel.stage_room` writes them") from None
+                        "`python -m corun.costmodel.stage_room` writes them") from None
 
 
 def main(argv: list[str] | None = None) -> int:
-    from spec.serde import read_stored_text, write_atomic
+    from corun.spec.serde import read_stored_text, write_atomic
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("raw", nargs="+", help="stage-room probe records")

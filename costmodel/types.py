@@ -14,10 +14,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from spec import Hardware, Model, OpKind, Precision, Stage
+from corun.spec import Hardware, Model, OpKind, Precision, Stage
 
 if TYPE_CHECKING:
-    from costmodel.stage_room import RoomKind, StageRoom
+    from corun.costmodel.stage_room import RoomKind, StageRoom
 
 
 class Comm(enum.Enum):

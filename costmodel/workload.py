@@ -11,8 +11,8 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable
 
-from costmodel.types import Comm, KernelWork, StageWork
-from spec import (
+from corun.costmodel.types import Comm, KernelWork, StageWork
+from corun.spec import (
     EmbeddingForward,
     EmbeddingUpdate,
     Hardware,
@@ -24,7 +24,7 @@ from spec import (
     Stage,
     stages_for,
 )
-from spec.sharding import Sharding
+from corun.spec.sharding import Sharding
 
 F32 = 4
 ID_BYTES = 8

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from costmodel import CostModel
-from costmodel.learned import cost_model_for
-from planner.types import Judge, Judged
-from sim import Scenario, Strategy, StrategyKind, simulate_steady
-from spec import Plan
-from spec.serde import to_jsonable
+from corun.costmodel import CostModel
+from corun.costmodel.learned import cost_model_for
+from corun.planner.types import Judge, Judged
+from corun.sim import Scenario, Strategy, StrategyKind, simulate_steady
+from corun.spec import Plan
+from corun.spec.serde import to_jsonable
 
 
 def plan_key(plan: Plan) -> str:

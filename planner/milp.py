@@ -19,15 +19,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from corun.costmodel import AnalyticCostModel, kernel_work, shard_tables, stage_work
+from corun.costmodel.analytic import PRE_KERNEL_LAUNCH_MS
+from corun.planner.judge import SimJudge
+from corun.planner.types import Judged
+from corun.planner.units import units_of
+from corun.sim.strategy import default_launch
+from corun.spec import BEFORE_ITERATION, FusedKernel, Plan, SpecError, stages_for
 from scipy.optimize import Bounds, LinearConstraint, milp
-
-from costmodel import AnalyticCostModel, kernel_work, shard_tables, stage_work
-from costmodel.analytic import PRE_KERNEL_LAUNCH_MS
-from planner.judge import SimJudge
-from planner.types import Judged
-from planner.units import units_of
-from sim.strategy import default_launch
-from spec import BEFORE_ITERATION, FusedKernel, Plan, SpecError, stages_for
 
 
 @dataclass(frozen=True)

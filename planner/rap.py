@@ -12,11 +12,11 @@
 
 from __future__ import annotations
 
-from costmodel import AnalyticCostModel, kernel_work, shard_tables, stage_work
-from planner.judge import SimJudge
-from planner.types import Judge, Judged, Proposer
-from sim.strategy import default_launch
-from spec import FusedKernel, Pipeline, Plan, stages_for
+from corun.costmodel import AnalyticCostModel, kernel_work, shard_tables, stage_work
+from corun.planner.judge import SimJudge
+from corun.planner.types import Judge, Judged, Proposer
+from corun.sim.strategy import default_launch
+from corun.spec import FusedKernel, Pipeline, Plan, stages_for
 
 
 def layers(pipeline: Pipeline) -> dict[str, int]:

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from planner.types import Judged
-from spec import Plan
+from corun.planner.types import Judged
+from corun.spec import Plan
 
 NEAR_TIE_PCT = 1.5
 """A runner-up predicted this close to the chosen plan may well be faster on the GPU: the

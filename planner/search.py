@@ -28,13 +28,13 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from costmodel import shard_tables
-from planner.judge import SimJudge
-from planner.runners_up import NEAR_TIE_PCT
-from planner.types import Judge, Judged, Proposer
-from planner.units import units_of
-from sim.strategy import default_launch
-from spec import BEFORE_ITERATION, FusedKernel, Mapping, Plan, stages_for
+from corun.costmodel import shard_tables
+from corun.planner.judge import SimJudge
+from corun.planner.runners_up import NEAR_TIE_PCT
+from corun.planner.types import Judge, Judged, Proposer
+from corun.planner.units import units_of
+from corun.sim.strategy import default_launch
+from corun.spec import BEFORE_ITERATION, FusedKernel, Mapping, Plan, stages_for
 
 TIE = 1e-6
 """Relative throughput difference below which two plans are predicted alike (the host
@@ -268,7 +268,7 @@ class LocalSearch(Proposer):
         depends on the limit and on how busy the machine was (`time_limit_note`)."""
 
     def propose(self, judge: Judge, time_limit_s: float) -> Judged:
-        from costmodel.threads import single_threaded
+        from corun.costmodel.threads import single_threaded
 
         with single_threaded():  # a time-limited search: its judge's threads would starve it
             return self._propose(judge, time_limit_s)

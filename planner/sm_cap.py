@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from planner.judge import SimJudge
-from sim.scenario import NOTE, compile_scenario, racing_kernel
-from sim.strategy import Strategy, StrategyKind
-from spec import FusedKernel, Plan
-from spec.plan import default_cap_sms
+from corun.planner.judge import SimJudge
+from corun.sim.scenario import NOTE, compile_scenario, racing_kernel
+from corun.sim.strategy import Strategy, StrategyKind
+from corun.spec import FusedKernel, Plan
+from corun.spec.plan import default_cap_sms
 
 
 def racing(judge: SimJudge, plan: Plan) -> tuple[FusedKernel, float] | None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import abc
 from dataclasses import dataclass
 
-from spec import Plan
+from corun.spec import Plan
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from spec import Pipeline
+from corun.spec import Pipeline
 
 
 def units_of(pipeline: Pipeline) -> list[tuple[str, ...]]:

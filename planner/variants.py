@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from planner.search import LocalSearch
-from planner.units import units_of
-from sim import Scenario
-from spec import FusedKernel, Mapping, Plan
-from spec.sharding import shard_tables
+from corun.planner.search import LocalSearch
+from corun.planner.units import units_of
+from corun.sim import Scenario
+from corun.spec import FusedKernel, Mapping, Plan
+from corun.spec.sharding import shard_tables
 
 
 def with_owner_mapping(plan: Plan, scenario: Scenario) -> Plan:

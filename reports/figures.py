@@ -9,10 +9,9 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from corun.reports.pairs import Pair, iteration_points, mape  # noqa: E402
+from corun.spec import Prediction  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
-
-from reports.pairs import Pair, iteration_points, mape  # noqa: E402
-from spec import Prediction  # noqa: E402
 
 BAND = 0.05
 

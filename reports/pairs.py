@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from spec import Measurement, Prediction, SpecError
-from spec.serde import loads, read_document, schema_tag
+from corun.spec import Measurement, Prediction, SpecError
+from corun.spec.serde import loads, read_document, schema_tag
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from spec.validation import Dataset, MeasuredCase
+from corun.spec.validation import Dataset, MeasuredCase
 
 WITHIN_PCT = 5.0
 """An error at most this far off counts as a good prediction (the planner's own target)."""

@@ -19,7 +19,7 @@ IDEAL, SEQUENTIAL = "ideal", "gpu-sequential"
 def record_iteration_ms(record: dict) -> float:
     """A Measurement record's (its JSON) mean iteration, as its throughput counts it, by
     which rounds compare strategies (spec.measurement.mean_iteration_ms)."""
-    from spec.measurement import mean_iteration_ms
+    from corun.spec.measurement import mean_iteration_ms
 
     return mean_iteration_ms(record["throughput_samples_per_s"], record["batch_per_gpu"],
                              record["gpu_count"])

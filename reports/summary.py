@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from reports import figures
-from reports.pairs import Pair, iteration_points, load_files, mape, pair_up
-from reports.tail import tail
-from spec import Prediction, SpecError
-from spec.serde import write_atomic
+from corun.reports import figures
+from corun.reports.pairs import Pair, iteration_points, load_files, mape, pair_up
+from corun.reports.tail import tail
+from corun.spec import Prediction, SpecError
+from corun.spec.serde import write_atomic
 
 
 def _row(p: Pair, scale: float | None) -> list[str]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
-from spec import Measurement
+from corun.spec import Measurement
 
 
 @dataclass(frozen=True)

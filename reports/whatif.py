@@ -5,8 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-
-from reports import figures
+from corun.reports import figures
 
 MAX_CORES = 8192
 """The most host cores the what-if's cpu:N search tries; a point no cpu:N up to it

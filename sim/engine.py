@@ -28,9 +28,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import simpy
-
-from sim.scenario import Compiled, GpuTables
-from sim.trace import COPY, HOST, PREPROCESS, TRAINING, WAIT, Span
+from corun.sim.scenario import Compiled, GpuTables
+from corun.sim.trace import COPY, HOST, PREPROCESS, TRAINING, WAIT, Span
 
 
 @dataclass

@@ -11,13 +11,13 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
-from costmodel import CostModel, Sharding, kernel_work, shard_tables, stage_work
-from costmodel.comm import all_to_all_ms, pgas_exposed_ms, ring_allreduce_ms
-from costmodel.host import H200_HOST, assembly_ms, kernel_launches, output_mb
-from costmodel.stage_room import RoomKind, StageRoom
-from costmodel.types import Comm, CoRunEffect, KernelWork, StageWork, kernel_factors_through
-from sim.strategy import Strategy, StrategyKind, strategy_plan
-from spec import (
+from corun.costmodel import CostModel, Sharding, kernel_work, shard_tables, stage_work
+from corun.costmodel.comm import all_to_all_ms, pgas_exposed_ms, ring_allreduce_ms
+from corun.costmodel.host import H200_HOST, assembly_ms, kernel_launches, output_mb
+from corun.costmodel.stage_room import RoomKind, StageRoom
+from corun.costmodel.types import Comm, CoRunEffect, KernelWork, StageWork, kernel_factors_through
+from corun.sim.strategy import Strategy, StrategyKind, strategy_plan
+from corun.spec import (
     FusedKernel,
     Hardware,
     Mapping,
@@ -28,8 +28,8 @@ from spec import (
     Stage,
     stages_for,
 )
-from spec.errors import require, require_int_range
-from spec.plan import TRAINER_UPDATE_BLOCKS_PER_SM, default_cap_sms
+from corun.spec.errors import require, require_int_range
+from corun.spec.plan import TRAINER_UPDATE_BLOCKS_PER_SM, default_cap_sms
 
 
 class EmbeddingComm(enum.Enum):

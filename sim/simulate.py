@@ -7,17 +7,16 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
-
-from costmodel import CostModel
-from costmodel.calibration import Calibration, workload_text
-from costmodel.learned import cost_model_for
-from sim.engine import RunLog, run
-from sim.scenario import Compiled, Scenario, compile_scenario, host_cpu_work, steady_state
-from sim.strategy import Strategy, StrategyKind
-from sim.trace import chrome_trace
-from spec import KernelTime, Prediction, Provenance, SpecError, StageTime
-from spec.provenance import git_commit
-from spec.serde import write_atomic
+from corun.costmodel import CostModel
+from corun.costmodel.calibration import Calibration, workload_text
+from corun.costmodel.learned import cost_model_for
+from corun.sim.engine import RunLog, run
+from corun.sim.scenario import Compiled, Scenario, compile_scenario, host_cpu_work, steady_state
+from corun.sim.strategy import Strategy, StrategyKind
+from corun.sim.trace import chrome_trace
+from corun.spec import KernelTime, Prediction, Provenance, SpecError, StageTime
+from corun.spec.provenance import git_commit
+from corun.spec.serde import write_atomic
 
 VERSION = "0.1.0"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from spec import (
+from corun.spec import (
     BEFORE_ITERATION,
     FusedKernel,
     Hardware,

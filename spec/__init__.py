@@ -1,7 +1,7 @@
 """The shared vocabulary: validated, frozen value types. Imports nothing else of ours."""
 
-from spec.errors import SpecError
-from spec.hardware import (
+from corun.spec.errors import SpecError
+from corun.spec.hardware import (
     GPU_KINDS,
     LINKS,
     GpuKind,
@@ -11,8 +11,8 @@ from spec.hardware import (
     Precision,
     hardware_preset,
 )
-from spec.measurement import Measurement, Spread
-from spec.model import (
+from corun.spec.measurement import Measurement, Spread
+from corun.spec.model import (
     MODEL_PRESETS,
     EmbeddingForward,
     EmbeddingUpdate,
@@ -22,12 +22,12 @@ from spec.model import (
     Table,
     model_preset,
 )
-from spec.pipeline import Column, DType, OpKind, OpNode, Pipeline, Shape, SparseOutput
-from spec.pipelines import DEFAULT_MODEL_FOR, PIPELINE_PRESETS, pipeline_preset
-from spec.plan import BEFORE_ITERATION, FusedKernel, Mapping, Plan, one_kernel_plan
-from spec.prediction import KernelTime, Prediction, Provenance, StageTime
-from spec.serde import load, save
-from spec.stages import STAGE_ORDER, Stage, stages_for
+from corun.spec.pipeline import Column, DType, OpKind, OpNode, Pipeline, Shape, SparseOutput
+from corun.spec.pipelines import DEFAULT_MODEL_FOR, PIPELINE_PRESETS, pipeline_preset
+from corun.spec.plan import BEFORE_ITERATION, FusedKernel, Mapping, Plan, one_kernel_plan
+from corun.spec.prediction import KernelTime, Prediction, Provenance, StageTime
+from corun.spec.serde import load, save
+from corun.spec.stages import STAGE_ORDER, Stage, stages_for
 
 __all__ = [
     "BEFORE_ITERATION",

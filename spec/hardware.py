@@ -10,7 +10,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field, replace
 
-from spec.errors import SpecError, require, require_int_range, require_positive
+from corun.spec.errors import SpecError, require, require_int_range, require_positive
 
 
 class Precision(enum.Enum):

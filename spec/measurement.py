@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from spec.plan import Plan
+from corun.spec.plan import Plan
 
 
 @dataclass(frozen=True)

@@ -9,8 +9,8 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, replace
 
-from spec.errors import SpecError, require, require_int_range, require_positive
-from spec.hardware import Precision
+from corun.spec.errors import SpecError, require, require_int_range, require_positive
+from corun.spec.hardware import Precision
 
 
 class Interaction(enum.Enum):

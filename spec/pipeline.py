@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from spec.errors import SpecError, require
+from corun.spec.errors import SpecError, require
 
 
 class OpKind(enum.Enum):

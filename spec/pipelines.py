@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from spec.errors import SpecError
-from spec.model import (
+from corun.spec.errors import SpecError
+from corun.spec.model import (
     BUCKET_TABLE_ROWS,
     HEAVY_SMALL_TABLE_ROWS,
     HEAVY_TABLE_ROWS,
@@ -14,7 +14,7 @@ from spec.model import (
     MLPERF_ROWS,
     TERABYTE_ROWS,
 )
-from spec.pipeline import Column, DType, OpKind, OpNode, Pipeline, Shape, SparseOutput
+from corun.spec.pipeline import Column, DType, OpKind, OpNode, Pipeline, Shape, SparseOutput
 
 EPS = 1e-5
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
-from spec.errors import SpecError, require, require_int_range
-from spec.model import MAX_BATCH_PER_GPU
-from spec.pipeline import Pipeline
-from spec.stages import Stage, stages_for
+from corun.spec.errors import SpecError, require, require_int_range
+from corun.spec.model import MAX_BATCH_PER_GPU
+from corun.spec.pipeline import Pipeline
+from corun.spec.stages import Stage, stages_for
 
 
 class Mapping(enum.Enum):

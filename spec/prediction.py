@@ -63,7 +63,7 @@ class Prediction:
         """The simulated span over the simulated iterations (ms), as the throughput counts
         it: what a measurement's mean iteration (Measurement.mean_iteration_ms) is
         compared with, every simulated slow step counted as every measured one is."""
-        from spec.measurement import mean_iteration_ms
+        from corun.spec.measurement import mean_iteration_ms
 
         return mean_iteration_ms(self.throughput_samples_per_s, self.batch_per_gpu,
                                  self.gpu_count)

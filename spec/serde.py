@@ -20,8 +20,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import yaml
-
-from spec.errors import SpecError
+from corun.spec.errors import SpecError
 
 T = TypeVar("T")
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from spec import Hardware, Model, Optimizer, SpecError
+from corun.spec import Hardware, Model, Optimizer, SpecError
 
 WORKSPACE_BYTES = 4 * 2**30
 """Kept free per GPU for activations, the allocator's slack and CUDA context: an

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from enum import Enum, StrEnum
 from pathlib import Path
 
-from spec.errors import SpecError, require
-from spec.serde import write_atomic
+from corun.spec.errors import SpecError, require
+from corun.spec.serde import write_atomic
 
 MEASURED_FILE = "measured.csv"
 PREDICTED_FILE = "predicted.csv"
@@ -254,7 +254,7 @@ def case_from_record(record: dict, source: str, index: int, measured_on: str,
     The simulator does not model a fused embedding update on another grid than the
     trainer's default, so such a case is kept but not `modelled`; `note` says why where
     the caller knows of another reason."""
-    from spec.measurement import (
+    from corun.spec.measurement import (
         mean_iteration_ms,
         notes_say_graphed,
         notes_say_timed_checked,

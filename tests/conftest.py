@@ -13,7 +13,7 @@ for _threads in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
 
 import pytest  # noqa: E402
 
-import spec  # noqa: E402
+from corun import spec  # noqa: E402
 
 
 @pytest.fixture

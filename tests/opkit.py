@@ -3,18 +3,17 @@
 from __future__ import annotations
 
 import numpy as np
-
-from backend.columns import ColumnData, equal
-from backend.fusion import FusedGroup
-from backend.runner import PipelineProgram, run_numpy
-from spec import Column, DType, OpKind, OpNode, Pipeline, Shape, SparseOutput
+from corun.backend.columns import ColumnData, equal
+from corun.backend.fusion import FusedGroup
+from corun.backend.runner import PipelineProgram, run_numpy
+from corun.spec import Column, DType, OpKind, OpNode, Pipeline, Shape, SparseOutput
 
 
 def pipeline_of(nodes: list[OpNode], source: Column, outputs: list[str]) -> Pipeline:
     p0 = Pipeline.__new__(Pipeline)  # only to type the outputs
     object.__setattr__(p0, "name", "t")
     cols = {source.name: source}
-    from spec.pipeline import output_column
+    from corun.spec.pipeline import output_column
 
     for n in nodes:
         cols[n.name] = output_column(n.op, n.params, cols[n.input], n.name, n.name)

@@ -11,8 +11,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 import torch
-
-from backend.batch_graphs import WorkGraphs
+from corun.backend.batch_graphs import WorkGraphs
 
 real_cuda = pytest.mark.skipif(
     not torch.cuda.is_available() or os.environ.get("NUMBA_ENABLE_CUDASIM") == "1",
@@ -55,10 +54,10 @@ def test_off_every_call_is_eager():
 @pytest.mark.parametrize("pipeline_name, strategy", [("kaggle", "gpu-overlap"),
                                                      ("heavy", "gpu-sequential")])
 def test_graphed_batches_equal_the_reference_as_the_calls_do(pipeline_name, strategy):
-    from backend.executor import Executor
-    from backend.settings import RunSettings
-    from sim.strategy import parse_strategy, strategy_plan
-    from spec import DEFAULT_MODEL_FOR, hardware_preset, model_preset, pipeline_preset
+    from corun.backend.executor import Executor
+    from corun.backend.settings import RunSettings
+    from corun.sim.strategy import parse_strategy, strategy_plan
+    from corun.spec import DEFAULT_MODEL_FOR, hardware_preset, model_preset, pipeline_preset
 
     pipeline = pipeline_preset(pipeline_name)
     model = replace(model_preset(DEFAULT_MODEL_FOR[pipeline_name]), batch_per_gpu=1024)
@@ -101,11 +100,11 @@ def test_the_trainer_gets_each_batchs_own_labels(pipeline_name, model_name, batc
     queued behind later batches' kernels, and training did not wait for it). On kaggle
     every value of every step's batch equals its reference too, the timed ones assembled
     without the comparison (RunSettings.check_timed off) included."""
-    from backend.assembly import HostBatch, check_batch_rows
-    from backend.executor import Executor
-    from backend.graphed import make_trainer
-    from backend.settings import RunSettings
-    from spec import hardware_preset, model_preset, one_kernel_plan, pipeline_preset
+    from corun.backend.assembly import HostBatch, check_batch_rows
+    from corun.backend.executor import Executor
+    from corun.backend.graphed import make_trainer
+    from corun.backend.settings import RunSettings
+    from corun.spec import hardware_preset, model_preset, one_kernel_plan, pipeline_preset
 
     pipeline = pipeline_preset(pipeline_name)
     model = replace(model_preset(model_name), batch_per_gpu=batch,

@@ -5,8 +5,7 @@ from __future__ import annotations
 import importlib
 
 import pytest
-
-from spec import SpecError
+from corun.spec import SpecError
 
 BENCHMARKS = ["ops_gpu", "trainer_gpu", "execute_matrix", "plan_speed", "sim_speed",
               "milp_gap"]

@@ -6,14 +6,14 @@ import json
 from dataclasses import replace
 
 import pytest
+from corun.costmodel.calibration import from_measurement, load_calibration, median_of
+from corun.reports.rounds import record_iteration_ms
+from corun.sim import Scenario, Strategy, StrategyKind, calibrate, simulate
+from corun.spec import Measurement, SpecError, Spread
+from corun.spec.serde import save
 
-import spec
+from corun import spec
 from corun.cli import main
-from costmodel.calibration import from_measurement, load_calibration, median_of
-from reports.rounds import record_iteration_ms
-from sim import Scenario, Strategy, StrategyKind, calibrate, simulate
-from spec import Measurement, SpecError, Spread
-from spec.serde import save
 
 
 def measured_ideal(ms: float, batch: int = 4096, strategy: str = "ideal",

@@ -130,8 +130,9 @@ def test_bad_config_key(tmp_path, capsys):
 
 
 def test_plan_file(tmp_path, capsys):
-    import spec
-    from spec.serde import save
+    from corun.spec.serde import save
+
+    from corun import spec
 
     p = spec.pipeline_preset("kaggle")
     path = tmp_path / "plan.json"
@@ -158,7 +159,7 @@ def test_plan_file(tmp_path, capsys):
 def test_host_thread_on_by_default_and_off_on_request(capsys):
     """ideal on one H200 is bound by the host thread's step launch (costmodel/host.py);
     --no-host-thread gives the GPU side alone, which is faster."""
-    from costmodel.host import H200_HOST
+    from corun.costmodel.host import H200_HOST
 
     times = {}
     for flag in ([], ["--no-host-thread"]):

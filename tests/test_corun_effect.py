@@ -2,8 +2,7 @@
 overlap, from the whole times a profiled pair measures."""
 
 import pytest
-
-from costmodel.types import MAX_OVERLAP_FACTOR, CoRunEffect
+from corun.costmodel.types import MAX_OVERLAP_FACTOR, CoRunEffect
 
 
 def replay(effect: CoRunEffect, kernel_alone_ms: float, stage_alone_ms: float
@@ -82,7 +81,7 @@ def test_kernel_factors_come_from_the_stages_after_not_an_idle_gpu():
     read stage by stage, the pair at that stage says the kernel stalled there (it ended
     later than it would have alone after the stage); read together, the runs give back
     the rates that made them."""
-    from costmodel.types import kernel_factors_through
+    from corun.costmodel.types import kernel_factors_through
 
     factors, stage_ms = [4.0, 1.0, 2.0], [1.0, 0.1, 1.0]
     runs = whole_runs(factors, stage_ms, 1.0)

@@ -2,10 +2,10 @@
 
 import numpy as np
 import pytest
+from corun.backend.data import DataError, ReadStats, read_criteo, synthetic_inputs, write_criteo_tsv
+from corun.backend.runner import run_numpy
 
-import spec
-from backend.data import DataError, ReadStats, read_criteo, synthetic_inputs, write_criteo_tsv
-from backend.runner import run_numpy
+from corun import spec
 
 
 @pytest.fixture

@@ -7,14 +7,14 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 import torch
+from corun.backend.assembly import Assembler, differs, output_map
+from corun.backend.data import synthetic_inputs
+from corun.backend.device_assembly import _kernel, _starts_kernel, grid_for, starts_block
+from corun.backend.fusion import FusedGroup
+from corun.backend.runner import PipelineProgram
+from corun.backend.settings import ASSEMBLY_IDS_PER_THREAD
 
-import spec
-from backend.assembly import Assembler, differs, output_map
-from backend.data import synthetic_inputs
-from backend.device_assembly import _kernel, _starts_kernel, grid_for, starts_block
-from backend.fusion import FusedGroup
-from backend.runner import PipelineProgram
-from backend.settings import ASSEMBLY_IDS_PER_THREAD
+from corun import spec
 from corun.workload import shrink_tables
 
 ROWS = 40
@@ -91,7 +91,7 @@ def test_a_wider_block_row_builds_the_same_batch(multihot):
 
 def test_the_block_row_widens_with_the_largest_table():
     """A thread a row, or about ASSEMBLY_IDS_PER_THREAD ids a thread in the largest table."""
-    from backend.assembly import OutputMap
+    from corun.backend.assembly import OutputMap
 
     def omap(rows, capacities):
         t = len(capacities)

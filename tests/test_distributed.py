@@ -11,9 +11,9 @@ torch = pytest.importorskip("torch")
 
 import torch.distributed as dist  # noqa: E402
 import torch.multiprocessing as mp  # noqa: E402
+from corun.backend.trainer import Clock, Trainer, batch_from_tables  # noqa: E402
 
-import spec  # noqa: E402
-from backend.trainer import Clock, Trainer, batch_from_tables  # noqa: E402
+from corun import spec  # noqa: E402
 
 WORLD, B = 2, 16
 
@@ -44,8 +44,8 @@ OWNER = [1, 0, 1, 0]
 
 
 def worker(rank, path, opt_name, inter_name, out, owner_mapped=(), update="autograd"):
-    from backend.distributed import DistributedTrainer, LocalBatch
-    from backend.trainer import row_bases
+    from corun.backend.distributed import DistributedTrainer, LocalBatch
+    from corun.backend.trainer import row_bases
 
     dist.init_process_group("gloo", init_method=f"file://{path}", rank=rank,
                             world_size=WORLD)

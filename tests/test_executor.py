@@ -6,11 +6,11 @@ from dataclasses import replace
 import numpy as np
 import pytest
 import torch
+from corun.backend.columns import ColumnData
+from corun.spec import BEFORE_ITERATION, FusedKernel, Measurement, Plan, load, save
 
-import spec
-from backend.columns import ColumnData
+from corun import spec
 from corun.cli import main
-from spec import BEFORE_ITERATION, FusedKernel, Measurement, Plan, load, save
 from tests.workload_files import write_small_kaggle
 
 ROWS = 48
@@ -97,9 +97,9 @@ def test_only_the_first_batches_are_compared(workload, tmp_path, ahead):
     warmup, each distinct raw batch at least once), the timed ones assembled without the
     comparison; the notes say which, and a re-prediction of the run reads them
     (Scenario.timed_check). --check-timed compares every batch, as runs did before."""
-    from spec.measurement import UNCHECKED, notes_say_timed_checked
-    from spec.serde import to_jsonable
-    from spec.validation import case_from_record
+    from corun.spec.measurement import UNCHECKED, notes_say_timed_checked
+    from corun.spec.serde import to_jsonable
+    from corun.spec.validation import case_from_record
 
     d, _, pipe = workload
     plan = replace(spec.one_kernel_plan(pipe, "criteo-kaggle", 1, "top_mlp_fwd", 64, 64),
@@ -127,7 +127,7 @@ def test_timed_loop_runs_with_the_heap_frozen(workload, tmp_path, monkeypatch, s
     run gives them back when it ends."""
     import gc
 
-    from backend.trainer import Trainer
+    from corun.backend.trainer import Trainer
 
     frozen, step = [], Trainer.step
 
@@ -144,7 +144,7 @@ def test_timed_loop_runs_with_the_heap_frozen(workload, tmp_path, monkeypatch, s
 def test_host_workers_outlive_the_timed_loop(workload, tmp_path, monkeypatch):
     """Workers done with their batches wait for the executor to close them, then exit
     cleanly: none exits while iterations are still being timed."""
-    import backend.executor as ex
+    import corun.backend.executor as ex
 
     seen = {}
 
@@ -193,8 +193,8 @@ def test_mixed_plan_file(workload, tmp_path, monkeypatch):
     """Every kind of placement runs and is checked; each batch's assembly is enqueued
     right after its lane's last kernel launch (during the trainer's step, not after it),
     and the host waits for it only after launching the step."""
-    from backend.lane import Lane
-    from backend.streams import ReleaseClock
+    from corun.backend.lane import Lane
+    from corun.backend.streams import ReleaseClock
 
     calls = spy_calls(
         monkeypatch,
@@ -218,8 +218,8 @@ def test_two_batches_ahead(workload, tmp_path, monkeypatch):
     """With `batches_ahead` 2 the kernels co-running with step i preprocess batch i + 2
     (three pool sets), and the host launches step i + 1 before it waits for them: it
     waits, after launching step i, for batch i + 1 only. Every row is still checked."""
-    from backend.lane import Lane
-    from backend.streams import ReleaseClock
+    from corun.backend.lane import Lane
+    from corun.backend.streams import ReleaseClock
 
     calls = spy_calls(monkeypatch,
                       mark=(ReleaseClock, lambda self, stage: ("mark", stage)),
@@ -249,8 +249,8 @@ def test_batch_work_on_the_feed_thread_during_the_backward(workload, tmp_path, m
     Every row checked."""
     import threading
 
-    from backend.lane import Lane
-    from backend.streams import ReleaseClock
+    from corun.backend.lane import Lane
+    from corun.backend.streams import ReleaseClock
 
     def who():
         return threading.current_thread().name
@@ -293,8 +293,8 @@ def test_feed_thread_hands_back_what_its_job_raised():
     import sys
     import threading
 
-    from backend.feed_thread import FeedThread
-    from spec import SpecError
+    from corun.backend.feed_thread import FeedThread
+    from corun.spec import SpecError
 
     before = sys.getswitchinterval()
     feed = FeedThread(torch.device("cpu"))
@@ -315,8 +315,8 @@ def test_a_stage_is_released_once_the_host_has_enqueued_it():
     """Each stage's kernels go out at the mark that closes the stage (its own work is
     queued first, so the training stream's priority takes the SMs first), behind the
     event of the mark that opened it."""
-    from backend.streams import ReleaseClock
-    from backend.trainer import TRAINING_STAGES
+    from corun.backend.streams import ReleaseClock
+    from corun.backend.trainer import TRAINING_STAGES
 
     released = []
     clock = ReleaseClock(torch.device("cpu"), lambda stage, opened: released.append(
@@ -331,7 +331,7 @@ def test_a_stage_is_released_once_the_host_has_enqueued_it():
 
 def test_wrong_output_stops_with_feature_and_row(workload, tmp_path, monkeypatch, capsys):
     """A reference that disagrees in one sparse feature: the run stops and says where."""
-    import backend.executor as ex
+    import corun.backend.executor as ex
 
     real = ex.run_reference
 
@@ -357,7 +357,7 @@ def test_wrong_output_stops_with_feature_and_row(workload, tmp_path, monkeypatch
      "CUDA out of memory while training iteration 1", 1),
 ])
 def test_faults_leave_no_file(workload, tmp_path, monkeypatch, capsys, fault, message, code):
-    from backend.trainer import Trainer
+    from corun.backend.trainer import Trainer
 
     real, calls = Trainer.step, []
 
@@ -376,9 +376,8 @@ def test_faults_leave_no_file(workload, tmp_path, monkeypatch, capsys, fault, me
 
 
 def test_compile_failure_is_named(workload, tmp_path, monkeypatch, capsys):
+    from corun.backend.fusion import FusedGroup
     from numba.core.errors import TypingError
-
-    from backend.fusion import FusedGroup
 
     def broken(self, part, target):
         raise TypingError("Cannot unify int64 and float32")
@@ -436,7 +435,7 @@ def test_torchrun_two_ranks_with_gloo(workload, tmp_path, strategy):
 
 def test_criteo_file_input(workload, tmp_path):
     """--data: batches read from a Criteo-format file instead of generated."""
-    from backend.data import write_criteo_tsv
+    from corun.backend.data import write_criteo_tsv
 
     path = tmp_path / "day_0.tsv"
     write_criteo_tsv(path, 3 * ROWS + 5, np.random.default_rng(4))
@@ -453,7 +452,7 @@ def test_criteo_file_input(workload, tmp_path):
 def owner_plan(model, pipe) -> Plan:
     """Two GPUs: one table of each rank preprocessed by its owner over the global batch
     (one before the iteration, one at the input all-to-all), the rest on every GPU."""
-    from spec.sharding import shard_tables
+    from corun.spec.sharding import shard_tables
 
     sharding = shard_tables(model, spec.hardware_preset("h200", 2))
     feature = pipe.feature_of()
@@ -501,8 +500,8 @@ def test_torchrun_owner_mapping(workload, tmp_path):
 def test_device_check_follows_the_host_rule():
     """`differs` (the on-device check) agrees with backend.columns.equal: integers
     exactly, floats within 1 ulp, NaN equal to NaN; a different id count differs."""
-    from backend.assembly import differs
-    from backend.trainer import Batch
+    from corun.backend.assembly import differs
+    from corun.backend.trainer import Batch
 
     dense = torch.tensor([[1.0, float("nan")], [-2.5, 0.0]])
     ids, offs = torch.tensor([3, 4, 5]), torch.tensor([0, 1, 3])
@@ -524,9 +523,9 @@ def test_executors_share_the_batches_they_are_given(workload, monkeypatch):
     """A benchmark of several strategies makes the raw batches and their references once
     (`inputs`): the second Executor reads the first one's and still checks every row
     against them; another seed makes its own."""
-    from backend.executor import Executor
-    from backend.settings import RunSettings
-    from sim.strategy import parse_strategy, strategy_plan
+    from corun.backend.executor import Executor
+    from corun.backend.settings import RunSettings
+    from corun.sim.strategy import parse_strategy, strategy_plan
 
     _, model, pipe = workload
     made = []
@@ -553,7 +552,7 @@ def test_the_assembly_stream_follows_the_flag_else_the_plan(workload, tmp_path, 
                                                              planned, flag, want):
     """`--assembly-stream own|behind` puts each batch's assembly on a stream of its own or
     behind the kernels; without it, the plan says (Plan.assembly_stream)."""
-    from backend import streams
+    from corun.backend import streams
 
     seen = []
     real = streams.Streams.__init__
@@ -621,7 +620,7 @@ def test_the_update_grid_becomes_the_trainer_s_block_cap(monkeypatch):
     column, unset the trainer's default; on a CPU always the default."""
     from types import SimpleNamespace
 
-    from backend.executor import Executor
+    from corun.backend.executor import Executor
 
     monkeypatch.setattr(torch.cuda, "get_device_properties",
                         lambda device: SimpleNamespace(multi_processor_count=132))
@@ -634,7 +633,7 @@ def test_the_update_grid_becomes_the_trainer_s_block_cap(monkeypatch):
 
 @pytest.mark.parametrize("value", [-1, 65])
 def test_the_update_grid_names_its_range(value):
-    from backend.settings import RunSettings
+    from corun.backend.settings import RunSettings
 
     with pytest.raises(spec.SpecError) as e:
         RunSettings(update_blocks_per_sm=value)

@@ -9,10 +9,10 @@ import os
 from pathlib import Path
 
 import pytest
+from corun.costmodel import AnalyticCostModel
+from corun.sim import EmbeddingComm, Scenario, Strategy, StrategyKind, simulate
 
-import spec
-from costmodel import AnalyticCostModel
-from sim import EmbeddingComm, Scenario, Strategy, StrategyKind, simulate
+from corun import spec
 
 GOLDEN = Path(__file__).parent / "golden" / "trace_2gpu_plan.json"
 

@@ -9,11 +9,9 @@ from dataclasses import replace
 import numpy as np
 import pytest
 import torch
-
-from backend.graphed import GraphedTrainer, make_trainer
-from backend.trainer import Batch, Clock, Trainer
-from corun.workload import shrink_tables
-from spec import (
+from corun.backend.graphed import GraphedTrainer, make_trainer
+from corun.backend.trainer import Batch, Clock, Trainer
+from corun.spec import (
     EmbeddingUpdate,
     Optimizer,
     SpecError,
@@ -22,6 +20,8 @@ from spec import (
     model_preset,
     pipeline_preset,
 )
+
+from corun.workload import shrink_tables
 
 gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 real_cuda = pytest.mark.skipif(
@@ -36,7 +36,7 @@ def small_kaggle(batch: int = 256):
 
 
 def batches(model, pipeline, n: int, seed: int = 0) -> list[Batch]:
-    from backend.runner import preprocessed_batches
+    from corun.backend.runner import preprocessed_batches
 
     return preprocessed_batches(model, pipeline, n, np.random.default_rng(seed))
 
@@ -53,15 +53,15 @@ def test_graphs_are_refused_on_a_cpu_and_on_several_gpus():
     model, pipeline = small_kaggle()
     with pytest.raises(SpecError, match="cuda_graphs.*CPU"):
         GraphedTrainer(model, "cpu")
-    from backend.executor import Executor
-    from backend.settings import RunSettings
-    from spec import Plan
+    from corun.backend.executor import Executor
+    from corun.backend.settings import RunSettings
+    from corun.spec import Plan
 
     empty = Plan(pipeline.name, model.name, 1, (), ())
     with pytest.raises(SpecError, match="cuda_graphs.*CPU"):  # before any batch is made
         Executor(model, pipeline, empty, "ideal", RunSettings(), "cpu", replay=True)
     assert type(make_trainer(replace(model, cuda_graphs=False))) is Trainer
-    from sim import Scenario, Strategy, StrategyKind, simulate
+    from corun.sim import Scenario, Strategy, StrategyKind, simulate
 
     sc = Scenario(hardware_preset("h200", 2), model, pipeline, Strategy(StrategyKind.IDEAL))
     with pytest.raises(SpecError, match="cuda_graphs.*several GPUs"):
@@ -69,8 +69,8 @@ def test_graphs_are_refused_on_a_cpu_and_on_several_gpus():
 
 
 def test_the_graphed_step_costs_the_host_less_in_simulation_and_a_hint_says_so():
-    from sim import Scenario, Strategy, StrategyKind, simulate
-    from sim.scenario import HINT
+    from corun.sim import Scenario, Strategy, StrategyKind, simulate
+    from corun.sim.scenario import HINT
 
     def hints(p):
         return [n for n in p.notes if n.startswith(HINT) and "--cuda-graphs" in n]
@@ -94,9 +94,10 @@ def test_plan_says_what_the_graphed_step_would_give_where_the_host_paces():
     step, where (only where) the hint fires; its numbers are those of simulating it so."""
     import re
 
+    from corun.sim import Scenario, Strategy, StrategyKind, simulate_steady
+    from corun.spec import one_kernel_plan
+
     from corun.plan_cmd import graphs_whatif
-    from sim import Scenario, Strategy, StrategyKind, simulate_steady
-    from spec import one_kernel_plan
 
     model = replace(model_preset("criteo-kaggle"), batch_per_gpu=4096)
     pipeline = pipeline_preset("kaggle")
@@ -182,7 +183,7 @@ def test_a_batch_of_another_shape_is_refused_by_name():
 
 
 def test_savings_are_the_median_of_eager_less_graphed_where_both_were_timed():
-    from costmodel.graphs import GraphedStages, fit_savings
+    from corun.costmodel.graphs import GraphedStages, fit_savings
 
     graphed = {("emb_fwd", "a"): 1.0, ("emb_fwd", "b"): 2.0, ("emb_fwd", "c"): 3.0,
                ("optimizer", "a"): 0.5, ("optimizer", "z"): 9.0}
@@ -197,7 +198,7 @@ def test_savings_are_the_median_of_eager_less_graphed_where_both_were_timed():
 
 
 def test_the_learned_model_answers_a_graphed_stage_from_its_measurement():
-    from costmodel.learned import cost_model_for, graph_key, preset_stages
+    from corun.costmodel.learned import cost_model_for, graph_key, preset_stages
 
     hw = hardware_preset("h200", 1)
     cm = cost_model_for(hw)
@@ -206,7 +207,7 @@ def test_the_learned_model_answers_a_graphed_stage_from_its_measurement():
     import csv
     from pathlib import Path
 
-    from costmodel.learned import DATA_DIR, GRAPHED_CSV
+    from corun.costmodel.learned import DATA_DIR, GRAPHED_CSV
 
     rows = list(csv.DictReader(Path(DATA_DIR / "h200" / GRAPHED_CSV).open()))
     r = rows[0]
@@ -231,9 +232,10 @@ def test_corun_execute_runs_a_plan_on_the_graphed_step_and_checks_it(tmp_path, w
     step, every batch checked on the device, noted as graphed. heavy-lean's bag kernels
     read ids by their offsets: the host never waits for a batch's id count (no "wait"),
     and the batches are counted and checked afterwards all the same."""
+    from corun.spec import Measurement, one_kernel_plan
+    from corun.spec.serde import load, save
+
     from corun.cli import main
-    from spec import Measurement, one_kernel_plan
-    from spec.serde import load, save
 
     if workload == "kaggle":
         model, pipeline = small_kaggle(512)
@@ -269,9 +271,10 @@ def test_the_command_line_takes_cuda_graphs_and_refuses_it_on_two_gpus(capsys):
 def test_a_plan_made_for_the_graphed_step_says_so_and_is_run_so(tmp_path, capsys):
     import json
 
+    from corun.spec import Plan
+    from corun.spec.serde import load, save
+
     from corun.cli import main
-    from spec import Plan
-    from spec.serde import load, save
 
     plan_file = tmp_path / "plan.json"
     assert main(["plan", "--cuda-graphs", "--time-limit", "1", "--quiet",
@@ -301,9 +304,9 @@ def test_a_graphed_stage_keeps_its_pace_beside_a_lower_priority_kernel():
     """sim/scenario.py `_effect`: eagerly both sides take the profiled rates; a graphed
     stage above the preprocessing stream keeps its pace and the kernel takes the delay,
     unless the stage is shorter than the kernel alone."""
-    from costmodel import shard_tables, stage_work
-    from costmodel.types import CoRunEffect
-    from sim.scenario import _effect
+    from corun.costmodel import shard_tables, stage_work
+    from corun.costmodel.types import CoRunEffect
+    from corun.sim.scenario import _effect
 
     profiled = (1.5, 2.0)  # (stage factor, kernel factor) as a profile gives them
     hw = hardware_preset("h200", 1)
@@ -332,8 +335,8 @@ def test_a_graphed_stage_shorter_than_the_kernel_waits_on_it():
     holds that stage, as it did on the H200 (+0.48 ms, bench/results/
     heavy_short_remade_h200.md); released at emb_bwd, which outlasts it, the stage keeps
     its pace."""
-    from sim import Scenario, Strategy, StrategyKind, simulate
-    from spec import one_kernel_plan
+    from corun.sim import Scenario, Strategy, StrategyKind, simulate
+    from corun.spec import one_kernel_plan
 
     model = replace(model_preset("heavy-hot"), batch_per_gpu=16384, cuda_graphs=True)
     pipeline = pipeline_preset("heavy-short")

@@ -1,9 +1,8 @@
 """costmodel/held.py: a stage left unheld by a launch above one that held it."""
 
 import pytest
-
-from costmodel.held import HELD_RATIO, floor_held
-from costmodel.release_steps import parse_steps
+from corun.costmodel.held import HELD_RATIO, floor_held
+from corun.costmodel.release_steps import parse_steps
 
 
 def row(blocks: int, stage_ms: float, stage: str = "interaction_bwd", alone_ms: float = 0.4,
@@ -53,8 +52,9 @@ def test_the_committed_graphed_rows_put_297_blocks_at_interaction_bwd_behind_198
     predicted well behind the 198-block plan, which measured 101-102% of ideal (run 9)."""
     from dataclasses import replace
 
-    import spec
-    from sim import Scenario, Strategy, StrategyKind, simulate_steady, steady_state
+    from corun.sim import Scenario, Strategy, StrategyKind, simulate_steady, steady_state
+
+    from corun import spec
 
     hw = spec.hardware_preset("h200", 1)
     model = replace(spec.model_preset("heavy-lean"), batch_per_gpu=32768, cuda_graphs=True)

@@ -3,12 +3,12 @@ executor-like runs, and say which runs they used."""
 
 import numpy as np
 import pytest
+from corun.costmodel.host import kernel_launches, output_mb
+from corun.costmodel.host_fit import MIN_MB_SPAN, fit, launch_shares_by_model, rows_of
+from corun.sim.strategy import parse_strategy, strategy_plan
+from corun.spec import SpecError
 
-import spec
-from costmodel.host import kernel_launches, output_mb
-from costmodel.host_fit import MIN_MB_SPAN, fit, launch_shares_by_model, rows_of
-from sim.strategy import parse_strategy, strategy_plan
-from spec import SpecError
+from corun import spec
 
 STEP, LAUNCH, FIXED, PER_MB = 4.1, 0.09, 0.4, 0.003
 SHARE = {"emb_fwd": 0.1, "top_mlp_fwd": 0.2, "top_mlp_bwd": 0.4, "emb_bwd": 0.3}
@@ -139,7 +139,7 @@ def test_workers_ms_is_what_host_plans_add_over_ideal_less_the_batch():
     """distributed_workers_ms: the median over several-GPU host plans of their iteration
     over the same command's (and round's) ideal, less the batch cost; one-GPU runs and
     plans with kernels only are left out."""
-    from costmodel.host_fit import workers_ms
+    from corun.costmodel.host_fit import workers_ms
 
     def row(strategy, it, host_nodes, gpus=2, repeat=0, source="run"):
         return {"source": source, "pipeline": "kaggle", "batch": 4096, "strategy": strategy,
@@ -164,7 +164,7 @@ def test_owner_ms_pairs_each_owner_round_with_the_same_plan_without_owners():
     owner share, and distributed_owner_lane_ms: the batch host time the owners' lane
     adds; each owner round against the GPU plan of its command and round, an all-CPU
     `corun` never its base, one GPU left out."""
-    from costmodel.host_fit import owner_ms
+    from corun.costmodel.host_fit import owner_ms
 
     def row(strategy, a2a, batch, share=0.0, host_nodes=0, repeat=0, gpus=2):
         return {"source": "run", "pipeline": "kaggle", "batch": 4096, "strategy": strategy,
@@ -191,8 +191,8 @@ def test_owner_share_shortens_only_the_distributed_step_and_its_input_all_to_all
     """What owners save comes off the input all-to-all's launches (when the GPU may begin
     the stages after it) and off the step, less the owners' lane; one GPU has no input
     all-to-all and is unchanged."""
-    from costmodel.host import H200_HOST
-    from spec import Stage
+    from corun.costmodel.host import H200_HOST
+    from corun.spec import Stage
 
     h = H200_HOST
     base = h.iteration_ms(2, 4.0, True, gpus=2)
@@ -217,7 +217,7 @@ def ideal_step_row(model: str, batch: int, step_ms: float) -> dict:
 def test_step_scales_divide_each_host_paced_models_step_by_kaggles():
     """A model whose step stays put as the batch doubles is host-paced: its median step
     over criteo-kaggle's is its scale; one whose step doubles (GPU-paced) gets none."""
-    from costmodel.host_fit import step_scales
+    from corun.costmodel.host_fit import step_scales
 
     rows = [ideal_step_row("criteo-kaggle", b, x) for b, x in
             ((2048, 3.6), (2048, 3.8), (4096, 3.7), (4096, 4.2))]
@@ -231,7 +231,7 @@ def test_step_scales_divide_each_host_paced_models_step_by_kaggles():
 
 
 def test_step_scales_refuse_runs_without_kaggle_or_without_a_doubled_batch():
-    from costmodel.host_fit import step_scales
+    from corun.costmodel.host_fit import step_scales
 
     with pytest.raises(SpecError, match="criteo-kaggle"):
         step_scales([ideal_step_row("heavy-fused", b, 3.0) for b in (2048, 4096)])

@@ -3,13 +3,14 @@ kernels and the CUDA simulator (NUMBA_ENABLE_CUDASIM=1, set in conftest)."""
 
 import numpy as np
 import pytest
+from corun.backend import chains as backend_chains
+from corun.backend.columns import ColumnData
+from corun.backend.data import synthetic_inputs
+from corun.backend.fusion import FusedGroup
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import spec
-from backend.columns import ColumnData
-from backend.data import synthetic_inputs
-from backend.fusion import FusedGroup
+from corun import spec
 from tests.opkit import (
     FLOAT_SCALAR_NULL,
     INT_LIST_NULL,
@@ -151,7 +152,6 @@ def test_occupancy_from_registers():
 
 def test_warp_per_row_mapping_when_enabled(monkeypatch):
     """A warp per row only where asked (warp_rows) and only for long sinks; correct."""
-    import backend.chains
 
     def warp_slots(g: FusedGroup) -> set[str]:
         return {c.sink for c, i in zip(g.chains, g.slot_sig) if g.signatures[i][6] == "warp"}
@@ -160,7 +160,7 @@ def test_warp_per_row_mapping_when_enabled(monkeypatch):
     assert not warp_slots(FusedGroup(p, p.order, warp_rows=False))
     long = warp_slots(FusedGroup(p, p.order))
     assert long == set(p.warp_sinks(p.order)) == {"first_cat_20", "first_cat_21"}  # 100, 27
-    monkeypatch.setattr(backend.chains, "WARP_ROW_MIN_LENGTH", 4.0)
+    monkeypatch.setattr(backend_chains, "WARP_ROW_MIN_LENGTH", 4.0)
     g = FusedGroup(p, p.order, warp_rows=True)
     assert len(warp_slots(g)) > 2
     inputs = synthetic_inputs(p, 60, np.random.default_rng(3), vary_lengths=True)
@@ -184,7 +184,7 @@ def test_blocks_follow_work():
 def test_slot_constants_read_once_before_the_row_loop():
     """Every operator parameter and descriptor is read into a local before a slot's row
     loop; inside it only per-row data is read."""
-    from backend.codegen import SLOT_CONSTANT, kernel_source
+    from corun.backend.codegen import SLOT_CONSTANT, kernel_source
 
     p = spec.pipeline_preset("heavy")
     g = FusedGroup(p, tuple(p.order), warp_rows=True)
@@ -200,9 +200,8 @@ def test_slot_constants_read_once_before_the_row_loop():
 @pytest.mark.parametrize("j,n,length", [(0, 3, 50), (143, 3, 50), (7, 9, 5), (99, 1, 100),
                                         ((1 << 32) - 1, 7, 1 << 40), ((1 << 33) + 5, 3, 1 << 40)])
 def test_ngram_source_in_32_bits_and_beyond(j, n, length):
+    from corun.backend.scalar import ngram_source
     from numba import njit
-
-    from backend.scalar import ngram_source
 
     m = min(n, length)
     compiled = njit(lambda j, n, length: ngram_source(j, n, length))
@@ -228,9 +227,8 @@ def test_unrolled_values_kernel_equals_reference(monkeypatch, name, rows, unroll
     """Elements computed side by side (FusedGroup.unroll) give the reference's values on
     lists of every length, including those shorter than one unrolled pass and those
     whose last pass is partial, a thread or a warp per row."""
-    import backend.chains
 
-    monkeypatch.setattr(backend.chains, "WARP_ROW_MIN_LENGTH", 4.0)
+    monkeypatch.setattr(backend_chains, "WARP_ROW_MIN_LENGTH", 4.0)
     p = spec.pipeline_preset(name)
     inputs = synthetic_inputs(p, rows, np.random.default_rng(5), vary_lengths=True)
     compare_all(p, inputs, [list(p.order)], blocks=3, threads=64, warp_rows=warp_rows,

@@ -10,19 +10,18 @@ import os
 import numpy as np
 import pytest
 import torch
-from numba import cuda
-
-from backend import (
+from corun.backend import (
     compat,  # noqa: F401  (before the first CUDA compile)
     driver,
 )
-from backend.launch import (
+from corun.backend.launch import (
     BoundLaunch,
     TensorLaunch,
     driver_arguments,
     stream_address,
     tensor_params,
 )
+from numba import cuda
 
 real_cuda = pytest.mark.skipif(
     not torch.cuda.is_available() or os.environ.get("NUMBA_ENABLE_CUDASIM") == "1",

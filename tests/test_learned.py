@@ -7,11 +7,11 @@ import shutil
 
 import numpy as np
 import pytest
+from corun.costmodel import learned
+from corun.spec import OpKind, SpecError
 
 from corun.cli import main
 from corun.profiling import COLUMNS
-from costmodel import learned
-from spec import OpKind, SpecError
 
 STAGES = learned.STAGES
 
@@ -131,8 +131,8 @@ def test_bad_inputs(tmp_path, capsys):
 
 
 def test_simulator_uses_a_fitted_model_for_its_gpu(small_profile_csv, tmp_path, monkeypatch):
-    from sim import Scenario, Strategy, StrategyKind, simulate
-    from spec import hardware_preset, model_preset, pipeline_preset
+    from corun.sim import Scenario, Strategy, StrategyKind, simulate
+    from corun.spec import hardware_preset, model_preset, pipeline_preset
 
     sc = Scenario(hardware_preset("h200", 1), model_preset("criteo-kaggle"),
                   pipeline_preset("kaggle"), Strategy(StrategyKind.GPU_OVERLAP),
@@ -153,7 +153,7 @@ def test_simulator_uses_a_fitted_model_for_its_gpu(small_profile_csv, tmp_path, 
 
 def test_model_from_other_library_versions_is_refitted_once(small_profile_csv, tmp_path,
                                                            monkeypatch, capsys):
-    from spec import hardware_preset
+    from corun.spec import hardware_preset
 
     d = tmp_path / "data" / "h200"
     d.mkdir(parents=True)
@@ -181,7 +181,7 @@ def test_model_from_other_library_versions_is_refitted_once(small_profile_csv, t
 
 
 def test_a_profiled_stage_is_answered_with_its_measurement(profile_csv):
-    from costmodel.profile_data import read_profile
+    from corun.costmodel.profile_data import read_profile
 
     rows = read_profile(profile_csv)
     model = learned.CoRunModel().fit(rows)
@@ -205,8 +205,8 @@ def test_caveat_names_what_the_profile_never_timed(capsys):
     shows the line."""
     from dataclasses import replace
 
-    from costmodel import shard_tables, stage_work
-    from spec import hardware_preset, model_preset
+    from corun.costmodel import shard_tables, stage_work
+    from corun.spec import hardware_preset, model_preset
 
     hw = hardware_preset("h200", 1)
     cm = learned.cost_model_for(hw)
@@ -246,8 +246,8 @@ def test_bag_kernel_forward_is_a_stage_feature_of_its_own():
     The tables' bytes tell heavy-small's stages that touch them from heavy-fused's."""
     from dataclasses import replace
 
-    from costmodel import shard_tables, stage_work
-    from spec import Stage, hardware_preset, model_preset
+    from corun.costmodel import shard_tables, stage_work
+    from corun.spec import Stage, hardware_preset, model_preset
 
     hw = hardware_preset("h200", 1)
 
@@ -299,9 +299,9 @@ def test_a_kernel_timed_at_other_rows_is_read_off_its_line(profile_csv):
     """`kernel_alone_ms`: the profile's time at the rows it timed, the line through the
     same kernel's other row counts where it did not, None for a kernel never timed; the
     cost model answers with it, and hands it to the co-run estimator for pairs."""
-    from costmodel import shard_tables, stage_work
-    from costmodel.types import KernelWork
-    from spec import hardware_preset, model_preset
+    from corun.costmodel import shard_tables, stage_work
+    from corun.costmodel.types import KernelWork
+    from corun.spec import hardware_preset, model_preset
 
     rows = learned.read_profile(profile_csv)
     model = learned.CoRunModel(0).fit(rows)
@@ -350,8 +350,8 @@ def test_whole_runs_in_one_batch_equal_the_pairs_asked_one_by_one():
     """The simulator asks the learned model about a kernel beside every stage at once
     (`whole_runs`, one scikit-learn call for the pairs not measured); each answer is the
     one `whole_run` gives alone, measured pairs included, and asking again is free."""
-    from costmodel import kernel_work, shard_tables, stage_work
-    from spec import hardware_preset, model_preset, one_kernel_plan, pipeline_preset
+    from corun.costmodel import kernel_work, shard_tables, stage_work
+    from corun.spec import hardware_preset, model_preset, one_kernel_plan, pipeline_preset
 
     hw = hardware_preset("h200", 1)
     committed = learned.cost_model_for(hw)
@@ -394,7 +394,7 @@ def test_lookup_rows_are_answered_as_measured_and_leave_the_fit_alone(profile_cs
     the estimators are fitted as without them
     (every unmeasured pair predicted the same), a fitted row wins over a lookup row of the
     same key, and the folder's data hash covers them (so a stale model is refitted)."""
-    from costmodel.profile_data import LOOKUP_DIR, data_hash, lookup_rows
+    from corun.costmodel.profile_data import LOOKUP_DIR, data_hash, lookup_rows
 
     rows = learned.read_profile(profile_csv)
     m1 = [r for r in rows if r["model"] == "m1"]
@@ -442,8 +442,8 @@ def test_the_committed_lookup_rows_answer_only_the_pipeline_they_trained_on():
     says so (its update ran 0.23 ms slower on the H200: bench/results/rehash_h200.md)."""
     from dataclasses import replace
 
-    from costmodel.profile_data import lookup_rows
-    from spec import hardware_preset, model_preset
+    from corun.costmodel.profile_data import lookup_rows
+    from corun.spec import hardware_preset, model_preset
 
     hw = hardware_preset("h200", 1)
     cm = learned.cost_model_for(hw)

@@ -2,11 +2,11 @@
 
 import numpy as np
 import pytest
+from corun.backend import reference as R
+from corun.backend import scalar
+from corun.backend.columns import ColumnData
+from corun.spec import OpKind
 
-from backend import reference as R
-from backend import scalar
-from backend.columns import ColumnData
-from spec import OpKind
 from tests.opkit import list_column
 
 SIGRID_VECTOR = [6, 60, 54, 54, 9, 4, 91, 11, 67, 79, 2, 25, 92, 98, 83, 66]

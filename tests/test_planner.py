@@ -4,14 +4,14 @@ import json
 from pathlib import Path
 
 import pytest
+from corun.planner import Judged, LocalSearch, RapProposer, SimJudge
+from corun.planner.rap import layers
+from corun.planner.units import units_of
+from corun.sim import Scenario, Strategy, StrategyKind, simulate
+from corun.sim.strategy import strategy_plan
 
-import spec
+from corun import spec
 from corun.cli import main
-from planner import Judged, LocalSearch, RapProposer, SimJudge
-from planner.rap import layers
-from planner.units import units_of
-from sim import Scenario, Strategy, StrategyKind, simulate
-from sim.strategy import strategy_plan
 
 DATA = Path(__file__).resolve().parent / "data"
 
@@ -69,7 +69,7 @@ def test_search_is_deterministic():
 
 def test_search_may_preprocess_two_batches_ahead():
     """The ahead move flips Plan.batches_ahead; the MILP's decision set leaves it at 1."""
-    from planner.search import Draft, State
+    from corun.planner.search import Draft, State
 
     state = State((Draft((0,), "emb_fwd", 528, 256),), True)
     moves = list(LocalSearch()._moves(state, ["emb_fwd"], {}, (528, 256), lambda d: False))
@@ -121,7 +121,7 @@ def test_plan_cli_shows_kernel_times_on_several_gpus(capsys):
 def test_search_within_one_percent_of_the_milp():
     """Deciding what the MILP decides (fusion, stages; default launch shape), the local
     search reaches the exact optimum's simulated throughput within 1%."""
-    from planner.milp import solve
+    from corun.planner.milp import solve
 
     j = SimJudge(scenario("kaggle", 1))
     exact = solve(j)
@@ -158,13 +158,13 @@ def test_owner_and_cpu_mappings_give_valid_plans():
     # owner kernels carry the sharding they assume: the executor must not re-shard
     from dataclasses import replace
 
-    from costmodel import shard_tables
+    from corun.costmodel import shard_tables
 
     # the GPU alone (with the distributed host step the 2-GPU plan is all-CPU), over PCIe
     # (over NVLink the input all-to-all the owners save is too short to matter), judged by
     # the analytic model: the learned one's choice there moves with each refit (since
     # heavy-lean's profile it keeps one kernel on every GPU)
-    from costmodel.analytic import AnalyticCostModel
+    from corun.costmodel.analytic import AnalyticCostModel
 
     two = replace(scenario("kaggle", 2), model=replace(sc.model, batch_per_gpu=8192),
                   host_thread=False, hardware=spec.hardware_preset("h200", 2,
@@ -195,8 +195,8 @@ def test_construction_judges_every_feature_at_its_owner_whatever_the_time_limit(
 def test_owner_variant_moves_self_contained_features_to_their_owners():
     from dataclasses import replace as dc_replace
 
-    from planner.variants import with_owner_mapping
-    from sim.strategy import strategy_plan
+    from corun.planner.variants import with_owner_mapping
+    from corun.sim.strategy import strategy_plan
 
     hw = spec.hardware_preset("h200", 4)
     model = spec.model_preset("criteo-kaggle")
@@ -224,8 +224,8 @@ def test_whole_pipeline_on_the_cpu_only_where_it_gains_the_margin(monkeypatch):
     as a new kernel at every stage."""
     from dataclasses import replace
 
-    import sim.scenario
-    from planner.search import State
+    from corun.planner.search import State
+    from corun.sim import scenario as sim_scenario
 
     def planned(batch: int):
         m = replace(spec.model_preset("criteo-kaggle"), batch_per_gpu=batch)
@@ -235,7 +235,7 @@ def test_whole_pipeline_on_the_cpu_only_where_it_gains_the_margin(monkeypatch):
 
     measured = planned(4096)
     assert measured.kernels and not measured.cpu_nodes
-    monkeypatch.setattr(sim.scenario, "H200_HOST", replace(sim.scenario.H200_HOST,
+    monkeypatch.setattr(sim_scenario, "H200_HOST", replace(sim_scenario.H200_HOST,
                                                            workers_ms=0.0))
     host_paced, gpu_paced = planned(4096), planned(8192)
     assert host_paced.kernels == () and len(host_paced.cpu_nodes) == 105
@@ -252,7 +252,7 @@ def test_whole_pipeline_on_the_cpu_only_where_it_gains_the_margin(monkeypatch):
 def test_thread_mapping_flips_only_where_it_changes_the_kernel():
     """A kernel writing long lists may flip FusedKernel.warp_rows; one that writes none is
     the same kernel either way, so no move flips it; the plan carries the flag."""
-    from planner.search import Draft, State
+    from corun.planner.search import Draft, State
 
     long = Draft((0, 1), "emb_fwd", 132, 256)
     short = Draft((2,), "emb_bwd", 132, 256)
@@ -265,7 +265,7 @@ def test_thread_mapping_flips_only_where_it_changes_the_kernel():
 def test_kernel_work_says_where_warp_rows_takes_effect():
     """heavy writes 100-id lists: its kernel's key and work differ by the mapping; kaggle
     writes one id a row: the same kernel either way."""
-    from costmodel.workload import kernel_work
+    from corun.costmodel.workload import kernel_work
 
     for name, effect in (("heavy", True), ("kaggle", False)):
         p = spec.pipeline_preset(name)
@@ -282,7 +282,7 @@ def test_construction_reaches_a_smaller_launch_the_moves_do_not():
     launches find a co-run that beats it (132 blocks at emb_fwd, equal priority)."""
     from dataclasses import replace
 
-    from costmodel import AnalyticCostModel
+    from corun.costmodel import AnalyticCostModel
 
     sc = replace(scenario("heavy", 1), host_thread=False)
     cm = AnalyticCostModel()
@@ -296,8 +296,8 @@ def test_construction_reaches_a_smaller_launch_the_moves_do_not():
 def test_runners_up_are_the_next_schedule_then_the_most_unlike_plans_in_the_window():
     from dataclasses import replace
 
-    from planner import Judged, runners_up
-    from planner.runners_up import WINDOW_PCT, differences, schedule
+    from corun.planner import Judged, runners_up
+    from corun.planner.runners_up import WINDOW_PCT, differences, schedule
 
     p = spec.pipeline_preset("kaggle")
 
@@ -334,7 +334,7 @@ def test_plan_cli_writes_runners_up(tmp_path, capsys):
     assert "corun-2" in text and "corun-3" in text
     chosen = spec.load(spec.Plan, out / "plan.json")
     others = [spec.load(spec.Plan, out / f"plan-{i}.json") for i in (2, 3)]
-    from planner.runners_up import schedule
+    from corun.planner.runners_up import schedule
 
     assert schedule(others[0]) != schedule(chosen)  # the next-best schedule first
     assert chosen not in others and others[0] != others[1]
@@ -344,8 +344,8 @@ def test_plan_cli_writes_runners_up(tmp_path, capsys):
 
 
 def test_a_runner_up_within_the_simulator_s_error_is_called_a_near_tie():
-    from planner import Judged
-    from planner.runners_up import NEAR_TIE_PCT, describe, near_tie
+    from corun.planner import Judged
+    from corun.planner.runners_up import NEAR_TIE_PCT, describe, near_tie
 
     p = spec.pipeline_preset("kaggle")
     at_emb = spec.one_kernel_plan(p, "criteo-kaggle", 1, "emb_fwd", 264)
@@ -361,7 +361,7 @@ def test_a_runner_up_within_the_simulator_s_error_is_called_a_near_tie():
 
 
 def test_a_plan_on_the_host_cpu_carries_what_such_plans_measured():
-    from planner.search import HOST_PLAN_RECORDS, host_plan_caution
+    from corun.planner.search import HOST_PLAN_RECORDS, host_plan_caution
 
     p = spec.pipeline_preset("kaggle")
     on_gpu = spec.one_kernel_plan(p, "criteo-kaggle", 1, "emb_fwd", 264)
@@ -376,7 +376,7 @@ def test_a_plan_on_the_host_cpu_carries_what_such_plans_measured():
 
 
 def test_a_plan_short_of_ideal_where_the_gpu_sets_the_pace_points_at_tune():
-    from planner.search import LAUNCH_NOTE_BEHIND_PCT, launch_shape_note
+    from corun.planner.search import LAUNCH_NOTE_BEHIND_PCT, launch_shape_note
 
     p = spec.pipeline_preset("kaggle")
     beside = spec.one_kernel_plan(p, "criteo-kaggle", 1, "interaction_bwd", 198)
@@ -416,7 +416,7 @@ def test_a_tie_under_the_host_s_pace_goes_to_the_plan_faster_on_the_gpu_side():
 def test_plan_cli_notes_a_tie_the_gpu_side_broke(capsys):
     """heavy-fused b8192: every GPU plan paced alike by the host; the output says the GPU
     side chose, with both times; a plan ahead by itself gets no such note."""
-    from planner.search import gpu_side_note
+    from corun.planner.search import gpu_side_note
 
     assert main(["plan", "--model", "heavy-fused", "--pipeline", "heavy", "--batch", "8192",
                  "--time-limit", "5", "--quiet"]) == 0
@@ -436,7 +436,7 @@ def test_a_tie_on_both_sides_goes_to_more_batches_ahead():
     not the GPU side's to note."""
     from dataclasses import replace
 
-    from planner.search import gpu_side_note, wins_tie
+    from corun.planner.search import gpu_side_note, wins_tie
 
     j = SimJudge(replace(scenario("kaggle", 1), host_thread=False))  # no GPU side apart
     one = j.judge(spec.one_kernel_plan(spec.pipeline_preset("kaggle"), "criteo-kaggle", 1,
@@ -452,8 +452,8 @@ def test_one_ahead_is_chosen_only_where_it_gains_the_margin_over_two_ahead():
     is predicted AHEAD_MARGIN faster; a plan two ahead, or with no kernel, stays."""
     from dataclasses import replace
 
-    from planner.search import AHEAD_MARGIN, prefer_two_ahead
-    from planner.types import Judge
+    from corun.planner.search import AHEAD_MARGIN, prefer_two_ahead
+    from corun.planner.types import Judge
 
     one_plan = spec.one_kernel_plan(spec.pipeline_preset("kaggle"), "criteo-kaggle", 1,
                                     "emb_bwd", 1056)
@@ -487,7 +487,7 @@ def test_heavy_short_b16384_is_planned_two_ahead():
     faster and only AHEAD_MARGIN kept two ahead), so there is no lead note."""
     from dataclasses import replace
 
-    from planner.search import lead_note
+    from corun.planner.search import lead_note
 
     model = replace(spec.model_preset("heavy-hot"), batch_per_gpu=16384, cuda_graphs=True)
     sc = Scenario(spec.hardware_preset("h200", 1), model, spec.pipeline_preset("heavy-short"),
@@ -507,8 +507,8 @@ def test_the_lead_note_names_a_faster_plan_one_ahead():
     the output says so; one ahead, or one ahead predicted slower, nothing."""
     from dataclasses import replace
 
-    from planner.search import lead_note
-    from planner.types import Judge
+    from corun.planner.search import lead_note
+    from corun.planner.types import Judge
 
     two_plan = replace(spec.one_kernel_plan(spec.pipeline_preset("kaggle"), "criteo-kaggle",
                                             1, "emb_bwd", 1056), batches_ahead=2)
@@ -532,7 +532,7 @@ def test_the_lead_note_names_a_faster_plan_one_ahead():
 def test_the_search_says_whether_it_converged_or_stopped_at_its_time_limit():
     """A search cut short by its time limit returns whatever it had (the plan then depends
     on the limit and the machine's load); it says so, and `corun plan` prints a caution."""
-    from planner.search import time_limit_note
+    from corun.planner.search import time_limit_note
 
     cut = LocalSearch()
     cut.propose(SimJudge(scenario("kaggle", 1)), 1e-9)
@@ -550,7 +550,7 @@ def test_plan_cli_cautions_where_the_search_stopped_at_its_time_limit(capsys):
 
 
 def test_restarts_take_the_best_slower_start_at_each_other_stage():
-    from planner.search import RESTARTS, Draft, State
+    from corun.planner.search import RESTARTS, Draft, State
 
     def start(stage: str, blocks: int, ms: float) -> tuple[Judged, State]:
         st = State((Draft((0,), stage, blocks, 256),), True, ahead=2)
@@ -573,7 +573,7 @@ def test_a_restart_reaches_the_kernel_two_moves_from_the_best_start(monkeypatch)
     launch away, is predicted 0.9% faster and is found from that stage's start."""
     from dataclasses import replace
 
-    import planner.search as search
+    import corun.planner.search as search
 
     hw = spec.hardware_preset("h200", 1)
     model = replace(spec.model_preset("heavy-lean"), batch_per_gpu=32768)
@@ -610,7 +610,7 @@ def test_the_planner_caps_the_sms_of_a_plan_whose_kernel_can_race_the_step(folde
     why; a plan already capped keeps its cap."""
     from dataclasses import replace
 
-    from planner.sm_cap import sm_cap_note, with_sm_cap
+    from corun.planner.sm_cap import sm_cap_note, with_sm_cap
 
     plan = spec.load(spec.Plan, DATA / "plans" / f"{folder.replace('/', '-')}.json")
     judge = _judge_for(plan)

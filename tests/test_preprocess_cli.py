@@ -2,8 +2,8 @@
 
 import numpy as np
 import pytest
+from corun.backend.data import write_criteo_tsv
 
-from backend.data import write_criteo_tsv
 from corun.cli import main
 
 
@@ -64,7 +64,7 @@ def test_cuda_engine_without_a_gpu(monkeypatch, capsys):
 
 def test_mismatch_is_caught(monkeypatch, capsys):
     """A wrong kernel output stops the run with the feature and the row."""
-    import backend.runner as runner
+    import corun.backend.runner as runner
 
     real = runner.run_numpy
 

@@ -4,12 +4,12 @@ import csv
 
 import numpy as np
 import pytest
+from corun.backend.trainer import TRAINING_STAGES
+from corun.spec.serde import save
 
-import spec
-from backend.trainer import TRAINING_STAGES
+from corun import spec
 from corun.cli import main
 from corun.profiling import BEFORE_BAG, BEFORE_WARP, COLUMNS, STEP_COLUMNS, sample_kernels
-from spec.serde import save
 from tests.workload_files import write_small_kaggle
 
 
@@ -55,7 +55,7 @@ def test_rows_per_kernel_and_stage_and_resume(files, tmp_path):
 
 
 def test_shards_split_feature_sets_and_read_back_as_one(files, tmp_path):
-    from costmodel.profile_data import data_hash, read_profile
+    from corun.costmodel.profile_data import data_hash, read_profile
 
     whole, parts = tmp_path / "whole", tmp_path / "parts"
     assert profile(files, whole) == 0
@@ -147,9 +147,10 @@ def test_kernel_samples_spread_sizes_and_share_feature_sets():
 def test_kernel_spec_holds_shared_ancestors():
     """kaggle's bucket_int_0 and logit_int_0 share fill_int_0: a kernel of bucket_int_0
     alone must compute it (the first H200 profile stopped on exactly this)."""
-    from backend.data import synthetic_inputs
-    from backend.fusion import FusedGroup
-    from backend.runner import PipelineProgram
+    from corun.backend.data import synthetic_inputs
+    from corun.backend.fusion import FusedGroup
+    from corun.backend.runner import PipelineProgram
+
     from corun.profiling import KernelSpec
 
     p = spec.pipeline_preset("kaggle")
@@ -217,8 +218,9 @@ def test_resident_rows_go_to_their_own_file_with_the_lead(files, tmp_path, capsy
     """--resident profiles the same kernels and stages again with the kernel released
     before the stage's work (LeadClock): into resident.csv, with kernel_lead_ms, apart
     from profile.csv's rows of the same keys; both kinds resume on their own."""
+    from corun.costmodel.profile_data import RESIDENT, data_hash, read_profile
+
     from corun.profiling import RESIDENT_COLUMNS, append_rows
-    from costmodel.profile_data import RESIDENT, data_hash, read_profile
 
     assert profile(files, tmp_path) == 0
     before = data_hash(tmp_path)
@@ -273,7 +275,7 @@ def test_graphs_and_leads_are_refused_where_they_cannot_be(files, tmp_path, caps
 def test_resident_rows_at_another_lead_are_other_rows(files, tmp_path):
     """A resident row's key holds the lead it was profiled at: the same kernels at a
     second lead are profiled again, into the same file."""
-    from costmodel.profile_data import RESIDENT, read_profile
+    from corun.costmodel.profile_data import RESIDENT, read_profile
 
     assert profile(files, tmp_path, "--resident") == 0
     first = read_profile(tmp_path, kind=RESIDENT)

@@ -6,13 +6,13 @@ CUDA ones (backend/codegen.py), which test_kernels.py runs through the simulator
 with more examples (max_examples=400, five seeds, 2026-12-01) it found no difference."""
 
 import numpy as np
+from corun.backend.columns import ColumnData, equal
+from corun.backend.fusion import FusedGroup
+from corun.backend.runner import PipelineProgram, run_numpy
+from corun.spec import SpecError
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from backend.columns import ColumnData, equal
-from backend.fusion import FusedGroup
-from backend.runner import PipelineProgram, run_numpy
-from spec import SpecError
 from tests.opkit import FLOAT_SCALAR_NULL, INT_LIST_NULL, OpKind, OpNode, list_column, pipeline_of
 
 I64 = st.integers(-(2**63), 2**63 - 1)

@@ -2,15 +2,14 @@
 rates the simulator applies from the release on."""
 
 import pytest
-
-from costmodel.release_steps import (
+from corun.costmodel.release_steps import (
     ReleaseStep,
     format_steps,
     parse_steps,
     rates,
     read_release_steps,
 )
-from costmodel.types import MAX_OVERLAP_FACTOR
+from corun.costmodel.types import MAX_OVERLAP_FACTOR
 
 
 def test_rates_end_the_kernel_when_the_step_measured():
@@ -38,8 +37,8 @@ def test_a_stage_the_kernel_ended_inside_is_slowed_only_while_beside_it():
 
 
 def test_a_torn_step_column_names_itself():
-    from costmodel.release_steps import parse_steps
-    from spec import SpecError
+    from corun.costmodel.release_steps import parse_steps
+    from corun.spec import SpecError
 
     assert parse_steps("a=1.5 b=2") == {"a": 1.5, "b": 2.0}
     for bad in ("a=1.5 b", "a=x", "a=1=2"):
@@ -68,12 +67,13 @@ def test_the_learned_model_looks_up_a_plans_kernel_by_its_whole_step(tmp_path):
     import csv
     from dataclasses import replace
 
-    import spec
+    from corun.costmodel import learned
+    from corun.costmodel.learned import stage_row
+    from corun.costmodel.workload import stage_work
+    from corun.spec.sharding import shard_tables
+
+    from corun import spec
     from corun.profiling import STEP_COLUMNS
-    from costmodel import learned
-    from costmodel.learned import stage_row
-    from costmodel.workload import stage_work
-    from spec.sharding import shard_tables
 
     model = spec.model_preset("criteo-kaggle")
     hw = spec.hardware_preset("h200", 1)

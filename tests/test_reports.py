@@ -5,13 +5,13 @@ import json
 from dataclasses import replace
 
 import pytest
+from corun.reports import figures
+from corun.reports.pairs import load_files, pair_up
+from corun.sim import Scenario, Strategy, StrategyKind, simulate
+from corun.spec.serde import save
 
-import spec
+from corun import spec
 from corun.cli import main
-from reports import figures
-from reports.pairs import load_files, pair_up
-from sim import Scenario, Strategy, StrategyKind, simulate
-from spec.serde import save
 
 SLOW = 1.10  # measured = predicted x 1.10: iteration MAPE is exactly 100 x 0.1 / 1.1
 STEADY_STEP = 1.02
@@ -92,7 +92,7 @@ def test_slow_iterations_are_taken_apart(files, tmp_path):
     """Every tenth iteration waits 3 ms longer for its batch: the report finds that tail
     and names the piece that grew; a run without a tail, or without the record, gets no
     row."""
-    from reports.tail import tail
+    from corun.reports.tail import tail
 
     n = 200
     waits = [3.0 if i % 10 == 0 else 0.0 for i in range(n)]
@@ -138,8 +138,9 @@ def test_mismatched_and_malformed_inputs(files, tmp_path, capsys):
 def test_whatif_compares_interconnects_and_says_why_a_plan_beats_ideal(tmp_path):
     """Over PCIe the heavy pipeline's owner-mapped plan skips an input all-to-all that
     costs ideal more than the owners' host copies: above 100%, and the table says why."""
+    from corun.reports.whatif import markdown
+
     from corun.whatif_cmd import plan_point
-    from reports.whatif import markdown
 
     fast = plan_point("h200", 2, 16384, "heavy-fused", "heavy", 2, "nvlink4")
     slow = plan_point("h200", 2, 16384, "heavy-fused", "heavy", 2, "pcie5")
@@ -197,8 +198,9 @@ def test_whatif_grid(tmp_path, capsys):
 def test_whatif_table_says_when_no_cpu_count_matches():
     from dataclasses import replace
 
+    from corun.reports.whatif import MAX_CORES, markdown
+
     from corun.whatif_cmd import Point
-    from reports.whatif import MAX_CORES, markdown
 
     matched = Point("h200", "nvlink4", 1, 8192, 2.0e6, 2.0e6, 1.0, 7, "1 GPU kernel")
     none = replace(matched, batch=4096, of_ideal=0.893, cpu_cores_to_match=MAX_CORES + 1)

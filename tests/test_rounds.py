@@ -1,8 +1,7 @@
 """Rounds of strategies (reports/rounds.py): the turned order and the per-round shares."""
 
 import pytest
-
-from reports.rounds import round_stats, turned_order
+from corun.reports.rounds import round_stats, turned_order
 
 
 def test_repeated_rounds_turn_their_order():
@@ -52,7 +51,7 @@ def test_a_variant_of_ideal_is_never_a_rounds_fastest():
 def test_a_strategy_on_another_update_grid_recovers_against_that_grid_s_baselines():
     """"-ub<N>" (tune) and "+ub<N>" (bench) rows take their gap from ideal and
     gpu-sequential on the same grid where the round ran both, else from the defaults'."""
-    from reports.rounds import update_grid
+    from corun.reports.rounds import update_grid
 
     assert [update_grid(s) for s in ("corun-cap64-ub16", "corun+cap64+ub16", "ideal+ub8",
                                      "corun", "corun-2", "corun+uncapped")] == [

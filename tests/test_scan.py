@@ -5,7 +5,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from backend.runner import scan_regions  # noqa: E402
+from corun.backend.runner import scan_regions  # noqa: E402
 
 
 def test_scan_regions_matches_per_region_cumsum():

@@ -5,16 +5,16 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from corun.costmodel import AnalyticCostModel, shard_tables, stage_work
+from corun.costmodel.comm import all_to_all_ms, ring_allreduce_ms
+from corun.costmodel.host import assembly_ms, output_mb
+from corun.sim import EmbeddingComm, Scenario, Strategy, StrategyKind, parse_strategy, simulate
+from corun.sim.scenario import ASSEMBLY_KERNEL, CPU_ITERATIONS
+from corun.sim.strategy import host_workers_per_gpu
+from corun.sim.trace import PREPROCESS, TRAINING
+from corun.spec import Stage, stages_for
 
-import spec
-from costmodel import AnalyticCostModel, shard_tables, stage_work
-from costmodel.comm import all_to_all_ms, ring_allreduce_ms
-from costmodel.host import assembly_ms, output_mb
-from sim import EmbeddingComm, Scenario, Strategy, StrategyKind, parse_strategy, simulate
-from sim.scenario import ASSEMBLY_KERNEL, CPU_ITERATIONS
-from sim.strategy import host_workers_per_gpu
-from sim.trace import PREPROCESS, TRAINING
-from spec import Stage, stages_for
+from corun import spec
 
 
 def small_model(tables: int, batch: int) -> spec.Model:
@@ -130,7 +130,7 @@ def test_host_thread_bounds_the_iteration(h200, kaggle_model, kaggle, strategy):
     """With the host thread an iteration takes max(GPU, host) in steady state: the
     host's time is the step, one launch per fused kernel and, for real batches, their
     staging, assembly and check (costmodel/host.py)."""
-    from costmodel.host import H200_HOST, kernel_launches, output_mb
+    from corun.costmodel.host import H200_HOST, kernel_launches, output_mb
 
     st = parse_strategy(strategy, h200)
     gpu_only = Scenario(h200, kaggle_model, kaggle, st, iterations=40, host_thread=False)
@@ -163,7 +163,7 @@ def test_ring_allreduce_closed_form():
 def test_allreduce_stage_in_simulation_matches_formula(kaggle_model, kaggle):
     hw = spec.hardware_preset("h200", 4)
     r = simulate(Scenario(hw, kaggle_model, kaggle, Strategy(StrategyKind.IDEAL)), commit="t")
-    from costmodel.workload import dense_params
+    from corun.costmodel.workload import dense_params
 
     expected = ring_allreduce_ms(4 * dense_params(kaggle_model), 4, hw.intra_node)
     got = next(s for s in r.prediction.stages if s.stage == "grad_allreduce")
@@ -257,8 +257,8 @@ def test_a_large_assembly_holds_the_stages_that_start_beside_it(kaggle, kaggle_m
     """An assembly of ASSEMBLY_HOLD_MIN_MS or more alone holds every stage that starts
     while it runs (it ends first, at its own pace); a smaller one keeps the last kernel's
     carried rates; a stage it starts during keeps the kernel's rates."""
-    from sim.engine import run
-    from sim.scenario import (
+    from corun.sim.engine import run
+    from corun.sim.scenario import (
         ASSEMBLY_HOLD_MIN_MS,
         ASSEMBLY_HOLDS,
         _assembly_run,
@@ -320,7 +320,7 @@ def test_owner_mapping_removes_input_all_to_all_bytes(kaggle, kaggle_model):
 
 def test_owner_mapped_plan_says_why_it_can_exceed_ideal(kaggle, kaggle_model):
     """The note names the mapped tables and the all-to-all they skip, in ms."""
-    from sim.scenario import NOTE
+    from corun.sim.scenario import NOTE
 
     hw = spec.hardware_preset("h200", 2)
     owner = shard_tables(kaggle_model, hw).owner["cat_0"]
@@ -341,7 +341,7 @@ def test_owner_mapped_plan_says_why_it_can_exceed_ideal(kaggle, kaggle_model):
     i = r.compiled.gpus[0].stages.index(Stage.INPUT_A2A)
     assert f"predicted {whole:.3f} -> {r.compiled.gpus[0].comm_ms[i]:.3f} ms" in notes[0]
     assert r.compiled.gpus[0].comm_ms[i] <= whole  # one table of 27: the other GPU's bytes set it
-    from costmodel.host import H200_HOST  # with the host thread: what it saves the host
+    from corun.costmodel.host import H200_HOST  # with the host thread: what it saves the host
     saved = H200_HOST.distributed_owner_a2a_ms / 27
     assert f"and {saved:.2f} ms less of the host's launches" in notes[0]
     gpu_only = simulate(Scenario(hw, kaggle_model, kaggle, Strategy(StrategyKind.PLAN,
@@ -356,7 +356,7 @@ def test_owner_mapped_plan_says_why_it_can_exceed_ideal(kaggle, kaggle_model):
 def test_a_raw_copy_near_the_step_is_noted_as_the_floor(kaggle, kaggle_model, h200):
     """Where copying a batch's raw inputs over the host link takes most of the step's GPU
     work, the plan's prediction says no GPU plan goes under it; ideal copies nothing."""
-    from sim.scenario import HOST_LINK_NOTE_SHARE, NOTE, host_link_note
+    from corun.sim.scenario import HOST_LINK_NOTE_SHARE, NOTE, host_link_note
 
     assert host_link_note(0.5, 1.0) is None
     assert host_link_note(HOST_LINK_NOTE_SHARE, 1.0) is not None
@@ -410,7 +410,7 @@ def test_steady_state_runs_cpu_work_long_enough():
     steady_state runs such scenarios long enough either way."""
     from dataclasses import replace
 
-    from sim import steady_state
+    from corun.sim import steady_state
 
     hw = spec.hardware_preset("h200", 1)
     m, p = spec.model_preset("criteo-kaggle"), spec.pipeline_preset("kaggle")
@@ -441,7 +441,7 @@ def test_each_rank_starts_its_share_of_the_host_workers():
 def test_several_gpus_pay_the_distributed_host_step(kaggle, kaggle_model):
     """The multi-GPU trainer's host step (costmodel/host.py, measured on 4 H200s) sets
     the pace of a host-paced ideal; one GPU keeps the one-GPU step."""
-    from costmodel.host import H200_HOST
+    from corun.costmodel.host import H200_HOST
 
     for n, step in ((1, H200_HOST.step_ms), (4, H200_HOST.distributed_step_ms)):
         hw = spec.hardware_preset("h200", n)
@@ -455,7 +455,7 @@ def test_kernel_rates_come_from_the_whole_runs_together(kaggle, kaggle_model, h2
     """A cost model that knows pairs as whole runs (the learned one) gives the simulator
     the kernel's rates solved over all stages (costmodel.types.kernel_factors_through),
     and each stage's own rate from its pair."""
-    from costmodel.types import CoRunEffect, kernel_factors_through
+    from corun.costmodel.types import CoRunEffect, kernel_factors_through
 
     class WholeRuns(AnalyticCostModel):
         def whole_run(self, kernel, stage, hw, resident=False):
@@ -491,8 +491,8 @@ def test_a_kernel_carried_into_a_stage_runs_at_its_carried_rates(kaggle, kaggle_
     """The event loop applies a kernel's carried rates in a stage it was already running
     at the start of, and its started rates where it starts: here carried rates that
     stall the stage make every stage after the release slower, started ones nothing."""
-    from sim.engine import run
-    from sim.scenario import compile_scenario
+    from corun.sim.engine import run
+    from corun.sim.scenario import compile_scenario
 
     plan = spec.one_kernel_plan(kaggle, kaggle_model.name, 1, "emb_fwd", 66, 256)
     sc = Scenario(h200, kaggle_model, kaggle, Strategy(StrategyKind.PLAN, plan=plan),
@@ -513,7 +513,7 @@ def test_a_measured_release_step_sets_the_kernels_rates(kaggle, kaggle_model, h2
     """Where the cost model measured the whole step that released the kernel
     (CostModel.release_rates), those rates replace the composed ones from the release
     on: started at the release, carried after it; the stages before keep theirs."""
-    from sim.scenario import compile_scenario
+    from corun.sim.scenario import compile_scenario
 
     class Measured(AnalyticCostModel):
         def release_rates(self, kernel, works, hw, release):
@@ -537,7 +537,7 @@ def test_a_batch_assembled_late_holds_back_the_next_launches(h200):
     has launched the ones before it (costmodel.host.launched_ms). On a host-paced step
     a kernel released at the last stage then costs its time, its assembly and the
     host's read-back; released at the first it hides under the host's launches."""
-    from costmodel.host import H200_HOST, MODEL_LAUNCH_SHARE
+    from corun.costmodel.host import H200_HOST, MODEL_LAUNCH_SHARE
 
     cm = AnalyticCostModel()
     model = replace(spec.model_preset("heavy-fused"), batch_per_gpu=4096)
@@ -574,7 +574,7 @@ def test_host_workers_slow_the_launching_thread_on_several_gpus(kaggle, kaggle_m
     """A plan with op nodes on the host CPU pays what its workers cost the launching
     thread a step: costmodel.host.WORKERS_MS on one GPU, DISTRIBUTED_WORKERS_MS on
     several (each rank's workers)."""
-    from costmodel.host import H200_HOST
+    from corun.costmodel.host import H200_HOST
 
     model = replace(kaggle_model, batch_per_gpu=4096)
     for n, extra in ((1, H200_HOST.workers_ms), (2, H200_HOST.distributed_workers_ms)):
@@ -592,9 +592,9 @@ def test_the_host_does_not_wait_for_the_id_count_of_a_bag_kernel_model():
     without the host waiting for the next batch's assembly: no turnaround, and a plan one
     batch ahead is predicted no slower than with the wait; heavy-small (PyTorch's
     forward) still waits, and so does heavy-lean on two GPUs."""
-    from sim.engine import run
-    from sim.scenario import compile_scenario
-    from sim.simulate import _summarise
+    from corun.sim.engine import run
+    from corun.sim.scenario import compile_scenario
+    from corun.sim.simulate import _summarise
 
     pipeline = spec.pipeline_preset("heavy-small")
     plan = spec.one_kernel_plan(pipeline, "heavy-lean", 1, "bottom_mlp_bwd", 264, 256)
@@ -624,8 +624,8 @@ def test_the_host_does_not_wait_for_the_id_count_of_a_bag_kernel_model():
 
 
 def test_settled_asks_every_measured_iteration_to_repeat_the_one_before():
-    from sim.engine import RunLog
-    from sim.simulate import settled
+    from corun.sim.engine import RunLog
+    from corun.sim.simulate import settled
 
     def log(durations, kernels):
         starts = np.cumsum([0.0] + durations[:-1]).tolist()
@@ -642,11 +642,11 @@ def test_settled_asks_every_measured_iteration_to_repeat_the_one_before():
 def test_a_plan_that_has_not_settled_is_simulated_again_after_a_longer_warm_up(monkeypatch):
     import importlib
 
-    from sim import simulate_steady
+    from corun.sim import simulate_steady
 
-    simulate_module = importlib.import_module("sim.simulate")  # the package's `simulate` is
+    simulate_module = importlib.import_module("corun.sim.simulate")  # the package's `simulate` is
     # the function
-    from sim.simulate import SETTLE_WARMUP
+    from corun.sim.simulate import SETTLE_WARMUP
 
     pipeline = spec.pipeline_preset("kaggle")
     model = replace(spec.model_preset("criteo-kaggle"), batch_per_gpu=4096)
@@ -682,8 +682,8 @@ def test_a_plan_decision_the_simulator_does_not_model_is_predicted_alike_and_sai
     prediction as without them, with one caution more."""
     from dataclasses import replace
 
-    from sim import Scenario, Strategy, StrategyKind, simulate
-    from spec import hardware_preset, model_preset, one_kernel_plan, pipeline_preset
+    from corun.sim import Scenario, Strategy, StrategyKind, simulate
+    from corun.spec import hardware_preset, model_preset, one_kernel_plan, pipeline_preset
 
     model = replace(model_preset(model_name), batch_per_gpu=1024)
     pipeline = pipeline_preset(pipeline_name)
@@ -701,8 +701,9 @@ def test_a_plan_decision_the_simulator_does_not_model_is_predicted_alike_and_sai
 def test_a_plan_s_update_grid_names_its_range():
     from dataclasses import replace
 
-    import spec
-    from spec import model_preset, one_kernel_plan, pipeline_preset
+    from corun.spec import model_preset, one_kernel_plan, pipeline_preset
+
+    from corun import spec
 
     plan = one_kernel_plan(pipeline_preset("heavy-small"), model_preset("heavy-lean").name, 1,
                            "top_mlp_fwd", 64, 256)
@@ -717,9 +718,17 @@ def test_a_long_eager_kernel_that_can_fill_every_sm_gets_the_cap_hint():
     Criteo-like kernel are not."""
     from dataclasses import replace
 
+    from corun.sim import Scenario, Strategy, StrategyKind, simulate
+    from corun.spec import (
+        Plan,
+        hardware_preset,
+        load,
+        model_preset,
+        one_kernel_plan,
+        pipeline_preset,
+    )
+
     from corun.workload import resolve_model
-    from sim import Scenario, Strategy, StrategyKind, simulate
-    from spec import Plan, hardware_preset, load, model_preset, one_kernel_plan, pipeline_preset
 
     plan = load(Plan, Path(__file__).parent / "data/plans/rehash-heavy-lean-b32768.json")
     hw, pipeline = hardware_preset("h200", 1), pipeline_preset("heavy-rehash")

@@ -9,9 +9,8 @@ import os
 import numpy as np
 import pytest
 import torch
-
-from backend.settings import RunSettings
-from spec import Plan, SpecError, model_preset, pipeline_preset
+from corun.backend.settings import RunSettings
+from corun.spec import Plan, SpecError, model_preset, pipeline_preset
 
 real_cuda = pytest.mark.skipif(
     not torch.cuda.is_available() or os.environ.get("NUMBA_ENABLE_CUDASIM") == "1",
@@ -31,7 +30,7 @@ def test_preprocessing_first_and_an_sm_split_are_refused_together():
 
 @real_cuda
 def test_preprocessing_first_puts_its_stream_above_training():
-    from backend.streams import Streams
+    from corun.backend.streams import Streams
 
     device = torch.device("cuda", 0)
     first = Streams(device, training_high=True, preprocess_first=True)
@@ -48,7 +47,7 @@ def test_preprocessing_first_puts_its_stream_above_training():
 
 @pytest.mark.parametrize("name", ["preprocess_sms", "preprocess_sm_cap"])
 def test_the_executor_refuses_to_split_a_cpu(name):
-    from backend.executor import Executor
+    from corun.backend.executor import Executor
 
     model, pipeline = model_preset("criteo-kaggle"), pipeline_preset("kaggle")
     empty = Plan(pipeline.name, model.name, 1, ())
@@ -73,10 +72,9 @@ def test_a_cap_is_refused_beside_another_way_to_give_preprocessing_sms(settings,
 
 @real_cuda
 def test_split_streams_run_numba_and_torch_on_disjoint_sms():
+    from corun.backend import compat  # noqa: F401  (before the first CUDA compile)
+    from corun.backend.sm_split import split_sms
     from numba import cuda
-
-    from backend import compat  # noqa: F401  (before the first CUDA compile)
-    from backend.sm_split import split_sms
 
     device = torch.device("cuda:0")
     total = torch.cuda.get_device_properties(0).multi_processor_count
@@ -103,7 +101,7 @@ def test_split_streams_run_numba_and_torch_on_disjoint_sms():
 
 @real_cuda
 def test_training_keeps_at_least_eight_sms():
-    from backend.sm_split import split_sms
+    from corun.backend.sm_split import split_sms
 
     total = torch.cuda.get_device_properties(0).multi_processor_count
     with pytest.raises(SpecError, match="preprocess_sms"):
@@ -122,7 +120,7 @@ def test_an_update_split_is_refused_beside_another_way_to_give_preprocessing_sms
 
 
 def test_the_executor_refuses_an_update_split_without_a_fused_update_or_a_gpu():
-    from backend.executor import Executor
+    from corun.backend.executor import Executor
 
     kaggle, pipeline = model_preset("criteo-kaggle"), pipeline_preset("kaggle")
     empty = Plan(pipeline.name, kaggle.name, 1, ())
@@ -144,11 +142,11 @@ def test_the_update_on_sms_of_its_own_trains_as_on_the_steps_stream():
     for it."""
     from dataclasses import replace
 
-    from backend.graphed import GraphedTrainer
-    from backend.runner import preprocessed_batches
-    from backend.streams import Streams
-    from backend.trainer import Clock, Trainer
-    from spec import Stage
+    from corun.backend.graphed import GraphedTrainer
+    from corun.backend.runner import preprocessed_batches
+    from corun.backend.streams import Streams
+    from corun.backend.trainer import Clock, Trainer
+    from corun.spec import Stage
 
     device = torch.device("cuda:0")
     model = replace(model_preset("heavy-lean"), batch_per_gpu=128, cuda_graphs=True)
@@ -180,8 +178,8 @@ def test_corun_runs_a_plan_with_the_update_on_sms_of_its_own_and_checks_it():
     its own SMs and the kernel on the rest; every batch checked, the split noted."""
     from dataclasses import replace
 
-    from backend.executor import Executor
-    from spec import one_kernel_plan
+    from corun.backend.executor import Executor
+    from corun.spec import one_kernel_plan
 
     model = replace(model_preset("heavy-lean"), batch_per_gpu=512, cuda_graphs=True)
     pipeline = pipeline_preset("heavy-small")
@@ -202,9 +200,9 @@ def test_corun_runs_a_plan_with_preprocessing_confined_and_checks_it():
     ordinary stream (every SM); every batch checked, the cap noted."""
     from dataclasses import replace
 
-    from backend.executor import Executor
-    from backend.streams import Streams
-    from spec import one_kernel_plan
+    from corun.backend.executor import Executor
+    from corun.backend.streams import Streams
+    from corun.spec import one_kernel_plan
 
     device = torch.device("cuda:0")
     capped = Streams(device, training_high=True, pre_cap=64)
@@ -224,7 +222,7 @@ def test_corun_runs_a_plan_with_preprocessing_confined_and_checks_it():
 def test_a_plan_s_cap_is_one_gpu_s_and_names_its_range():
     from dataclasses import replace
 
-    from spec import one_kernel_plan
+    from corun.spec import one_kernel_plan
 
     plan = one_kernel_plan(pipeline_preset("heavy-small"), "heavy-lean", 1,
                            "interaction_bwd", 198, 256)
@@ -240,8 +238,8 @@ def test_a_plan_s_cap_is_left_aside_on_a_cpu_but_a_flag_s_is_refused():
     asked for explicitly there, the cap is an error that names it."""
     from dataclasses import replace
 
-    from backend.executor import Executor
-    from spec import one_kernel_plan
+    from corun.backend.executor import Executor
+    from corun.spec import one_kernel_plan
 
     model, pipeline = model_preset("criteo-kaggle"), pipeline_preset("kaggle")
     plan = replace(one_kernel_plan(pipeline, model.name, 1, "top_mlp_fwd", 64, 256),
@@ -256,7 +254,7 @@ def test_a_plan_s_cap_is_left_aside_on_a_cpu_but_a_flag_s_is_refused():
 def test_no_green_contexts_without_a_driver():
     """This CPU machine has no CUDA driver: green contexts are not supported, and say so
     instead of raising."""
-    from backend.sm_split import green_contexts_supported
+    from corun.backend.sm_split import green_contexts_supported
 
     if torch.cuda.is_available():
         pytest.skip("a GPU machine: its driver decides")
@@ -267,7 +265,7 @@ def test_a_plan_s_cap_the_gpu_cannot_run_is_left_out_and_says_why():
     """corun plan caps for the GPU it plans for (96 of an H200's 132); where the plan runs
     on a GPU without green contexts, or with too few SMs for that cap, the executor runs
     it on every SM and says why (a cap given by flag is refused instead)."""
-    from backend.sm_split import runnable_cap
+    from corun.backend.sm_split import runnable_cap
 
     assert runnable_cap(96, True, 132) == (96, "")
     assert runnable_cap(0, False, 132) == (0, "")  # uncapped: nothing to say
@@ -283,10 +281,9 @@ def test_the_executor_says_and_notes_a_plan_cap_it_leaves_out(monkeypatch):
     left out, said, and kept for the Measurement's notes (stubbed device: no GPU here)."""
     from types import SimpleNamespace
 
+    import corun.backend.sm_split as sm_split
     import torch
-
-    import backend.sm_split as sm_split
-    from backend.executor import Executor
+    from corun.backend.executor import Executor
 
     said = []
     fake = SimpleNamespace(device="cuda:0", strategy="corun", say=said.append, cap_left_out="")

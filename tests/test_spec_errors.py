@@ -5,10 +5,10 @@ import re
 from dataclasses import replace
 
 import pytest
+from corun.spec import Column, DType, OpKind, OpNode, Pipeline, Shape, SparseOutput, SpecError
+from corun.spec.serde import dumps, load, loads
 
-import spec
-from spec import Column, DType, OpKind, OpNode, Pipeline, Shape, SparseOutput, SpecError
-from spec.serde import dumps, load, loads
+from corun import spec
 
 INT_COL = Column("c", DType.INT64, Shape.LIST, nullable=False)
 FLOAT_COL = Column("f", DType.FLOAT32, Shape.SCALAR, nullable=False)
@@ -253,7 +253,7 @@ def test_file_errors(tmp_path):
 
 
 def test_model_too_big_says_by_how_much():
-    from costmodel import shard_tables
+    from corun.costmodel import shard_tables
 
     big = replace(spec.model_preset("mlperf-dcnv2"), optimizer=spec.Optimizer.ADAGRAD)
     with pytest.raises(SpecError, match=r"GPU 0 needs 209.1 GB .* 72.4 GB short"):
@@ -277,7 +277,7 @@ def test_fused_sgd_update_needs_sgd():
     ("release_offset_ms", 101.0, "release_offset_ms = 101.0: ms in 0..100"),
 ])
 def test_run_settings_kernel_experiments_name_their_range(field, value, says):
-    from backend.settings import RunSettings
+    from corun.backend.settings import RunSettings
 
     with pytest.raises(SpecError, match=re.escape(says)):
         RunSettings(**{field: value})

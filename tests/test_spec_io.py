@@ -3,9 +3,9 @@
 import os
 
 import pytest
+from corun.spec.serde import load, save, write_atomic, write_or_print
 
-import spec
-from spec.serde import load, save, write_atomic, write_or_print
+from corun import spec
 
 
 @pytest.mark.parametrize("suffix", [".json", ".yaml"])
@@ -66,7 +66,7 @@ def test_a_report_is_written_where_named_else_printed(tmp_path, capsys):
 def test_a_record_stored_gzipped_is_read_by_either_name(tmp_path):
     import gzip
 
-    from spec.serde import read_document, read_stored_text, stored_glob, stored_path
+    from corun.spec.serde import read_document, read_stored_text, stored_glob, stored_path
 
     (tmp_path / "a.json").write_text('{"x": 1}')
     (tmp_path / "b.json.gz").write_bytes(gzip.compress(b'{"x": 2}'))
@@ -86,7 +86,7 @@ def test_a_compressed_record_is_read_by_every_name_it_was_cited_by(tmp_path):
     import gzip
     import lzma
 
-    from spec.serde import read_stored_text, stored_glob, stored_name, stored_path
+    from corun.spec.serde import read_stored_text, stored_glob, stored_name, stored_path
 
     text = '{"rows": [' + ", ".join(f'{{"i": {i}, "ms": 1.5}}' for i in range(500)) + "]}"
     (tmp_path / "r.json.xz").write_bytes(lzma.compress(text.encode()))

@@ -5,10 +5,8 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-
-import spec
-from costmodel import AnalyticCostModel
-from costmodel.stage_room import (
+from corun.costmodel import AnalyticCostModel
+from corun.costmodel.stage_room import (
     MAX_STAGE_COST,
     RoomKind,
     StageRoom,
@@ -20,10 +18,12 @@ from costmodel.stage_room import (
     spin_free_extra_ms,
     write_rooms,
 )
-from sim import Scenario, Strategy, StrategyKind
-from sim.trace import PREPROCESS
-from spec import SpecError
-from spec.serde import read_stored_text
+from corun.sim import Scenario, Strategy, StrategyKind
+from corun.sim.trace import PREPROCESS
+from corun.spec import SpecError
+from corun.spec.serde import read_stored_text
+
+from corun import spec
 
 ROOT = Path(__file__).resolve().parent.parent
 PROBE_DIR = ROOT / "costmodel/data/h200/stage-room-probes"
@@ -107,7 +107,7 @@ def test_the_probed_updates_are_closed_to_the_small_kernel_not_the_assembly():
 
 
 def test_a_record_that_is_not_a_probe_s_names_the_missing_field(tmp_path):
-    from costmodel.stage_room import check_record, main
+    from corun.costmodel.stage_room import check_record, main
 
     with pytest.raises(SpecError, match=r"r\.batch"):
         check_record({"model": "x"}, "r")
@@ -132,7 +132,7 @@ def test_the_spin_before_a_release_is_taken_off_the_stage():
 
 
 def test_the_installed_rooms_are_the_probes_fitted(tmp_path):
-    """costmodel/data/h200/stage-room.json is what `python -m costmodel.stage_room` writes
+    """costmodel/data/h200/stage-room.json is what `python -m corun.costmodel.stage_room` writes
     from the five probe records beside it (heavy-lean's two starts, heavy-hot's three,
     pooled), and reads back."""
     records = [json.loads(read_stored_text(p)) for p in [*PROBES, FINE]]
@@ -160,7 +160,7 @@ class Roomy(AnalyticCostModel):
 
 
 def test_rooms_are_compiled_for_one_gpu_with_training_above(kaggle, kaggle_model, h200):
-    from sim.scenario import compile_scenario
+    from corun.sim.scenario import compile_scenario
 
     plan = spec.one_kernel_plan(kaggle, kaggle_model.name, 1, "emb_fwd")
     sc = Scenario(h200, kaggle_model, kaggle, Strategy(StrategyKind.PLAN, plan=plan),
@@ -183,8 +183,8 @@ def test_a_kernel_started_partway_into_a_stage_gets_its_room(kaggle, kaggle_mode
     runs at twice its profiled pace (the room's rate over its mean) and the stage keeps
     its pace. A kernel released with the stage keeps its profiled rate; so does one
     carried into a stage with a room."""
-    from sim.engine import run
-    from sim.scenario import compile_scenario
+    from corun.sim.engine import run
+    from corun.sim.scenario import compile_scenario
 
     plan = spec.one_kernel_plan(kaggle, kaggle_model.name, 1, "emb_fwd")
     sc = Scenario(h200, kaggle_model, kaggle, Strategy(StrategyKind.PLAN, plan=plan),

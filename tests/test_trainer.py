@@ -7,14 +7,15 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-import spec  # noqa: E402
-from backend.trainer import (  # noqa: E402
+from corun.backend.trainer import (  # noqa: E402
     TRAINING_STAGES,
     Batch,
     Clock,
     Trainer,
     batch_from_tables,
 )
+
+from corun import spec  # noqa: E402
 
 
 def tiny_model(**change) -> spec.Model:
@@ -139,7 +140,7 @@ def test_preset_shapes_build():
 @pytest.mark.parametrize("sparse", [True, False])
 def test_naive_baseline_computes_the_same_step(sparse):
     """The per-table EmbeddingBag baseline and our trainer agree after SGD steps."""
-    from backend.naive import NaiveTrainer
+    from corun.backend.naive import NaiveTrainer
 
     model = tiny_model(sparse_gradients=sparse)
     ours, naive = Trainer(model, seed=9), NaiveTrainer(model, seed=9)
@@ -158,8 +159,8 @@ def test_clock_times_the_host_per_stage():
     """Each mark closes the stage it names, on the device clock and on the host's."""
     import time
 
-    from backend.trainer import Clock
-    from spec import Stage
+    from corun.backend.trainer import Clock
+    from corun.spec import Stage
 
     clock = Clock(torch.device("cpu"))
     clock.mark(None)
@@ -192,7 +193,7 @@ def test_fused_sgd_update_equals_autograd_sgd():
 def test_bag_sgd_kernel_in_the_cuda_simulator():
     """The Numba-CUDA kernel (run here by the CUDA simulator) adds -lr x each bag's
     gradient to every id of the bag, duplicates within and across bags included."""
-    from backend.embedding_sgd import THREADS_PER_BLOCK, bag_sgd_, bag_sgd_kernel, blocks_for
+    from corun.backend.embedding_sgd import THREADS_PER_BLOCK, bag_sgd_, bag_sgd_kernel, blocks_for
 
     rng = np.random.default_rng(0)
     w = rng.normal(size=(20, 3)).astype(np.float32)
@@ -234,7 +235,7 @@ def test_bag_sgd_kernel_in_the_cuda_simulator():
 def test_hot_rows_kernel_in_the_cuda_simulator():
     """Each table's hot row is the most frequent of its sampled ids (a bag's middle id,
     HOT_SAMPLES bags spread over the table); -1 where every sampled bag is empty."""
-    from backend.embedding_sgd import HOT_SAMPLES, hot_rows_kernel
+    from corun.backend.embedding_sgd import HOT_SAMPLES, hot_rows_kernel
 
     per_table = 300
     lists = [[5, 7, 9] if b % 3 else [1, 3, 2] for b in range(per_table)]  # table 0: 7
@@ -251,8 +252,8 @@ def test_bag_sum_kernel_in_the_cuda_simulator():
     """The bag kernel (run here by the CUDA simulator) sums each bag's rows: empty bags,
     bags shorter and longer than its four ids a turn, duplicates; threads past the last
     (bag, column) write nothing."""
-    from backend.embedding_fwd import bag_sum, bag_sum_kernel
-    from backend.embedding_sgd import THREADS_PER_BLOCK, blocks_for
+    from corun.backend.embedding_fwd import bag_sum, bag_sum_kernel
+    from corun.backend.embedding_sgd import THREADS_PER_BLOCK, blocks_for
 
     rng = np.random.default_rng(3)
     w = rng.normal(size=(30, 5)).astype(np.float32)
@@ -299,8 +300,7 @@ def test_the_dot_interaction_equals_the_reference_dlrms_advanced_indexing():
     """The trainer's flat gather of the pairwise dots gives what the reference DLRMs'
     advanced indexing of the lower triangle gives, outputs and gradients alike."""
     import torch
-
-    from backend.trainer import DotInteraction
+    from corun.backend.trainer import DotInteraction
 
     def reference(bottom, emb):
         x = torch.cat([bottom.unsqueeze(1), emb], dim=1)  # [B, F, d]

@@ -6,11 +6,11 @@ import json
 from pathlib import Path
 
 import pytest
+from corun.spec import Measurement, Pipeline, Plan, Prediction, SpecError, load
 
 from corun.cli import main
 from corun.plan_dir import planned_strategies
 from corun.tune_cmd import median_round
-from spec import Measurement, Pipeline, Plan, Prediction, SpecError, load
 from tests.workload_files import write_small_kaggle
 
 ROWS = 32
@@ -89,7 +89,7 @@ def test_launch_steps_add_the_chosen_plan_at_other_launch_shapes(folder, tmp_pat
     corun among --strategies, no variant runs."""
     from dataclasses import replace
 
-    from planner.search import LAUNCH_STEPS
+    from corun.planner.search import LAUNCH_STEPS
 
     out = tmp_path / "tuned"
     assert tune(folder, out, "--rounds", "1") == 0
@@ -178,8 +178,9 @@ def test_the_cap_variants_confine_the_chosen_plan_and_free_a_capped_one(folder, 
                                                                          capsys):
     from dataclasses import replace
 
+    from corun.spec.plan import CAP_SHARES, cap_sms, default_cap_sms
+
     from corun.tune_cmd import cap_variants
-    from spec.plan import CAP_SHARES, cap_sms, default_cap_sms
 
     assert (default_cap_sms(132), default_cap_sms(108), default_cap_sms(10)) == (96, 80, 8)
     assert [cap_sms(132, s) for s in CAP_SHARES] == [96, 64]
@@ -246,8 +247,9 @@ def test_a_folder_planned_for_a_pipeline_that_is_no_preset_asks_for_its_file(
     import shutil
     from dataclasses import replace
 
+    from corun.spec import Prediction, save
+
     from corun.plan_dir import prediction_file
-    from spec import Prediction, save
 
     plans = tmp_path / "plans"
     shutil.copytree(folder / "plans", plans)
@@ -345,7 +347,8 @@ def test_the_cap_variant_is_left_out_where_the_driver_makes_no_green_contexts(mo
     """On a GPU whose driver cannot confine a stream to some SMs, tune leaves the cap
     variant out and says why, instead of failing in its first round; on the CPU it runs
     (no SMs to confine: the plan runs as on every SM)."""
-    from backend import sm_split
+    from corun.backend import sm_split
+
     from corun.tune_cmd import cap_variant_runs
 
     said = []
@@ -400,7 +403,7 @@ def fused_model(folder):
     """The folder's model with the fused embedding update (and the SGD it applies)."""
     from dataclasses import replace
 
-    import spec
+    from corun import spec
 
     model = load(spec.Model, folder / "model.json")
     fused = folder / "fused-model.json"

@@ -9,14 +9,10 @@ import random
 from pathlib import Path
 
 import pytest
-
-import spec
-from corun.cli import main
-from corun.validate_cmd import DATASET, predict_case
-from reports.results import rankings_by, readme_with_table, results_markdown, trust_table
-from spec import Measurement, SpecError, Spread
-from spec.serde import dumps, save
-from spec.validation import (
+from corun.reports.results import rankings_by, readme_with_table, results_markdown, trust_table
+from corun.spec import Measurement, SpecError, Spread
+from corun.spec.serde import dumps, save
+from corun.spec.validation import (
     MEASURED_FILE,
     PLANS_FILE,
     Dataset,
@@ -27,6 +23,10 @@ from spec.validation import (
     plan_id,
     read_plans,
 )
+
+from corun import spec
+from corun.cli import main
+from corun.validate_cmd import DATASET, predict_case
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -125,7 +125,7 @@ def test_ranking_counts_a_command_only_with_two_strategies_besides_ideal():
             (case("corun", 4.5, "a", 2), 4.5),  # predicted slower, measured faster: wrong
             (case("ideal", 4.0, "b", 0), 4.0), (case("corun", 4.5, "b", 1), 4.5)]
     ds = dataset(rows)
-    from reports.results import predicted_cases
+    from corun.reports.results import predicted_cases
 
     (r,) = rankings_by(predicted_cases(ds), lambda c: "all").values()
     assert (r.commands, r.right, r.near) == (1, 0, 0)
@@ -141,7 +141,7 @@ def test_the_trust_table_counts_cases_within_five_percent_as_predicted_and_calib
 
 
 def test_calibration_scales_by_the_same_commands_ideal_only():
-    from reports.results import calibrated
+    from corun.reports.results import calibrated
 
     # (case, signed error %): ideal predicted 5.0 for 4.0, corun 6.0 for 5.0
     rows = [(case("ideal", 4.0, "a", 0), 25.0), (case("corun", 5.0, "a", 1), 20.0),
@@ -151,7 +151,7 @@ def test_calibration_scales_by_the_same_commands_ideal_only():
 
 
 def test_only_the_newest_day_of_a_workload_is_kept():
-    from reports.results import newest_per_workload
+    from corun.reports.results import newest_per_workload
 
     old, new = case("corun", 4.0, "a", measured_on="2026-11-01"), case("corun", 4.0, "b")
     other = case("corun", 4.0, "c", batch_per_gpu=4096, measured_on="2026-11-01")
@@ -160,7 +160,7 @@ def test_only_the_newest_day_of_a_workload_is_kept():
 
 
 def test_the_readme_table_is_replaced_between_its_markers_only():
-    from reports.results import TABLE_END, TABLE_START
+    from corun.reports.results import TABLE_END, TABLE_START
 
     ds = dataset([(case("ideal", 4.0), 4.1)])
     readme = f"intro\n{TABLE_START}\nold\n{TABLE_END}\noutro\n"

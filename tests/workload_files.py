@@ -5,9 +5,10 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-import spec
+from corun.spec.serde import save
+
+from corun import spec
 from corun.workload import shrink_tables
-from spec.serde import save
 
 
 def write_small_kaggle(folder: Path, rows: int, table_rows: int,
