@@ -66,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
     from corun.cli import progress
     from corun.format import table
     from corun.plan_dir import plan_file, runner_up_label
-    from corun.planner import Judged, LocalSearch, RapProposer, SimJudge, runners_up
+    from corun.planner import HEURISTICS, Judged, LocalSearch, SimJudge, runners_up
     from corun.planner.runners_up import near_tie
     from corun.planner.search import (
         gpu_side_note,
@@ -113,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
 
     say(f"planning {model.name}/{pipeline.name} on {hw.gpu_count} x {hw.gpu.name} "
         f"(time limit {args.time_limit:g} s) ...")
-    rap = RapProposer().propose(judge, args.time_limit)
+    heuristics = [(h, h().propose(judge, args.time_limit)) for h in HEURISTICS]
     search = LocalSearch(progress)
     chosen = search.propose(judge, args.time_limit)
     say(f"searched {judge.evaluations} plans "
@@ -124,8 +124,9 @@ def run(args: argparse.Namespace) -> int:
         chosen, *others = (replace(j, plan=with_sm_cap(judge, j.plan))
                            for j in (chosen, *others))
     strategies = strategies_for("all", hw, None)
-    strategies += [Strategy(StrategyKind.PLAN, plan=rap.plan, name="rap"),
-                   Strategy(StrategyKind.PLAN, plan=chosen.plan, name="corun")]
+    strategies += [Strategy(StrategyKind.PLAN, plan=j.plan, name=h.name,
+                            caps_racing_kernels=h.caps_racing_kernels) for h, j in heuristics]
+    strategies += [Strategy(StrategyKind.PLAN, plan=chosen.plan, name=LocalSearch.name)]
     strategies += [Strategy(StrategyKind.PLAN, plan=j.plan, name=runner_up_label(i))
                    for i, j in enumerate(others, start=2)]
     chosen_at = len(strategies) - len(others) - 1
@@ -148,7 +149,8 @@ def run(args: argparse.Namespace) -> int:
     if args.out:
         write_outputs(Path(args.out), results, extra, traces=not args.no_traces)
         save(stamp(chosen.plan), Path(args.out) / plan_file("corun"))
-        save(stamp(rap.plan), Path(args.out) / plan_file("rap"))
+        for h, j in heuristics:
+            save(stamp(j.plan), Path(args.out) / plan_file(h.name))
         for i, j in enumerate(others, start=2):
             save(stamp(j.plan), Path(args.out) / plan_file(runner_up_label(i)))
     if args.trace:

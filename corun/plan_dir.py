@@ -7,8 +7,11 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-PLAN_FILES = {"corun": "plan.json", "rap": "plan-rap.json"}
-"""The planner's choice and RAP's heuristic's plan; runners-up are plan-<N>.json."""
+from corun.planner import HEURISTICS
+
+PLAN_FILES = {"corun": "plan.json", **{h.name: f"plan-{h.name}.json" for h in HEURISTICS}}
+"""The planner's choice and each published heuristic's plan (plan-rap.json); runners-up
+are plan-<N>.json."""
 
 
 def plan_file(strategy: str) -> str | None:
@@ -51,7 +54,8 @@ def trace_file(strategy: str) -> str:
 
 def planned_strategies(folder: Path) -> list[str]:
     """The planned strategies whose plan files are in `folder`: corun, its runners-up in
-    rank order, then rap."""
+    rank order, then the heuristics' (rap)."""
     found = {s for p in folder.glob("plan*.json") if p.is_file()
              and (s := plan_strategy(p.name)) is not None}
-    return sorted(found, key=lambda s: (s == "rap", runner_up_rank(s) or 1))
+    heuristics = {h.name for h in HEURISTICS}
+    return sorted(found, key=lambda s: (s in heuristics, runner_up_rank(s) or 1))

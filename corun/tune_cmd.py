@@ -163,7 +163,10 @@ def require_named_specs(args: argparse.Namespace, work: Workload) -> None:
 def choose_strategies(text: str | None, planned: list[str]) -> list[str]:
     """The strategies to run, in the order given; each a baseline or a plan in the folder."""
     if text is None:
-        return ["ideal", "gpu-sequential"] + [s for s in planned if s != "rap"]
+        from corun.planner import HEURISTICS
+
+        heuristics = {h.name for h in HEURISTICS}
+        return ["ideal", "gpu-sequential"] + [s for s in planned if s not in heuristics]
     names = [s.strip() for s in text.split(",") if s.strip()]
     allowed = list(BASELINES) + planned
     for s in names:

@@ -6,5 +6,9 @@ from corun.planner.runners_up import runners_up
 from corun.planner.search import LocalSearch
 from corun.planner.types import Judge, Judged, Proposer
 
-__all__ = ["Judge", "Judged", "LocalSearch", "Proposer", "RapProposer", "SimJudge",
-           "runners_up"]
+HEURISTICS: tuple[type[Proposer], ...] = (RapProposer,)
+"""Published heuristics: `corun plan` shows each one's plan beside its own search's, as the
+strategy of its name, and writes it as plan-<name>.json. Register another one here."""
+
+__all__ = ["HEURISTICS", "Judge", "Judged", "LocalSearch", "Proposer", "RapProposer",
+           "SimJudge", "runners_up"]

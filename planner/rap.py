@@ -29,6 +29,7 @@ def layers(pipeline: Pipeline) -> dict[str, int]:
 
 class RapProposer(Proposer):
     name = "rap"
+    caps_racing_kernels = False
 
     def propose(self, judge: Judge, time_limit_s: float) -> Judged:
         assert isinstance(judge, SimJudge)

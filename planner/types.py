@@ -38,6 +38,11 @@ class Proposer(abc.ABC):
     """Produces a plan for the judge's scenario within `time_limit_s`."""
 
     name: str = "abstract"
+    """The strategy its plans are shown and measured as (`corun plan`'s table, plan files)."""
+    caps_racing_kernels: bool = True
+    """Whether its plans get the SM cap rule (planner/sm_cap.py) where a kernel can race
+    the eager step; the simulator hints at the cap for such plans left uncapped. A
+    published heuristic is shown as published: False."""
 
     @abc.abstractmethod
     def propose(self, judge: Judge, time_limit_s: float) -> Judged: ...

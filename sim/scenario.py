@@ -373,7 +373,7 @@ def _cap_hint(sc: Scenario, plan: Plan, tables: GpuTables) -> str | None:
     not cap its SMs (`corun plan --no-sm-cap`, or a plan written by hand), say what the
     cap did on the H200."""
     if plan.preprocess_sm_cap or sc.strategy.kind is not StrategyKind.PLAN \
-            or sc.strategy.name == "rap":
+            or not sc.strategy.caps_racing_kernels:
         return None
     racing = racing_kernel(sc, plan, tables)
     if racing is None:

@@ -31,6 +31,10 @@ class Strategy:
     plan: Plan | None = None
     name: str = ""
     """A label for a plan strategy (e.g. which planner made it)."""
+    caps_racing_kernels: bool = True
+    """A plan strategy's proposer caps the SMs of a kernel that can race the eager step
+    (planner.types.Proposer.caps_racing_kernels): where such a plan is left uncapped, the
+    simulator says what the cap would do."""
 
     @property
     def label(self) -> str:
