@@ -63,19 +63,21 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
-    from corun.cli import progress
-    from corun.format import table
-    from corun.plan_dir import plan_file, runner_up_label
-    from corun.planner import HEURISTICS, Judged, LocalSearch, SimJudge, runners_up
-    from corun.planner.runners_up import near_tie
-    from corun.planner.search import (
+    from corun.advice import (
         gpu_side_note,
         host_plan_caution,
         launch_shape_note,
         lead_note,
+        near_tie,
+        sm_cap_note,
         time_limit_note,
+        update_grid_note,
     )
-    from corun.planner.sm_cap import sm_cap_note, with_sm_cap
+    from corun.cli import progress
+    from corun.format import table
+    from corun.plan_dir import plan_file, runner_up_label
+    from corun.planner import HEURISTICS, Judged, LocalSearch, SimJudge, runners_up
+    from corun.planner.sm_cap import with_sm_cap
     from corun.sim import EmbeddingComm, Scenario, Strategy, StrategyKind, simulate_steady
     from corun.simulate_cmd import (
         comparison_table,
@@ -217,27 +219,6 @@ def run(args: argparse.Namespace) -> int:
         print(table(["kernel", "released at", "op nodes", "blocks", "threads", "alone ms"],
                     rows))
     return 0
-
-
-def update_grid_note(model, plan, gpu_count: int) -> str | None:
-    """Where the model's embedding update is the fused kernel and the chosen plan runs
-    kernels beside it on one GPU: the update's grid is a co-run decision the planner
-    leaves at the trainer's default (Plan.update_blocks_per_sm), which `corun tune`
-    measures."""
-    from corun.sim.scenario import NOTE
-    from corun.spec.plan import TRAINER_UPDATE_BLOCKS_PER_SM, UPDATE_GRIDS
-
-    if not model.embedding_update.fused or not plan.kernels or gpu_count != 1:
-        return None
-    grids = ", ".join(map(str, UPDATE_GRIDS))
-    return (NOTE + "the fused embedding update runs on the trainer's "
-            f"{TRAINER_UPDATE_BLOCKS_PER_SM} blocks an SM, the grid its stage times were "
-            "profiled on (Plan.update_blocks_per_sm = 0); more "
-            "blocks can run the step faster alone and leave a kernel beside it less room "
-            "(heavy-lean beside heavy-rehash b32768 on the H200: ideal 16% faster on 16; "
-            "graphed, the choice on 16 recovered 82-84% of that grid's gap, eager 15%, "
-            "60% confined to 64 SMs): `corun "
-            f"tune` also runs ideal and the plan on {grids} blocks an SM")
 
 
 def graphs_whatif(base, plan, preds, say) -> str | None:

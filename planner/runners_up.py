@@ -90,13 +90,3 @@ def describe(plan: Plan) -> str:
     return where + (", nodes on the host CPU" if plan.cpu_nodes else "")
 
 
-def near_tie(chosen: Judged, other: Judged) -> str | None:
-    """A caution when `other` (a runner-up) is predicted within NEAR_TIE_PCT of `chosen`:
-    which one is faster is then for the GPU to say."""
-    behind = 100 * (1 - other.throughput_samples_per_s / chosen.throughput_samples_per_s)
-    if behind >= NEAR_TIE_PCT:
-        return None
-    return (f"caution: the next-best schedule ({describe(other.plan)}) is predicted "
-            f"{behind:.2f}% behind the chosen plan ({describe(chosen.plan)}), within the "
-            f"simulator's median error measured on the H200 ({NEAR_TIE_PCT}%): measure "
-            "both")

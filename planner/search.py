@@ -67,41 +67,6 @@ def prefer_two_ahead(judge: Judge, best: Judged) -> Judged:
     return best if keep else twin
 
 
-def lead_note(judge: Judge, chosen: Judged) -> str | None:
-    """A note where the chosen plan is two batches ahead and the same plan one ahead is
-    predicted faster, within AHEAD_MARGIN (`prefer_two_ahead` kept two ahead)."""
-    if chosen.plan.batches_ahead != 2 or not chosen.plan.kernels:
-        return None
-    one = judge.judge(replace(chosen.plan, batches_ahead=1))
-    if one.iteration_ms >= chosen.iteration_ms:
-        return None
-    return (f"note: the same plan one batch ahead is predicted {one.iteration_ms:.3f} ms an "
-            f"iteration against {chosen.iteration_ms:.3f}; the planner takes one ahead only "
-            f"for a gain of {100 * AHEAD_MARGIN:g}% or more, since the step then waits for "
-            "the kernels' tail, the part of a co-run the simulator is least sure of; "
-            "`corun tune` runs it too")
-
-
-@dataclass(frozen=True)
-class HostPlanRecord:
-    """What plans with host-CPU nodes measured beside gpu-sequential in the same round:
-    the median ratio of their median iterations, its range, the rounds and where."""
-
-    ratio_median: float
-    ratio_range: tuple[float, float]
-    rounds: int
-    where: str
-
-
-HOST_PLAN_RECORDS = {
-    False: HostPlanRecord(1.02, (0.85, 1.25), 27, "one H200 at batch 4096"),
-    True: HostPlanRecord(1.05, (0.81, 1.23), 32, "2 and 4 H200s at batch 4096 and 8192")}
-"""By several GPUs or not: executed plans with op nodes on the host CPU beside
-gpu-sequential in the same rounds on H200 machines (one GPU: kaggle and terabyte at 4096,
-the host-paced case where the search picks such plans). Predicted, such plans gain 1-4%;
-measured, the host machine decides."""
-
-
 def wins_tie(judge: Judge, j: Judged, ref: Judged) -> bool:
     """Whether `j` and `ref` are predicted alike (within TIE) and `j` wins the tie:
     faster on the GPU side (Judge.gpu_side_ms); alike there too, more batches ahead
@@ -118,64 +83,10 @@ def wins_tie(judge: Judge, j: Judged, ref: Judged) -> bool:
     return j.plan.batches_ahead > ref.plan.batches_ahead
 
 
-def gpu_side_note(judge: Judge, chosen: Judged, other: Judged) -> str | None:
-    """A note where the host thread paces `chosen` and `other` alike (a TIE) and the
-    GPU side decided between them (LocalSearch's tie-break)."""
-    a, b = judge.gpu_side_ms(chosen.plan), judge.gpu_side_ms(other.plan)
-    if not wins_tie(judge, chosen, other) or a is None or b is None \
-            or a >= b * (1 - TIE):
-        return None  # not a tie, or the GPU side did not decide it
-    return (f"note: the host thread paces the chosen plan and the next-best alike; with it "
-            f"left out the chosen plan takes {a:.3f} ms an iteration against {b:.3f} "
-            "(the search breaks such ties on the GPU side; the host's pace moves with "
-            "the machine)")
-
-
-def host_plan_caution(plan: Plan) -> str | None:
-    """A caution for a plan that preprocesses on the host CPU: what such plans measured
-    on as many GPUs (one, or several)."""
-    if not plan.cpu_nodes:
-        return None
-    r = HOST_PLAN_RECORDS[plan.gpu_count > 1]
-    lo, hi = r.ratio_range
-    return (f"caution: the chosen plan runs {len(plan.cpu_nodes)} op nodes on the host CPU; "
-            f"on {r.where} such plans took {r.ratio_median:.2f}x gpu-sequential's "
-            f"iteration time (median of {r.rounds} rounds, {lo:.2f}-{hi:.2f}x): the host "
-            "machine's pace decides, not the predicted gain")
-
-
 LAUNCH_NOTE_BEHIND_PCT = 2.0
 """How far behind ideal a plan with kernels beside training must be predicted for `corun
 plan` to point at `corun tune` (launch_shape_note): within 2% of ideal, where the graphed
 Criteo-like plans run as chosen."""
-
-
-def launch_shape_note(plan: Plan, behind_ideal_pct: float, host_paced: bool) -> str | None:
-    """A note for a plan whose kernels co-run with training and are predicted to leave more
-    than LAUNCH_NOTE_BEHIND_PCT of ideal where the GPU sets the pace (`host_paced`: ideal's
-    own step waits for the host, which then decides the shortfall): their launch shape is
-    what the learned cost model is least sure of, and `corun tune` measures the others."""
-    if host_paced or behind_ideal_pct <= LAUNCH_NOTE_BEHIND_PCT or \
-            not any(k.release is not None for k in plan.kernels):
-        return None
-    *first, last = [f"x{step:g}" for step in LAUNCH_STEPS]
-    return (f"note: the chosen plan is predicted {behind_ideal_pct:.1f}% behind ideal, its "
-            "kernels beside training; their launch shape is what the learned cost model is "
-            "least sure of (held-out error of a kernel's co-run time 22-62% over three "
-            "splits, costmodel/data/h200/README.md), so `corun tune` also runs "
-            f"the plan at {', '.join(first)} and {last} its blocks and keeps the fastest")
-
-
-def time_limit_note(converged: bool, evaluations: int, time_limit_s: float) -> str | None:
-    """A caution where the search stopped at its time limit before it converged
-    (`LocalSearch.converged`): the plan then depends on the limit and on how busy the
-    machine was."""
-    if converged:
-        return None
-    return (f"caution: the search stopped at its time limit ({time_limit_s:g} s, "
-            f"{evaluations} plans simulated) before it converged: the chosen plan depends on "
-            "the limit and on how busy this machine is; a longer --time-limit may find a "
-            "better one")
 
 
 CONSTRUCT_BLOCK_DIVISORS = (1, 2, 4, 8)

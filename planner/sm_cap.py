@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from corun.planner.judge import SimJudge
-from corun.sim.scenario import NOTE, compile_scenario, racing_kernel
+from corun.sim.scenario import compile_scenario, racing_kernel
 from corun.sim.strategy import Strategy, StrategyKind
 from corun.spec import FusedKernel, Plan
 from corun.spec.plan import default_cap_sms
@@ -35,17 +35,3 @@ def with_sm_cap(judge: SimJudge, plan: Plan) -> Plan:
     return replace(plan, preprocess_sm_cap=default_cap_sms(judge.scenario.hardware.gpu.sm_count))
 
 
-def sm_cap_note(judge: SimJudge, plan: Plan) -> str | None:
-    """Why a capped plan is capped, for `corun plan` to print under the chosen plan."""
-    found = plan.preprocess_sm_cap and racing(judge, plan)
-    if not found:
-        return None
-    (k, alone_ms), sms = found, judge.scenario.hardware.gpu.sm_count
-    return (NOTE + f"the plan confines its preprocessing to {plan.preprocess_sm_cap} of the "
-            f"{sms} SMs (Plan.preprocess_sm_cap): kernel {k.name} ({k.blocks} blocks, "
-            f"{alone_ms:.1f} ms alone) could otherwise take every SM between two training "
-            "kernels and hold the next one, which the simulator does not model (four eager "
-            "choices on the H200 recovered more of gpu-sequential's gap capped than on "
-            "every SM in 8 of 9 commands); `corun tune` "
-            "measures it at the other caps and uncapped, `corun execute --preprocess-sm-cap "
-            "0` runs it on every SM, `corun plan --no-sm-cap` leaves the cap out")

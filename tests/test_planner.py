@@ -345,7 +345,9 @@ def test_plan_cli_writes_runners_up(tmp_path, capsys):
 
 def test_a_runner_up_within_the_simulator_s_error_is_called_a_near_tie():
     from corun.planner import Judged
-    from corun.planner.runners_up import NEAR_TIE_PCT, describe, near_tie
+    from corun.planner.runners_up import NEAR_TIE_PCT, describe
+
+    from corun.advice import near_tie
 
     p = spec.pipeline_preset("kaggle")
     at_emb = spec.one_kernel_plan(p, "criteo-kaggle", 1, "emb_fwd", 264)
@@ -360,8 +362,8 @@ def test_a_runner_up_within_the_simulator_s_error_is_called_a_near_tie():
     assert near_tie(chosen, Judged(at_emb, 1000.0 * (1 - 2 * NEAR_TIE_PCT / 100), 1.0)) is None
 
 
-def test_a_plan_on_the_host_cpu_carries_what_such_plans_measured():
-    from corun.planner.search import HOST_PLAN_RECORDS, host_plan_caution
+def test_a_plan_on_the_host_cpu_is_cautioned_that_the_host_decides():
+    from corun.advice import host_plan_caution
 
     p = spec.pipeline_preset("kaggle")
     on_gpu = spec.one_kernel_plan(p, "criteo-kaggle", 1, "emb_fwd", 264)
@@ -369,14 +371,13 @@ def test_a_plan_on_the_host_cpu_carries_what_such_plans_measured():
     assert host_plan_caution(on_gpu) is None
     text = host_plan_caution(on_cpu)
     assert text.startswith(f"caution: the chosen plan runs {len(p.order)} op nodes on the host")
-    assert f"median of {HOST_PLAN_RECORDS[False].rounds} rounds" in text
-    assert "on one H200" in text
-    several = host_plan_caution(spec.Plan(p.name, "criteo-kaggle", 4, (), tuple(p.order)))
-    assert "on 2 and 4 H200s" in several and several != text
+    assert "the host machine's pace decides" in text
 
 
 def test_a_plan_short_of_ideal_where_the_gpu_sets_the_pace_points_at_tune():
-    from corun.planner.search import LAUNCH_NOTE_BEHIND_PCT, launch_shape_note
+    from corun.planner.search import LAUNCH_NOTE_BEHIND_PCT
+
+    from corun.advice import launch_shape_note
 
     p = spec.pipeline_preset("kaggle")
     beside = spec.one_kernel_plan(p, "criteo-kaggle", 1, "interaction_bwd", 198)
@@ -416,7 +417,7 @@ def test_a_tie_under_the_host_s_pace_goes_to_the_plan_faster_on_the_gpu_side():
 def test_plan_cli_notes_a_tie_the_gpu_side_broke(capsys):
     """heavy-fused b8192: every GPU plan paced alike by the host; the output says the GPU
     side chose, with both times; a plan ahead by itself gets no such note."""
-    from corun.planner.search import gpu_side_note
+    from corun.advice import gpu_side_note
 
     assert main(["plan", "--model", "heavy-fused", "--pipeline", "heavy", "--batch", "8192",
                  "--time-limit", "5", "--quiet"]) == 0
@@ -436,7 +437,9 @@ def test_a_tie_on_both_sides_goes_to_more_batches_ahead():
     not the GPU side's to note."""
     from dataclasses import replace
 
-    from corun.planner.search import gpu_side_note, wins_tie
+    from corun.planner.search import wins_tie
+
+    from corun.advice import gpu_side_note
 
     j = SimJudge(replace(scenario("kaggle", 1), host_thread=False))  # no GPU side apart
     one = j.judge(spec.one_kernel_plan(spec.pipeline_preset("kaggle"), "criteo-kaggle", 1,
@@ -487,7 +490,7 @@ def test_heavy_short_b16384_is_planned_two_ahead():
     faster and only AHEAD_MARGIN kept two ahead), so there is no lead note."""
     from dataclasses import replace
 
-    from corun.planner.search import lead_note
+    from corun.advice import lead_note
 
     model = replace(spec.model_preset("heavy-hot"), batch_per_gpu=16384, cuda_graphs=True)
     sc = Scenario(spec.hardware_preset("h200", 1), model, spec.pipeline_preset("heavy-short"),
@@ -507,8 +510,9 @@ def test_the_lead_note_names_a_faster_plan_one_ahead():
     the output says so; one ahead, or one ahead predicted slower, nothing."""
     from dataclasses import replace
 
-    from corun.planner.search import lead_note
     from corun.planner.types import Judge
+
+    from corun.advice import lead_note
 
     two_plan = replace(spec.one_kernel_plan(spec.pipeline_preset("kaggle"), "criteo-kaggle",
                                             1, "emb_bwd", 1056), batches_ahead=2)
@@ -532,7 +536,7 @@ def test_the_lead_note_names_a_faster_plan_one_ahead():
 def test_the_search_says_whether_it_converged_or_stopped_at_its_time_limit():
     """A search cut short by its time limit returns whatever it had (the plan then depends
     on the limit and the machine's load); it says so, and `corun plan` prints a caution."""
-    from corun.planner.search import time_limit_note
+    from corun.advice import time_limit_note
 
     cut = LocalSearch()
     cut.propose(SimJudge(scenario("kaggle", 1)), 1e-9)
@@ -610,7 +614,9 @@ def test_the_planner_caps_the_sms_of_a_plan_whose_kernel_can_race_the_step(folde
     why; a plan already capped keeps its cap."""
     from dataclasses import replace
 
-    from corun.planner.sm_cap import sm_cap_note, with_sm_cap
+    from corun.planner.sm_cap import with_sm_cap
+
+    from corun.advice import sm_cap_note
 
     plan = spec.load(spec.Plan, DATA / "plans" / f"{folder.replace('/', '-')}.json")
     judge = _judge_for(plan)
@@ -658,7 +664,7 @@ def test_the_update_grid_note_is_for_a_fused_update_beside_kernels_on_one_gpu():
     one: the fused update, kernels beside it, one GPU (tune's)."""
     from dataclasses import replace
 
-    from corun.plan_cmd import update_grid_note
+    from corun.advice import update_grid_note
 
     lean, kaggle = spec.model_preset("heavy-lean"), spec.model_preset("criteo-kaggle")
     plan = spec.one_kernel_plan(spec.pipeline_preset("heavy-small"), lean.name, 1,
