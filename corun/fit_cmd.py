@@ -24,16 +24,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from corun.costmodel.learned import (
-        TARGETS,
-        CoRunModel,
-        data_hash,
-        evaluate,
-        library_versions,
-        measured,
-        save_model,
-    )
-    from corun.costmodel.profile_data import fit_rows, graphed_rows, lookup_rows
+    from corun.costmodel.evaluation import evaluate, measured
+    from corun.costmodel.features import TARGETS
+    from corun.costmodel.learned import CoRunModel
+    from corun.costmodel.model_file import library_versions, save_model
+    from corun.costmodel.profile_data import data_hash, fit_rows, graphed_rows, lookup_rows
     from corun.format import table
     from corun.reports.figures import heldout_scatter, save
     from corun.spec.serde import write_atomic

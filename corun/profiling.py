@@ -50,7 +50,7 @@ from corun.backend.reference import run_reference
 from corun.backend.runner import PipelineProgram, trainer_batch
 from corun.backend.streams import HostPoolSet, ReleaseClock, Streams, gpu_spin
 from corun.backend.trainer import TRAINING_STAGES, Batch, Clock, Trainer
-from corun.costmodel.learned import stage_row
+from corun.costmodel.features import stage_row
 from corun.costmodel.profile_data import KEY, LEAD_ASKED, is_resident
 from corun.costmodel.release_steps import format_steps
 from corun.costmodel.workload import kernel_key, kernel_work, stage_work
@@ -100,7 +100,7 @@ DERIVED = ("stage_lookups", "stage_embedding_dim", "stage_feature_count",
 BEFORE_DERIVED = tuple(c for c in COLUMNS if c not in DERIVED)
 """The columns before the stage's ids and model shape were recorded: such a file is still
 appended to (without them; the fit derives them from the preset model,
-costmodel.learned.stage_lookups, stage_shape and stage_fused)."""
+costmodel.features.stage_lookups, stage_shape and stage_fused)."""
 BEFORE_HOT = {h: tuple(c for c in h if c != "stage_hot_row")
               for h in (STEP_COLUMNS, RESIDENT_COLUMNS, RESIDENT_COLUMNS[:-1], COLUMNS)}
 """The columns before the hot-row update (EmbeddingUpdate.FUSED_SGD_HOT_ROW; the fit

@@ -1,6 +1,7 @@
-"""Learned co-running estimators, fitted on `corun profile` CSVs (scikit-learn's contract).
+"""The learned co-running model (CoRunModel), fitted on `corun profile` CSVs, and the
+CostModel the simulator asks (LearnedCostModel).
 
-Four targets, each a gradient-boosted regressor on a log scale:
+Four targets, each learned on a log scale:
   kernel alone     kernel_alone_ms                     from the kernel's features (where
                    the profile timed the same kernel at two or more other row counts, the
                    line through them answers instead: CoRunModel.kernel_alone_ms);
@@ -11,31 +12,37 @@ Four targets, each a gradient-boosted regressor on a log scale:
                    training step as the trainer runs it, host launch gaps included).
 The two co-run targets learn from two kinds of row, told apart by a feature: the kernel
 released at the stage's start, and the kernel already resident on the SMs when the stage
-starts (`corun profile --resident`; the simulator asks for these where a kernel runs on
-from an earlier stage); a resident row's times count from the stage's start (its lead,
-the kernel's time alone before, taken off).
-Features are normalised by the GPU's ceilings (bytes over its copy bandwidth, operations
-over its integer throughput, blocks over its resident slots), so a model fitted on one
-GPU kind can be applied, with less trust, to another.
+starts (`corun profile --resident`); a resident row's times count from the stage's start.
 
-Validation holds out whole model/batch combinations and whole kernel feature sets, and
-compares with two baselines fitted on the same training rows: the analytic estimator
-(one fitted scale per target) and a RAP-style model (one linear term per op type on
-[count, fused columns, average width]; kernels run at standalone speed; each stage has
-a fixed capacity of kernel time it hides).
+Beside this module: the features (features.py), the regressors as scikit-learn
+estimators (estimators.py), held-out validation against two baselines (evaluation.py),
+and the model file (model_file.py).
 """
 
 from __future__ import annotations
 
 import functools
-import gzip
 import json
-import pickle
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
+from corun.costmodel import model_file
+from corun.costmodel.features import (
+    GPU_PRESETS,
+    TARGETS,
+    design,
+    fitted,
+    gpu_of,
+    lead_ms,
+    num,
+    preset_of,
+    stage_only,
+    stage_row,
+    targets,
+    work_row,
+)
 from corun.costmodel.graphs import GraphedStages, fit_savings, read_graphed
 from corun.costmodel.held import floor_held
 from corun.costmodel.interaction import SAVING_CSV
@@ -52,258 +59,12 @@ from corun.costmodel.profile_data import (
 from corun.costmodel.release_steps import ReleaseStep, rates, read_release_steps
 from corun.costmodel.stage_room import ROOM_FILE, RoomKey, RoomKind, StageRoom, read_rooms
 from corun.costmodel.types import CoRunEffect, CostModel, KernelWork, StageWork, WholeRun
-from corun.spec import GpuKind, Hardware, Model, OpKind, SpecError, hardware_preset
+from corun.spec import Hardware, Model, SpecError, hardware_preset
 
-TARGETS = ("kernel_alone", "kernel_corun", "stage_slowdown", "stage_alone")
-CORUN_TARGETS = ("kernel_corun", "stage_slowdown")
-STAGES = ("emb_fwd", "bottom_mlp_fwd", "interaction_fwd", "top_mlp_fwd", "top_mlp_bwd",
-          "interaction_bwd", "bottom_mlp_bwd", "emb_bwd", "optimizer")
-GPU_PRESETS = ("h200", "h100", "a100", "v100")
 DATA_DIR = Path(__file__).resolve().parent / "data"
 """Fitted models per GPU kind: data/<preset>/model.pkl (from `corun fit`)."""
 GRAPHED_CSV = "graphed-stages.csv"
 """Beside a model.pkl: stage times of the step replayed as CUDA graphs (graphs.py)."""
-
-
-def preset_of(name: str) -> str:
-    """The hardware preset of a GPU name as torch or a preset spells it ("NVIDIA H200",
-    "H200"); profiles taken on the CPU (tests) count as the H200."""
-    if name == "cpu":
-        return "h200"
-    for preset in GPU_PRESETS:
-        if preset.upper() in name.upper():
-            return preset
-    raise SpecError("gpu", name, f"a GPU with a preset ({', '.join(GPU_PRESETS)})")
-
-
-def gpu_of(name: str) -> GpuKind:
-    return hardware_preset(preset_of(name), 1).gpu
-
-
-def _f(r: dict, k: str, default: float = 0.0) -> float:
-    v = r.get(k, "")
-    return float(v) if v not in ("", None) else default
-
-
-def kernel_features(r: dict) -> list[float]:
-    g = gpu_of(r["gpu"])
-    nodes = max(_f(r, "nodes"), 1.0)
-    slots = g.sm_count * g.max_threads_per_sm
-    return [
-        np.log1p(_f(r, "kernel_bytes") / g.copy_bytes_per_s * 1e6),  # us at full bandwidth
-        np.log1p(_f(r, "int_ops") / g.int32_ops_per_s * 1e6),  # us at full issue rate
-        np.log1p(_f(r, "elements") / max(_f(r, "rows"), 1.0)),  # elements per row
-        _f(r, "blocks") * _f(r, "threads") / slots,  # waves of resident threads
-        _f(r, "threads") / 1024, _f(r, "registers", 40) / 255, _f(r, "occupancy", 0.5),
-        _f(r, "chains"), nodes, _f(r, "has_lists"),
-        *(_f(r, f"op_{op.value}") / nodes for op in OpKind),
-        _f(r, "warp_rows"),  # long lists a warp per row (profiles before it: a thread)
-        # rows each thread walks in turn: a thin launch's blocks run long and, beside a
-        # stage that holds the SMs, wait for it (kaggle b16384's whole pipeline in 66
-        # blocks at the optimizer: 0.15 ms co-run predicted without it, 0.64 with it,
-        # 0.715 measured)
-        np.log1p(_f(r, "rows") * _f(r, "chains") / max(_f(r, "blocks") * _f(r, "threads"), 1.0)),
-    ]
-
-
-STAGE_ALONE_COLUMN = 2
-"""Where stage_features puts the stage's standalone time."""
-STAGE_ONEHOT_COLUMN = 4
-"""Where the stage one-hot starts in `stage_only`'s columns (after bytes, FLOPs,
-parallelism, kernels)."""
-LOOKUP_STAGES = ("emb_bwd", "optimizer")
-"""Stages whose time follows the id count (StageWork.lookups), each its own feature (and
-the fused update's emb_bwd a third: its cost per id is another)."""
-FEATURES_VERSION = "12"
-"""Bumped when the features or estimators change: a model saved under another is refitted."""
-
-
-def stage_features(r: dict, alone_ms: float | None = None) -> list[float]:
-    """The stage's work normalised by the GPU, its standalone time (measured, or
-    `alone_ms` when given), and which stage it is."""
-    g = gpu_of(r["gpu"])
-    alone = _f(r, "stage_alone_ms") if alone_ms is None else alone_ms
-    ids = np.log1p(stage_lookups(r) * 1e-3)
-    fused = stage_fused(r)
-    return [
-        np.log1p(_f(r, "stage_bytes") / g.copy_bytes_per_s * 1e6),
-        np.log1p(_f(r, "stage_flops") / (g.int32_ops_per_s * 2) * 1e6),
-        np.log1p(alone * 1e3),
-        _f(r, "stage_parallelism") / (g.sm_count * g.max_threads_per_sm),
-        _f(r, "stage_kernels"),
-        *(float(r["stage"] == s) for s in STAGES),
-        *(ids * (r["stage"] == s) * (1.0 - fused) for s in LOOKUP_STAGES),
-        ids * fused, fused,
-        *stage_shape(r),
-        stage_bag_kernel(r),
-        np.log1p(stage_table_bytes(r) / g.l2_bytes),
-        stage_hot_row(r),
-    ]
-
-
-def _stage_column(r: dict, column: str) -> float:
-    """A derived stage column of a profile row: the row's own value, or, for profiles
-    taken before the column existed (they name a preset model), what costmodel.workload
-    gives that preset on one GPU (_preset_stage); 0 when neither is known."""
-    if r.get(column) not in (None, ""):
-        return float(r[column])
-    return _preset_stage(r.get("model", ""), int(r.get("batch", 0)), r["stage"]).get(
-        column, 0.0)
-
-
-def stage_lookups(r: dict) -> float:
-    """Ids the stage updates one by one (StageWork.lookups)."""
-    return _stage_column(r, "stage_lookups")
-
-
-def stage_fused(r: dict) -> float:
-    """1.0 for the fused update's emb_bwd (StageWork.fused_update)."""
-    return _stage_column(r, "stage_fused_update")
-
-
-def stage_bag_kernel(r: dict) -> float:
-    """1.0 for the bag kernel's emb_fwd (StageWork.bag_kernel)."""
-    return _stage_column(r, "stage_bag_kernel")
-
-
-def stage_hot_row(r: dict) -> float:
-    """1.0 for the hot-row fused update's emb_bwd (StageWork.hot_row_update)."""
-    return _stage_column(r, "stage_hot_row")
-
-
-def stage_table_bytes(r: dict) -> float:
-    """The tables' bytes a stage reads or updates (StageWork.table_bytes)."""
-    return _stage_column(r, "stage_table_bytes")
-
-
-SHAPE_COLUMNS = ("stage_embedding_dim", "stage_feature_count", "stage_cross_network")
-
-
-def stage_shape(r: dict) -> list[float]:
-    """log embedding dim, log feature count, cross network (StageWork's model shape);
-    from the preset model for profiles taken before these columns existed, zeros when
-    neither is known."""
-    known = r if all(r.get(c) not in (None, "") for c in SHAPE_COLUMNS) else \
-        _preset_stage(r.get("model", ""), int(r.get("batch", 0)), r["stage"])
-    dim, count, cross = (float(known.get(c, 0.0)) for c in SHAPE_COLUMNS)
-    return [np.log(max(dim, 1.0)), np.log(max(count, 1.0)), cross]
-
-
-@functools.cache
-def _preset_stage(model: str, batch: int, stage: str) -> dict[str, float]:
-    """The profile's stage columns of a preset model at `batch` on one GPU, from the
-    same costmodel.workload the simulator asks with ({} for a model that is not a
-    preset: such rows are from tests; real profiles of model files carry the columns)."""
-    from dataclasses import replace
-
-    from corun.costmodel.workload import stage_work
-    from corun.spec import MODEL_PRESETS, Stage
-    from corun.spec.sharding import shard_tables
-
-    m = MODEL_PRESETS.get(model)
-    if m is None or batch < 1:
-        return {}
-    m = replace(m, batch_per_gpu=batch)
-    hw = hardware_preset("h200", 1)
-    work = stage_work(m, hw, shard_tables(m, hw), 0).get(Stage(stage))
-    return stage_row(work) if work is not None else {}
-
-
-def stage_only(rows: Sequence[dict]) -> np.ndarray:
-    """Stage features without the standalone time (to predict that time)."""
-    x = np.array([stage_features(r, 0.0) for r in rows])
-    return np.delete(x, STAGE_ALONE_COLUMN, axis=1)
-
-
-def lead_ms(r: dict) -> float:
-    """The row's kernel time before its stage started (0 for a kernel released with it)."""
-    return _f(r, "kernel_lead_ms")
-
-
-def fitted(r: dict) -> bool:
-    """Whether a row is fitted on: every profile row, and a resident row whose kernel
-    had real work left when the stage started (more than three leads of its time alone:
-    a shorter one had all but ended alone)."""
-    return not is_resident(r) or _f(r, "kernel_alone_ms") > 3 * lead_ms(r)
-
-
-def design(rows: Sequence[dict]) -> tuple[np.ndarray, np.ndarray]:
-    """(kernel features, kernel + stage features + resident + log kernel-alone time
-    from the stage's start)."""
-    k = np.array([kernel_features(r) for r in rows])
-    s = np.array([stage_features(r) for r in rows])
-    resident = np.array([float(is_resident(r)) for r in rows])[:, None]
-    alone = np.log([max(_f(r, "kernel_alone_ms") - lead_ms(r), 1e-4) for r in rows])[:, None]
-    return k, np.hstack([k, s, resident, alone])
-
-
-def targets(rows: Sequence[dict]) -> dict[str, np.ndarray]:
-    ka = np.array([_f(r, "kernel_alone_ms") for r in rows])
-    lead = np.array([lead_ms(r) for r in rows])
-    kc = np.array([_f(r, "kernel_corun_ms") for r in rows])
-    sa = np.array([_f(r, "stage_alone_ms") for r in rows])
-    sc = np.array([_f(r, "stage_corun_ms") for r in rows])
-    # a co-run kernel waits for SMs the stage holds: its latency scales with both times
-    # (a resident row's kernel from the stage's start: its work alone before taken off)
-    return {"kernel_alone": ka,
-            "kernel_corun": np.maximum(kc - lead, 1e-4) / np.maximum(ka - lead + sa, 1e-6),
-            "stage_slowdown": sc / np.maximum(sa, 1e-6), "stage_alone": sa}
-
-
-def _regressor(seed: int):
-    from sklearn.compose import TransformedTargetRegressor
-    from sklearn.ensemble import HistGradientBoostingRegressor
-
-    return TransformedTargetRegressor(
-        HistGradientBoostingRegressor(max_iter=300, learning_rate=0.08, random_state=seed),
-        func=np.log, inverse_func=np.exp)
-
-
-def _stage_regressor():
-    return PerStageRidge()
-
-
-class PerStageRidge:
-    """Stage alone time: one log-log ridge model of the normalised work per training
-    stage. Stage times come from few model/batch combinations, and a new model or batch
-    lies outside them: trees cannot extrapolate, a power law of bytes, FLOPs and ids can.
-    Each stage gets its own exponents (emb_bwd follows its ids, the MLPs their FLOPs):
-    with the same features one shared model held out at 24.6-27.1% MAPE, one per stage
-    at 12.2-14.9% (three splits of the profile, `corun fit --seed N`). A stage seen fewer than
-    4 times falls back to the shared model."""
-
-    def __init__(self) -> None:
-        self.shared = self._ridge()
-        self.by_stage: dict[int, object] = {}
-
-    @staticmethod
-    def _ridge():
-        from sklearn.compose import TransformedTargetRegressor
-        from sklearn.linear_model import RidgeCV
-
-        return TransformedTargetRegressor(RidgeCV(alphas=(1e-3, 1e-2, 1e-1, 1.0, 10.0)),
-                                          func=np.log, inverse_func=np.exp)
-
-    @staticmethod
-    def _stage_of(x: np.ndarray) -> np.ndarray:
-        onehot = x[:, STAGE_ONEHOT_COLUMN:STAGE_ONEHOT_COLUMN + len(STAGES)]
-        return np.where(onehot.any(axis=1), onehot.argmax(axis=1), -1)
-
-    def fit(self, x: np.ndarray, y: np.ndarray) -> PerStageRidge:
-        self.shared.fit(x, y)
-        stage = self._stage_of(x)
-        for s in set(stage.tolist()) - {-1}:
-            if (stage == s).sum() >= 4:
-                self.by_stage[s] = self._ridge().fit(x[stage == s], y[stage == s])
-        return self
-
-    def predict(self, x: np.ndarray) -> np.ndarray:
-        out = self.shared.predict(x)
-        stage = self._stage_of(x)
-        for s, model in self.by_stage.items():
-            if (stage == s).any():
-                out[stage == s] = model.predict(x[stage == s])
-        return out
 
 
 def interpolate_in_rows(points: Sequence[tuple[int, float]], rows: int) -> float | None:
@@ -346,9 +107,11 @@ class CoRunModel:
     columns unused)."""
 
     def __init__(self, seed: int = 0) -> None:
+        from corun.costmodel.estimators import kernel_regressor, stage_regressor  # sklearn: 1 s
+
         self.seed = seed
-        self.estimators = {t: _regressor(seed) for t in TARGETS if t != "stage_alone"}
-        self.estimators["stage_alone"] = _stage_regressor()
+        self.estimators = {t: kernel_regressor(seed) for t in TARGETS if t != "stage_alone"}
+        self.estimators["stage_alone"] = stage_regressor()
         self.stage_measured: dict[tuple, float] = {}
         """Stage alone ms by stage features, for every stage the training rows timed: a
         profiled model and batch is answered with its measurement. The power law fits
@@ -398,19 +161,19 @@ class CoRunModel:
                 self.stage_looked_up.setdefault((r["pipeline"], _stage_key(xi)), float(v))
         for r, xi in zip([*rows, *floor_held(lookup)], stage_only([*rows, *lookup])):
             lead = lead_ms(r)
-            times = (_f(r, "kernel_alone_ms") - lead, _f(r, "kernel_corun_ms") - lead,
-                     _f(r, "stage_alone_ms"), _f(r, "stage_corun_ms"))
+            times = (num(r, "kernel_alone_ms") - lead, num(r, "kernel_corun_ms") - lead,
+                     num(r, "stage_alone_ms"), num(r, "stage_corun_ms"))
             gpu = gpu_of(r["gpu"]).name
             self.pair_measured.setdefault((gpu, r["kernel"], _stage_key(xi), is_resident(r)),
                                           times)
             if not is_resident(r):
-                self.kernel_measured.setdefault((gpu, r["kernel"], int(_f(r, "rows"))),
+                self.kernel_measured.setdefault((gpu, r["kernel"], int(num(r, "rows"))),
                                                 times[0])
         for r in alone:
             if not is_resident(r):
                 self.kernel_measured.setdefault(
-                    (gpu_of(r["gpu"]).name, r["kernel"], int(_f(r, "rows"))),
-                    _f(r, "kernel_alone_ms"))
+                    (gpu_of(r["gpu"]).name, r["kernel"], int(num(r, "rows"))),
+                    num(r, "kernel_alone_ms"))
         return self
 
     def kernel_alone_ms(self, gpu: str, kernel: str, rows: int) -> float | None:
@@ -465,237 +228,10 @@ class CoRunModel:
         left = np.maximum(alone - np.array([lead_ms(r) for r in rows]), 1e-4)
         xks[:, -1] = np.log(left)
         return {"kernel_alone": alone,
-                "kernel_corun": (left + np.array([_f(r, "stage_alone_ms") for r in rows]))
+                "kernel_corun": (left + np.array([num(r, "stage_alone_ms") for r in rows]))
                 * self.estimators["kernel_corun"].predict(xks),
                 "stage_slowdown": self.estimators["stage_slowdown"].predict(xks),
                 "stage_alone": stage}
-
-
-class RapStyleModel:
-    """RAP's kind of model: kernel latency linear per op type in [count, fused columns,
-    average width]; co-run = standalone; each stage hides a fixed kernel time and takes
-    its profiled time (here: the training rows' median for that stage)."""
-
-    def fit(self, rows: Sequence[dict]) -> RapStyleModel:
-        from sklearn.linear_model import LinearRegression
-
-        y = targets(rows)
-        self.lin = LinearRegression(positive=True).fit(self._x(rows), y["kernel_alone"])
-        self.capacity: dict[str, float] = {}
-        for s in STAGES:
-            hid = [_f(r, "kernel_alone_ms") for r, f in zip(rows, y["stage_slowdown"])
-                   if r["stage"] == s and f <= 1.02]
-            self.capacity[s] = max(hid, default=0.0)
-        self.stage_ms = {s: float(np.median([_f(r, "stage_alone_ms") for r in rows
-                                             if r["stage"] == s] or [0.0])) for s in STAGES}
-        return self
-
-    @staticmethod
-    def _x(rows: Sequence[dict]) -> np.ndarray:
-        out = []
-        for r in rows:
-            width = _f(r, "elements") / max(_f(r, "rows"), 1.0)
-            counts = [_f(r, f"op_{op.value}") for op in OpKind]
-            out.append(counts + [c * _f(r, "chains") for c in counts] +
-                       [c * width for c in counts])
-        return np.array(out)
-
-    def predict(self, rows: Sequence[dict]) -> dict[str, np.ndarray]:
-        alone = np.maximum(self.lin.predict(self._x(rows)), 1e-4)
-        over = np.array([max(0.0, a - self.capacity.get(r["stage"], 0.0)) /
-                         max(_f(r, "stage_alone_ms"), 1e-6) for a, r in zip(alone, rows)])
-        stage = np.array([self.stage_ms.get(r["stage"], 0.0) for r in rows])
-        return {"kernel_alone": alone, "kernel_corun": alone, "stage_slowdown": 1 + over,
-                "stage_alone": stage}
-
-
-class AnalyticModel:
-    """The foundation's analytic estimator, with one scale per target fitted on the
-    training rows (the median of measured over predicted)."""
-
-    def fit(self, rows: Sequence[dict]) -> AnalyticModel:
-        raw, y = self._raw(rows), targets(rows)
-        y["kernel_corun"] = measured(rows)["kernel_corun"] / np.maximum(y["kernel_alone"],
-                                                                        1e-9)  # its factor
-        self.scale = {t: float(np.median(y[t] / np.maximum(raw[t], 1e-9))) for t in TARGETS}
-        return self
-
-    @staticmethod
-    def _raw(rows: Sequence[dict]) -> dict[str, np.ndarray]:
-        from corun.costmodel.analytic import AnalyticCostModel
-        from corun.spec import Precision, Stage
-
-        cm = AnalyticCostModel()
-        out = {t: [] for t in TARGETS}
-        for r in rows:
-            hw = hardware_preset(preset_of(r["gpu"]), 1)
-            ops = tuple(op for op in OpKind if _f(r, f"op_{op.value}") > 0)
-            kw = KernelWork(r["kernel"], int(_f(r, "rows")), _f(r, "elements"),
-                            _f(r, "int_ops"), _f(r, "kernel_bytes"), ops, int(_f(r, "blocks")),
-                            int(_f(r, "threads")), int(_f(r, "registers", 40)),
-                            int(_f(r, "nodes")))
-            sw = StageWork(Stage(r["stage"]), _f(r, "stage_flops"), _f(r, "stage_bytes"),
-                           Precision.FP32, int(_f(r, "stage_kernels")),
-                           _f(r, "stage_parallelism"))
-            effect = cm.corun(kw, sw, hw, True)
-            out["kernel_alone"].append(cm.kernel_ms(kw, hw))
-            out["kernel_corun"].append(effect.kernel_factor)
-            out["stage_slowdown"].append(effect.stage_factor)
-            out["stage_alone"].append(cm.stage_ms(sw, hw))
-        return {t: np.array(v) for t, v in out.items()}
-
-    def predict(self, rows: Sequence[dict]) -> dict[str, np.ndarray]:
-        raw = self._raw(rows)
-        alone = raw["kernel_alone"] * self.scale["kernel_alone"]
-        return {"kernel_alone": alone,
-                "kernel_corun": alone * raw["kernel_corun"] * self.scale["kernel_corun"],
-                "stage_slowdown": raw["stage_slowdown"] * self.scale["stage_slowdown"],
-                "stage_alone": raw["stage_alone"] * self.scale["stage_alone"]}
-
-
-def measured(rows: Sequence[dict]) -> dict[str, np.ndarray]:
-    """The targets as times (a resident row's kernel co-run from its stage's start)."""
-    y = targets(rows)
-    return {"kernel_alone": y["kernel_alone"],
-            "kernel_corun": np.array([_f(r, "kernel_corun_ms") - lead_ms(r) for r in rows]),
-            "stage_slowdown": y["stage_slowdown"], "stage_alone": y["stage_alone"]}
-
-
-def split(rows: Sequence[dict], fraction: float, seed: int) -> tuple[list[dict], list[dict]]:
-    """Training rows, and held-out rows: every row of a held-out model/batch
-    combination or of a held-out kernel feature set (all its launch shapes)."""
-    rng = np.random.default_rng(seed)
-    combos = sorted({(r["model"], r["batch"]) for r in rows})
-    shapes = sorted({r["kernel"].rsplit(":", 1)[0] for r in rows})
-    k_c = max(1, round(fraction * len(combos))) if len(combos) > 1 else 0
-    k_s = max(1, round(fraction * len(shapes))) if len(shapes) > 1 else 0
-    held_c = {combos[i] for i in rng.choice(len(combos), k_c, replace=False)}
-    held_s = {shapes[i] for i in rng.choice(len(shapes), k_s, replace=False)}
-    train, test = [], []
-    for r in rows:
-        out = (r["model"], r["batch"]) in held_c or r["kernel"].rsplit(":", 1)[0] in held_s
-        (test if out else train).append(r)
-    if not train or not test:
-        raise SpecError("profile rows", len(rows), "at least two model/batch combinations "
-                        "or two kernel feature sets, so some can be held out")
-    return train, test
-
-
-@dataclass(frozen=True)
-class Score:
-    mape_pct: float
-    within_10pct: float
-
-
-def score(pred: np.ndarray, true: np.ndarray) -> Score:
-    rel = np.abs(pred - true) / np.maximum(np.abs(true), 1e-9)
-    return Score(float(100 * rel.mean()), float((rel <= 0.10).mean()))
-
-
-def evaluate(rows: Sequence[dict], fraction: float = 0.25,
-             seed: int = 0) -> tuple[CoRunModel, dict[str, dict[str, Score]], list[dict], dict]:
-    """Fit the learned model and both baselines on the training split; score all three
-    on the held-out rows. Returns the learned model, scores by model and target, the
-    held-out rows and the learned model's held-out predictions. Where resident rows are
-    held out, "learned, resident rows" scores the learned model's co-run targets on
-    them alone."""
-    train, test = split([r for r in rows if fitted(r)], fraction, seed)
-    truth = measured(test)
-    models = {"learned": CoRunModel(seed), "analytic": AnalyticModel(),
-              "rap-style": RapStyleModel()}
-    # a stage's time alone does not depend on the kernel: it is scored on the model/batch
-    # combinations held out, which the training rows never timed
-    trained = {(r["model"], r["batch"]) for r in train}
-    unseen = np.array([(r["model"], r["batch"]) not in trained for r in test])
-    if not unseen.any():  # every combination trained on: score the rows there are
-        unseen[:] = True
-    scores, preds = {}, {}
-    for name, m in models.items():
-        m.fit(train)
-        preds[name] = m.predict(test)
-        scores[name] = {t: score(np.asarray(preds[name][t])[unseen], truth[t][unseen])
-                        if t == "stage_alone" else score(preds[name][t], truth[t])
-                        for t in TARGETS}
-    resident = np.array([is_resident(r) for r in test])
-    if resident.any():
-        scores["learned, resident rows"] = {
-            t: score(np.asarray(preds["learned"][t])[resident], truth[t][resident])
-            for t in CORUN_TARGETS}
-    return models["learned"], scores, test, preds["learned"]
-
-
-def library_versions() -> dict[str, str]:
-    import sklearn
-
-    return {"scikit-learn": sklearn.__version__, "numpy": np.__version__,
-            "corun-features": FEATURES_VERSION}
-
-
-GZIP_MAGIC = b"\x1f\x8b"
-
-
-def save_model(model: CoRunModel, path: str | Path, meta: dict) -> None:
-    """The model and its metadata, pickled and gzipped (the H200 model: 5.1 MB as a plain
-    pickle, 1.3 MB gzipped; the checkout sent to the GPU machine is capped at 64 MiB), the
-    gzip header's time left at 0 so that one fit writes the same bytes twice."""
-    from corun.spec.serde import write_atomic
-
-    write_atomic(path, gzip.compress(pickle.dumps({"model": model, "meta": meta}), mtime=0))
-
-
-def load_model(path: str | Path, data: str | Path | None = None) -> tuple[CoRunModel, dict]:
-    """A saved model (gzipped, or a plain pickle as written before); an error if it was
-    fitted with other library versions, or on other data than `data` (when given) — never
-    silently used."""
-    raw = Path(path).read_bytes()
-    blob = pickle.loads(gzip.decompress(raw) if raw[:2] == GZIP_MAGIC else raw)
-    meta = blob["meta"]
-    here = library_versions()
-    for lib in sorted(set(meta["versions"]) | set(here)):
-        v = meta["versions"].get(lib)
-        if here.get(lib) != v:
-            raise SpecError(f"{path}: {lib}", v, f"the version installed here ({here.get(lib)}):"
-                            " refit with corun fit")
-    if data is not None and meta["data_sha256"] != data_hash(data):
-        raise SpecError(f"{path}: data_sha256", meta["data_sha256"][:12],
-                        f"the hash of {data} ({data_hash(data)[:12]}): refit with corun fit")
-    return blob["model"], meta
-
-
-def stage_row(stage: StageWork | None) -> dict[str, float]:
-    """A StageWork as the profile's stage columns (zeros without a stage): one mapping
-    for the profiler's CSV rows and the rows the simulator asks about."""
-    if stage is None:
-        return dict.fromkeys(("stage_flops", "stage_bytes", "stage_kernels",
-                              "stage_parallelism", "stage_lookups", *SHAPE_COLUMNS,
-                              "stage_fused_update", "stage_bag_kernel",
-                              "stage_table_bytes", "stage_hot_row"), 0.0)
-    return {"stage_flops": stage.flops, "stage_bytes": stage.hbm_bytes,
-            "stage_kernels": stage.kernels, "stage_parallelism": stage.parallelism,
-            "stage_lookups": stage.lookups, "stage_fused_update": float(stage.fused_update),
-            "stage_bag_kernel": float(stage.bag_kernel),
-            "stage_table_bytes": float(stage.table_bytes),
-            "stage_hot_row": float(stage.hot_row_update),
-            **dict(zip(SHAPE_COLUMNS, (float(stage.embedding_dim), float(stage.feature_count),
-                                       float(stage.cross_network))))}
-
-
-def work_row(kernel: KernelWork, stage: StageWork | None, stage_alone_ms: float,
-             hw: Hardware) -> dict:
-    """A profile-like row for a kernel (and a stage) the simulator asks about."""
-    counts = dict(kernel.op_counts)
-    regs = kernel.registers_per_thread
-    row = {"gpu": hw.gpu.name, "kernel": kernel.name, "rows": kernel.rows,
-           "elements": kernel.elements, "int_ops": kernel.int_ops,
-           "kernel_bytes": kernel.hbm_bytes, "blocks": kernel.blocks,
-           "threads": kernel.threads_per_block, "registers": regs,
-           "occupancy": hw.gpu.occupancy(kernel.blocks, kernel.threads_per_block, regs),
-           "chains": kernel.chains, "nodes": kernel.node_count,
-           "has_lists": int(kernel.has_lists), "warp_rows": int(kernel.warp_rows),
-           **{f"op_{op.value}": counts.get(op, 0) for op in OpKind},
-           "stage": stage.stage.value if stage else STAGES[0], **stage_row(stage),
-           "stage_alone_ms": stage_alone_ms, "kernel_alone_ms": 0.0}
-    return {k: str(v) if k in ("gpu", "kernel", "stage") else v for k, v in row.items()}
 
 
 class LearnedCostModel(CostModel):
@@ -991,7 +527,7 @@ def _learned(path: Path, fitted_on: str | None) -> LearnedCostModel:
               if (path.parent / f).exists()]
     key = (str(path), fitted_on, tuple((f.name, f.stat().st_mtime_ns, f.stat().st_size)
                                        for f in files),
-           tuple(sorted(library_versions().items())))
+           tuple(sorted(model_file.library_versions().items())))
     if key not in _LOADED:
         _LOADED[key] = LearnedCostModel(*_load_or_refit(path), fitted_on,
                                         profiled_batches(path.parent),
@@ -1011,23 +547,23 @@ def _load_or_refit(path: Path) -> tuple[CoRunModel, dict]:
     from corun.spec.serde import cache_dir, write_atomic
 
     try:
-        return load_model(path, path.parent)
+        return model_file.load_model(path, path.parent)
     except Exception as e:  # noqa: BLE001 -- under other versions unpickling itself may fail
         report = path.with_suffix(".json")  # corun fit writes the meta beside the pickle
         meta = json.loads(report.read_text()) if report.exists() else {}
         digest = data_hash(path.parent)
         key = digest[:16] + "-" + "-".join(
-            f"{k}{v}" for k, v in sorted(library_versions().items()))
+            f"{k}{v}" for k, v in sorted(model_file.library_versions().items()))
         cached = cache_dir() / "models" / f"{path.parent.name}-{key}.pkl"
         if cached.exists():
-            return load_model(cached, path.parent)
+            return model_file.load_model(cached, path.parent)
         print(f"corun: {e}; refitting on {path.parent} (once)", file=sys.stderr)
         rows = fit_rows(path.parent)
         model = CoRunModel(int(meta.get("seed", 0))).fit(rows, lookup_rows(path.parent),
                                                          graphed_rows(path.parent))
         meta = {**meta, "data_sha256": digest, "rows": len(rows),
-                "versions": library_versions(), "refitted_from": str(path)}
+                "versions": model_file.library_versions(), "refitted_from": str(path)}
         cached.parent.mkdir(parents=True, exist_ok=True)
-        save_model(model, cached, meta)
+        model_file.save_model(model, cached, meta)
         write_atomic(cached.with_suffix(".json"), json.dumps(meta, indent=1))
         return model, meta

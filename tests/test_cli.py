@@ -170,3 +170,12 @@ def test_host_thread_on_by_default_and_off_on_request(capsys):
         times[bool(flag)] = pred["iteration_time_ms"]
         assert any("host thread" in n for n in pred["notes"]) is not bool(flag)
     assert times[False] >= H200_HOST.step_ms * 0.999 > times[True]
+
+
+def test_version_names_the_installed_distribution(capsys):
+    from importlib.metadata import version
+
+    with pytest.raises(SystemExit) as done:
+        main(["--version"])
+    assert done.value.code == 0
+    assert capsys.readouterr().out.strip() == f"corun {version('corun-dlrm')}"

@@ -7,13 +7,13 @@ import shutil
 
 import numpy as np
 import pytest
-from corun.costmodel import learned
+from corun.costmodel import evaluation, features, learned, model_file
 from corun.spec import OpKind, SpecError
 
 from corun.cli import main
 from corun.profiling import COLUMNS
 
-STAGES = learned.STAGES
+STAGES = features.STAGES
 
 
 def synthetic_profile(path, rng: np.random.Generator, shapes: int = 24) -> None:
@@ -79,7 +79,7 @@ def small_profile_csv(tmp_path_factory):
 
 def test_split_holds_out_whole_groups(profile_csv):
     rows = learned.read_profile(profile_csv)
-    train, test = learned.split(rows, 0.25, 0)
+    train, test = evaluation.split(rows, 0.25, 0)
     assert len(train) + len(test) == len(rows)
     combos = lambda rs: {(r["model"], r["batch"]) for r in rs}  # noqa: E731
     shapes = lambda rs: {r["kernel"].rsplit(":", 1)[0] for r in rs}  # noqa: E731
@@ -107,22 +107,23 @@ def test_fit_reports_heldout_error_and_beats_baselines(profile_csv, tmp_path, ca
 def test_stale_model_is_refused(small_profile_csv, tmp_path, monkeypatch):
     out = tmp_path / "model.pkl"
     assert main(["fit", str(small_profile_csv), "-o", str(out)]) == 0
-    model, meta = learned.load_model(out, small_profile_csv)
+    model, meta = model_file.load_model(out, small_profile_csv)
     assert meta["rows"] == len(learned.read_profile(small_profile_csv))
     other = tmp_path / "other.csv"
     other.write_text(small_profile_csv.read_text().replace("2026-11-29T00", "2026-11-30T00"))
     with pytest.raises(SpecError, match="data_sha256"):
-        learned.load_model(out, other)
-    here = learned.library_versions()
-    monkeypatch.setattr(learned, "library_versions", lambda: {**here, "scikit-learn": "0.0"})
+        model_file.load_model(out, other)
+    here = model_file.library_versions()
+    monkeypatch.setattr(model_file, "library_versions",
+                        lambda: {**here, "scikit-learn": "0.0"})
     with pytest.raises(SpecError, match="scikit-learn"):
-        learned.load_model(out)
+        model_file.load_model(out)
     # a model of other features (or from before they were versioned) is not used either
-    other_version = str(int(learned.FEATURES_VERSION) + 1)
-    monkeypatch.setattr(learned, "library_versions",
+    other_version = str(int(features.FEATURES_VERSION) + 1)
+    monkeypatch.setattr(model_file, "library_versions",
                         lambda: {**here, "corun-features": other_version})
     with pytest.raises(SpecError, match="corun-features"):
-        learned.load_model(out)
+        model_file.load_model(out)
 
 
 def test_bad_inputs(tmp_path, capsys):
@@ -164,8 +165,8 @@ def test_model_from_other_library_versions_is_refitted_once(small_profile_csv, t
     hw = hardware_preset("h200", 1)
     assert learned.cost_model_for(hw).meta.get("refitted_from") is None
     capsys.readouterr()
-    here = learned.library_versions()
-    monkeypatch.setattr(learned, "library_versions",
+    here = model_file.library_versions()
+    monkeypatch.setattr(model_file, "library_versions",
                         lambda: {**here, "scikit-learn": "0.0"})
     cm = learned.cost_model_for(hw)
     assert cm.meta["refitted_from"] == str(d / "model.pkl")
@@ -261,7 +262,7 @@ def test_bag_kernel_forward_is_a_stage_feature_of_its_own():
     assert [s for s in lean if lean[s] != small[s]] == [Stage.EMB_FWD]
     assert [s for s, w in lean_work.items() if w.bag_kernel] == [Stage.EMB_FWD]
     row = learned.stage_row(lean_work[Stage.EMB_FWD])
-    assert row["stage_bag_kernel"] == 1.0 and learned.stage_bag_kernel(row) == 1.0
+    assert row["stage_bag_kernel"] == 1.0 and features.stage_bag_kernel(row) == 1.0
     # heavy-fused's 100k-row tables against heavy-small's 10k: the stages that touch them
     fused, fused_work = keys("heavy-fused")
     assert [s for s in fused if fused[s] != small[s]] == [Stage.EMB_FWD, Stage.EMB_BWD,
@@ -273,8 +274,8 @@ def test_bag_kernel_forward_is_a_stage_feature_of_its_own():
     hot, hot_work = keys("heavy-hot")
     assert [s for s in hot if hot[s] != lean[s]] == [Stage.EMB_BWD]
     assert learned.stage_row(hot_work[Stage.EMB_BWD])["stage_hot_row"] == 1.0
-    assert learned.stage_hot_row({"model": "heavy-hot", "batch": 8192, "stage": "emb_bwd"}) == 1
-    assert learned.stage_hot_row({"model": "heavy-lean", "batch": 8192, "stage": "emb_bwd"}) == 0
+    assert features.stage_hot_row({"model": "heavy-hot", "batch": 8192, "stage": "emb_bwd"}) == 1
+    assert features.stage_hot_row({"model": "heavy-lean", "batch": 8192, "stage": "emb_bwd"}) == 0
 
 
 def test_interpolate_in_rows_follows_the_line_and_bounds_its_ends():
@@ -376,15 +377,15 @@ def test_a_saved_model_is_gzipped_the_same_bytes_each_time_and_plain_pickles_sti
     import pickle
 
     model = learned.CoRunModel(0).fit(learned.read_profile(profile_csv))
-    meta = {"versions": learned.library_versions(), "data_sha256": "x"}
+    meta = {"versions": model_file.library_versions(), "data_sha256": "x"}
     a, b = tmp_path / "a.pkl", tmp_path / "b.pkl"
-    learned.save_model(model, a, meta)
-    learned.save_model(model, b, meta)
-    assert a.read_bytes()[:2] == learned.GZIP_MAGIC and a.read_bytes() == b.read_bytes()
+    model_file.save_model(model, a, meta)
+    model_file.save_model(model, b, meta)
+    assert a.read_bytes()[:2] == model_file.GZIP_MAGIC and a.read_bytes() == b.read_bytes()
     plain = tmp_path / "plain.pkl"
     plain.write_bytes(pickle.dumps({"model": model, "meta": meta}))
     for path in (a, plain):
-        got, got_meta = learned.load_model(path)
+        got, got_meta = model_file.load_model(path)
         assert got_meta == meta and got.pair_measured == model.pair_measured
 
 
@@ -483,3 +484,30 @@ def test_graphed_rows_add_kernels_times_alone_and_nothing_else(profile_csv):
     assert model.kernel_measured[own] == base.kernel_measured[own]
     assert (gpu, r["kernel"], 20480) not in model.kernel_measured
     assert model.pair_measured == base.pair_measured
+
+
+def test_the_stage_regressor_follows_scikit_learns_estimator_contract():
+    """PerStageRidge: hyperparameters in __init__ only, so clone and get_params work; fit
+    returns self and sets attributes ending in _; predict refuses before fit; a stage seen
+    fewer than min_rows times falls back to the shared model."""
+    import pickle
+
+    from corun.costmodel.estimators import PerStageRidge
+    from sklearn.base import clone
+    from sklearn.exceptions import NotFittedError
+
+    rng = np.random.default_rng(3)
+    x = np.zeros((40, 8))
+    x[:, :2] = rng.uniform(0.5, 2.0, (40, 2))
+    x[np.arange(40), 4 + np.arange(40) % 3] = 1.0  # three stages one-hot from column 4
+    y = np.exp(0.5 * np.log(x[:, 0]) + (np.arange(40) % 3))
+    est = PerStageRidge(stage_column=4, stages=3, min_rows=14)
+    assert clone(est).get_params() == est.get_params()
+    with pytest.raises(NotFittedError):
+        est.predict(x)
+    assert est.fit(x, y) is est and est.n_features_in_ == 8
+    assert set(est.by_stage_) == {0}  # 14 rows of stage 0, 13 of the others
+    assert np.allclose(pickle.loads(pickle.dumps(est)).predict(x), est.predict(x))
+    assert np.mean(np.abs(est.predict(x) / y - 1)) < 0.6
+    with pytest.raises(ValueError, match="positive"):
+        clone(est).fit(x, -y)

@@ -98,3 +98,21 @@ def test_a_compressed_record_is_read_by_every_name_it_was_cited_by(tmp_path):
     assert read_stored_text(tmp_path / "g.json") == text
     assert stored_glob(tmp_path, "*.json") == [tmp_path / "g.json", tmp_path / "r.json"]
     assert stored_path(tmp_path / "gone.json.gz") == tmp_path / "gone.json.gz"  # as given
+
+
+def test_files_are_written_with_the_users_normal_permissions(tmp_path):
+    """write_atomic's temp file is 0600; the file it becomes is 0666 less the umask, as any
+    other program's output."""
+    import os
+
+    from corun.spec.serde import write_atomic
+
+    old = os.umask(0o022)
+    try:
+        write_atomic(tmp_path / "a.json", "{}")
+        os.umask(0o077)
+        write_atomic(tmp_path / "b.json", "{}")
+    finally:
+        os.umask(old)
+    assert (tmp_path / "a.json").stat().st_mode & 0o777 == 0o644
+    assert (tmp_path / "b.json").stat().st_mode & 0o777 == 0o600
