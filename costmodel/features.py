@@ -13,7 +13,7 @@ from corun.costmodel.profile_data import (
     is_resident,
 )
 from corun.costmodel.types import KernelWork, StageWork
-from corun.spec import GpuKind, Hardware, OpKind, SpecError, hardware_preset
+from corun.spec import GpuKind, Hardware, OpKind, hardware_preset
 
 TARGETS = ("kernel_alone", "kernel_corun", "stage_slowdown", "stage_alone")
 CORUN_TARGETS = ("kernel_corun", "stage_slowdown")
@@ -25,12 +25,9 @@ GPU_PRESETS = ("h200", "h100", "a100", "v100")
 def preset_of(name: str) -> str:
     """The hardware preset of a GPU name as torch or a preset spells it ("NVIDIA H200",
     "H200"); profiles taken on the CPU (tests) count as the H200."""
-    if name == "cpu":
-        return "h200"
-    for preset in GPU_PRESETS:
-        if preset.upper() in name.upper():
-            return preset
-    raise SpecError("gpu", name, f"a GPU with a preset ({', '.join(GPU_PRESETS)})")
+    from corun.spec.hardware import preset_of_device
+
+    return "h200" if name == "cpu" else preset_of_device(name, "gpu")
 
 
 def gpu_of(name: str) -> GpuKind:

@@ -245,12 +245,13 @@ _SYSTEMS: dict[str, tuple[str, str, str, int]] = {
     "h200": ("nvlink4", "ib-ndr", "pcie5-h200", 8),
 }
 
-def preset_of_device(device_name: str) -> str:
-    """The hardware preset of a GPU as torch names it (`NVIDIA H100 80GB HBM3` -> `h100`)."""
+def preset_of_device(device_name: str, field: str = "machine") -> str:
+    """The hardware preset of a GPU as torch or a preset spells it (`NVIDIA H100 80GB HBM3`,
+    `H100` -> `h100`); an error naming `field` where it is none of them."""
     for key in GPU_KINDS:
         if key.upper() in device_name.upper():
             return key
-    raise SpecError("machine", device_name,
+    raise SpecError(field, device_name,
                     f"a GPU of a hardware preset ({', '.join(k.upper() for k in GPU_KINDS)})")
 
 
