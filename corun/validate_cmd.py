@@ -186,6 +186,9 @@ def _render(args: argparse.Namespace) -> int:
     from corun.spec.serde import write_atomic
     from corun.spec.validation import Dataset
 
+    if not README.is_file():
+        raise SpecError("render", str(ROOT), "a source checkout (README.md and docs/ beside "
+                        "corun/): render writes the checkout's results")
     ds = Dataset.read(args.dataset)
     results = results_markdown(ds, "corun validate render")
     readme = readme_with_table(README.read_text(), ds)

@@ -223,9 +223,16 @@ def results_markdown(ds: Dataset, command: str) -> str:
               f"- {len(unmodelled)} ran a variant the simulator does not model: "
               + _reasons(c.note for c in unmodelled),
               f"- {len(unsimulated)} ran a plan today's code cannot simulate: "
-              + _reasons(ds.predicted[c.case_id].note.split(":")[0] if c.case_id in
-                         ds.predicted else "not predicted yet" for c in unsimulated), ""]
+              + _reasons(_refused_field(ds, c) for c in unsimulated), ""]
     return "\n".join(lines)
+
+
+def _refused_field(ds: Dataset, c: MeasuredCase) -> str:
+    """The field today's code refused in a case's plan ("not simulated: FIELD = ...")."""
+    p = ds.predicted.get(c.case_id)
+    if p is None:
+        return "not predicted yet"
+    return p.note.removeprefix("not simulated: ").split(" = ")[0]
 
 
 def _reasons(notes: Iterable[str]) -> str:
