@@ -2,7 +2,7 @@
 rounds on this GPU, and write one JSON of predicted against measured.
 
 On a GPU machine:
-    python bench/execute_matrix.py --matrix single-gpu --rounds 2 -o matrix.json
+    python bench/execute_matrix.py --hardware h100 --matrix single-gpu --rounds 2 -o matrix.json
     corun validate add WORK/*/tuned --source <machine>-matrix   # into the dataset
 On the CPU (tables cut small, a few iterations; checks the whole path, times nothing):
     python bench/execute_matrix.py --dry-run --workloads kaggle-b4096 -o /tmp/m.json
@@ -85,7 +85,8 @@ def run_workload(w: Workload, work: Path, args: argparse.Namespace) -> dict:
     spec_args = ["--model", w.model, "--pipeline", w.pipeline]
     if args.dry_run:
         spec_args = _small_files(w, work / w.name)
-    plan = ["plan", *spec_args, "--batch", str(w.batch), "--runners-up", str(args.runners_up),
+    plan = ["plan", *spec_args, "--hardware", args.hardware, "--batch", str(w.batch),
+            "--runners-up", str(args.runners_up),
             "--time-limit", str(args.time_limit), "--out", str(plans), "--no-traces", "--quiet"]
     if w.cuda_graphs:
         plan.append("--cuda-graphs")
@@ -94,7 +95,7 @@ def run_workload(w: Workload, work: Path, args: argparse.Namespace) -> dict:
     from corun.plan_dir import planned_strategies
 
     strategies = ",".join(["ideal", "gpu-sequential", *planned_strategies(plans)])
-    tune = ["tune", str(plans), *spec_args, "--strategies", strategies,
+    tune = ["tune", str(plans), *spec_args, "--hardware", args.hardware, "--strategies", strategies,
             "--rounds", str(args.rounds), "--variants", "none",
             "--iterations", str(args.iterations), "--warmup", str(args.warmup), "--quiet",
             "--out", str(tuned)]
@@ -129,6 +130,8 @@ def main(argv: list[str] | None = None) -> int:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--matrix", choices=sorted(MATRICES), default="single-gpu")
     ap.add_argument("--workloads", help="comma-separated workload names (default: the matrix's)")
+    ap.add_argument("--hardware", default="h200",
+                    help="the preset the plans are made for (the machine's own: h100, h200, ...)")
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--runners-up", type=int, default=2)
     ap.add_argument("--time-limit", type=float, default=10.0, help="plan search seconds")
