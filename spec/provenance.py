@@ -8,9 +8,14 @@ import subprocess
 from pathlib import Path
 
 
+NOT_CODE = ("validation", "docs", "README.md")
+"""Paths whose edits leave a result's code as committed: the validation data and docs that
+`corun validate` itself rewrites."""
+
+
 @functools.cache
 def git_commit() -> str:
-    """The checkout's commit, '-dirty' when tracked files differ from it (a copy of the
+    """The checkout's commit, '-dirty' when tracked code differs from it (a copy of the
     working tree on a lent GPU machine keeps the session's first commit), or 'unknown'
     outside a git checkout. CORUN_GIT_COMMIT, if set, wins. Asked once a process."""
     if os.environ.get("CORUN_GIT_COMMIT"):
@@ -22,7 +27,8 @@ def git_commit() -> str:
         commit = out.stdout.strip()
         if not commit:
             return "unknown"
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--",
+                                ":/", *(f":(top,exclude){p}" for p in NOT_CODE)],
                                capture_output=True, text=True, timeout=10, cwd=here)
         return commit + ("-dirty" if dirty.stdout.strip() else "")
     except (OSError, subprocess.SubprocessError):
