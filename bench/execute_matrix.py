@@ -3,7 +3,7 @@ rounds on this GPU, and write one JSON of predicted against measured.
 
 On a GPU machine:
     python bench/execute_matrix.py --hardware h100 --matrix single-gpu --rounds 2 -o matrix.json
-    corun validate add WORK/*/tuned --source <machine>-matrix   # into the dataset
+    corun validate add WORK/*/tuned --source <machine>-matrix   # every round, into the dataset
 On the CPU (tables cut small, a few iterations; checks the whole path, times nothing):
     python bench/execute_matrix.py --dry-run --workloads kaggle-b4096 -o /tmp/m.json
 

@@ -71,15 +71,17 @@ def _add(args: argparse.Namespace) -> int:
 
 
 def measurement_docs(paths: list[Path]) -> list[dict]:
-    """The Measurement documents of the files named and of the folders' *.json (a folder's
-    other files, such as a tune's plans and summary, are passed over); all read before
-    anything is written."""
+    """The Measurement documents of the files named and of the folders' *.json: a `corun
+    tune` folder's every round (rounds/), where it kept them, else its median rounds (a
+    folder's other files, such as a tune's plans and summary, are passed over); all read
+    before anything is written."""
     from corun.spec.serde import read_document
 
     docs = []
     for path in paths:
         if path.is_dir():
-            found = [d for p in sorted(path.glob("*.json")) if _is_measurement(
+            where = path / "rounds" if (path / "rounds").is_dir() else path
+            found = [d for p in sorted(where.glob("*.json")) if _is_measurement(
                 d := read_document(p))]
             if not found:
                 raise SpecError("measurements", str(path), "a folder holding Measurement JSON")
@@ -189,8 +191,11 @@ def _render(args: argparse.Namespace) -> int:
     if not README.is_file():
         raise SpecError("render", str(ROOT), "a source checkout (README.md and docs/ beside "
                         "corun/): render writes the checkout's results")
+    from corun.costmodel.learned import DATA_DIR
+    from corun.costmodel.model_file import fitted_gpu_kinds
+
     ds = Dataset.read(args.dataset)
-    results = results_markdown(ds, "corun validate render")
+    results = results_markdown(ds, "corun validate render", fitted_gpu_kinds(DATA_DIR))
     readme = readme_with_table(README.read_text(), ds)
     stale = [p for p, text in ((RESULTS, results), (README, readme))
              if not p.exists() or p.read_text() != text]

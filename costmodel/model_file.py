@@ -10,6 +10,7 @@ if TYPE_CHECKING:
     from corun.costmodel.learned import CoRunModel
 
 import gzip
+import json
 import pickle
 from pathlib import Path
 
@@ -56,3 +57,14 @@ def load_model(path: str | Path, data: str | Path | None = None) -> tuple[CoRunM
         raise SpecError(f"{path}: data_sha256", meta["data_sha256"][:12],
                         f"the hash of {data} ({data_hash(data)[:12]}): refit with corun fit")
     return blob["model"], meta
+
+
+def fitted_gpu_kinds(data_dir: Path) -> frozenset[str]:
+    """The GPU kinds (preset names in capitals: H200, ...) whose profiles the committed
+    models under `data_dir` were fitted on, from the report beside each model."""
+    from corun.spec.hardware import preset_of_device
+
+    kinds = set()
+    for report in sorted(Path(data_dir).glob("*/model.json")):
+        kinds |= {preset_of_device(g).upper() for g in json.loads(report.read_text())["gpus"]}
+    return frozenset(kinds)

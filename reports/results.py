@@ -68,9 +68,16 @@ def mode(c: MeasuredCase) -> str:
     return "graphed" if c.cuda_graphs else "eager"
 
 
+def gpu(c: MeasuredCase) -> str:
+    """The GPU kind a case ran on, as its preset names it (H100, H200, ...)."""
+    from corun.spec.hardware import preset_of_device
+
+    return preset_of_device(c.machine).upper()
+
+
 def setting(c: MeasuredCase) -> str:
-    """The README's rows: step mode and GPU count."""
-    return f"{mode(c)}, {c.gpus} GPU{'s' if c.gpus > 1 else ''}"
+    """The README's rows: GPU kind, step mode and GPU count."""
+    return f"{gpu(c)}, {mode(c)}, {c.gpus} GPU{'s' if c.gpus > 1 else ''}"
 
 
 def predicted_cases(ds: Dataset) -> list[tuple[MeasuredCase, float]]:
@@ -181,8 +188,9 @@ def provenance(ds: Dataset) -> str:
             f"commit {', '.join(commits) or '(none yet)'}.")
 
 
-def results_markdown(ds: Dataset, command: str) -> str:
-    """The whole results page."""
+def results_markdown(ds: Dataset, command: str, fitted_on: frozenset[str]) -> str:
+    """The whole results page; `fitted_on`: the GPU kinds (H200, ...) whose data the cost
+    model was fitted on, the others' cases being held out."""
     pairs = predicted_cases(ds)
     unmodelled = [c for c in ds.measured if not c.modelled]
     unsimulated = [c for c in ds.measured if c.modelled and math.isnan(ds.error_pct(c))]
@@ -215,8 +223,18 @@ def results_markdown(ds: Dataset, command: str) -> str:
     lines += table(["model", *ERROR_HEAD, *RANK_HEAD],
                    [[k, *v.cells(), *by_model_r.get(k, empty).cells()]
                     for k, v in by_model_e.items()])
+    lines += ["", "## Held out: GPU kinds no fit has seen", "",
+              "Every case of a GPU kind whose data entered no fit of the cost model (fitted "
+              f"on {', '.join(sorted(fitted_on))}), by workload: the prediction transferred "
+              "to another machine.", ""]
+    held = [(c, e) for c, e in pairs if gpu(c) not in fitted_on]
+    he = errors_by(held, lambda c: f"{gpu(c)} {c.workload}")
+    hr = rankings_by(held, lambda c: f"{gpu(c)} {c.workload}")
+    lines += table(["workload", *ERROR_HEAD, *RANK_HEAD],
+                   [[k, *v.cells(), *hr.get(k, empty).cells()] for k, v in he.items()])
     lines += ["", "## The newest measurement of each workload", ""]
-    ne, nr = errors_by(newest, lambda c: c.workload), rankings_by(newest, lambda c: c.workload)
+    ne = errors_by(newest, lambda c: f"{gpu(c)} {c.workload}")
+    nr = rankings_by(newest, lambda c: f"{gpu(c)} {c.workload}")
     lines += table(["workload", *ERROR_HEAD, *RANK_HEAD],
                    [[k, *v.cells(), *nr.get(k, empty).cells()] for k, v in ne.items()])
     lines += ["", "## Cases without a prediction", "",
@@ -245,10 +263,11 @@ def _reasons(notes: Iterable[str]) -> str:
 def newest_per_workload(pairs: list[tuple[MeasuredCase, float]]) -> list:
     """The cases measured on the last day their workload was measured: the trainer as it
     runs now, not as it ran in older commands."""
-    last: dict[str, str] = {}
+    last: dict[tuple[str, str], str] = {}
     for c, _ in pairs:
-        last[c.workload] = max(last.get(c.workload, ""), c.measured_on)
-    return [(c, e) for c, e in pairs if c.measured_on == last[c.workload]]
+        key = (gpu(c), c.workload)
+        last[key] = max(last.get(key, ""), c.measured_on)
+    return [(c, e) for c, e in pairs if c.measured_on == last[gpu(c), c.workload]]
 
 
 def readme_with_table(readme: str, ds: Dataset) -> str:

@@ -7,7 +7,6 @@ import os
 import subprocess
 from pathlib import Path
 
-
 NOT_CODE = ("validation", "docs", "README.md")
 """Paths whose edits leave a result's code as committed: the validation data and docs that
 `corun validate` itself rewrites."""

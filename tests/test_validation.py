@@ -137,7 +137,7 @@ def test_the_trust_table_counts_cases_within_five_percent_as_predicted_and_calib
     4.1) +7.3%, still out."""
     rows = [(case("ideal", 4.0, i=0), 4.1), (case("corun", 4.0, i=1), 4.4)]
     text = "\n".join(trust_table(dataset(rows)))
-    assert "| eager, 1 GPU | 2 | 6.2% | 1 (50%) | 0 (0%) |" in text
+    assert "| H200, eager, 1 GPU | 2 | 6.2% | 1 (50%) | 0 (0%) |" in text
 
 
 def test_calibration_scales_by_the_same_commands_ideal_only():
@@ -163,10 +163,10 @@ def test_the_readme_table_is_replaced_between_its_markers_only():
     from corun.reports.results import TABLE_END, TABLE_START
 
     ds = dataset([(case("ideal", 4.0), 4.1)])
-    readme = f"intro\n{TABLE_START}\nold\n{TABLE_END}\noutro\n"
+    readme = f"intro\n{TABLE_START}\nOLD-TABLE\n{TABLE_END}\noutro\n"
     out = readme_with_table(readme, ds)
     assert out.startswith("intro\n") and out.endswith(f"{TABLE_END}\noutro\n")
-    assert "old" not in out and "| eager, 1 GPU | 1 |" in out
+    assert "OLD-TABLE" not in out and "| H200, eager, 1 GPU | 1 |" in out
 
 
 def test_the_committed_results_and_readme_table_are_fresh():
@@ -190,5 +190,36 @@ def test_the_committed_predictions_are_todays_model():
 def test_results_render_names_the_cases_without_a_prediction():
     rows = [(case("ideal", 4.0, i=0), 4.1),
             (case("corun+ub16", 4.0, i=1, modelled=False, note="the update grid"), math.nan)]
-    text = results_markdown(dataset(rows), "test")
+    text = results_markdown(dataset(rows), "test", frozenset({"H200"}))
     assert "1 ran a variant the simulator does not model: the update grid (1)" in text
+
+
+def test_cases_of_a_gpu_kind_no_fit_has_seen_are_reported_apart():
+    h100 = dict(machine="NVIDIA H100 80GB HBM3", measured_on="2026-12-06")
+    rows = [(case("ideal", 4.0, "a", 0), 4.1), (case("ideal", 4.0, "b", 0, **h100), 3.0)]
+    text = results_markdown(dataset(rows), "test", frozenset({"H200"}))
+    start = text.index("## Held out")
+    held = text[start:text.index("\n## ", start + 1)]
+    assert "fitted on H200" in held
+    assert "| H100 criteo-kaggle/kaggle b8192 eager | 1 | 25.0% |" in held
+    assert "H200 criteo-kaggle" not in held
+    assert "| H200, eager, 1 GPU | 1 |" in text and "| H100, eager, 1 GPU | 1 |" in text
+
+
+def test_the_committed_models_name_the_gpu_kinds_they_were_fitted_on():
+    from corun.costmodel.learned import DATA_DIR
+    from corun.costmodel.model_file import fitted_gpu_kinds
+
+    assert fitted_gpu_kinds(DATA_DIR) == {"H200"}
+
+
+def test_a_tune_folder_adds_every_round_where_it_kept_them(tmp_path):
+    """Rankings compare each strategy's median over its rounds: a tune folder's rounds/
+    holds every round, its top level only each strategy's median round."""
+    tuned = tmp_path / "tuned"
+    for name in ("rounds/ideal-r1.json", "rounds/ideal-r2.json", "ideal.json"):
+        save(measurement("ideal"), tuned / name)
+    (tuned / "tune.json").write_text('{"rows": []}')  # not a Measurement: passed over
+    folder = tmp_path / "validation"
+    assert main(["validate", "--dataset", str(folder), "add", str(tuned), "--source", "t"]) == 0
+    assert [c.case_id for c in Dataset.read(folder).measured] == ["t#0", "t#1"]
