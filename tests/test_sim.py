@@ -750,3 +750,24 @@ def test_a_long_eager_kernel_that_can_fill_every_sm_gets_the_cap_hint():
     sc = Scenario(hw, model_preset("criteo-kaggle"), pipeline_preset("kaggle"),
                   Strategy(StrategyKind.PLAN, plan=kaggle), iterations=3, warmup=1)
     assert not any("can take every SM" in n for n in simulate(sc, commit="t").prediction.notes)
+
+
+def test_a_faster_gpu_kind_is_never_predicted_slower_where_the_gpu_paces_the_step():
+    """Copy ceilings follow one rule (0.9 of the datasheet's HBM bandwidth, bytes read plus
+    written; measured where a kind was lent), so on the same GPU-paced work an H200 is no
+    slower than an H100, an H100 no slower than an A100."""
+    from corun.sim import simulate_steady
+    from corun.spec.hardware import COPY_SHARE_OF_HBM, GPU_KINDS
+
+    order = ["v100", "a100", "h100", "h200"]
+    ceilings = [GPU_KINDS[k].copy_bytes_per_s for k in order]
+    assert ceilings == sorted(ceilings)
+    for k in order:
+        assert 0.85 <= GPU_KINDS[k].copy_bytes_per_s / GPU_KINDS[k].hbm_bytes_per_s <= 0.95
+    assert COPY_SHARE_OF_HBM == 0.9
+    model = replace(spec.model_preset("criteo-kaggle"), batch_per_gpu=16384)
+    ms = [simulate_steady(Scenario(spec.hardware_preset(k, 1), model,
+                                   spec.pipeline_preset("kaggle"),
+                                   Strategy(StrategyKind.IDEAL))).prediction.mean_iteration_ms
+          for k in order[1:]]
+    assert ms == sorted(ms, reverse=True)
