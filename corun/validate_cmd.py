@@ -14,6 +14,7 @@ import json
 import math
 import os
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import nullcontext
 from dataclasses import replace
 from pathlib import Path
 
@@ -40,6 +41,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                     help="worker processes (default: the CPU count)")
     pr.add_argument("--limit", type=int, default=0,
                     help="predict only the first N cases (0: all), for a quick look")
+    pr.add_argument("--quiet", action="store_true", help="no progress lines")
     r = sub.add_parser("render", help="write docs/results.md and the README's trust table")
     r.add_argument("--check", action="store_true",
                    help="write nothing; exit 1 where a committed file differs from a render")
@@ -151,17 +153,12 @@ def predict_all(ds, jobs: int, limit: int = 0, progress=lambda *a: None) -> dict
     items = [(c, ds.plans.get(c.plan_id), commit) for c in ds.measured]
     if limit:
         items = items[:limit]
-    size = max(1, min(200, len(items) // max(1, jobs * 4) or 1))
+    size = max(1, min(200, len(items) // (jobs * 4)))
     chunks = [items[i:i + size] for i in range(0, len(items), size)]
     out = {}
-    if jobs <= 1:
-        results = map(_predict_chunk, chunks)
+    with ProcessPoolExecutor(jobs) if jobs > 1 else nullcontext() as pool:
+        results = pool.map(_predict_chunk, chunks) if pool else map(_predict_chunk, chunks)
         for done, rows in enumerate(results, 1):
-            out.update({p.case_id: p for p in rows})
-            progress(f"predicted {min(done * size, len(items))} of {len(items)} cases")
-        return out
-    with ProcessPoolExecutor(jobs) as pool:
-        for done, rows in enumerate(pool.map(_predict_chunk, chunks), 1):
             out.update({p.case_id: p for p in rows})
             progress(f"predicted {min(done * size, len(items))} of {len(items)} cases")
     return out
@@ -175,7 +172,7 @@ def _predict(args: argparse.Namespace) -> int:
     require_int_range("--jobs", args.jobs, 1, 256)
     require_int_range("--limit", args.limit, 0)
     ds = Dataset.read(args.dataset)
-    predicted = predict_all(ds, args.jobs, args.limit, progress(False))
+    predicted = predict_all(ds, args.jobs, args.limit, progress(args.quiet))
     if args.limit:
         predicted = {**ds.predicted, **predicted}
     Dataset(ds.measured, predicted, ds.plans).write(args.dataset)
