@@ -69,10 +69,15 @@ def mode(c: MeasuredCase) -> str:
 
 
 def gpu(c: MeasuredCase) -> str:
-    """The GPU kind a case ran on, as its preset names it (H100, H200, ...)."""
+    """The GPU kind a case ran on, as its preset names it (H100, H200, ...); the device's own
+    name where it has no preset (a CPU check run)."""
+    from corun.spec import SpecError
     from corun.spec.hardware import preset_of_device
 
-    return preset_of_device(c.machine).upper()
+    try:
+        return preset_of_device(c.machine).upper()
+    except SpecError:
+        return c.machine
 
 
 def setting(c: MeasuredCase) -> str:

@@ -223,3 +223,12 @@ def test_a_tune_folder_adds_every_round_where_it_kept_them(tmp_path):
     folder = tmp_path / "validation"
     assert main(["validate", "--dataset", str(folder), "add", str(tuned), "--source", "t"]) == 0
     assert [c.case_id for c in Dataset.read(folder).measured] == ["t#0", "t#1"]
+
+
+def test_a_case_from_a_device_without_a_preset_is_rendered_under_its_own_name():
+    """A CPU check run added to a dataset is named as it ran; it gets no prediction."""
+    rows = [(case("ideal", 4.0, i=0), 4.1), (case("ideal", 400.0, "c", 0, machine="cpu"),
+                                             math.nan)]
+    text = results_markdown(dataset(rows), "test", frozenset({"H200"}))
+    assert "| H200, eager, 1 GPU | 1 |" in text and "| cpu" not in text  # not predicted
+    assert "NVIDIA H200, cpu, measured" in text
