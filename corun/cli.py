@@ -7,6 +7,7 @@ import importlib
 import sys
 
 from corun.spec import SpecError
+from corun.workload import out_path
 
 
 def _presets(_: argparse.Namespace) -> int:
@@ -124,7 +125,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("report", help="figures and a Markdown summary from prediction and "
                        "measurement files")
     p.add_argument("files", nargs="+", help="Prediction and Measurement JSON files")
-    p.add_argument("--out", required=True, help="output directory")
+    p.add_argument("--out", type=out_path, required=True, help="output directory")
     p.set_defaults(func=_report)
     return parser
 

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from corun.spec import SpecError
-from corun.workload import add_cuda_graphs_argument, add_run_arguments
+from corun.workload import add_cuda_graphs_argument, add_run_arguments, out_path, seed
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -56,10 +56,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "(by default the thread that launches the step does it after the step; "
                    "on the H200 the second thread measured no faster)")
     p.add_argument("--data", help="Criteo-format TSV input (default: synthetic)")
-    p.add_argument("--seed", type=int, default=d.seed)
+    p.add_argument("--seed", type=seed, default=d.seed)
     p.add_argument("--device", default="cuda", choices=["cuda", "cpu"],
                    help="cpu runs the same steps on the host, untimed by CUDA (for checks)")
-    p.add_argument("-o", "--output", required=True, help="the Measurement JSON to write")
+    p.add_argument("-o", "--output", type=out_path, required=True,
+                   help="the Measurement JSON to write")
     p.add_argument("--quiet", action="store_true")
 
 

@@ -9,18 +9,20 @@ import sys
 from pathlib import Path
 
 from corun.spec import SpecError
+from corun.workload import out_path, seed
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("data", help="a profile CSV from corun profile, or its --out "
                    "directory (every profile*.csv in it, the shards of one profile, and "
                    "every resident*.csv)")
-    p.add_argument("-o", "--output", required=True, help="the fitted model (a gzipped pickle; a "
-                   ".json report and a held-out figure are written beside it)")
+    p.add_argument("-o", "--output", type=out_path, required=True,
+                   help="the fitted model (a gzipped pickle; a .json report and a held-out "
+                   "figure are written beside it)")
     p.add_argument("--holdout", type=float, default=0.25,
                    help="share of model/batch combinations and of kernel feature sets "
                    "held out")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=seed, default=0)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -11,6 +11,8 @@ from corun.workload import (
     add_calibration_argument,
     add_cuda_graphs_argument,
     add_no_traces_argument,
+    out_path,
+    seed,
 )
 
 MAX_RUNNERS_UP = 8
@@ -40,10 +42,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="simulated iterations (with host CPU work at least 60, "
                    "after at least 20 of warm-up; a plan whose kernels still slide "
                    "against the step, again after 24: sim.simulate_steady)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=seed, default=0)
     p.add_argument("--embedding-comm", default="collective", choices=["collective", "pgas"])
-    p.add_argument("-o", "--output", help="write the chosen Plan here")
-    p.add_argument("--out", help="directory for plan.json (corun's), plan-rap.json, "
+    p.add_argument("-o", "--output", type=out_path, help="write the chosen Plan here")
+    p.add_argument("--out", type=out_path, help="directory for plan.json (corun's), plan-rap.json, "
                    "predictions, traces and summary.md")
     p.add_argument("--no-sm-cap", dest="sm_cap", action="store_false",
                    help="leave every plan's preprocessing on every SM: by default a plan "

@@ -11,7 +11,7 @@ import numpy as np
 
 from corun.spec import SpecError
 from corun.spec.serde import write_atomic
-from corun.workload import resolve_pipeline
+from corun.workload import out_path, resolve_pipeline, seed
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -25,8 +25,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="count and skip malformed lines instead of stopping")
     p.add_argument("--check-rows", type=int, default=1000,
                    help="rows of every chunk recomputed by the reference (0: none)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("-o", "--output", help="write the trainer inputs (.npz) here")
+    p.add_argument("--seed", type=seed, default=0)
+    p.add_argument("-o", "--output", type=out_path, help="write the trainer inputs (.npz) here")
     p.add_argument("--quiet", action="store_true")
 
 

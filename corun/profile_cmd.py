@@ -7,13 +7,15 @@ import time
 from pathlib import Path
 
 from corun.spec import SpecError
+from corun.workload import out_path, seed
 
 MODELS = "criteo-kaggle,criteo-terabyte,wide-2x,wide-4x"
 KERNEL_PIPELINES = "kaggle,terabyte,wide-2x,multihot,heavy"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--out", required=True, help="directory of profile.csv (appended to)")
+    p.add_argument("--out", type=out_path, required=True,
+                   help="directory of profile.csv (appended to)")
     p.add_argument("--budget-minutes", type=float, default=9.0,
                    help="start no new kernel after this long (the run is resumable)")
     p.add_argument("--models", default=MODELS, help="model presets or files")
@@ -42,7 +44,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "starts, in (0, 5] ms (default: corun.profiling.LEAD_MS; longer: a kernel "
                    "part done, as one carried from an earlier stage is)")
     p.add_argument("--hardware", default="h200")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=seed, default=0)
     p.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
     p.add_argument("--shard", default="0/1", help="I/N: profile every N-th kernel feature "
                    "set from the I-th, into DIR/profile-IofN.csv (one process per GPU; "

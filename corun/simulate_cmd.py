@@ -27,10 +27,12 @@ from corun.workload import (
     add_cuda_graphs_argument,
     add_no_traces_argument,
     calibrated,
+    out_path,
     plan_batch,
     resolve_hardware,
     resolve_model,
     resolve_pipeline,
+    seed,
     wants_graphs,
 )
 
@@ -58,13 +60,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "after at least 20 of warm-up; a plan whose kernels still slide "
                    "against the step, again after 24: sim.simulate_steady)")
     p.add_argument("--warmup", type=int, default=5)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=seed, default=0)
     p.add_argument("--jitter", type=float, default=0.0,
                    help="coefficient of variation of durations (0: deterministic times)")
     p.add_argument("--embedding-comm", default="collective", choices=["collective", "pgas"])
     p.add_argument("--json", action="store_true", help="print Prediction JSON")
     p.add_argument("--trace", help="write the Chrome trace here (one strategy)")
-    p.add_argument("--out", help="directory for predictions, traces and summary.md")
+    p.add_argument("--out", type=out_path, help="directory for predictions, traces and summary.md")
     add_no_traces_argument(p)
     p.add_argument("--quiet", action="store_true")
 

@@ -38,7 +38,7 @@ from corun.spec.plan import (
     UPDATE_GRIDS,
     cap_sms,
 )
-from corun.workload import add_run_arguments, int_list, require_seconds
+from corun.workload import add_run_arguments, int_list, out_path, require_seconds, seed
 
 BASELINES = ("ideal", "gpu-sequential", "gpu-overlap")
 MAX_ROUNDS = 50
@@ -112,10 +112,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "H200; spec.plan.CAP_SHARES)")
     p.add_argument("--budget-s", type=float,
                    help="start no round after this many seconds (the rounds done count)")
-    p.add_argument("--seed", type=int, default=d.seed)
+    p.add_argument("--seed", type=seed, default=d.seed)
     p.add_argument("--device", default="cuda", choices=["cuda", "cpu"],
                    help="cpu runs the same steps on the host, untimed by CUDA (for checks)")
-    p.add_argument("--out", required=True,
+    p.add_argument("--out", type=out_path, required=True,
                    help="output folder: tuned.json, tune.md, tune.json, one Measurement per "
                    "strategy (its median round, for `corun report`) and rounds/")
     p.add_argument("--quiet", action="store_true")

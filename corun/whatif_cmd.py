@@ -14,6 +14,7 @@ from pathlib import Path
 
 from corun.reports.whatif import MAX_CORES
 from corun.spec import SpecError
+from corun.workload import out_path
 
 
 @dataclass(frozen=True)
@@ -71,7 +72,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--pipeline", default="kaggle")
     p.add_argument("--time-limit", type=float, default=2.0, help="planning seconds per point")
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
-    p.add_argument("--out", default="out/whatif", help="output directory")
+    p.add_argument("--out", type=out_path, default="out/whatif", help="output directory")
     p.add_argument("--quiet", action="store_true")
 
 

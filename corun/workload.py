@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -26,9 +27,31 @@ CONFIG_KEYS = ("hardware", "gpus", "interconnect", "host_cores", "model", "pipel
 
 def require_seconds(field: str, value: float) -> None:
     """A command's time budget (--time-limit, --budget-s): a SpecError naming `field`
-    unless it is above 0."""
-    if value <= 0:
-        raise SpecError(field, value, "a number of seconds > 0")
+    unless it is a finite number above 0."""
+    if not (math.isfinite(value) and value > 0):
+        raise SpecError(field, value, "a finite number of seconds > 0")
+
+
+SEED_MAX = 2**32 - 1
+"""numpy's seeds are unsigned 32-bit integers."""
+
+
+def seed(text: str) -> int:
+    """argparse type of --seed: an integer in [0, SEED_MAX], else an error naming it."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = None
+    if value is None or not 0 <= value <= SEED_MAX:
+        raise argparse.ArgumentTypeError(f"--seed = {text!r}: an integer in [0, {SEED_MAX}]")
+    return value
+
+
+def out_path(text: str) -> str:
+    """argparse type of an output file or folder: a non-empty path."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError(f"{text!r}: a non-empty path to write to")
+    return text
 
 
 def int_list(text: str, field: str) -> list[int]:

@@ -179,3 +179,24 @@ def test_version_names_the_installed_distribution(capsys):
         main(["--version"])
     assert done.value.code == 0
     assert capsys.readouterr().out.strip() == f"corun {version('corun-dlrm')}"
+
+
+@pytest.mark.parametrize("args, says", [
+    (["plan", "--time-limit", "nan"], "--time-limit = nan: a finite number of seconds > 0"),
+    (["plan", "--time-limit", "inf"], "--time-limit = inf: a finite number of seconds > 0"),
+    (["simulate", "--seed", "-1"], "--seed = '-1': an integer in [0, 4294967295]"),
+    (["plan", "--seed", "2**40"], "--seed = '2**40': an integer in [0, 4294967295]"),
+    (["plan", "--out", ""], "'': a non-empty path to write to"),
+    (["report", "x.json", "--out", " "], "' ': a non-empty path to write to"),
+])
+def test_bad_numbers_and_empty_outputs_are_refused_before_any_work(args, says, capsys,
+                                                                   tmp_path):
+    """Refused with exit 2 and a message naming the value and what is allowed, before any
+    search or write: a NaN time limit had turned the search's improvement step off, a
+    negative seed ended in a traceback, and `--out ''` wrote nothing with exit 0."""
+    try:
+        rc = main([*args, "--quiet"] if args[0] in ("plan", "simulate") else args)
+    except SystemExit as e:  # argparse's own refusal
+        rc = e.code
+    assert rc == 2
+    assert says in capsys.readouterr().err

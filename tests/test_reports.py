@@ -192,7 +192,7 @@ def test_whatif_grid(tmp_path, capsys):
     assert main(["whatif", "--hardware", "tpu", "--out", str(out), "--quiet"]) == 2
     assert "--hardware = 'tpu'" in capsys.readouterr().err
     assert main(["whatif", "--time-limit", "0", "--out", str(out), "--quiet"]) == 2
-    assert "--time-limit = 0.0: a number of seconds > 0" in capsys.readouterr().err
+    assert "--time-limit = 0.0: a finite number of seconds > 0" in capsys.readouterr().err
 
 
 def test_whatif_table_says_when_no_cpu_count_matches():
