@@ -64,6 +64,7 @@ def run(args: argparse.Namespace) -> int:
         PROFILE,
         RESIDENT,
         done_keys,
+        profile_files,
         row_key,
         shard_file,
     )
@@ -72,6 +73,7 @@ def run(args: argparse.Namespace) -> int:
         Profiler,
         append_rows,
         appendable_header,
+        drop_torn_row,
         plan_kernels,
         sample_kernels,
     )
@@ -105,6 +107,11 @@ def run(args: argparse.Namespace) -> int:
     path = shard_file(out, shard, shards, kind)
     bag = any(resolve_model(m, None).embedding_forward is EmbeddingForward.BAG_KERNEL
               for m in args.models.split(","))
+    for csv_file in profile_files(out, kind):  # a run killed mid-row: that row again
+        torn = drop_torn_row(csv_file)
+        if torn is not None:
+            say(f"{csv_file}: dropped a torn last row ({len(torn)} characters) left by an "
+                "interrupted run; it is measured again")
     appendable_header(path, any(s.warp for s in specs), bag)  # refused before any GPU time
     done = done_keys(out, kind)
     index = {}  # node set -> its position in the sample: shards split whole sets

@@ -34,6 +34,7 @@ import csv
 import functools
 import hashlib
 import statistics
+import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -442,10 +443,30 @@ def appendable_header(path: Path, warp_rows: bool, bag_kernel: bool = False
     return header
 
 
+def drop_torn_row(path: Path) -> str | None:
+    """Where a run was killed mid-write, the file's last row has no line end: cut it off,
+    so the next row is not joined onto it, and return it (None where the file is whole)."""
+    if not path.exists() or path.stat().st_size == 0:
+        return None
+    with path.open("r+b") as f:
+        f.seek(-1, 2)
+        if f.read(1) == b"\n":
+            return None
+        f.seek(0)
+        data = f.read()
+        keep = data.rfind(b"\n") + 1
+        f.truncate(keep)
+    return data[keep:].decode(errors="replace")
+
+
 def append_rows(path: Path, rows: Sequence[dict]) -> None:
     """Append rows (with a header for a new file: RESIDENT_COLUMNS for resident rows,
     STEP_COLUMNS otherwise) and flush them to disk; resident and other rows never share a
-    file."""
+    file. A torn last row left by a killed run is dropped first, and said on stderr."""
+    torn = drop_torn_row(path)
+    if torn is not None:
+        print(f"corun: {path}: dropped a torn last row ({len(torn)} characters) left by an "
+              "interrupted run; it is measured again", file=sys.stderr)
     header = appendable_header(path, any(int(r.get("warp_rows", 0)) for r in rows),
                                any(float(r.get("stage_bag_kernel", 0)) for r in rows))
     resident = any(is_resident(r) for r in rows)

@@ -283,3 +283,21 @@ def test_resident_rows_at_another_lead_are_other_rows(files, tmp_path):
     both = read_profile(tmp_path, kind=RESIDENT)
     assert len(both) == 2 * len(first)
     assert {r["lead_asked_ms"] for r in both} == {"0.01", "0.5"}
+
+
+def test_a_torn_last_row_is_dropped_before_rows_are_appended(tmp_path, capsys):
+    """A run killed mid-write leaves a last row without its line end; the next run's row
+    is not joined onto it: the torn row is cut off (and measured again), and said."""
+    from corun.profiling import append_rows, drop_torn_row
+
+    path = tmp_path / "profile.csv"
+    assert drop_torn_row(path) is None  # no file: nothing to do
+    rows = [{c: "1" for c in STEP_COLUMNS} for _ in range(2)]
+    append_rows(path, rows[:1])
+    whole = path.read_text()
+    assert drop_torn_row(path) is None and path.read_text() == whole
+    path.write_text(whole + "1,1,1")  # the torn start of a second row
+    append_rows(path, rows[1:])
+    assert "dropped a torn last row (5 characters)" in capsys.readouterr().err
+    lines = path.read_text().splitlines()
+    assert len(lines) == 3 and lines[1] == lines[2]  # header, the first row, the new one
