@@ -135,11 +135,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         if getattr(args, "config", None):
-            from corun.workload import read_config
-
-            for key, value in read_config(args.config).items():
-                if not _typed(argv, key):  # an option on the command line wins
-                    setattr(args, key, value)
+            merge_config(parser, args, sys.argv[1:] if argv is None else argv)
         if args.command in SINGLE_THREADED:
             from corun.costmodel.threads import single_threaded
 
@@ -173,9 +169,46 @@ def command_line() -> str:
     return "corun " + shlex.join(sys.argv[1:])
 
 
-def _typed(argv: list[str] | None, dest: str) -> bool:
-    flag = "--" + dest.replace("_", "-")
-    return any(a == flag or a.startswith(flag + "=") for a in (argv or sys.argv[1:]))
+_UNSET = object()
+
+
+def merge_config(parser: argparse.ArgumentParser, args: argparse.Namespace,
+                 argv: list[str]) -> None:
+    """The config file's options into `args`, in one place: a flag given on the command line
+    wins (abbreviated too), and a config value passes the flag's own checks (its type and
+    choices; a switch takes true or false)."""
+    from corun.workload import read_config
+
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    command = sub.choices[args.command]
+    rest = argv[argv.index(args.command) + 1:]
+    actions = {a.dest: a for a in command._actions}
+    probe = argparse.Namespace(**dict.fromkeys(actions, _UNSET))
+    given = {k for k, v in vars(command.parse_known_args(rest, probe)[0]).items()
+             if v is not _UNSET}
+    for key, value in read_config(args.config).items():
+        if key not in actions:
+            raise SpecError(f"config {key}", value, f"an option of corun {args.command}")
+        if key not in given:
+            setattr(args, key, _config_value(actions[key], key, value))
+
+
+def _config_value(action: argparse.Action, key: str, value):
+    """A config file's `value` for `action` as its flag would take it, or a SpecError naming
+    the key and what is allowed."""
+    field = f"config {key}"
+    if action.nargs == 0:  # a switch
+        if not isinstance(value, bool):
+            raise SpecError(field, value, "true or false")
+        return value
+    if action.type is not None and not isinstance(value, dict):
+        try:
+            value = action.type(str(value))
+        except (ValueError, TypeError, argparse.ArgumentTypeError) as e:
+            raise SpecError(field, value, f"a value its flag takes ({e})") from None
+    if action.choices is not None and value not in action.choices:
+        raise SpecError(field, value, f"one of {', '.join(map(str, action.choices))}")
+    return value
 
 
 if __name__ == "__main__":

@@ -262,11 +262,43 @@ def read_document(path: str | Path) -> Any:
         text = read_stored_text(path)
     except OSError as e:
         raise SpecError("file", str(path), f"a readable file ({e.strerror})") from None
+    except UnicodeDecodeError as e:
+        raise SpecError("file", str(path), f"UTF-8 text ({e.reason})") from None
     try:
-        return yaml.safe_load(text) if _is_yaml(path) else json.loads(text)
-    except (json.JSONDecodeError, yaml.YAMLError) as e:
+        return yaml.load(text, _UniqueKeyLoader) if _is_yaml(path) else json.loads(
+            text, object_pairs_hook=_unique_pairs)
+    except (json.JSONDecodeError, yaml.YAMLError, RecursionError) as e:
         raise SpecError("file", str(path),
                         f"valid {'YAML' if _is_yaml(path) else 'JSON'}: {e}") from None
+    except _DuplicateKey as e:
+        raise SpecError(f"{path}: {e.key}", "given twice", "each key once") from None
+
+
+class _DuplicateKey(ValueError):
+    def __init__(self, key: object) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object, refusing a key given twice (json keeps the last without a word)."""
+    out: dict[str, Any] = {}
+    for k, v in pairs:
+        if k in out:
+            raise _DuplicateKey(k)
+        out[k] = v
+    return out
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, refusing a mapping key given twice (it keeps the last)."""
+
+    def construct_mapping(self, node, deep=False):
+        keys = [self.construct_object(k, deep=deep) for k, _ in node.value]
+        for i, k in enumerate(keys):
+            if k in keys[:i]:
+                raise _DuplicateKey(k)
+        return super().construct_mapping(node, deep=deep)
 
 
 def load(cls: type[T], path: str | Path) -> T:

@@ -200,3 +200,46 @@ def test_bad_numbers_and_empty_outputs_are_refused_before_any_work(args, says, c
         rc = e.code
     assert rc == 2
     assert says in capsys.readouterr().err
+
+
+def test_config_values_pass_the_flags_checks_and_an_abbreviated_flag_wins(tmp_path, capsys):
+    """Config and command line merge in one place: a value the flag would refuse is refused
+    (`cuda_graphs: 'no'` had turned CUDA graphs on; `seed: abc` had ended in a traceback),
+    a key given twice is refused, and a flag given on the command line wins even abbreviated
+    (`--gpu 1` had lost to the config's `gpus: 8`)."""
+    import json as json_
+
+    def run(text: str, *flags: str) -> int:
+        cfg = tmp_path / "c.yaml"
+        cfg.write_text(text)
+        return main(["simulate", "--config", str(cfg), "--strategy", "ideal", "--json",
+                     "--quiet", *flags])
+
+    assert run("cuda_graphs: 'no'\n") == 2
+    assert "config cuda_graphs = 'no': true or false" in capsys.readouterr().err
+    assert run("seed: abc\n") == 2
+    assert "config seed = 'abc'" in capsys.readouterr().err
+    assert run("embedding_comm: telepathy\n") == 2
+    assert "config embedding_comm = 'telepathy': one of collective, pgas" in \
+        capsys.readouterr().err
+    assert run("gpus: 8\ngpus: 4\n") == 2
+    assert "gpus = 'given twice': each key once" in capsys.readouterr().err
+    assert run("gpus: 8\n", "--gpu", "1") == 0
+    assert json_.loads(capsys.readouterr().out)["gpu_count"] == 1
+    assert run("gpus: 2\n") == 0
+    assert json_.loads(capsys.readouterr().out)["gpu_count"] == 2
+
+
+def test_a_json_key_given_twice_and_binary_or_deep_files_are_refused(tmp_path):
+    from corun.spec import SpecError
+    from corun.spec.serde import read_document
+
+    (tmp_path / "d.json").write_text('{"a": 1, "a": 2}')
+    (tmp_path / "b.json").write_bytes(b"\xff\xfe\x00binary")
+    (tmp_path / "n.json").write_text("[" * 100_000)
+    with pytest.raises(SpecError, match="a = 'given twice'"):
+        read_document(tmp_path / "d.json")
+    with pytest.raises(SpecError, match="UTF-8 text"):
+        read_document(tmp_path / "b.json")
+    with pytest.raises(SpecError, match="valid JSON"):
+        read_document(tmp_path / "n.json")
