@@ -17,12 +17,9 @@ from corun.planner.search import (
 )
 from corun.planner.sm_cap import racing
 from corun.planner.types import Judge, Judged
+from corun.sim.scenario import CAUTION, NOTE
 from corun.spec import Model, Plan
 from corun.spec.plan import TRAINER_UPDATE_BLOCKS_PER_SM, UPDATE_GRIDS
-
-NOTE, HINT, CAUTION = "note: ", "hint: ", "caution: "
-"""How a line begins: a fact worth knowing, a setting that would help, a reason to doubt
-the ranking."""
 
 
 def time_limit_note(converged: bool, evaluations: int, time_limit_s: float) -> str | None:

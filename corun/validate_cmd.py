@@ -52,10 +52,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _add(args: argparse.Namespace) -> int:
-    from corun.spec.validation import Dataset, case_from_record
+    from corun.spec.validation import MEASURED_FILE, Dataset, case_from_record
 
     folder = Path(args.dataset)
-    ds = Dataset.read(folder) if (folder / "measured.csv").exists() else Dataset((), {}, {})
+    ds = Dataset.read(folder) if (folder / MEASURED_FILE).exists() else Dataset((), {}, {})
     if any(c.source == args.source for c in ds.measured):
         raise SpecError("--source", args.source, "a name no case of the dataset has yet")
     cases, plans = list(ds.measured), dict(ds.plans)
@@ -97,7 +97,10 @@ def measurement_docs(paths: list[Path]) -> list[dict]:
 
 
 def _is_measurement(doc) -> bool:
-    return isinstance(doc, dict) and doc.get("schema") == "corun.measurement/1"
+    from corun.spec import Measurement
+    from corun.spec.serde import schema_tag
+
+    return isinstance(doc, dict) and doc.get("schema") == schema_tag(Measurement)
 
 
 def case_scenario(case, plan_doc: dict | None):
@@ -181,6 +184,8 @@ def _predict(args: argparse.Namespace) -> int:
 
 
 def _render(args: argparse.Namespace) -> int:
+    from corun.costmodel.learned import DATA_DIR
+    from corun.costmodel.model_file import fitted_gpu_kinds
     from corun.reports.results import readme_with_table, results_markdown
     from corun.spec.serde import write_atomic
     from corun.spec.validation import Dataset
@@ -188,9 +193,6 @@ def _render(args: argparse.Namespace) -> int:
     if not README.is_file():
         raise SpecError("render", str(ROOT), "a source checkout (README.md and docs/ beside "
                         "corun/): render writes the checkout's results")
-    from corun.costmodel.learned import DATA_DIR
-    from corun.costmodel.model_file import fitted_gpu_kinds
-
     ds = Dataset.read(args.dataset)
     results = results_markdown(ds, "corun validate render", fitted_gpu_kinds(DATA_DIR))
     readme = readme_with_table(README.read_text(), ds)

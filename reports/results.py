@@ -11,6 +11,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from corun.reports.markdown import markdown_table
 from corun.spec.validation import Dataset, MeasuredCase
 
 WITHIN_PCT = 5.0
@@ -95,6 +96,11 @@ def predicted_cases(ds: Dataset) -> list[tuple[MeasuredCase, float]]:
     return out
 
 
+def predicted_ms(c: MeasuredCase, error_pct: float) -> float:
+    """A case's predicted mean iteration, from its measured one and the signed error."""
+    return c.mean_iteration_ms * (1 + error_pct / 100)
+
+
 def errors_by(pairs: Iterable[tuple[MeasuredCase, float]],
               key: Callable[[MeasuredCase], str]) -> dict[str, Errors]:
     groups: dict[str, list[float]] = defaultdict(list)
@@ -114,8 +120,7 @@ def rankings_by(pairs: Iterable[tuple[MeasuredCase, float]],
             continue
         k = (c.source, c.workload)
         first.setdefault(k, c)
-        predicted = c.mean_iteration_ms * (1 + e / 100)
-        runs[k][c.strategy].append((c.mean_iteration_ms, predicted))
+        runs[k][c.strategy].append((c.mean_iteration_ms, predicted_ms(c, e)))
     acc: dict[str, list[tuple[bool, bool, float]]] = defaultdict(list)
     for k, strategies in runs.items():
         if len(strategies) < 2:
@@ -131,8 +136,8 @@ def rankings_by(pairs: Iterable[tuple[MeasuredCase, float]],
 
 
 def table(head: list[str], rows: list[list[str]]) -> list[str]:
-    lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
-    return lines + ["| " + " | ".join(r) + " |" for r in rows]
+    """A Markdown table as lines (reports.markdown.markdown_table)."""
+    return markdown_table(head, rows).split("\n")
 
 
 def calibrated(pairs: list[tuple[MeasuredCase, float]]) -> list[tuple[MeasuredCase, float]]:
@@ -142,15 +147,14 @@ def calibrated(pairs: list[tuple[MeasuredCase, float]]) -> list[tuple[MeasuredCa
     ideal: dict[tuple, list[tuple[float, float]]] = defaultdict(list)
     for c, e in pairs:
         if c.strategy == "ideal":
-            ideal[c.source, c.workload].append((c.mean_iteration_ms,
-                                                c.mean_iteration_ms * (1 + e / 100)))
+            ideal[c.source, c.workload].append((c.mean_iteration_ms, predicted_ms(c, e)))
     out = []
     for c, e in pairs:
         rounds = ideal.get((c.source, c.workload))
         if c.strategy == "ideal" or not rounds:
             continue
         factor = statistics.median(m for m, _ in rounds) / statistics.median(p for _, p in rounds)
-        out.append((c, 100 * ((1 + e / 100) * factor - 1)))
+        out.append((c, 100 * (predicted_ms(c, e) * factor / c.mean_iteration_ms - 1)))
     return out
 
 

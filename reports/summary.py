@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from corun.reports import figures
+from corun.reports.markdown import markdown_table
 from corun.reports.pairs import Pair, iteration_points, load_files, mape, pair_up
 from corun.reports.tail import tail
 from corun.spec import Prediction, SpecError
@@ -58,11 +59,6 @@ def _tail_section(meas: list) -> list[str]:
             "pieces).", "",
             markdown_table(["strategy", "workload", "batch", "typical ms", "slowest 10% ms",
                             "grew most"], rows), ""]
-
-
-def markdown_table(headers: list[str], rows: list[list[str]]) -> str:
-    out = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
-    return "\n".join(out + ["| " + " | ".join(r) + " |" for r in rows])
 
 
 def report(paths: list[str], out: Path) -> Path:

@@ -89,11 +89,6 @@ class MeasuredCase:
         gpus = f" x{self.gpus}" if self.gpus > 1 else ""
         return f"{self.model}/{self.pipeline} b{self.batch_per_gpu} {mode}{gpus}"
 
-    @property
-    def spread_pct(self) -> float:
-        """The p10-p90 width of its steps as a share of the median step."""
-        return 100 * (self.p90_step_ms - self.p10_step_ms) / self.median_step_ms
-
 
 @dataclass(frozen=True)
 class PredictedCase:
@@ -126,8 +121,6 @@ def _parse(cls: type, row: dict[str, str], where: str):
             if tp is bool:
                 require(text in ("true", "false"), name, text, "true or false")
                 values[name] = text == "true"
-            elif tp is PredictAs:
-                values[name] = PredictAs(text)
             else:
                 values[name] = tp(text)
         except ValueError as e:
