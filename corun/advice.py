@@ -1,9 +1,11 @@
-"""What `corun plan` tells the user under its table: notes, hints and cautions, written
-here from facts the planner and the simulator return (the planner returns data, not
-sentences). Each function returns one line, or None where it has nothing to say."""
+"""What corun tells the user under its tables: notes, hints and cautions, written here
+from facts the planner and the simulator return (they return data, not sentences: the
+simulator's are Prediction.findings). Each function returns one line, or None where it
+has nothing to say."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 
 from corun.planner import SimJudge
@@ -17,9 +19,147 @@ from corun.planner.search import (
 )
 from corun.planner.sm_cap import racing
 from corun.planner.types import Judge, Judged
-from corun.sim.scenario import CAUTION, NOTE
-from corun.spec import Model, Plan
+from corun.spec import Model, Plan, Prediction
+from corun.spec.findings import Finding, FindingKind, Level, StageProvenance
 from corun.spec.plan import TRAINER_UPDATE_BLOCKS_PER_SM, UPDATE_GRIDS
+
+CAUTION, HINT, NOTE = (f"{level.value}: " for level in (Level.CAUTION, Level.HINT, Level.NOTE))
+"""How a line of each level starts."""
+
+
+def _host_thread(f: Finding) -> str:
+    return f"host thread {f.number('host_ms'):.2f} ms per iteration ({f['source']})"
+
+
+def _cpu_oversubscribed(f: Finding) -> str:
+    return (f"{f.number('workers'):.0f} CPU workers on a host of {f.number('cores'):.0f} "
+            "cores: predicted as if each had a core of its own")
+
+
+def _calibrated(f: Finding) -> str:
+    return (f"calibrated: every duration x{f.number('scale'):.3f}, the machine's measured "
+            "ideal over the predicted (sim.calibrate)")
+
+
+def _stages_untimed(f: Finding) -> str:
+    model, gpu, batch = f["model"], f["gpu"], int(f.number("batch"))
+    how = StageProvenance(f["how"])
+    graphed = ("the graphed step was not timed at this batch, so each stage is its eager "
+               "time less the stage's fitted saving") if f.number("graphed") else ""
+    if how is StageProvenance.GRAPHED_FROM_EAGER:
+        return graphed
+    tail = "; " + graphed if graphed else ""
+    measure = "`corun profile` then `corun fit` measure them"
+    if how is StageProvenance.BORROWED:
+        return (f"{model} was never profiled on {gpu}: its training stages take the times "
+                "of another model's profiled stages with the same features (work, model "
+                "shape, the tables' bytes), which leave out whatever else sets a stage's "
+                f"speed; {measure}" + tail)
+    held = (f"held-out error {f.number('heldout_mape_pct'):.0f}% on model-batch pairs not "
+            "fitted" if "heldout_mape_pct" in f.facts else "no held-out error on record")
+    if how is StageProvenance.NEVER_PROFILED:
+        return (f"{model} was never profiled on {gpu}: its training stages' times are "
+                f"extrapolated ({held}); {measure}" + tail)
+    said = f"interpolated ({held})" if how is StageProvenance.INTERPOLATED else (
+        f"extrapolated past the profiled batches ({held}); `corun profile --models {model} "
+        f"--batches {batch} --out DIR` then `corun fit` measure them")
+    return (f"{model} was profiled on {gpu} at batch {f['batches']}, not {batch}: "
+            f"{f.number('untimed'):.0f} of {f.number('stages'):.0f} training stages' times "
+            f"are {said}" + tail)
+
+
+def _host_paces_eager(f: Finding) -> str:
+    return (f"the host thread paces this step ({f.number('host_ms'):.2f} ms of launches "
+            f"against {f.number('gpu_ms'):.2f} ms of GPU work): --cuda-graphs replays it as "
+            "CUDA graphs (one GPU; a fixed id count per batch unless the model has the bag "
+            "kernels): on the H200, ideal ran faster that way at kaggle and terabyte b4096")
+
+
+def _racing_kernel(f: Finding) -> str:
+    cap = int(f.number("cap_sms"))
+    return (f"kernel {f['kernel']} ({f.number('blocks'):.0f} blocks, "
+            f"{f.number('alone_ms'):.1f} ms alone) can "
+            "take every SM where it becomes ready between two of the eager step's training "
+            "kernels and hold the next one, which the simulator does not model; confined "
+            f"to {cap} SMs (`corun execute --preprocess-sm-cap {cap}`, "
+            "Plan.preprocess_sm_cap, as `corun plan` caps such a plan) eager heavy "
+            "choices on the H200 recovered more of gpu-sequential's gap than on every SM")
+
+
+def _host_link_bound(f: Finding) -> str:
+    h2d_ms, gpu_ms = f.number("h2d_ms"), f.number("gpu_ms")
+    return (f"copying each batch's raw inputs over the host link takes {h2d_ms:.2f} ms, "
+            f"{100 * h2d_ms / gpu_ms:.0f}% of the step's {gpu_ms:.2f} ms of GPU work: no "
+            "plan that preprocesses on the GPU runs faster than that copy (fewer or narrower "
+            "raw inputs lower it)")
+
+
+def _owner_mapped(f: Finding) -> str:
+    host = ""
+    if "host_saved_ms" in f.facts:
+        host = (f", and {f.number('host_saved_ms'):.2f} ms less of the host's launches for "
+                f"it against {f.number('owner_lane_ms'):.2f} ms more for the owners' batch "
+                "lane, costmodel/host.py")
+    return (f"{f.number('tables'):.0f} of {f.number('of_tables'):.0f} tables are "
+            "preprocessed by their owner GPU over the global batch, so their ids skip the "
+            f"input all-to-all (predicted {f.number('row_wise_ms'):.3f} -> "
+            f"{f.number('input_a2a_ms'):.3f} ms a step{host}) and their raw columns are "
+            "copied to the owner from the host instead; ideal (batches ready on each GPU, "
+            "row-wise) pays the whole all-to-all, so such a plan can exceed it")
+
+
+def _sm_cap_not_simulated(f: Finding) -> str:
+    return (f"the plan confines its preprocessing to {f.number('sm_cap'):.0f} SMs "
+            "(Plan.preprocess_sm_cap), which is not simulated: predicted as on every SM "
+            "without the race for the SMs that the cap prevents")
+
+
+def _update_grid_not_simulated(f: Finding) -> str:
+    return (f"the plan runs the fused embedding update on {f.number('blocks_per_sm'):.0f} "
+            "blocks an SM (Plan.update_blocks_per_sm), which is not simulated: the stage "
+            f"times are the default grid's ({f.number('default'):.0f} an SM), and another "
+            "grid can run the update much faster or slower")
+
+
+def _grid_variant(f: Finding) -> str:
+    return (f"{f['variant']} runs the fused embedding update on another grid than the "
+            f"default, which is not simulated: predicted as {f['base']}")
+
+
+def _not_settled(f: Finding) -> str:
+    return (f"the plan had not settled after {f.number('warmup'):.0f} warm-up iterations "
+            f"(its kernels slid against the step): predicted after "
+            f"{f.number('settle_warmup'):.0f}, where the first run's median iteration was "
+            f"{f.number('first_ms'):.3f} ms")
+
+
+RENDERERS: dict[FindingKind, Callable[[Finding], str]] = {
+    FindingKind.HOST_THREAD: _host_thread,
+    FindingKind.CPU_OVERSUBSCRIBED: _cpu_oversubscribed,
+    FindingKind.CALIBRATED: _calibrated,
+    FindingKind.STAGES_UNTIMED: _stages_untimed,
+    FindingKind.HOST_PACES_EAGER: _host_paces_eager,
+    FindingKind.RACING_KERNEL: _racing_kernel,
+    FindingKind.HOST_LINK_BOUND: _host_link_bound,
+    FindingKind.OWNER_MAPPED: _owner_mapped,
+    FindingKind.SM_CAP_NOT_SIMULATED: _sm_cap_not_simulated,
+    FindingKind.UPDATE_GRID_NOT_SIMULATED: _update_grid_not_simulated,
+    FindingKind.GRID_VARIANT: _grid_variant,
+    FindingKind.NOT_SETTLED: _not_settled,
+}
+"""One line's text for each kind of finding (a new kind adds its renderer here)."""
+
+
+def finding_line(f: Finding) -> str:
+    """A finding as the line a user reads, its level first."""
+    return f"{f.level.value}: {RENDERERS[f.kind](f)}"
+
+
+def shown(preds: Iterable[Prediction]) -> list[str]:
+    """The distinct lines the predictions' findings show under a table (every level but
+    RECORD), in order."""
+    return list(dict.fromkeys(finding_line(f) for p in preds for f in p.findings
+                              if f.level is not Level.RECORD))
 
 
 def time_limit_note(converged: bool, evaluations: int, time_limit_s: float) -> str | None:
@@ -130,3 +270,14 @@ def update_grid_note(model: Model, plan: Plan, gpu_count: int) -> str | None:
             "profiled on (Plan.update_blocks_per_sm = 0); more blocks can run the step "
             "faster alone and leave a kernel beside it less room: `corun tune` also runs "
             f"ideal and the plan on {grids} blocks an SM")
+
+
+def graphed_whatif_note(ideal: Prediction, mine: Prediction, eager: Prediction) -> str:
+    """What --cuda-graphs would give on the chosen plan (`ideal` and `mine` simulated with
+    the graphed step), against the eager step's `ideal` (`eager`)."""
+    return (NOTE + f"with --cuda-graphs (simulated on the chosen plan, not searched): ideal "
+            f"{ideal.mean_iteration_ms:.3f} ms an iteration, the plan "
+            f"{mine.mean_iteration_ms:.3f} ms, "
+            f"{mine.throughput_samples_per_s / ideal.throughput_samples_per_s:.1%} of that "
+            f"ideal and {mine.throughput_samples_per_s / eager.throughput_samples_per_s:.2f}x "
+            "the eager ideal's samples/s; `corun plan --cuda-graphs` searches for that step")

@@ -45,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
     _, scores, test, pred = evaluate(rows, args.holdout, args.seed)
     lookup = lookup_rows(args.data)
     # the saved model sees every row, and the graphed profiles' kernel times alone
-    final = CoRunModel(args.seed).fit(rows, lookup, graphed_rows(args.data))
+    final = CoRunModel(args.seed).fit(rows, lookup=lookup, alone=graphed_rows(args.data))
     out = Path(args.output)
     meta = {"data": str(args.data), "data_sha256": data_hash(args.data), "rows": len(rows),
             "lookup_rows": len(lookup), "heldout_rows": len(test), "holdout": args.holdout,

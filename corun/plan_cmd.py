@@ -229,19 +229,15 @@ def graphs_whatif(base, plan, preds, say) -> str | None:
     graphed step: what --cuda-graphs would give, on this plan (no second search)."""
     from dataclasses import replace
 
+    from corun.advice import graphed_whatif_note
     from corun.sim import Strategy, StrategyKind, simulate_steady
-    from corun.sim.scenario import HINT, NOTE
+    from corun.spec.findings import FindingKind, find
 
-    if not any(n.startswith(HINT) and "--cuda-graphs" in n for p in preds for n in p.notes):
+    if not any(find(p.findings, FindingKind.HOST_PACES_EAGER) for p in preds):
         return None
     say("what-if: ideal and the chosen plan with the step replayed as CUDA graphs ...")
     graphed = replace(base, model=replace(base.model, cuda_graphs=True))
     ideal, mine = (simulate_steady(replace(graphed, strategy=s)).prediction for s in (
         Strategy(StrategyKind.IDEAL), Strategy(StrategyKind.PLAN, plan=plan, name="corun")))
     eager = next(p for p in preds if p.strategy == "ideal")
-    return (NOTE + f"with --cuda-graphs (simulated on the chosen plan, not searched): ideal "
-            f"{ideal.mean_iteration_ms:.3f} ms an iteration, the plan "
-            f"{mine.mean_iteration_ms:.3f} ms, "
-            f"{mine.throughput_samples_per_s / ideal.throughput_samples_per_s:.1%} of that "
-            f"ideal and {mine.throughput_samples_per_s / eager.throughput_samples_per_s:.2f}x "
-            "the eager ideal's samples/s; `corun plan --cuda-graphs` searches for that step")
+    return graphed_whatif_note(ideal, mine, eager)

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from corun.advice import shown
 from corun.format import table
 from corun.plan_dir import prediction_file, trace_file
 from corun.sim import (
@@ -19,7 +20,6 @@ from corun.sim import (
     parse_strategy,
     simulate_steady,
 )
-from corun.sim.scenario import CAUTION, HINT, NOTE
 from corun.spec import Hardware, Plan, Prediction, SpecError
 from corun.spec.serde import dumps, load, save, write_atomic
 from corun.workload import (
@@ -100,14 +100,9 @@ def comparison_table(preds: list[Prediction]) -> str:
                   "min GPU busy"], rows)
 
 
-def caveats(preds: list[Prediction]) -> list[str]:
-    """The distinct cautions, hints and notes in the predictions' notes, in order."""
-    return list(dict.fromkeys(n for p in preds for n in p.notes
-                              if n.startswith((CAUTION, HINT, NOTE))))
-
-
 def print_caveats(preds: list[Prediction]) -> None:
-    for line in caveats(preds):
+    """The lines the predictions' findings show (corun.advice.shown)."""
+    for line in shown(preds):
         print(line)
 
 
@@ -165,7 +160,7 @@ def write_outputs(out: Path, results: list[SimResult], extra: Sequence[str] = ()
             f"{p0.hardware}\n\nBatch {p0.batch_per_gpu} per GPU; cost model "
             f"{p0.provenance.cost_model}; commit {p0.provenance.git_commit}; "
             f"{p0.iterations} simulated iterations.\n\n```\n{comparison_table(preds)}\n```\n\n"
-            + "".join(f"{c}\n\n" for c in [*caveats(preds), *extra])
+            + "".join(f"{c}\n\n" for c in [*shown(preds), *extra])
             + ("Open a `trace-*.json` in https://ui.perfetto.dev or chrome://tracing.\n"
                if traces else ""))
     write_atomic(out / "summary.md", text)

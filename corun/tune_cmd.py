@@ -442,14 +442,13 @@ def grid_prediction(folder: Path, base: str, name: str, predicted: dict):
     """A grid variant's Prediction: its base strategy's (the folder's file or a variant's
     in `predicted`) under the variant's name, with a caution: the simulator does not
     model the grid."""
-    from corun.sim.scenario import CAUTION
+    from corun.spec.findings import FindingKind, finding
 
     p = strategy_prediction(folder, base, predicted)
     if p is None:
         return None
-    return replace(p, strategy=name, notes=(*p.notes, CAUTION + (
-        f"{name} runs the fused embedding update on another grid than the default, which "
-        f"is not simulated: predicted as {base}")))
+    return replace(p, strategy=name, findings=(
+        *p.findings, finding(FindingKind.GRID_VARIANT, variant=name, base=base)))
 
 
 def variant_predictions(folder: Path, chosen, variants: dict, hw, model, pipeline) -> dict:

@@ -60,6 +60,9 @@ from corun.costmodel.release_steps import ReleaseStep, rates, read_release_steps
 from corun.costmodel.stage_room import ROOM_FILE, RoomKey, RoomKind, StageRoom, read_rooms
 from corun.costmodel.types import CoRunEffect, CostModel, KernelWork, StageWork, WholeRun
 from corun.spec import Hardware, Model, SpecError, hardware_preset
+from corun.spec.findings import Finding, FindingKind, StageProvenance, finding
+from sklearn.base import BaseEstimator
+from sklearn.utils.validation import check_is_fitted
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
 """Fitted models per GPU kind: data/<preset>/model.pkl (from `corun fit`)."""
@@ -101,42 +104,38 @@ def _stage_times(rows: Sequence[dict]) -> tuple[list[dict], np.ndarray, np.ndarr
     return first, stage_only(first), np.maximum([v for _, v in keys.values()], 1e-4)
 
 
-class CoRunModel:
-    """The four fitted estimators. `predict` returns kernel alone ms, kernel co-run ms,
-    the stage slowdown factor and stage alone ms for profile-like rows (measured
-    columns unused)."""
+class CoRunModel(BaseEstimator):
+    """The four fitted estimators and the profile's measured times. `predict` returns
+    kernel alone ms, kernel co-run ms, the stage slowdown factor and stage alone ms for
+    profile-like rows (measured columns unused).
+
+    scikit-learn's estimator contract, for a model whose samples are profile rows: X is a
+    sequence of row dicts that carry their targets (features.targets), so y is unused;
+    `__init__` stores the seed, `fit` sets the learned attributes (ending in `_`) and
+    returns self, `predict` checks it was fitted; `clone` and `get_params` work.
+
+    - `estimators_`: the regressors by target (costmodel.estimators).
+    - `stage_measured_`: stage alone ms by stage features, for every stage the training
+      rows timed: a profiled model and batch is answered with its measurement, not the
+      power law, which fits all models at once.
+    - `stage_looked_up_`: stage alone ms by (pipeline, stage features) from the lookup rows
+      (costmodel.profile_data.LOOKUP_DIR), profiled training on their kernels' pipeline:
+      they answer only a step that trains on that pipeline (StageWork.trains_on).
+    - `pair_measured_`: (kernel alone, kernel co-run, stage alone, stage co-run) ms by
+      (GPU, kernel name, stage features, resident) for every pair the rows measured. The
+      simulator asks about a plan's kernels by their profile names
+      (costmodel.workload.kernel_key), so a pair `corun profile --plans` profiled is
+      answered with its measurement, not the trees' fit of it.
+    - `kernel_measured_`: kernel alone ms by (GPU, kernel name, rows)."""
 
     def __init__(self, seed: int = 0) -> None:
-        from corun.costmodel.estimators import kernel_regressor, stage_regressor  # sklearn: 1 s
-
         self.seed = seed
-        self.estimators = {t: kernel_regressor(seed) for t in TARGETS if t != "stage_alone"}
-        self.estimators["stage_alone"] = stage_regressor()
-        self.stage_measured: dict[tuple, float] = {}
-        """Stage alone ms by stage features, for every stage the training rows timed: a
-        profiled model and batch is answered with its measurement. The power law fits
-        all models at once and had put criteo-kaggle b16384's ideal step 7.7% under
-        its measurement; with the profile's stage times, 0.3% over it."""
-        self.stage_looked_up: dict[tuple[str, tuple], float] = {}
-        """Stage alone ms by (pipeline, stage features) from the lookup rows
-        (costmodel.profile_data.LOOKUP_DIR), which are profiled training on their kernels'
-        pipeline (`corun profile --train-pipeline P --pipelines P`): they answer only a
-        step that trains on that pipeline (StageWork.trains_on). Answering every pipeline,
-        heavy-rehash's put eager heavy-lean b32768 beside heavy-small at 6.78 ms ideal
-        against 7.26-7.32 measured."""
-        self.pair_measured: dict[tuple, tuple[float, float, float, float]] = {}
-        """(kernel alone, kernel co-run, stage alone, stage co-run) ms by (GPU, kernel
-        name, stage features) for every pair the training rows measured; below, kernel
-        alone ms by (GPU, kernel name, rows). The simulator asks about a plan's kernels
-        by their profile names (costmodel.workload.kernel_key), so a pair that
-        `corun profile --plans` profiled is answered with its measurement, not the
-        trees' fit of it."""
-        self.kernel_measured: dict[tuple, float] = {}
 
-    def fit(self, rows: Sequence[dict], lookup: Sequence[dict] = (),
+    def fit(self, X: Sequence[dict], y=None, *, lookup: Sequence[dict] = (),  # noqa: N803
             alone: Sequence[dict] = ()) -> CoRunModel:
-        """The estimators learn from `rows`; the measured stage, pair and kernel times
-        come from `rows`, then from `lookup` where `rows` did not time them
+        """The estimators learn from the profile rows `X` (their targets are columns of
+        theirs; `y` is unused); the measured stage, pair and kernel times
+        come from `X`, then from `lookup` where `X` did not time them
         (costmodel.profile_data.LOOKUP_DIR: rows looked up, not learned from), and the
         kernels' times alone also from `alone` (the graphed profiles,
         profile_data.graphed_rows: a kernel timed alone runs as it does whatever the
@@ -145,33 +144,40 @@ class CoRunModel:
         was put at 1.78 ms alone by the trees against 2.94 measured, and graphed
         heavy-lean b16384's plan releasing it at interaction_bwd was predicted 3.44 ms
         against 4.66 measured."""
-        rows = [r for r in rows if fitted(r)]
+        from corun.costmodel.estimators import kernel_regressor, stage_regressor  # sklearn: 1 s
+
+        rows = [r for r in X if fitted(r)]
         lookup = [r for r in lookup if fitted(r)]
         xk, xks = design(rows)
         y = targets(rows)
-        self.estimators["kernel_alone"].fit(xk, np.maximum(y["kernel_alone"], 1e-4))
+        self.estimators_ = {t: kernel_regressor(self.seed) for t in TARGETS
+                            if t != "stage_alone"}
+        self.estimators_["stage_alone"] = stage_regressor()
+        self.estimators_["kernel_alone"].fit(xk, np.maximum(y["kernel_alone"], 1e-4))
         for t in ("kernel_corun", "stage_slowdown"):
-            self.estimators[t].fit(xks, np.maximum(y[t], 1e-3))
+            self.estimators_[t].fit(xks, np.maximum(y[t], 1e-3))
         _, x, stage_y = _stage_times(rows)
-        self.estimators["stage_alone"].fit(x, stage_y)
-        self.stage_measured = {_stage_key(xi): float(v) for xi, v in zip(x, stage_y)}
-        self.stage_looked_up = {}
+        self.estimators_["stage_alone"].fit(x, stage_y)
+        self.stage_measured_ = {_stage_key(xi): float(v) for xi, v in zip(x, stage_y)}
+        self.stage_looked_up_: dict[tuple[str, tuple], float] = {}
         if lookup:
             for r, xi, v in zip(*_stage_times(lookup)):
-                self.stage_looked_up.setdefault((r["pipeline"], _stage_key(xi)), float(v))
+                self.stage_looked_up_.setdefault((r["pipeline"], _stage_key(xi)), float(v))
+        self.pair_measured_: dict[tuple, tuple[float, float, float, float]] = {}
+        self.kernel_measured_: dict[tuple, float] = {}
         for r, xi in zip([*rows, *floor_held(lookup)], stage_only([*rows, *lookup])):
             lead = lead_ms(r)
             times = (num(r, "kernel_alone_ms") - lead, num(r, "kernel_corun_ms") - lead,
                      num(r, "stage_alone_ms"), num(r, "stage_corun_ms"))
             gpu = gpu_of(r["gpu"]).name
-            self.pair_measured.setdefault((gpu, r["kernel"], _stage_key(xi), is_resident(r)),
+            self.pair_measured_.setdefault((gpu, r["kernel"], _stage_key(xi), is_resident(r)),
                                           times)
             if not is_resident(r):
-                self.kernel_measured.setdefault((gpu, r["kernel"], int(num(r, "rows"))),
+                self.kernel_measured_.setdefault((gpu, r["kernel"], int(num(r, "rows"))),
                                                 times[0])
         for r in alone:
             if not is_resident(r):
-                self.kernel_measured.setdefault(
+                self.kernel_measured_.setdefault(
                     (gpu_of(r["gpu"]).name, r["kernel"], int(num(r, "rows"))),
                     num(r, "kernel_alone_ms"))
         return self
@@ -184,28 +190,29 @@ class CoRunModel:
         (heavy-small's whole pipeline, 1056 blocks a warp a row: 0.288 / 0.557 / 0.803
         ms at 8192 / 16384 / 24576 rows), where the trees put b12288 at 1.035 ms against
         0.407 measured."""
-        exact = self.kernel_measured.get((gpu, kernel, rows))
+        exact = self.kernel_measured_.get((gpu, kernel, rows))
         if exact is not None:
             return exact
         return interpolate_in_rows(self.kernel_timed(gpu, kernel), rows)
 
     def kernel_timed(self, gpu: str, kernel: str) -> list[tuple[int, float]]:
         """(rows, ms alone) wherever the profile timed this kernel on this GPU kind, by rows."""
-        return sorted((r, ms) for (g, k, r), ms in self.kernel_measured.items()
+        return sorted((r, ms) for (g, k, r), ms in self.kernel_measured_.items()
                       if g == gpu and k == kernel)
 
     def stage_timed(self, key: tuple, trains_on: str = "") -> float | None:
         """A stage's alone ms where a profile timed it: the fitted rows' for any pipeline,
         else the lookup rows' for a step that trains on their pipeline; else None."""
-        timed = self.stage_measured.get(key)
+        timed = self.stage_measured_.get(key)
         if timed is None:
-            timed = self.stage_looked_up.get((trains_on, key))
+            timed = self.stage_looked_up_.get((trains_on, key))
         return timed
 
     def predict_stage_ms(self, rows: Sequence[dict]) -> np.ndarray:
         """`rows` may name the pipeline the step trains on (`trains_on`, stage_query's)."""
+        check_is_fitted(self)
         x = stage_only(rows)
-        out = self.estimators["stage_alone"].predict(x)
+        out = self.estimators_["stage_alone"].predict(x)
         for i, (r, xi) in enumerate(zip(rows, x)):
             timed = self.stage_timed(_stage_key(xi), r.get("trains_on", ""))
             if timed is not None:
@@ -216,8 +223,9 @@ class CoRunModel:
                 alone_ms: Sequence[float | None] = ()) -> dict[str, np.ndarray]:
         """`alone_ms`: the kernel's time alone for each row where known otherwise (the
         profile's, or `kernel_alone_ms`'s), in place of the trees'."""
+        check_is_fitted(self)
         xk, xks = design(rows)
-        alone = self.estimators["kernel_alone"].predict(xk)
+        alone = self.estimators_["kernel_alone"].predict(xk)
         for i, ms in enumerate(alone_ms):
             if ms is not None:
                 alone[i] = ms
@@ -229,8 +237,8 @@ class CoRunModel:
         xks[:, -1] = np.log(left)
         return {"kernel_alone": alone,
                 "kernel_corun": (left + np.array([num(r, "stage_alone_ms") for r in rows]))
-                * self.estimators["kernel_corun"].predict(xks),
-                "stage_slowdown": self.estimators["stage_slowdown"].predict(xks),
+                * self.estimators_["kernel_corun"].predict(xks),
+                "stage_slowdown": self.estimators_["stage_slowdown"].predict(xks),
                 "stage_alone": stage}
 
 
@@ -314,7 +322,7 @@ class LearnedCostModel(CostModel):
         """The measured pair where the profile timed it, else the model's prediction (the
         predicted ones in one call)."""
         out: list[WholeRun | None] = [
-            self.model.pair_measured.get(
+            self.model.pair_measured_.get(
                 (hw.gpu.name, kernel.key, stage_key(hw.gpu.name, stage), resident))
             for stage in stages]
         todo = [i for i, run in enumerate(out) if run is None]
@@ -347,55 +355,42 @@ class LearnedCostModel(CostModel):
     def cpu_batch_ms(self, kernel: KernelWork) -> float:
         return self.fallback.cpu_batch_ms(kernel)
 
-    def caveat(self, model: Model, stages: Sequence[StageWork], hw: Hardware) -> str | None:
-        """Says which stages no profile timed on this GPU: at a batch the model was not
-        profiled at the fit interpolates, or extrapolates past the profiled batches (and
-        has been predicted 9% long there); for a model never profiled it extrapolates,
-        and has been far off (heavy-mlp: its stages 72-113% slow), or borrows another model's
-        stages whose features it shares. Asked once per simulated plan, so memoised."""
-        return self._cached(("caveat", model, tuple(stages), hw.gpu.name),
-                            lambda: self._caveat(model, stages, hw))
+    def untimed_stages(self, model: Model, stages: Sequence[StageWork],
+                       hw: Hardware) -> Finding | None:
+        """Which training stages no profile timed on this GPU, and where their times come
+        from instead (StageProvenance). Asked once per simulated plan, so memoised."""
+        return self._cached(("untimed", model, tuple(stages), hw.gpu.name),
+                            lambda: self._untimed(model, stages, hw))
 
-    def _caveat(self, model: Model, stages: Sequence[StageWork], hw: Hardware) -> str | None:
+    def _untimed(self, model: Model, stages: Sequence[StageWork],
+                 hw: Hardware) -> Finding | None:
         if model.cuda_graphs and all(graph_key(hw.gpu.name, w) in self.graphs.measured
                                      for w in stages):
             return None  # the graphed step was timed at this batch
         new = [w for w in stages
                if self.model.stage_timed(stage_key(hw.gpu.name, w), w.trains_on) is None]
-        graphed = ("the graphed step was not timed at this batch, so each stage is its eager "
-                   "time less the stage's fitted saving"
-                   if model.cuda_graphs else "")
         trains_on = stages[0].trains_on if stages else ""
         batches = sorted(self.profiled.get((hw.gpu.name, model.name), set())
                          | self.profiled.get((hw.gpu.name, model.name, trains_on), set()))
-        if not new and (batches or not self.profiled):
-            return graphed or None
-        graphed = "; " + graphed if graphed else ""
-        if not new:  # every stage matches another model's profiled one, feature for feature
-            return (f"{model.name} was never profiled on {hw.gpu.name}: its training stages "
-                    "take the times of another model's profiled stages with the same "
-                    "features (work, model shape, the tables' bytes), which leave out "
-                    "whatever else sets a stage's speed (before the tables' bytes were a "
-                    "feature, heavy-small ran 11-12% faster than the heavy-fused rows it "
-                    "matched); `corun profile` "
-                    "then `corun fit` measure them" + graphed)
+        facts: dict = {"model": model.name, "gpu": hw.gpu.name, "batch": model.batch_per_gpu,
+                       "batches": ", ".join(map(str, batches)), "untimed": len(new),
+                       "stages": len(stages), "graphed": int(model.cuda_graphs)}
         err = self.meta.get("heldout", {}).get("learned", {}).get("stage_alone", {})
-        held = f"held-out error {err['mape_pct']:.0f}% on model-batch pairs not fitted" \
-            if err else "no held-out error on record"
-        if batches:
-            how = f"interpolated ({held})" if batches[0] <= model.batch_per_gpu <= batches[-1] \
-                else (f"extrapolated past the profiled batches ({held}; heavy-lean's embedding "
-                      "update at b32768, profiled to b24576: 5.79 ms predicted, 5.29 measured); "
-                      "`corun profile --models "
-                      f"{model.name} --batches {model.batch_per_gpu} --out DIR` then `corun "
-                      "fit` measure them")
-            return (f"{model.name} was profiled on {hw.gpu.name} at batch "
-                    f"{', '.join(map(str, batches))}, not {model.batch_per_gpu}: {len(new)} "
-                    f"of {len(stages)} training stages' times are {how}" + graphed)
-        return (f"{model.name} was never profiled on {hw.gpu.name}: its training stages' "
-                f"times are extrapolated ({held}; 72-113% on heavy-mlp, a model never "
-                "profiled); `corun profile` then `corun "
-                "fit` measure them" + graphed)
+        if err:
+            facts["heldout_mape_pct"] = err["mape_pct"]
+        if not new and (batches or not self.profiled):
+            return finding(FindingKind.STAGES_UNTIMED,
+                           how=StageProvenance.GRAPHED_FROM_EAGER.value,
+                           **facts) if model.cuda_graphs else None
+        if not new:  # every stage matches another model's profiled one, feature for feature
+            how = StageProvenance.BORROWED
+        elif not batches:
+            how = StageProvenance.NEVER_PROFILED
+        elif batches[0] <= model.batch_per_gpu <= batches[-1]:
+            how = StageProvenance.INTERPOLATED
+        else:
+            how = StageProvenance.EXTRAPOLATED
+        return finding(FindingKind.STAGES_UNTIMED, how=how.value, **facts)
 
 
 def stage_query(gpu: str, work: StageWork) -> dict:
@@ -406,7 +401,7 @@ def stage_query(gpu: str, work: StageWork) -> dict:
 
 
 def stage_key(gpu: str, work: StageWork) -> tuple:
-    """A stage's profile features as a lookup key (CoRunModel.stage_measured's)."""
+    """A stage's profile features as a lookup key (CoRunModel.stage_measured_'s)."""
     return _stage_key(stage_only([stage_query(gpu, work)])[0])
 
 
@@ -467,14 +462,14 @@ def graphed_stages(model: CoRunModel, rows: Sequence[dict]) -> GraphedStages:
     # models whose stages have the same features (kaggle's and terabyte's embedding
     # stages: the same ids and bytes) share one key: their mean answers for both
     by_stage = {k: float(np.mean(v)) for k, v in times.items()}
-    savings = fit_savings(by_stage, lambda key: model.stage_measured.get(key[1]))
+    savings = fit_savings(by_stage, lambda key: model.stage_measured_.get(key[1]))
     return GraphedStages({key: ms for (_, key), ms in by_stage.items()}, savings)
 
 
 def profiled_batches(folder: Path) -> dict[tuple[str, ...], set[int]]:
     """(GPU kind name, model name) -> the batches the fitted profiles under `folder`
     timed; (GPU kind name, model name, pipeline) -> those its lookup rows timed, training
-    on that pipeline (CoRunModel.stage_looked_up)."""
+    on that pipeline (CoRunModel.stage_looked_up_)."""
     out: dict[tuple[str, ...], set[int]] = {}
     for r in read_profile(folder, corrected=False):  # batches only: no stage time read
         out.setdefault((gpu_of(r["gpu"]).name, r["model"]), set()).add(int(r["batch"]))
@@ -559,8 +554,8 @@ def _load_or_refit(path: Path) -> tuple[CoRunModel, dict]:
             return model_file.load_model(cached, path.parent)
         print(f"corun: {e}; refitting on {path.parent} (once)", file=sys.stderr)
         rows = fit_rows(path.parent)
-        model = CoRunModel(int(meta.get("seed", 0))).fit(rows, lookup_rows(path.parent),
-                                                         graphed_rows(path.parent))
+        model = CoRunModel(int(meta.get("seed", 0))).fit(
+            rows, lookup=lookup_rows(path.parent), alone=graphed_rows(path.parent))
         meta = {**meta, "data_sha256": digest, "rows": len(rows),
                 "versions": model_file.library_versions(), "refitted_from": str(path)}
         cached.parent.mkdir(parents=True, exist_ok=True)

@@ -2,30 +2,30 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from corun.costmodel.features import FEATURES_VERSION
-
-if TYPE_CHECKING:
-    from corun.costmodel.learned import CoRunModel
-
 import gzip
 import json
 import pickle
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-from corun.costmodel.profile_data import (
-    data_hash,
-)
+from corun.costmodel.features import FEATURES_VERSION
+from corun.costmodel.profile_data import data_hash
 from corun.spec import SpecError
+
+if TYPE_CHECKING:
+    from corun.costmodel.learned import CoRunModel
+
+MODEL_FORMAT = "2"
+"""The CoRunModel's pickled layout: 2 names its learned attributes with a trailing _
+(scikit-learn's contract). A model of another layout is refitted, never half-read."""
 
 
 def library_versions() -> dict[str, str]:
     import sklearn
 
     return {"scikit-learn": sklearn.__version__, "numpy": np.__version__,
-            "corun-features": FEATURES_VERSION}
+            "corun-features": FEATURES_VERSION, "corun-model": MODEL_FORMAT}
 
 
 GZIP_MAGIC = b"\x1f\x8b"

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from corun.spec import Hardware, Model, OpKind, Precision, Stage
+from corun.spec.findings import Finding
 
 if TYPE_CHECKING:
     from corun.costmodel.stage_room import RoomKind, StageRoom
@@ -265,7 +266,8 @@ class CostModel(abc.ABC):
     def cpu_batch_ms(self, kernel: KernelWork) -> float:
         """One host core's time to run the kernel's nodes over its rows."""
 
-    def caveat(self, model: Model, stages: Sequence[StageWork], hw: Hardware) -> str | None:
-        """A line for the user when the model's training stages were timed less closely
-        than usual (None: nothing to add)."""
+    def untimed_stages(self, model: Model, stages: Sequence[StageWork],
+                       hw: Hardware) -> Finding | None:
+        """A STAGES_UNTIMED finding where the model's training stages were timed less
+        closely than a profile times them on this GPU (None: they were timed)."""
         return None

@@ -41,8 +41,7 @@ def load_files(paths: list[str]) -> tuple[list[Prediction], list[Measurement]]:
                 found[kinds[tag]].append(loads(kinds[tag], doc, str(file)))
                 taken += 1
             elif not folder:
-                raise SpecError(f"{file}.schema", tag,
-                                "'corun.prediction/1' or 'corun.measurement/1'")
+                raise SpecError(f"{file}.schema", tag, " or ".join(map(repr, kinds)))
         if folder and not taken:
             raise SpecError("report inputs", str(path), "a folder holding prediction or "
                             "measurement files (corun plan --out, corun tune -o)")

@@ -29,6 +29,7 @@ from corun.spec import (
     stages_for,
 )
 from corun.spec.errors import require, require_int_range
+from corun.spec.findings import Finding, FindingKind, finding
 from corun.spec.plan import TRAINER_UPDATE_BLOCKS_PER_SM, default_cap_sms
 
 
@@ -39,14 +40,6 @@ class EmbeddingComm(enum.Enum):
     """NCCL-style all-to-all after the lookup, every GPU synchronised."""
     PGAS = "pgas"
     """One-sided puts issued during the lookup (SC'24 PGAS paper's mechanism)."""
-
-
-CAUTION = "caution: "
-"""Starts a prediction note the command line shows under its table (Prediction.notes)."""
-HINT = "hint: "
-"""Starts a note the command line shows there too: a change the user may want to try."""
-NOTE = "note: "
-"""Starts a note the command line shows there too: why a number reads as it does."""
 
 
 @dataclass(frozen=True)
@@ -162,7 +155,7 @@ class Compiled:
     cpu_batch_ms: float
     """One worker's time to preprocess one GPU's batch on the host (0: no CPU work)."""
     cost_model: str
-    notes: list[str] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
 
 
 def _owner_mapped_tables(plan: Plan, pipeline: Pipeline, sharding: Sharding) -> frozenset[str]:
@@ -313,20 +306,17 @@ heavy-lean b16384 copies 175 MB a step, near its whole step); the Criteo-like ba
 well under a tenth of their step."""
 
 
-def host_link_note(h2d_ms: float, gpu_ms: float) -> str | None:
+def host_link_bound(h2d_ms: float, gpu_ms: float) -> Finding | None:
     """Where copying a batch's raw inputs over the host link (`h2d_ms`) nears the step's
-    `gpu_ms` of training work, say that it bounds every plan that preprocesses on the GPU."""
+    `gpu_ms` of training work: it bounds every plan that preprocesses on the GPU."""
     if gpu_ms <= 0 or h2d_ms < HOST_LINK_NOTE_SHARE * gpu_ms:
         return None
-    return (f"copying each batch's raw inputs over the host link takes {h2d_ms:.2f} ms, "
-            f"{100 * h2d_ms / gpu_ms:.0f}% of the step's {gpu_ms:.2f} ms of GPU work: no "
-            "plan that preprocesses on the GPU runs faster than that copy (fewer or narrower "
-            "raw inputs lower it)")
+    return finding(FindingKind.HOST_LINK_BOUND, h2d_ms=h2d_ms, gpu_ms=gpu_ms)
 
 
-def _graphs_hint(sc: Scenario, tables: GpuTables) -> str | None:
+def _host_paces_eager(sc: Scenario, tables: GpuTables) -> Finding | None:
     """Where the host's own step outlasts the GPU's and the trainer could replay it as
-    CUDA graphs (one GPU, a model Model.cuda_graphs admits), say so."""
+    CUDA graphs (one GPU, a model Model.cuda_graphs admits)."""
     model, hw = sc.model, sc.hardware
     if not sc.host_thread or model.cuda_graphs or hw.gpu_count > 1:
         return None
@@ -337,10 +327,7 @@ def _graphs_hint(sc: Scenario, tables: GpuTables) -> str | None:
     host_ms, gpu_ms = H200_HOST.step_ms * sc.time_scale, sum(tables.stage_ms)
     if host_ms <= gpu_ms:
         return None
-    return (f"the host thread paces this step ({host_ms:.2f} ms of launches against "
-            f"{gpu_ms:.2f} ms of GPU work): --cuda-graphs replays it as CUDA graphs "
-            "(one GPU; a fixed id count per batch unless the model has the bag kernels): "
-            "on the H200, ideal ran faster that way at kaggle and terabyte b4096")
+    return finding(FindingKind.HOST_PACES_EAGER, host_ms=host_ms, gpu_ms=gpu_ms)
 
 
 CAP_HINT_ALONE_MS = 1.0
@@ -368,23 +355,18 @@ def racing_kernel(sc: Scenario, plan: Plan,
     return None
 
 
-def _cap_hint(sc: Scenario, plan: Plan, tables: GpuTables) -> str | None:
+def _uncapped_racing_kernel(sc: Scenario, plan: Plan, tables: GpuTables) -> Finding | None:
     """Where a plan of corun's (not a baseline's, nor RAP's) has a racing kernel and does
-    not cap its SMs (`corun plan --no-sm-cap`, or a plan written by hand), say what the
-    cap did on the H200."""
+    not cap its SMs (`corun plan --no-sm-cap`, or a plan written by hand)."""
     if plan.preprocess_sm_cap or sc.strategy.kind is not StrategyKind.PLAN \
             or not sc.strategy.caps_racing_kernels:
         return None
     racing = racing_kernel(sc, plan, tables)
     if racing is None:
         return None
-    (k, alone_ms), cap = racing, default_cap_sms(sc.hardware.gpu.sm_count)
-    return (f"kernel {k.name} ({k.blocks} blocks, {alone_ms:.1f} ms alone) can take "
-            "every SM where it becomes ready between two of the eager step's training "
-            "kernels and hold the next one, which the simulator does not model; confined "
-            f"to {cap} SMs (`corun execute --preprocess-sm-cap {cap}`, "
-            "Plan.preprocess_sm_cap, as `corun plan` caps such a plan) eager heavy "
-            "choices on the H200 recovered more of gpu-sequential's gap than on every SM")
+    k, alone_ms = racing
+    return finding(FindingKind.RACING_KERNEL, kernel=k.name, blocks=k.blocks,
+                   alone_ms=alone_ms, cap_sms=default_cap_sms(sc.hardware.gpu.sm_count))
 
 
 def stage_rooms(cm: CostModel, model: Model, hw: Hardware, stages: Sequence[Stage],
@@ -474,7 +456,7 @@ def compile_scenario(sc: Scenario, cm: CostModel) -> Compiled:
             copy_bytes += rows * sum(raw_cols[pipeline.node_by_name[n].input]
                                      for n in k.nodes
                                      if pipeline.node_by_name[n].input in raw_cols)
-        if g == 0 and copy_bytes:  # the copy a GPU plan cannot beat (host_link_note)
+        if g == 0 and copy_bytes:  # the copy a GPU plan cannot beat (host_link_bound)
             raw_ms = hw.host_link.transfer_ms(copy_bytes) * sc.time_scale
         cpu_set = set(plan.cpu_nodes)
         outputs = set(pipeline.dense_outputs) | {s.node for s in pipeline.sparse_outputs}
@@ -511,38 +493,30 @@ def compile_scenario(sc: Scenario, cm: CostModel) -> Compiled:
     if plan.cpu_nodes:
         kw = kernel_work(pipeline, "cpu", plan.cpu_nodes, rows_local, 1, 32)
         cpu_ms = cm.cpu_batch_ms(kw) * sc.time_scale
-    notes = []
+    found: list[Finding | None] = []
     if sc.strategy.kind is StrategyKind.CPU and sc.strategy.cpu_workers > hw.host_cpu_cores:
-        notes.append("more CPU workers than host cores")
+        found.append(finding(FindingKind.CPU_OVERSUBSCRIBED, workers=sc.strategy.cpu_workers,
+                             cores=hw.host_cpu_cores))
     if sc.host_thread:
-        notes.append(f"host thread {gpus[0].host_ms:.2f} ms per iteration ({H200_HOST.source})")
+        found.append(finding(FindingKind.HOST_THREAD, host_ms=gpus[0].host_ms,
+                             source=H200_HOST.source))
     if sc.time_scale != 1.0:
-        notes.append(NOTE + f"calibrated: every duration x{sc.time_scale:.3f}, the machine's "
-                     "measured ideal over the predicted (sim.calibrate)")
-    caveat = cm.caveat(model, [w for w in works[0].values() if w.comm is Comm.NONE], hw)
-    if caveat:
-        notes.append(CAUTION + caveat)
-    for hint in (_graphs_hint(sc, gpus[0]), _cap_hint(sc, plan, gpus[0])):
-        if hint:
-            notes.append(HINT + hint)
-    link = host_link_note(raw_ms, sum(gpus[0].stage_ms))
-    if link:
-        notes.append(NOTE + link)
+        found.append(finding(FindingKind.CALIBRATED, scale=sc.time_scale))
+    found.append(cm.untimed_stages(model, [w for w in works[0].values()
+                                           if w.comm is Comm.NONE], hw))
+    found.append(_host_paces_eager(sc, gpus[0]))
+    found.append(_uncapped_racing_kernel(sc, plan, gpus[0]))
+    found.append(host_link_bound(raw_ms, sum(gpus[0].stage_ms)))
     if owner_mapped:
-        notes.append(NOTE + _owner_note(model, hw, sharding, owner_mapped,
-                                        comm.get(Stage.INPUT_A2A, 0.0), sc.host_thread))
+        found.append(_owner_mapped(model, hw, sharding, owner_mapped,
+                                   comm.get(Stage.INPUT_A2A, 0.0), sc.host_thread))
     if plan.preprocess_sm_cap:
-        notes.append(CAUTION + f"the plan confines its preprocessing to "
-                     f"{plan.preprocess_sm_cap} SMs (Plan.preprocess_sm_cap), which is not "
-                     "simulated: predicted as on every SM without the race for the SMs "
-                     "that the cap prevents")
+        found.append(finding(FindingKind.SM_CAP_NOT_SIMULATED, sm_cap=plan.preprocess_sm_cap))
     if plan.update_blocks_per_sm:
-        notes.append(CAUTION + f"the plan runs the fused embedding update on "
-                     f"{plan.update_blocks_per_sm} blocks an SM (Plan.update_blocks_per_sm), "
-                     "which is not simulated: the stage times are the default grid's "
-                     f"({TRAINER_UPDATE_BLOCKS_PER_SM} an SM), and another grid can run "
-                     "the update much faster or slower")
-    return Compiled(sc, plan, sharding, gpus, cpu_ms, cm.name, notes)
+        found.append(finding(FindingKind.UPDATE_GRID_NOT_SIMULATED,
+                             blocks_per_sm=plan.update_blocks_per_sm,
+                             default=TRAINER_UPDATE_BLOCKS_PER_SM))
+    return Compiled(sc, plan, sharding, gpus, cpu_ms, cm.name, [f for f in found if f])
 
 
 def _scaled(t: GpuTables, f: float) -> GpuTables:
@@ -560,8 +534,9 @@ def _scaled(t: GpuTables, f: float) -> GpuTables:
                    turnaround_ms=t.turnaround_ms * f, launched_ms=ms(t.launched_ms))
 
 
-def _owner_note(model: Model, hw: Hardware, sharding: Sharding,
-                owner_mapped: frozenset[str], input_a2a_ms: float, host_thread: bool) -> str:
+def _owner_mapped(model: Model, hw: Hardware, sharding: Sharding,
+                  owner_mapped: frozenset[str], input_a2a_ms: float,
+                  host_thread: bool) -> Finding:
     """Why a plan with owner-mapped features can beat `ideal`: their ids skip the input
     all-to-all that ideal's row-wise batches go through (their raw columns come from the
     host instead, to the owner, over the global batch), and, with the host thread
@@ -569,15 +544,11 @@ def _owner_note(model: Model, hw: Hardware, sharding: Sharding,
     works = [stage_work(model, hw, sharding, g)[Stage.INPUT_A2A] for g in range(hw.gpu_count)]
     row_wise_ms = all_to_all_ms([w.send_bytes for w in works], [w.recv_bytes for w in works],
                                 hw.collective_link)
-    host = ""
+    host = {}
     if host_thread:
-        saved = H200_HOST.owner_saved_ms(hw.gpu_count, len(owner_mapped) / len(model.tables))
-        host = (f", and {saved:.2f} ms less of the host's launches for it against "
-                f"{H200_HOST.distributed_owner_lane_ms:.2f} ms more for the owners' batch "
-                "lane, costmodel/host.py")
-    return (f"{len(owner_mapped)} of {len(model.tables)} tables are preprocessed by their "
-            f"owner GPU over the global batch, so their ids skip the input all-to-all "
-            f"(predicted {row_wise_ms:.3f} -> {input_a2a_ms:.3f} ms a step{host}) and their "
-            f"raw columns are copied to the owner from the host instead; ideal (batches "
-            f"ready on each GPU, row-wise) pays the whole all-to-all, so such a plan can "
-            f"exceed it")
+        host = {"host_saved_ms": H200_HOST.owner_saved_ms(
+                    hw.gpu_count, len(owner_mapped) / len(model.tables)),
+                "owner_lane_ms": H200_HOST.distributed_owner_lane_ms}
+    return finding(FindingKind.OWNER_MAPPED, tables=len(owner_mapped),
+                   of_tables=len(model.tables), row_wise_ms=row_wise_ms,
+                   input_a2a_ms=input_a2a_ms, **host)

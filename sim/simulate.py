@@ -15,6 +15,7 @@ from corun.sim.scenario import Compiled, Scenario, compile_scenario, host_cpu_wo
 from corun.sim.strategy import Strategy, StrategyKind
 from corun.sim.trace import chrome_trace
 from corun.spec import KernelTime, Prediction, Provenance, SpecError, StageTime
+from corun.spec.findings import FindingKind, finding
 from corun.spec.provenance import git_commit
 from corun.spec.serde import write_atomic
 
@@ -77,7 +78,7 @@ def _summarise(compiled: Compiled, log: RunLog, commit: str) -> Prediction:
         throughput_samples_per_s=global_batch / mean_ms * 1e3,
         stall_ms_per_iteration=float(np.array(log.stall_ms)[:, measured].mean()),
         stages=tuple(stages), kernels=tuple(kernels), gpu_utilisation=util, provenance=prov,
-        notes=tuple(compiled.notes))
+        findings=tuple(compiled.findings))
 
 
 def simulate(scenario: Scenario, cost_model: CostModel | None = None,
@@ -119,11 +120,10 @@ def simulate_steady(scenario: Scenario, cost_model: CostModel | None = None,
             or settled(result.log, sc.warmup):
         return result
     again = simulate(replace(sc, warmup=SETTLE_WARMUP), cost_model, commit)
-    note = (f"the plan had not settled after {sc.warmup} warm-up iterations (its kernels "
-            f"slid against the step): predicted after {SETTLE_WARMUP}, where the first "
-            f"run's median iteration was {result.prediction.iteration_time_ms:.3f} ms")
+    note = finding(FindingKind.NOT_SETTLED, warmup=sc.warmup, settle_warmup=SETTLE_WARMUP,
+                   first_ms=result.prediction.iteration_time_ms)
     p = again.prediction
-    return replace(again, prediction=replace(p, notes=p.notes + (note,)))
+    return replace(again, prediction=replace(p, findings=p.findings + (note,)))
 
 
 def calibrate(scenario: Scenario, calibration: Calibration,

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from corun.spec.findings import Finding
+
 
 @dataclass(frozen=True)
 class Provenance:
@@ -56,7 +58,12 @@ class Prediction:
     gpu_utilisation: tuple[float, ...]
     """Per GPU: the share of the iteration its training stream was busy."""
     provenance: Provenance
-    notes: tuple[str, ...] = field(default_factory=tuple)
+    findings: tuple[Finding, ...] = field(default_factory=tuple)
+    """Facts about this prediction (what paced it, what was not timed or not simulated);
+    corun/advice.py renders them for the user."""
+
+    SCHEMA_VERSION = 2
+    """Version 2 carries findings where version 1 carried notes as sentences."""
 
     @property
     def mean_iteration_ms(self) -> float:

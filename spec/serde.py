@@ -126,7 +126,8 @@ def _convert_dataclass(cls: Any, data: Any, path: str) -> Any:
 
 
 def schema_tag(cls: type) -> str:
-    return f"corun.{cls.__name__.lower()}/{SCHEMA_VERSION}"
+    """The tag a file of `cls` carries: its own SCHEMA_VERSION where it has changed."""
+    return f"corun.{cls.__name__.lower()}/{getattr(cls, 'SCHEMA_VERSION', SCHEMA_VERSION)}"
 
 
 def dumps(obj: Any) -> dict[str, Any]:
@@ -141,7 +142,9 @@ def loads(cls: type[T], doc: Any, source: str = "") -> T:
         raise SpecError(where, type(doc).__name__, f"a mapping with schema {schema_tag(cls)}")
     tag = doc.get("schema")
     if tag != schema_tag(cls):
-        raise SpecError(f"{where}.schema", tag, f"must be {schema_tag(cls)!r}")
+        older = isinstance(tag, str) and tag.split("/")[0] == schema_tag(cls).split("/")[0]
+        raise SpecError(f"{where}.schema", tag, f"must be {schema_tag(cls)!r}" + (
+            " (an older corun wrote this file: make it again with this one)" if older else ""))
     body = {k: v for k, v in doc.items() if k != "schema"}
     return from_jsonable(cls, body, cls.__name__.lower())
 

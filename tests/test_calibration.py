@@ -77,8 +77,10 @@ def test_the_calibrated_ideal_predicts_the_measurement_and_all_else_scales_alike
     factor = 5.0 / before[0]
     assert calibrate(seq, cal).time_scale == pytest.approx(factor)
     assert after[1] == pytest.approx(before[1] * factor, rel=1e-6)
-    notes = simulate(calibrate(seq, cal)).prediction.notes
-    assert any("calibrated: every duration x" in n for n in notes)
+    from corun.advice import shown
+
+    assert any("calibrated: every duration x" in n
+               for n in shown([simulate(calibrate(seq, cal)).prediction]))
 
 
 def test_another_workload_s_ideal_is_refused():

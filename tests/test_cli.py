@@ -43,7 +43,7 @@ def test_simulate_json_and_trace(tmp_path, capsys):
     )
     cap = capsys.readouterr()
     doc = json.loads(cap.out)
-    assert doc["schema"] == "corun.prediction/1" and doc["strategy"] == "cpu:4"
+    assert doc["schema"] == "corun.prediction/2" and doc["strategy"] == "cpu:4"
     assert doc["iterations"] == 60 and cap.err == ""  # CPU work: sim.steady_state's minimum
     events = json.loads(trace.read_text())["traceEvents"]
     assert any(e.get("name") == "top_mlp_fwd" for e in events)
@@ -168,7 +168,7 @@ def test_host_thread_on_by_default_and_off_on_request(capsys):
         doc = json.loads(capsys.readouterr().out)
         pred = doc[0] if isinstance(doc, list) else doc
         times[bool(flag)] = pred["iteration_time_ms"]
-        assert any("host thread" in n for n in pred["notes"]) is not bool(flag)
+        assert any(f["kind"] == "host-thread" for f in pred["findings"]) is not bool(flag)
     assert times[False] >= H200_HOST.step_ms * 0.999 > times[True]
 
 

@@ -70,10 +70,11 @@ def test_graphs_are_refused_on_a_cpu_and_on_several_gpus():
 
 def test_the_graphed_step_costs_the_host_less_in_simulation_and_a_hint_says_so():
     from corun.sim import Scenario, Strategy, StrategyKind, simulate
-    from corun.sim.scenario import HINT
+
+    from corun.advice import shown
 
     def hints(p):
-        return [n for n in p.notes if n.startswith(HINT) and "--cuda-graphs" in n]
+        return [n for n in shown([p]) if n.startswith("hint: ") and "--cuda-graphs" in n]
 
     model = replace(model_preset("criteo-kaggle"), batch_per_gpu=4096)
     sc = Scenario(hardware_preset("h200", 1), model, pipeline_preset("kaggle"),

@@ -10,6 +10,7 @@ import pytest
 from corun.costmodel import evaluation, features, learned, model_file
 from corun.spec import OpKind, SpecError
 
+from corun.advice import finding_line
 from corun.cli import main
 from corun.profiling import COLUMNS
 
@@ -195,7 +196,7 @@ def test_a_profiled_stage_is_answered_with_its_measurement(profile_csv):
     # a stage no row timed (three times the bytes of m2's) goes to the power law
     unseen = [dict(r, stage_bytes=str(3 * float(r["stage_bytes"])),
                    stage_flops=str(6 * float(r["stage_bytes"]))) for r in seen[:9]]
-    power_law = model.estimators["stage_alone"].predict(learned.stage_only(unseen))
+    power_law = model.estimators_["stage_alone"].predict(learned.stage_only(unseen))
     assert model.predict_stage_ms(unseen) == pytest.approx(power_law)
 
 
@@ -212,9 +213,12 @@ def test_caveat_names_what_the_profile_never_timed(capsys):
     hw = hardware_preset("h200", 1)
     cm = learned.cost_model_for(hw)
 
+    def line_for(m):
+        f = cm.untimed_stages(m, list(stage_work(m, hw, shard_tables(m, hw), 0).values()), hw)
+        return f and finding_line(f)
+
     def caveat(name, batch):
-        m = replace(model_preset(name), batch_per_gpu=batch)
-        return cm.caveat(m, list(stage_work(m, hw, shard_tables(m, hw), 0).values()), hw)
+        return line_for(replace(model_preset(name), batch_per_gpu=batch))
 
     assert caveat("criteo-kaggle", 8192) is None
     said = caveat("criteo-kaggle", 4096)
@@ -231,8 +235,7 @@ def test_caveat_names_what_the_profile_never_timed(capsys):
     assert "heavy-small was never profiled on H200" in caveat("heavy-small", 16384)
     assert "extrapolated" in caveat("heavy-small", 16384)
     copy = replace(model_preset("heavy-lean"), name="lean-copy", batch_per_gpu=16384)
-    borrowed = cm.caveat(copy, list(stage_work(copy, hw, shard_tables(copy, hw), 0).values()),
-                         hw)  # heavy-lean's stages, feature for feature
+    borrowed = line_for(copy)  # heavy-lean's stages, feature for feature
     assert "lean-copy was never profiled on H200" in borrowed
     assert "another model's profiled stages" in borrowed and "tables' bytes" in borrowed
     assert main(["simulate", "--model", "heavy-mlp", "--pipeline", "heavy-20", "--batch",
@@ -306,8 +309,8 @@ def test_a_kernel_timed_at_other_rows_is_read_off_its_line(profile_csv):
 
     rows = learned.read_profile(profile_csv)
     model = learned.CoRunModel(0).fit(rows)
-    (gpu, name, rows_n), ms = next(iter(model.kernel_measured.items()))
-    other = {k[2]: v for k, v in model.kernel_measured.items() if k[:2] == (gpu, name)}
+    (gpu, name, rows_n), ms = next(iter(model.kernel_measured_.items()))
+    other = {k[2]: v for k, v in model.kernel_measured_.items() if k[:2] == (gpu, name)}
     assert sorted(other) == [2048, 4096] and other[rows_n] == ms
     assert model.kernel_alone_ms(gpu, name, 3072) == pytest.approx(
         (other[2048] + other[4096]) / 2)
@@ -335,9 +338,9 @@ def test_resident_rows_are_their_own_pairs_from_the_stage_start(profile_csv):
     resident = {**r, "kernel_lead_ms": str(lead),
                 "kernel_corun_ms": str(float(r["kernel_corun_ms"]) + 1.0)}
     model = learned.CoRunModel(0).fit([*rows, resident])
-    key = next(k for k in model.pair_measured if k[1] == r["kernel"] and k[3])
-    released = model.pair_measured[key[:3] + (False,)]
-    got = model.pair_measured[key]
+    key = next(k for k in model.pair_measured_ if k[1] == r["kernel"] and k[3])
+    released = model.pair_measured_[key[:3] + (False,)]
+    got = model.pair_measured_[key]
     assert got[0] == pytest.approx(released[0] - lead)
     assert got[1] == pytest.approx(released[1] + 1.0 - lead)
     y = learned.targets([resident])["kernel_corun"][0]
@@ -386,7 +389,7 @@ def test_a_saved_model_is_gzipped_the_same_bytes_each_time_and_plain_pickles_sti
     plain.write_bytes(pickle.dumps({"model": model, "meta": meta}))
     for path in (a, plain):
         got, got_meta = model_file.load_model(path)
-        assert got_meta == meta and got.pair_measured == model.pair_measured
+        assert got_meta == meta and got.pair_measured_ == model.pair_measured_
 
 
 def test_lookup_rows_are_answered_as_measured_and_leave_the_fit_alone(profile_csv, tmp_path):
@@ -414,15 +417,15 @@ def test_lookup_rows_are_answered_as_measured_and_leave_the_fit_alone(profile_cs
     assert lookup_rows(folder / "profile.csv") == []  # a single CSV has no lookup rows
 
     plain = learned.CoRunModel(0).fit(fitted_rows)
-    both = learned.CoRunModel(0).fit(fitted_rows, lookup_rows(folder))
+    both = learned.CoRunModel(0).fit(fitted_rows, lookup=lookup_rows(folder))
     probe = [dict(r, stage_bytes=str(3 * float(r["stage_bytes"]))) for r in m1[:20]]
     for t, v in plain.predict(probe).items():
         assert both.predict(probe)[t] == pytest.approx(v, rel=1e-12)
     r = m1[0]
     key = (learned.gpu_of(r["gpu"]).name, r["kernel"],
            learned._stage_key(learned.stage_only([r])[0]), False)
-    assert key not in plain.pair_measured
-    assert both.pair_measured[key][1] == pytest.approx(float(r["kernel_corun_ms"]))
+    assert key not in plain.pair_measured_
+    assert both.pair_measured_[key][1] == pytest.approx(float(r["kernel_corun_ms"]))
     # a looked-up stage time answers only a step that trains on its rows' pipeline
     mine = dict(r, trains_on=r["pipeline"])
     assert both.predict_stage_ms([mine])[0] == pytest.approx(float(r["stage_alone_ms"]))
@@ -433,7 +436,7 @@ def test_lookup_rows_are_answered_as_measured_and_leave_the_fit_alone(profile_cs
     c = fitted_rows[0]
     ckey = (learned.gpu_of(c["gpu"]).name, c["kernel"],
             learned._stage_key(learned.stage_only([c])[0]), False)
-    assert both.pair_measured[ckey][1] == pytest.approx(float(c["kernel_corun_ms"]))
+    assert both.pair_measured_[ckey][1] == pytest.approx(float(c["kernel_corun_ms"]))
 
 
 def test_the_committed_lookup_rows_answer_only_the_pipeline_they_trained_on():
@@ -463,8 +466,9 @@ def test_the_committed_lookup_rows_answer_only_the_pipeline_they_trained_on():
     small = {w.stage.value: cm.stage_ms(w, hw) for w in on("heavy-small")}
     assert rehash["emb_bwd"] == pytest.approx(float(rows[0]["stage_alone_ms"]))
     assert small["emb_bwd"] != pytest.approx(rehash["emb_bwd"])
-    assert cm.caveat(model, on("heavy-rehash"), hw) is None
-    assert "extrapolated past the profiled batches" in cm.caveat(model, on("heavy-small"), hw)
+    assert cm.untimed_stages(model, on("heavy-rehash"), hw) is None
+    assert "extrapolated past the profiled batches" in finding_line(
+        cm.untimed_stages(model, on("heavy-small"), hw))
 
 
 def test_graphed_rows_add_kernels_times_alone_and_nothing_else(profile_csv):
@@ -478,12 +482,12 @@ def test_graphed_rows_add_kernels_times_alone_and_nothing_else(profile_csv):
     graphed = {**r, "rows": "12288", "kernel_alone_ms": "7.5", "stage_corun_ms": "99"}
     fitted_twin = {**r, "kernel_alone_ms": "123"}
     resident = {**r, "rows": "20480", "kernel_alone_ms": "9", "kernel_lead_ms": "0.01"}
-    model = learned.CoRunModel(0).fit(rows, (), [graphed, fitted_twin, resident])
+    model = learned.CoRunModel(0).fit(rows, alone=[graphed, fitted_twin, resident])
     assert model.kernel_alone_ms(gpu, r["kernel"], 12288) == 7.5
     own = (gpu, r["kernel"], int(r["rows"]))
-    assert model.kernel_measured[own] == base.kernel_measured[own]
-    assert (gpu, r["kernel"], 20480) not in model.kernel_measured
-    assert model.pair_measured == base.pair_measured
+    assert model.kernel_measured_[own] == base.kernel_measured_[own]
+    assert (gpu, r["kernel"], 20480) not in model.kernel_measured_
+    assert model.pair_measured_ == base.pair_measured_
 
 
 def test_the_stage_regressor_follows_scikit_learns_estimator_contract():
@@ -511,3 +515,22 @@ def test_the_stage_regressor_follows_scikit_learns_estimator_contract():
     assert np.mean(np.abs(est.predict(x) / y - 1)) < 0.6
     with pytest.raises(ValueError, match="positive"):
         clone(est).fit(x, -y)
+
+
+def test_the_co_run_model_follows_the_estimator_contract(profile_csv):
+    """CoRunModel: get_params/clone give an unfitted twin, predict refuses before fit, and
+    fit sets its learned attributes (ending in _) and returns self."""
+    from sklearn.base import clone
+    from sklearn.exceptions import NotFittedError
+
+    rows = learned.read_profile(profile_csv)
+    est = learned.CoRunModel(seed=7)
+    assert est.get_params() == {"seed": 7} and clone(est).get_params() == {"seed": 7}
+    with pytest.raises(NotFittedError):
+        est.predict(rows[:3])
+    assert est.fit(rows) is est
+    assert set(est.estimators_) == set(features.TARGETS)
+    twin = clone(est)
+    assert not hasattr(twin, "estimators_")
+    assert np.allclose(twin.fit(rows).predict(rows[:5])["kernel_alone"],
+                       est.predict(rows[:5])["kernel_alone"])

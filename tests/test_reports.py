@@ -132,7 +132,7 @@ def test_mismatched_and_malformed_inputs(files, tmp_path, capsys):
     junk = tmp_path / "junk.json"
     junk.write_text(json.dumps({"schema": "corun.plan/1"}))
     assert main(["report", str(junk), "--out", str(tmp_path / "r")]) == 2
-    assert "'corun.prediction/1' or 'corun.measurement/1'" in capsys.readouterr().err
+    assert "'corun.prediction/2' or 'corun.measurement/1'" in capsys.readouterr().err
 
 
 def test_whatif_compares_interconnects_and_says_why_a_plan_beats_ideal(tmp_path):

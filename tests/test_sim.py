@@ -13,8 +13,10 @@ from corun.sim.scenario import ASSEMBLY_KERNEL, CPU_ITERATIONS
 from corun.sim.strategy import host_workers_per_gpu
 from corun.sim.trace import PREPROCESS, TRAINING
 from corun.spec import Stage, stages_for
+from corun.spec.findings import FindingKind, find
 
 from corun import spec
+from corun.advice import NOTE, finding_line, shown
 
 
 def small_model(tables: int, batch: int) -> spec.Model:
@@ -144,7 +146,7 @@ def test_host_thread_bounds_the_iteration(h200, kaggle_model, kaggle, strategy):
     assert host >= H200_HOST.step_ms
     expected = max(g.prediction.iteration_time_ms, host)
     assert h.prediction.iteration_time_ms == pytest.approx(expected, rel=0.02)
-    assert any("host thread" in n for n in h.prediction.notes)
+    assert find(h.prediction.findings, FindingKind.HOST_THREAD)
 
 
 def test_ring_allreduce_closed_form():
@@ -320,7 +322,6 @@ def test_owner_mapping_removes_input_all_to_all_bytes(kaggle, kaggle_model):
 
 def test_owner_mapped_plan_says_why_it_can_exceed_ideal(kaggle, kaggle_model):
     """The note names the mapped tables and the all-to-all they skip, in ms."""
-    from corun.sim.scenario import NOTE
 
     hw = spec.hardware_preset("h200", 2)
     owner = shard_tables(kaggle_model, hw).owner["cat_0"]
@@ -332,7 +333,7 @@ def test_owner_mapped_plan_says_why_it_can_exceed_ideal(kaggle, kaggle_model):
                      feature_mapping={"first_cat_0": spec.Mapping.OWNER})
     r = simulate(Scenario(hw, kaggle_model, kaggle, Strategy(StrategyKind.PLAN, plan=plan)),
                  commit="t")
-    notes = [n for n in r.prediction.notes if n.startswith(NOTE)]
+    notes = [n for n in shown([r.prediction]) if n.startswith(NOTE)]
     assert len(notes) == 1 and notes[0].startswith(NOTE + "1 of 27 tables")
     sh = shard_tables(kaggle_model, hw)
     works = [stage_work(kaggle_model, hw, sh, g)[Stage.INPUT_A2A] for g in range(2)]
@@ -347,24 +348,24 @@ def test_owner_mapped_plan_says_why_it_can_exceed_ideal(kaggle, kaggle_model):
     gpu_only = simulate(Scenario(hw, kaggle_model, kaggle, Strategy(StrategyKind.PLAN,
                                                                     plan=plan),
                                  host_thread=False), commit="t")
-    assert "host's launches" not in " ".join(gpu_only.prediction.notes)
+    assert "host's launches" not in " ".join(shown([gpu_only.prediction]))
     ideal = simulate(Scenario(hw, kaggle_model, kaggle, Strategy(StrategyKind.IDEAL)),
                      commit="t")
-    assert not [n for n in ideal.prediction.notes if n.startswith(NOTE)]
+    assert not [n for n in shown([ideal.prediction]) if n.startswith(NOTE)]
 
 
 def test_a_raw_copy_near_the_step_is_noted_as_the_floor(kaggle, kaggle_model, h200):
     """Where copying a batch's raw inputs over the host link takes most of the step's GPU
     work, the plan's prediction says no GPU plan goes under it; ideal copies nothing."""
-    from corun.sim.scenario import HOST_LINK_NOTE_SHARE, NOTE, host_link_note
+    from corun.sim.scenario import HOST_LINK_NOTE_SHARE, host_link_bound
 
-    assert host_link_note(0.5, 1.0) is None
-    assert host_link_note(HOST_LINK_NOTE_SHARE, 1.0) is not None
-    assert "takes 3.10 ms, 97% of the step's 3.20 ms" in host_link_note(3.1, 3.2)
+    assert host_link_bound(0.5, 1.0) is None
+    assert host_link_bound(HOST_LINK_NOTE_SHARE, 1.0) is not None
+    assert "takes 3.10 ms, 97% of the step's 3.20 ms" in finding_line(host_link_bound(3.1, 3.2))
     plan = spec.one_kernel_plan(kaggle, kaggle_model.name, 1, "emb_fwd")
     fast = simulate(Scenario(h200, kaggle_model, kaggle, Strategy(StrategyKind.PLAN,
                                                                   plan=plan)), commit="t")
-    assert not [n for n in fast.prediction.notes if "host link" in n]
+    assert not [n for n in shown([fast.prediction]) if "host link" in n]
     slow_link = replace(h200.host_link, bytes_per_s=h200.host_link.bytes_per_s / 1000)
     slow = replace(h200, host_link=slow_link)
     # cpu:N copies the host's outputs, not raw inputs: no such note, however long
@@ -373,7 +374,7 @@ def test_a_raw_copy_near_the_step_is_noted_as_the_floor(kaggle, kaggle_model, h2
                             (Strategy(StrategyKind.CPU, cpu_workers=4), False)):
         r = simulate(Scenario(slow, kaggle_model, kaggle, strategy), commit="t")
         t = r.compiled.gpus[0]
-        notes = [n for n in r.prediction.notes if "host link" in n]
+        notes = [n for n in shown([r.prediction]) if "host link" in n]
         assert bool(notes) == noted and (not noted or notes[0].startswith(NOTE))
         if noted:
             assert f"takes {t.h2d_ms:.2f} ms" in notes[0]
@@ -654,7 +655,7 @@ def test_a_plan_that_has_not_settled_is_simulated_again_after_a_longer_warm_up(m
     sc = Scenario(spec.hardware_preset("h200", 1), model, pipeline,
                   Strategy(StrategyKind.PLAN, plan=plan), iterations=6, warmup=2)
     cm = AnalyticCostModel()
-    assert not any("not settled" in n for n in simulate_steady(sc, cm).prediction.notes)
+    assert not find(simulate_steady(sc, cm).prediction.findings, FindingKind.NOT_SETTLED)
     warmups = []
     real = simulate_module.simulate
 
@@ -666,7 +667,8 @@ def test_a_plan_that_has_not_settled_is_simulated_again_after_a_longer_warm_up(m
     monkeypatch.setattr(simulate_module, "settled", lambda log, warmup: False)
     p = simulate_steady(sc, cm).prediction
     assert warmups == [2, SETTLE_WARMUP]
-    assert any("not settled after 2 warm-up" in n for n in p.notes)
+    (unsettled,) = find(p.findings, FindingKind.NOT_SETTLED)
+    assert "not settled after 2 warm-up" in finding_line(unsettled)
     warmups.clear()
     simulate_steady(replace(sc, jitter_cv=0.1), cm)  # jitter: no repeat to wait for
     assert warmups == [2]
@@ -693,9 +695,9 @@ def test_a_plan_decision_the_simulator_does_not_model_is_predicted_alike_and_sai
                       commit="t").prediction
              for p in (plan, replace(plan, **{field: value}))]
     assert preds[1].mean_iteration_ms == preds[0].mean_iteration_ms
-    assert [n for n in preds[1].notes if n not in preds[0].notes] == [
-        n for n in preds[1].notes if said in n]
-    assert len(preds[1].notes) == len(preds[0].notes) + 1
+    lines = [shown([p]) for p in preds]
+    assert [n for n in lines[1] if n not in lines[0]] == [n for n in lines[1] if said in n]
+    assert len(lines[1]) == len(lines[0]) + 1
 
 
 def test_a_plan_s_update_grid_names_its_range():
@@ -738,7 +740,7 @@ def test_a_long_eager_kernel_that_can_fill_every_sm_gets_the_cap_hint():
         sc = Scenario(hw, model, pipeline, Strategy(StrategyKind.PLAN, plan=p,
                                                     caps_racing_kernels=caps),
                       iterations=3, warmup=1)
-        return [n for n in simulate(sc, commit="t").prediction.notes
+        return [n for n in shown([simulate(sc, commit="t").prediction])
                 if "can take every SM" in n]
 
     (hint,) = hints(plan)
@@ -749,7 +751,7 @@ def test_a_long_eager_kernel_that_can_fill_every_sm_gets_the_cap_hint():
                              264, 256)
     sc = Scenario(hw, model_preset("criteo-kaggle"), pipeline_preset("kaggle"),
                   Strategy(StrategyKind.PLAN, plan=kaggle), iterations=3, warmup=1)
-    assert not any("can take every SM" in n for n in simulate(sc, commit="t").prediction.notes)
+    assert not find(simulate(sc, commit="t").prediction.findings, FindingKind.RACING_KERNEL)
 
 
 def test_a_faster_gpu_kind_is_never_predicted_slower_where_the_gpu_paces_the_step():

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from corun.spec import Measurement, Pipeline, Plan, Prediction, SpecError, load
 
+from corun.advice import finding_line
 from corun.cli import main
 from corun.plan_dir import planned_strategies
 from corun.tune_cmd import median_round
@@ -435,7 +436,8 @@ def test_a_fused_update_s_model_is_tuned_on_the_other_grid_too(folder, fused_mod
     pred = load(Prediction, out / "prediction-corun-ub16.json")
     base = load(Prediction, folder / "plans" / "prediction-corun.json")
     assert pred.strategy == "corun-ub16" and pred.mean_iteration_ms == base.mean_iteration_ms
-    assert "corun-ub16 runs the fused embedding update on another grid" in pred.notes[-1]
+    assert "corun-ub16 runs the fused embedding update on another grid" in \
+        finding_line(pred.findings[-1])
 
 
 def test_update_grids_out_of_range_are_refused_before_anything_is_written(

@@ -1,0 +1,40 @@
+"""Findings: every kind has a level and a renderer, and they survive a prediction file."""
+
+import pytest
+from corun.sim import Scenario, Strategy, StrategyKind, simulate
+from corun.spec import Prediction, SpecError, hardware_preset, model_preset, pipeline_preset
+from corun.spec.findings import LEVELS, Finding, FindingKind, Level, finding
+from corun.spec.serde import dumps, loads
+
+from corun.advice import RENDERERS, finding_line, shown
+
+
+def test_every_kind_has_a_level_and_a_line():
+    assert set(LEVELS) == set(FindingKind) == set(RENDERERS)
+
+
+def test_a_prediction_file_keeps_its_findings_and_an_older_one_is_named():
+    model = model_preset("criteo-kaggle")
+    p = simulate(Scenario(hardware_preset("h200", 1), model, pipeline_preset("kaggle"),
+                          Strategy(StrategyKind.IDEAL), iterations=3, warmup=1),
+                 commit="t").prediction
+    assert p.findings and {f.kind for f in p.findings} >= {FindingKind.HOST_THREAD}
+    again = loads(Prediction, dumps(p))
+    assert again.findings == p.findings and shown([again]) == shown([p])
+    old = {**dumps(p), "schema": "corun.prediction/1"}
+    with pytest.raises(SpecError, match="an older corun wrote this file"):
+        loads(Prediction, old)
+
+
+def test_record_findings_stay_in_the_file_and_the_rest_show_with_their_level():
+    class P:
+        findings = (finding(FindingKind.HOST_THREAD, host_ms=3.7, source="h200 host"),
+                    finding(FindingKind.SM_CAP_NOT_SIMULATED, sm_cap=96))
+    assert LEVELS[FindingKind.HOST_THREAD] is Level.RECORD
+    assert shown([P]) == [finding_line(P.findings[1])]
+    assert shown([P])[0].startswith("caution: the plan confines its preprocessing to 96 SMs")
+
+
+def test_a_fact_must_be_a_number_or_a_string():
+    with pytest.raises(SpecError, match="finding.facts.x"):
+        Finding(FindingKind.CALIBRATED, {"x": [1]})
