@@ -52,7 +52,7 @@ from corun.backend.lane import Lane
 from corun.backend.reference import run_reference
 from corun.backend.runner import PipelineProgram, trainer_batch
 from corun.backend.settings import RunSettings
-from corun.backend.streams import ReleaseClock, Streams, gpu_spin
+from corun.backend.streams import ReleaseClock, Streams
 from corun.backend.trainer import Batch, Clock, Trainer
 from corun.spec import (
     BEFORE_ITERATION,
@@ -138,18 +138,13 @@ class Executor:
         self.cap_left_out = ""  # why the plan's cap did not run, for the notes (_plan_cap)
         if self.pre_cap is None:  # as the plan says; a plan's cap means nothing on a CPU
             self.pre_cap = self._plan_cap(plan.preprocess_sm_cap) if on_gpu else 0
-        for name, value in (("preprocess_sms", settings.preprocess_sms),
-                            ("preprocess_sm_cap", self.pre_cap)):
-            if value and not on_gpu:
-                raise SpecError(name, value,
-                                "0 on a CPU or several GPUs (the SMs of one GPU are split)")
+        if self.pre_cap and not on_gpu:
+            raise SpecError("preprocess_sm_cap", self.pre_cap,
+                            "0 on a CPU or several GPUs (the SMs of one GPU are split)")
         if self.pre_cap and settings.preprocess_sm_cap:  # a flag's cap is held to
             why = _cap_not_runnable(self.device, self.pre_cap)
             if why:
                 raise SpecError("preprocess_sm_cap", self.pre_cap, f"0 here: {why}")
-        settings.require_cap_alone(self.pre_cap)
-        if settings.update_sms:
-            self._check_update_sms(settings.update_sms, model)
         self.update_grid = settings.update_blocks_per_sm
         """The fused update's blocks an SM (0: a thread per bag and column; None: the
         trainer's default): the settings', else the plan's (its 0: the default)."""
@@ -195,9 +190,8 @@ class Executor:
                                 f"node {n!r} (owner lanes read raw columns only)")
         local_tables = [k for k in range(len(self.model.tables)) if k not in self.owner_mapped]
         local_kernels = [k for k in ordered if k not in owned_kernels]
-        shape = (self.settings.values_unroll, self.settings.values_max_registers)
         lanes = [Lane("local", self.pipeline, self.model, local_kernels, self.host_nodes,
-                      self.host_nodes + sorted(owner_nodes), local_tables, True, *shape)]
+                      self.host_nodes + sorted(owner_nodes), local_tables, True)]
         mine = [k for k in owned_kernels if k.gpu == self.rank]
         if mine:
             mine_tables = [k for k in self.owner_mapped
@@ -210,7 +204,7 @@ class Executor:
                                     f"rank {self.rank} owns and preprocesses")
             lanes.append(Lane("owner", self.pipeline, self.model, mine, [],
                               [n for n in self.pipeline.order if n not in inside],
-                              mine_tables, False, *shape))
+                              mine_tables, False))
         return lanes
 
     # ---------------------------------------------------------------- set-up
@@ -264,9 +258,7 @@ class Executor:
                        compared_batches=self.settings.compared_batches(
                            self.plan.batches_ahead + 1),
                        ids_per_thread=self.settings.assembly_ids_per_thread,
-                       graphs=self.settings.preprocess_graphs
-                       and not (self.settings.preprocess_sms or self.settings.update_sms
-                                or self.pre_cap))
+                       graphs=self.settings.preprocess_graphs and not self.pre_cap)
 
     # ---------------------------------------------------------------- one batch
     def _stage(self, i: int) -> None:
@@ -289,9 +281,6 @@ class Executor:
             return
         S = self.S
         S.wait(S.pre, opened)
-        if self.settings.release_offset_ms > 0 and S.cuda:  # RunSettings.release_offset_ms
-            with S.use(S.pre):
-                gpu_spin(self.settings.release_offset_ms)
         for lane, index in self.released[stage.value]:
             self._launch(i, lane, index, S.pre)
         self._assemble(i, stage.value)
@@ -300,8 +289,6 @@ class Executor:
         """Enqueue batch i's assembly in the lanes whose kernels all come at or before
         `after` (a stage or BEFORE_ITERATION; a lane without kernels counts as before
         the iteration), or with `after` None in every lane not yet enqueued."""
-        if after is not None and not self.settings.early_assembly:
-            return
         for lane in self.lanes:
             last = lane.kernels[-1].stage if lane.kernels else BEFORE_ITERATION
             if i not in lane.opened and (after is None or last == after):
@@ -380,14 +367,11 @@ class Executor:
             if self.inputs is not None:
                 self.inputs[key] = self.raws
         cuda = self.device.type == "cuda"
-        self.S = Streams(self.device, self.plan.training_priority_high, s.preprocess_sms,
-                         s.preprocess_first, s.update_sms,
+        self.S = Streams(self.device, self.plan.training_priority_high,
                          self.plan.assembly_stream if s.assembly_stream is None
                          else s.assembly_stream, self.pre_cap)
         self.trainer.begin_run()
         self.trainer.update_max_blocks = self._update_max_blocks()
-        self.trainer.update_stream = self.S.update  # its grid as on every SM: the update
-        # waits on its atomics, and fewer blocks in flight slowed it (+0.36 ms at 400 of 528)
         total = s.warmup + s.iterations
         self.feeder = None
         try:
@@ -412,7 +396,6 @@ class Executor:
             return self._run_pipelined(total)
         finally:
             gc.unfreeze()
-            self.trainer.update_stream = None
             if self.feeder is not None:
                 self.feeder.close()
 
@@ -656,22 +639,6 @@ class Executor:
             return None
         return per_sm * torch.cuda.get_device_properties(self.device).multi_processor_count
 
-    def _check_update_sms(self, update_sms: int, model: Model) -> None:
-        """RunSettings.update_sms needs one GPU, a fused embedding update (one kernel to
-        place) and SMs left on both sides of the split."""
-        if not model.embedding_update.fused:
-            raise SpecError("update_sms", update_sms,
-                            f"0 for model {model.name!r}: its embedding update "
-                            f"({model.embedding_update.value}) is not one fused kernel")
-        if self.device.type != "cuda" or self.world > 1:
-            raise SpecError("update_sms", update_sms,
-                            "0 on a CPU or several GPUs (the SMs of one GPU are split)")
-        total = torch.cuda.get_device_properties(self.device).multi_processor_count
-        if not 8 <= update_sms <= total - 8:
-            raise SpecError("update_sms", update_sms,
-                            f"an integer in [8, {total - 8}] on this {total}-SM GPU "
-                            "(preprocessing keeps at least 8)")
-
     def _check_note(self) -> str:
         """What the run compared with the reference (spec.measurement reads it back)."""
         s = self.settings
@@ -706,12 +673,6 @@ class Executor:
                          "every SM (a CUDA green context, backend/sm_split.py)")
         elif self.cap_left_out:
             notes.append(self.cap_left_out)
-        if split is not None and not self.pre_cap:
-            training = ("the embedding update" if self.settings.update_sms else "training")
-            notes.append(f"SMs split: preprocessing on {split.pre_sms}, {training} on "
-                         f"{split.train_sms} (CUDA green contexts, backend/sm_split.py)"
-                         + ("; training's other stages on every SM"
-                            if self.settings.update_sms else ""))
         per_sm = self.update_grid
         if per_sm is not None:
             notes.append("the fused embedding update on " + (

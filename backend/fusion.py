@@ -155,9 +155,9 @@ class FusedGroup:
         default it shares; the CPU target runs rows in parallel either way). Only with
         whole warps per block (threads a multiple of 32, as every plan's): a warp that
         spans two blocks has no common row. `max_registers`: a cap on the CUDA values
-        kernel's registers per thread (an experiment; plans do not set it). `unroll`: list
-        elements each thread of the CUDA values kernel computes side by side
-        (codegen.chain_body; RunSettings.values_unroll)."""
+        kernel's registers per thread (a kernel-tuning knob; plans do not set it). `unroll`:
+        list elements each thread of the CUDA values kernel computes side by side
+        (codegen.chain_body; a kernel-tuning knob too)."""
         if division not in ("magic", "mod"):
             raise ValueError(f"division = {division!r}: 'magic' or 'mod'")
         if not isinstance(unroll, int) or not 1 <= unroll <= MAX_UNROLL:

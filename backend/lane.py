@@ -33,22 +33,18 @@ from corun.spec import FusedKernel, Model, Pipeline
 class Lane:
     """Kernels over one row range (the columns given to `build`) producing `tables`
     (indices into the model's tables) and, if `dense`, the dense features; `host_nodes`
-    arrive computed by host workers, `elsewhere` are nodes other lanes or the host run;
-    `unroll` and `max_registers` (0: none) are every kernel's FusedGroup.unroll and
-    max_registers (RunSettings.values_unroll, values_max_registers)."""
+    arrive computed by host workers, `elsewhere` are nodes other lanes or the host run."""
 
     def __init__(self, name: str, pipeline: Pipeline, model: Model,
                  kernels: Sequence[FusedKernel], host_nodes: Sequence[str],
-                 elsewhere: Sequence[str], tables: Sequence[int], dense: bool,
-                 unroll: int = 1, max_registers: int = 0) -> None:
+                 elsewhere: Sequence[str], tables: Sequence[int], dense: bool) -> None:
         self.name, self.pipeline, self.model = name, pipeline, model
         self.kernels, self.host_nodes = list(kernels), list(host_nodes)
         self.tables, self.dense = list(tables), dense
         self.elsewhere = list(elsewhere)
         self.groups = [FusedGroup(pipeline, [n for n in pipeline.order if n in set(k.nodes)],
                                   k.name, k.blocks, k.threads_per_block,
-                                  warp_rows=k.warp_rows, unroll=unroll,
-                                  max_registers=max_registers or None) for k in kernels]
+                                  warp_rows=k.warp_rows) for k in kernels]
         reads = {c.source for g in self.groups for c in g.chains}
         produced = {c.sink for g in self.groups for c in g.chains}
         lane_tables = {model.tables[k].name for k in tables}

@@ -1,15 +1,10 @@
-"""Disjoint sets of SMs for the training and the preprocessing streams (CUDA green
-contexts), so that preprocessing runs beside every training stage on SMs of its own
-instead of waiting for the SMs the training kernels leave free (RunSettings.preprocess_sms);
-or the preprocessing stream alone confined to some SMs while training, on an ordinary
-stream, keeps every SM (Plan.preprocess_sm_cap: backend/streams.py uses only the split's
-`pre` stream), which took eager heavy-rehash b32768's choice from 74-76% of the gap to
-111%.
-
-The disjoint split is an experiment that answered a question and stays to repeat it: on
-the heavy case it lost to sharing every SM. At batch 8192 the kernel on 24 SMs of its own still
-stretched training on the other 108 by 0.7-1.1 ms, 56-85% of its own 1.31 ms: the two
-meet in the memory system, not on the SMs.
+"""The preprocessing stream confined to some SMs of one GPU (a CUDA green context) while
+training, on an ordinary stream, keeps every SM (Plan.preprocess_sm_cap: backend/
+streams.py uses only the split's `pre` stream), so that a kernel ready between two
+training kernels cannot take the SMs the next one needs. On the H200 it took eager
+heavy-rehash b32768's choice from 74-76% of gpu-sequential's gap to 111%. (Splitting
+the SMs both ways lost to sharing them: the two streams meet in the memory system, not
+on the SMs.)
 
 Green contexts share the primary context's memory and modules: PyTorch's and Numba's
 kernels run on their streams unchanged, on the SMs of the stream's context. The driver
@@ -88,7 +83,7 @@ def split_sms(device: torch.device, pre_sms: int, training_high: bool) -> SmSpli
     if not 1 <= pre_sms <= total - 8:
         from corun.spec import SpecError
 
-        raise SpecError("preprocess_sms", pre_sms,
+        raise SpecError("preprocess_sm_cap", pre_sms,
                         f"an integer in [1, {total - 8}] on this {total}-SM GPU (training "
                         "keeps at least 8)")
     torch.empty(1, device=device)  # the primary context exists before any green one

@@ -28,45 +28,24 @@ def gpu_spin(ms: float) -> None:
 class Streams:
     """Streams and timing events on a GPU; no-ops and the host clock on the CPU."""
 
-    def __init__(self, device: torch.device, training_high: bool, pre_sms: int = 0,
-                 preprocess_first: bool = False, update_sms: int = 0,
+    def __init__(self, device: torch.device, training_high: bool,
                  assembly_stream: bool = False, pre_cap: int = 0) -> None:
-        """`pre_sms` > 0: the preprocessing stream on that many SMs of its own, training
-        on the rest (backend/sm_split.py); `update_sms` > 0: the embedding update's
-        stream (`update`) on that many SMs of its own, preprocessing on the rest, and
-        training's other stages on every SM; `pre_cap` > 0: the preprocessing stream
-        confined to that many SMs, training on every SM; all 0: both streams on every SM.
-        `preprocess_first`: the preprocessing stream above training (overrides
-        `training_high`), so its blocks take the SMs a training kernel's blocks free.
-        `assembly_stream`: the batches' assemblies on a stream of their own (`assembly`),
-        else on the preprocessing stream (RunSettings.assembly_stream; the profiler
-        assembles nothing)."""
+        """`training_high`: the training stream above preprocessing. `pre_cap` > 0: the
+        preprocessing stream confined to that many SMs (backend/sm_split.py), training on
+        every SM; 0: both streams on every SM. `assembly_stream`: the batches'
+        assemblies on a stream of their own (`assembly`), else on the preprocessing
+        stream (RunSettings.assembly_stream; the profiler assembles nothing)."""
         self.cuda = device.type == "cuda"
         self.split = None
-        self.update = None
         if self.cuda:
-            if pre_sms:
-                from corun.backend.sm_split import split_sms
-
-                self.split = split_sms(device, pre_sms, training_high)
-                self.train, self.pre = self.split.train, self.split.pre
-            elif pre_cap:
+            self.train = torch.cuda.Stream(device, priority=-2 if training_high else 0)
+            if pre_cap:
                 from corun.backend.sm_split import split_sms
 
                 self.split = split_sms(device, pre_cap, training_high)
                 self.pre = self.split.pre  # the split's other stream stays unused
-                self.train = torch.cuda.Stream(device, priority=-2 if training_high else 0)
-            elif update_sms:
-                from corun.backend.sm_split import split_sms
-
-                total = torch.cuda.get_device_properties(device).multi_processor_count
-                self.split = split_sms(device, total - update_sms, training_high)
-                self.update, self.pre = self.split.train, self.split.pre
-                self.train = torch.cuda.Stream(device, priority=-2 if training_high else 0)
             else:
-                high_train = training_high and not preprocess_first
-                self.train = torch.cuda.Stream(device, priority=-2 if high_train else 0)
-                self.pre = torch.cuda.Stream(device, priority=-2 if preprocess_first else 0)
+                self.pre = torch.cuda.Stream(device, priority=0)
             self.copy = torch.cuda.Stream(device, priority=0)
             # the batches' assemblies on a stream of their own, beside the preprocessing
             # kernels at their priority: queued behind a batch's assembly on the kernels'
@@ -77,7 +56,7 @@ class Streams:
             # last, so the other streams keep the places in PyTorch's pools they had.
             # With the SMs split, the assemblies stay on the kernels' stream and its SMs.
             self.assembly = self.pre if self.split or not assembly_stream else torch.cuda.Stream(
-                device, priority=-2 if preprocess_first else 0)
+                device, priority=0)
             from numba import cuda
 
             self._nb = {id(s): cuda.external_stream(s.cuda_stream)

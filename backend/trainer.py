@@ -240,10 +240,6 @@ class Trainer:
         self.update_max_blocks: int | None = None
         """The fused embedding update's grid cap (embedding_sgd.bag_sgd_; None: its
         default, 0: one thread per bag and column)."""
-        self.update_stream: torch.cuda.Stream | None = None
-        """Where the fused embedding update runs (None: the step's own stream): the
-        executor's stream on SMs of their own (RunSettings.update_sms); the step waits
-        for it before going on."""
 
     def begin_run(self) -> None:
         """Called when a run starts (backend/graphed.py forgets its graphs there)."""
@@ -353,20 +349,11 @@ class Trainer:
     def fused_update(self, ids: torch.Tensor, offsets: torch.Tensor,
                      grad: torch.Tensor) -> None:
         """The SGD update of the rows by the model's fused kernel (EmbeddingUpdate.fused),
-        under `update_max_blocks`, on `update_stream` when one is set; with the hot-row
-        form each held table's hot row is counted per bag."""
+        under `update_max_blocks`; with the hot-row form each held table's hot row is
+        counted per bag."""
         hot = self.spec.embedding_update is EmbeddingUpdate.FUSED_SGD_HOT_ROW
-        side = self.update_stream
-        if side is not None and torch.cuda.is_current_stream_capturing():
-            side = None  # a captured step keeps it on the step's own stream
-        if side is not None:
-            step_stream = torch.cuda.current_stream(self.device)
-            side.wait_stream(step_stream)
-        with torch.cuda.stream(side):  # no-op for None
-            bag_sgd_(self.net.embedding, ids, offsets, grad, self.spec.learning_rate,
-                     self.update_max_blocks, len(self.net.tables) if hot else 0)
-        if side is not None:
-            step_stream.wait_stream(side)  # what the step allocates next is ordered after it
+        bag_sgd_(self.net.embedding, ids, offsets, grad, self.spec.learning_rate,
+                 self.update_max_blocks, len(self.net.tables) if hot else 0)
 
     def optimize(self) -> None:
         self.dense_opt.step()

@@ -558,7 +558,7 @@ def test_the_assembly_stream_follows_the_flag_else_the_plan(workload, tmp_path, 
     real = streams.Streams.__init__
 
     def spy(self, *args, **kwargs):
-        seen.append(args[5] if len(args) > 5 else kwargs.get("assembly_stream", False))
+        seen.append(args[2] if len(args) > 2 else kwargs.get("assembly_stream", False))
         real(self, *args, **kwargs)
 
     monkeypatch.setattr(streams.Streams, "__init__", spy)

@@ -1,6 +1,6 @@
-"""The preprocessing stream on SMs of its own (RunSettings.preprocess_sms,
+"""The preprocessing stream confined to some SMs (Plan.preprocess_sm_cap,
 backend/sm_split.py): refused where it cannot run; on a GPU, both streams compute right
-and the SMs are split, not shared."""
+on SMs of their own."""
 
 from __future__ import annotations
 
@@ -17,56 +17,32 @@ real_cuda = pytest.mark.skipif(
     reason="needs a CUDA GPU and Numba's real CUDA target (NUMBA_ENABLE_CUDASIM=0)")
 
 
-def test_a_negative_sm_count_is_refused():
-    with pytest.raises(SpecError, match="preprocess_sms"):
-        RunSettings(preprocess_sms=-1)
-
-
-def test_preprocessing_first_and_an_sm_split_are_refused_together():
-    with pytest.raises(SpecError, match="preprocess_first.*preprocess_sms > 0"):
-        RunSettings(preprocess_sms=16, preprocess_first=True)
-    assert RunSettings(preprocess_first=True).preprocess_first
-
-
 @real_cuda
-def test_preprocessing_first_puts_its_stream_above_training():
+def test_training_runs_above_preprocessing_and_assemblies_may_have_their_own_stream():
     from corun.backend.streams import Streams
 
     device = torch.device("cuda", 0)
-    first = Streams(device, training_high=True, preprocess_first=True)
-    assert first.pre.priority < first.train.priority  # lower number, higher priority
     usual = Streams(device, training_high=True)
-    assert usual.train.priority < usual.pre.priority
+    assert usual.train.priority < usual.pre.priority  # lower number, higher priority
     assert usual.assembly is usual.pre  # by default the assemblies queue behind the kernels
-    # asked for, a stream of their own at the kernels' priority
-    for pre_first in (True, False):
-        s = Streams(device, training_high=True, preprocess_first=pre_first,
-                    assembly_stream=True)
-        assert s.assembly is not s.pre and s.assembly.priority == s.pre.priority
+    own = Streams(device, training_high=True, assembly_stream=True)
+    assert own.assembly is not own.pre and own.assembly.priority == own.pre.priority
 
 
-@pytest.mark.parametrize("name", ["preprocess_sms", "preprocess_sm_cap"])
-def test_the_executor_refuses_to_split_a_cpu(name):
+def test_the_executor_refuses_to_cap_a_cpu():
     from corun.backend.executor import Executor
 
     model, pipeline = model_preset("criteo-kaggle"), pipeline_preset("kaggle")
     empty = Plan(pipeline.name, model.name, 1, ())
-    with pytest.raises(SpecError, match=f"{name} = 16: 0 on a CPU"):
-        Executor(model, pipeline, empty, "ideal", RunSettings(**{name: 16}), "cpu",
+    with pytest.raises(SpecError, match="preprocess_sm_cap = 16: 0 on a CPU"):
+        Executor(model, pipeline, empty, "ideal", RunSettings(preprocess_sm_cap=16), "cpu",
                  replay=True)
 
 
-@pytest.mark.parametrize("settings,match", [
-    ({"preprocess_sm_cap": -1}, "preprocess_sm_cap = -1: None .as the plan says. or an "
-                                "integer >= 0"),
-    ({"preprocess_sm_cap": 64, "preprocess_sms": 40},
-     "preprocess_sm_cap = 64: 0 with preprocess_sms or update_sms"),
-    ({"preprocess_sm_cap": 64, "update_sms": 40},
-     "preprocess_sm_cap = 64: 0 with preprocess_sms or update_sms"),
-])
-def test_a_cap_is_refused_beside_another_way_to_give_preprocessing_sms(settings, match):
-    with pytest.raises(SpecError, match=match):
-        RunSettings(**settings)
+def test_a_negative_cap_is_refused():
+    with pytest.raises(SpecError, match="preprocess_sm_cap = -1: None .as the plan says. or "
+                                        "an integer >= 0"):
+        RunSettings(preprocess_sm_cap=-1)
     assert RunSettings().preprocess_sm_cap is None  # as the plan says
 
 
@@ -104,93 +80,8 @@ def test_training_keeps_at_least_eight_sms():
     from corun.backend.sm_split import split_sms
 
     total = torch.cuda.get_device_properties(0).multi_processor_count
-    with pytest.raises(SpecError, match="preprocess_sms"):
+    with pytest.raises(SpecError, match="preprocess_sm_cap"):
         split_sms(torch.device("cuda:0"), total - 4, training_high=True)
-
-
-@pytest.mark.parametrize("settings,match", [
-    ({"update_sms": -1}, "update_sms = -1: an integer >= 0"),
-    ({"update_sms": 92, "preprocess_sms": 40}, "update_sms = 92: 0 with preprocess_sms"),
-    ({"update_sms": 92, "preprocess_first": True}, "update_sms = 92: 0 with preprocess_sms"),
-])
-def test_an_update_split_is_refused_beside_another_way_to_give_preprocessing_sms(
-        settings, match):
-    with pytest.raises(SpecError, match=match):
-        RunSettings(**settings)
-
-
-def test_the_executor_refuses_an_update_split_without_a_fused_update_or_a_gpu():
-    from corun.backend.executor import Executor
-
-    kaggle, pipeline = model_preset("criteo-kaggle"), pipeline_preset("kaggle")
-    empty = Plan(pipeline.name, kaggle.name, 1, ())
-    with pytest.raises(SpecError, match="update_sms = 92: 0 for model 'criteo-kaggle'.*"
-                                        "autograd.*not one fused kernel"):
-        Executor(kaggle, pipeline, empty, "ideal", RunSettings(update_sms=92), "cpu",
-                 replay=True)
-    lean, small = model_preset("heavy-lean"), pipeline_preset("heavy-small")
-    with pytest.raises(SpecError, match="update_sms = 92: 0 on a CPU"):
-        Executor(lean, small, Plan(small.name, lean.name, 1, ()), "ideal",
-                 RunSettings(update_sms=92), "cpu", replay=True)
-
-
-@real_cuda
-def test_the_update_on_sms_of_its_own_trains_as_on_the_steps_stream():
-    """RunSettings.update_sms: the fused update on its green context's stream, between
-    the graphed stages, gives the weights the update on the step's own stream gives (the
-    update adds atomically: within float tolerance), and the step's stage marks wait
-    for it."""
-    from dataclasses import replace
-
-    from corun.backend.graphed import GraphedTrainer
-    from corun.backend.runner import preprocessed_batches
-    from corun.backend.streams import Streams
-    from corun.backend.trainer import Clock, Trainer
-    from corun.spec import Stage
-
-    device = torch.device("cuda:0")
-    model = replace(model_preset("heavy-lean"), batch_per_gpu=128, cuda_graphs=True)
-    data = [b.to(device) for b in preprocessed_batches(model, pipeline_preset("heavy-small"), 3,
-                                               np.random.default_rng(0))]
-    total = torch.cuda.get_device_properties(0).multi_processor_count
-    streams = Streams(device, training_high=True, update_sms=total - 40)
-    assert streams.update is not None and streams.split.pre_sms == 40
-    assert streams.train is not streams.update
-    eager = Trainer(replace(model, cuda_graphs=False), device, seed=1)
-    graphed = GraphedTrainer(model, device, seed=1)
-    graphed.capture(data[0])
-    graphed.net.load_state_dict(eager.net.state_dict())
-    graphed.update_stream = streams.update
-    for i in range(4):
-        clock = Clock(device)
-        with torch.cuda.stream(streams.train):
-            graphed.step(data[i % 3], clock)
-        eager.step(data[i % 3])
-        torch.cuda.synchronize()
-        assert len(clock.stage_ms()) == 9 and clock.stage_ms()[Stage.EMB_BWD] > 0
-    for (name, p), q in zip(eager.net.named_parameters(), graphed.net.parameters()):
-        assert torch.allclose(p, q, rtol=1e-4, atol=1e-5), name
-
-
-@real_cuda
-def test_corun_runs_a_plan_with_the_update_on_sms_of_its_own_and_checks_it():
-    """The executor end to end: a one-kernel plan released at the update, the update on
-    its own SMs and the kernel on the rest; every batch checked, the split noted."""
-    from dataclasses import replace
-
-    from corun.backend.executor import Executor
-    from corun.spec import one_kernel_plan
-
-    model = replace(model_preset("heavy-lean"), batch_per_gpu=512, cuda_graphs=True)
-    pipeline = pipeline_preset("heavy-small")
-    total = torch.cuda.get_device_properties(0).multi_processor_count
-    plan = one_kernel_plan(pipeline, model.name, 1, "emb_bwd", 80, 256)
-    settings = RunSettings(iterations=12, warmup=3, distinct_batches=2, check_timed=True,
-                           update_sms=total - 40)
-    m = Executor(model, pipeline, plan, "at:emb_bwd", settings, "cuda:0").run()
-    assert m.checked_rows == 15 * 512
-    assert any("the embedding update on" in n and "other stages on every SM" in n
-               for n in m.notes)
 
 
 @real_cuda

@@ -266,18 +266,3 @@ def test_fused_sgd_update_needs_sgd():
         replace(spec.model_preset("heavy"), optimizer=spec.Optimizer.ADAGRAD,
                 embedding_update=spec.EmbeddingUpdate.FUSED_SGD)
     assert e.value.field == "optimizer" and "sgd when embedding_update is fused-sgd" in str(e.value)
-
-
-@pytest.mark.parametrize("field, value, says", [
-    ("values_unroll", 0, "values_unroll = 0: an integer >= 1"),
-    ("values_unroll", 9, "values_unroll = 9: an integer in 1..8"),
-    ("values_max_registers", 8, "values_max_registers = 8: 0 (no cap) or an integer in 16..255"),
-    ("values_max_registers", -1, "values_max_registers = -1: an integer >= 0"),
-    ("release_offset_ms", -0.5, "release_offset_ms = -0.5: ms in 0..100"),
-    ("release_offset_ms", 101.0, "release_offset_ms = 101.0: ms in 0..100"),
-])
-def test_run_settings_kernel_experiments_name_their_range(field, value, says):
-    from corun.backend.settings import RunSettings
-
-    with pytest.raises(SpecError, match=re.escape(says)):
-        RunSettings(**{field: value})
