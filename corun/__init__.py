@@ -8,8 +8,6 @@ with no package index) finds them the same way: beside this package.
 
 from pathlib import Path as _Path
 
-__version__ = "0.1.0"
-
 _CHECKOUT = _Path(__file__).resolve().parent.parent
 if (_CHECKOUT / "pyproject.toml").is_file() and (_CHECKOUT / "spec" / "__init__.py").is_file():
     __path__.append(str(_CHECKOUT))  # noqa: F821 - a package's own __path__

@@ -7,6 +7,7 @@ import importlib
 import sys
 
 from corun.spec import SpecError
+from corun.spec.provenance import corun_version
 from corun.workload import out_path
 
 
@@ -81,6 +82,8 @@ COMMANDS = {
                    "data, checked against the reference"),
     "profile": ("corun.profile_cmd", "measure fused kernels co-running with training "
                 "stages (resumable CSV)"),
+    "calibrate": ("corun.calibrate_cmd", "measure this machine's GPU ceilings and host "
+                  "costs into a machine profile (plan --machine predicts with it)"),
     "fit": ("corun.fit_cmd", "fit the learned co-running model on a profile CSV and "
             "report its held-out error"),
     "execute": ("corun.execute_cmd", "run a plan or strategy beside training on a GPU and "
@@ -96,24 +99,9 @@ SINGLE_THREADED = frozenset({"plan", "simulate", "whatif", "validate"})
 """Commands made of many small model predictions: native thread pools are held to one
 thread there (costmodel.threads), so a busy machine does not starve them."""
 
-DISTRIBUTION = "corun-dlrm"
-"""The name corun is installed under (`corun` on the package index is another project)."""
-
-
-def version() -> str:
-    """The installed version, or the checkout's when it is not installed."""
-    from importlib.metadata import PackageNotFoundError
-    from importlib.metadata import version as installed
-
-    try:
-        return installed(DISTRIBUTION)
-    except PackageNotFoundError:
-        return "unknown (not installed)"
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="corun", description=__doc__)
-    parser.add_argument("--version", action="version", version=f"%(prog)s {version()}")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {corun_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("presets", help="list hardware, model and pipeline presets").set_defaults(
         func=_presets)
@@ -159,6 +147,11 @@ def progress(quiet: bool):
     if quiet:
         return lambda *a: None
     return lambda *a: print(*a, file=sys.stderr, flush=True)
+
+
+def warn(message: str) -> None:
+    """A warning on stderr, shown with --quiet too."""
+    print(f"corun: warning: {message}", file=sys.stderr, flush=True)
 
 
 def command_line() -> str:

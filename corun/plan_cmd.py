@@ -75,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
         time_limit_note,
         update_grid_note,
     )
-    from corun.cli import progress
+    from corun.cli import progress, warn
     from corun.format import table
     from corun.plan_dir import plan_file, runner_up_label
     from corun.planner import HEURISTICS, Judged, LocalSearch, SimJudge, runners_up
@@ -90,6 +90,7 @@ def run(args: argparse.Namespace) -> int:
     from corun.spec.serde import dumps, save
     from corun.workload import (
         calibrated,
+        on_machine,
         require_seconds,
         resolve_hardware,
         resolve_model,
@@ -100,7 +101,8 @@ def run(args: argparse.Namespace) -> int:
     if not 0 <= args.runners_up <= MAX_RUNNERS_UP:
         raise SpecError("--runners-up", args.runners_up,
                         f"an integer in [0, {MAX_RUNNERS_UP}]")
-    hw = resolve_hardware(args.hardware, args.gpus, args.interconnect, args.host_cores)
+    hw = on_machine(resolve_hardware(args.hardware, args.gpus, args.interconnect,
+                                     args.host_cores), args.machine, warn)
     model = resolve_model(args.model, args.batch, args.cuda_graphs)
     pipeline = resolve_pipeline(args.pipeline)
     base = Scenario(hw, model, pipeline, Strategy(StrategyKind.IDEAL),

@@ -27,6 +27,7 @@ from corun.workload import (
     add_cuda_graphs_argument,
     add_no_traces_argument,
     calibrated,
+    on_machine,
     out_path,
     plan_batch,
     resolve_hardware,
@@ -107,9 +108,10 @@ def print_caveats(preds: list[Prediction]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from corun.cli import progress
+    from corun.cli import progress, warn
 
-    hw = resolve_hardware(args.hardware, args.gpus, args.interconnect, args.host_cores)
+    hw = on_machine(resolve_hardware(args.hardware, args.gpus, args.interconnect,
+                                     args.host_cores), args.machine, warn)
     plan = load(Plan, args.plan) if args.plan else None
     model = resolve_model(args.model, plan_batch(args, plan), wants_graphs(args, plan))
     pipeline = resolve_pipeline(args.pipeline)

@@ -2,7 +2,9 @@
 again with today's model, and render the results from it.
 
     corun validate add MEASUREMENT.json ... --source NAME   # a run's cases into the dataset
+    corun validate add MACHINE.json --source NAME            # a machine profile (calibrate)
     corun validate predict [--jobs N]                        # every case, today's model
+                                                             # (and with each profile)
     corun validate render                                    # docs/results.md, the README table
 """
 
@@ -31,9 +33,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dataset", type=Path, default=DATASET,
                    help="the dataset folder (default: the checkout's validation/)")
     sub = p.add_subparsers(dest="action", required=True)
-    a = sub.add_parser("add", help="add Measurement files' cases (corun execute / tune output)")
+    a = sub.add_parser("add", help="add Measurement files' cases (corun execute / tune "
+                       "output), or a machine profile (corun calibrate -o)")
     a.add_argument("measurements", nargs="+", type=Path,
-                   help="Measurement JSON files, or folders of them (corun tune --out)")
+                   help="Measurement JSON files, or folders of them (corun tune --out); or "
+                   "one machine profile, kept as machines/SOURCE.json")
     a.add_argument("--source", required=True,
                    help="a name for the command that measured them (one per machine and run)")
     pr = sub.add_parser("predict", help="predict every case again with today's model")
@@ -56,6 +60,15 @@ def _add(args: argparse.Namespace) -> int:
 
     folder = Path(args.dataset)
     ds = Dataset.read(folder) if (folder / MEASURED_FILE).exists() else Dataset((), {}, {})
+    profile = _machine_profile(args.measurements)
+    if profile is not None:
+        if args.source in ds.machines:
+            raise SpecError("--source", args.source, "a name no machine profile has yet")
+        Dataset(ds.measured, ds.predicted, ds.plans, {**ds.machines, args.source: profile},
+                ds.on_machines).write(folder)
+        print(f"added machine profile {args.source} ({profile.device}) to {folder}; "
+              "`corun validate predict` predicts its GPU kind's cases with it")
+        return 0
     if any(c.source == args.source for c in ds.measured):
         raise SpecError("--source", args.source, "a name no case of the dataset has yet")
     cases, plans = list(ds.measured), dict(ds.plans)
@@ -66,10 +79,24 @@ def _add(args: argparse.Namespace) -> int:
         cases.append(case)
         if plan:
             plans[case.plan_id] = plan
-    Dataset(tuple(cases), ds.predicted, plans).write(folder)
+    Dataset(tuple(cases), ds.predicted, plans, ds.machines, ds.on_machines).write(folder)
     print(f"added {len(docs)} cases to {folder}; `corun validate predict` "
           "predicts them")
     return 0
+
+
+def _machine_profile(paths: list[Path]):
+    """The machine profile `paths` name, where they name one file that is one (None where
+    they name measurements)."""
+    from corun.spec.machine import MachineProfile
+    from corun.spec.serde import loads, read_document, schema_tag
+
+    if len(paths) != 1 or paths[0].is_dir():
+        return None
+    doc = read_document(paths[0])
+    if not (isinstance(doc, dict) and doc.get("schema") == schema_tag(MachineProfile)):
+        return None
+    return loads(MachineProfile, doc, str(paths[0]))
 
 
 def measurement_docs(paths: list[Path]) -> list[dict]:
@@ -103,10 +130,10 @@ def _is_measurement(doc) -> bool:
     return isinstance(doc, dict) and doc.get("schema") == schema_tag(Measurement)
 
 
-def case_scenario(case, plan_doc: dict | None):
+def case_scenario(case, plan_doc: dict | None, machine=None):
     """The steady-state Scenario of what a case ran, as `corun plan` simulates a candidate:
     a baseline by its name, else the plan it ran; its host cores, step mode and timed
-    check as it ran."""
+    check as it ran; on `machine` (a MachineProfile) where given."""
     from corun import spec
     from corun.sim import Scenario, Strategy, StrategyKind, parse_strategy, steady_state
     from corun.spec.hardware import preset_of_device
@@ -116,6 +143,10 @@ def case_scenario(case, plan_doc: dict | None):
     kind = preset_of_device(case.machine)
     extra = {"host_cpu_cores": case.host_cpu_cores} if case.host_cpu_cores else {}
     hw = spec.hardware_preset(kind, case.gpus, **extra)
+    if machine is not None:
+        from corun.costmodel.machine import on_machine
+
+        hw = on_machine(hw, machine)
     model = replace(spec.model_preset(case.model), batch_per_gpu=case.batch_per_gpu,
                     cuda_graphs=case.cuda_graphs)
     if case.predict_as is PredictAs.PLAN:
@@ -126,19 +157,36 @@ def case_scenario(case, plan_doc: dict | None):
                                  timed_check=case.timed_check))
 
 
-def predict_case(case, plan_doc: dict | None, commit: str):
-    """One case's PredictedCase: nan with the reason where it is not modelled or today's
-    code cannot simulate it (a plan of a pipeline since changed)."""
+def predict_case(case, plan_doc: dict | None, commit: str, machine: tuple = ()):
+    """One case's PredictedCase (a MachinePrediction with `machine`, a (name, profile)
+    pair): nan with the reason where it is not modelled or today's code cannot simulate
+    it (a plan of a pipeline since changed)."""
     from corun.sim import simulate_steady
-    from corun.spec.validation import PredictedCase
+    from corun.spec.validation import MachinePrediction, PredictedCase
+
+    def row(ms: float, note: str = ""):
+        if machine:
+            return MachinePrediction(machine[0], case.case_id, ms, commit, note)
+        return PredictedCase(case.case_id, ms, commit, note)
 
     if not case.modelled:
-        return PredictedCase(case.case_id, math.nan, commit, f"not modelled: {case.note}")
+        return row(math.nan, f"not modelled: {case.note}")
     try:
-        ms = simulate_steady(case_scenario(case, plan_doc)).prediction.mean_iteration_ms
+        sc = case_scenario(case, plan_doc, machine[1] if machine else None)
+        ms = simulate_steady(sc).prediction.mean_iteration_ms
     except SpecError as e:
-        return PredictedCase(case.case_id, math.nan, commit, f"not simulated: {e}")
-    return PredictedCase(case.case_id, ms, commit)
+        return row(math.nan, f"not simulated: {e}")
+    return row(ms)
+
+
+def _preset(machine: str) -> str:
+    """A case's hardware preset ("" for a machine of none, a CPU check run)."""
+    from corun.spec.hardware import preset_of_device
+
+    try:
+        return preset_of_device(machine)
+    except SpecError:
+        return ""
 
 
 def _predict_chunk(chunk: list[tuple]) -> list:
@@ -149,20 +197,26 @@ def _predict_chunk(chunk: list[tuple]) -> list:
 
 
 def predict_all(ds, jobs: int, limit: int = 0, progress=lambda *a: None) -> dict:
-    """Every case (the first `limit`, where given) predicted again, in `jobs` processes."""
+    """Every case (the first `limit`, where given) predicted again, and again with each
+    machine profile of the dataset for the cases of its GPU kind (keyed by (profile,
+    case_id)), in `jobs` processes."""
     from corun.spec.provenance import git_commit
 
     commit = git_commit()
     items = [(c, ds.plans.get(c.plan_id), commit) for c in ds.measured]
     if limit:
         items = items[:limit]
+    items += [(c, ds.plans.get(c.plan_id), commit, (name, profile))
+              for name, profile in ds.machines.items() for c, *_ in items
+              if _preset(c.machine) == profile.gpu_preset]
     size = max(1, min(200, len(items) // (jobs * 4)))
     chunks = [items[i:i + size] for i in range(0, len(items), size)]
     out = {}
     with ProcessPoolExecutor(jobs) if jobs > 1 else nullcontext() as pool:
         results = pool.map(_predict_chunk, chunks) if pool else map(_predict_chunk, chunks)
         for done, rows in enumerate(results, 1):
-            out.update({p.case_id: p for p in rows})
+            out.update({(p.machine, p.case_id) if hasattr(p, "machine") else p.case_id: p
+                        for p in rows})
             progress(f"predicted {min(done * size, len(items))} of {len(items)} cases")
     return out
 
@@ -175,10 +229,12 @@ def _predict(args: argparse.Namespace) -> int:
     require_int_range("--jobs", args.jobs, 1, 256)
     require_int_range("--limit", args.limit, 0)
     ds = Dataset.read(args.dataset)
-    predicted = predict_all(ds, args.jobs, args.limit, progress(args.quiet))
+    found = predict_all(ds, args.jobs, args.limit, progress(args.quiet))
+    predicted = {k: p for k, p in found.items() if isinstance(k, str)}
+    on_machines = {k: p for k, p in found.items() if isinstance(k, tuple)}
     if args.limit:
-        predicted = {**ds.predicted, **predicted}
-    Dataset(ds.measured, predicted, ds.plans).write(args.dataset)
+        predicted, on_machines = {**ds.predicted, **predicted}, {**ds.on_machines, **on_machines}
+    Dataset(ds.measured, predicted, ds.plans, ds.machines, on_machines).write(args.dataset)
     print(f"predicted {len(predicted)} cases into {Path(args.dataset) / 'predicted.csv'}")
     return 0
 

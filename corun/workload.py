@@ -138,12 +138,32 @@ def add_check_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def add_calibration_argument(p: argparse.ArgumentParser) -> None:
-    """`--calibration`, as plan and simulate take it."""
+    """`--machine` and `--calibration`, as plan and simulate take them."""
+    p.add_argument("--machine", metavar="MACHINE.json",
+                   help="a machine profile from `corun calibrate` on the machine the plan "
+                   "will run on: its measured copy and GEMM ceilings and host-thread costs "
+                   "replace the preset's (a profile of another GPU kind is an error)")
     p.add_argument("--calibration", nargs="+", metavar="IDEAL.json",
                    help="measurement(s) of ideal on the machine (corun execute --strategy "
                    "ideal -o IDEAL.json, same model, batch and GPU count; several: their "
                    "median): every predicted duration is scaled by the measured ideal "
                    "over the predicted one (costmodel/calibration.py)")
+
+
+def on_machine(hw: Hardware, path: str | None, warn=None) -> Hardware:
+    """`hw` with the machine profile at `path` applied (unchanged without one); `warn`
+    is told where the profile was measured at another commit than this code's."""
+    if not path:
+        return hw
+    from corun.costmodel.machine import on_machine as applied
+    from corun.spec.machine import MachineProfile
+    from corun.spec.provenance import corun_version
+
+    profile = loads(MachineProfile, read_document(path), path)
+    stale = profile.stale_for(corun_version())
+    if stale and warn is not None:
+        warn(f"{path}: {stale}")
+    return applied(hw, profile)
 
 
 def calibrated(base: Any, paths: list[str] | None, say=None) -> Any:

@@ -24,9 +24,10 @@ than models do. The same host is assumed for every GPU kind.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from corun.spec import FusedKernel, Pipeline, Stage
+from corun.spec import FusedKernel, Hardware, Pipeline, Stage
+from corun.spec.hardware import HostTimes
 from corun.spec.pipeline import Shape
 
 ASSEMBLY_FIXED_MS, ASSEMBLY_MS_PER_MB = 0.05, 0.0007
@@ -120,7 +121,29 @@ class HostCosts:
     distributed_workers_ms: float = DISTRIBUTED_WORKERS_MS
     distributed_owner_a2a_ms: float = DISTRIBUTED_OWNER_A2A_MS
     distributed_owner_lane_ms: float = DISTRIBUTED_OWNER_LANE_MS
+    launch_share: tuple[tuple[str, float], ...] = ()
+    """The one-GPU step's launch shares by stage where measured on this host, for models
+    without shares of their own (MODEL_LAUNCH_SHARE); empty: LAUNCH_SHARE."""
     source: str = "corun execute host breakdown, H200 machine (costmodel/host.py)"
+
+    def measured(self, t: HostTimes, source: str) -> HostCosts:
+        """These costs on a host measured by `corun calibrate`: its one-GPU step, graphed
+        step, kernel launch, batch cost and launch shares as measured; what it did not
+        measure (several GPUs, host workers, owner lanes) scaled by its step over this
+        one's, one host speed for every piece of the thread's work."""
+        speed = t.step_ms / self.step_ms
+        return replace(
+            self, step_ms=t.step_ms, graph_step_ms=t.graph_step_ms,
+            kernel_launch_ms=t.kernel_launch_ms, batch_fixed_ms=t.batch_fixed_ms,
+            batch_ms_per_mb=0.0,
+            distributed_step_ms=self.distributed_step_ms * speed,
+            distributed_kernel_launch_ms=self.distributed_kernel_launch_ms * speed,
+            distributed_batch_fixed_ms=self.distributed_batch_fixed_ms * speed,
+            workers_ms=self.workers_ms * speed,
+            distributed_workers_ms=self.distributed_workers_ms * speed,
+            distributed_owner_a2a_ms=self.distributed_owner_a2a_ms * speed,
+            distributed_owner_lane_ms=self.distributed_owner_lane_ms * speed,
+            launch_share=tuple(sorted(t.launch_share.items())), source=source)
 
     def iteration_ms(self, kernel_launches: int, output_mb: float, batches: bool,
                      gpus: int = 1, graphs: bool = False, workers: bool = False,
@@ -172,8 +195,8 @@ class HostCosts:
         The GPU begins a stage no earlier than the stages before it are launched."""
         launch = self._constants(gpus)[1]
         step = self._step_ms(gpus, graphs, workers)
-        table = DISTRIBUTED_LAUNCH_SHARE if gpus > 1 else \
-            MODEL_LAUNCH_SHARE.get(model, LAUNCH_SHARE)
+        table = DISTRIBUTED_LAUNCH_SHARE if gpus > 1 else (
+            MODEL_LAUNCH_SHARE.get(model) or dict(self.launch_share) or LAUNCH_SHARE)
         mean = sum(table.values()) / len(table)
         shares = [table.get(s.value, mean) for s in stages]
         total = sum(shares) or 1.0
@@ -197,6 +220,15 @@ class HostCosts:
 
 
 H200_HOST = HostCosts()
+
+
+def host_costs(hw: Hardware) -> HostCosts:
+    """The host thread's costs on `hw`: its measured host's (Hardware.host, from a machine
+    profile), else the reference H200 host's."""
+    if hw.host is None:
+        return H200_HOST
+    return H200_HOST.measured(hw.host, "corun calibrate on this machine"
+                              + (f" ({hw.host.measured_on})" if hw.host.measured_on else ""))
 
 
 ASSEMBLY_UNCOMPARED_SHARE = 523 / 785

@@ -32,6 +32,7 @@ from pathlib import Path
 import numpy as np
 from corun.costmodel.host import kernel_launches, output_mb
 from corun.spec import SpecError
+from corun.spec.hardware import HostTimes
 from corun.spec.serde import read_stored_text
 
 from corun import spec
@@ -44,6 +45,11 @@ MIN_MB_SPAN = 10.0
 this ratio; over less the slope is mostly noise and is extrapolated far outside the sizes
 seen (on 2 GPUs 1.9-3.9 MB gave 0.068 ms/MB, 23 ms at heavy b16384's 345 MB, where
 one GPU's whole batch costs 0.3 ms): flat at the median instead."""
+
+
+MIN_GRAPH_STEP_MS = 0.01
+"""The least graphed host step a calibration reports (nine graph launches and their marks
+cannot take less)."""
 
 
 def runs(paths: list[Path]) -> list[dict]:
@@ -250,6 +256,19 @@ def owner_ms(rows: list[dict]) -> dict:
             "distributed_owner_lane_ms": round(statistics.median(added), 3),
             "used": len(saved), "saved_ms": [round(min(saved), 3), round(max(saved), 3)],
             "added_ms": [round(min(added), 3), round(max(added), 3)]}
+
+
+def host_times(cases: list[dict], graphed: dict, measured_on: str) -> HostTimes:
+    """A host's measured costs (spec.hardware.HostTimes) from one GPU's runs of one
+    workload, as `corun calibrate` takes them: eager `ideal` and plans with fused kernels
+    (`cases` as rows_of reads them), and a plan with fused kernels run as CUDA graphs
+    (`graphed`: its host step less its kernels' launches is the graphed step's)."""
+    f = fit_pieces(rows_of(cases, "calibrate"))
+    launch_ms = max(0.0, f["kernel_launch_ms"])
+    (g,) = rows_of([graphed], "calibrate")
+    graph_step_ms = max(g["host"]["step"] - launch_ms * g["launches"], MIN_GRAPH_STEP_MS)
+    return HostTimes(f["step_ms"], graph_step_ms, launch_ms, f["batch_fixed_ms"],
+                     f["launch_share"], measured_on)
 
 
 def fit(rows: list[dict]) -> dict:

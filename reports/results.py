@@ -241,6 +241,7 @@ def results_markdown(ds: Dataset, command: str, fitted_on: frozenset[str]) -> st
     hr = rankings_by(held, lambda c: f"{gpu(c)} {c.workload}")
     lines += table(["workload", *ERROR_HEAD, *RANK_HEAD],
                    [[k, *v.cells(), *hr.get(k, empty).cells()] for k, v in he.items()])
+    lines += machine_section(ds)
     lines += ["", "## The newest measurement of each workload", ""]
     ne = errors_by(newest, lambda c: f"{gpu(c)} {c.workload}")
     nr = rankings_by(newest, lambda c: f"{gpu(c)} {c.workload}")
@@ -252,6 +253,59 @@ def results_markdown(ds: Dataset, command: str, fitted_on: frozenset[str]) -> st
               f"- {len(unsimulated)} ran a plan today's code cannot simulate: "
               + _reasons(_refused_field(ds, c) for c in unsimulated), ""]
     return "\n".join(lines)
+
+
+def on_machine_cases(ds: Dataset, machine: str) -> list[tuple[MeasuredCase, float, float]]:
+    """The cases predicted with machine profile `machine`: each with its signed error with
+    the preset (%) and with the profile (%); cases either could not predict left out."""
+    out = []
+    for c in ds.measured:
+        preset, on = ds.error_pct(c), ds.error_pct(c, machine)
+        if not (math.isnan(preset) or math.isnan(on)):
+            out.append((c, preset, on))
+    return out
+
+
+def machine_section(ds: Dataset) -> list[str]:
+    """Per machine profile (`corun calibrate`), its GPU kind's cases predicted with the
+    preset and with the profile, by workload and overall."""
+    if not ds.machines:
+        return []
+    lines = ["", "## Predicted with a machine profile", "",
+             "Each profile in `validation/machines/` was measured by `corun calibrate` "
+             "(its device, day and commit below); its GPU kind's cases are predicted with "
+             "the preset, then with the profile's measured ceilings and host costs "
+             "(`--machine`). No case entered the profile: it is timed on its own runs.", ""]
+    for name, profile in sorted(ds.machines.items()):
+        cases = on_machine_cases(ds, name)
+        h = profile.host
+        lines += [f"### {name}: {profile.device}, {profile.created_utc[:10]}, commit "
+                  f"{profile.git_commit}", "",
+                  f"Copy {profile.copy_bytes_per_s / 1e12:.2f} TB/s, bf16 GEMM "
+                  f"{profile.gemm_bf16_flops_per_s / 1e12:.0f} TFLOP/s; host step "
+                  f"{h.step_ms:.3f} ms eager and {h.graph_step_ms:.3f} ms graphed, "
+                  f"{h.kernel_launch_ms:.3f} ms a kernel launch, {h.batch_fixed_ms:.3f} ms "
+                  f"a batch ({h.measured_on}).", ""]
+        groups: dict[str, list[tuple[float, float]]] = defaultdict(list)
+        for c, preset, on in cases:
+            groups[c.workload].append((abs(preset), abs(on)))
+            groups["all"].append((abs(preset), abs(on)))
+        rows = []
+        for k in [*sorted(g for g in groups if g != "all"), "all"]:
+            if k not in groups:
+                continue
+            pre, on = (Errors(tuple(x[i] for x in groups[k])) for i in (0, 1))
+            rows.append([k, str(pre.n), pre.cells()[2], pre.cells()[3], on.cells()[2],
+                         on.cells()[3]])
+        pairs_on = [(c, e) for c, _, e in cases]
+        ranks = _total(rankings_by(pairs_on, lambda c: "all").values())
+        lines += table(["workload", "cases", "mean abs error, preset",
+                        f"within {WITHIN_PCT:g}%, preset", "mean abs error, profile",
+                        f"within {WITHIN_PCT:g}%, profile"], rows)
+        lines += ["", "With the profile, best picked (within "
+                  f"{NOISE_PCT:g}%) in {ranks.right + ranks.near} of {ranks.commands} "
+                  "commands.", ""]
+    return lines
 
 
 def _refused_field(ds: Dataset, c: MeasuredCase) -> str:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 
 from corun.costmodel import CostModel, Sharding, kernel_work, shard_tables, stage_work
 from corun.costmodel.comm import all_to_all_ms, pgas_exposed_ms, ring_allreduce_ms
-from corun.costmodel.host import H200_HOST, assembly_ms, kernel_launches, output_mb
+from corun.costmodel.host import assembly_ms, host_costs, kernel_launches, output_mb
 from corun.costmodel.stage_room import RoomKind, StageRoom
 from corun.costmodel.types import Comm, CoRunEffect, KernelWork, StageWork, kernel_factors_through
 from corun.sim.strategy import Strategy, StrategyKind, strategy_plan
@@ -324,7 +324,7 @@ def _host_paces_eager(sc: Scenario, tables: GpuTables) -> Finding | None:
         replace(model, cuda_graphs=True)
     except SpecError:
         return None
-    host_ms, gpu_ms = H200_HOST.step_ms * sc.time_scale, sum(tables.stage_ms)
+    host_ms, gpu_ms = host_costs(hw).step_ms * sc.time_scale, sum(tables.stage_ms)
     if host_ms <= gpu_ms:
         return None
     return finding(FindingKind.HOST_PACES_EAGER, host_ms=host_ms, gpu_ms=gpu_ms)
@@ -402,6 +402,7 @@ def compile_scenario(sc: Scenario, cm: CostModel) -> Compiled:
               for s, w in stage_work(model, hw, sharding, g, owner_mapped).items()}
              for g in range(hw.gpu_count)]
     link = hw.collective_link
+    host = host_costs(hw)
     pgas = sc.embedding_comm is EmbeddingComm.PGAS
     comm: dict[Stage, float] = {}
     for s in stages:
@@ -422,7 +423,8 @@ def compile_scenario(sc: Scenario, cm: CostModel) -> Compiled:
     raw_ms = 0.0  # GPU 0's copy of the raw inputs its kernels read
     for g in range(hw.gpu_count):
         w = works[g]
-        stage_ms = tuple(0.0 if w[s].comm is not Comm.NONE else cm.stage_ms(w[s], hw)
+        stage_ms = tuple(0.0 if w[s].comm is not Comm.NONE
+                         else cm.stage_ms(w[s], hw) * hw.stage_scale.get(s.value, 1.0)
                          for s in stages)
         pre = []
         for s in stages:
@@ -473,18 +475,18 @@ def compile_scenario(sc: Scenario, cm: CostModel) -> Compiled:
         if sc.host_thread:
             mine = [k for k in plan.kernels if k.gpu is None or k.gpu == g]
             workers = bool(plan.cpu_nodes)
-            host_ms = H200_HOST.iteration_ms(kernel_launches(mine, pipeline), batch_mb,
+            host_ms = host.iteration_ms(kernel_launches(mine, pipeline), batch_mb,
                                              sc.strategy.kind is not StrategyKind.IDEAL,
                                              hw.gpu_count, model.cuda_graphs, workers,
                                              owner_share)
             at = [kernel_launches([k for k in mine if k.release == s], pipeline)
                   for s in stages]
             before = kernel_launches([k for k in mine if k.release is None], pipeline)
-            launched = H200_HOST.launched_ms(stages, at, before, hw.gpu_count,
+            launched = host.launched_ms(stages, at, before, hw.gpu_count,
                                              model.cuda_graphs, model.name, workers,
                                              owner_share)
         waits = model.waits_for_id_counts(hw.gpu_count)
-        turnaround = H200_HOST.turnaround_ms(sc.host_thread and waits, hw.gpu_count)
+        turnaround = host.turnaround_ms(sc.host_thread and waits, hw.gpu_count)
         gpus.append(_scaled(GpuTables(stages, stage_ms, tuple(comm.get(s, 0.0) for s in stages),
                                       tuple(pre), tuple(kernels),
                                       hw.host_link.transfer_ms(copy_bytes), host_ms,
@@ -499,7 +501,7 @@ def compile_scenario(sc: Scenario, cm: CostModel) -> Compiled:
                              cores=hw.host_cpu_cores))
     if sc.host_thread:
         found.append(finding(FindingKind.HOST_THREAD, host_ms=gpus[0].host_ms,
-                             source=H200_HOST.source))
+                             source=host.source))
     if sc.time_scale != 1.0:
         found.append(finding(FindingKind.CALIBRATED, scale=sc.time_scale))
     found.append(cm.untimed_stages(model, [w for w in works[0].values()
@@ -546,9 +548,10 @@ def _owner_mapped(model: Model, hw: Hardware, sharding: Sharding,
                                 hw.collective_link)
     host = {}
     if host_thread:
-        host = {"host_saved_ms": H200_HOST.owner_saved_ms(
+        costs = host_costs(hw)
+        host = {"host_saved_ms": costs.owner_saved_ms(
                     hw.gpu_count, len(owner_mapped) / len(model.tables)),
-                "owner_lane_ms": H200_HOST.distributed_owner_lane_ms}
+                "owner_lane_ms": costs.distributed_owner_lane_ms}
     return finding(FindingKind.OWNER_MAPPED, tables=len(owner_mapped),
                    of_tables=len(model.tables), row_wise_ms=row_wise_ms,
                    input_a2a_ms=input_a2a_ms, **host)

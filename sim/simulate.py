@@ -16,10 +16,8 @@ from corun.sim.strategy import Strategy, StrategyKind
 from corun.sim.trace import chrome_trace
 from corun.spec import KernelTime, Prediction, Provenance, SpecError, StageTime
 from corun.spec.findings import FindingKind, finding
-from corun.spec.provenance import git_commit
+from corun.spec.provenance import corun_version, git_commit
 from corun.spec.serde import write_atomic
-
-VERSION = "0.1.0"
 
 
 @dataclass
@@ -64,7 +62,7 @@ def _summarise(compiled: Compiled, log: RunLog, commit: str) -> Prediction:
     busy = np.array(log.busy_ms)[:, measured].sum(axis=1)
     span = float(ends[-1] - starts[0])
     util = tuple(float(b / span) if span > 0 else 0.0 for b in busy)
-    prov = Provenance(VERSION, commit, compiled.cost_model, sc.hardware.gpu.name,
+    prov = Provenance(corun_version(), commit, compiled.cost_model, sc.hardware.gpu.name,
                       datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
                       sc.seed)
     global_batch = sc.model.batch_per_gpu * n

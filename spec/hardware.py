@@ -114,8 +114,40 @@ class Link:
 
 
 @dataclass(frozen=True)
+class HostTimes:
+    """What the host thread that drives one GPU spends, measured on a machine by
+    `corun calibrate` (costmodel/host.py turns it into the simulator's host costs)."""
+
+    step_ms: float
+    """The eager trainer's own launches for one step, where the host paces it."""
+    graph_step_ms: float
+    """The same for a step replayed as CUDA graphs."""
+    kernel_launch_ms: float
+    """Per host launch of a fused preprocessing kernel."""
+    batch_fixed_ms: float
+    """Staging, assembly and check of one batch."""
+    launch_share: dict[str, float] = field(default_factory=dict, hash=False)
+    """Each training stage's share of the eager step's launches (empty: the reference
+    host's)."""
+    measured_on: str = ""
+    """The model and batch whose steps were timed (`criteo-kaggle b4096`)."""
+
+    def __post_init__(self) -> None:
+        for f in ("step_ms", "graph_step_ms"):
+            require_positive(f, getattr(self, f))
+        for f in ("kernel_launch_ms", "batch_fixed_ms"):
+            v = getattr(self, f)
+            require(isinstance(v, int | float) and 0 <= v < float("inf"), f, v,
+                    "a finite number of ms >= 0")
+        for stage, share in self.launch_share.items():
+            require(isinstance(share, int | float) and 0 <= share <= 1,
+                    f"launch_share.{stage}", share, "a share in [0, 1]")
+
+
+@dataclass(frozen=True)
 class Hardware:
-    """The machine a plan runs on: GPU kind and count, links, host cores."""
+    """The machine a plan runs on: GPU kind and count, links, host cores, and the host
+    thread's measured costs where a machine profile gave them."""
 
     gpu: GpuKind
     gpu_count: int
@@ -128,6 +160,12 @@ class Hardware:
     """Host-to-GPU link per GPU (raw batches cross it)."""
     host_cpu_cores: int
     """CPU cores available to preprocessing, for the whole machine."""
+    host: HostTimes | None = None
+    """The host thread's costs measured on this machine (spec.machine.MachineProfile);
+    None: the reference H200 host's (costmodel/host.py)."""
+    stage_scale: dict[str, float] = field(default_factory=dict, hash=False)
+    """Per training stage, this machine's measured time over the cost model's prediction
+    for the stages a machine profile timed (costmodel/machine.py); a stage not named: 1."""
 
     def __post_init__(self) -> None:
         require_int_range("gpu_count", self.gpu_count, 1, 4096)
@@ -136,6 +174,8 @@ class Hardware:
                 "gpu_count", self.gpu_count,
                 f"at most gpus_per_node ({self.gpus_per_node}) or a multiple of it")
         require_int_range("host_cpu_cores", self.host_cpu_cores, 1)
+        for stage, scale in self.stage_scale.items():
+            require_positive(f"stage_scale.{stage}", scale)
 
     @property
     def nodes(self) -> int:

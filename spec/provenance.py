@@ -7,6 +7,28 @@ import os
 import subprocess
 from pathlib import Path
 
+DISTRIBUTION = "corun-dlrm"
+"""The name corun is installed under (`corun` on the package index is another project)."""
+
+
+@functools.cache
+def corun_version() -> str:
+    """The installed version; not installed (a checkout on PYTHONPATH), the checkout's
+    pyproject.toml's; else 'unknown'."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(DISTRIBUTION)
+    except PackageNotFoundError:
+        import tomllib
+
+        pyproject = Path(__file__).resolve().parent.parent / "pyproject.toml"
+        try:
+            return tomllib.loads(pyproject.read_text())["project"]["version"]
+        except (OSError, KeyError, tomllib.TOMLDecodeError):
+            return "unknown"
+
+
 NOT_CODE = ("validation", "docs", "README.md")
 """Paths whose edits leave a result's code as committed: the validation data and docs that
 `corun validate` itself rewrites."""

@@ -5,6 +5,8 @@ predicts for it. Two CSV files and a plan store, read and written here only.
 - `predicted.csv`: one row per case, the model's prediction at one code version (remade
   by `corun validate predict`).
 - `plans.jsonl.gz`: the plans the cases ran, one JSON object a line, keyed by `plan_id`.
+- `machines/NAME.json`: machine profiles (`corun calibrate`), and
+  `predicted-on-machines.csv`: each case of a profile's GPU kind predicted with it.
 """
 
 from __future__ import annotations
@@ -21,11 +23,14 @@ from enum import Enum, StrEnum
 from pathlib import Path
 
 from corun.spec.errors import SpecError, require
-from corun.spec.serde import write_atomic
+from corun.spec.machine import MachineProfile
+from corun.spec.serde import load, save, write_atomic
 
 MEASURED_FILE = "measured.csv"
 PREDICTED_FILE = "predicted.csv"
 PLANS_FILE = "plans.jsonl.gz"
+MACHINES_DIR = "machines"
+ON_MACHINES_FILE = "predicted-on-machines.csv"
 
 
 class PredictAs(StrEnum):
@@ -97,6 +102,18 @@ class PredictedCase:
     case_id: str
     predicted_ms: float
     """Mean iteration predicted (nan where the case is not modelled or cannot be simulated)."""
+    predicted_commit: str
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class MachinePrediction:
+    """A case predicted with a machine profile of its GPU kind applied (MachineProfile)."""
+
+    machine: str
+    """The profile's name (its file in machines/, without .json)."""
+    case_id: str
+    predicted_ms: float
     predicted_commit: str
     note: str = ""
 
@@ -210,6 +227,10 @@ class Dataset:
     measured: tuple[MeasuredCase, ...]
     predicted: dict[str, PredictedCase]
     plans: dict[str, dict]
+    machines: dict[str, MachineProfile] = dataclasses.field(default_factory=dict)
+    on_machines: dict[tuple[str, str], MachinePrediction] = dataclasses.field(
+        default_factory=dict)
+    """By (machine, case_id)."""
 
     @staticmethod
     def read(folder: str | Path) -> Dataset:
@@ -220,7 +241,12 @@ class Dataset:
         pred_path = folder / PREDICTED_FILE
         predicted = ({p.case_id: p for p in read_rows(PredictedCase, pred_path)}
                      if pred_path.exists() else {})
-        return Dataset(measured, predicted, read_plans(folder / PLANS_FILE))
+        machines = {p.stem: load(MachineProfile, p)
+                    for p in sorted((folder / MACHINES_DIR).glob("*.json"))}
+        on_path = folder / ON_MACHINES_FILE
+        on = ({(p.machine, p.case_id): p for p in read_rows(MachinePrediction, on_path)}
+              if on_path.exists() else {})
+        return Dataset(measured, predicted, read_plans(folder / PLANS_FILE), machines, on)
 
     def write(self, folder: str | Path) -> None:
         """Each file written atomically; the plans first, so no row names a missing plan."""
@@ -231,10 +257,19 @@ class Dataset:
             ordered = [self.predicted[c.case_id] for c in self.measured
                        if c.case_id in self.predicted]
             write_atomic(folder / PREDICTED_FILE, rows_text(ordered))
+        for name, profile in self.machines.items():
+            save(profile, folder / MACHINES_DIR / f"{name}.json")
+        if self.on_machines:
+            order = {c.case_id: i for i, c in enumerate(self.measured)}
+            rows = sorted(self.on_machines.values(),
+                          key=lambda p: (p.machine, order.get(p.case_id, -1)))
+            write_atomic(folder / ON_MACHINES_FILE, rows_text(rows))
 
-    def error_pct(self, case: MeasuredCase) -> float:
-        """Predicted less measured mean iteration, in % of measured (nan: none predicted)."""
-        p = self.predicted.get(case.case_id)
+    def error_pct(self, case: MeasuredCase, machine: str = "") -> float:
+        """Predicted less measured mean iteration, in % of measured (nan: none predicted);
+        with `machine`, the prediction made with that machine profile."""
+        p = self.on_machines.get((machine, case.case_id)) if machine else \
+            self.predicted.get(case.case_id)
         if p is None or math.isnan(p.predicted_ms):
             return math.nan
         return 100 * (p.predicted_ms - case.mean_iteration_ms) / case.mean_iteration_ms

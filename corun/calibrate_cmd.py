@@ -1,0 +1,212 @@
+"""`corun calibrate`: measure this machine's GPU ceilings and host-thread costs in a few
+minutes and write them as a machine profile (spec.machine.MachineProfile), which
+`corun plan --machine` and `corun simulate --machine` then predict with.
+
+The host costs come from the trainer's own steps, timed by the executor as `corun
+execute` times them: `ideal` (the step's launches alone), gpu-sequential and a
+one-kernel plan (a fused kernel's launches, a batch's staging, assembly and check), and
+gpu-sequential replayed as CUDA graphs (its host step, less its kernel's launches, is the
+graphed step's: a graphed `ideal` replays ready batches and blocks for the GPU inside its
+step); costmodel/host_fit.py fits them as it fits the reference host's. Each piece is
+kept as soon as it is measured, so a calibration cut short resumes where it stopped."""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import sys
+from pathlib import Path
+
+from corun.spec import SpecError
+from corun.workload import out_path
+
+HOST_PIECES = ("copy", "gemm", "ideal", "gpu-sequential", "one-kernel",
+               "gpu-sequential-graphed")
+"""What a calibration measures first, in order (the resume file keeps them by these names);
+then one `stages:MODEL:BATCH` piece for each model and batch whose stages it times."""
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-o", "--output", type=out_path, required=True,
+                   help="the machine profile JSON to write (OUTPUT.partial.json keeps the "
+                   "pieces measured so far, and a run cut short resumes from it)")
+    p.add_argument("--model", default="criteo-kaggle",
+                   help="the model whose steps time the host (its step must be host-paced "
+                   "here: the default is, on H100 and H200 hosts)")
+    p.add_argument("--pipeline", default="kaggle")
+    p.add_argument("--batch", type=int, default=4096)
+    p.add_argument("--stages", default="criteo-kaggle:4096,criteo-kaggle:16384",
+                   help="MODEL:BATCH,... whose training stages to time alone (their "
+                   "default pipelines' batches); the simulator scales each stage by the "
+                   "measured over its predicted time. '' times none")
+    p.add_argument("--iterations", type=int, default=60)
+    p.add_argument("--warmup", type=int, default=20)
+    p.add_argument("--device", default="cuda")
+    p.add_argument("--quiet", action="store_true")
+
+
+def _partial_path(out: Path) -> Path:
+    return out.with_name(out.name + ".partial.json")
+
+
+def _resume(partial: Path, key: dict, say) -> dict:
+    """The pieces a run with the same `key` (device, code, workload) already measured; a
+    resume file of another key is set aside with a line that says why."""
+    if not partial.exists():
+        return {}
+    try:
+        doc = json.loads(partial.read_text())
+    except (OSError, ValueError):
+        say(f"{partial}: unreadable, starting afresh")
+        return {}
+    if doc.get("key") != key:
+        say(f"{partial}: measured for {doc.get('key')}, not {key}: starting afresh")
+        return {}
+    done = doc.get("pieces", {})
+    say(f"resuming: {len(done)} pieces measured ({', '.join(done)})")
+    return done
+
+
+def run(args: argparse.Namespace) -> int:
+    import torch
+
+    from corun.cli import command_line, progress
+    from corun.spec.hardware import preset_of_device
+    from corun.spec.provenance import git_commit
+    from corun.spec.serde import save, write_atomic
+    from corun.workload import resolve_model, resolve_pipeline
+
+    stages = _stage_pieces(args.stages)
+    if not torch.cuda.is_available() or not args.device.startswith("cuda"):
+        raise SpecError("--device", args.device, "a CUDA GPU of this machine (a profile "
+                        "describes the machine it was measured on)")
+    for name in ("iterations", "warmup"):
+        if getattr(args, name) < 1:
+            raise SpecError(f"--{name}", getattr(args, name), "an integer >= 1")
+    model = resolve_model(args.model, args.batch)
+    pipeline = resolve_pipeline(args.pipeline)
+    say = progress(args.quiet)
+    device = torch.device(args.device)
+    name = torch.cuda.get_device_name(device)
+    preset = preset_of_device(name, "device")
+    out = Path(args.output)
+    partial = _partial_path(out)
+    key = {"device": name, "commit": git_commit(), "model": model.name,
+           "pipeline": pipeline.name, "batch": args.batch, "iterations": args.iterations,
+           "warmup": args.warmup, "stages": list(stages)}
+    done = _resume(partial, key, say)
+    measure = _measurers(args, model, pipeline, preset, device, command_line(), say)
+    measure.update({p: _stage_timer(m, b, preset, device, say) for p, (m, b) in stages.items()})
+    for piece in [*HOST_PIECES, *stages]:
+        if piece in done:
+            continue
+        say(f"calibrate: {piece} ...")
+        done[piece] = measure[piece]()
+        write_atomic(partial, json.dumps({"key": key, "pieces": done}, indent=1))
+    profile = _profile(done, name, model, args.batch)
+    save(profile, out)
+    partial.unlink(missing_ok=True)
+    h = profile.host
+    print(f"{name}: copy {profile.copy_bytes_per_s / 1e12:.2f} TB/s, bf16 GEMM "
+          f"{profile.gemm_bf16_flops_per_s / 1e12:.0f} TFLOP/s; host step {h.step_ms:.3f} ms "
+          f"eager, {h.graph_step_ms:.3f} ms graphed, {h.kernel_launch_ms:.3f} ms a kernel "
+          f"launch, {h.batch_fixed_ms:.3f} ms a batch ({h.measured_on}) -> {out}")
+    print(f"plan with it: corun plan --hardware {preset} --machine {out}", file=sys.stderr)
+    return 0
+
+
+def _measurers(args, model, pipeline, preset: str, device, command: str, say) -> dict:
+    """One function a piece, each returning what it measured as plain data."""
+    from dataclasses import replace
+
+    from corun.backend.ceilings import copy_bytes_per_s, gemm_bf16_flops_per_s
+    from corun.backend.executor import Executor
+    from corun.backend.settings import RunSettings
+    from corun.sim.strategy import StrategyKind, parse_strategy, strategy_plan
+    from corun.spec import hardware_preset, one_kernel_plan
+    from corun.spec.serde import to_jsonable
+
+    hw = hardware_preset(preset)
+    settings = RunSettings(args.iterations, args.warmup)
+    inputs: dict = {}
+
+    def execute(strategy: str, graphs: bool = False) -> dict:
+        m = replace(model, cuda_graphs=graphs)
+        if strategy == "one-kernel":
+            plan, replay = one_kernel_plan(pipeline, m.name, 1, "emb_fwd"), False
+        else:
+            s = parse_strategy(strategy, hw)
+            plan, replay = strategy_plan(s, pipeline, m.name, hw), s.kind is StrategyKind.IDEAL
+        run = Executor(m, pipeline, plan, strategy, settings, device, replay, command, say,
+                       hardware=hw, inputs=inputs).run()
+        return to_jsonable(run)
+
+    return {"copy": lambda: copy_bytes_per_s(device),
+            "gemm": lambda: gemm_bf16_flops_per_s(device),
+            "ideal": lambda: execute("ideal"),
+            "gpu-sequential": lambda: execute("gpu-sequential"),
+            "one-kernel": lambda: execute("one-kernel"),
+            "gpu-sequential-graphed": lambda: execute("gpu-sequential", graphs=True)}
+
+
+def _stage_pieces(text: str) -> dict[str, tuple[str, int]]:
+    """`--stages` as pieces: {'stages:MODEL:BATCH': (MODEL, BATCH)}; an error names a bad
+    item."""
+    from corun.spec import MODEL_PRESETS
+
+    out = {}
+    for item in filter(None, (x.strip() for x in text.split(","))):
+        name, _, batch = item.rpartition(":")
+        if name not in MODEL_PRESETS or not batch.isdigit() or int(batch) < 1:
+            raise SpecError("--stages", item, f"MODEL:BATCH with MODEL one of "
+                            f"{', '.join(MODEL_PRESETS)} and BATCH an integer >= 1")
+        out[f"stages:{name}:{int(batch)}"] = (name, int(batch))
+    return out
+
+
+def _stage_timer(model_name: str, batch: int, preset: str, device, say):
+    """A function timing the eager trainer's stages alone for one model and batch (the
+    profiler's plain steps: the whole step enqueued before the GPU begins it)."""
+
+    def time_stages() -> dict:
+        from dataclasses import replace
+
+        from corun.profiling import Profiler
+        from corun.spec import DEFAULT_MODEL_FOR, hardware_preset, model_preset, pipeline_preset
+
+        model = replace(model_preset(model_name), batch_per_gpu=batch)
+        pipeline = next((p for p, m in DEFAULT_MODEL_FOR.items() if m == model_name),
+                        "kaggle")
+        prof = Profiler(model, pipeline_preset(pipeline), hardware_preset(preset), str(device),
+                        say=say)
+        return {"pipeline": pipeline,
+                "stage_ms": {s.value: ms for s, ms in prof.plain_stage_ms.items()}}
+
+    return time_stages
+
+
+def _profile(done: dict, device: str, model, batch: int):
+    """The machine profile from the measured pieces."""
+    import numba
+    import torch
+
+    from corun.costmodel.host_fit import host_times
+    from corun.spec.machine import MachineProfile, StageTiming
+    from corun.spec.provenance import corun_version, git_commit
+
+    runs = [{"strategy": "ideal" if p == "ideal" else p, "pipeline": done[p]["pipeline"],
+             "batch": batch, "measurement": done[p]}
+            for p in ("ideal", "gpu-sequential", "one-kernel")]
+    graphed = {"strategy": "gpu-sequential", "pipeline": done["gpu-sequential"]["pipeline"],
+               "batch": batch, "measurement": done["gpu-sequential-graphed"]}
+    host = host_times(runs, graphed, f"{model.name} b{batch}")
+    versions = {"torch": torch.__version__, "numba": numba.__version__,
+                "cuda": str(torch.version.cuda)}
+    stages = tuple(StageTiming(m, t["pipeline"], int(b), s, ms)
+                   for piece, t in done.items() if piece.startswith("stages:")
+                   for (m, b) in [piece.split(":")[1:]] for s, ms in t["stage_ms"].items())
+    return MachineProfile(device, float(done["copy"]), float(done["gemm"]), host,
+                          corun_version(), git_commit(),
+                          datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+                          versions, stages)

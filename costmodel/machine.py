@@ -1,0 +1,48 @@
+"""A machine profile applied for the simulator: the profile's ceilings and host costs
+(spec.machine.MachineProfile.apply), and per training stage the machine's measured time
+over what the cost model predicts for the same stage, from the stages the profile timed.
+The cost model's stage times were fitted on another machine; the scales carry what this
+machine's GPU, clocks and libraries make of each stage to every model and batch."""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from dataclasses import replace
+
+from corun.costmodel.workload import stage_work
+from corun.spec import Hardware, SpecError, Stage, model_preset
+from corun.spec.machine import MachineProfile
+from corun.spec.sharding import shard_tables
+
+
+def on_machine(hw: Hardware, profile: MachineProfile, cost_model=None) -> Hardware:
+    """`hw` as the machine of `profile` (same GPU kind, any GPU count): its measured
+    ceilings and host, and the stage scales (Hardware.stage_scale) its timed stages give
+    against `cost_model` (default: the learned model for that machine)."""
+    applied = profile.apply(hw)
+    if not profile.stages:
+        return applied
+    one = replace(applied, gpu_count=1, host_cpu_cores=max(1, applied.host_cpu_cores
+                                                            // applied.gpu_count))
+    if cost_model is None:
+        from corun.costmodel.learned import cost_model_for
+
+        cost_model = cost_model_for(one)
+    ratios: dict[str, list[float]] = defaultdict(list)
+    works: dict[tuple[str, int], dict] = {}
+    for t in profile.stages:
+        key = (t.model, t.batch_per_gpu)
+        if key not in works:
+            try:
+                model = replace(model_preset(t.model), batch_per_gpu=t.batch_per_gpu)
+            except SpecError:
+                continue  # a model this corun has no preset of: its timing is not used
+            works[key] = stage_work(model, one, shard_tables(model, one), 0)
+        work = works[key].get(Stage(t.stage))
+        if work is None:
+            continue
+        ratios[t.stage].append(t.ms / cost_model.stage_ms(replace(
+            work, trains_on=t.pipeline), one))
+    scale = {s: statistics.median(v) for s, v in sorted(ratios.items())}
+    return replace(applied, stage_scale=scale)
