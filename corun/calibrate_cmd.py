@@ -21,10 +21,17 @@ from pathlib import Path
 from corun.spec import SpecError
 from corun.workload import out_path
 
-HOST_PIECES = ("copy", "gemm", "ideal", "gpu-sequential", "one-kernel",
-               "gpu-sequential-graphed")
-"""What a calibration measures first, in order (the resume file keeps them by these names);
-then one `stages:MODEL:BATCH` piece for each model and batch whose stages it times."""
+HOST_RUNS = ("ideal", "gpu-sequential", "one-kernel", "gpu-sequential-graphed")
+"""The trainer runs each host round makes (in a turned order, round by round)."""
+
+
+def pieces(rounds: int, stages: dict) -> list[str]:
+    """What a calibration measures, in order (the resume file keeps them by these names):
+    the ceilings, `host:ROUND:RUN` for each round's runs, then `stages:MODEL:BATCH` for
+    each model and batch whose stages it times."""
+    host = [f"host:{r}:{HOST_RUNS[(i + r) % len(HOST_RUNS)]}"
+            for r in range(1, rounds + 1) for i in range(len(HOST_RUNS))]
+    return ["copy", "gemm", *host, *stages]
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -40,8 +47,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="MODEL:BATCH,... whose training stages to time alone (their "
                    "default pipelines' batches); the simulator scales each stage by the "
                    "measured over its predicted time. '' times none")
-    p.add_argument("--iterations", type=int, default=60)
-    p.add_argument("--warmup", type=int, default=20)
+    p.add_argument("--rounds", type=int, default=3,
+                   help="host rounds: each runs the four trainer runs once, in a turned "
+                   "order; the host costs are fitted on all of them (a lent host's pace "
+                   "drifts from run to run)")
+    p.add_argument("--iterations", type=int, default=150)
+    p.add_argument("--warmup", type=int, default=30)
     p.add_argument("--device", default="cuda")
     p.add_argument("--quiet", action="store_true")
 
@@ -81,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
     if not torch.cuda.is_available() or not args.device.startswith("cuda"):
         raise SpecError("--device", args.device, "a CUDA GPU of this machine (a profile "
                         "describes the machine it was measured on)")
-    for name in ("iterations", "warmup"):
+    for name in ("iterations", "warmup", "rounds"):
         if getattr(args, name) < 1:
             raise SpecError(f"--{name}", getattr(args, name), "an integer >= 1")
     model = resolve_model(args.model, args.batch)
@@ -94,17 +105,17 @@ def run(args: argparse.Namespace) -> int:
     partial = _partial_path(out)
     key = {"device": name, "commit": git_commit(), "model": model.name,
            "pipeline": pipeline.name, "batch": args.batch, "iterations": args.iterations,
-           "warmup": args.warmup, "stages": list(stages)}
+           "warmup": args.warmup, "rounds": args.rounds, "stages": list(stages)}
     done = _resume(partial, key, say)
     measure = _measurers(args, model, pipeline, preset, device, command_line(), say)
     measure.update({p: _stage_timer(m, b, preset, device, say) for p, (m, b) in stages.items()})
-    for piece in [*HOST_PIECES, *stages]:
+    for piece in pieces(args.rounds, stages):
         if piece in done:
             continue
         say(f"calibrate: {piece} ...")
         done[piece] = measure[piece]()
         write_atomic(partial, json.dumps({"key": key, "pieces": done}, indent=1))
-    profile = _profile(done, name, model, args.batch)
+    profile = _profile(done, name, model, args.batch, args.rounds)
     save(profile, out)
     partial.unlink(missing_ok=True)
     h = profile.host
@@ -142,12 +153,16 @@ def _measurers(args, model, pipeline, preset: str, device, command: str, say) ->
                        hardware=hw, inputs=inputs).run()
         return to_jsonable(run)
 
-    return {"copy": lambda: copy_bytes_per_s(device),
-            "gemm": lambda: gemm_bf16_flops_per_s(device),
-            "ideal": lambda: execute("ideal"),
+    runs = {"ideal": lambda: execute("ideal"),
             "gpu-sequential": lambda: execute("gpu-sequential"),
             "one-kernel": lambda: execute("one-kernel"),
             "gpu-sequential-graphed": lambda: execute("gpu-sequential", graphs=True)}
+    out = {"copy": lambda: copy_bytes_per_s(device),
+           "gemm": lambda: gemm_bf16_flops_per_s(device)}
+    for piece in pieces(args.rounds, {}):
+        if piece.startswith("host:"):
+            out[piece] = runs[piece.rsplit(":", 1)[1]]
+    return out
 
 
 def _stage_pieces(text: str) -> dict[str, tuple[str, int]]:
@@ -186,8 +201,10 @@ def _stage_timer(model_name: str, batch: int, preset: str, device, say):
     return time_stages
 
 
-def _profile(done: dict, device: str, model, batch: int):
-    """The machine profile from the measured pieces."""
+def _profile(done: dict, device: str, model, batch: int, rounds: int):
+    """The machine profile from the measured pieces: the host costs fitted over every
+    round (each round its own workload to the fit, so its plans are compared with its own
+    ideal)."""
     import numba
     import torch
 
@@ -195,12 +212,14 @@ def _profile(done: dict, device: str, model, batch: int):
     from corun.spec.machine import MachineProfile, StageTiming
     from corun.spec.provenance import corun_version, git_commit
 
-    runs = [{"strategy": "ideal" if p == "ideal" else p, "pipeline": done[p]["pipeline"],
-             "batch": batch, "measurement": done[p]}
-            for p in ("ideal", "gpu-sequential", "one-kernel")]
-    graphed = {"strategy": "gpu-sequential", "pipeline": done["gpu-sequential"]["pipeline"],
-               "batch": batch, "measurement": done["gpu-sequential-graphed"]}
-    host = host_times(runs, graphed, f"{model.name} b{batch}")
+    def case(r: int, run: str) -> dict:
+        m = done[f"host:{r}:{run}"]
+        return {"strategy": run, "pipeline": m["pipeline"], "batch": batch,
+                "round": r, "measurement": m}
+
+    by_round = [[case(r, run) for run in HOST_RUNS[:3]] for r in range(1, rounds + 1)]
+    graphed = [case(r, "gpu-sequential-graphed") for r in range(1, rounds + 1)]
+    host = host_times(by_round, graphed, f"{model.name} b{batch}, {rounds} rounds")
     versions = {"torch": torch.__version__, "numba": numba.__version__,
                 "cuda": str(torch.version.cuda)}
     stages = tuple(StageTiming(m, t["pipeline"], int(b), s, ms)

@@ -258,15 +258,18 @@ def owner_ms(rows: list[dict]) -> dict:
             "added_ms": [round(min(added), 3), round(max(added), 3)]}
 
 
-def host_times(cases: list[dict], graphed: dict, measured_on: str) -> HostTimes:
+def host_times(rounds: list[list[dict]], graphed: list[dict], measured_on: str) -> HostTimes:
     """A host's measured costs (spec.hardware.HostTimes) from one GPU's runs of one
-    workload, as `corun calibrate` takes them: eager `ideal` and plans with fused kernels
-    (`cases` as rows_of reads them), and a plan with fused kernels run as CUDA graphs
-    (`graphed`: its host step less its kernels' launches is the graphed step's)."""
-    f = fit_pieces(rows_of(cases, "calibrate"))
+    workload in rounds, as `corun calibrate` takes them: per round, eager `ideal` and
+    plans with fused kernels (as rows_of reads them; each round its own workload to the
+    fit); and plans with fused kernels run as CUDA graphs (`graphed`: the median of
+    their host steps less their kernels' launches is the graphed step's)."""
+    f = fit_pieces([row for i, cases in enumerate(rounds, 1)
+                    for row in rows_of(cases, f"calibrate-round-{i}")])
     launch_ms = max(0.0, f["kernel_launch_ms"])
-    (g,) = rows_of([graphed], "calibrate")
-    graph_step_ms = max(g["host"]["step"] - launch_ms * g["launches"], MIN_GRAPH_STEP_MS)
+    steps = [g["host"]["step"] - launch_ms * g["launches"]
+             for g in rows_of(graphed, "calibrate")]
+    graph_step_ms = max(statistics.median(steps), MIN_GRAPH_STEP_MS)
     return HostTimes(f["step_ms"], graph_step_ms, launch_ms, f["batch_fixed_ms"],
                      f["launch_share"], measured_on)
 
@@ -309,10 +312,11 @@ def fit_pieces(rows: list[dict]) -> dict:
         if r["strategy"] != "ideal":
             mb.append(r["output_mb"])
             batch.append(batch_host_ms(r))
-    slope, fixed = np.polyfit(mb, batch, 1)
-    if slope < 0 or max(mb) < MIN_MB_SPAN * min(mb):
-        # no measurable growth with size, or too narrow a span to tell: the median, flat
-        slope, fixed = 0.0, statistics.median(batch)
+    slope, fixed = 0.0, statistics.median(batch)  # flat: too narrow a span to tell
+    if max(mb) >= MIN_MB_SPAN * min(mb):
+        slope, fixed = np.polyfit(mb, batch, 1)
+        if slope < 0:  # no measurable growth with size: the median, flat
+            slope, fixed = 0.0, statistics.median(batch)
     shares = launch_shares(paced)
     return {"step_ms": step_ms, "kernel_launch_ms": launch_ms,
             "batch_fixed_ms": float(fixed), "batch_ms_per_mb": float(slope),

@@ -1,0 +1,169 @@
+"""corun calibrate (with its GPU runs replaced by made-up ones: the measuring itself runs
+on a GPU machine) and the machine profile it writes, as plan and simulate apply it."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from corun.cli import main
+from corun.spec import SpecError, hardware_preset, one_kernel_plan, pipeline_preset
+from corun.spec.hardware import HostTimes
+from corun.spec.machine import MachineProfile, StageTiming
+from corun.spec.serde import load, save, to_jsonable
+
+DEVICE = "NVIDIA H100 80GB HBM3"
+STEP_MS, LAUNCH_MS, BATCH_MS, GRAPH_MS = 2.5, 0.05, 0.3, 0.4
+
+
+def made_up_run(run: str) -> dict:
+    """A Measurement document as the executor writes one, with the host pieces a host
+    of the constants above would show."""
+    pipeline = pipeline_preset("kaggle")
+    kernels = () if run == "ideal" else one_kernel_plan(pipeline, "criteo-kaggle", 1,
+                                                        "emb_fwd").kernels
+    launches = 3 * len(kernels)
+    step = (GRAPH_MS if run.endswith("graphed") else STEP_MS) + LAUNCH_MS * launches
+    host = {"step": step, **({} if run == "ideal" else {
+        "stage": 0.1, "finish": 0.15, "wait": 0.0, "check": 0.05})}
+    host.update({f"launch:{s}": step / 9 for s in ("emb_fwd", "bottom_mlp_fwd",
+                 "interaction_fwd", "top_mlp_fwd", "top_mlp_bwd", "interaction_bwd",
+                 "bottom_mlp_bwd", "emb_bwd", "optimizer")})
+    return {"model": "criteo-kaggle", "pipeline": "kaggle", "gpu_count": 1,
+            "iteration": {"median_ms": step},
+            "host": {k: {"median_ms": v} for k, v in host.items()},
+            "plan": {"kernels": [to_jsonable(k) for k in kernels]}}
+
+
+@pytest.fixture
+def fake_gpu(monkeypatch):
+    """A CUDA GPU that is an H100, and calibrate's measurers made up; returns the list of
+    pieces measured, in order."""
+    import torch
+    from corun import calibrate_cmd
+
+    measured: list[str] = []
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: DEVICE)
+
+    def measurers(args, *_):
+        out = {"copy": lambda: 3.0e12, "gemm": lambda: 7.9e14}
+        for piece in calibrate_cmd.pieces(args.rounds, {}):
+            if piece.startswith("host:"):
+                out[piece] = lambda p=piece: made_up_run(p.rsplit(":", 1)[1])
+        return {p: (lambda p=p, f=f: (measured.append(p), f())[1]) for p, f in out.items()}
+
+    def stage_timer(model, batch, *_):
+        def timed():
+            measured.append(f"stages:{model}:{batch}")
+            return {"pipeline": "kaggle", "stage_ms": {"emb_fwd": 0.2 * batch / 4096,
+                                                       "top_mlp_bwd": 0.9 * batch / 4096}}
+        return timed
+
+    monkeypatch.setattr(calibrate_cmd, "_measurers", measurers)
+    monkeypatch.setattr(calibrate_cmd, "_stage_timer", stage_timer)
+    return measured
+
+
+def test_calibrate_fits_the_host_and_resumes_where_it_stopped(fake_gpu, tmp_path, monkeypatch):
+    from corun import calibrate_cmd
+
+    out = tmp_path / "h100.json"
+    real = calibrate_cmd._measurers
+
+    def interrupted(*a):
+        ms = real(*a)
+        ms["host:2:ideal"] = lambda: (_ for _ in ()).throw(KeyboardInterrupt)
+        return ms
+
+    monkeypatch.setattr(calibrate_cmd, "_measurers", interrupted)
+    args = ["calibrate", "-o", str(out), "--rounds", "2", "--quiet"]
+    assert main(args) == 130
+    first = list(fake_gpu)
+    assert first and not out.exists()
+    assert (tmp_path / "h100.json.partial.json").exists()
+    monkeypatch.setattr(calibrate_cmd, "_measurers", real)
+    fake_gpu.clear()
+    assert main(args) == 0
+    assert not set(fake_gpu) & set(first)  # nothing measured twice
+    assert set(first) | set(fake_gpu) == set(calibrate_cmd.pieces(2, {
+        "stages:criteo-kaggle:4096": 0, "stages:criteo-kaggle:16384": 0}))
+    assert not (tmp_path / "h100.json.partial.json").exists()
+    p = load(MachineProfile, out)
+    assert p.device == DEVICE and p.gpu_preset == "h100"
+    assert p.host.step_ms == pytest.approx(STEP_MS)
+    assert p.host.kernel_launch_ms == pytest.approx(LAUNCH_MS)
+    assert p.host.batch_fixed_ms == pytest.approx(BATCH_MS)
+    assert p.host.graph_step_ms == pytest.approx(GRAPH_MS)
+    assert {(t.batch_per_gpu, t.stage) for t in p.stages} == {
+        (b, s) for b in (4096, 16384) for s in ("emb_fwd", "top_mlp_bwd")}
+
+
+def test_calibrate_refuses_a_bad_stage_list_and_a_machine_without_a_gpu(monkeypatch, capsys):
+    import torch
+
+    assert main(["calibrate", "-o", "x.json", "--stages", "criteo-kaggle:abc"]) == 2
+    assert "--stages = 'criteo-kaggle:abc': MODEL:BATCH" in capsys.readouterr().err
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert main(["calibrate", "-o", "x.json"]) == 2
+    assert "--device = 'cuda': a CUDA GPU of this machine" in capsys.readouterr().err
+
+
+def profile(**host) -> MachineProfile:
+    times = HostTimes(**{"step_ms": 2.0, "graph_step_ms": 0.3, "kernel_launch_ms": 0.04,
+                         "batch_fixed_ms": 0.2, **host})
+    return MachineProfile(DEVICE, 3.0e12, 7.9e14, times, "0.1.0", "abc", "2026-12-06T00:00:00",
+                          {}, (StageTiming("criteo-kaggle", "kaggle", 4096, "top_mlp_bwd",
+                                           2.0),))
+
+
+def test_a_profile_sets_the_host_and_the_stage_it_timed(tmp_path, capsys):
+    """simulate --machine: ideal at kaggle b4096 on one H100 paced by the measured host
+    (not the reference H200 host), the timed stage at the measured time over the
+    predicted one; a profile of another kind refused, naming both."""
+    from corun.costmodel.machine import on_machine
+
+    path = tmp_path / "m.json"
+    save(profile(step_ms=9.0), path)
+    common = ["simulate", "--hardware", "h100", "--batch", "4096", "--strategy", "ideal",
+              "--json", "--quiet", "--iterations", "6"]
+    assert main(common) == 0
+    preset = json.loads(capsys.readouterr().out)
+    assert main([*common, "--machine", str(path)]) == 0
+    mine = json.loads(capsys.readouterr().out)
+    assert preset["iteration_time_ms"] < 9.0 <= mine["iteration_time_ms"] + 1e-6
+    hw = on_machine(hardware_preset("h100"), profile())
+    assert hw.host.step_ms == 2.0 and hw.gpu.copy_bytes_per_s == 3.0e12
+    assert set(hw.stage_scale) == {"top_mlp_bwd"} and hw.stage_scale["top_mlp_bwd"] > 0
+    stage = {s["stage"]: s["standalone_ms"] for s in preset["stages"]}
+    save(profile(), path)
+    assert main([*common, "--machine", str(path)]) == 0
+    timed = {s["stage"]: s["standalone_ms"] for s in json.loads(capsys.readouterr().out)["stages"]}
+    assert timed["top_mlp_bwd"] == pytest.approx(2.0, rel=1e-6)
+    assert timed["emb_fwd"] == pytest.approx(stage["emb_fwd"], rel=1e-6)
+    with pytest.raises(SpecError, match="--hardware h100 for this one"):
+        profile().apply(hardware_preset("h200"))
+    assert main([*common[:2], "h200", *common[3:], "--machine", str(path)]) == 2
+
+
+def test_a_profile_of_another_corun_version_is_used_with_a_warning(tmp_path, capsys):
+    from dataclasses import replace
+
+    path = tmp_path / "m.json"
+    save(replace(profile(), corun_version="0.0.1"), path)
+    assert main(["simulate", "--hardware", "h100", "--strategy", "ideal", "--quiet",
+                 "--iterations", "4", "--machine", str(path)]) == 0
+    err = capsys.readouterr().err
+    assert "warning" in err and "measured with corun 0.0.1" in err
+
+
+@pytest.mark.parametrize("field,value,says", [
+    ("step_ms", 0.0, "step_ms = 0.0: a finite number > 0"),
+    ("kernel_launch_ms", float("nan"), "kernel_launch_ms = nan: a finite number of ms >= 0"),
+    ("launch_share", {"emb_fwd": 2.0}, "launch_share.emb_fwd = 2.0: a share in [0, 1]"),
+])
+def test_host_times_name_a_bad_field(field, value, says):
+    import re
+
+    with pytest.raises(SpecError, match=re.escape(says)):
+        profile(**{field: value})
