@@ -696,7 +696,7 @@ def _cap_not_runnable(device, cap: int) -> str:
 
 def versions() -> dict[str, str]:
     out = {"python": platform.python_version(), "torch": torch.__version__,
-           "numpy": np.__version__}
+           "numpy": np.__version__, "host": platform.node()}
     for pkg in ("numba", "numba-cuda"):
         try:
             out[pkg] = importlib.metadata.version(pkg)

@@ -205,6 +205,8 @@ def _profile(done: dict, device: str, model, batch: int, rounds: int):
     """The machine profile from the measured pieces: the host costs fitted over every
     round (each round its own workload to the fit, so its plans are compared with its own
     ideal)."""
+    import platform
+
     import numba
     import torch
 
@@ -221,7 +223,7 @@ def _profile(done: dict, device: str, model, batch: int, rounds: int):
     graphed = [case(r, "gpu-sequential-graphed") for r in range(1, rounds + 1)]
     host = host_times(by_round, graphed, f"{model.name} b{batch}, {rounds} rounds")
     versions = {"torch": torch.__version__, "numba": numba.__version__,
-                "cuda": str(torch.version.cuda)}
+                "cuda": str(torch.version.cuda), "host": platform.node()}
     stages = tuple(StageTiming(m, t["pipeline"], int(b), s, ms)
                    for piece, t in done.items() if piece.startswith("stages:")
                    for (m, b) in [piece.split(":")[1:]] for s, ms in t["stage_ms"].items())

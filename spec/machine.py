@@ -40,7 +40,7 @@ class MachineProfile:
     git_commit: str
     created_utc: str
     versions: dict[str, str]
-    """torch, numba and the CUDA driver the measurement ran under."""
+    """torch, numba and CUDA the measurement ran under, and the host's name."""
     stages: tuple[StageTiming, ...] = ()
     """The trainer's stages timed here, for the models and batches asked."""
 

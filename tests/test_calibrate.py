@@ -6,11 +6,12 @@ from __future__ import annotations
 import json
 
 import pytest
-from corun.cli import main
 from corun.spec import SpecError, hardware_preset, one_kernel_plan, pipeline_preset
 from corun.spec.hardware import HostTimes
 from corun.spec.machine import MachineProfile, StageTiming
 from corun.spec.serde import load, save, to_jsonable
+
+from corun.cli import main
 
 DEVICE = "NVIDIA H100 80GB HBM3"
 STEP_MS, LAUNCH_MS, BATCH_MS, GRAPH_MS = 2.5, 0.05, 0.3, 0.4
@@ -40,6 +41,7 @@ def fake_gpu(monkeypatch):
     """A CUDA GPU that is an H100, and calibrate's measurers made up; returns the list of
     pieces measured, in order."""
     import torch
+
     from corun import calibrate_cmd
 
     measured: list[str] = []
