@@ -167,15 +167,16 @@ def _measurers(args, model, pipeline, preset: str, device, command: str, say) ->
 
 def _stage_pieces(text: str) -> dict[str, tuple[str, int]]:
     """`--stages` as pieces: {'stages:MODEL:BATCH': (MODEL, BATCH)}; an error names a bad
-    item."""
-    from corun.spec import MODEL_PRESETS
+    item (a model must have a pipeline preset of its own to train on)."""
+    from corun.spec import DEFAULT_MODEL_FOR
 
+    models = sorted(set(DEFAULT_MODEL_FOR.values()))
     out = {}
     for item in filter(None, (x.strip() for x in text.split(","))):
         name, _, batch = item.rpartition(":")
-        if name not in MODEL_PRESETS or not batch.isdigit() or int(batch) < 1:
+        if name not in models or not batch.isdigit() or int(batch) < 1:
             raise SpecError("--stages", item, f"MODEL:BATCH with MODEL one of "
-                            f"{', '.join(MODEL_PRESETS)} and BATCH an integer >= 1")
+                            f"{', '.join(models)} and BATCH an integer >= 1")
         out[f"stages:{name}:{int(batch)}"] = (name, int(batch))
     return out
 
@@ -191,8 +192,7 @@ def _stage_timer(model_name: str, batch: int, preset: str, device, say):
         from corun.spec import DEFAULT_MODEL_FOR, hardware_preset, model_preset, pipeline_preset
 
         model = replace(model_preset(model_name), batch_per_gpu=batch)
-        pipeline = next((p for p, m in DEFAULT_MODEL_FOR.items() if m == model_name),
-                        "kaggle")
+        pipeline = next(p for p, m in DEFAULT_MODEL_FOR.items() if m == model_name)
         prof = Profiler(model, pipeline_preset(pipeline), hardware_preset(preset), str(device),
                         say=say)
         return {"pipeline": pipeline,

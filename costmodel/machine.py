@@ -6,12 +6,12 @@ machine's GPU, clocks and libraries make of each stage to every model and batch.
 
 from __future__ import annotations
 
-import statistics
 from collections import defaultdict
 from dataclasses import replace
 
 from corun.costmodel.workload import stage_work
 from corun.spec import Hardware, SpecError, Stage, model_preset
+from corun.spec.hardware import StageScale
 from corun.spec.machine import MachineProfile
 from corun.spec.sharding import shard_tables
 
@@ -29,7 +29,7 @@ def on_machine(hw: Hardware, profile: MachineProfile, cost_model=None) -> Hardwa
         from corun.costmodel.learned import cost_model_for
 
         cost_model = cost_model_for(one)
-    ratios: dict[str, list[float]] = defaultdict(list)
+    ratios: dict[str, list[StageScale]] = defaultdict(list)
     works: dict[tuple[str, int], dict] = {}
     for t in profile.stages:
         key = (t.model, t.batch_per_gpu)
@@ -42,7 +42,6 @@ def on_machine(hw: Hardware, profile: MachineProfile, cost_model=None) -> Hardwa
         work = works[key].get(Stage(t.stage))
         if work is None:
             continue
-        ratios[t.stage].append(t.ms / cost_model.stage_ms(replace(
-            work, trains_on=t.pipeline), one))
-    scale = {s: statistics.median(v) for s, v in sorted(ratios.items())}
-    return replace(applied, stage_scale=scale)
+        predicted = cost_model.stage_ms(replace(work, trains_on=t.pipeline), one)
+        ratios[t.stage].append(StageScale(t.model, t.batch_per_gpu, t.ms / predicted))
+    return replace(applied, stage_scale={s: tuple(v) for s, v in sorted(ratios.items())})

@@ -30,6 +30,7 @@ from corun.spec import (
 )
 from corun.spec.errors import require, require_int_range
 from corun.spec.findings import Finding, FindingKind, finding
+from corun.spec.hardware import scale_at
 from corun.spec.plan import TRAINER_UPDATE_BLOCKS_PER_SM, default_cap_sms
 
 
@@ -424,7 +425,8 @@ def compile_scenario(sc: Scenario, cm: CostModel) -> Compiled:
     for g in range(hw.gpu_count):
         w = works[g]
         stage_ms = tuple(0.0 if w[s].comm is not Comm.NONE
-                         else cm.stage_ms(w[s], hw) * hw.stage_scale.get(s.value, 1.0)
+                         else cm.stage_ms(w[s], hw) * scale_at(hw.stage_scale.get(s.value, ()),
+                                                               model.name, model.batch_per_gpu)
                          for s in stages)
         pre = []
         for s in stages:

@@ -8,6 +8,7 @@ the lent H200 machine.
 from __future__ import annotations
 
 import enum
+import math
 from dataclasses import dataclass, field, replace
 
 from corun.spec.errors import SpecError, require, require_int_range, require_positive
@@ -145,6 +146,41 @@ class HostTimes:
 
 
 @dataclass(frozen=True)
+class StageScale:
+    """One timed training stage on a machine: its measured time over the cost model's
+    prediction, for the model and batch it was timed at (costmodel/machine.py)."""
+
+    model: str
+    batch_per_gpu: int
+    ratio: float
+
+    def __post_init__(self) -> None:
+        require_positive("ratio", self.ratio)
+
+
+def scale_at(points: tuple[StageScale, ...], model: str, batch_per_gpu: int) -> float:
+    """A stage's scale for `model` at `batch_per_gpu`: where the model was timed, read off
+    the line through its two nearest timed batches in log batch (clamped at the ends);
+    else the median over every model timed; 1 where none was."""
+    mine = sorted((p.batch_per_gpu, p.ratio) for p in points if p.model == model)
+    if not mine:
+        ratios = sorted(p.ratio for p in points)
+        if not ratios:
+            return 1.0
+        mid = len(ratios) // 2
+        return ratios[mid] if len(ratios) % 2 else (ratios[mid - 1] + ratios[mid]) / 2
+    if batch_per_gpu <= mine[0][0]:
+        return mine[0][1]
+    if batch_per_gpu >= mine[-1][0]:
+        return mine[-1][1]
+    for (b0, r0), (b1, r1) in zip(mine, mine[1:]):
+        if b0 <= batch_per_gpu <= b1:
+            t = math.log(batch_per_gpu / b0) / math.log(b1 / b0)
+            return r0 + t * (r1 - r0)
+    return mine[-1][1]
+
+
+@dataclass(frozen=True)
 class Hardware:
     """The machine a plan runs on: GPU kind and count, links, host cores, and the host
     thread's measured costs where a machine profile gave them."""
@@ -163,9 +199,10 @@ class Hardware:
     host: HostTimes | None = None
     """The host thread's costs measured on this machine (spec.machine.MachineProfile);
     None: the reference H200 host's (costmodel/host.py)."""
-    stage_scale: dict[str, float] = field(default_factory=dict, hash=False)
+    stage_scale: dict[str, tuple[StageScale, ...]] = field(default_factory=dict, hash=False)
     """Per training stage, this machine's measured time over the cost model's prediction
-    for the stages a machine profile timed (costmodel/machine.py); a stage not named: 1."""
+    where a machine profile timed it (costmodel/machine.py; `scale_at` reads it); a
+    stage not named: 1."""
 
     def __post_init__(self) -> None:
         require_int_range("gpu_count", self.gpu_count, 1, 4096)
@@ -174,8 +211,6 @@ class Hardware:
                 "gpu_count", self.gpu_count,
                 f"at most gpus_per_node ({self.gpus_per_node}) or a multiple of it")
         require_int_range("host_cpu_cores", self.host_cpu_cores, 1)
-        for stage, scale in self.stage_scale.items():
-            require_positive(f"stage_scale.{stage}", scale)
 
     @property
     def nodes(self) -> int:

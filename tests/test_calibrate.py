@@ -136,7 +136,8 @@ def test_a_profile_sets_the_host_and_the_stage_it_timed(tmp_path, capsys):
     assert preset["iteration_time_ms"] < 9.0 <= mine["iteration_time_ms"] + 1e-6
     hw = on_machine(hardware_preset("h100"), profile())
     assert hw.host.step_ms == 2.0 and hw.gpu.copy_bytes_per_s == 3.0e12
-    assert set(hw.stage_scale) == {"top_mlp_bwd"} and hw.stage_scale["top_mlp_bwd"] > 0
+    assert set(hw.stage_scale) == {"top_mlp_bwd"}
+    assert hw.stage_scale["top_mlp_bwd"][0].ratio > 0
     stage = {s["stage"]: s["standalone_ms"] for s in preset["stages"]}
     save(profile(), path)
     assert main([*common, "--machine", str(path)]) == 0
@@ -169,3 +170,14 @@ def test_host_times_name_a_bad_field(field, value, says):
 
     with pytest.raises(SpecError, match=re.escape(says)):
         profile(**{field: value})
+
+
+def test_a_stage_scale_follows_the_model_and_batch_it_was_timed_at():
+    from corun.spec.hardware import StageScale, scale_at
+
+    points = (StageScale("a", 4096, 1.2), StageScale("a", 16384, 0.8), StageScale("b", 8192, 1.5))
+    assert scale_at(points, "a", 4096) == 1.2 and scale_at(points, "a", 65536) == 0.8
+    assert scale_at(points, "a", 8192) == pytest.approx(1.0)  # halfway in log batch
+    assert scale_at(points, "a", 1024) == 1.2
+    assert scale_at(points, "c", 8192) == 1.2  # a model not timed: the median of all
+    assert scale_at((), "a", 4096) == 1.0
