@@ -266,6 +266,31 @@ def on_machine_cases(ds: Dataset, machine: str) -> list[tuple[MeasuredCase, floa
     return out
 
 
+def machine_summary(ds: Dataset) -> list[str]:
+    """One line per GPU kind with machine profiles: its cases' error with the preset,
+    against the range over its profiles (docs/results.md has each profile's table)."""
+    kinds: dict[str, list[tuple[Errors, Errors]]] = defaultdict(list)
+    for name, profile in sorted(ds.machines.items()):
+        cases = on_machine_cases(ds, name)
+        if cases:
+            kinds[profile.gpu_preset.upper()].append(
+                (Errors(tuple(abs(p) for _, p, _ in cases)),
+                 Errors(tuple(abs(o) for _, _, o in cases))))
+    lines = []
+    for kind, pairs in sorted(kinds.items()):
+        pre = pairs[0][0]
+        within = sorted(100 * sum(x <= WITHIN_PCT for x in on.errors_pct) / on.n
+                        for _, on in pairs)
+        mean = sorted(statistics.mean(on.errors_pct) for _, on in pairs)
+        lines += [f"{kind} with a machine profile (`corun calibrate`; {len(pairs)} profiles, "
+                  f"each predicting all {pre.n} {kind} cases): within {WITHIN_PCT:g}% "
+                  f"{100 * sum(x <= WITHIN_PCT for x in pre.errors_pct) / pre.n:.0f}% of "
+                  f"cases with the preset, {within[0]:.0f}-{within[-1]:.0f}% with a profile; "
+                  f"mean abs error {statistics.mean(pre.errors_pct):.1f}% against "
+                  f"{mean[0]:.1f}-{mean[-1]:.1f}%.", ""]
+    return lines
+
+
 def machine_section(ds: Dataset) -> list[str]:
     """Per machine profile (`corun calibrate`), its GPU kind's cases predicted with the
     preset and with the profile, by workload and overall."""
@@ -338,5 +363,6 @@ def readme_with_table(readme: str, ds: Dataset) -> str:
     start, end = readme.find(TABLE_START), readme.find(TABLE_END)
     if start < 0 or end < start:
         raise ValueError(f"README.md: no {TABLE_START} ... {TABLE_END} block")
-    block = "\n".join([TABLE_START, "", provenance(ds), "", *trust_table(ds), ""])
+    block = "\n".join([TABLE_START, "", provenance(ds), "", *trust_table(ds), "",
+                       *machine_summary(ds)])
     return readme[:start] + block + "\n" + readme[end:]
