@@ -124,6 +124,8 @@ class Executor:
             raise SpecError("plan", plan.pipeline, "an empty plan for the ideal strategy")
         if not replay:
             plan.check_pipeline(pipeline)
+            gpu = (hardware.gpu if hardware is not None else hardware_preset("h200").gpu)
+            plan.check_model(model, gpu.sm_count, gpu.max_blocks_per_sm)
         group = dist.is_available() and dist.is_initialized()
         self.world = dist.get_world_size() if group else 1
         self.rank = dist.get_rank() if group else 0

@@ -18,8 +18,8 @@ import json
 import sys
 from pathlib import Path
 
+from corun.out_folder import out_file
 from corun.spec import SpecError
-from corun.workload import out_path
 
 HOST_RUNS = ("ideal", "gpu-sequential", "one-kernel", "gpu-sequential-graphed")
 """The trainer runs each host round makes (in a turned order, round by round)."""
@@ -35,7 +35,7 @@ def pieces(rounds: int, stages: dict) -> list[str]:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("-o", "--output", type=out_path, required=True,
+    p.add_argument("-o", "--output", type=out_file, required=True,
                    help="the machine profile JSON to write (OUTPUT.partial.json keeps the "
                    "pieces measured so far, and a run cut short resumes from it)")
     p.add_argument("--model", default="criteo-kaggle",

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import signal
 import sys
+import threading
 
+from corun.out_folder import out_folder
 from corun.spec import SpecError
 from corun.spec.provenance import corun_version
-from corun.workload import out_path
 
 
 def _presets(_: argparse.Namespace) -> int:
@@ -66,10 +68,12 @@ def _presets(_: argparse.Namespace) -> int:
 def _report(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    from corun.out_folder import staged_folder
     from corun.reports.summary import report
 
-    path = report(args.files, Path(args.out))
-    print(f"wrote {path}")
+    with staged_folder(args.out, command_line()) as out:
+        path = report(args.files, out)
+    print(f"wrote {Path(args.out) / path.relative_to(out)}")
     return 0
 
 
@@ -113,14 +117,22 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("report", help="figures and a Markdown summary from prediction and "
                        "measurement files")
     p.add_argument("files", nargs="+", help="Prediction and Measurement JSON files")
-    p.add_argument("--out", type=out_path, required=True, help="output directory")
+    p.add_argument("--out", type=out_folder, required=True, help="output directory")
     p.set_defaults(func=_report)
     return parser
+
+
+def _terminated(signum, frame) -> None:
+    """SIGTERM ends a command as Ctrl-C does: its half-made outputs removed, its workers
+    stopped."""
+    raise KeyboardInterrupt
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _terminated) if main_thread else None
     try:
         if getattr(args, "config", None):
             merge_config(parser, args, sys.argv[1:] if argv is None else argv)
@@ -139,6 +151,9 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # the reader went away (`corun plan | head`): stop quietly
         sys.stderr.close()
         return 0
+    finally:
+        if main_thread:
+            signal.signal(signal.SIGTERM, previous)
 
 
 def progress(quiet: bool):

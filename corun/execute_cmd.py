@@ -7,8 +7,9 @@ import os
 import sys
 from pathlib import Path
 
+from corun.out_folder import out_file
 from corun.spec import SpecError
-from corun.workload import add_cuda_graphs_argument, add_run_arguments, out_path, seed
+from corun.workload import add_cuda_graphs_argument, add_run_arguments, seed
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -59,7 +60,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=seed, default=d.seed)
     p.add_argument("--device", default="cuda", choices=["cuda", "cpu"],
                    help="cpu runs the same steps on the host, untimed by CUDA (for checks)")
-    p.add_argument("-o", "--output", type=out_path, required=True,
+    p.add_argument("-o", "--output", type=out_file, required=True,
                    help="the Measurement JSON to write")
     p.add_argument("--quiet", action="store_true")
 
@@ -91,7 +92,7 @@ def build(args: argparse.Namespace):
     strategy = None
     if plan is None:
         strategy = parse_strategy(args.strategy, hw)
-        plan = strategy_plan(strategy, pipeline, model.name, hw)
+        plan = strategy_plan(strategy, pipeline, model.name, hw, model)
         label = args.label or strategy.label
         replay = strategy.kind is StrategyKind.IDEAL
     else:

@@ -8,15 +8,16 @@ import json
 import sys
 from pathlib import Path
 
+from corun.out_folder import out_file
 from corun.spec import SpecError
-from corun.workload import out_path, seed
+from corun.workload import seed
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("data", help="a profile CSV from corun profile, or its --out "
                    "directory (every profile*.csv in it, the shards of one profile, and "
                    "every resident*.csv)")
-    p.add_argument("-o", "--output", type=out_path, required=True,
+    p.add_argument("-o", "--output", type=out_file, required=True,
                    help="the fitted model (a gzipped pickle; a .json report and a held-out "
                    "figure are written beside it)")
     p.add_argument("--holdout", type=float, default=0.25,

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 
+from corun.out_folder import out_file, out_folder
 from corun.spec import SpecError
 from corun.workload import (
     add_calibration_argument,
     add_cuda_graphs_argument,
     add_no_traces_argument,
-    out_path,
     seed,
 )
 
@@ -44,9 +43,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "against the step, again after 24: sim.simulate_steady)")
     p.add_argument("--seed", type=seed, default=0)
     p.add_argument("--embedding-comm", default="collective", choices=["collective", "pgas"])
-    p.add_argument("-o", "--output", type=out_path, help="write the chosen Plan here")
-    p.add_argument("--out", type=out_path, help="directory for plan.json (corun's), plan-rap.json, "
-                   "predictions, traces and summary.md")
+    p.add_argument("-o", "--output", type=out_file, help="write the chosen Plan here")
+    p.add_argument("--out", type=out_folder, help="directory for plan.json (corun's), "
+                   "plan-rap.json, predictions, traces and summary.md (replaced whole)")
     p.add_argument("--no-sm-cap", dest="sm_cap", action="store_false",
                    help="leave every plan's preprocessing on every SM: by default a plan "
                    "with a kernel that can race the eager step's training kernels for the "
@@ -57,7 +56,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "plans within 5%% of the choice most unlike those already picked "
                         "(planner/runners_up.py)")
     add_no_traces_argument(p)
-    p.add_argument("--trace", help="write the chosen plan's Chrome trace here")
+    p.add_argument("--trace", type=out_file, help="write the chosen plan's Chrome trace here")
     p.add_argument("--json", action="store_true", help="print the Predictions as JSON")
     p.add_argument("--quiet", action="store_true")
 
@@ -75,8 +74,9 @@ def run(args: argparse.Namespace) -> int:
         time_limit_note,
         update_grid_note,
     )
-    from corun.cli import progress, warn
+    from corun.cli import command_line, progress, warn
     from corun.format import table
+    from corun.out_folder import staged_folder
     from corun.plan_dir import plan_file, runner_up_label
     from corun.planner import HEURISTICS, Judged, LocalSearch, SimJudge, runners_up
     from corun.planner.sm_cap import with_sm_cap
@@ -153,12 +153,13 @@ def run(args: argparse.Namespace) -> int:
     if args.output:
         save(stamp(chosen.plan), args.output)
     if args.out:
-        write_outputs(Path(args.out), results, extra, traces=not args.no_traces)
-        save(stamp(chosen.plan), Path(args.out) / plan_file("corun"))
-        for h, j in heuristics:
-            save(stamp(j.plan), Path(args.out) / plan_file(h.name))
-        for i, j in enumerate(others, start=2):
-            save(stamp(j.plan), Path(args.out) / plan_file(runner_up_label(i)))
+        with staged_folder(args.out, command_line()) as out:
+            write_outputs(out, results, extra, traces=not args.no_traces)
+            save(stamp(chosen.plan), out / plan_file("corun"))
+            for h, j in heuristics:
+                save(stamp(j.plan), out / plan_file(h.name))
+            for i, j in enumerate(others, start=2):
+                save(stamp(j.plan), out / plan_file(runner_up_label(i)))
     if args.trace:
         results[chosen_at].write_trace(args.trace)
     if args.json:

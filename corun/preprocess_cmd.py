@@ -9,9 +9,10 @@ import time
 
 import numpy as np
 
+from corun.out_folder import out_file
 from corun.spec import SpecError
 from corun.spec.serde import write_atomic
-from corun.workload import out_path, resolve_pipeline, seed
+from corun.workload import resolve_pipeline, seed
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -26,7 +27,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--check-rows", type=int, default=1000,
                    help="rows of every chunk recomputed by the reference (0: none)")
     p.add_argument("--seed", type=seed, default=0)
-    p.add_argument("-o", "--output", type=out_path, help="write the trainer inputs (.npz) here")
+    p.add_argument("-o", "--output", type=out_file, help="write the trainer inputs (.npz) here")
     p.add_argument("--quiet", action="store_true")
 
 

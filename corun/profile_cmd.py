@@ -6,15 +6,16 @@ import argparse
 import time
 from pathlib import Path
 
+from corun.out_folder import out_folder
 from corun.spec import SpecError
-from corun.workload import out_path, seed
+from corun.workload import seed
 
 MODELS = "criteo-kaggle,criteo-terabyte,wide-2x,wide-4x"
 KERNEL_PIPELINES = "kaggle,terabyte,wide-2x,multihot,heavy"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--out", type=out_path, required=True,
+    p.add_argument("--out", type=out_folder, required=True,
                    help="directory of profile.csv (appended to)")
     p.add_argument("--budget-minutes", type=float, default=9.0,
                    help="start no new kernel after this long (the run is resumable)")

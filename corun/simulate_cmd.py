@@ -10,6 +10,7 @@ from pathlib import Path
 
 from corun.advice import shown
 from corun.format import table
+from corun.out_folder import out_file, out_folder
 from corun.plan_dir import prediction_file, trace_file
 from corun.sim import (
     EmbeddingComm,
@@ -28,7 +29,6 @@ from corun.workload import (
     add_no_traces_argument,
     calibrated,
     on_machine,
-    out_path,
     plan_batch,
     resolve_hardware,
     resolve_model,
@@ -66,8 +66,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="coefficient of variation of durations (0: deterministic times)")
     p.add_argument("--embedding-comm", default="collective", choices=["collective", "pgas"])
     p.add_argument("--json", action="store_true", help="print Prediction JSON")
-    p.add_argument("--trace", help="write the Chrome trace here (one strategy)")
-    p.add_argument("--out", type=out_path, help="directory for predictions, traces and summary.md")
+    p.add_argument("--trace", type=out_file, help="write the Chrome trace here (one strategy)")
+    p.add_argument("--out", type=out_folder,
+                   help="directory for predictions, traces and summary.md (replaced whole)")
     add_no_traces_argument(p)
     p.add_argument("--quiet", action="store_true")
 
@@ -131,7 +132,11 @@ def run(args: argparse.Namespace) -> int:
     if args.trace:
         results[0].write_trace(args.trace)
     if args.out:
-        write_outputs(Path(args.out), results, traces=not args.no_traces)
+        from corun.cli import command_line
+        from corun.out_folder import staged_folder
+
+        with staged_folder(args.out, command_line()) as out:
+            write_outputs(out, results, traces=not args.no_traces)
     if args.json:
         docs = [dumps(p) for p in preds]
         print(json.dumps(docs[0] if len(docs) == 1 else docs, indent=1))
@@ -146,16 +151,13 @@ def run(args: argparse.Namespace) -> int:
 def write_outputs(out: Path, results: list[SimResult], extra: Sequence[str] = (),
                   traces: bool = True) -> None:
     """Each strategy's prediction and (with `traces`) its timeline, and summary.md: the
-    comparison, its caveats and the `extra` lines. Without `traces`, a timeline an
-    earlier run left for a strategy written here is removed: it would not match."""
+    comparison, its caveats and the `extra` lines, into `out` (a staged folder: an
+    earlier run's files are not carried into it)."""
     out.mkdir(parents=True, exist_ok=True)
     for r in results:
         save(r.prediction, out / prediction_file(r.prediction.strategy))
-        trace = out / trace_file(r.prediction.strategy)
         if traces:
-            r.write_trace(trace)
-        else:
-            trace.unlink(missing_ok=True)
+            r.write_trace(out / trace_file(r.prediction.strategy))
     preds = [r.prediction for r in results]
     p0 = preds[0]
     text = (f"# Predicted strategies: {p0.model} / {p0.pipeline} on {p0.gpu_count} x "

@@ -30,6 +30,7 @@ from enum import StrEnum
 from functools import partial
 from pathlib import Path
 
+from corun.out_folder import out_folder
 from corun.spec import SpecError
 from corun.spec.plan import (
     CAP_SHARES,
@@ -38,7 +39,7 @@ from corun.spec.plan import (
     UPDATE_GRIDS,
     cap_sms,
 )
-from corun.workload import add_run_arguments, int_list, out_path, require_seconds, seed
+from corun.workload import add_run_arguments, int_list, require_seconds, seed
 
 BASELINES = ("ideal", "gpu-sequential", "gpu-overlap")
 MAX_ROUNDS = 50
@@ -115,7 +116,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=seed, default=d.seed)
     p.add_argument("--device", default="cuda", choices=["cuda", "cpu"],
                    help="cpu runs the same steps on the host, untimed by CUDA (for checks)")
-    p.add_argument("--out", type=out_path, required=True,
+    p.add_argument("--out", type=out_folder, required=True,
                    help="output folder: tuned.json, tune.md, tune.json, one Measurement per "
                    "strategy (its median round, for `corun report`) and rounds/")
     p.add_argument("--quiet", action="store_true")

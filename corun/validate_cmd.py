@@ -15,7 +15,6 @@ import datetime
 import json
 import math
 import os
-from concurrent.futures import ProcessPoolExecutor
 from contextlib import nullcontext
 from dataclasses import replace
 from pathlib import Path
@@ -200,6 +199,7 @@ def predict_all(ds, jobs: int, limit: int = 0, progress=lambda *a: None) -> dict
     """Every case (the first `limit`, where given) predicted again, and again with each
     machine profile of the dataset for the cases of its GPU kind (keyed by (profile,
     case_id)), in `jobs` processes."""
+    from corun.pools import process_pool
     from corun.spec.provenance import git_commit
 
     commit = git_commit()
@@ -212,7 +212,7 @@ def predict_all(ds, jobs: int, limit: int = 0, progress=lambda *a: None) -> dict
     size = max(1, min(200, len(items) // (jobs * 4)))
     chunks = [items[i:i + size] for i in range(0, len(items), size)]
     out = {}
-    with ProcessPoolExecutor(jobs) if jobs > 1 else nullcontext() as pool:
+    with process_pool(jobs) if jobs > 1 else nullcontext() as pool:
         results = pool.map(_predict_chunk, chunks) if pool else map(_predict_chunk, chunks)
         for done, rows in enumerate(results, 1):
             out.update({(p.machine, p.case_id) if hasattr(p, "machine") else p.case_id: p

@@ -6,15 +6,12 @@ from __future__ import annotations
 import argparse
 import csv
 import io
-import multiprocessing
 import os
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, replace
-from pathlib import Path
 
+from corun.out_folder import out_folder
 from corun.reports.whatif import MAX_CORES
 from corun.spec import SpecError
-from corun.workload import out_path
 
 
 @dataclass(frozen=True)
@@ -72,7 +69,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--pipeline", default="kaggle")
     p.add_argument("--time-limit", type=float, default=2.0, help="planning seconds per point")
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
-    p.add_argument("--out", type=out_path, default="out/whatif", help="output directory")
+    p.add_argument("--out", type=out_folder, default="out/whatif", help="output directory")
     p.add_argument("--quiet", action="store_true")
 
 
@@ -128,8 +125,10 @@ def plan_point(hw_name: str, gpus: int, batch: int, model_name: str, pipe_name: 
 
 
 def run(args: argparse.Namespace) -> int:
-    from corun.cli import progress
+    from corun.cli import command_line, progress
     from corun.costmodel import shard_tables
+    from corun.out_folder import staged_folder
+    from corun.pools import process_pool
     from corun.reports.whatif import heatmaps, markdown
     from corun.spec import GPU_KINDS, LINKS, hardware_preset
     from corun.spec.serde import write_atomic
@@ -157,22 +156,20 @@ def run(args: argparse.Namespace) -> int:
     # spawned, not forked: a fork of a process whose OpenMP threads (scikit-learn's
     # gradient boosting in the learned cost model) have run can hang in the child
     threads = max(1, (os.cpu_count() or 1) // args.jobs)
-    with ProcessPoolExecutor(max_workers=args.jobs, initializer=_limit_threads,
-                             initargs=(threads,),
-                             mp_context=multiprocessing.get_context("spawn")) as pool:
+    with process_pool(args.jobs, _limit_threads, (threads,)) as pool:
         futures = [pool.submit(plan_point, k, g, b, args.model, args.pipeline,
                                args.time_limit, link) for k, link, g, b in grid]
         for i, f in enumerate(futures):
             points.append(f.result())
             say(f"[{i + 1}/{len(grid)}] points planned")
-    out = Path(args.out)
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=list(asdict(points[0])))
     w.writeheader()
     w.writerows(asdict(p) for p in points)
-    write_atomic(out / "whatif.csv", buf.getvalue())
     text = markdown(points, args.model, args.pipeline)
-    write_atomic(out / "whatif.md", text)
-    heatmaps(points, out)
+    with staged_folder(args.out, command_line()) as out:
+        write_atomic(out / "whatif.csv", buf.getvalue())
+        write_atomic(out / "whatif.md", text)
+        heatmaps(points, out)
     print(text)
     return 0

@@ -47,13 +47,6 @@ def seed(text: str) -> int:
     return value
 
 
-def out_path(text: str) -> str:
-    """argparse type of an output file or folder: a non-empty path."""
-    if not text.strip():
-        raise argparse.ArgumentTypeError(f"{text!r}: a non-empty path to write to")
-    return text
-
-
 def int_list(text: str, field: str) -> list[int]:
     """A comma-separated list of integers >= 1 (GPU counts, batch sizes, block counts), or
     a SpecError naming `field`."""

@@ -394,7 +394,7 @@ def compile_scenario(sc: Scenario, cm: CostModel) -> Compiled:
     """Turn a scenario into per-GPU duration tables (all cost-model calls happen here)."""
     hw, model, pipeline = sc.hardware, sc.model, sc.pipeline
     model.check_gpu_count(hw.gpu_count)
-    plan = strategy_plan(sc.strategy, pipeline, model.name, hw)
+    plan = strategy_plan(sc.strategy, pipeline, model.name, hw, model)
     sharding = shard_tables(model, hw, plan.table_owner or None)
     owner_mapped = _owner_mapped_tables(plan, pipeline, sharding)
     owner_share = len(owner_mapped) / len(model.tables)

@@ -9,6 +9,7 @@ from corun.spec import (
     BEFORE_ITERATION,
     FusedKernel,
     Hardware,
+    Model,
     Pipeline,
     Plan,
     SpecError,
@@ -78,9 +79,10 @@ def default_launch(hw: Hardware) -> tuple[int, int]:
 
 
 def strategy_plan(strategy: Strategy, pipeline: Pipeline, model_name: str,
-                  hw: Hardware) -> Plan:
+                  hw: Hardware, model: Model | None = None) -> Plan:
     """The Plan a strategy amounts to. Baselines fuse the whole pipeline into one kernel
-    (fusion is not optional: ../shared/GPU.md measured 27 launches at 2.9 ms)."""
+    (fusion is not optional: ../shared/GPU.md measured 27 launches at 2.9 ms). A given
+    plan is checked against the pipeline, and against `model` where given."""
     n = hw.gpu_count
     blocks, threads = default_launch(hw)
     if strategy.kind is StrategyKind.PLAN:
@@ -91,6 +93,8 @@ def strategy_plan(strategy: Strategy, pipeline: Pipeline, model_name: str,
             raise SpecError("plan.gpu_count", plan.gpu_count,
                             f"the hardware's GPU count ({n})")
         plan.check_pipeline(pipeline)
+        if model is not None:
+            plan.check_model(model, hw.gpu.sm_count, hw.gpu.max_blocks_per_sm)
         return plan
     if strategy.kind is StrategyKind.IDEAL:
         return Plan(pipeline.name, model_name, n, ())

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import enum
+import re
 from dataclasses import dataclass, field
 
 from corun.spec.errors import SpecError, require, require_int_range
-from corun.spec.model import MAX_BATCH_PER_GPU
+from corun.spec.model import MAX_BATCH_PER_GPU, Model
 from corun.spec.pipeline import Pipeline
 from corun.spec.stages import Stage, stages_for
 
@@ -24,6 +25,14 @@ class Mapping(enum.Enum):
 
 BEFORE_ITERATION = "before"
 """A kernel's `stage` when it runs alone on the training stream before stage 0."""
+
+
+MAX_BLOCKS_OVER = 16
+"""How far past the larger of a batch's rows and a GPU's resident blocks a kernel's grid
+may go (`corun tune` ran launch shapes 16 x the resident blocks at b8192)."""
+
+KERNEL_NAME = re.compile(r"[A-Za-z0-9_.:+-]{1,64}")
+"""What a fused kernel may be called."""
 
 
 @dataclass(frozen=True)
@@ -47,6 +56,9 @@ class FusedKernel:
     warp_rows: bool = True
 
     def __post_init__(self) -> None:
+        require(isinstance(self.name, str) and KERNEL_NAME.fullmatch(self.name) is not None,
+                "name", self.name, "1-64 letters, digits and _ . : + - (a kernel's name "
+                "becomes a file and a trace label)")
         require(len(self.nodes) >= 1, "nodes", self.nodes, "at least one op node")
         require_int_range("blocks", self.blocks, 1, 2**31 - 1)
         require(isinstance(self.warp_rows, bool), "warp_rows", self.warp_rows, "true or false")
@@ -241,6 +253,25 @@ class Plan:
             pos_t = -1 if theirs.release is None else order[theirs.release]
             require(pos_t < pos_m or (pos_t == pos_m and pi < ki), f"plan.kernels[{ki}]",
                     kname, f"to run after kernel {pname!r}, which produces {node.input!r}")
+
+    def check_model(self, model: Model, sm_count: int, max_blocks_per_sm: int) -> None:
+        """The plan was made for `model` (by name), owns only its tables, and launches no
+        kernel far wider than a GPU of `sm_count` SMs can use on the model's batch
+        (MAX_BLOCKS_OVER: blocks beyond both its rows and its resident blocks have no
+        row to work on)."""
+        require(self.model == model.name, "plan.model", self.model,
+                f"the model it runs with ({model.name!r})")
+        tables = {t.name for t in model.tables}
+        for t in self.table_owner:
+            require(t in tables, f"plan.table_owner.{t}", self.table_owner[t],
+                    f"owners of tables of {model.name!r} only")
+        rows = (self.batch_per_gpu or model.batch_per_gpu) * self.gpu_count
+        most = MAX_BLOCKS_OVER * max(rows, sm_count * max_blocks_per_sm)
+        for i, k in enumerate(self.kernels):
+            require(k.blocks <= most, f"plan.kernels[{i}].blocks", k.blocks,
+                    f"at most {most} ({MAX_BLOCKS_OVER} x the larger of the batch's {rows} "
+                    f"rows and the {sm_count} SMs' {sm_count * max_blocks_per_sm} resident "
+                    "blocks)")
 
     def mapping_of(self, feature: str) -> Mapping:
         return self.feature_mapping.get(feature, Mapping.LOCAL)

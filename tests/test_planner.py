@@ -224,8 +224,8 @@ def test_whole_pipeline_on_the_cpu_only_where_it_gains_the_margin(monkeypatch):
     as a new kernel at every stage."""
     from dataclasses import replace
 
+    from corun.costmodel import host
     from corun.planner.search import State
-    from corun.sim import scenario as sim_scenario
 
     def planned(batch: int):
         m = replace(spec.model_preset("criteo-kaggle"), batch_per_gpu=batch)
@@ -235,8 +235,7 @@ def test_whole_pipeline_on_the_cpu_only_where_it_gains_the_margin(monkeypatch):
 
     measured = planned(4096)
     assert measured.kernels and not measured.cpu_nodes
-    monkeypatch.setattr(sim_scenario, "H200_HOST", replace(sim_scenario.H200_HOST,
-                                                           workers_ms=0.0))
+    monkeypatch.setattr(host, "H200_HOST", replace(host.H200_HOST, workers_ms=0.0))
     host_paced, gpu_paced = planned(4096), planned(8192)
     assert host_paced.kernels == () and len(host_paced.cpu_nodes) == 105
     assert gpu_paced.kernels and not gpu_paced.cpu_nodes

@@ -266,3 +266,32 @@ def test_fused_sgd_update_needs_sgd():
         replace(spec.model_preset("heavy"), optimizer=spec.Optimizer.ADAGRAD,
                 embedding_update=spec.EmbeddingUpdate.FUSED_SGD)
     assert e.value.field == "optimizer" and "sgd when embedding_update is fused-sgd" in str(e.value)
+
+
+def test_a_plan_is_checked_against_the_model_and_the_gpu_it_runs_with(capsys, tmp_path):
+    """A plan for another model, an owner of a table the model lacks, a grid no GPU can
+    use, and a kernel name that is no name are refused before any work."""
+    from corun.cli import main
+
+    pipeline = spec.pipeline_preset("kaggle")
+    plan = spec.one_kernel_plan(pipeline, "criteo-kaggle", 1, "emb_fwd")
+    model = replace(spec.model_preset("criteo-kaggle"), batch_per_gpu=4096)
+    plan.check_model(model, 132, 32)
+    with pytest.raises(SpecError, match="plan.model = 'wide-2x': the model it runs with"):
+        replace(plan, model="wide-2x").check_model(model, 132, 32)
+    with pytest.raises(SpecError, match="plan.table_owner.nope = 0: owners of tables of"):
+        replace(plan, table_owner={"nope": 0}).check_model(model, 132, 32)
+    wide = replace(plan, kernels=(replace(plan.kernels[0], blocks=2**31 - 1),))
+    with pytest.raises(SpecError, match=r"plan.kernels\[0\].blocks = 2147483647: at most "
+                                        r"67584 \(16 x the larger"):
+        wide.check_model(model, 132, 32)
+    with pytest.raises(SpecError, match="name = 'a\\\\x00b': 1-64 letters"):
+        spec.FusedKernel("a\x00b", ("fill_int_0",), "emb_fwd")
+    path = tmp_path / "wide.json"
+    spec.save(wide, path)
+    assert main(["simulate", "--plan", str(path), "--strategy", "plan", "--quiet"]) == 2
+    assert "blocks = 2147483647" in capsys.readouterr().err
+    spec.save(replace(plan, model="wide-2x"), path)
+    assert main(["simulate", "--plan", str(path), "--strategy", "plan", "--model",
+                 "criteo-kaggle", "--quiet"]) == 2
+    assert "plan.model = 'wide-2x'" in capsys.readouterr().err
