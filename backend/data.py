@@ -4,10 +4,17 @@ Criteo Kaggle `train.txt` and Terabyte `day_N` lines are: label, 13 integer feat
 26 categorical features as 8-digit hex, tab-separated; an empty field is a null. The
 reader yields row chunks in the pipeline's raw layout (integers as float32, categories
 as int64 lists of length 1 or 0 when null) and never loads the whole file.
+
+It parses the fields as the format defines them and nothing else: a label is 0 or 1, an
+integer is an optional minus and at most DENSE_DIGITS decimal digits (no plus, spaces,
+underscores or exponents), a category is 1 to 8 hex digits (no sign, `0x` or
+underscores). Any other field is a DataError naming the line and the column, or, with
+`skip_bad_lines`, a line counted and skipped.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,6 +24,20 @@ from corun.backend.columns import ColumnData
 from corun.spec import DType, Pipeline, Shape
 
 N_DENSE, N_SPARSE = 13, 26
+
+DENSE_DIGITS = 9
+"""The most decimal digits an integer feature may have: every such value is exact in the
+float32 the pipelines read it as, to within float32's rounding (Criteo's counts are far
+smaller)."""
+
+_DENSE = re.compile(rf"-?[0-9]{{1,{DENSE_DIGITS}}}")
+_HEX = re.compile(r"[0-9a-fA-F]{1,8}")
+_SHOWN = 40
+"""The most characters of a bad field an error shows."""
+
+
+def _shown(field: str) -> str:
+    return repr(field if len(field) <= _SHOWN else field[:_SHOWN] + "...")
 
 
 class DataError(ValueError):
@@ -49,33 +70,29 @@ def _parse_line(fields: list[str], path: str, lineno: int) -> tuple[int, list, l
     if len(fields) != 1 + N_DENSE + N_SPARSE:
         raise DataError(path, lineno, "*", f"{len(fields)} tab-separated fields, expected "
                         f"{1 + N_DENSE + N_SPARSE}")
-    try:
-        label = int(fields[0])
-    except ValueError:
-        raise DataError(path, lineno, "label", f"{fields[0]!r} is not an integer") from None
-    if label not in (0, 1):
-        raise DataError(path, lineno, "label", f"{label} is not 0 or 1")
+    if fields[0] not in ("0", "1"):
+        raise DataError(path, lineno, "label", f"{_shown(fields[0])}: 0 or 1")
     dense: list[int | None] = []
     for k in range(N_DENSE):
         f = fields[1 + k]
         if f == "":
             dense.append(None)
-            continue
-        try:
+        elif _DENSE.fullmatch(f):
             dense.append(int(f))
-        except ValueError:
-            raise DataError(path, lineno, f"int_{k}", f"{f!r} is not an integer") from None
+        else:
+            raise DataError(path, lineno, f"int_{k}", f"{_shown(f)}: an integer of at most "
+                            f"{DENSE_DIGITS} digits, or empty for a null")
     cats: list[int | None] = []
     for k in range(N_SPARSE):
-        f = fields[1 + N_DENSE + k].strip()
+        f = fields[1 + N_DENSE + k]
         if f == "":
             cats.append(None)
-            continue
-        try:
+        elif _HEX.fullmatch(f):
             cats.append(int(f, 16))
-        except ValueError:
-            raise DataError(path, lineno, f"cat_{k}", f"{f!r} is not hexadecimal") from None
-    return label, dense, cats
+        else:
+            raise DataError(path, lineno, f"cat_{k}", f"{_shown(f)}: 1 to 8 hex digits, or "
+                            "empty for a null")
+    return int(fields[0]), dense, cats
 
 
 def _to_chunk(labels: list[int], dense: list[list], cats: list[list], first: int) -> Chunk:
@@ -103,10 +120,12 @@ def read_criteo(path: str | Path, chunk_rows: int = 65536, skip_bad_lines: bool 
     if chunk_rows < 1:
         raise ValueError(f"chunk_rows = {chunk_rows}: an integer >= 1")
     stats = stats if stats is not None else ReadStats()
+    if not Path(path).is_file():
+        raise DataError(str(path), 0, "*", "no such file (a Criteo-format TSV file)")
     labels: list[int] = []
     dense: list[list] = []
     cats: list[list] = []
-    first = 1
+    first, rows = 1, 0
     with open(path, encoding="ascii", errors="replace") as f:
         for lineno, line in enumerate(f, start=1):
             stats.lines += 1
@@ -124,11 +143,15 @@ def read_criteo(path: str | Path, chunk_rows: int = 65536, skip_bad_lines: bool 
             labels.append(label)
             dense.append(d)
             cats.append(c)
+            rows += 1
             if len(labels) == chunk_rows:
                 yield _to_chunk(labels, dense, cats, first)
                 labels, dense, cats = [], [], []
     if labels:
         yield _to_chunk(labels, dense, cats, first)
+    if not rows:
+        raise DataError(str(path), stats.lines, "*", f"no rows to read ({stats.lines} lines, "
+                        f"{stats.skipped} of them malformed)")
 
 
 def synthetic_inputs(pipeline: Pipeline, rows: int, rng: np.random.Generator,

@@ -81,6 +81,8 @@ def build(args: argparse.Namespace):
         wants_graphs,
     )
 
+    if args.data is not None and not Path(args.data).is_file():
+        raise SpecError("--data", args.data, "a Criteo-format TSV file")
     if (args.plan is None) == (args.strategy is None):
         raise SpecError("plan", args.plan, "either a plan file or --strategy, not both")
     plan = load(Plan, args.plan) if args.plan else None
@@ -145,12 +147,15 @@ def run(args: argparse.Namespace) -> int:
 
 def _execute(args: argparse.Namespace) -> int:
     from corun.backend.check import MismatchError
+    from corun.backend.data import DataError
     from corun.backend.faults import ExecuteError
     from corun.spec.serde import save
 
     executor = build(args)
     try:
         m = executor.run()
+    except DataError as e:
+        raise SpecError("--data", str(e), "well-formed Criteo lines") from None
     except KeyboardInterrupt:
         print(f"corun: interrupted; no measurement written ({args.output} untouched)",
               file=sys.stderr)

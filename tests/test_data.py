@@ -36,9 +36,11 @@ def test_reader_streams_chunks(tsv):
 
 @pytest.mark.parametrize("mutate, column, problem", [
     (lambda f: f[:-1], "*", "39 tab-separated fields, expected 40"),
-    (lambda f: f[:3] + ["1.5"] + f[4:], "int_2", "'1.5' is not an integer"),
-    (lambda f: f[:20] + ["zz12"] + f[21:], "cat_6", "'zz12' is not hexadecimal"),
-    (lambda f: ["2"] + f[1:], "label", "2 is not 0 or 1"),
+    (lambda f: f[:3] + ["1.5"] + f[4:], "int_2",
+     "'1.5': an integer of at most 9 digits, or empty for a null"),
+    (lambda f: f[:20] + ["zz12"] + f[21:], "cat_6",
+     "'zz12': 1 to 8 hex digits, or empty for a null"),
+    (lambda f: ["2"] + f[1:], "label", "'2': 0 or 1"),
 ])
 def test_malformed_line_names_file_line_column(tmp_path, tsv, mutate, column, problem):
     lines = tsv.read_text().splitlines()
@@ -72,3 +74,49 @@ def test_synthetic_is_seeded_and_shaped():
     ids = a["cat_3"].values
     _, counts = np.unique(ids, return_counts=True)
     assert counts.max() > 20 * np.median(counts)  # skewed: a few ids are very common
+
+
+@pytest.mark.parametrize("column,field,says", [
+    ("int_0", "1" + "0" * 50, "an integer of at most 9 digits"),
+    ("int_0", "+5", "an integer of at most 9 digits"),
+    ("int_0", " ", "an integer of at most 9 digits"),
+    ("int_0", "1e5", "an integer of at most 9 digits"),
+    ("int_0", "1_000", "an integer of at most 9 digits"),
+    ("cat_0", "0x1f", "1 to 8 hex digits"),
+    ("cat_0", "-1f", "1 to 8 hex digits"),
+    ("cat_0", "1_f", "1 to 8 hex digits"),
+    ("cat_0", "ffffffffffffffff", "1 to 8 hex digits"),
+    ("cat_0", "a" * 10_000_000, "1 to 8 hex digits"),
+    ("cat_0", " ", "1 to 8 hex digits"),
+    ("label", "2", "0 or 1"),
+])
+def test_a_field_outside_the_format_names_its_line_and_column(tmp_path, column, field, says):
+    """Signed, prefixed or underscored numbers, exponents, blanks and oversized values are
+    refused, never guessed at; the message shows at most the field's start."""
+    from corun.backend.data import N_DENSE
+
+    good = ["1", *["3"] * N_DENSE, *["0000abcd"] * 26]
+    at = 0 if column == "label" else (1 + int(column[4:]) if column.startswith("int")
+                                      else 1 + N_DENSE + int(column[4:]))
+    bad = list(good)
+    bad[at] = field
+    path = tmp_path / "d.tsv"
+    path.write_text("\t".join(good) + "\n" + "\t".join(bad) + "\n")
+    with pytest.raises(DataError, match=f":2: column {column}: .*{says}") as e:
+        list(read_criteo(path))
+    assert len(str(e.value)) < 300
+
+
+def test_an_empty_or_all_bad_file_and_a_missing_one_are_errors(tmp_path):
+    empty = tmp_path / "empty.tsv"
+    empty.write_text("")
+    with pytest.raises(DataError, match="no rows to read"):
+        list(read_criteo(empty))
+    bad = tmp_path / "bad.tsv"
+    bad.write_text("x\n")
+    with pytest.raises(DataError, match=r"no rows to read \(1 lines, 1 of them malformed\)"):
+        list(read_criteo(bad, skip_bad_lines=True))
+    with pytest.raises(DataError, match="no such file"):
+        list(read_criteo(tmp_path / "nope.tsv"))
+    with pytest.raises(DataError, match="no such file"):
+        list(read_criteo(tmp_path))
