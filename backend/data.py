@@ -6,7 +6,7 @@ reader yields row chunks in the pipeline's raw layout (integers as float32, cate
 as int64 lists of length 1 or 0 when null) and never loads the whole file.
 
 It parses the fields as the format defines them and nothing else: a label is 0 or 1, an
-integer is an optional minus and at most DENSE_DIGITS decimal digits (no plus, spaces,
+integer is an optional minus and decimal digits within 32 bits (no plus, spaces,
 underscores or exponents), a category is 1 to 8 hex digits (no sign, `0x` or
 underscores). Any other field is a DataError naming the line and the column, or, with
 `skip_bad_lines`, a line counted and skipped.
@@ -25,10 +25,9 @@ from corun.spec import DType, Pipeline, Shape
 
 N_DENSE, N_SPARSE = 13, 26
 
-DENSE_DIGITS = 9
-"""The most decimal digits an integer feature may have: every such value is exact in the
-float32 the pipelines read it as, to within float32's rounding (Criteo's counts are far
-smaller)."""
+DENSE_MAX = 2**31 - 1
+"""An integer feature is a 32-bit signed integer (Criteo's are counts, far smaller)."""
+DENSE_DIGITS = len(str(DENSE_MAX))
 
 _DENSE = re.compile(rf"-?[0-9]{{1,{DENSE_DIGITS}}}")
 _HEX = re.compile(r"[0-9a-fA-F]{1,8}")
@@ -77,11 +76,11 @@ def _parse_line(fields: list[str], path: str, lineno: int) -> tuple[int, list, l
         f = fields[1 + k]
         if f == "":
             dense.append(None)
-        elif _DENSE.fullmatch(f):
+        elif _DENSE.fullmatch(f) and -DENSE_MAX - 1 <= int(f) <= DENSE_MAX:
             dense.append(int(f))
         else:
-            raise DataError(path, lineno, f"int_{k}", f"{_shown(f)}: an integer of at most "
-                            f"{DENSE_DIGITS} digits, or empty for a null")
+            raise DataError(path, lineno, f"int_{k}", f"{_shown(f)}: a 32-bit integer, or "
+                            "empty for a null")
     cats: list[int | None] = []
     for k in range(N_SPARSE):
         f = fields[1 + N_DENSE + k]
@@ -114,20 +113,46 @@ def _to_chunk(labels: list[int], dense: list[list], cats: list[list], first: int
 
 
 def read_criteo(path: str | Path, chunk_rows: int = 65536, skip_bad_lines: bool = False,
-                stats: ReadStats | None = None) -> Iterator[Chunk]:
+                stats: ReadStats | None = None, engine: str = "auto") -> Iterator[Chunk]:
     """Stream `path` in chunks of `chunk_rows`. A bad line raises DataError, or with
-    `skip_bad_lines` is counted in `stats` and skipped; columns never shift."""
+    `skip_bad_lines` is counted in `stats` and skipped; columns never shift.
+
+    `engine` "arrow" reads with pyarrow's multi-threaded CSV reader and checks and converts
+    whole columns at once (criteo_arrow.py); "python" a line at a time; "auto" arrow
+    where pyarrow is installed. The two give the same chunks; arrow hands a file with a
+    bad line to the line reader, which names the line or skips it."""
     if chunk_rows < 1:
         raise ValueError(f"chunk_rows = {chunk_rows}: an integer >= 1")
+    if engine not in ("auto", "arrow", "python"):
+        raise ValueError(f"engine = {engine!r}: 'auto', 'arrow' or 'python'")
     stats = stats if stats is not None else ReadStats()
     if not Path(path).is_file():
         raise DataError(str(path), 0, "*", "no such file (a Criteo-format TSV file)")
+    start = 1
+    if engine != "python":
+        from corun.backend import criteo_arrow
+
+        if engine == "arrow" or criteo_arrow.available():
+            try:
+                yield from criteo_arrow.read(path, chunk_rows, stats)
+                if stats.lines:
+                    return
+            except criteo_arrow.Fallback as f:
+                start = max(1, f.line)  # a bad line: the line reader names it or skips it
+    yield from _read_lines(path, chunk_rows, skip_bad_lines, stats, start)
+
+
+def _read_lines(path: str | Path, chunk_rows: int, skip_bad_lines: bool,
+                stats: ReadStats, start: int = 1) -> Iterator[Chunk]:
+    """read_criteo a line at a time, from line `start` on."""
     labels: list[int] = []
     dense: list[list] = []
     cats: list[list] = []
     first, rows = 1, 0
     with open(path, encoding="ascii", errors="replace") as f:
         for lineno, line in enumerate(f, start=1):
+            if lineno < start:
+                continue
             stats.lines += 1
             try:
                 label, d, c = _parse_line(line.rstrip("\r\n").split("\t"), str(path), lineno)
@@ -207,7 +232,8 @@ def write_criteo_tsv(path: str | Path, rows: int, rng: np.random.Generator,
         for _ in range(rows):
             fields = [str(int(rng.random() < 0.25))]
             for _ in range(N_DENSE):
-                fields.append("" if rng.random() < null_rate else str(int(rng.zipf(1.5)) - 1))
+                fields.append("" if rng.random() < null_rate
+                              else str(min(int(rng.zipf(1.5)) - 1, DENSE_MAX)))
             for _ in range(N_SPARSE):
                 fields.append("" if rng.random() < null_rate else f"{int(rng.integers(2**32)):08x}")
             f.write("\t".join(fields) + "\n")

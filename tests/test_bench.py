@@ -7,7 +7,7 @@ import importlib
 import pytest
 from corun.spec import SpecError
 
-BENCHMARKS = ["ops_gpu", "trainer_gpu", "execute_matrix", "plan_speed", "sim_speed",
+BENCHMARKS = ["ops_gpu", "trainer_gpu", "execute_matrix", "plan_speed", "sim_speed", "criteo_read",
               "milp_gap"]
 
 

@@ -37,7 +37,7 @@ def test_reader_streams_chunks(tsv):
 @pytest.mark.parametrize("mutate, column, problem", [
     (lambda f: f[:-1], "*", "39 tab-separated fields, expected 40"),
     (lambda f: f[:3] + ["1.5"] + f[4:], "int_2",
-     "'1.5': an integer of at most 9 digits, or empty for a null"),
+     "'1.5': a 32-bit integer, or empty for a null"),
     (lambda f: f[:20] + ["zz12"] + f[21:], "cat_6",
      "'zz12': 1 to 8 hex digits, or empty for a null"),
     (lambda f: ["2"] + f[1:], "label", "'2': 0 or 1"),
@@ -77,11 +77,12 @@ def test_synthetic_is_seeded_and_shaped():
 
 
 @pytest.mark.parametrize("column,field,says", [
-    ("int_0", "1" + "0" * 50, "an integer of at most 9 digits"),
-    ("int_0", "+5", "an integer of at most 9 digits"),
-    ("int_0", " ", "an integer of at most 9 digits"),
-    ("int_0", "1e5", "an integer of at most 9 digits"),
-    ("int_0", "1_000", "an integer of at most 9 digits"),
+    ("int_0", "1" + "0" * 50, "a 32-bit integer"),
+    ("int_0", "2147483648", "a 32-bit integer"),
+    ("int_0", "+5", "a 32-bit integer"),
+    ("int_0", " ", "a 32-bit integer"),
+    ("int_0", "1e5", "a 32-bit integer"),
+    ("int_0", "1_000", "a 32-bit integer"),
     ("cat_0", "0x1f", "1 to 8 hex digits"),
     ("cat_0", "-1f", "1 to 8 hex digits"),
     ("cat_0", "1_f", "1 to 8 hex digits"),
@@ -120,3 +121,40 @@ def test_an_empty_or_all_bad_file_and_a_missing_one_are_errors(tmp_path):
         list(read_criteo(tmp_path / "nope.tsv"))
     with pytest.raises(DataError, match="no such file"):
         list(read_criteo(tmp_path))
+
+
+@pytest.mark.parametrize("segment", [1 << 30, 50_000])
+def test_the_arrow_reader_gives_the_line_reader_s_chunks_and_errors(tmp_path, tsv, segment,
+                                                                    monkeypatch):
+    """Both engines: the same chunks at every chunk size, the same error for a bad line,
+    the same rows with it skipped (Arrow reads on a line at a time from the first row it
+    has not handed out), in one segment or many."""
+    pytest.importorskip("pyarrow")
+    from corun.backend import criteo_arrow
+
+    monkeypatch.setattr(criteo_arrow, "SEGMENT_BYTES", segment)
+
+    def read(path, chunk_rows, engine, skip=False):
+        stats = ReadStats()
+        try:
+            chunks = list(read_criteo(path, chunk_rows, skip, stats, engine=engine))
+        except DataError as e:
+            return str(e)
+        return stats.lines, stats.skipped, [
+            (c.first_line, c.labels.tolist(),
+             {k: (v.values.tolist(), None if v.offsets is None else v.offsets.tolist(),
+                  v.valid.tolist()) for k, v in c.columns.items()}) for c in chunks]
+
+    for chunk_rows in (64, 77, 1000):
+        assert read(tsv, chunk_rows, "arrow") == read(tsv, chunk_rows, "python")
+    lines = tsv.read_text().splitlines()
+    for i, bad in ((200, lines[200].replace("\t", "\t+", 1)), (130, "x\ty"),
+                   (70, lines[70][:-3] + "0x1")):
+        lines[i] = bad
+        path = tmp_path / f"bad{i}.tsv"
+        path.write_text("\n".join(lines) + "\n")
+        for skip in (False, True):
+            assert read(path, 64, "arrow", skip) == read(path, 64, "python", skip)
+    raw = tmp_path / "latin.tsv"
+    raw.write_bytes(tsv.read_bytes().replace(b"\n1\t", b"\n\xff\t", 2))
+    assert read(raw, 64, "arrow", True) == read(raw, 64, "python", True)

@@ -1,0 +1,209 @@
+"""Criteo-format TSV read with pyarrow's multi-threaded CSV reader, every field checked
+and converted a whole column at a time (the same format backend/data.py's line reader
+parses: labels 0 or 1, 32-bit integers of an optional minus and digits,
+categories of 1 to 8 hex digits, an empty field a null).
+
+The file is read in blocks, each checked whole before its rows are handed out in
+chunks. At the first block with a bad line, reading goes on a line at a time (the line
+reader names the line and column, or skips it) from the first row not yet handed out."""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+from corun.backend.columns import ColumnData
+from corun.backend.data import DENSE_DIGITS, DENSE_MAX, N_DENSE, N_SPARSE, Chunk, ReadStats
+
+NAMES = ["label", *(f"int_{k}" for k in range(N_DENSE)), *(f"cat_{k}" for k in range(N_SPARSE))]
+DENSE_PATTERN = rf"^(-?[0-9]{{1,{DENSE_DIGITS}}})?$"
+HEX_PATTERN = r"^([0-9a-fA-F]{1,8})?$"
+"""The fields the line reader accepts (backend/data.py), as RE2 patterns; empty: a null."""
+SEGMENT_BYTES = 256 << 20
+"""Bytes of whole lines read and converted at a time (memory: a few times this)."""
+BLOCK_BYTES = 8 << 20
+"""Bytes of a segment each of the reader's threads parses at a time."""
+
+_NIBBLE = np.full(256, -1, np.int64)
+for _i, _c in enumerate(b"0123456789"):
+    _NIBBLE[_c] = _i
+for _i, _c in enumerate(b"abcdef"):
+    _NIBBLE[_c] = _NIBBLE[_c - 32] = 10 + _i
+
+
+@functools.cache
+def _pool() -> ThreadPoolExecutor:
+    """Threads that check and convert a block's columns side by side."""
+    return ThreadPoolExecutor(max(1, os.cpu_count() or 1), thread_name_prefix="criteo")
+
+
+def available() -> bool:
+    try:
+        import pyarrow.csv  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+class Fallback(Exception):
+    """A line breaks the format: read on a line at a time from line `line`."""
+
+    def __init__(self, line: int) -> None:
+        super().__init__(line)
+        self.line = line
+
+
+def _batches(path: Path) -> Iterator:
+    """The file as tables of strings, one for each SEGMENT_BYTES of whole lines (pyarrow's
+    reader parses a segment's blocks on all cores; its streaming reader takes one);
+    Fallback at a line with another field count, or bytes that are not UTF-8 (the
+    reader's error has no line to name)."""
+    import pyarrow as pa
+    import pyarrow.csv as csv
+
+    options = dict(
+        read_options=csv.ReadOptions(column_names=NAMES, block_size=BLOCK_BYTES),
+        parse_options=csv.ParseOptions(delimiter="\t", quote_char=False, escape_char=False,
+                                       ignore_empty_lines=False,
+                                       invalid_row_handler=lambda row: "error"),
+        convert_options=csv.ConvertOptions(column_types={n: pa.string() for n in NAMES},
+                                           strings_can_be_null=False,
+                                           quoted_strings_can_be_null=False))
+    with open(path, "rb") as f:
+        carry = b""
+        while True:
+            block = f.read(SEGMENT_BYTES)
+            if not block and not carry:
+                return
+            buf, carry = carry + block, b""
+            if block:  # whole lines only; the rest starts the next segment
+                cut = buf.rfind(b"\n") + 1
+                buf, carry = buf[:cut], buf[cut:]
+                if not buf:
+                    continue
+            try:
+                yield csv.read_csv(pa.BufferReader(buf), **options)
+            except pa.ArrowInvalid:
+                raise Fallback(0) from None
+
+
+def _strings(column) -> tuple[np.ndarray, np.ndarray]:
+    """An Arrow string column's bytes and its rows' start offsets (n + 1)."""
+    col = column.combine_chunks() if hasattr(column, "combine_chunks") else column
+    offsets = np.frombuffer(col.buffers()[1], np.int32)[col.offset:col.offset + len(col) + 1]
+    data = np.frombuffer(col.buffers()[2], np.uint8) if col.buffers()[2] else np.zeros(0, np.uint8)
+    return data, offsets.astype(np.int64)
+
+
+def _dense(column) -> tuple[np.ndarray, np.ndarray] | None:
+    """An integer column as float32 values and validity, or None where a field is not an
+    optional minus and digits within 32 bits (checked by RE2, cast by Arrow)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if not pc.all(pc.match_substring_regex(column, DENSE_PATTERN)).as_py():
+        return None
+    valid = pc.not_equal(column, "")
+    ints = pc.cast(pc.if_else(valid, column, pa.scalar(None, pa.string())), pa.int64())
+    value = ints.fill_null(0).to_numpy(zero_copy_only=False)
+    if ((value > DENSE_MAX) | (value < -DENSE_MAX - 1)).any():
+        return None
+    return value.astype(np.float32), valid.to_numpy(zero_copy_only=False)
+
+
+def _hex(column) -> tuple[np.ndarray, np.ndarray] | None:
+    """A category column as its non-null int64 ids and validity, or None where a field is
+    not 1 to 8 hex digits (Criteo's 8 digits checked and converted in one gather; other
+    lengths checked by RE2 first)."""
+    data, off = _strings(column)
+    lengths = np.diff(off)
+    valid = lengths > 0
+    starts = off[:-1][valid]
+    if (lengths[valid] == 8).all():
+        nib = _NIBBLE[data[starts[:, None] + np.arange(8)]]
+        if (nib < 0).any():
+            return None
+        return nib @ (16 ** np.arange(7, -1, -1, dtype=np.int64)), valid
+    import pyarrow.compute as pc
+
+    if not pc.all(pc.match_substring_regex(column, HEX_PATTERN)).as_py():
+        return None
+    value = np.zeros(len(starts), np.int64)
+    mine = lengths[valid]
+    for j in range(8):
+        at = mine > j
+        value[at] = value[at] * 16 + _NIBBLE[data[starts[at] + j]]
+    return value, valid
+
+
+def _columns(batch) -> tuple | None:
+    """A batch's labels, (float32 values, validity) per integer column and (ids, validity)
+    per category column; None where a field breaks the format."""
+    import pyarrow.compute as pc
+
+    label = batch.column("label")
+    if not pc.all(pc.match_substring_regex(label, "^[01]$")).as_py():
+        return None
+    label_data, label_off = _strings(label)
+    labels = label_data[label_off[:-1]].astype(np.int16) - ord("0")
+    jobs = [(_dense, batch.column(f"int_{k}")) for k in range(N_DENSE)]
+    jobs += [(_hex, batch.column(f"cat_{k}")) for k in range(N_SPARSE)]
+    done = list(_pool().map(lambda job: job[0](job[1]), jobs))  # numpy and Arrow free the GIL
+    dense, cats = done[:N_DENSE], done[N_DENSE:]
+    if any(x is None for x in (*dense, *cats)):
+        return None
+    return labels.astype(np.int8), dense, cats
+
+
+def read(path: str | Path, chunk_rows: int, stats: ReadStats) -> Iterator[Chunk]:
+    """The file's chunks of `chunk_rows` (the last shorter); Fallback(line) where a line
+    breaks the format, `line` the first line of the rows not yet handed out (so the line
+    reader's chunks start where these ended)."""
+    pending: list[tuple] = []
+    rows = emitted = 0
+    batches = _batches(Path(path))
+    while True:
+        try:
+            batch = next(batches)
+        except StopIteration:
+            break
+        except Fallback:
+            raise Fallback(emitted + 1) from None
+        cols = _columns(batch)
+        if cols is None:
+            raise Fallback(emitted + 1)
+        pending.append(cols)
+        rows += batch.num_rows
+        while rows - emitted >= chunk_rows:
+            chunk, pending = _take(pending, chunk_rows, emitted + 1)
+            stats.lines += chunk.rows
+            emitted += chunk.rows
+            yield chunk
+    if rows > emitted:
+        chunk, _ = _take(pending, rows - emitted, emitted + 1)
+        stats.lines += chunk.rows
+        yield chunk
+
+
+def _take(pending: list[tuple], n: int, first: int) -> tuple[Chunk, list[tuple]]:
+    """The first `n` rows of the pending batches as a Chunk, and the rows left."""
+    labels = np.concatenate([p[0] for p in pending])
+    dense = [(np.concatenate([p[1][k][0] for p in pending]),
+              np.concatenate([p[1][k][1] for p in pending])) for k in range(N_DENSE)]
+    cats = [(np.concatenate([p[2][k][0] for p in pending]),
+             np.concatenate([p[2][k][1] for p in pending])) for k in range(N_SPARSE)]
+    cols: dict[str, ColumnData] = {}
+    for k, (v, valid) in enumerate(dense):
+        cols[f"int_{k}"] = ColumnData(v[:n], None, valid[:n])
+    rest_cats = []
+    for k, (ids, valid) in enumerate(cats):
+        off = np.zeros(n + 1, np.int64)
+        np.cumsum(valid[:n], out=off[1:])
+        cols[f"cat_{k}"] = ColumnData(ids[:off[-1]], off, valid[:n])
+        rest_cats.append((ids[off[-1]:], valid[n:]))
+    rest = [(labels[n:], [(v[n:], valid[n:]) for v, valid in dense], rest_cats)]
+    return Chunk(labels[:n], cols, first), rest if len(labels) > n else []
