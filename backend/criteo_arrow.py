@@ -20,9 +20,8 @@ from corun.backend.columns import ColumnData
 from corun.backend.data import DENSE_DIGITS, DENSE_MAX, N_DENSE, N_SPARSE, Chunk, ReadStats
 
 NAMES = ["label", *(f"int_{k}" for k in range(N_DENSE)), *(f"cat_{k}" for k in range(N_SPARSE))]
-DENSE_PATTERN = rf"^(-?[0-9]{{1,{DENSE_DIGITS}}})?$"
 HEX_PATTERN = r"^([0-9a-fA-F]{1,8})?$"
-"""The fields the line reader accepts (backend/data.py), as RE2 patterns; empty: a null."""
+"""The categories the line reader accepts (backend/data.py), as an RE2 pattern."""
 SEGMENT_BYTES = 256 << 20
 """Bytes of whole lines read and converted at a time (memory: a few times this)."""
 BLOCK_BYTES = 8 << 20
@@ -39,6 +38,10 @@ for _i, _c in enumerate(b"abcdef"):
 def _pool() -> ThreadPoolExecutor:
     """Threads that check and convert a block's columns side by side."""
     return ThreadPoolExecutor(max(1, os.cpu_count() or 1), thread_name_prefix="criteo")
+
+
+_NIBBLE_U8 = np.where(_NIBBLE < 0, 255, _NIBBLE).astype(np.uint8)
+"""_NIBBLE as bytes (255: not a hex digit)."""
 
 
 def available() -> bool:
@@ -101,34 +104,46 @@ def _strings(column) -> tuple[np.ndarray, np.ndarray]:
 
 def _dense(column) -> tuple[np.ndarray, np.ndarray] | None:
     """An integer column as float32 values and validity, or None where a field is not an
-    optional minus and digits within 32 bits (checked by RE2, cast by Arrow)."""
+    optional minus and digits within 32 bits. Arrow's cast refuses signs other than a
+    leading minus, blanks, points and exponents; the digit count and the hex prefix it
+    would take ("0x10") are checked here."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    if not pc.all(pc.match_substring_regex(column, DENSE_PATTERN)).as_py():
-        return None
-    valid = pc.not_equal(column, "")
-    ints = pc.cast(pc.if_else(valid, column, pa.scalar(None, pa.string())), pa.int64())
-    value = ints.fill_null(0).to_numpy(zero_copy_only=False)
-    if ((value > DENSE_MAX) | (value < -DENSE_MAX - 1)).any():
-        return None
-    return value.astype(np.float32), valid.to_numpy(zero_copy_only=False)
-
-
-def _hex(column) -> tuple[np.ndarray, np.ndarray] | None:
-    """A category column as its non-null int64 ids and validity, or None where a field is
-    not 1 to 8 hex digits (Criteo's 8 digits checked and converted in one gather; other
-    lengths checked by RE2 first)."""
     data, off = _strings(column)
     lengths = np.diff(off)
     valid = lengths > 0
-    starts = off[:-1][valid]
-    if (lengths[valid] == 8).all():
-        nib = _NIBBLE[data[starts[:, None] + np.arange(8)]]
-        if (nib < 0).any():
+    minus = np.zeros(len(lengths), np.int64)
+    minus[valid] = data[off[:-1][valid]] == ord("-")
+    if (lengths - minus > DENSE_DIGITS).any() or (data == ord("x")).any() \
+            or (data == ord("X")).any():
+        return None
+    try:
+        ints = pc.cast(pc.if_else(valid, column, pa.scalar(None, pa.string())), pa.int64())
+    except pa.ArrowInvalid:
+        return None
+    value = ints.fill_null(0).to_numpy(zero_copy_only=False)
+    if ((value > DENSE_MAX) | (value < -DENSE_MAX - 1)).any():
+        return None
+    return value.astype(np.float32), valid
+
+
+def _hex(column) -> tuple[np.ndarray, np.ndarray] | None:
+    """A category column as its non-null int64 ids, validity and id offsets (n + 1), or
+    None where a field is not 1 to 8 hex digits (Criteo's 8 digits converted as they
+    lie; other lengths checked by RE2 first)."""
+    data, off = _strings(column)
+    lengths = np.diff(off)
+    valid = lengths > 0
+    if (lengths[valid] == 8).all():  # the non-null fields lie end to end, 8 bytes each
+        nib = _NIBBLE_U8[data[off[0]:off[-1]]]
+        if (nib > 15).any():
             return None
-        return nib @ (16 ** np.arange(7, -1, -1, dtype=np.int64)), valid
+        pairs = (nib[0::2] << 4) | nib[1::2]  # two digits a byte, most significant first
+        return pairs.view(">u4").astype(np.int64), valid, (off - off[0]) // 8
     import pyarrow.compute as pc
+
+    starts = off[:-1][valid]
 
     if not pc.all(pc.match_substring_regex(column, HEX_PATTERN)).as_py():
         return None
@@ -137,7 +152,9 @@ def _hex(column) -> tuple[np.ndarray, np.ndarray] | None:
     for j in range(8):
         at = mine > j
         value[at] = value[at] * 16 + _NIBBLE[data[starts[at] + j]]
-    return value, valid
+    ids = np.zeros(len(lengths) + 1, np.int64)
+    np.cumsum(valid, out=ids[1:])
+    return value, valid, ids
 
 
 def _columns(batch) -> tuple | None:
@@ -163,8 +180,8 @@ def read(path: str | Path, chunk_rows: int, stats: ReadStats) -> Iterator[Chunk]
     """The file's chunks of `chunk_rows` (the last shorter); Fallback(line) where a line
     breaks the format, `line` the first line of the rows not yet handed out (so the line
     reader's chunks start where these ended)."""
-    pending: list[tuple] = []
-    rows = emitted = 0
+    rest: Rows | None = None
+    emitted = 0
     batches = _batches(Path(path))
     while True:
         try:
@@ -176,34 +193,55 @@ def read(path: str | Path, chunk_rows: int, stats: ReadStats) -> Iterator[Chunk]
         cols = _columns(batch)
         if cols is None:
             raise Fallback(emitted + 1)
-        pending.append(cols)
-        rows += batch.num_rows
-        while rows - emitted >= chunk_rows:
-            chunk, pending = _take(pending, chunk_rows, emitted + 1)
-            stats.lines += chunk.rows
-            emitted += chunk.rows
-            yield chunk
-    if rows > emitted:
-        chunk, _ = _take(pending, rows - emitted, emitted + 1)
-        stats.lines += chunk.rows
-        yield chunk
+        rows, at = Rows(*cols), 0
+        if rest is not None:  # the last segment's rows and this one's first make a chunk
+            at = min(rows.n, chunk_rows - rest.n)
+            rest = rest.then(rows.part(0, at))
+            if rest.n < chunk_rows:
+                continue
+            yield rest.chunk(0, chunk_rows, emitted + 1)
+            stats.lines += chunk_rows
+            emitted += chunk_rows
+        while rows.n - at >= chunk_rows:
+            yield rows.chunk(at, at + chunk_rows, emitted + 1)
+            stats.lines += chunk_rows
+            emitted += chunk_rows
+            at += chunk_rows
+        rest = rows.part(at, rows.n)
+    if rest is not None and rest.n:
+        yield rest.chunk(0, rest.n, emitted + 1)
+        stats.lines += rest.n
 
 
-def _take(pending: list[tuple], n: int, first: int) -> tuple[Chunk, list[tuple]]:
-    """The first `n` rows of the pending batches as a Chunk, and the rows left."""
-    labels = np.concatenate([p[0] for p in pending])
-    dense = [(np.concatenate([p[1][k][0] for p in pending]),
-              np.concatenate([p[1][k][1] for p in pending])) for k in range(N_DENSE)]
-    cats = [(np.concatenate([p[2][k][0] for p in pending]),
-             np.concatenate([p[2][k][1] for p in pending])) for k in range(N_SPARSE)]
-    cols: dict[str, ColumnData] = {}
-    for k, (v, valid) in enumerate(dense):
-        cols[f"int_{k}"] = ColumnData(v[:n], None, valid[:n])
-    rest_cats = []
-    for k, (ids, valid) in enumerate(cats):
-        off = np.zeros(n + 1, np.int64)
-        np.cumsum(valid[:n], out=off[1:])
-        cols[f"cat_{k}"] = ColumnData(ids[:off[-1]], off, valid[:n])
-        rest_cats.append((ids[off[-1]:], valid[n:]))
-    rest = [(labels[n:], [(v[n:], valid[n:]) for v, valid in dense], rest_cats)]
-    return Chunk(labels[:n], cols, first), rest if len(labels) > n else []
+class Rows:
+    """Checked rows not yet handed out: labels, (values, validity) per integer column,
+    (ids, validity, id offsets) per category column."""
+
+    def __init__(self, labels, dense, cats) -> None:
+        self.labels, self.dense, self.cats = labels, dense, cats
+        self.n = len(labels)
+
+    def chunk(self, a: int, b: int, first_line: int) -> Chunk:
+        """Rows a to b as a Chunk (views, but for the offsets)."""
+        cols: dict[str, ColumnData] = {}
+        for k, (v, valid) in enumerate(self.dense):
+            cols[f"int_{k}"] = ColumnData(v[a:b], None, valid[a:b])
+        for k, (ids, valid, off) in enumerate(self.cats):
+            cols[f"cat_{k}"] = ColumnData(ids[off[a]:off[b]], off[a:b + 1] - off[a],
+                                          valid[a:b])
+        return Chunk(self.labels[a:b], cols, first_line)
+
+    def part(self, a: int, b: int) -> Rows:
+        """Rows a to b (views; offsets from 0)."""
+        return Rows(self.labels[a:b], [(v[a:b], valid[a:b]) for v, valid in self.dense],
+                    [(ids[off[a]:off[b]], valid[a:b], off[a:b + 1] - off[a])
+                     for ids, valid, off in self.cats])
+
+    def then(self, more: Rows) -> Rows:
+        """These rows followed by `more` (copies: used for less than a chunk)."""
+        return Rows(np.concatenate([self.labels, more.labels]),
+                    [(np.concatenate([v, w]), np.concatenate([a, b]))
+                     for (v, a), (w, b) in zip(self.dense, more.dense)],
+                    [(np.concatenate([v, w]), np.concatenate([a, b]),
+                      np.concatenate([o, p[1:] + o[-1]]))
+                     for (v, a, o), (w, b, p) in zip(self.cats, more.cats)])
