@@ -61,7 +61,7 @@ class Fallback(Exception):
 
 
 def _batches(path: Path) -> Iterator:
-    """The file as tables of strings, one for each SEGMENT_BYTES of whole lines (pyarrow's
+    """The file as tables of strings, one for each segment of whole lines (pyarrow's
     reader parses a segment's blocks on all cores; its streaming reader takes one);
     Fallback at a line with another field count, or bytes that are not UTF-8 (the
     reader's error has no line to name)."""
@@ -76,6 +76,26 @@ def _batches(path: Path) -> Iterator:
         convert_options=csv.ConvertOptions(column_types={n: pa.string() for n in NAMES},
                                            strings_can_be_null=False,
                                            quoted_strings_can_be_null=False))
+    def parsed(job):
+        try:
+            return job.result()
+        except pa.ArrowInvalid:
+            raise Fallback(0) from None
+
+    # the next segment is parsed while the caller converts this one
+    with ThreadPoolExecutor(1, thread_name_prefix="criteo-parse") as parser:
+        ahead = None
+        for buf in _segments(path):
+            job = parser.submit(lambda b: csv.read_csv(pa.BufferReader(b), **options), buf)
+            if ahead is not None:
+                yield parsed(ahead)
+            ahead = job
+        if ahead is not None:
+            yield parsed(ahead)
+
+
+def _segments(path: Path) -> Iterator[bytes]:
+    """The file's bytes in pieces of about SEGMENT_BYTES, each of whole lines."""
     with open(path, "rb") as f:
         carry = b""
         while True:
@@ -88,10 +108,7 @@ def _batches(path: Path) -> Iterator:
                 buf, carry = buf[:cut], buf[cut:]
                 if not buf:
                     continue
-            try:
-                yield csv.read_csv(pa.BufferReader(buf), **options)
-            except pa.ArrowInvalid:
-                raise Fallback(0) from None
+            yield buf
 
 
 def _strings(column) -> tuple[np.ndarray, np.ndarray]:
