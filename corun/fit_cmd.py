@@ -4,7 +4,6 @@ error against the analytic and RAP-style baselines."""
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -34,7 +33,6 @@ def run(args: argparse.Namespace) -> int:
     from corun.costmodel.profile_data import data_hash, fit_rows, graphed_rows, lookup_rows
     from corun.format import table
     from corun.reports.figures import heldout_scatter, save
-    from corun.spec.serde import write_atomic
 
     if not 0 < args.holdout < 1:
         raise SpecError("--holdout", args.holdout, "a fraction in (0, 1)")
@@ -54,7 +52,6 @@ def run(args: argparse.Namespace) -> int:
             "gpus": sorted({r["gpu"] for r in rows}), "versions": library_versions(),
             "heldout": {m: {t: vars(s) for t, s in by.items()} for m, by in scores.items()}}
     save_model(final, out, meta)
-    write_atomic(out.with_suffix(".json"), json.dumps(meta, indent=1))
     save(heldout_scatter(pred, measured(test)), out.parent, out.stem + "-heldout")
     print(f"{len(rows)} rows, {len(test)} held out (whole model/batch combinations and "
           f"kernel feature sets); {len(lookup)} more looked up, not fitted")

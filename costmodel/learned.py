@@ -539,19 +539,22 @@ def _load_or_refit(path: Path) -> tuple[CoRunModel, dict]:
     trusted across versions."""
     import sys
 
-    from corun.spec.serde import cache_dir, write_atomic
+    from corun.spec.serde import cache_dir
 
     try:
         return model_file.load_model(path, path.parent)
     except Exception as e:  # noqa: BLE001 -- under other versions unpickling itself may fail
-        report = path.with_suffix(".json")  # corun fit writes the meta beside the pickle
+        report = model_file.report_of(path)  # corun fit writes the meta beside the pickle
         meta = json.loads(report.read_text()) if report.exists() else {}
         digest = data_hash(path.parent)
         key = digest[:16] + "-" + "-".join(
             f"{k}{v}" for k, v in sorted(model_file.library_versions().items()))
         cached = cache_dir() / "models" / f"{path.parent.name}-{key}.pkl"
         if cached.exists():
-            return model_file.load_model(cached, path.parent)
+            try:
+                return model_file.load_model(cached, path.parent)
+            except SpecError:
+                pass  # a cached refit of an older corun: refitted again below
         print(f"corun: {e}; refitting on {path.parent} (once)", file=sys.stderr)
         rows = fit_rows(path.parent)
         model = CoRunModel(int(meta.get("seed", 0))).fit(
@@ -560,5 +563,4 @@ def _load_or_refit(path: Path) -> tuple[CoRunModel, dict]:
                 "versions": model_file.library_versions(), "refitted_from": str(path)}
         cached.parent.mkdir(parents=True, exist_ok=True)
         model_file.save_model(model, cached, meta)
-        write_atomic(cached.with_suffix(".json"), json.dumps(meta, indent=1))
         return model, meta

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 import pickle
 from pathlib import Path
@@ -31,20 +32,40 @@ def library_versions() -> dict[str, str]:
 GZIP_MAGIC = b"\x1f\x8b"
 
 
+def report_of(path: str | Path) -> Path:
+    """The JSON report beside a saved model: its metadata and the hash of its bytes."""
+    return Path(path).with_suffix(".json")
+
+
 def save_model(model: CoRunModel, path: str | Path, meta: dict) -> None:
     """The model and its metadata, pickled and gzipped (the H200 model: 5.1 MB as a plain
     pickle, 1.3 MB gzipped; the checkout sent to the GPU machine is capped at 64 MiB), the
-    gzip header's time left at 0 so that one fit writes the same bytes twice."""
+    gzip header's time left at 0 so that one fit writes the same bytes twice; and beside
+    it the report: the metadata and the SHA-256 of those bytes (load_model checks it)."""
     from corun.spec.serde import write_atomic
 
-    write_atomic(path, gzip.compress(pickle.dumps({"model": model, "meta": meta}), mtime=0))
+    raw = gzip.compress(pickle.dumps({"model": model, "meta": meta}), mtime=0)
+    write_atomic(path, raw)
+    write_atomic(report_of(path), json.dumps(
+        {**meta, "model_sha256": hashlib.sha256(raw).hexdigest()}, indent=1))
 
 
 def load_model(path: str | Path, data: str | Path | None = None) -> tuple[CoRunModel, dict]:
-    """A saved model (gzipped, or a plain pickle as written before); an error if it was
-    fitted with other library versions, or on other data than `data` (when given) — never
-    silently used."""
+    """A saved model; an error, before anything is unpickled, where its bytes are not
+    those its report's hash names (unpickling runs code: only a file corun wrote is
+    read); an error if it was fitted with other library versions, or on other data than
+    `data` (when given) — never silently used."""
     raw = Path(path).read_bytes()
+    report = report_of(path)
+    try:
+        recorded = json.loads(report.read_text()).get("model_sha256")
+    except (OSError, ValueError, AttributeError):
+        recorded = None
+    digest = hashlib.sha256(raw).hexdigest()
+    if recorded != digest:
+        raise SpecError(f"{path}: sha256", digest[:12], f"the hash {report} records "
+                        f"({str(recorded)[:12]}): a model is read only as corun fit wrote it "
+                        "(refit with corun fit)")
     blob = pickle.loads(gzip.decompress(raw) if raw[:2] == GZIP_MAGIC else raw)
     meta = blob["meta"]
     here = library_versions()

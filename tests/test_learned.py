@@ -373,10 +373,12 @@ def test_whole_runs_in_one_batch_equal_the_pairs_asked_one_by_one():
             assert batch.whole_runs(kw, works[::-1], hw, resident) == together[::-1]
 
 
-def test_a_saved_model_is_gzipped_the_same_bytes_each_time_and_plain_pickles_still_load(
+def test_a_saved_model_is_gzipped_the_same_bytes_each_time_and_read_only_as_written(
         profile_csv, tmp_path):
     """save_model gzips the pickle (the H200 model 5.1 MB -> 1.3 MB), with no time in the
-    header, so one fit writes the same bytes twice; a plain pickle written before loads."""
+    header, so one fit writes the same bytes twice, and records their hash beside them;
+    a file of other bytes (a plain pickle, one changed after) is refused before it is
+    unpickled, so nothing in it runs."""
     import pickle
 
     model = learned.CoRunModel(0).fit(learned.read_profile(profile_csv))
@@ -385,11 +387,21 @@ def test_a_saved_model_is_gzipped_the_same_bytes_each_time_and_plain_pickles_sti
     model_file.save_model(model, a, meta)
     model_file.save_model(model, b, meta)
     assert a.read_bytes()[:2] == model_file.GZIP_MAGIC and a.read_bytes() == b.read_bytes()
-    plain = tmp_path / "plain.pkl"
-    plain.write_bytes(pickle.dumps({"model": model, "meta": meta}))
-    for path in (a, plain):
-        got, got_meta = model_file.load_model(path)
-        assert got_meta == meta and got.pair_measured_ == model.pair_measured_
+    got, got_meta = model_file.load_model(a)
+    assert got_meta == meta and got.pair_measured_ == model.pair_measured_
+    ran = tmp_path / "ran"
+
+    class Payload:
+        def __reduce__(self):
+            return (ran.write_text, ("unpickled",))
+
+    a.write_bytes(pickle.dumps({"model": Payload(), "meta": meta}))
+    with pytest.raises(SpecError, match="a model is read only as corun fit wrote it"):
+        model_file.load_model(a)
+    assert not ran.exists()
+    model_file.report_of(b).unlink()
+    with pytest.raises(SpecError, match="sha256"):
+        model_file.load_model(b)
 
 
 def test_lookup_rows_are_answered_as_measured_and_leave_the_fit_alone(profile_csv, tmp_path):
