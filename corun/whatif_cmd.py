@@ -29,7 +29,31 @@ class Point:
     plan: str
     """What corun's plan does, in a few words (plan_summary)."""
     converged: bool = True
-    """Whether the search converged within --time-limit (LocalSearch.converged)."""
+    """Whether the search converged within --time-limit, or within RERUN_FACTOR times it
+    where it was run again (LocalSearch.converged)."""
+    gpu_ms: float = 0.0
+    """Ideal's training stages on GPU 0, each alone, summed (ms an iteration)."""
+    link_ms: float = 0.0
+    """Ideal's collectives on GPU 0, summed (ms an iteration)."""
+    host_ms: float = 0.0
+    """Ideal's host thread, its launches (ms an iteration)."""
+    paced_by: str = ""
+    """What sets ideal's pace: host, gpu or link (`pace`)."""
+    stage_ms: str = ""
+    """Ideal's stages alone, `stage=ms` separated by spaces."""
+
+
+RERUN_FACTOR = 4
+"""A point whose search stopped at its time limit is searched once more with this many
+times the limit; still unconverged, it is marked in every output."""
+
+
+def pace(host_ms: float, gpu_ms: float, link_ms: float) -> str:
+    """host where the host thread's launches outlast the GPU's work and the collectives
+    together; else link where the collectives outlast the compute; else gpu."""
+    if host_ms >= gpu_ms + link_ms:
+        return "host"
+    return "link" if link_ms >= gpu_ms else "gpu"
 
 
 def plan_summary(plan) -> str:
@@ -94,10 +118,18 @@ def plan_point(hw_name: str, gpus: int, batch: int, model_name: str, pipe_name: 
     # every point as long as sim.steady_state runs CPU work: ideal, plan and cpu:N alike
     sc = Scenario(hw, model, resolve_pipeline(pipe_name), Strategy(StrategyKind.IDEAL),
                   iterations=CPU_ITERATIONS, warmup=CPU_WARMUP)
-    ideal = simulate(sc, commit="whatif").prediction.throughput_samples_per_s
+    base = simulate(sc, commit="whatif")
+    ideal = base.prediction.throughput_samples_per_s
+    g0 = base.compiled.gpus[0]
+    gpu_ms, link_ms = sum(g0.stage_ms), sum(g0.comm_ms)
+    stage_ms = " ".join(f"{s.stage}={s.standalone_ms:.3f}" for s in base.prediction.stages)
     search = LocalSearch()
     judge = SimJudge(sc)
-    plan = with_sm_cap(judge, search.propose(judge, time_limit).plan)  # as `corun plan`
+    found = search.propose(judge, time_limit)
+    if not search.converged:
+        search = LocalSearch()
+        found = search.propose(judge, RERUN_FACTOR * time_limit)
+    plan = with_sm_cap(judge, found.plan)  # as `corun plan`
     planned = simulate(replace(sc, strategy=Strategy(StrategyKind.PLAN, plan=plan)),
                        commit="whatif").prediction.throughput_samples_per_s
 
@@ -121,7 +153,8 @@ def plan_point(hw_name: str, gpus: int, batch: int, model_name: str, pipe_name: 
                 lo = mid
         need = hi
     return Point(hw_name, link_key(hw), gpus, batch, ideal, planned, planned / ideal, need,
-                 plan_summary(plan), search.converged)
+                 plan_summary(plan), search.converged, gpu_ms, link_ms, g0.host_ms,
+                 pace(g0.host_ms, gpu_ms, link_ms), stage_ms)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -182,6 +182,13 @@ def test_whatif_grid(tmp_path, capsys):
         (direct.plan, pytest.approx(direct.planned_samples_per_s))
     assert int(rows[0]["cpu_cores_to_match"]) == direct.cpu_cores_to_match >= 1
     assert f"{direct.planned_samples_per_s:,.0f}" in (out / "whatif.md").read_text()
+    # what paces ideal's step, and its stages by GPU kind: the eager b4096 step on one H200
+    # is the host's (costmodel/host.py); the A100's GPU side is slower than the H200's
+    assert rows[0]["paced_by"] == direct.paced_by == "host"
+    assert float(rows[0]["host_ms"]) >= float(rows[0]["gpu_ms"])
+    assert float(rows[1]["gpu_ms"]) > float(rows[0]["gpu_ms"])
+    assert "top_mlp_bwd=" in rows[0]["stage_ms"]
+    assert "| hardware | GPUs | batch/GPU | emb_fwd |" in (out / "whatif.md").read_text()
     for metric in ("planned_samples_per_s", "of_ideal", "cpu_cores_to_match"):
         assert (out / f"whatif_{metric}.png").exists()
     assert main(["whatif", "--gpus", "0", "--out", str(out), "--quiet"]) == 2
@@ -236,3 +243,11 @@ def test_a_report_folder_without_predictions_or_measurements_is_refused(tmp_path
     assert main(["report", "--out", str(tmp_path / "out"), str(tmp_path / "in")]) == 2
     assert "report inputs" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
+
+
+def test_what_paces_a_step():
+    from corun.whatif_cmd import pace
+
+    assert pace(3.7, 2.8, 0.0) == "host"
+    assert pace(1.0, 2.8, 0.5) == "gpu"
+    assert pace(1.0, 1.0, 2.0) == "link"
