@@ -243,3 +243,26 @@ def test_a_json_key_given_twice_and_binary_or_deep_files_are_refused(tmp_path):
         read_document(tmp_path / "b.json")
     with pytest.raises(SpecError, match="valid JSON"):
         read_document(tmp_path / "n.json")
+
+
+@pytest.mark.parametrize("hardware,gpus", [("h200", 1), ("a100", 2), ("h100", 4)])
+def test_the_table_and_the_json_give_the_same_numbers(capsys, hardware, gpus):
+    """One number, one source: every strategy's row of the printed table is its JSON
+    prediction's mean iteration, samples/s and stall, rounded."""
+    common = ["simulate", "--hardware", hardware, "--gpus", str(gpus), "--iterations", "4",
+              "--quiet"]
+    assert main(common) == 0
+    rows = {line.split()[0]: line.split()[1:] for line in capsys.readouterr().out.splitlines()
+            if line and line.split()[0] in {"ideal", "gpu-sequential", "gpu-overlap"}}
+    assert main([*common, "--json"]) == 0
+    from corun.spec import Prediction
+    from corun.spec.serde import loads
+
+    preds = [loads(Prediction, d) for d in json.loads(capsys.readouterr().out)]
+    assert {p.strategy for p in preds} >= set(rows)
+    for p in preds:
+        if p.strategy in rows:
+            ms, samples, _, stall, _ = rows[p.strategy]
+            assert ms == f"{p.mean_iteration_ms:.3f}"
+            assert samples == f"{p.throughput_samples_per_s:,.0f}"
+            assert stall == f"{p.stall_ms_per_iteration:.3f}"
