@@ -44,6 +44,19 @@ def process_pool(jobs: int, initializer: Callable | None = None,
     try:
         yield pool
     except BaseException:
-        pool.shutdown(wait=False, cancel_futures=True)
+        _terminate(pool)
         raise
     pool.shutdown(wait=True)
+
+
+def _terminate(pool: ProcessPoolExecutor) -> None:
+    """Cancel what has not started and end the workers now: at exit the interpreter
+    would otherwise wait for their running tasks. (ProcessPoolExecutor.terminate_workers
+    does this from Python 3.14; before it, the pool's own process table.)"""
+    if hasattr(pool, "terminate_workers"):
+        pool.terminate_workers()
+        return
+    workers = list((getattr(pool, "_processes", None) or {}).values())  # shutdown clears it
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in workers:
+        process.terminate()
