@@ -89,13 +89,13 @@ def run(args: argparse.Namespace) -> int:
     from corun.workload import resolve_model, resolve_pipeline
 
     stages = _stage_pieces(args.stages)
-    if not torch.cuda.is_available() or not args.device.startswith("cuda"):
-        raise SpecError("--device", args.device, "a CUDA GPU of this machine (a profile "
-                        "describes the machine it was measured on)")
-    for name in ("iterations", "warmup", "rounds"):
+    for name in ("iterations", "warmup", "rounds", "batch"):
         if getattr(args, name) < 1:
             raise SpecError(f"--{name}", getattr(args, name), "an integer >= 1")
     model = resolve_model(args.model, args.batch)
+    if not torch.cuda.is_available() or not args.device.startswith("cuda"):
+        raise SpecError("--device", args.device, "a CUDA GPU of this machine (a profile "
+                        "describes the machine it was measured on)")
     pipeline = resolve_pipeline(args.pipeline)
     say = progress(args.quiet)
     device = torch.device(args.device)

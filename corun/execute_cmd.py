@@ -81,8 +81,14 @@ def build(args: argparse.Namespace):
         wants_graphs,
     )
 
-    if args.data is not None and not Path(args.data).is_file():
-        raise SpecError("--data", args.data, "a Criteo-format TSV file")
+    if args.data is not None:  # its first line parses before the trainer is built
+        from corun.backend.data import DataError, read_criteo
+
+        try:
+            next(iter(read_criteo(args.data, chunk_rows=1)))
+        except DataError as e:
+            raise SpecError("--data", str(e), "a Criteo-format TSV file of well-formed "
+                            "lines") from None
     if (args.plan is None) == (args.strategy is None):
         raise SpecError("plan", args.plan, "either a plan file or --strategy, not both")
     plan = load(Plan, args.plan) if args.plan else None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import time
 from pathlib import Path
 
@@ -82,6 +83,9 @@ def run(args: argparse.Namespace) -> int:
     from corun.workload import resolve_hardware, resolve_model, resolve_pipeline
 
     say = progress(args.quiet)
+    if not (math.isfinite(args.budget_minutes) and args.budget_minutes >= 0):
+        raise SpecError("--budget-minutes", args.budget_minutes,
+                        "a finite number of minutes >= 0 (0: stop before the first kernel)")
     for name, lo in (("shapes", 0 if args.plans else 1), ("launches", 1), ("reps", 1)):
         if getattr(args, name) < lo:
             raise SpecError(f"--{name}", getattr(args, name), f"an integer >= {lo}")

@@ -186,14 +186,16 @@ def run(args: argparse.Namespace) -> int:
     import torch
 
     from corun.plan_dir import planned_strategies
+    from corun.workload import require_run_length
 
-    folder = Path(args.plans)
-    if not folder.is_dir():
-        raise SpecError("plans", args.plans, "a folder written by `corun plan --out DIR`")
     if not 1 <= args.rounds <= MAX_ROUNDS:
         raise SpecError("--rounds", args.rounds, f"an integer in [1, {MAX_ROUNDS}]")
     if args.budget_s is not None:
         require_seconds("--budget-s", args.budget_s)
+    require_run_length(args)
+    folder = Path(args.plans)
+    if not folder.is_dir():
+        raise SpecError("plans", args.plans, "a folder written by `corun plan --out DIR`")
     work = read_workload(folder)
     if work.gpu_count != 1 or int(os.environ.get("WORLD_SIZE", "1")) != 1:
         raise SpecError("plans", f"{folder} ({work.gpu_count} GPUs)",

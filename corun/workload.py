@@ -32,6 +32,15 @@ def require_seconds(field: str, value: float) -> None:
         raise SpecError(field, value, "a finite number of seconds > 0")
 
 
+def require_run_length(args: argparse.Namespace) -> None:
+    """--iterations and --distinct-batches at least 1, --warmup at least 0, where the
+    command has them (execute, tune, calibrate), checked before any work."""
+    for name, lo in (("iterations", 1), ("warmup", 0), ("distinct_batches", 1)):
+        value = getattr(args, name, None)
+        if value is not None and value < lo:
+            raise SpecError(f"--{name.replace('_', '-')}", value, f"an integer >= {lo}")
+
+
 SEED_MAX = 2**32 - 1
 """numpy's seeds are unsigned 32-bit integers."""
 

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import io
 from pathlib import Path
 
 from corun.costmodel.interaction import SAVING_CSV, correct_rows, read_savings
+from corun.spec import SpecError
 
 KEY = ("gpu", "model", "batch", "kernel", "stage")
 LEAD_ASKED = "lead_asked_ms"
@@ -74,12 +76,18 @@ def read_profile(path: str | Path, corrected: bool = True,
     which files (RESIDENT: the resident rows)."""
     rows, seen = [], set()
     for f in profile_files(path, kind):
-        with f.open(newline="") as fh:
-            for r in csv.DictReader(fh):
+        try:
+            text = f.read_text(encoding="utf-8")
+        except UnicodeDecodeError as e:
+            raise SpecError("data", str(f), f"a profile CSV in UTF-8 ({e.reason})") from None
+        try:
+            for r in csv.DictReader(io.StringIO(text, newline="")):
                 key = row_key(r)
                 if r.get("measured_utc") and key not in seen:
                     seen.add(key)
                     rows.append(r)
+        except csv.Error as e:
+            raise SpecError("data", str(f), f"a profile CSV ({e})") from None
     return correct_rows(rows, read_savings(_folder(path) / SAVING_CSV)) if corrected else rows
 
 
