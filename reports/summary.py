@@ -70,6 +70,13 @@ def report(paths: list[str], out: Path) -> Path:
     lines = ["# corun report", "",
              f"{len(preds)} prediction(s), {len(meas)} measurement(s): "
              + ", ".join(Path(p).name for p in paths), ""]
+    paired = {id(p.prediction) for p in pairs}
+    alone = [p for p in preds if id(p) not in paired]
+    if alone:
+        lines += [f"Not compared: {len(alone)} prediction(s) no measurement matches "
+                  "(strategy, model, pipeline, batch and GPUs): "
+                  + ", ".join(f"{p.strategy} ({p.model}/{p.pipeline} b{p.batch_per_gpu} x "
+                              f"{p.gpu_count})" for p in alone), ""]
     if pairs:
         figures.save(figures.scatter(pairs), out, "predicted_vs_measured")
         figures.save(figures.stage_bars(pairs), out, "stages")

@@ -52,7 +52,7 @@ def parse_strategy(text: str, hw: Hardware) -> Strategy:
     """`ideal`, `cpu:N`, `gpu-sequential` or `gpu-overlap` (plans come from files)."""
     if text.startswith("cpu:"):
         n = text[4:]
-        if not n.isdigit() or not 1 <= int(n) <= hw.host_cpu_cores:
+        if not (n.isascii() and n.isdigit()) or not 1 <= int(n) <= hw.host_cpu_cores:
             raise SpecError("strategy", text, f"cpu:N with N an integer in [1, "
                             f"{hw.host_cpu_cores}] (the host's cores; raise --host-cores)")
         return Strategy(StrategyKind.CPU, cpu_workers=int(n))

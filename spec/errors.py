@@ -33,6 +33,12 @@ def require_int_range(field: str, value: object, lo: int, hi: int | None = None)
     require(ok, field, value, allowed)
 
 
+def require_between(field: str, value: object, lo: float, hi: float, unit: str) -> None:
+    """A number in [lo, hi] (a rate or a time a machine can have)."""
+    ok = isinstance(value, int | float) and not isinstance(value, bool)
+    require(ok and lo <= value <= hi, field, value, f"{unit} in [{lo:g}, {hi:g}]")
+
+
 def require_positive(field: str, value: object) -> None:
     """A finite number > 0."""
     ok = isinstance(value, int | float) and not isinstance(value, bool)

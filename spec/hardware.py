@@ -11,7 +11,23 @@ import enum
 import math
 from dataclasses import dataclass, field, replace
 
-from corun.spec.errors import SpecError, require, require_int_range, require_positive
+from corun.spec.errors import (
+    SpecError,
+    require,
+    require_between,
+    require_int_range,
+    require_positive,
+)
+
+LINK_BYTES_PER_S = (1e6, 1e15)
+"""A link's bandwidth per direction, from a slow network to beyond any NVLink."""
+MAX_LATENCY_US = 1e6
+GPU_BYTES_PER_S = (1e9, 1e15)
+"""A GPU's memory and copy bandwidth (a V100 moves 9e11, an H200 4.8e12)."""
+FLOPS = (1e9, 1e18)
+CLOCK_HZ = (1e8, 1e10)
+"""What a GPU's rates and clock may be: outside them a figure is a typo, and durations
+divided by them are no longer numbers."""
 
 
 class Precision(enum.Enum):
@@ -50,11 +66,13 @@ class GpuKind:
         for f in ("sm_count", "max_threads_per_sm", "max_blocks_per_sm", "registers_per_sm",
                   "shared_mem_per_sm_bytes", "hbm_bytes", "l2_bytes"):
             require_int_range(f, getattr(self, f), 1)
-        for f in ("hbm_bytes_per_s", "boost_clock_hz", "fp32_flops_per_s", "copy_bytes_per_s"):
-            require_positive(f, getattr(self, f))
+        for f in ("hbm_bytes_per_s", "copy_bytes_per_s"):
+            require_between(f, getattr(self, f), *GPU_BYTES_PER_S, "bytes/s")
+        require_between("boost_clock_hz", self.boost_clock_hz, *CLOCK_HZ, "Hz")
+        require_between("fp32_flops_per_s", self.fp32_flops_per_s, *FLOPS, "FLOP/s")
         for f in ("tf32_flops_per_s", "bf16_flops_per_s", "gemm_bf16_flops_per_s"):
             if getattr(self, f) is not None:
-                require_positive(f, getattr(self, f))
+                require_between(f, getattr(self, f), *FLOPS, "FLOP/s")
         require(self.copy_bytes_per_s <= 2 * self.hbm_bytes_per_s, "copy_bytes_per_s",
                 self.copy_bytes_per_s, f"at most 2 x hbm_bytes_per_s = {2 * self.hbm_bytes_per_s:g}"
                 " (a copy reads and writes)")
@@ -107,8 +125,8 @@ class Link:
     source: str = ""
 
     def __post_init__(self) -> None:
-        require_positive("bytes_per_s", self.bytes_per_s)
-        require(self.latency_us >= 0, "latency_us", self.latency_us, "a number >= 0")
+        require_between("bytes_per_s", self.bytes_per_s, *LINK_BYTES_PER_S, "bytes/s")
+        require_between("latency_us", self.latency_us, 0, MAX_LATENCY_US, "microseconds")
 
     def transfer_ms(self, nbytes: float) -> float:
         return self.latency_us * 1e-3 + nbytes / self.bytes_per_s * 1e3

@@ -108,3 +108,33 @@ def test_a_bad_file_is_refused_naming_it(tmp_path, capsys, option, kind):
 def test_the_suite_covers_its_classes():
     """The counts a reader of the issue asks for, by class (kept in step with the tests)."""
     assert len(NUMERIC) >= 250 and len(FILE_OPTIONS) * len(KINDS) >= 100
+
+
+@pytest.mark.parametrize("field,value,says", [
+    ("intra_node.bytes_per_s", 1e-300, "bytes/s in [1e+06, 1e+15]"),
+    ("intra_node.latency_us", float("inf"), "microseconds in [0, 1e+06]"),
+    ("gpu.copy_bytes_per_s", 1.0, "bytes/s in [1e+09, 1e+15]"),
+    ("gpu.boost_clock_hz", 1e300, "Hz in [1e+08, 1e+10]"),
+])
+def test_a_machine_no_gpu_can_be_is_refused(tmp_path, capsys, field, value, says):
+    """A hardware file whose link or GPU rates would turn every duration into nan or 0."""
+    from corun.spec import hardware_preset
+    from corun.spec.serde import dumps
+
+    doc = dumps(hardware_preset("h200", 2))
+    node = doc
+    *path, last = field.split(".")
+    for key in path:
+        node = node[key]
+    node[last] = value
+    f = tmp_path / "hw.json"
+    f.write_text(json.dumps(doc))
+    assert main(["simulate", "--hardware", str(f), "--gpus", "2", "--strategy", "ideal",
+                 "--quiet"]) == 2
+    assert says in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("text", ["cpu:²", "cpu:٣", "cpu: 4", "cpu:+4", "cpu:4.0", "cpu:"])
+def test_a_strategy_is_named_with_ascii_digits(capsys, text):
+    assert main(["simulate", "--strategy", text, "--quiet"]) == 2
+    assert "cpu:N with N an integer in [1, 16]" in capsys.readouterr().err

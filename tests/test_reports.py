@@ -233,6 +233,11 @@ def test_report_calibrates_by_the_measured_ideal(files, tmp_path):
     assert main(["report", *no_ideal, "--out", str(tmp_path / "r2")]) == 0
     text = (tmp_path / "r2" / "summary.md").read_text()
     assert "Calibrated by" not in text and "| -9.1% | - |" in text
+    # the ideal's prediction, now without its measurement, is named, not dropped silently
+    assert "Not compared: 1 prediction(s) no measurement matches" in text
+    assert "ideal (criteo-kaggle/kaggle" in text
+    full = (tmp_path / "report" / "summary.md").read_text()
+    assert "Not compared" not in full
 
 
 def test_a_report_folder_without_predictions_or_measurements_is_refused(tmp_path, capsys):
