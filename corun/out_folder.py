@@ -63,6 +63,10 @@ def out_folder(text: str) -> str:
     path = Path(text)
     if path.exists() and not path.is_dir():
         raise argparse.ArgumentTypeError(f"{text!r}: a folder to write, not a file")
+    here = Path.cwd().resolve()
+    if path.resolve() in (here, *here.parents):
+        raise argparse.ArgumentTypeError(f"{text!r}: a folder of its own, not the current "
+                                         "folder or one above it (corun replaces it whole)")
     _writable_ancestor(path, "folder")
     return text
 
@@ -118,12 +122,6 @@ def staged_folder(target: str | Path, command: str = "") -> Iterator[Path]:
     staging.mkdir()
     try:
         yield staging
-        if target.is_dir():
-            ours = _ours(target)
-            for p in target.iterdir():
-                if p.name not in ours and not (staging / p.name).exists():
-                    os.replace(p, staging / p.name) if p.is_file() else p.rename(
-                        staging / p.name)
         from corun.spec.serde import write_atomic
 
         write_atomic(staging / MANIFEST, json.dumps(_manifest(staging, command), indent=1))
@@ -133,16 +131,24 @@ def staged_folder(target: str | Path, command: str = "") -> Iterator[Path]:
 
 
 def _swap(staging: Path, target: Path) -> None:
-    """Rename `staging` to `target`, the old `target` out of the way first, with SIGINT
-    and SIGTERM held back between the two renames (so an interrupt leaves one folder or
-    the other)."""
+    """Rename `staging` to `target`, the old `target` out of the way first, then move the
+    old folder's files corun did not write into the new one and remove what is left,
+    with SIGINT and SIGTERM held back meanwhile (an interrupt leaves one folder or the
+    other). Nothing of the user's is moved before the new folder is in place."""
     old = target.parent / f".{target.name}.old-{os.getpid()}"
     held = {signal.SIGINT, signal.SIGTERM}
     previous = signal.pthread_sigmask(signal.SIG_BLOCK, held)
     try:
-        if target.exists():
+        had = target.is_dir()
+        if had:
             target.rename(old)
         staging.rename(target)
+        if had:
+            ours = _ours(old)
+            for p in old.iterdir():
+                if p.name not in ours and not (target / p.name).exists():
+                    p.rename(target / p.name)
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, previous)
-    shutil.rmtree(old, ignore_errors=True)
+    if had and not [p for p in old.iterdir() if p.name not in _ours(old)]:
+        shutil.rmtree(old, ignore_errors=True)

@@ -26,6 +26,8 @@ from corun.out_folder import MANIFEST, staged_folder
     (lambda d: ["plan", "--out", str(d / "f.txt" / "sub")], "is a file"),
     (lambda d: ["simulate", "--strategy", "ideal", "--trace", str(d)],
      "a file to write, not a folder"),
+    (lambda d: ["simulate", "--out", "."], "a folder of its own, not the current folder"),
+    (lambda d: ["plan", "--out", ".."], "a folder of its own, not the current folder"),
 ])
 def test_an_output_target_that_cannot_be_written_is_refused_before_any_work(
         tmp_path, capsys, argv_for, says):
