@@ -68,6 +68,14 @@ def _stages_untimed(f: Finding) -> str:
             f"are {said}" + tail)
 
 
+def _kernels_untimed(f: Finding) -> str:
+    held = (f"held-out error {f.number('heldout_mape_pct'):.0f}% on kernels not fitted"
+            if "heldout_mape_pct" in f.facts else "no held-out error on record")
+    return (f"{f.number('untimed'):.0f} of {f.number('kernels'):.0f} fused kernels' times "
+            f"alone were never timed on {f['gpu']}: the learned model's ({held}); `corun "
+            "profile --plans PLAN.json` then `corun fit` time them")
+
+
 def _host_paces_eager(f: Finding) -> str:
     return (f"the host thread paces this step ({f.number('host_ms'):.2f} ms of launches "
             f"against {f.number('gpu_ms'):.2f} ms of GPU work): --cuda-graphs replays it as "
@@ -138,6 +146,7 @@ RENDERERS: dict[FindingKind, Callable[[Finding], str]] = {
     FindingKind.CPU_OVERSUBSCRIBED: _cpu_oversubscribed,
     FindingKind.CALIBRATED: _calibrated,
     FindingKind.STAGES_UNTIMED: _stages_untimed,
+    FindingKind.KERNELS_UNTIMED: _kernels_untimed,
     FindingKind.HOST_PACES_EAGER: _host_paces_eager,
     FindingKind.RACING_KERNEL: _racing_kernel,
     FindingKind.HOST_LINK_BOUND: _host_link_bound,

@@ -355,6 +355,19 @@ class LearnedCostModel(CostModel):
     def cpu_batch_ms(self, kernel: KernelWork) -> float:
         return self.fallback.cpu_batch_ms(kernel)
 
+    def untimed_kernels(self, kernels: Sequence[KernelWork], hw: Hardware) -> Finding | None:
+        """The kernels whose time alone is the trees' (`_kernel_ms`: neither timed at their
+        rows nor read off two other row counts)."""
+        untimed = [k for k in kernels
+                   if self.model.kernel_alone_ms(hw.gpu.name, k.key, k.rows) is None]
+        if not untimed:
+            return None
+        facts: dict = {"untimed": len(untimed), "kernels": len(kernels), "gpu": hw.gpu.name}
+        err = self.meta.get("heldout", {}).get("learned", {}).get("kernel_alone", {})
+        if err:
+            facts["heldout_mape_pct"] = err["mape_pct"]
+        return finding(FindingKind.KERNELS_UNTIMED, **facts)
+
     def untimed_stages(self, model: Model, stages: Sequence[StageWork],
                        hw: Hardware) -> Finding | None:
         """Which training stages no profile timed on this GPU, and where their times come

@@ -266,6 +266,11 @@ class CostModel(abc.ABC):
     def cpu_batch_ms(self, kernel: KernelWork) -> float:
         """One host core's time to run the kernel's nodes over its rows."""
 
+    def untimed_kernels(self, kernels: Sequence[KernelWork], hw: Hardware) -> Finding | None:
+        """A KERNELS_UNTIMED finding where some of a plan's fused kernels were not timed
+        on this GPU (None: all were, or the model times none)."""
+        return None
+
     def untimed_stages(self, model: Model, stages: Sequence[StageWork],
                        hw: Hardware) -> Finding | None:
         """A STAGES_UNTIMED finding where the model's training stages were timed less

@@ -508,6 +508,7 @@ def compile_scenario(sc: Scenario, cm: CostModel) -> Compiled:
         found.append(finding(FindingKind.CALIBRATED, scale=sc.time_scale))
     found.append(cm.untimed_stages(model, [w for w in works[0].values()
                                            if w.comm is Comm.NONE], hw))
+    found.append(cm.untimed_kernels(list(kernel_works.values()), hw))
     found.append(_host_paces_eager(sc, gpus[0]))
     found.append(_uncapped_racing_kernel(sc, plan, gpus[0]))
     found.append(host_link_bound(raw_ms, sum(gpus[0].stage_ms)))

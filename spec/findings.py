@@ -37,6 +37,10 @@ class FindingKind(enum.Enum):
     gpu, how (StageProvenance), batch, batches, untimed, stages, heldout_mape_pct (absent
     where none is on record), graphed (1 where the graphed step is its eager time less a
     fitted saving)."""
+    KERNELS_UNTIMED = "kernels-untimed"
+    """Fused kernels whose time alone no profile timed on this GPU (not at these rows, nor
+    at two other row counts to read it off): untimed, kernels, gpu, heldout_mape_pct
+    (absent where none is on record)."""
     HOST_PACES_EAGER = "host-paces-eager"
     """The host's launches outlast the GPU's step, and CUDA graphs could replay it: host_ms,
     gpu_ms."""
@@ -64,6 +68,7 @@ LEVELS: dict[FindingKind, Level] = {
     FindingKind.CPU_OVERSUBSCRIBED: Level.CAUTION,
     FindingKind.CALIBRATED: Level.NOTE,
     FindingKind.STAGES_UNTIMED: Level.CAUTION,
+    FindingKind.KERNELS_UNTIMED: Level.NOTE,
     FindingKind.HOST_PACES_EAGER: Level.HINT,
     FindingKind.RACING_KERNEL: Level.HINT,
     FindingKind.HOST_LINK_BOUND: Level.NOTE,

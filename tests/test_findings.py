@@ -38,3 +38,27 @@ def test_record_findings_stay_in_the_file_and_the_rest_show_with_their_level():
 def test_a_fact_must_be_a_number_or_a_string():
     with pytest.raises(SpecError, match="finding.facts.x"):
         Finding(FindingKind.CALIBRATED, {"x": [1]})
+
+
+def test_a_plan_s_kernels_say_whether_a_profile_timed_them(monkeypatch):
+    """A kernel the profile never timed on this GPU is the learned model's guess, and the
+    prediction says so; once timed (at its rows or read off two others), it says nothing."""
+    from corun.costmodel.learned import cost_model_for
+
+    hw = hardware_preset("h200", 1)
+    pipeline, model = pipeline_preset("kaggle"), model_preset("criteo-kaggle")
+
+    def kernels_finding():
+        sc = Scenario(hw, model, pipeline, Strategy(StrategyKind.GPU_SEQUENTIAL),
+                      iterations=3, warmup=1)
+        found = [f for f in simulate(sc, commit="t").prediction.findings
+                 if f.kind is FindingKind.KERNELS_UNTIMED]
+        return found[0] if found else None
+
+    f = kernels_finding()
+    assert f is not None and f.number("untimed") == f.number("kernels") == 1
+    assert "were never timed on H200" in finding_line(f)
+    cm = cost_model_for(hw)
+    monkeypatch.setattr(cm.model, "kernel_alone_ms", lambda gpu, kernel, rows: 0.1)
+    cm._memo.clear()
+    assert kernels_finding() is None
