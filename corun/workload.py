@@ -34,7 +34,7 @@ def require_seconds(field: str, value: float) -> None:
 
 def require_run_length(args: argparse.Namespace) -> None:
     """--iterations and --distinct-batches at least 1, --warmup at least 0, where the
-    command has them (execute, tune, calibrate), checked before any work."""
+    command has them, checked before any work (tune checks them before its folder)."""
     for name, lo in (("iterations", 1), ("warmup", 0), ("distinct_batches", 1)):
         value = getattr(args, name, None)
         if value is not None and value < lo:
@@ -143,8 +143,9 @@ def add_calibration_argument(p: argparse.ArgumentParser) -> None:
     """`--machine` and `--calibration`, as plan and simulate take them."""
     p.add_argument("--machine", metavar="MACHINE.json",
                    help="a machine profile from `corun calibrate` on the machine the plan "
-                   "will run on: its measured copy and GEMM ceilings and host-thread costs "
-                   "replace the preset's (a profile of another GPU kind is an error)")
+                   "will run on: its measured copy and GEMM ceilings, host-thread costs and "
+                   "stage times replace the preset's and the fitted host's (a profile of "
+                   "another GPU kind is an error)")
     p.add_argument("--calibration", nargs="+", metavar="IDEAL.json",
                    help="measurement(s) of ideal on the machine (corun execute --strategy "
                    "ideal -o IDEAL.json, same model, batch and GPU count; several: their "
@@ -154,7 +155,7 @@ def add_calibration_argument(p: argparse.ArgumentParser) -> None:
 
 def on_machine(hw: Hardware, path: str | None, warn=None) -> Hardware:
     """`hw` with the machine profile at `path` applied (unchanged without one); `warn`
-    is told where the profile was measured at another commit than this code's."""
+    is told where the profile was measured with another corun version than this one."""
     if not path:
         return hw
     from corun.costmodel.machine import on_machine as applied
