@@ -32,16 +32,14 @@ for _i, _c in enumerate(b"0123456789"):
     _NIBBLE[_c] = _i
 for _i, _c in enumerate(b"abcdef"):
     _NIBBLE[_c] = _NIBBLE[_c - 32] = 10 + _i
+_NIBBLE_U8 = np.where(_NIBBLE < 0, 255, _NIBBLE).astype(np.uint8)
+"""_NIBBLE as bytes (255: not a hex digit)."""
 
 
 @functools.cache
 def _pool() -> ThreadPoolExecutor:
     """Threads that check and convert a block's columns side by side."""
     return ThreadPoolExecutor(max(1, os.cpu_count() or 1), thread_name_prefix="criteo")
-
-
-_NIBBLE_U8 = np.where(_NIBBLE < 0, 255, _NIBBLE).astype(np.uint8)
-"""_NIBBLE as bytes (255: not a hex digit)."""
 
 
 def available() -> bool:
@@ -145,7 +143,7 @@ def _dense(column) -> tuple[np.ndarray, np.ndarray] | None:
     return value.astype(np.float32), valid
 
 
-def _hex(column) -> tuple[np.ndarray, np.ndarray] | None:
+def _hex(column) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """A category column as its non-null int64 ids, validity and id offsets (n + 1), or
     None where a field is not 1 to 8 hex digits (Criteo's 8 digits converted as they
     lie; other lengths checked by RE2 first)."""
@@ -160,10 +158,9 @@ def _hex(column) -> tuple[np.ndarray, np.ndarray] | None:
         return pairs.view(">u4").astype(np.int64), valid, (off - off[0]) // 8
     import pyarrow.compute as pc
 
-    starts = off[:-1][valid]
-
     if not pc.all(pc.match_substring_regex(column, HEX_PATTERN)).as_py():
         return None
+    starts = off[:-1][valid]
     value = np.zeros(len(starts), np.int64)
     mine = lengths[valid]
     for j in range(8):
@@ -175,8 +172,8 @@ def _hex(column) -> tuple[np.ndarray, np.ndarray] | None:
 
 
 def _columns(batch) -> tuple | None:
-    """A batch's labels, (float32 values, validity) per integer column and (ids, validity)
-    per category column; None where a field breaks the format."""
+    """A batch's labels, (float32 values, validity) per integer column and (ids, validity,
+    id offsets) per category column; None where a field breaks the format."""
     import pyarrow.compute as pc
 
     label = batch.column("label")

@@ -140,15 +140,15 @@ def _swap(staging: Path, target: Path) -> None:
     previous = signal.pthread_sigmask(signal.SIG_BLOCK, held)
     try:
         had = target.is_dir()
+        ours = _ours(target) if had else set()
         if had:
             target.rename(old)
         staging.rename(target)
         if had:
-            ours = _ours(old)
             for p in old.iterdir():
                 if p.name not in ours and not (target / p.name).exists():
                     p.rename(target / p.name)
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, previous)
-    if had and not [p for p in old.iterdir() if p.name not in _ours(old)]:
+    if had and all(p.name in ours for p in old.iterdir()):  # nothing of the user's left
         shutil.rmtree(old, ignore_errors=True)

@@ -201,6 +201,7 @@ def predict_all(ds, jobs: int, limit: int = 0, progress=lambda *a: None) -> dict
     case_id)), in `jobs` processes."""
     from corun.pools import process_pool
     from corun.spec.provenance import git_commit
+    from corun.spec.validation import MachinePrediction
 
     commit = git_commit()
     items = [(c, ds.plans.get(c.plan_id), commit) for c in ds.measured]
@@ -215,8 +216,8 @@ def predict_all(ds, jobs: int, limit: int = 0, progress=lambda *a: None) -> dict
     with process_pool(jobs) if jobs > 1 else nullcontext() as pool:
         results = pool.map(_predict_chunk, chunks) if pool else map(_predict_chunk, chunks)
         for done, rows in enumerate(results, 1):
-            out.update({(p.machine, p.case_id) if hasattr(p, "machine") else p.case_id: p
-                        for p in rows})
+            out.update({(p.machine, p.case_id) if isinstance(p, MachinePrediction)
+                        else p.case_id: p for p in rows})
             progress(f"predicted {min(done * size, len(items))} of {len(items)} cases")
     return out
 

@@ -32,13 +32,21 @@ class Errors:
     def n(self) -> int:
         return len(self.errors_pct)
 
+    @property
+    def within(self) -> int:
+        """How many are at most WITHIN_PCT off."""
+        return sum(x <= WITHIN_PCT for x in self.errors_pct)
+
+    @property
+    def within_share_pct(self) -> float:
+        return 100 * self.within / self.n
+
     def cells(self) -> list[str]:
         if not self.errors_pct:
             return ["0", "-", "-", "-"]
         e = self.errors_pct
-        within = sum(x <= WITHIN_PCT for x in e)
         return [str(len(e)), f"{statistics.median(e):.1f}%", f"{statistics.mean(e):.1f}%",
-                f"{within} ({100 * within / len(e):.0f}%)"]
+                f"{self.within} ({self.within_share_pct:.0f}%)"]
 
 
 ERROR_HEAD = ["cases", "median abs error", "mean abs error", f"within {WITHIN_PCT:g}%"]
@@ -279,12 +287,11 @@ def machine_summary(ds: Dataset) -> list[str]:
     lines = []
     for kind, pairs in sorted(kinds.items()):
         pre = pairs[0][0]
-        within = sorted(100 * sum(x <= WITHIN_PCT for x in on.errors_pct) / on.n
-                        for _, on in pairs)
+        within = sorted(on.within_share_pct for _, on in pairs)
         mean = sorted(statistics.mean(on.errors_pct) for _, on in pairs)
         lines += [f"{kind} with a machine profile (`corun calibrate`; {len(pairs)} profiles, "
                   f"each predicting all {pre.n} {kind} cases): within {WITHIN_PCT:g}% "
-                  f"{100 * sum(x <= WITHIN_PCT for x in pre.errors_pct) / pre.n:.0f}% of "
+                  f"{pre.within_share_pct:.0f}% of "
                   f"cases with the preset, {within[0]:.0f}-{within[-1]:.0f}% with a profile; "
                   f"mean abs error {statistics.mean(pre.errors_pct):.1f}% against "
                   f"{mean[0]:.1f}-{mean[-1]:.1f}%.", ""]

@@ -13,7 +13,13 @@ from dataclasses import dataclass, field, replace
 
 from corun.costmodel import CostModel, Sharding, kernel_work, shard_tables, stage_work
 from corun.costmodel.comm import all_to_all_ms, pgas_exposed_ms, ring_allreduce_ms
-from corun.costmodel.host import assembly_ms, host_costs, kernel_launches, output_mb
+from corun.costmodel.host import (
+    HostCosts,
+    assembly_ms,
+    host_costs,
+    kernel_launches,
+    output_mb,
+)
 from corun.costmodel.stage_room import RoomKind, StageRoom
 from corun.costmodel.types import Comm, CoRunEffect, KernelWork, StageWork, kernel_factors_through
 from corun.sim.strategy import Strategy, StrategyKind, strategy_plan
@@ -315,7 +321,7 @@ def host_link_bound(h2d_ms: float, gpu_ms: float) -> Finding | None:
     return finding(FindingKind.HOST_LINK_BOUND, h2d_ms=h2d_ms, gpu_ms=gpu_ms)
 
 
-def _host_paces_eager(sc: Scenario, tables: GpuTables) -> Finding | None:
+def _host_paces_eager(sc: Scenario, tables: GpuTables, host: HostCosts) -> Finding | None:
     """Where the host's own step outlasts the GPU's and the trainer could replay it as
     CUDA graphs (one GPU, a model Model.cuda_graphs admits)."""
     model, hw = sc.model, sc.hardware
@@ -325,7 +331,7 @@ def _host_paces_eager(sc: Scenario, tables: GpuTables) -> Finding | None:
         replace(model, cuda_graphs=True)
     except SpecError:
         return None
-    host_ms, gpu_ms = host_costs(hw).step_ms * sc.time_scale, sum(tables.stage_ms)
+    host_ms, gpu_ms = host.step_ms * sc.time_scale, sum(tables.stage_ms)
     if host_ms <= gpu_ms:
         return None
     return finding(FindingKind.HOST_PACES_EAGER, host_ms=host_ms, gpu_ms=gpu_ms)
@@ -509,12 +515,13 @@ def compile_scenario(sc: Scenario, cm: CostModel) -> Compiled:
     found.append(cm.untimed_stages(model, [w for w in works[0].values()
                                            if w.comm is Comm.NONE], hw))
     found.append(cm.untimed_kernels(list(kernel_works.values()), hw))
-    found.append(_host_paces_eager(sc, gpus[0]))
+    found.append(_host_paces_eager(sc, gpus[0], host))
     found.append(_uncapped_racing_kernel(sc, plan, gpus[0]))
     found.append(host_link_bound(raw_ms, sum(gpus[0].stage_ms)))
     if owner_mapped:
         found.append(_owner_mapped(model, hw, sharding, owner_mapped,
-                                   comm.get(Stage.INPUT_A2A, 0.0), sc.host_thread))
+                                   comm.get(Stage.INPUT_A2A, 0.0),
+                                   host if sc.host_thread else None))
     if plan.preprocess_sm_cap:
         found.append(finding(FindingKind.SM_CAP_NOT_SIMULATED, sm_cap=plan.preprocess_sm_cap))
     if plan.update_blocks_per_sm:
@@ -541,20 +548,19 @@ def _scaled(t: GpuTables, f: float) -> GpuTables:
 
 def _owner_mapped(model: Model, hw: Hardware, sharding: Sharding,
                   owner_mapped: frozenset[str], input_a2a_ms: float,
-                  host_thread: bool) -> Finding:
+                  host: HostCosts | None) -> Finding:
     """Why a plan with owner-mapped features can beat `ideal`: their ids skip the input
     all-to-all that ideal's row-wise batches go through (their raw columns come from the
     host instead, to the owner, over the global batch), and, with the host thread
-    modelled, what that saves and costs the host."""
+    modelled (`host`), what that saves and costs the host."""
     works = [stage_work(model, hw, sharding, g)[Stage.INPUT_A2A] for g in range(hw.gpu_count)]
     row_wise_ms = all_to_all_ms([w.send_bytes for w in works], [w.recv_bytes for w in works],
                                 hw.collective_link)
-    host = {}
-    if host_thread:
-        costs = host_costs(hw)
-        host = {"host_saved_ms": costs.owner_saved_ms(
-                    hw.gpu_count, len(owner_mapped) / len(model.tables)),
-                "owner_lane_ms": costs.distributed_owner_lane_ms}
+    saved = {}
+    if host is not None:
+        saved = {"host_saved_ms": host.owner_saved_ms(
+                     hw.gpu_count, len(owner_mapped) / len(model.tables)),
+                 "owner_lane_ms": host.distributed_owner_lane_ms}
     return finding(FindingKind.OWNER_MAPPED, tables=len(owner_mapped),
                    of_tables=len(model.tables), row_wise_ms=row_wise_ms,
-                   input_a2a_ms=input_a2a_ms, **host)
+                   input_a2a_ms=input_a2a_ms, **saved)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import enum
 import math
+import statistics
 from dataclasses import dataclass, field, replace
 
 from corun.spec.errors import (
@@ -182,11 +183,7 @@ def scale_at(points: tuple[StageScale, ...], model: str, batch_per_gpu: int) -> 
     else the median over every model timed; 1 where none was."""
     mine = sorted((p.batch_per_gpu, p.ratio) for p in points if p.model == model)
     if not mine:
-        ratios = sorted(p.ratio for p in points)
-        if not ratios:
-            return 1.0
-        mid = len(ratios) // 2
-        return ratios[mid] if len(ratios) % 2 else (ratios[mid - 1] + ratios[mid]) / 2
+        return statistics.median(p.ratio for p in points) if points else 1.0
     if batch_per_gpu <= mine[0][0]:
         return mine[0][1]
     if batch_per_gpu >= mine[-1][0]:
