@@ -163,17 +163,29 @@ def chain_body(p: str, sig: tuple, part: str, division: str, lanes: bool = False
     by side (the later ones clamped to the list's last, their stores guarded), so a
     thread has independent work to issue while one element's hash waits on its last
     instruction."""
-    ops, sink_dtype, sink_shape = sig[3], sig[4], sig[5]
-    K = len(ops)
+    sink_dtype, sink_shape = sig[4], sig[5]
+    K = len(sig[3])
     lines = length_lines(p, sig)
     if part == "lengths":
         if sink_shape == "list":
             lines.append(f"offs[desc[dst, 1] + r + 1] = {p}L{K}")
         return lines
-    pool = _pool(sink_dtype)
     if sink_shape == "list":
         lines.append(f"{p}ost = desc[dst, 0] + offs[desc[dst, 1] + r]")
-    if sink_shape == "list" and unroll > 1:
+        return lines + element_lines(p, sig, division, lanes, unroll)
+    lines.append("j = 0")
+    lines += value_lines(p, sig, division)
+    lines.append(f"{_pool(sink_dtype)}[desc[dst, 0] + r] = {p}v{K}")
+    return lines
+
+
+def element_lines(p: str, sig: tuple, division: str, lanes: bool = False,
+                  unroll: int = 1) -> list[str]:
+    """The loop writing a list sink's elements for row r from {p}ost, where the row's
+    values start in the pool (chain_body's `lanes` and `unroll`)."""
+    K, pool = len(sig[3]), _pool(sig[4])
+    lines = []
+    if unroll > 1:
         step, last = (32 if lanes else 1), f"{p}L{K} - 1"
         lines.append(f"for j in range({'lane' if lanes else 0}, {p}L{K}, {step * unroll}):")
         for u in range(unroll):
@@ -183,15 +195,11 @@ def chain_body(p: str, sig: tuple, part: str, division: str, lanes: bool = False
         for u in range(1, unroll):
             lines.append(f"    if j + {u * step} <= {last}:")
             lines.append(f"        {pool}[{p}ost + j + {u * step}] = {p}u{u}_v{K}")
-    elif sink_shape == "list":
+    else:
         lines.append(f"for j in range(lane, {p}L{K}, 32):" if lanes else
                      f"for j in range({p}L{K}):")
         lines += ["    " + s for s in value_lines(p, sig, division)]
         lines.append(f"    {pool}[{p}ost + j] = {p}v{K}")
-    else:
-        lines.append("j = 0")
-        lines += value_lines(p, sig, division)
-        lines.append(f"{pool}[desc[dst, 0] + r] = {p}v{K}")
     return lines
 
 
@@ -250,4 +258,159 @@ def kernel_source(signatures: list[tuple], part: str, target: str, name: str,
         out += [f"{indent}        {line}" for line in body]
     if len(out) and not signatures:
         out.append(f"{indent}pass")
+    return "\n".join(out) + "\n"
+
+
+TILE_ROWS = 1024
+"""Rows of one slot a block of the one-pass kernel takes at a time, at most: each thread
+computes min(tile rows, batch rows) // threads rows, at least one."""
+EPOCHS = 1 << 15
+"""Launches told apart in the one-pass kernel's tile status words (one would do: every
+launch overwrites every status; the tag only has to differ from the launch before)."""
+STATUS_BITS = 45
+"""A tile status word: epoch << 47 | flag << 45 | value (flag 1: the tile's own output
+elements; 2: those of every tile of its slot up to and including it)."""
+SINGLE_PARAMS = ("desc, f32, i64, offs, valid, fpar, ipar, aux_f, aux_i, slot_sig, slot_src, "
+                 "slot_dst, state, rows")
+
+
+def single_pass_source(signatures: list[tuple], name: str, division: str = "magic",
+                       unroll: int = 1, tile_rows: int = TILE_ROWS) -> str:
+    """Source of a one-launch CUDA kernel over `signatures`: lengths, their scan and the
+    values of each list sink in one pass over its rows.
+
+    Blocks take tiles (a slot and `tile_rows` of its rows) in the order of a ticket
+    counter, tile-major so that a tile's predecessor in its slot was taken a slot count
+    earlier. A tile computes its rows' output lengths, scans them in shared memory,
+    publishes its sum, and thread 0 finds the sum of its slot's earlier tiles by a
+    decoupled look-back over their status words (Merrill and Garland, 2016); then the
+    tile writes its offsets and values. The block scan is two levels of serial sums (a
+    thread over its rows, some threads over 32 threads' sums, thread 0 over those) in
+    shared memory: seven barriers a tile, where a log-step scan takes twenty, and the
+    CUDA simulator, which has no warp shuffles, runs it as it runs on the GPU. A block
+    only waits on tiles whose tickets were taken before its own, by blocks already
+    running, so the wait ends. `state` is
+    [ticket, blocks done, epoch, one status word per (slot, tile)]: the last block out
+    zeroes the counters and moves the epoch on, so the next launch needs no reset.
+    """
+    tile_cap = max(tile_rows, 1024)
+    agg, incl, mask = 1 << STATUS_BITS, 2 << STATUS_BITS, (1 << STATUS_BITS) - 1
+    out = [f"def {name}({SINGLE_PARAMS}):",
+           f"    lens = cuda.shared.array({tile_cap}, np.int64)",
+           "    sums = cuda.shared.array(1024, np.int64)",
+           "    chunks = cuda.shared.array(32, np.int64)",
+           "    info = cuda.shared.array(2, np.int64)",
+           "    tid = cuda.threadIdx.x",
+           "    nt = cuda.blockDim.x",
+           f"    items = max(1, min({tile_rows}, rows) // nt)",
+           "    tile_rows = items * nt",
+           "    nslots = slot_sig.shape[0]",
+           "    tiles = max(1, (rows + tile_rows - 1) // tile_rows)",
+           "    total = tiles * nslots",
+           "    epoch = state[2]",
+           f"    tag = epoch << {STATUS_BITS + 2}",
+           "    while True:",
+           "        if tid == 0:",
+           "            info[0] = cuda.atomic.add(state, 0, 1)",
+           "        cuda.syncthreads()",
+           "        ticket = info[0]",
+           "        if ticket >= total:",
+           "            break",
+           "        slot = ticket % nslots",
+           "        t = ticket // nslots",
+           "        row0 = t * tile_rows",
+           "        sig = slot_sig[slot]",
+           "        src = slot_src[slot]",
+           "        dst = slot_dst[slot]"]
+    for s, sig in enumerate(signatures):
+        p = f"s{s}_"
+        K = len(sig[3])
+        body: list[str] = []
+        if sig[5] != "list":
+            body += ["for k in range(items):",
+                     "    r = row0 + k * nt + tid",
+                     "    if r < rows:"]
+            body += ["        " + line for line in chain_body(p, sig, "values", division)]
+        else:
+            lengths = length_lines(p, sig)
+            body += ["for k in range(items):",
+                     "    i = k * nt + tid",
+                     "    r = row0 + i",
+                     "    if r < rows:"]
+            body += ["        " + line for line in lengths]
+            body += [f"        lens[i] = {p}L{K}",
+                     "    else:",
+                     "        lens[i] = 0",
+                     "cuda.syncthreads()",
+                     "acc = 0",
+                     "for k in range(items):",
+                     "    acc += lens[tid * items + k]",
+                     "sums[tid] = acc",
+                     "cuda.syncthreads()",
+                     "chunk = min(32, nt)",
+                     "if tid < nt // chunk:",
+                     "    x = 0",
+                     "    for q in range(tid * chunk, tid * chunk + chunk):",
+                     "        x += sums[q]",
+                     "    chunks[tid] = x",
+                     "cuda.syncthreads()",
+                     "if tid == 0:",
+                     "    own = 0",
+                     "    for q in range(nt // chunk):",
+                     "        x = chunks[q]",
+                     "        chunks[q] = own",
+                     "        own += x",
+                     "    base = 3 + slot * tiles",
+                     "    if t == 0:",
+                     f"        cuda.atomic.exch(state, base, tag | {incl} | own)",
+                     "        info[1] = 0",
+                     "    else:",
+                     f"        cuda.atomic.exch(state, base + t, tag | {agg} | own)",
+                     "        ex = 0",
+                     "        j = t - 1",
+                     "        while j >= 0:",
+                     "            w = cuda.atomic.add(state, base + j, 0)",
+                     f"            f = (w >> {STATUS_BITS}) & 3",
+                     f"            if (w >> {STATUS_BITS + 2}) == epoch and f != 0:",
+                     f"                ex += w & {mask}",
+                     "                j = -1 if f == 2 else j - 1",
+                     f"        cuda.atomic.exch(state, base + t, tag | {incl} | (ex + own))",
+                     "        info[1] = ex",
+                     "cuda.syncthreads()",
+                     "run = chunks[tid // chunk]",
+                     "for q in range(tid - tid % chunk, tid):",
+                     "    run += sums[q]",
+                     "for k in range(items):",
+                     "    x = lens[tid * items + k]",
+                     "    lens[tid * items + k] = run",
+                     "    run += x",
+                     "cuda.syncthreads()",
+                     "prefix = info[1]",
+                     "if t == 0 and tid == 0:",
+                     "    offs[desc[dst, 1]] = 0"]
+            warp = sig[6] == "warp"
+            if warp:
+                body += ["lane = tid % 32",
+                         "for i in range(tid // 32, tile_rows, nt // 32):"]
+            else:
+                body += ["for k in range(items):",
+                         "    i = k * nt + tid"]
+            body += ["    r = row0 + i",
+                     "    if r < rows:"]
+            body += ["        " + line for line in lengths]
+            body += ["        pos = prefix + lens[i]"]
+            store = f"offs[desc[dst, 1] + r + 1] = pos + {p}L{K}"
+            body += (["        if lane == 0:", f"            {store}"] if warp
+                     else [f"        {store}"])
+            body += [f"        {p}ost = desc[dst, 0] + pos"]
+            body += ["        " + line for line in element_lines(p, sig, division, warp, unroll)]
+        body, constants = hoist_slot_constants(p, body)
+        out.append(f"        {'if' if s == 0 else 'elif'} sig == {s}:")
+        out += [f"            {line}" for line in constants + body]
+    out += ["        cuda.syncthreads()",
+            "    if tid == 0:",
+            "        if cuda.atomic.add(state, 1, 1) == cuda.gridDim.x - 1:",
+            "            state[0] = 0",
+            "            state[1] = 0",
+            f"            state[2] = (epoch + 1) % {EPOCHS}"]
     return "\n".join(out) + "\n"

@@ -113,6 +113,7 @@ class PipelineProgram:
         self.desc = self.layout.descriptors()
         self.bound = [g.bind(self.layout) for g in self.groups]
         self.host = HostPools(self.layout)
+        self._tile_states: dict[int, np.ndarray] = {}
         for name, data in inputs.items():
             self.host.pack(name, data)
 
@@ -140,14 +141,26 @@ class PipelineProgram:
         """Run group `index` on the host pools: Numba CPU, or the CUDA simulator."""
         h, g = self.host, self.groups[index]
         src, dst = self.bound[index]
-        for part in ("lengths", "values") if g.has_lists else ("values",):
+        for part in g.parts(target):
+            kernel = g.kernel(part, target)
+            if part == "single":
+                kernel[g.grid(part), g.threads](
+                    self.desc, h.f32, h.i64, h.offs, h.valid, g.fpar, g.ipar, g.aux_f,
+                    g.aux_i, g.slot_sig, src, dst, self.tile_state(index), self.layout.rows)
+                continue
             args = (self.desc, h.f32, h.i64, h.offs, h.valid, g.fpar, g.ipar, g.aux_f,
                     g.aux_i, g.slot_sig, src, dst, *g.block_maps[part], self.layout.rows)
-            kernel = g.kernel(part, target)
             launch = kernel if target == "cpu" else kernel[g.grid(part), g.threads]
             launch(*args)
             if part == "lengths":
                 self._scan_host(h.offs, g)
+
+    def tile_state(self, index: int) -> np.ndarray:
+        """Group `index`'s one-pass kernel state on the host, kept from launch to launch
+        as on the GPU."""
+        if index not in self._tile_states:
+            self._tile_states[index] = self.groups[index].tile_state(self.layout.rows)
+        return self._tile_states[index]
 
     def to_device(self) -> DeviceState:
         """Copy pools and per-group parameters to the GPU (real CUDA only)."""
@@ -181,6 +194,8 @@ class DeviceState:
             arrs = [cuda.to_device(a) for a in (g.fpar, g.ipar, g.aux_f, g.aux_i, g.slot_sig,
                                                 src, dst)]
             maps = {part: [cuda.to_device(a) for a in m] for part, m in g.block_maps.items()}
+            if g.single_pass:  # the one-pass kernel's counters and tile statuses
+                maps["single"] = [cuda.to_device(g.tile_state(program.layout.rows))]
             arrs = (arrs, maps)
             self.groups.append((g, arrs, g.list_offsets_block(program.layout)))
         self._launches: dict[tuple[int, str], BoundLaunch] = {}
@@ -194,7 +209,8 @@ class DeviceState:
         sized for the largest group (the groups of one pool set scan one after another): a
         graph that captured a scan (backend/batch_graphs.py) keeps the addresses it saw,
         so the buffer must never be replaced."""
-        sizes = [count * (rows + 1) if g.has_lists else 0 for g, _, (_, count) in self.groups]
+        sizes = [count * (rows + 1) if "lengths" in g.parts("cuda") else 0
+                 for g, _, (_, count) in self.groups]
         scratch = torch.empty(max(sizes, default=0) or 1, dtype=torch.int64, device="cuda")
         for index, ((_, _, (base, count)), n) in enumerate(zip(self.groups, sizes)):
             if n:
@@ -202,14 +218,13 @@ class DeviceState:
                                                 rows, scratch)
 
     def launches_per_batch(self) -> int:
-        """Kernel launches one batch costs: values, plus for lists lengths, a 1-D scan
-        (counted as one, CUB may use two) and the subtraction."""
-        return sum(1 + (3 if g.has_lists else 0) for g, _, _ in self.groups)
+        """Kernel launches one batch costs (FusedGroup.launches)."""
+        return sum(g.launches("cuda") for g, _, _ in self.groups)
 
     def run(self, stream=0, mark=None) -> None:
         """Launch every group once on `stream` (a Numba stream, 0 = default). `mark`, if
         given, is called as mark(step, group name) after each step (lengths, scan,
-        values), for a breakdown with CUDA events."""
+        values; or single), for a breakdown with CUDA events."""
         for i in range(len(self.groups)):
             self.launch(i, stream, mark)
 
@@ -218,7 +233,7 @@ class DeviceState:
         which the caller makes the same stream. Arguments are packed once per kernel
         (backend/launch.py); `through_numba` has Numba pack them every time."""
         g = self.groups[index][0]
-        for part in ("lengths", "values") if g.has_lists else ("values",):
+        for part in g.parts("cuda"):
             bound = self.bound(index, part)
             bound.through_numba(stream) if through_numba else bound(stream)
             if mark is not None:

@@ -114,7 +114,7 @@ class Bench:
         a GPU spin so that the events see device time only."""
         if self.dry:
             out = prog.run_cuda_simulated()
-            launches = sum(1 + 3 * g.has_lists for g in prog.groups)
+            launches = sum(g.launches("cuda") for g in prog.groups)
             return out, {"ms": float("nan"), "device_ms": float("nan"), "launches": launches}
         import torch
 
@@ -151,7 +151,12 @@ class Bench:
             enqueue_ms = (time.perf_counter() - t) * 1e3
             b.synchronize()
             dev_times.append(a.elapsed_time(b) / n)
+        torch.cuda.synchronize()
+        # the last of many launches wrote what the first did (a kernel that keeps state
+        # from launch to launch, as the one-pass kernel does, must leave it ready)
+        repeat_bad = check(out, dev.outputs())
         timing = {"ms": statistics.median(times), "p10_ms": float(np.percentile(times, 10)),
+                  "repeat_mismatches": repeat_bad[:10],
                   "p90_ms": float(np.percentile(times, 90)),
                   "device_ms": statistics.median(dev_times), "host_enqueue_ms": host_ms,
                   "device_runs": n, "spin_covered_enqueue": enqueue_ms < spin_ms,
@@ -239,25 +244,17 @@ def bench_pipelines(b: Bench, bw: float, check_rows: int, sizes: list[int],
         for rows in sizes:
             rows = min(rows, cap) if cap else rows
             inp = synthetic_inputs(p, rows, b.rng, zipf_a=0)
-            # "fused": long lists a warp per row (the default since commit dbb48b1; in
-            # ops_h200_run7.json, made before, "fused" is a thread per row and
-            # "fused-warp" a warp), "fused-thread": a thread per row
-            variants = {"fused": [FusedGroup(p, p.order, "all", **LAUNCH)],
-                        "fused-thread": [FusedGroup(p, p.order, "all", warp_rows=False,
-                                                    **LAUNCH)],
-                        "fused-mod": [FusedGroup(p, p.order, "all", division="mod", **LAUNCH)],
-                        # registers capped at 32 a thread (FusedGroup.max_registers)
-                        "fused-r32": [FusedGroup(p, p.order, "all", max_registers=32,
-                                                 **LAUNCH)],
-                        "unfused": [FusedGroup(p, [n], n, **LAUNCH) for n in p.order]}
+            variants = {label: [variant_group(p, label)] for label in keep
+                        if label != "unfused"}
+            if "unfused" in keep:
+                variants["unfused"] = [FusedGroup(p, [n], n, **LAUNCH) for n in p.order]
             if len(p.nodes) > 300 and rows > 1_000_000:
-                # 442 materialised columns at 4M rows exhausted the host (run 2): skip
-                del variants["unfused"]
-            variants = {k: v for k, v in variants.items() if k in keep}
+                # 442 materialised columns at 4M rows exhaust the host's memory: skip
+                variants.pop("unfused", None)
             for label, groups in variants.items():
                 out, timing = b.run_gpu(PipelineProgram(p, groups, inp),
-                                        breakdown=label == "fused")
-                if label == "fused-r32":  # checked like the default kernel: same rows
+                                        breakdown=label in ("fused", "fused-1pass"))
+                if label != "fused":  # checked like the default kernel: other rows
                     ref_rows = np.sort(b.rng.choice(rows, min(sample, rows), replace=False))
                     bad = check(run_numpy(p, {k: take_rows(v, ref_rows)
                                               for k, v in inp.items()}), out, ref_rows)
@@ -268,6 +265,34 @@ def bench_pipelines(b: Bench, bw: float, check_rows: int, sizes: list[int],
                 b.save({"kind": "pipeline-time", "pipeline": name, "variant": label,
                         "rows": rows, "bytes": moved, **timing, "registers": regs,
                         "bw_fraction": moved / (timing["device_ms"] * 1e-3) / bw})
+
+
+VARIANT_PARTS = {
+    "1pass": ("single_pass", True),  # lengths, scan and values in one launch
+    "thread": ("warp_rows", False),  # a thread per row, long lists too
+    "mod": ("division", "mod"),  # sigrid_hash's floor-mod as a 64-bit %
+}
+"""A variant label's parts after "fused": FusedGroup knobs set away from the default;
+"tileN" (tiles of N rows) and "rN" (registers capped at N a thread) take a number."""
+
+
+def variant_group(p: Pipeline, label: str) -> FusedGroup:
+    """The whole pipeline as one group, knobs from `label` ("fused", "fused-1pass",
+    "fused-tile2048-r64", ...); an unknown part is an error naming it."""
+    knobs: dict = {}
+    for part in label.split("-")[1:]:
+        if part in VARIANT_PARTS:
+            knobs[VARIANT_PARTS[part][0]] = VARIANT_PARTS[part][1]
+        elif part.startswith("tile") and part[4:].isdigit():
+            knobs["tile_rows"] = int(part[4:])
+        elif part.startswith("r") and part[1:].isdigit():
+            knobs["max_registers"] = int(part[1:])
+        else:
+            raise SystemExit(f"--variants: {label!r}: {part!r} is not one of "
+                             f"{', '.join(VARIANT_PARTS)}, tileN, rN")
+    if not label.startswith("fused"):
+        raise SystemExit(f"--variants: {label!r} is not fused[-part...] or unfused")
+    return FusedGroup(p, p.order, "all", **knobs, **LAUNCH)
 
 
 def bench_launch_shapes(b: Bench, bw: float, rows: int) -> None:
@@ -334,7 +359,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--dry-run", action="store_true")
     ap.add_argument("--only", default="ceiling,ops,pipelines,shapes,cpu")
     ap.add_argument("--pipelines", default=",".join(PIPELINES))
-    ap.add_argument("--variants", default="fused,fused-mod,unfused")
+    ap.add_argument("--variants", default="fused,fused-1pass,fused-mod,unfused",
+                    help="comma-separated: unfused, or fused with any of -1pass, -thread, "
+                         "-mod, -tileN (tiles of N rows), -rN (N registers a thread at "
+                         "most), e.g. fused-tile2048-r64")
     ap.add_argument("--check-rows", type=int, default=10_000_000)
     args = ap.parse_args(argv)
     dry = args.dry_run

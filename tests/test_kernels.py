@@ -80,7 +80,8 @@ def test_list_op(op, params, data, nulls):
     p = _list_op_pipeline(op, params)
     col = list_column(data, valid=[not n for n in nulls[: len(data)]])
     order = list(p.order)
-    compare_all(p, {"x": col}, [order])  # fused chain: fill_null -> op (-> cast)
+    # fused chain: fill_null -> op (-> cast), in one pass on CUDA
+    compare_all(p, {"x": col}, [order], single_pass=True)
     compare_all(p, {"x": col}, [[n] for n in order])  # one plain kernel per op
 
 
@@ -117,7 +118,8 @@ def test_preset_pipelines_fused_and_split(name):
     p = spec.pipeline_preset(name)
     rng = np.random.default_rng(7)
     inputs = synthetic_inputs(p, 120, rng, vary_lengths=True)
-    compare_all(p, inputs, [list(p.order)], blocks=5, threads=16)
+    compare_all(p, inputs, [list(p.order)], blocks=5, threads=16,
+                single_pass=name == "kaggle")
     # split: every fill_null in a first group, the rest in a second (intermediates in memory)
     fills = [n for n in p.order if n.startswith("fill_")]
     rest = [n for n in p.order if not n.startswith("fill_")]
@@ -164,7 +166,8 @@ def test_warp_per_row_mapping_when_enabled(monkeypatch):
     g = FusedGroup(p, p.order, warp_rows=True)
     assert len(warp_slots(g)) > 2
     inputs = synthetic_inputs(p, 60, np.random.default_rng(3), vary_lengths=True)
-    compare_all(p, inputs, [list(p.order)], blocks=3, threads=64, warp_rows=True)
+    compare_all(p, inputs, [list(p.order)], blocks=3, threads=64, warp_rows=True,
+                single_pass=True)
     compare_all(p, inputs, [list(p.order)], blocks=3, threads=64, warp_rows=False)
 
 
@@ -232,7 +235,7 @@ def test_unrolled_values_kernel_equals_reference(monkeypatch, name, rows, unroll
     p = spec.pipeline_preset(name)
     inputs = synthetic_inputs(p, rows, np.random.default_rng(5), vary_lengths=True)
     compare_all(p, inputs, [list(p.order)], blocks=3, threads=64, warp_rows=warp_rows,
-                unroll=unroll)
+                unroll=unroll, single_pass=warp_rows)
     src = FusedGroup(p, p.order, warp_rows=warp_rows, unroll=unroll).kernel("values", "cuda")
     assert src is not FusedGroup(p, p.order, warp_rows=warp_rows).kernel("values", "cuda")
 
@@ -241,3 +244,36 @@ def test_unroll_out_of_range_is_an_error():
     p = spec.pipeline_preset("kaggle")
     with pytest.raises(ValueError, match="unroll = 0: an integer in 1..8"):
         FusedGroup(p, p.order, unroll=0)
+
+
+def test_one_pass_kernel_across_many_tiles_and_launches():
+    """The one-pass kernel over tiles of 8 rows: each tile's offsets start where its
+    slot's earlier tiles end (the look-back), on lists of every length with nulls and
+    empty ones; a second launch over the same state gives the same outputs, and the
+    last block out leaves the counters zeroed for it and the epoch moved on."""
+    from corun.backend.columns import equal
+    from corun.backend.runner import PipelineProgram, run_numpy
+
+    p = pipeline_of([OpNode("f", OpKind.FILL_NULL, "x", {"value": 3}),
+                     OpNode("g", OpKind.NGRAM, "f", {"n": 2}),
+                     OpNode("h", OpKind.SIGRID_HASH, "g", {"salt": 1, "max_value": 97}),
+                     OpNode("o", OpKind.FIRSTX, "h", {"x": 4}),
+                     OpNode("c", OpKind.CLAMP_LIST, "f", {"lo": -3, "hi": 9})],
+                    INT_LIST_NULL, ["o", "c"])
+    rng = np.random.default_rng(11)
+    data = [list(rng.integers(-9, 9, rng.integers(0, 7))) for _ in range(150)]
+    inputs = {"x": list_column(data, valid=list(rng.random(150) > 0.2))}
+    group = FusedGroup(p, p.order, "g", blocks=3, threads_per_block=8, single_pass=True,
+                       tile_rows=8)
+    assert group.parts("cuda") == ("single",) and group.launches("cuda") == 1
+    assert group.parts("cpu") == ("lengths", "values") and group.launches("cpu") == 4
+    program = PipelineProgram(p, [group], inputs)
+    ref = run_numpy(p, inputs)
+    for launch in (1, 2):
+        got = program.run_cuda_simulated()
+        for name in ("o", "c"):
+            ok, row = equal(ref[name], got[name])
+            assert ok, f"launch {launch}, {name}: row {row}"
+        state = program.tile_state(0)
+        assert state[0] == state[1] == 0 and state[2] == launch
+        assert len(state) == 3 + 2 * 19  # two slots of 150 / 8 -> 19 tiles
