@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from corun.spec import Measurement, Prediction, SpecError
+from corun.spec.hardware import preset_of_device
 from corun.spec.serde import loads, read_document, schema_tag
 
 
@@ -24,11 +25,25 @@ def key(x: Prediction | Measurement) -> tuple:
     return (x.strategy, x.model, x.pipeline, x.batch_per_gpu, x.gpu_count)
 
 
-def load_files(paths: list[str]) -> tuple[list[Prediction], list[Measurement]]:
+@dataclass(frozen=True)
+class Inputs:
+    """The predictions and measurements of a report, and the file each came from."""
+
+    predictions: list[Prediction]
+    measurements: list[Measurement]
+    paths: dict[int, str] = field(default_factory=dict)
+    """id() of each prediction and measurement -> its file, as given."""
+
+    def path(self, x: Prediction | Measurement) -> str:
+        return self.paths.get(id(x), "?")
+
+
+def load_files(paths: list[str]) -> Inputs:
     """Each file by its schema tag; anything else is an error naming the file. A folder
     (`corun tune`'s output, a plan folder) gives its *.json files that are predictions or
     measurements, and leaves the rest (tune.json, plans) aside."""
     found: dict[type, list] = {Prediction: [], Measurement: []}
+    sources: dict[int, str] = {}
     kinds = {schema_tag(cls): cls for cls in found}
     for path in paths:
         folder = Path(path).is_dir()
@@ -38,19 +53,33 @@ def load_files(paths: list[str]) -> tuple[list[Prediction], list[Measurement]]:
             doc = read_document(file)
             tag = doc.get("schema") if isinstance(doc, dict) else None
             if tag in kinds:
-                found[kinds[tag]].append(loads(kinds[tag], doc, str(file)))
+                value = loads(kinds[tag], doc, str(file))
+                found[kinds[tag]].append(value)
+                sources[id(value)] = str(file)
                 taken += 1
             elif not folder:
                 raise SpecError(f"{file}.schema", tag, " or ".join(map(repr, kinds)))
         if folder and not taken:
             raise SpecError("report inputs", str(path), "a folder holding prediction or "
                             "measurement files (corun plan --out, corun tune -o)")
-    return found[Prediction], found[Measurement]
+    return Inputs(found[Prediction], found[Measurement], sources)
 
 
-def pair_up(preds: list[Prediction], meas: list[Measurement]) -> list[Pair]:
+def gpu_kind(hardware: str) -> str | None:
+    """The hardware preset a prediction's GPU or a measurement's device names (`H100-SXM`,
+    `NVIDIA H100 80GB HBM3` -> h100); None for a CPU or a device of no preset."""
+    try:
+        return preset_of_device(hardware)
+    except SpecError:
+        return None
+
+
+def pair_up(inputs: Inputs) -> list[Pair]:
     """Match each measurement to the prediction of the same strategy, model, pipeline,
-    batch and GPU count; a measurement without one is an error that says what differs."""
+    batch and GPU count; a measurement without one is an error that says what differs,
+    and so is one made on another kind of device than its prediction is for (an H200
+    prediction is never compared with a CPU run)."""
+    preds, meas = inputs.predictions, inputs.measurements
     by_key = {key(p): p for p in preds}
     pairs = []
     for m in meas:
@@ -69,6 +98,12 @@ def pair_up(preds: list[Prediction], meas: list[Measurement]) -> list[Pair]:
                             f"{m.batch_per_gpu} x{m.gpu_count}",
                             f"a prediction of the same strategy, model, pipeline, batch and "
                             f"GPU count{hint}")
+        kind = gpu_kind(m.hardware)
+        if kind is None or kind != gpu_kind(p.hardware):
+            raise SpecError(f"{inputs.path(m)}: hardware", m.hardware,
+                            f"the GPU its prediction {inputs.path(p)} is for ({p.hardware}): "
+                            "a run on other hardware is not compared with it (predict for "
+                            "that hardware: --hardware, --machine)")
         pairs.append(Pair(p, m))
     return pairs
 

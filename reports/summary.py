@@ -63,13 +63,14 @@ def _tail_section(meas: list) -> list[str]:
 
 def report(paths: list[str], out: Path) -> Path:
     """Draw every figure the inputs allow and write summary.md; returns its path."""
-    preds, meas = load_files(paths)
+    inputs = load_files(paths)
+    preds, meas = inputs.predictions, inputs.measurements
     if not preds:
         raise SpecError("report inputs", len(paths), "at least one Prediction file")
-    pairs = pair_up(preds, meas)
+    pairs = pair_up(inputs)
     lines = ["# corun report", "",
              f"{len(preds)} prediction(s), {len(meas)} measurement(s): "
-             + ", ".join(Path(p).name for p in paths), ""]
+             + ", ".join(f"`{p}`" for p in paths), ""]
     paired = {id(p.prediction) for p in pairs}
     alone = [p for p in preds if id(p) not in paired]
     if alone:

@@ -22,7 +22,7 @@ throughput, not its median, so a report that compared median steps would say 2.0
 def measurement_of(p: spec.Prediction, factor: float) -> spec.Measurement:
     spread = lambda ms: spec.Spread(ms, 0.95 * ms, 1.05 * ms)  # noqa: E731
     return spec.Measurement(
-        strategy=p.strategy, model=p.model, pipeline=p.pipeline, hardware="fixture",
+        strategy=p.strategy, model=p.model, pipeline=p.pipeline, hardware="NVIDIA H200",
         gpu_count=p.gpu_count, batch_per_gpu=p.batch_per_gpu, iterations=200, warmup=20,
         iteration=spread(p.iteration_time_ms * STEADY_STEP),
         throughput_samples_per_s=p.throughput_samples_per_s / factor,
@@ -48,8 +48,8 @@ def files(tmp_path):
 
 
 def test_pairs_and_scatter(files):
-    preds, meas = load_files(files)
-    pairs = pair_up(preds, meas)
+    inputs = load_files(files)
+    preds, pairs = inputs.predictions, pair_up(inputs)
     assert [p.measurement.strategy for p in pairs] == ["ideal", "gpu-sequential"]
     fig = figures.scatter(pairs)
     left, right = fig.axes
@@ -60,7 +60,7 @@ def test_pairs_and_scatter(files):
 
 
 def test_stage_bars_and_timeline(files):
-    pairs = pair_up(*load_files(files))
+    pairs = pair_up(load_files(files))
     ax = figures.stage_bars(pairs).axes[0]
     assert len(ax.patches) == 2 * 2 * len(pairs[0].prediction.stages)
     tl = figures.timeline(pairs[1]).axes[0]
@@ -73,7 +73,7 @@ def test_report_command_and_markdown_numbers(files, tmp_path, capsys):
     assert main(["report", *files, "--out", str(out)]) == 0
     text = (out / "summary.md").read_text()
     assert "Iteration time MAPE: 9.1% over 2 run(s), each a mean iteration" in text
-    preds, _ = load_files(files)
+    preds = load_files(files).predictions
     for p in preds:
         row = next(line for line in text.splitlines() if line.startswith(f"| {p.strategy} |")
                    and "criteo" in line)
@@ -99,7 +99,7 @@ def test_slow_iterations_are_taken_apart(files, tmp_path):
     per = {"iteration": tuple(5.0 + w for w in waits), "batch_wait": tuple(waits),
            "busy": (4.9,) * n, "host_step": (4.0,) * n,
            "start_k0": tuple(0.5 + w for w in waits)}  # a position in the step, not a time
-    preds, meas = load_files(files)
+    meas = load_files(files).measurements
     tailed = replace(meas[0], per_iteration=per)
     t = tail(tailed)
     assert t.typical_ms == pytest.approx(5.0) and t.slow_ms == pytest.approx(8.0)
@@ -120,7 +120,7 @@ def test_slow_iterations_are_taken_apart(files, tmp_path):
 
 
 def test_mismatched_and_malformed_inputs(files, tmp_path, capsys):
-    _, meas = load_files(files)
+    meas = load_files(files).measurements
     other = replace(meas[0], model="criteo-terabyte", pipeline="terabyte")
     bad = tmp_path / "other.json"
     save(other, bad)
@@ -129,6 +129,15 @@ def test_mismatched_and_malformed_inputs(files, tmp_path, capsys):
     err = capsys.readouterr().err
     assert "criteo-terabyte/terabyte" in err and "the prediction for 'ideal' is of " \
         "criteo-kaggle/kaggle" in err
+    for device in ("cpu", "NVIDIA H100 80GB HBM3"):  # an H200 prediction, another device
+        elsewhere = tmp_path / "elsewhere" / "meas.json"
+        elsewhere.parent.mkdir(exist_ok=True)
+        save(replace(meas[0], hardware=device), elsewhere)
+        assert main(["report", *preds_only, str(elsewhere), "--out",
+                     str(tmp_path / "r")]) == 2
+        err = capsys.readouterr().err
+        assert f"{elsewhere}: hardware = {device!r}" in err and "pred-ideal.json" in err
+        assert "(H200)" in err and not (tmp_path / "r").exists()
     junk = tmp_path / "junk.json"
     junk.write_text(json.dumps({"schema": "corun.plan/1"}))
     assert main(["report", str(junk), "--out", str(tmp_path / "r")]) == 2
