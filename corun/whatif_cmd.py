@@ -24,8 +24,9 @@ class Point:
     ideal_samples_per_s: float
     planned_samples_per_s: float
     of_ideal: float
-    cpu_cores_to_match: int
-    """Smallest cpu:N whose throughput reaches the plan's (MAX_CORES + 1: none does)."""
+    cpu_cores_to_match: int | None
+    """Smallest cpu:N whose throughput reaches the plan's; None where no cpu:N up to
+    MAX_CORES does (an empty cell in the CSV, `none` in the table)."""
     plan: str
     """What corun's plan does, in a few words (plan_summary)."""
     converged: bool = True
@@ -142,9 +143,8 @@ def plan_point(hw_name: str, gpus: int, batch: int, model_name: str, pipe_name: 
     lo, hi = 0, 1  # cpu(lo) < planned <= cpu(hi), found by doubling then bisection
     while hi <= MAX_CORES and cpu(hi) < planned * (1 - 1e-9):
         lo, hi = hi, hi * 2
-    if hi > MAX_CORES:
-        need = MAX_CORES + 1
-    else:
+    need: int | None = None
+    if hi <= MAX_CORES:
         while hi - lo > 1:
             mid = (lo + hi) // 2
             if cpu(mid) >= planned * (1 - 1e-9):
@@ -203,6 +203,6 @@ def run(args: argparse.Namespace) -> int:
     with staged_folder(args.out, command_line()) as out:
         write_atomic(out / "whatif.csv", buf.getvalue())
         write_atomic(out / "whatif.md", text)
-        heatmaps(points, out)
+        heatmaps(points, out, args.model, args.pipeline)
     print(text)
     return 0

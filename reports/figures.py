@@ -25,8 +25,16 @@ def save(fig: Figure, out: Path, name: str) -> list[Path]:
     return paths
 
 
-def _identity_panel(ax, pts: list[tuple[float, float]], what: str, unit: str) -> None:
-    """(predicted, measured) points against y = x with a ±5% band; MAPE in the title."""
+MARKERS = "osD^vPX*<>ph"
+"""One marker per workload in a scatter (they repeat past a dozen)."""
+
+
+def _identity_panel(ax, pts: list[tuple[float, float]], what: str, unit: str,
+                    strategy: list[str] | None = None,
+                    workload: list[str] | None = None) -> None:
+    """(predicted, measured) points against y = x with a ±5% band; MAPE in the title.
+    With `strategy` and `workload` (one label per point), a colour per strategy and a
+    marker per workload, each in its own legend."""
     xs = [m for _, m in pts]
     ys = [p for p, _ in pts]
     lo = 0.0 if unit == "ms" else min(xs + ys) * 0.98
@@ -34,24 +42,55 @@ def _identity_panel(ax, pts: list[tuple[float, float]], what: str, unit: str) ->
     ax.fill_between([lo, hi], [lo * (1 - BAND), hi * (1 - BAND)],
                     [lo * (1 + BAND), hi * (1 + BAND)], color="0.9", label="±5%")
     ax.plot([lo, hi], [lo, hi], color="0.4", lw=1, label="y = x")
-    ax.scatter(xs, ys, s=12 if len(pts) > 100 else 18, label=what)
+    size = 14 if len(pts) > 100 else 24
+    if strategy is None or workload is None:
+        ax.scatter(xs, ys, s=size, label=what)
+        ax.legend(loc="upper left", fontsize=8)
+    else:
+        colors = {k: plt.get_cmap("tab10")(i % 10)
+                  for i, k in enumerate(dict.fromkeys(sorted(strategy)))}
+        marks = {k: MARKERS[i % len(MARKERS)]
+                 for i, k in enumerate(dict.fromkeys(sorted(workload)))}
+        for (k, w) in dict.fromkeys(zip(strategy, workload)):
+            pick = [i for i, kw in enumerate(zip(strategy, workload)) if kw == (k, w)]
+            ax.scatter([xs[i] for i in pick], [ys[i] for i in pick], s=size,
+                       color=colors[k], marker=marks[w], alpha=0.85, edgecolor="none")
+        band = ax.legend(loc="upper left", fontsize=8)
+        ax.add_artist(band)
+        handles = [plt.Line2D([], [], ls="", marker="o", color=c, label=k)
+                   for k, c in colors.items()]
+        handles += [plt.Line2D([], [], ls="", marker=m, color="0.35", label=w)
+                    for w, m in marks.items()]
+        ax.legend(handles=handles, loc="lower right", fontsize=7, title="strategy; workload",
+                  title_fontsize=7, ncol=1 + len(handles) // 12)
     ax.set_xlim(lo, hi)
     ax.set_ylim(lo, hi)
     ax.set_xlabel(f"measured ({unit})")
     ax.set_ylabel(f"predicted ({unit})")
     ax.set_title(f"{what}: MAPE {mape(pts):.1f}% ({len(pts)} points)")
-    ax.legend(loc="upper left", fontsize=8)
+
+
+def workload_label(pair: Pair) -> str:
+    m = pair.measurement
+    return f"{m.model}/{m.pipeline} b{m.batch_per_gpu} x{m.gpu_count}"
 
 
 def scatter(pairs: list[Pair]) -> Figure:
     """Predicted against measured: mean iteration time (left; the throughputs') and
-    per-stage time (right; medians), with y = x, a ±5% band and the MAPE in each title."""
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.8))
+    per-stage time (right; medians), with y = x, a ±5% band and the MAPE in each title;
+    a colour per strategy, a marker per workload."""
+    fig, axes = plt.subplots(1, 2, figsize=(12, 5.2))
     it = iteration_points(pairs)
-    stages = [(s.time_ms, p.measurement.stages[s.stage].median_ms)
-              for p in pairs for s in p.prediction.stages if s.stage in p.measurement.stages]
-    _identity_panel(axes[0], it, "iteration time", "ms")
-    _identity_panel(axes[1], stages, "per-stage time", "ms")
+    stages, of = [], []
+    for p in pairs:
+        for s in p.prediction.stages:
+            if s.stage in p.measurement.stages:
+                stages.append((s.time_ms, p.measurement.stages[s.stage].median_ms))
+                of.append(p)
+    _identity_panel(axes[0], it, "iteration time", "ms",
+                    [p.prediction.strategy for p in pairs], [workload_label(p) for p in pairs])
+    _identity_panel(axes[1], stages, "per-stage time", "ms",
+                    [p.prediction.strategy for p in of], [workload_label(p) for p in of])
     fig.tight_layout()
     return fig
 
@@ -68,26 +107,42 @@ def heldout_scatter(pred: dict, true: dict) -> Figure:
     return fig
 
 
+STAGE_ROWS = 30
+"""The most runs a stage figure shows (the rest by the largest iteration error): it fits
+a page; every run stays in the summary's table and its trace."""
+
+
 def stage_bars(pairs: list[Pair]) -> Figure:
-    """Per plan, stacked stage times: predicted beside measured."""
-    fig, ax = plt.subplots(figsize=(max(6, 1.6 * len(pairs)), 4.8))
-    stages = [s.stage for s in pairs[0].prediction.stages] if pairs else []
+    """Per run, stacked stage times as horizontal bars, predicted above measured (hatched),
+    at most STAGE_ROWS runs, so that the figure fits a page."""
+    error = [abs(p.prediction.mean_iteration_ms / p.measurement.mean_iteration_ms - 1)
+             for p in pairs]
+    keep = sorted(sorted(range(len(pairs)), key=lambda i: -error[i])[:STAGE_ROWS])
+    shown = [pairs[i] for i in keep]
+    fig, ax = plt.subplots(figsize=(11, 1.6 + 0.42 * len(shown)))
+    stages = list(dict.fromkeys(s.stage for p in shown for s in p.prediction.stages))
     colors = plt.get_cmap("tab20")
-    for i, pair in enumerate(pairs):
+    for i, pair in enumerate(shown):
         for j, (which, vals) in enumerate((
                 ("predicted", {s.stage: s.time_ms for s in pair.prediction.stages}),
                 ("measured", {k: v.median_ms for k, v in pair.measurement.stages.items()}))):
-            bottom = 0.0
+            left = 0.0
             for k, st in enumerate(stages):
                 v = vals.get(st, 0.0)
-                ax.bar(i + (j - 0.5) * 0.38, v, 0.36, bottom=bottom, color=colors(k % 20),
-                       label=st if i == 0 and j == 0 else None,
-                       hatch="//" if which == "measured" else None, edgecolor="white")
-                bottom += v
-    ax.set_xticks(range(len(pairs)), [p.label for p in pairs], rotation=20, ha="right",
-                  fontsize=8)
-    ax.set_ylabel("time per iteration (ms); left predicted, right (hatched) measured")
-    ax.legend(fontsize=7, ncol=2, loc="upper left", bbox_to_anchor=(1, 1))
+                ax.barh(i + (j - 0.5) * 0.4, v, 0.38, left=left, color=colors(k % 20),
+                        label=st if i == 0 and j == 0 else None,
+                        hatch="//" if which == "measured" else None, edgecolor="white",
+                        linewidth=0.5)
+                left += v
+    ax.set_yticks(range(len(shown)), [p.label for p in shown], fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel("ms an iteration, stages stacked (upper bar predicted, lower hatched "
+                  "measured)")
+    title = "Training stages, predicted and measured"
+    if len(shown) < len(pairs):
+        title += f": the {len(shown)} of {len(pairs)} runs with the largest error"
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=7, ncol=1, loc="upper left", bbox_to_anchor=(1.01, 1))
     fig.tight_layout()
     return fig
 
@@ -127,22 +182,38 @@ def timeline(pair: Pair) -> Figure:
 
 
 def strategies(preds: list[Prediction], measured: dict[str, float] | None = None) -> Figure:
-    """Throughput of each strategy as a share of ideal (predicted; measured beside)."""
+    """Throughput of each strategy as a share of ideal: predicted (filled) and measured
+    (hollow) dots on an axis that spans the values, so gaps of a few percent show."""
     ideal = next((p for p in preds if p.strategy == "ideal"), None)
     if ideal is None:
         raise ValueError("strategy comparison needs the 'ideal' prediction")
-    fig, ax = plt.subplots(figsize=(max(6, 1.1 * len(preds)), 4))
+    measured = measured or {}
     names = [p.strategy for p in preds]
     pct = [100 * p.throughput_samples_per_s / ideal.throughput_samples_per_s for p in preds]
-    ax.bar([i - 0.2 for i in range(len(preds))], pct, 0.4, label="predicted")
-    if measured:
-        base = measured.get("ideal")
-        vals = [100 * measured[n] / base if base and n in measured else 0 for n in names]
-        ax.bar([i + 0.2 for i in range(len(preds))], vals, 0.4, label="measured")
-    ax.axhline(100, color="0.4", lw=1)
-    ax.set_xticks(range(len(preds)), names, rotation=20, ha="right")
-    ax.set_ylabel("throughput, % of ideal")
-    ax.set_title(f"{ideal.model} / {ideal.pipeline} on {ideal.gpu_count} x {ideal.hardware}")
-    ax.legend()
+    base = measured.get("ideal")
+    got = {n: 100 * measured[n] / base for n in names if base and n in measured}
+    fig, ax = plt.subplots(figsize=(8, 1.4 + 0.4 * len(preds)))
+    ax.scatter(pct, range(len(preds)), s=40, color="tab:blue", label="predicted", zorder=3)
+    for i, v in enumerate(pct):
+        ax.annotate(f"{v:.1f}%", (v, i), textcoords="offset points", xytext=(6, 4),
+                    fontsize=8, color="tab:blue")
+    if got:
+        ys = [i for i, n in enumerate(names) if n in got]
+        ax.scatter([got[names[i]] for i in ys], ys, s=40, facecolor="none",
+                   edgecolor="tab:orange", linewidth=1.5, label="measured", zorder=3)
+        for i in ys:
+            ax.annotate(f"{got[names[i]]:.1f}%", (got[names[i]], i), textcoords="offset points",
+                        xytext=(6, -10), fontsize=8, color="tab:orange")
+    values = pct + list(got.values()) + [100.0]
+    span = max(values) - min(values)
+    ax.set_xlim(min(values) - 0.08 * span - 0.5, max(values) + 0.15 * span + 0.5)
+    ax.axvline(100, color="0.5", lw=1, ls="--")
+    ax.set_yticks(range(len(preds)), names)
+    ax.invert_yaxis()
+    ax.grid(axis="x", color="0.9")
+    ax.set_xlabel("throughput, % of ideal")
+    ax.set_title(f"{ideal.model} / {ideal.pipeline}, batch {ideal.batch_per_gpu} on "
+                 f"{ideal.gpu_count} x {ideal.hardware}", fontsize=10)
+    ax.legend(fontsize=8, loc="best")
     fig.tight_layout()
     return fig

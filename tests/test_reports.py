@@ -55,14 +55,25 @@ def test_pairs_and_scatter(files):
     left, right = fig.axes
     assert left.get_xlabel() == "measured (ms)" and left.get_ylabel() == "predicted (ms)"
     assert "MAPE 9.1% (2 points)" in left.get_title()
-    assert len(left.collections[-1].get_offsets()) == 2
-    assert len(right.collections[-1].get_offsets()) == 2 * len(preds[0].stages)
+    # a series per strategy (the band is the first collection), coloured apart
+    dots = left.collections[1:]
+    assert [len(c.get_offsets()) for c in dots] == [1, 1]
+    assert len({tuple(c.get_facecolor()[0]) for c in dots}) == 2
+    assert sum(len(c.get_offsets()) for c in right.collections[1:]) == \
+        2 * len(preds[0].stages)
+    legend = [t.get_text() for t in left.get_legend().get_texts()]
+    assert legend == ["gpu-sequential", "ideal", "criteo-kaggle/kaggle b4096 x1"]
 
 
 def test_stage_bars_and_timeline(files):
     pairs = pair_up(load_files(files))
     ax = figures.stage_bars(pairs).axes[0]
     assert len(ax.patches) == 2 * 2 * len(pairs[0].prediction.stages)
+    many = figures.stage_bars(pairs * 40)  # 80 runs: the worst 30 shown, on one page
+    assert len(many.axes[0].get_yticklabels()) == figures.STAGE_ROWS
+    assert "the 30 of 80 runs" in many.axes[0].get_title()
+    width, height = many.get_size_inches()
+    assert width == 11 and height < 15
     tl = figures.timeline(pairs[1]).axes[0]
     assert [t.get_text() for t in tl.get_yticklabels()] == ["measured", "predicted kernels",
                                                             "predicted"]
@@ -117,6 +128,21 @@ def test_slow_iterations_are_taken_apart(files, tmp_path):
     row = next(line for line in text.splitlines() if "| 5.000 | 8.000 |" in line)
     assert row.startswith(f"| {tailed.strategy} |") and "batch_wait +3.00" in row
     assert text.count("| 5.000 | 8.000 |") == 1  # the flat run has no row
+
+
+def test_strategies_axis_spans_the_values(files):
+    """Strategies a few percent apart stay apart: the axis spans the values, not 0-100%."""
+    inputs = load_files(files)
+    preds = inputs.predictions
+    measured = {p.strategy: p.throughput_samples_per_s * 0.97 for p in preds}
+    measured["ideal"] = next(p for p in preds if p.strategy == "ideal").throughput_samples_per_s
+    ax = figures.strategies(preds, measured).axes[0]
+    lo, hi = ax.get_xlim()
+    assert lo > 50 and hi < 110
+    assert [t.get_text() for t in ax.get_yticklabels()] == [p.strategy for p in preds]
+    ideal = measured["ideal"]
+    assert {f"{100 * measured[p.strategy] / ideal:.1f}%" for p in preds} <= \
+        {t.get_text() for t in ax.texts}
 
 
 def test_mismatched_and_malformed_inputs(files, tmp_path, capsys):
@@ -189,7 +215,8 @@ def test_whatif_grid(tmp_path, capsys):
     direct = plan_point("h200", 1, 4096, "criteo-kaggle", "kaggle", 60)
     assert (rows[0]["plan"], float(rows[0]["planned_samples_per_s"])) == \
         (direct.plan, pytest.approx(direct.planned_samples_per_s))
-    assert int(rows[0]["cpu_cores_to_match"]) == direct.cpu_cores_to_match >= 1
+    # the eager b4096 step is the host's: no cpu:N matches, an empty cell (no sentinel)
+    assert direct.cpu_cores_to_match is None and rows[0]["cpu_cores_to_match"] == ""
     assert f"{direct.planned_samples_per_s:,.0f}" in (out / "whatif.md").read_text()
     # what paces ideal's step, and its stages by GPU kind: the eager b4096 step on one H200
     # is the host's (costmodel/host.py); the A100's GPU side is slower than the H200's
@@ -219,7 +246,7 @@ def test_whatif_table_says_when_no_cpu_count_matches():
     from corun.whatif_cmd import Point
 
     matched = Point("h200", "nvlink4", 1, 8192, 2.0e6, 2.0e6, 1.0, 7, "1 GPU kernel")
-    none = replace(matched, batch=4096, of_ideal=0.893, cpu_cores_to_match=MAX_CORES + 1)
+    none = replace(matched, batch=4096, of_ideal=0.893, cpu_cores_to_match=None)
     text = markdown([matched], "m", "p")
     assert "| 7 |" in text and "none" not in text
     text = markdown([matched, none], "m", "p")
@@ -265,3 +292,33 @@ def test_what_paces_a_step():
     assert pace(3.7, 2.8, 0.0) == "host"
     assert pace(1.0, 2.8, 0.5) == "gpu"
     assert pace(1.0, 1.0, 2.0) == "link"
+
+
+def test_whatif_heatmaps_share_one_scale_and_say_none(tmp_path):
+    """Every panel of a metric on one colour scale with a colorbar, the workload in the
+    title, and no sentinel: a point no cpu:N matches is a grey cell that says none."""
+    from dataclasses import replace
+
+    from corun.reports.whatif import heatmap, heatmaps
+
+    from corun.whatif_cmd import Point
+
+    a = Point("h200", "nvlink4", 1, 4096, 2.0e6, 1.9e6, 0.95, 12, "1 GPU kernel")
+    points = [a, replace(a, batch=8192, of_ideal=0.99, cpu_cores_to_match=None),
+              replace(a, hardware="a100", interconnect="nvlink3", of_ideal=0.80),
+              replace(a, hardware="a100", interconnect="nvlink3", batch=8192, of_ideal=0.85,
+                      converged=False)]
+    fig = heatmap(points, "of_ideal", "criteo-kaggle", "kaggle")
+    panels = [ax for ax in fig.axes if ax.images]
+    assert len(panels) == 2 and len(fig.axes) == 3  # two panels and their colorbar
+    limits = {(ax.images[0].norm.vmin, ax.images[0].norm.vmax) for ax in panels}
+    assert limits == {(0.80, 0.99)}
+    assert fig._suptitle.get_text().startswith("criteo-kaggle / kaggle: planned throughput")
+    assert "(*: search not converged)" in fig._suptitle.get_text()
+    texts = [t.get_text() for ax in panels for t in ax.texts]
+    assert texts == ["95.0%", "99.0%", "80.0%", "85.0% *"]
+    cores = heatmap(points, "cpu_cores_to_match", "criteo-kaggle", "kaggle")
+    cells = [t for ax in cores.axes if ax.images for t in ax.texts]
+    assert [t.get_text() for t in cells] == ["12", "none", "12", "12 *"]
+    assert "8193" not in " ".join(t.get_text() for t in cells)
+    assert len(heatmaps(points, tmp_path, "criteo-kaggle", "kaggle")) == 6
