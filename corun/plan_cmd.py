@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import time
 
 from corun.out_folder import out_file, out_folder
 from corun.spec import SpecError
@@ -80,6 +81,7 @@ def run(args: argparse.Namespace) -> int:
     from corun.plan_dir import plan_file, runner_up_label
     from corun.planner import HEURISTICS, Judged, LocalSearch, SimJudge, runners_up
     from corun.planner.sm_cap import with_sm_cap
+    from corun.progress import bar, time_bar
     from corun.sim import EmbeddingComm, Scenario, Strategy, StrategyKind, simulate_steady
     from corun.simulate_cmd import (
         comparison_table,
@@ -113,15 +115,20 @@ def run(args: argparse.Namespace) -> int:
     base = calibrated(base, args.calibration, say)
     judge = SimJudge(base)
 
-    def progress(evals, best):
-        say(f"  {evals} plans simulated, best {best.throughput_samples_per_s:,.0f} samples/s "
-            f"({len(best.plan.kernels)} kernels)")
-
     say(f"planning {model.name}/{pipeline.name} on {hw.gpu_count} x {hw.gpu.name} "
         f"(time limit {args.time_limit:g} s) ...")
     heuristics = [(h, h().propose(judge, args.time_limit)) for h in HEURISTICS]
-    search = LocalSearch(progress)
-    chosen = search.propose(judge, args.time_limit)
+    # the bar runs over the time limit: the search stops there at the latest
+    with time_bar(args.time_limit, "plan search", args.quiet) as shown:
+        started = time.perf_counter()
+
+        def progress(evals, best):
+            shown.n = min(args.time_limit, time.perf_counter() - started)
+            shown.set_postfix_str(f"{evals} plans, best {best.throughput_samples_per_s:,.0f} "
+                                  f"samples/s, {len(best.plan.kernels)} kernels")
+
+        search = LocalSearch(progress)
+        chosen = search.propose(judge, args.time_limit)
     say(f"searched {judge.evaluations} plans "
         f"({'converged' if search.converged else 'stopped at the time limit'})")
     limit_note = time_limit_note(search.converged, judge.evaluations, args.time_limit)
@@ -137,9 +144,10 @@ def run(args: argparse.Namespace) -> int:
                    for i, j in enumerate(others, start=2)]
     chosen_at = len(strategies) - len(others) - 1
     results = []
-    for i, s in enumerate(strategies):
-        say(f"[{i + 1}/{len(strategies)}] simulating {s.label} ...")
-        results.append(simulate_steady(replace(base, strategy=s)))
+    with bar(len(strategies), "strategies simulated", args.quiet, "strategy") as shown:
+        for s in strategies:
+            results.append(simulate_steady(replace(base, strategy=s)))
+            shown.update(1)
     preds = [r.prediction for r in results]
 
     graphed = graphs_whatif(base, chosen.plan, preds, say)

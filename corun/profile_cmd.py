@@ -79,6 +79,7 @@ def run(args: argparse.Namespace) -> int:
         plan_kernels,
         sample_kernels,
     )
+    from corun.progress import bar
     from corun.spec import DEFAULT_MODEL_FOR, EmbeddingForward, Plan, load
     from corun.workload import resolve_hardware, resolve_model, resolve_pipeline
 
@@ -141,17 +142,20 @@ def run(args: argparse.Namespace) -> int:
                                               pipeline_for.get(model.name, "kaggle"))
             prof = Profiler(model, train_pipeline, hw, args.device, args.seed, say, trainer)
             trainer = prof.trainer
-            for spec in todo:
-                if time.time() - t0 > 60 * args.budget_minutes:
-                    say(f"time budget spent after {written} pairs: run again to go on")
-                    return 0
-                rows = [{**r, **({LEAD_ASKED: lead_key[0]} if lead_key else {})}
-                        for r in prof.profile(spec, args.reps, lead_ms)]
-                append_rows(path, rows)
-                done |= {row_key(r) for r in rows}
-                written += len(rows)
-                say(f"{model.name} b{b} {spec.name}: {len(rows)} pairs "
-                    f"({written} this run, {time.time() - t0:.0f} s)")
+            with bar(len(todo), f"{model.name} b{b} kernels", args.quiet,
+                     "kernel") as shown:
+                for spec in todo:
+                    if time.time() - t0 > 60 * args.budget_minutes:
+                        say(f"time budget spent after {written} pairs: run again to go on")
+                        return 0
+                    rows = [{**r, **({LEAD_ASKED: lead_key[0]} if lead_key else {})}
+                            for r in prof.profile(spec, args.reps, lead_ms)]
+                    append_rows(path, rows)
+                    done |= {row_key(r) for r in rows}
+                    written += len(rows)
+                    shown.update(1)
+                    say(f"{model.name} b{b} {spec.name}: {len(rows)} pairs "
+                        f"({written} this run, {time.time() - t0:.0f} s)")
     say(f"profile complete ({written} pairs this run): {path}")
     return 0
 

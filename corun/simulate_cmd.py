@@ -12,6 +12,7 @@ from corun.advice import shown
 from corun.format import table
 from corun.out_folder import out_file, out_folder
 from corun.plan_dir import prediction_file, trace_file
+from corun.progress import bar
 from corun.sim import (
     EmbeddingComm,
     Scenario,
@@ -125,9 +126,10 @@ def run(args: argparse.Namespace) -> int:
                                embedding_comm=EmbeddingComm(args.embedding_comm),
                                host_thread=args.host_thread), args.calibration, say)
     results: list[SimResult] = []
-    for i, s in enumerate(strategies):
-        say(f"[{i + 1}/{len(strategies)}] simulating {s.label} ...")
-        results.append(simulate_steady(replace(base, strategy=s)))
+    with bar(len(strategies), "strategies simulated", args.quiet, "strategy") as shown:
+        for s in strategies:
+            results.append(simulate_steady(replace(base, strategy=s)))
+            shown.update(1)
     preds = [r.prediction for r in results]
     if args.trace:
         results[0].write_trace(args.trace)

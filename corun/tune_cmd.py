@@ -216,6 +216,7 @@ def _tune(args, folder: Path, work: Workload, strategies: list[str]) -> int:
     from corun.backend.settings import RunSettings
     from corun.cli import command_line, progress
     from corun.plan_dir import plan_file, prediction_file
+    from corun.progress import bar
     from corun.reports.rounds import turned_order
     from corun.sim.strategy import StrategyKind, host_workers_per_gpu, parse_strategy, strategy_plan
     from corun.spec import Plan, load
@@ -277,6 +278,7 @@ def _tune(args, folder: Path, work: Workload, strategies: list[str]) -> int:
     t_start = time.perf_counter()
     say(f"tuning {model.name}/{pipeline.name} b{model.batch_per_gpu}: "
         f"{', '.join(strategies)}, {args.rounds} round(s)")
+    runs = bar(len(strategies) * args.rounds, "runs", args.quiet, "run")
     for rnd, s in turned_order(strategies, args.rounds):
         if rnd not in measured:
             if args.budget_s is not None and time.perf_counter() - t_start > args.budget_s:
@@ -290,14 +292,17 @@ def _tune(args, folder: Path, work: Workload, strategies: list[str]) -> int:
         try:
             m = ex.run()
         except (ExecuteError, MismatchError) as e:
+            runs.close()
             print(f"corun: error: {s} in round {rnd + 1}: {e}; the rounds before it are in "
                   f"{out / 'rounds'}, no summary written", file=sys.stderr)
             return 1
         trainer = ex.trainer
         save(m, out / "rounds" / f"{s}-r{rnd + 1}.json")
         measured[rnd][s] = m
+        runs.update(1)
         say(f"  round {rnd + 1}: {s} {m.mean_iteration_ms:.3f} ms an iteration "
             f"(median step {m.iteration.median_ms:.3f})")
+    runs.close()
     complete = {r: ms for r, ms in measured.items() if len(ms) == len(strategies)}
     if not complete:
         print(f"corun: error: no round completed within --budget-s {args.budget_s:g}; "

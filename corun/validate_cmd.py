@@ -195,11 +195,12 @@ def _predict_chunk(chunk: list[tuple]) -> list:
         return [predict_case(*item) for item in chunk]
 
 
-def predict_all(ds, jobs: int, limit: int = 0, progress=lambda *a: None) -> dict:
+def predict_all(ds, jobs: int, limit: int = 0, quiet: bool = True) -> dict:
     """Every case (the first `limit`, where given) predicted again, and again with each
     machine profile of the dataset for the cases of its GPU kind (keyed by (profile,
-    case_id)), in `jobs` processes."""
+    case_id)), in `jobs` processes; a progress bar on a terminal unless `quiet`."""
     from corun.pools import process_pool
+    from corun.progress import bar
     from corun.spec.provenance import git_commit
     from corun.spec.validation import MachinePrediction
 
@@ -213,24 +214,24 @@ def predict_all(ds, jobs: int, limit: int = 0, progress=lambda *a: None) -> dict
     size = max(1, min(200, len(items) // (jobs * 4)))
     chunks = [items[i:i + size] for i in range(0, len(items), size)]
     out = {}
-    with process_pool(jobs) if jobs > 1 else nullcontext() as pool:
+    with process_pool(jobs) if jobs > 1 else nullcontext() as pool, \
+            bar(len(items), "cases predicted", quiet, "case") as shown:
         results = pool.map(_predict_chunk, chunks) if pool else map(_predict_chunk, chunks)
-        for done, rows in enumerate(results, 1):
+        for rows in results:
             out.update({(p.machine, p.case_id) if isinstance(p, MachinePrediction)
                         else p.case_id: p for p in rows})
-            progress(f"predicted {min(done * size, len(items))} of {len(items)} cases")
+            shown.update(len(rows))
     return out
 
 
 def _predict(args: argparse.Namespace) -> int:
-    from corun.cli import progress
     from corun.spec.errors import require_int_range
     from corun.spec.validation import Dataset
 
     require_int_range("--jobs", args.jobs, 1, 256)
     require_int_range("--limit", args.limit, 0)
     ds = Dataset.read(args.dataset)
-    found = predict_all(ds, args.jobs, args.limit, progress(args.quiet))
+    found = predict_all(ds, args.jobs, args.limit, args.quiet)
     predicted = {k: p for k, p in found.items() if isinstance(k, str)}
     on_machines = {k: p for k, p in found.items() if isinstance(k, tuple)}
     if args.limit:

@@ -158,10 +158,11 @@ def plan_point(hw_name: str, gpus: int, batch: int, model_name: str, pipe_name: 
 
 
 def run(args: argparse.Namespace) -> int:
-    from corun.cli import command_line, progress
+    from corun.cli import command_line
     from corun.costmodel import shard_tables
     from corun.out_folder import staged_folder
     from corun.pools import process_pool
+    from corun.progress import bar
     from corun.reports.whatif import heatmaps, markdown
     from corun.spec import GPU_KINDS, LINKS, hardware_preset
     from corun.spec.serde import write_atomic
@@ -185,16 +186,16 @@ def run(args: argparse.Namespace) -> int:
             shard_tables(model, hardware_preset(k, g))
     grid = [(k, link, g, b) for k in kinds for link in links for g in gpus for b in batches]
     points: list[Point] = []
-    say = progress(args.quiet)
     # spawned, not forked: a fork of a process whose OpenMP threads (scikit-learn's
     # gradient boosting in the learned cost model) have run can hang in the child
     threads = max(1, (os.cpu_count() or 1) // args.jobs)
     with process_pool(args.jobs, _limit_threads, (threads,)) as pool:
         futures = [pool.submit(plan_point, k, g, b, args.model, args.pipeline,
                                args.time_limit, link) for k, link, g, b in grid]
-        for i, f in enumerate(futures):
-            points.append(f.result())
-            say(f"[{i + 1}/{len(grid)}] points planned")
+        with bar(len(grid), "what-if points", args.quiet, "point") as shown:
+            for f in futures:
+                points.append(f.result())
+                shown.update(1)
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=list(asdict(points[0])))
     w.writeheader()

@@ -1,0 +1,34 @@
+"""Progress bars: shown with the time left on a terminal, nothing in a pipe or quiet."""
+
+import io
+import sys
+
+from corun.progress import bar, time_bar
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_bar_on_a_terminal_only(monkeypatch):
+    for stream, quiet, shown in ((io.StringIO(), False, False), (Terminal(), True, False),
+                                 (Terminal(), False, True)):
+        monkeypatch.setattr(sys, "stderr", stream)
+        with bar(4, "cases predicted", quiet, "case") as b:
+            b.update(3)
+            b.refresh()
+            text = stream.getvalue()
+        assert ("cases predicted" in text) == shown
+        if shown:
+            assert "3/4" in text and "<" in text  # done of total, elapsed<remaining
+
+
+def test_time_bar_counts_the_time_limit(monkeypatch):
+    stream = Terminal()
+    monkeypatch.setattr(sys, "stderr", stream)
+    with time_bar(10.0, "plan search") as b:
+        b.n = 5.0
+        b.set_postfix_str("40 plans")
+        text = stream.getvalue()
+    assert "plan search:  50%" in text and "of the time limit, 40 plans" in text
