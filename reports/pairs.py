@@ -76,9 +76,7 @@ def gpu_kind(hardware: str) -> str | None:
 
 def pair_up(inputs: Inputs) -> list[Pair]:
     """Match each measurement to the prediction of the same strategy, model, pipeline,
-    batch and GPU count; a measurement without one is an error that says what differs,
-    and so is one made on another kind of device than its prediction is for (an H200
-    prediction is never compared with a CPU run)."""
+    batch and GPU count; a measurement without one is an error that says what differs."""
     preds, meas = inputs.predictions, inputs.measurements
     by_key = {key(p): p for p in preds}
     pairs = []
@@ -98,14 +96,15 @@ def pair_up(inputs: Inputs) -> list[Pair]:
                             f"{m.batch_per_gpu} x{m.gpu_count}",
                             f"a prediction of the same strategy, model, pipeline, batch and "
                             f"GPU count{hint}")
-        kind = gpu_kind(m.hardware)
-        if kind is None or kind != gpu_kind(p.hardware):
-            raise SpecError(f"{inputs.path(m)}: hardware", m.hardware,
-                            f"the GPU its prediction {inputs.path(p)} is for ({p.hardware}): "
-                            "a run on other hardware is not compared with it (predict for "
-                            "that hardware: --hardware, --machine)")
         pairs.append(Pair(p, m))
     return pairs
+
+
+def same_hardware(pair: Pair) -> bool:
+    """Whether the run was made on the kind of GPU its prediction is for (a CPU run, or one
+    on a device of no preset, never is)."""
+    kind = gpu_kind(pair.measurement.hardware)
+    return kind is not None and kind == gpu_kind(pair.prediction.hardware)
 
 
 def mape(pairs: list[tuple[float, float]]) -> float:

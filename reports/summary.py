@@ -5,8 +5,16 @@ from __future__ import annotations
 from pathlib import Path
 
 from corun.reports import figures
+from corun.reports.figures import workload_label
 from corun.reports.markdown import markdown_table
-from corun.reports.pairs import Pair, iteration_points, load_files, mape, pair_up
+from corun.reports.pairs import (
+    Pair,
+    iteration_points,
+    load_files,
+    mape,
+    pair_up,
+    same_hardware,
+)
 from corun.reports.tail import tail
 from corun.spec import Prediction, SpecError
 from corun.spec.serde import write_atomic
@@ -67,11 +75,25 @@ def report(paths: list[str], out: Path) -> Path:
     preds, meas = inputs.predictions, inputs.measurements
     if not preds:
         raise SpecError("report inputs", len(paths), "at least one Prediction file")
-    pairs = pair_up(inputs)
+    matched = pair_up(inputs)
+    pairs = [p for p in matched if same_hardware(p)]
     lines = ["# corun report", "",
              f"{len(preds)} prediction(s), {len(meas)} measurement(s): "
              + ", ".join(f"`{p}`" for p in paths), ""]
-    paired = {id(p.prediction) for p in pairs}
+    elsewhere = [p for p in matched if not same_hardware(p)]
+    if elsewhere:
+        lines += ["## Not compared: run on other hardware", "",
+                  "These runs were made on another kind of device than their predictions "
+                  "are for; they are left out of every error and figure below (predict for "
+                  "the hardware run on: `--hardware`, `--machine`).", "",
+                  markdown_table(["strategy", "workload", "measured on", "predicted for",
+                                  "measurement", "prediction"],
+                                 [[p.measurement.strategy, workload_label(p),
+                                   p.measurement.hardware, p.prediction.hardware,
+                                   f"`{inputs.path(p.measurement)}`",
+                                   f"`{inputs.path(p.prediction)}`"] for p in elsewhere]),
+                  ""]
+    paired = {id(p.prediction) for p in matched}
     alone = [p for p in preds if id(p) not in paired]
     if alone:
         lines += [f"Not compared: {len(alone)} prediction(s) no measurement matches "
@@ -112,7 +134,8 @@ def report(paths: list[str], out: Path) -> Path:
     for n, (k, group) in enumerate(sorted(groups.items())):
         if not any(p.strategy == "ideal" for p in group):
             continue
-        measured = {m.strategy: m.throughput_samples_per_s for m in meas
+        measured = {m.strategy: m.throughput_samples_per_s
+                    for m in (p.measurement for p in pairs)
                     if (m.model, m.pipeline, m.batch_per_gpu, m.gpu_count) == k}
         figures.save(figures.strategies(group, measured), out, f"strategies_{n}")
         ideal = next(p for p in group if p.strategy == "ideal").throughput_samples_per_s
