@@ -170,7 +170,7 @@ class FusedGroup:
         with list outputs runs one launch (codegen.single_pass_source) over tiles of
         `tile_rows` rows instead of three steps; a kernel-tuning knob, off by default:
         on the H100 it ran slower than the three steps (bench/ops_gpu.py, variant
-        fused-1pass; validation/benchmarks/ops-h100.json)."""
+        fused-1pass; docs/results.md, Benchmarks)."""
         if division not in ("magic", "mod"):
             raise ValueError(f"division = {division!r}: 'magic' or 'mod'")
         if not isinstance(unroll, int) or not 1 <= unroll <= MAX_UNROLL:

@@ -244,6 +244,7 @@ def _predict(args: argparse.Namespace) -> int:
 def _render(args: argparse.Namespace) -> int:
     from corun.costmodel.learned import DATA_DIR
     from corun.costmodel.model_file import fitted_gpu_kinds
+    from corun.reports.benchmarks import read_benchmarks
     from corun.reports.results import readme_with_table, results_markdown
     from corun.spec.serde import write_atomic
     from corun.spec.validation import Dataset
@@ -252,7 +253,8 @@ def _render(args: argparse.Namespace) -> int:
         raise SpecError("render", str(ROOT), "a source checkout (README.md and docs/ beside "
                         "corun/): render writes the checkout's results")
     ds = Dataset.read(args.dataset)
-    results = results_markdown(ds, "corun validate render", fitted_gpu_kinds(DATA_DIR))
+    results = results_markdown(ds, "corun validate render", fitted_gpu_kinds(DATA_DIR),
+                               read_benchmarks(Path(args.dataset) / "benchmarks"))
     readme = readme_with_table(README.read_text(), ds)
     stale = [p for p, text in ((RESULTS, results), (README, readme))
              if not p.exists() or p.read_text() != text]

@@ -11,6 +11,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from corun.reports.benchmarks import benchmarks_section
 from corun.reports.markdown import markdown_table
 from corun.spec.validation import Dataset, MeasuredCase
 
@@ -205,9 +206,11 @@ def provenance(ds: Dataset) -> str:
             f"commit {', '.join(commits) or '(none yet)'}.")
 
 
-def results_markdown(ds: Dataset, command: str, fitted_on: frozenset[str]) -> str:
+def results_markdown(ds: Dataset, command: str, fitted_on: frozenset[str],
+                     benchmarks: dict[str, object] | None = None) -> str:
     """The whole results page; `fitted_on`: the GPU kinds (H200, ...) whose data the cost
-    model was fitted on, the others' cases being held out."""
+    model was fitted on, the others' cases being held out; `benchmarks`: the committed
+    benchmark files' documents (reports/benchmarks.py), by file name."""
     pairs = predicted_cases(ds)
     unmodelled = [c for c in ds.measured if not c.modelled]
     unsimulated = [c for c in ds.measured if c.modelled and math.isnan(ds.error_pct(c))]
@@ -260,6 +263,7 @@ def results_markdown(ds: Dataset, command: str, fitted_on: frozenset[str]) -> st
               + _reasons(c.note for c in unmodelled),
               f"- {len(unsimulated)} ran a plan today's code cannot simulate: "
               + _reasons(_refused_field(ds, c) for c in unsimulated), ""]
+    lines += benchmarks_section(benchmarks or {})
     return "\n".join(lines)
 
 

@@ -1,0 +1,79 @@
+"""The benchmarks section of docs/results.md, rendered from the JSON the benchmarks under
+bench/ wrote and validation/benchmarks/ keeps (nothing is measured here)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+from corun.reports.markdown import markdown_table
+
+
+def read_benchmarks(folder: Path) -> dict[str, object]:
+    """Each committed benchmark file's document, by file name."""
+    return {p.name: json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))}
+
+
+def _ops(name: str, records: list[dict]) -> list[str]:
+    """bench/ops_gpu.py: each pipeline's time by variant, against the copy ceiling
+    measured in the same run."""
+    env = next((r for r in records if r.get("kind") == "env"), {})
+    ceiling = next((r for r in records if r.get("kind") == "ceiling"), None)
+    timed = [r for r in records if r.get("kind") == "pipeline-time"]
+    checks = [r for r in records if r.get("kind") == "pipeline-check"]
+    bad = [r for r in checks + timed if r.get("mismatches") or r.get("repeat_mismatches")]
+    lines = [f"### Fused preprocessing kernels on {env.get('gpu', 'a GPU')} (`{name}`)", "",
+             "`python bench/ops_gpu.py --only ceiling,pipelines`: one group over the whole "
+             "pipeline, device time (median of runs queued behind a GPU spin), and the "
+             "bytes the pipeline must move (raw inputs read once, outputs written once) "
+             "over that time as a share of the device-to-device copy ceiling"
+             + (f" measured in the same run ({ceiling['bytes_per_s'] / 1e12:.2f} TB/s, "
+                "bytes read and written)" if ceiling else "")
+             + f". Every output was checked against the NumPy reference first "
+             f"({sum(r['checked_rows'] for r in checks):,} rows in "
+             f"{len(checks)} checks); {len(bad)} differed.", ""]
+    rows = [[r["pipeline"], f"{r['rows']:,}", r["variant"], str(r.get("launches", "-")),
+             f"{r['device_ms']:.3f}", f"{r['bytes'] / 1e9:.2f}",
+             f"{100 * r['bw_fraction']:.0f}%"] for r in timed]
+    lines += [markdown_table(["pipeline", "rows", "variant", "launches", "device ms", "GB",
+                              "of copy ceiling"], rows), ""]
+    return lines
+
+
+def _criteo_read(name: str, doc: dict) -> list[str]:
+    """bench/criteo_read.py: rows a second of each Criteo reader over the same file."""
+    engines = [v for v in doc.values() if isinstance(v, dict) and "rows_per_s" in v]
+    lines = [f"### Reading Criteo TSV (`{name}`)", "",
+             f"`python bench/criteo_read.py` on {doc['cores']} cores, a "
+             f"{doc['file_bytes'] / 1e9:.2f} GB day-file slice of generated lines, read to "
+             "the end in chunks of 65,536 rows by each reader (the line reader over the "
+             "first rows only), the median of repeated reads.", ""]
+    rows = [[e["engine"], f"{e['rows']:,}", f"{e['seconds']:.2f}", f"{e['rows_per_s']:,.0f}"]
+            for e in engines]
+    lines += [markdown_table(["reader", "rows", "seconds", "rows/s"], rows), "",
+              f"pyarrow's reader is {doc['speedup']:.0f}x the line reader.", ""]
+    return lines
+
+
+RENDERERS: dict[str, Callable[[str, object], list[str]]] = {
+    "ops_gpu": _ops,  # type: ignore[dict-item]
+    "criteo_read": _criteo_read,  # type: ignore[dict-item]
+}
+"""Benchmark -> its section's renderer, a file's benchmark being the part of its name
+before the first '-'."""
+
+
+def benchmarks_section(docs: dict[str, object]) -> list[str]:
+    """Every committed benchmark rendered; a file of no known benchmark is an error that
+    names it."""
+    if not docs:
+        return []
+    lines = ["## Benchmarks", ""]
+    for name, doc in docs.items():
+        bench = name.split("-")[0].removesuffix(".json")
+        if bench not in RENDERERS:
+            raise ValueError(f"validation/benchmarks/{name}: no renderer for {bench!r} "
+                             f"(one of {', '.join(RENDERERS)})")
+        lines += RENDERERS[bench](name, doc)
+    return lines
