@@ -76,9 +76,10 @@ def run(args: argparse.Namespace) -> int:
         update_grid_note,
     )
     from corun.cli import command_line, progress, warn
+    from corun.costmodel import shard_tables
     from corun.format import table
     from corun.out_folder import staged_folder
-    from corun.plan_dir import plan_file, runner_up_label
+    from corun.plan_dir import SHARDING_PLAN_FILE, plan_file, runner_up_label
     from corun.planner import HEURISTICS, Judged, LocalSearch, SimJudge, runners_up
     from corun.planner.sm_cap import with_sm_cap
     from corun.progress import bar, time_bar
@@ -89,7 +90,8 @@ def run(args: argparse.Namespace) -> int:
         strategies_for,
         write_outputs,
     )
-    from corun.spec.serde import dumps, save
+    from corun.spec.formats import torchrec_sharding_plan
+    from corun.spec.serde import dumps, save, write_atomic
     from corun.workload import (
         calibrated,
         on_machine,
@@ -168,6 +170,10 @@ def run(args: argparse.Namespace) -> int:
                 save(stamp(j.plan), out / plan_file(h.name))
             for i, j in enumerate(others, start=2):
                 save(stamp(j.plan), out / plan_file(runner_up_label(i)))
+            # the chosen plan's table placement, for TorchRec's DistributedModelParallel
+            owner = shard_tables(model, hw, chosen.plan.table_owner or None).owner
+            write_atomic(out / SHARDING_PLAN_FILE,
+                         json.dumps(torchrec_sharding_plan(model, owner), indent=1))
     if args.trace:
         results[chosen_at].write_trace(args.trace)
     if args.json:

@@ -14,6 +14,10 @@ PLAN_FILES = {"corun": "plan.json", **{h.name: f"plan-{h.name}.json" for h in HE
 are plan-<N>.json."""
 
 
+SHARDING_PLAN_FILE = "sharding-plan.json"
+"""The chosen plan's table placement as a TorchRec sharding plan (spec/formats.py)."""
+
+
 def plan_file(strategy: str) -> str | None:
     """The plan file of a planned strategy ("corun", "corun-<N>" for N >= 2, "rap"), or
     None for a baseline."""

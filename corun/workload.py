@@ -88,6 +88,32 @@ def _spec_value(cls: type, value: Any, preset: Any, what: str) -> Any:
     return preset(value)
 
 
+def _model_value(value: Any) -> Model:
+    """A model preset, corun's model file or mapping, a TorchRec-style model, MLPerf's
+    torchrec_dlrm flags as a document, or its command line in a .sh/.txt/.args file
+    (spec/formats.py)."""
+    from corun.spec.formats import (
+        MLPERF_SUFFIXES,
+        mlperf_flags,
+        model_document,
+        model_from_mlperf,
+    )
+
+    if isinstance(value, str) and Path(value).suffix in MLPERF_SUFFIXES:
+        try:
+            text = Path(value).read_text()
+        except OSError as e:
+            raise SpecError("model", value, f"a readable file ({e.strerror})") from None
+        return model_from_mlperf(mlperf_flags(text), Path(value).stem)
+    if isinstance(value, dict) or (isinstance(value, str)
+                                   and Path(value).suffix in (".json", ".yaml", ".yml")):
+        doc = value if isinstance(value, dict) else read_document(value)
+        found = model_document(doc, "" if isinstance(value, dict) else value)
+        if found is not None:
+            return found
+    return _spec_value(Model, value, model_preset, "model")
+
+
 def resolve_hardware(name: Any, gpus: int, interconnect: str | None,
                      host_cores: int | None) -> Hardware:
     if isinstance(name, str) and Path(name).suffix not in (".json", ".yaml", ".yml"):
@@ -199,7 +225,7 @@ def plan_batch(args: argparse.Namespace, plan: Plan | None) -> int | None:
 def resolve_model(name: Any, batch: int | None, cuda_graphs: bool = False) -> Model:
     """The named model, at `batch` if given, with its step replayed as CUDA graphs if
     `cuda_graphs` (a model file may also say so itself)."""
-    model = _spec_value(Model, name, model_preset, "model")
+    model = _model_value(name)
     if batch is not None:
         model = replace(model, batch_per_gpu=batch)
     return replace(model, cuda_graphs=True) if cuda_graphs else model

@@ -38,7 +38,8 @@ def _ops(name: str, records: list[dict]) -> list[str]:
              f"{100 * r['bw_fraction']:.0f}%"] for r in timed]
     lines += [markdown_table(["pipeline", "rows", "variant", "launches", "device ms", "GB",
                               "of copy ceiling"], rows), ""]
-    return lines
+    lines += [f"Note: {r['text']}." for r in records if r.get("kind") == "note"]
+    return lines + [""] if lines[-1] != "" else lines
 
 
 def _criteo_read(name: str, doc: dict) -> list[str]:
