@@ -34,10 +34,11 @@ def _ops(name: str, records: list[dict]) -> list[str]:
              f"({sum(r['checked_rows'] for r in checks):,} rows in "
              f"{len(checks)} checks); {len(bad)} differed.", ""]
     rows = [[r["pipeline"], f"{r['rows']:,}", r["variant"], str(r.get("launches", "-")),
-             f"{r['device_ms']:.3f}", f"{r['bytes'] / 1e9:.2f}",
-             f"{100 * r['bw_fraction']:.0f}%"] for r in timed]
-    lines += [markdown_table(["pipeline", "rows", "variant", "launches", "device ms", "GB",
-                              "of copy ceiling"], rows), ""]
+             str(r.get("registers") or "-"), f"{r['device_ms']:.3f}",
+             f"{r['bytes'] / 1e9:.2f}", f"{100 * r['bw_fraction']:.0f}%"] for r in timed]
+    lines += [markdown_table(["pipeline", "rows", "variant", "launches",
+                              "registers a thread", "device ms", "GB", "of copy ceiling"],
+                             rows), ""]
     lines += [f"Note: {r['text']}." for r in records if r.get("kind") == "note"]
     return lines + [""] if lines[-1] != "" else lines
 

@@ -243,8 +243,9 @@ def test_benchmarks_render_from_their_files():
            {"kind": "ceiling", "bytes_per_s": 3.0e12},
            {"kind": "pipeline-check", "checked_rows": 1000, "mismatches": []},
            {"kind": "pipeline-time", "pipeline": "kaggle", "rows": 4194304, "variant": "fused",
-            "launches": 4, "device_ms": 4.273, "bytes": 3.9e9, "bw_fraction": 0.304,
-            "repeat_mismatches": []}]
+            "launches": 4, "registers": 48, "device_ms": 4.273, "bytes": 3.9e9,
+            "bw_fraction": 0.304, "repeat_mismatches": []},
+           {"kind": "note", "text": "a note"}]
     read = {"bench": "criteo_read", "cores": 16, "file_bytes": 2.4e9, "speedup": 37.1,
             "arrow": {"engine": "arrow", "rows": 10_000_000, "seconds": 7.96,
                       "rows_per_s": 1_256_148.0}}
@@ -252,7 +253,8 @@ def test_benchmarks_render_from_their_files():
                                          "criteo_read-h100.json": read}))
     assert "on NVIDIA H100 80GB HBM3 (`ops_gpu-h100.json`)" in text
     assert "(3.00 TB/s, bytes read and written)" in text and "1,000 rows in 1 checks); 0" in text
-    assert "| kaggle | 4,194,304 | fused | 4 | 4.273 | 3.90 | 30% |" in text
+    assert "| kaggle | 4,194,304 | fused | 4 | 48 | 4.273 | 3.90 | 30% |" in text
+    assert "Note: a note." in text
     assert "| arrow | 10,000,000 | 7.96 | 1,256,148 |" in text and "37x" in text
     with pytest.raises(ValueError, match="validation/benchmarks/odd.json"):
         benchmarks_section({"odd.json": {}})
