@@ -383,8 +383,10 @@ class LearnedCostModel(CostModel):
         new = [w for w in stages
                if self.model.stage_timed(stage_key(hw.gpu.name, w), w.trains_on) is None]
         trains_on = stages[0].trains_on if stages else ""
-        batches = sorted(self.profiled.get((hw.gpu.name, model.name), set())
-                         | self.profiled.get((hw.gpu.name, model.name, trains_on), set()))
+        batches = sorted(set().union(*(
+            self.profiled.get((hw.gpu.name, name), set())
+            | self.profiled.get((hw.gpu.name, name, trains_on), set())
+            for name in same_model_names(model, {k[1] for k in self.profiled}))))
         facts: dict = {"model": model.name, "gpu": hw.gpu.name, "batch": model.batch_per_gpu,
                        "batches": ", ".join(map(str, batches)), "untimed": len(new),
                        "stages": len(stages), "graphed": int(model.cuda_graphs)}
@@ -404,6 +406,23 @@ class LearnedCostModel(CostModel):
         else:
             how = StageProvenance.EXTRAPOLATED
         return finding(FindingKind.STAGES_UNTIMED, how=how.value, **facts)
+
+
+def same_model_names(model: Model, names: set[str]) -> set[str]:
+    """`model`'s name and each of `names` that is a model preset of the same work (its
+    tables, MLPs, interaction and optimizer; any name, batch, step mode and learning
+    rate): a profile of the preset times a renamed copy of it as well, so that their
+    findings agree."""
+    from corun.spec.model import MODEL_PRESETS
+
+    same = {model.name}
+    for name in names - same:
+        preset = MODEL_PRESETS.get(name)
+        if preset is not None and replace(
+                model, name=name, batch_per_gpu=preset.batch_per_gpu,
+                cuda_graphs=preset.cuda_graphs, learning_rate=preset.learning_rate) == preset:
+            same.add(name)
+    return same
 
 
 def stage_query(gpu: str, work: StageWork) -> dict:

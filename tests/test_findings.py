@@ -62,3 +62,24 @@ def test_a_plan_s_kernels_say_whether_a_profile_timed_them(monkeypatch):
     monkeypatch.setattr(cm.model, "kernel_alone_ms", lambda gpu, kernel, rows: 0.1)
     cm._memo.clear()
     assert kernels_finding() is None
+
+
+def test_findings_follow_the_model_s_content_not_its_name():
+    """A renamed copy of a profiled preset (another learning rate too) is told what the
+    preset is; a model of other tables is not."""
+    from dataclasses import replace
+
+    hw, pipe = hardware_preset("h200", 1), pipeline_preset("kaggle")
+    kaggle = model_preset("criteo-kaggle")
+
+    def stages_how(model):
+        p = simulate(Scenario(hw, model, pipe, Strategy(StrategyKind.GPU_SEQUENTIAL),
+                              iterations=3, warmup=1), commit="t").prediction
+        return [f.facts.get("how") for f in p.findings
+                if f.kind is FindingKind.STAGES_UNTIMED]
+
+    told = stages_how(kaggle)
+    assert told and stages_how(replace(kaggle, name="mine", learning_rate=0.02)) == told
+    other = replace(kaggle, name="mine", tables=tuple(replace(t, rows=t.rows + 1)
+                                                      for t in kaggle.tables))
+    assert stages_how(other) != told
