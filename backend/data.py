@@ -184,7 +184,8 @@ def synthetic_inputs(pipeline: Pipeline, rows: int, rng: np.random.Generator,
                      vary_lengths: bool = False) -> dict[str, ColumnData]:
     """Raw columns shaped like Criteo: per-column null rates in [0, null_rate_max], dense
     counts heavy-tailed with a few negatives, categorical ids power-law skewed over 32 bits.
-    Lists have their column's mean length (or, with `vary_lengths`, Poisson lengths).
+    Lists have their column's lengths where it gives their spread (Column.length_range,
+    length_histogram), else its mean length (or, with `vary_lengths`, Poisson lengths).
     `zipf_a` <= 1 draws ids uniformly instead (ten times cheaper, for large benchmarks
     where the kernels' cost does not depend on the id distribution)."""
     cols: dict[str, ColumnData] = {}
@@ -199,7 +200,10 @@ def synthetic_inputs(pipeline: Pipeline, rows: int, rng: np.random.Generator,
                 cols[c.name] = ColumnData(_ids(rng, rows, zipf_a).astype(
                     np.int32 if c.dtype is DType.INT32 else np.int64), None, valid)
             continue
-        if vary_lengths:
+        if c.length_histogram:  # the column's own spread of lengths
+            values, shares = zip(*c.length_histogram)
+            lengths = rng.choice(np.array(values, np.int64), rows, p=np.array(shares))
+        elif vary_lengths:
             lengths = rng.poisson(c.mean_length, rows)
         else:
             lengths = np.full(rows, int(round(c.mean_length)))

@@ -232,6 +232,16 @@ def resolve_model(name: Any, batch: int | None, cuda_graphs: bool = False) -> Mo
 
 
 def resolve_pipeline(name: Any) -> Pipeline:
+    """A pipeline preset, or a pipeline file or mapping, its feature groups written out
+    (spec/feature_groups.py)."""
+    from corun.spec.feature_groups import expand_feature_groups
+
+    if isinstance(name, str) and Path(name).suffix in (".json", ".yaml", ".yml"):
+        doc = read_document(name)
+        if isinstance(doc, dict) and "feature_groups" in doc:
+            return loads(Pipeline, expand_feature_groups(doc), name)
+    if isinstance(name, dict) and "feature_groups" in name:
+        return from_jsonable(Pipeline, expand_feature_groups(name), "pipeline")
     return _spec_value(Pipeline, name, pipeline_preset, "pipeline")
 
 

@@ -51,15 +51,51 @@ class Shape(enum.Enum):
     LIST = "list"
 
 
+Histogram = tuple[tuple[int, float], ...]
+"""List lengths and their shares of rows: ((length, share), ...), lengths rising, shares
+summing to 1."""
+
+
+def histogram(pairs: Any, field: str) -> Histogram:
+    """`pairs` ((length, weight) with integer lengths >= 0 and weights > 0) as a Histogram,
+    lengths merged and sorted, weights scaled to shares; errors name `field`."""
+    merged: dict[int, float] = {}
+    require(isinstance(pairs, list | tuple) and len(pairs) > 0, field, pairs,
+            "a non-empty list of [length, weight] pairs")
+    for i, pair in enumerate(pairs):
+        ok = isinstance(pair, list | tuple) and len(pair) == 2
+        require(ok, f"{field}[{i}]", pair, "a [length, weight] pair")
+        length, weight = pair
+        require(isinstance(length, int) and not isinstance(length, bool) and
+                0 <= length <= 1 << 24, f"{field}[{i}][0]", length,
+                "a list length: an integer in [0, 16777216]")
+        require(isinstance(weight, int | float) and not isinstance(weight, bool) and
+                math.isfinite(weight) and weight > 0, f"{field}[{i}][1]", weight,
+                "a weight: a finite number > 0")
+        merged[length] = merged.get(length, 0.0) + float(weight)
+    total = sum(merged.values())
+    return tuple((k, merged[k] / total) for k in sorted(merged))
+
+
+def histogram_mean(h: Histogram) -> float:
+    return sum(length * share for length, share in h)
+
+
 @dataclass(frozen=True)
 class Column:
-    """A column's type. `mean_length` is the mean list length (1 for scalars)."""
+    """A column's type. `mean_length` is the mean list length (1 for scalars). A list
+    column may say how its lengths spread: `length_range` [min, max] (every length between
+    equally often) or `length_histogram` ([length, weight] pairs); `mean_length` then
+    follows from it (left out, or equal to it). Synthetic data draws lengths from it, and
+    a node's output lengths follow it exactly through firstx, ngram and onehot."""
 
     name: str
     dtype: DType
     shape: Shape
     nullable: bool = True
     mean_length: float = 1.0
+    length_range: tuple[int, int] | None = None
+    length_histogram: Histogram = ()
 
     def __post_init__(self) -> None:
         require(bool(self.name), "name", self.name, "a non-empty string")
@@ -67,6 +103,31 @@ class Column:
                 self.mean_length, "a finite number >= 0")
         require(self.shape is Shape.LIST or self.mean_length == 1.0, "mean_length",
                 self.mean_length, "1 for a scalar column")
+        if self.length_range is None and not self.length_histogram:
+            return
+        require(self.shape is Shape.LIST, "length_histogram" if self.length_histogram else
+                "length_range", self.length_range or self.length_histogram,
+                "only on a list column")
+        require(self.length_range is None or not self.length_histogram, "length_range",
+                self.length_range, "left out where length_histogram is given (one or the "
+                "other)")
+        if self.length_range is not None:
+            r = self.length_range
+            ok = isinstance(r, list | tuple) and len(r) == 2 and all(
+                isinstance(x, int) and not isinstance(x, bool) for x in r)
+            require(ok and 0 <= r[0] <= r[1] <= 1 << 24, "length_range", r,
+                    "[min, max]: integers with 0 <= min <= max <= 16777216")
+            h = tuple((k, 1.0 / (r[1] - r[0] + 1)) for k in range(r[0], r[1] + 1))
+        else:
+            h = histogram(self.length_histogram, "length_histogram")
+        mean = histogram_mean(h)
+        if self.mean_length == 1.0 and abs(mean - 1.0) > 1e-9:  # left out: it follows
+            object.__setattr__(self, "mean_length", mean)
+        require(abs(self.mean_length - mean) <= 1e-9 * max(1.0, mean), "mean_length",
+                self.mean_length, f"the mean of its lengths, {mean:g} (or left out)")
+        object.__setattr__(self, "length_range", None if self.length_range is None
+                           else tuple(self.length_range))
+        object.__setattr__(self, "length_histogram", h)
 
     def bytes_per_row(self) -> float:
         """Bytes one row occupies: values, plus an int64 offset for lists, plus validity."""
@@ -76,6 +137,8 @@ class Column:
         return b + (1 / 8 if self.nullable else 0)
 
 
+MAX_GROUP_FEATURES = 100_000
+"""The most features one feature group may declare (spec/feature_groups.py)."""
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 
@@ -169,6 +232,7 @@ def output_column(op: OpKind, params: Mapping[str, Any], src: Column, name: str,
         require(not src.nullable, f"{where}.input", src.name,
                 f"a column without nulls: {op.value} is null-propagating; put fill_null first")
     dtype, shape, length = src.dtype, src.shape, src.mean_length
+    lengths = src.length_histogram
 
     def need(ok: bool, allowed: str) -> None:
         require(ok, f"{where}.input", f"{src.name} ({src.dtype.value} {src.shape.value})",
@@ -201,15 +265,23 @@ def output_column(op: OpKind, params: Mapping[str, Any], src: Column, name: str,
                         f"an integer: {src.name} is {dtype.value} and clamp keeps its type")
     elif op is OpKind.FIRSTX:
         need(shape is Shape.LIST, "a list column")
-        length = min(float(max(params["x"], 0)), length)
+        x = max(params["x"], 0)
+        length = min(float(x), length)
+        lengths = tuple((min(k, x), w) for k, w in lengths)
     elif op is OpKind.ONEHOT:
         dtype, shape, length = DType.INT64, Shape.LIST, float(params["num_classes"])
+        lengths = ((params["num_classes"], 1.0),) if lengths else ()
     elif op is OpKind.NGRAM:
         need(shape is Shape.LIST, "a list column")
         n = params["n"]
         length = (length - n + 1) * n if length >= n else length
+        lengths = tuple(((k - n + 1) * n if k >= n else k, w) for k, w in lengths)
     elif op is OpKind.MAPID:
         need(shape is Shape.LIST and dtype is DType.INT64, "an int64 list column")
+    if lengths:  # the exact mean of the output lengths, not the op of the mean
+        h = histogram(lengths, where)
+        return Column(name, dtype, shape, nullable=False, mean_length=histogram_mean(h),
+                      length_histogram=h)
     return Column(name, dtype, shape, nullable=False, mean_length=length)
 
 
