@@ -235,7 +235,11 @@ def test_caveat_names_what_the_profile_never_timed(capsys):
     assert "heavy-small was never profiled on H200" in caveat("heavy-small", 16384)
     assert "extrapolated" in caveat("heavy-small", 16384)
     copy = replace(model_preset("heavy-lean"), name="lean-copy", batch_per_gpu=16384)
-    borrowed = line_for(copy)  # heavy-lean's stages, feature for feature
+    assert line_for(copy) is None  # a renamed preset is the preset (same_model_names)
+    # a DCN rank a dot interaction never uses: heavy-lean's stages, feature for feature,
+    # though not the preset
+    copy = replace(copy, dcn_low_rank=64)
+    borrowed = line_for(copy)
     assert "lean-copy was never profiled on H200" in borrowed
     assert "another model's profiled stages" in borrowed and "tables' bytes" in borrowed
     assert main(["simulate", "--model", "heavy-mlp", "--pipeline", "heavy-20", "--batch",
