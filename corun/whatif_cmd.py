@@ -42,6 +42,24 @@ class Point:
     """What sets ideal's pace: host, gpu or link (`pace`)."""
     stage_ms: str = ""
     """Ideal's stages alone, `stage=ms` separated by spaces."""
+    footing: str = ""
+    """What the plan's predicted times stand on (`footing`): `measured`, or how its
+    training stages and its kernels were not."""
+
+
+def footing(findings) -> str:
+    """`measured` where the cost model timed every training stage and fused kernel of a
+    prediction; else what it did instead: `stages <how>` (StageProvenance) and
+    `kernels <untimed>/<all> untimed`, joined by `; `."""
+    from corun.spec.findings import FindingKind
+
+    parts = []
+    for f in findings:
+        if f.kind is FindingKind.STAGES_UNTIMED:
+            parts.append(f"stages {f.facts['how']}")
+        elif f.kind is FindingKind.KERNELS_UNTIMED:
+            parts.append(f"kernels {f.facts['untimed']}/{f.facts['kernels']} untimed")
+    return "; ".join(parts) or "measured"
 
 
 RERUN_FACTOR = 4
@@ -131,8 +149,9 @@ def plan_point(hw_name: str, gpus: int, batch: int, model_name: str, pipe_name: 
         search = LocalSearch()
         found = search.propose(judge, RERUN_FACTOR * time_limit)
     plan = with_sm_cap(judge, found.plan)  # as `corun plan`
-    planned = simulate(replace(sc, strategy=Strategy(StrategyKind.PLAN, plan=plan)),
-                       commit="whatif").prediction.throughput_samples_per_s
+    chosen = simulate(replace(sc, strategy=Strategy(StrategyKind.PLAN, plan=plan)),
+                      commit="whatif").prediction
+    planned = chosen.throughput_samples_per_s
 
     def cpu(n: int) -> float:
         s = replace(sc, hardware=hardware_preset(hw_name, gpus, host_cpu_cores=n,
@@ -154,7 +173,7 @@ def plan_point(hw_name: str, gpus: int, batch: int, model_name: str, pipe_name: 
         need = hi
     return Point(hw_name, link_key(hw), gpus, batch, ideal, planned, planned / ideal, need,
                  plan_summary(plan), search.converged, gpu_ms, link_ms, g0.host_ms,
-                 pace(g0.host_ms, gpu_ms, link_ms), stage_ms)
+                 pace(g0.host_ms, gpu_ms, link_ms), stage_ms, footing(chosen.findings))
 
 
 def run(args: argparse.Namespace) -> int:

@@ -15,16 +15,21 @@ matches records None."""
 def markdown(points, model: str, pipeline: str) -> str:
     lines = [f"# What-if: {model} / {pipeline}", "",
              "Planned throughput (corun's plan, simulated), as a share of ideal, and the "
-             "smallest cpu:N that matches the plan.", "",
+             "smallest cpu:N that matches the plan. Predicted from: `measured` where the "
+             "cost model timed every training stage and kernel of the plan on that GPU; "
+             "else how its stages were had (interpolated or extrapolated between profiled "
+             "batches, borrowed from a model with the same stages, never profiled) and how "
+             "many of its kernels no profile timed.", "",
              "| hardware | interconnect | GPUs | batch/GPU | ideal samples/s "
-             "| planned samples/s | of ideal | CPU cores to match | paced by | plan |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "| planned samples/s | of ideal | CPU cores to match | paced by | plan "
+             "| predicted from |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for p in points:
         cores = "none" if p.cpu_cores_to_match is None else str(p.cpu_cores_to_match)
         lines.append(f"| {p.hardware} | {p.interconnect} | {p.gpus} | {p.batch} "
                      f"| {p.ideal_samples_per_s:,.0f} | {p.planned_samples_per_s:,.0f} "
                      f"| {100 * p.of_ideal:.1f}% | {cores} | {p.paced_by} | {p.plan}"
-                     f"{'' if p.converged else ' *'} |")
+                     f"{'' if p.converged else ' *'} | {p.footing or '-'} |")
     stages = list(dict.fromkeys(s.split("=")[0] for p in points for s in p.stage_ms.split()))
     lines += ["", "Ideal's step on GPU 0 (ms an iteration): each training stage alone, the "
               "collectives and the host thread's launches; the largest of GPU (the stages "

@@ -225,6 +225,9 @@ def test_whatif_grid(tmp_path, capsys):
     assert float(rows[0]["host_ms"]) >= float(rows[0]["gpu_ms"])
     assert float(rows[1]["gpu_ms"]) > float(rows[0]["gpu_ms"])
     assert "top_mlp_bwd=" in rows[0]["stage_ms"]
+    # what the plan's times stand on: kaggle's b4096 stages lie between profiled batches
+    assert rows[0]["footing"] == direct.footing and "stages interpolated" in direct.footing
+    assert f"| {direct.footing} |" in (out / "whatif.md").read_text()
     assert "| hardware | GPUs | batch/GPU | emb_fwd |" in (out / "whatif.md").read_text()
     for metric in ("planned_samples_per_s", "of_ideal", "cpu_cores_to_match"):
         assert (out / f"whatif_{metric}.png").exists()
@@ -323,3 +326,16 @@ def test_whatif_heatmaps_share_one_scale_and_say_none(tmp_path):
     assert [t.get_text() for t in cells] == ["12", "none", "12", "12 *"]
     assert "8193" not in " ".join(t.get_text() for t in cells)
     assert len(heatmaps(points, tmp_path, "criteo-kaggle", "kaggle")) == 6
+
+
+def test_footing_says_what_a_prediction_stands_on():
+    from corun.spec.findings import FindingKind, finding
+
+    from corun.whatif_cmd import footing
+
+    assert footing([]) == "measured"
+    assert footing([finding(FindingKind.STAGES_UNTIMED, how="extrapolated", model="m",
+                            gpu="H200", batch=1, batches="", untimed=9, stages=9,
+                            graphed=0),
+                    finding(FindingKind.KERNELS_UNTIMED, untimed=2, kernels=3,
+                            gpu="H200")]) == "stages extrapolated; kernels 2/3 untimed"
