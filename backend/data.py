@@ -200,8 +200,8 @@ def synthetic_inputs(pipeline: Pipeline, rows: int, rng: np.random.Generator,
                 cols[c.name] = ColumnData(_ids(rng, rows, zipf_a).astype(
                     np.int32 if c.dtype is DType.INT32 else np.int64), None, valid)
             continue
-        if c.length_histogram:  # the column's own spread of lengths
-            values, shares = zip(*c.length_histogram)
+        if c.spread:  # the column's own spread of lengths
+            values, shares = zip(*c.spread)
             lengths = rng.choice(np.array(values, np.int64), rows, p=np.array(shares))
         elif vary_lengths:
             lengths = rng.poisson(c.mean_length, rows)

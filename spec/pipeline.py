@@ -125,9 +125,19 @@ class Column:
             object.__setattr__(self, "mean_length", mean)
         require(abs(self.mean_length - mean) <= 1e-9 * max(1.0, mean), "mean_length",
                 self.mean_length, f"the mean of its lengths, {mean:g} (or left out)")
-        object.__setattr__(self, "length_range", None if self.length_range is None
-                           else tuple(self.length_range))
-        object.__setattr__(self, "length_histogram", h)
+        if self.length_range is not None:  # kept as given: a saved column reads back
+            object.__setattr__(self, "length_range", tuple(self.length_range))
+        else:
+            object.__setattr__(self, "length_histogram", h)
+
+    @property
+    def spread(self) -> Histogram:
+        """Its lengths' histogram, from `length_range` or `length_histogram`; empty where
+        the column gives only its mean."""
+        if self.length_range is None:
+            return self.length_histogram
+        lo, hi = self.length_range
+        return tuple((k, 1.0 / (hi - lo + 1)) for k in range(lo, hi + 1))
 
     def bytes_per_row(self) -> float:
         """Bytes one row occupies: values, plus an int64 offset for lists, plus validity."""
@@ -232,7 +242,7 @@ def output_column(op: OpKind, params: Mapping[str, Any], src: Column, name: str,
         require(not src.nullable, f"{where}.input", src.name,
                 f"a column without nulls: {op.value} is null-propagating; put fill_null first")
     dtype, shape, length = src.dtype, src.shape, src.mean_length
-    lengths = src.length_histogram
+    lengths = src.spread
 
     def need(ok: bool, allowed: str) -> None:
         require(ok, f"{where}.input", f"{src.name} ({src.dtype.value} {src.shape.value})",

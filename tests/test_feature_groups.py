@@ -7,7 +7,7 @@ import pytest
 from corun.backend.data import synthetic_inputs
 from corun.spec.feature_groups import expand_feature_groups
 from corun.spec.pipeline import Column, DType, Shape
-from corun.spec.serde import from_jsonable, schema_tag
+from corun.spec.serde import dumps, from_jsonable, loads, schema_tag
 
 from corun import spec
 from corun.cli import main
@@ -36,6 +36,8 @@ def test_a_group_of_200_list_features_in_a_few_lines():
     want = sum(min(n, 50) for n in range(20, 61)) / 41
     assert cols["ad_0_firstx"].mean_length == pytest.approx(want) and want < 40
     assert max(n for n, _ in cols["ad_0_firstx"].length_histogram) == 50
+    again = loads(spec.Pipeline, dumps(p))  # a saved pipeline reads back the same
+    assert again == p and again.columns["ad_0"].spread == cols["ad_0"].spread
 
 
 def test_group_and_length_errors_name_the_field():
