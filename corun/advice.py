@@ -5,6 +5,7 @@ has nothing to say."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 
@@ -166,9 +167,22 @@ def finding_line(f: Finding) -> str:
 
 def shown(preds: Iterable[Prediction]) -> list[str]:
     """The distinct lines the predictions' findings show under a table (every level but
-    RECORD), in order."""
-    return list(dict.fromkeys(finding_line(f) for p in preds for f in p.findings
-                              if f.level is not Level.RECORD))
+    RECORD), in order. Where one kind of finding says different things for different
+    strategies (1 of 1 kernels untimed for one plan, 5 of 5 for another), each line
+    names the strategies it is about."""
+    lines: dict[tuple, list[str]] = {}
+    for p in preds:
+        for f in p.findings:
+            if f.level is not Level.RECORD:
+                lines.setdefault((f.kind, finding_line(f)), []).append(p.strategy)
+    kinds = Counter(kind for kind, _ in lines)
+    out = []
+    for (kind, line), strategies in lines.items():
+        if kinds[kind] > 1:
+            level, _, rest = line.partition(": ")
+            line = f"{level}: {', '.join(dict.fromkeys(strategies))}: {rest}"
+        out.append(line)
+    return out
 
 
 def time_limit_note(converged: bool, evaluations: int, time_limit_s: float) -> str | None:

@@ -28,11 +28,27 @@ def test_a_prediction_file_keeps_its_findings_and_an_older_one_is_named():
 
 def test_record_findings_stay_in_the_file_and_the_rest_show_with_their_level():
     class P:
+        strategy = "ideal"
         findings = (finding(FindingKind.HOST_THREAD, host_ms=3.7, source="h200 host"),
                     finding(FindingKind.SM_CAP_NOT_SIMULATED, sm_cap=96))
     assert LEVELS[FindingKind.HOST_THREAD] is Level.RECORD
     assert shown([P]) == [finding_line(P.findings[1])]
     assert shown([P])[0].startswith("caution: the plan confines its preprocessing to 96 SMs")
+
+
+def test_a_finding_that_differs_by_strategy_names_the_strategies():
+    def untimed(strategy, n):
+        class P:
+            findings = (finding(FindingKind.KERNELS_UNTIMED, untimed=n, kernels=n, gpu="H200"),
+                        finding(FindingKind.SM_CAP_NOT_SIMULATED, sm_cap=96))
+        P.strategy = strategy
+        return P
+
+    lines = shown([untimed("ideal", 1), untimed("corun", 1), untimed("rap", 5)])
+    assert len(lines) == 3
+    assert lines[0].startswith("note: ideal, corun: 1 of 1 fused kernels")
+    assert lines[1].startswith("caution: the plan confines")  # the same for all: once
+    assert lines[2].startswith("note: rap: 5 of 5 fused kernels")
 
 
 def test_a_fact_must_be_a_number_or_a_string():
