@@ -104,7 +104,7 @@ class Executor:
                  settings: RunSettings, device: torch.device | str = "cuda",
                  replay: bool = False, command: str = "", say=print,
                  trainer: Trainer | None = None, hardware: Hardware | None = None,
-                 inputs: dict | None = None) -> None:
+                 inputs: dict | None = None, iterations_done=None) -> None:
         """`replay` is the `ideal` strategy: reference batches preprocessed ahead of time
         and replayed (the plan must then be empty). `trainer` reuses a built one (a
         benchmark running several strategies on one model); so does `inputs`, a dict that
@@ -113,11 +113,14 @@ class Executor:
         initialised torch.distributed group every rank runs one, on its own rows of each
         global batch, with the tables sharded over the ranks (`hardware` sizes the
         balancer; H200s by default); a table's owner preprocesses its owner-mapped
-        features over the global batch."""
+        features over the global batch. `iterations_done(done, total)` hears of the
+        iterations run at each tenth of them, between steps (default: a `say` line)."""
         self.device = torch.device(device)
         self.model, self.pipeline, self.plan = model, pipeline, plan
         self.strategy, self.settings, self.replay = strategy, settings, replay
         self.command, self.say, self.trainer = command, say, trainer
+        self.iterations_done = iterations_done or (
+            lambda done, total: say(f"  iteration {done}/{total}"))
         self.inputs = inputs
         pipeline.check_model(model)
         if replay and (plan.kernels or plan.cpu_nodes):
@@ -526,7 +529,7 @@ class Executor:
                 if feed.threaded:  # inline there is nothing to wait for
                     self.host_ms["join"].append((i, waited_ms))
                 if (i + 1) % report == 0:
-                    self.say(f"  iteration {i + 1}/{total}")
+                    self.iterations_done(i + 1, total)
         finally:
             feed.close()
         with S.use(S.train):

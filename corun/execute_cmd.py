@@ -123,7 +123,27 @@ def build(args: argparse.Namespace):
         device = f"cuda:{int(os.environ.get('LOCAL_RANK', '0'))}"
     command = command_line()
     return Executor(model, pipeline, plan, label, settings, device, replay, command, say,
-                    hardware=hw)
+                    hardware=hw, iterations_done=iteration_bar(quiet))
+
+
+def iteration_bar(quiet: bool):
+    """An `Executor.iterations_done` that moves a progress bar with the time left (on a
+    terminal only: corun.progress); it is told at each tenth of the iterations, between
+    steps, so the bar costs the timed loop nothing more."""
+    from corun.progress import bar
+
+    shown = None
+
+    def done(n: int, total: int) -> None:
+        nonlocal shown
+        if shown is None:
+            shown = bar(total, "iterations", quiet, "it")
+        shown.update(n - shown.n)
+        shown.refresh()  # ten calls a run: each shows
+        if n >= total:
+            shown.close()
+
+    return done
 
 
 def run(args: argparse.Namespace) -> int:

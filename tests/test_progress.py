@@ -32,3 +32,19 @@ def test_time_bar_counts_the_time_limit(monkeypatch):
         b.set_postfix_str("40 plans")
         text = stream.getvalue()
     assert "plan search:  50%" in text and "of the time limit, 40 plans" in text
+
+
+def test_execute_s_bar_follows_the_iterations(monkeypatch):
+    from corun.execute_cmd import iteration_bar
+
+    stream = Terminal()
+    monkeypatch.setattr(sys, "stderr", stream)
+    done = iteration_bar(quiet=False)
+    for n in (2, 4, 6):
+        done(n, 10)
+    assert "iterations:  60%" in stream.getvalue() and "6/10" in stream.getvalue()
+    done(10, 10)  # the last: the bar is closed
+    quiet = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", quiet)
+    iteration_bar(quiet=False)(5, 10)  # in a pipe: nothing
+    assert quiet.getvalue() == ""
