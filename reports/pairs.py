@@ -74,10 +74,9 @@ def gpu_kind(hardware: str) -> str | None:
         return None
 
 
-def pair_up(inputs: Inputs) -> list[Pair]:
+def pair_up(preds: list[Prediction], meas: list[Measurement]) -> list[Pair]:
     """Match each measurement to the prediction of the same strategy, model, pipeline,
     batch and GPU count; a measurement without one is an error that says what differs."""
-    preds, meas = inputs.predictions, inputs.measurements
     by_key = {key(p): p for p in preds}
     pairs = []
     for m in meas:

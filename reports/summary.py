@@ -75,7 +75,7 @@ def report(paths: list[str], out: Path) -> Path:
     preds, meas = inputs.predictions, inputs.measurements
     if not preds:
         raise SpecError("report inputs", len(paths), "at least one Prediction file")
-    matched = pair_up(inputs)
+    matched = pair_up(preds, meas)
     pairs = [p for p in matched if same_hardware(p)]
     lines = ["# corun report", "",
              f"{len(preds)} prediction(s), {len(meas)} measurement(s): "

@@ -49,7 +49,7 @@ def files(tmp_path):
 
 def test_pairs_and_scatter(files):
     inputs = load_files(files)
-    preds, pairs = inputs.predictions, pair_up(inputs)
+    preds, pairs = inputs.predictions, pair_up(inputs.predictions, inputs.measurements)
     assert [p.measurement.strategy for p in pairs] == ["ideal", "gpu-sequential"]
     fig = figures.scatter(pairs)
     left, right = fig.axes
@@ -66,7 +66,8 @@ def test_pairs_and_scatter(files):
 
 
 def test_stage_bars_and_timeline(files):
-    pairs = pair_up(load_files(files))
+    inputs = load_files(files)
+    pairs = pair_up(inputs.predictions, inputs.measurements)
     ax = figures.stage_bars(pairs).axes[0]
     assert len(ax.patches) == 2 * 2 * len(pairs[0].prediction.stages)
     many = figures.stage_bars(pairs * 40)  # 80 runs: the worst 30 shown, on one page
