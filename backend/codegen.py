@@ -289,9 +289,9 @@ def single_pass_source(signatures: list[tuple], name: str, division: str = "magi
     shared memory: seven barriers a tile, where a log-step scan takes twenty, and the
     CUDA simulator, which has no warp shuffles, runs it as it runs on the GPU. A block
     only waits on tiles whose tickets were taken before its own, by blocks already
-    running, so the wait ends. `state` is
-    [ticket, blocks done, epoch, one status word per (slot, tile)]: the last block out
-    zeroes the counters and moves the epoch on, so the next launch needs no reset.
+    running, so the wait ends. `state` is [ticket, blocks done, epoch, one status word
+    per (slot, tile)]: the last block out zeroes the counters and moves the epoch on, so
+    the next launch needs no reset.
     """
     tile_cap = max(tile_rows, 1024)
     agg, incl, mask = 1 << STATUS_BITS, 2 << STATUS_BITS, (1 << STATUS_BITS) - 1

@@ -143,13 +143,9 @@ class PipelineProgram:
         src, dst = self.bound[index]
         for part in g.parts(target):
             kernel = g.kernel(part, target)
-            if part == "single":
-                kernel[g.grid(part), g.threads](
-                    self.desc, h.f32, h.i64, h.offs, h.valid, g.fpar, g.ipar, g.aux_f,
-                    g.aux_i, g.slot_sig, src, dst, self.tile_state(index), self.layout.rows)
-                continue
+            tail = [self.tile_state(index)] if part == "single" else g.block_maps[part]
             args = (self.desc, h.f32, h.i64, h.offs, h.valid, g.fpar, g.ipar, g.aux_f,
-                    g.aux_i, g.slot_sig, src, dst, *g.block_maps[part], self.layout.rows)
+                    g.aux_i, g.slot_sig, src, dst, *tail, self.layout.rows)
             launch = kernel if target == "cpu" else kernel[g.grid(part), g.threads]
             launch(*args)
             if part == "lengths":

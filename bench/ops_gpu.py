@@ -244,8 +244,9 @@ def bench_pipelines(b: Bench, bw: float, check_rows: int, sizes: list[int],
         for rows in sizes:
             rows = min(rows, cap) if cap else rows
             inp = synthetic_inputs(p, rows, b.rng, zipf_a=0)
-            variants = {label: [variant_group(p, label)] for label in keep
-                        if label != "unfused"}
+            variants = {label: [FusedGroup(p, p.order, "all", **variant_knobs(label),
+                                           **LAUNCH)]
+                        for label in keep if label != "unfused"}
             if "unfused" in keep:
                 variants["unfused"] = [FusedGroup(p, [n], n, **LAUNCH) for n in p.order]
             if len(p.nodes) > 300 and rows > 1_000_000:
@@ -276,11 +277,14 @@ VARIANT_PARTS = {
 "tileN" (tiles of N rows) and "rN" (registers capped at N a thread) take a number."""
 
 
-def variant_group(p: Pipeline, label: str) -> FusedGroup:
-    """The whole pipeline as one group, knobs from `label` ("fused", "fused-1pass",
-    "fused-tile2048-r64", ...); an unknown part is an error naming it."""
+def variant_knobs(label: str) -> dict:
+    """The FusedGroup knobs of a variant label ("fused", "fused-1pass",
+    "fused-tile2048-r64", ...); an unknown label or part is an error naming it."""
+    head, *parts = label.split("-")
+    if head != "fused":
+        raise SystemExit(f"--variants: {label!r} is not fused[-part...] or unfused")
     knobs: dict = {}
-    for part in label.split("-")[1:]:
+    for part in parts:
         if part in VARIANT_PARTS:
             knobs[VARIANT_PARTS[part][0]] = VARIANT_PARTS[part][1]
         elif part.startswith("tile") and part[4:].isdigit():
@@ -290,9 +294,7 @@ def variant_group(p: Pipeline, label: str) -> FusedGroup:
         else:
             raise SystemExit(f"--variants: {label!r}: {part!r} is not one of "
                              f"{', '.join(VARIANT_PARTS)}, tileN, rN")
-    if not label.startswith("fused"):
-        raise SystemExit(f"--variants: {label!r} is not fused[-part...] or unfused")
-    return FusedGroup(p, p.order, "all", **knobs, **LAUNCH)
+    return knobs
 
 
 def bench_launch_shapes(b: Bench, bw: float, rows: int) -> None:
@@ -365,6 +367,9 @@ def main(argv: list[str] | None = None) -> int:
                          "most), e.g. fused-tile2048-r64")
     ap.add_argument("--check-rows", type=int, default=10_000_000)
     args = ap.parse_args(argv)
+    for label in args.variants.split(","):  # every label checked before any work
+        if label != "unfused":
+            variant_knobs(label)
     dry = args.dry_run
     if dry:
         LAUNCH.update(blocks=2, threads_per_block=32)

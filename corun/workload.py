@@ -79,13 +79,22 @@ def read_config(path: str) -> dict[str, Any]:
     return doc
 
 
-def _spec_value(cls: type, value: Any, preset: Any, what: str) -> Any:
-    """A preset name, a path to a saved spec file, or an inline mapping."""
+def _spec_value(cls: type, value: Any, preset: Any, what: str,
+                prepare: Any = None) -> Any:
+    """A preset name, a path to a saved spec file, or an inline mapping. `prepare(doc,
+    source)` sees the document first (source: its path, '' inline) and gives the
+    document to build from, or a `cls` value made from another format."""
     if isinstance(value, dict):
-        return from_jsonable(cls, value, what)
-    if isinstance(value, str) and Path(value).suffix in (".json", ".yaml", ".yml"):
-        return loads(cls, read_document(value), value)
-    return preset(value)
+        doc, source = value, ""
+    elif isinstance(value, str) and Path(value).suffix in (".json", ".yaml", ".yml"):
+        doc, source = read_document(value), value
+    else:
+        return preset(value)
+    if prepare is not None:
+        doc = prepare(doc, source)
+        if isinstance(doc, cls):
+            return doc
+    return loads(cls, doc, source) if source else from_jsonable(cls, doc, what)
 
 
 def _model_value(value: Any) -> Model:
@@ -105,13 +114,8 @@ def _model_value(value: Any) -> Model:
         except OSError as e:
             raise SpecError("model", value, f"a readable file ({e.strerror})") from None
         return model_from_mlperf(mlperf_flags(text), Path(value).stem)
-    if isinstance(value, dict) or (isinstance(value, str)
-                                   and Path(value).suffix in (".json", ".yaml", ".yml")):
-        doc = value if isinstance(value, dict) else read_document(value)
-        found = model_document(doc, "" if isinstance(value, dict) else value)
-        if found is not None:
-            return found
-    return _spec_value(Model, value, model_preset, "model")
+    return _spec_value(Model, value, model_preset, "model",
+                       lambda doc, source: model_document(doc, source) or doc)
 
 
 def resolve_hardware(name: Any, gpus: int, interconnect: str | None,
@@ -236,13 +240,9 @@ def resolve_pipeline(name: Any) -> Pipeline:
     (spec/feature_groups.py)."""
     from corun.spec.feature_groups import expand_feature_groups
 
-    if isinstance(name, str) and Path(name).suffix in (".json", ".yaml", ".yml"):
-        doc = read_document(name)
-        if isinstance(doc, dict) and "feature_groups" in doc:
-            return loads(Pipeline, expand_feature_groups(doc), name)
-    if isinstance(name, dict) and "feature_groups" in name:
-        return from_jsonable(Pipeline, expand_feature_groups(name), "pipeline")
-    return _spec_value(Pipeline, name, pipeline_preset, "pipeline")
+    return _spec_value(Pipeline, name, pipeline_preset, "pipeline",
+                       lambda doc, source: expand_feature_groups(doc)
+                       if isinstance(doc, dict) else doc)
 
 
 def shrink_tables(model: Model, pipeline: Pipeline, max_rows: int) -> tuple[Model, Pipeline]:

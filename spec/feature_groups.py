@@ -20,9 +20,10 @@ group is expanded before the pipeline is built, so every check a pipeline has ap
 from __future__ import annotations
 
 from corun.spec.errors import require
-from corun.spec.pipeline import MAX_GROUP_FEATURES
 
 GROUP_KEYS = ("prefix", "count", "input", "ops", "output")
+MAX_GROUP_FEATURES = 100_000
+"""The most features one feature group may declare."""
 
 
 def expand_feature_groups(doc: dict) -> dict:

@@ -147,8 +147,6 @@ class Column:
         return b + (1 / 8 if self.nullable else 0)
 
 
-MAX_GROUP_FEATURES = 100_000
-"""The most features one feature group may declare (spec/feature_groups.py)."""
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 
