@@ -1,10 +1,10 @@
 """Criteo-format TSV read with pyarrow's multi-threaded CSV reader, every field checked
-and converted a whole column at a time (the same format backend/data.py's line reader
-parses: labels 0 or 1, 32-bit integers of an optional minus and digits,
-categories of 1 to 8 hex digits, an empty field a null).
+and converted by compiled loops that hold no GIL, a column a thread (the same format
+backend/data.py's line reader parses: labels 0 or 1, 32-bit integers of an optional minus
+and digits, categories of 1 to 8 hex digits, an empty field a null).
 
-The file is read in blocks, each checked whole before its rows are handed out in
-chunks. At the first block with a bad line, reading goes on a line at a time (the line
+The file is read in segments, each checked whole before its rows are handed out in
+chunks. At the first segment with a bad line, reading goes on a line at a time (the line
 reader names the line and column, or skips it) from the first row not yet handed out."""
 
 from __future__ import annotations
@@ -15,13 +15,14 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import numba
 import numpy as np
+import pyarrow as pa
+import pyarrow.csv as csv
 from corun.backend.columns import ColumnData
 from corun.backend.data import DENSE_DIGITS, DENSE_MAX, N_DENSE, N_SPARSE, Chunk, ReadStats
 
 NAMES = ["label", *(f"int_{k}" for k in range(N_DENSE)), *(f"cat_{k}" for k in range(N_SPARSE))]
-HEX_PATTERN = r"^([0-9a-fA-F]{1,8})?$"
-"""The categories the line reader accepts (backend/data.py), as an RE2 pattern."""
 SEGMENT_BYTES = 256 << 20
 """Bytes of whole lines read and converted at a time (memory: a few times this)."""
 BLOCK_BYTES = 8 << 20
@@ -32,22 +33,12 @@ for _i, _c in enumerate(b"0123456789"):
     _NIBBLE[_c] = _i
 for _i, _c in enumerate(b"abcdef"):
     _NIBBLE[_c] = _NIBBLE[_c - 32] = 10 + _i
-_NIBBLE_U8 = np.where(_NIBBLE < 0, 255, _NIBBLE).astype(np.uint8)
-"""_NIBBLE as bytes (255: not a hex digit)."""
 
 
 @functools.cache
 def _pool() -> ThreadPoolExecutor:
-    """Threads that check and convert a block's columns side by side."""
+    """Threads that check and convert a segment's columns side by side."""
     return ThreadPoolExecutor(max(1, os.cpu_count() or 1), thread_name_prefix="criteo")
-
-
-def available() -> bool:
-    try:
-        import pyarrow.csv  # noqa: F401
-    except ImportError:
-        return False
-    return True
 
 
 class Fallback(Exception):
@@ -58,22 +49,19 @@ class Fallback(Exception):
         self.line = line
 
 
-def _batches(path: Path) -> Iterator:
-    """The file as tables of strings, one for each segment of whole lines (pyarrow's
+def parsed_segments(path: Path) -> Iterator:
+    """The file as tables of raw fields, one for each segment of whole lines (pyarrow's
     reader parses a segment's blocks on all cores; its streaming reader takes one);
-    Fallback at a line with another field count, or bytes that are not UTF-8 (the
-    reader's error has no line to name)."""
-    import pyarrow as pa
-    import pyarrow.csv as csv
-
+    Fallback at a line with another field count."""
     options = dict(
         read_options=csv.ReadOptions(column_names=NAMES, block_size=BLOCK_BYTES),
         parse_options=csv.ParseOptions(delimiter="\t", quote_char=False, escape_char=False,
                                        ignore_empty_lines=False,
                                        invalid_row_handler=lambda row: "error"),
-        convert_options=csv.ConvertOptions(column_types={n: pa.string() for n in NAMES},
+        convert_options=csv.ConvertOptions(column_types={n: pa.binary() for n in NAMES},
                                            strings_can_be_null=False,
                                            quoted_strings_can_be_null=False))
+
     def parsed(job):
         try:
             return job.result()
@@ -92,102 +80,156 @@ def _batches(path: Path) -> Iterator:
             yield parsed(ahead)
 
 
-def _segments(path: Path) -> Iterator[bytes]:
-    """The file's bytes in pieces of about SEGMENT_BYTES, each of whole lines."""
+def _segments(path: Path) -> Iterator[memoryview]:
+    """The file's bytes in pieces of about SEGMENT_BYTES, each of whole lines (each read
+    into a fresh buffer, so none is written while it is parsed)."""
     with open(path, "rb") as f:
-        carry = b""
+        left = os.fstat(f.fileno()).st_size
+        carry = np.zeros(0, np.uint8)
         while True:
-            block = f.read(SEGMENT_BYTES)
-            if not block and not carry:
+            buf = np.empty(len(carry) + max(1, min(SEGMENT_BYTES, left)), np.uint8)
+            buf[:len(carry)] = carry
+            got = f.readinto(memoryview(buf)[len(carry):])
+            left -= got
+            end = len(carry) + got
+            if not got:  # the end: what is left is a last line with no newline
+                if end:
+                    yield memoryview(buf)[:end]
                 return
-            buf, carry = carry + block, b""
-            if block:  # whole lines only; the rest starts the next segment
-                cut = buf.rfind(b"\n") + 1
-                buf, carry = buf[:cut], buf[cut:]
-                if not buf:
-                    continue
-            yield buf
+            cut = _after_last_newline(buf[:end])
+            carry = buf[cut:end].copy()  # a line cut short starts the next piece
+            if cut:
+                yield memoryview(buf)[:cut]
 
 
-def _strings(column) -> tuple[np.ndarray, np.ndarray]:
-    """An Arrow string column's bytes and its rows' start offsets (n + 1)."""
-    col = column.combine_chunks() if hasattr(column, "combine_chunks") else column
-    offsets = np.frombuffer(col.buffers()[1], np.int32)[col.offset:col.offset + len(col) + 1]
-    data = np.frombuffer(col.buffers()[2], np.uint8) if col.buffers()[2] else np.zeros(0, np.uint8)
-    return data, offsets.astype(np.int64)
+def _after_last_newline(buf: np.ndarray, window: int = 1 << 16) -> int:
+    """The index after the last newline in `buf` (0 if none), looked for from the end."""
+    stop = len(buf)
+    while stop > 0:
+        start = max(0, stop - window)
+        at = np.flatnonzero(buf[start:stop] == ord("\n"))
+        if len(at):
+            return start + int(at[-1]) + 1
+        stop = start
+    return 0
 
 
-def _dense(column) -> tuple[np.ndarray, np.ndarray] | None:
-    """An integer column as float32 values and validity, or None where a field is not an
-    optional minus and digits within 32 bits. Arrow's cast refuses signs other than a
-    leading minus, blanks, points and exponents; the digit count and the hex prefix it
-    would take ("0x10") are checked here."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    data, off = _strings(column)
-    lengths = np.diff(off)
-    valid = lengths > 0
-    minus = np.zeros(len(lengths), np.int64)
-    minus[valid] = data[off[:-1][valid]] == ord("-")
-    if (lengths - minus > DENSE_DIGITS).any() or (data == ord("x")).any() \
-            or (data == ord("X")).any():
-        return None
-    try:
-        ints = pc.cast(pc.if_else(valid, column, pa.scalar(None, pa.string())), pa.int64())
-    except pa.ArrowInvalid:
-        return None
-    value = ints.fill_null(0).to_numpy(zero_copy_only=False)
-    if ((value > DENSE_MAX) | (value < -DENSE_MAX - 1)).any():
-        return None
-    return value.astype(np.float32), valid
+def _pieces(column) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """An Arrow binary column's chunks as (bytes, row start offsets (n + 1)), zero-copy."""
+    for chunk in column.chunks:
+        bufs = chunk.buffers()
+        offsets = np.frombuffer(bufs[1], np.int32)[chunk.offset:chunk.offset + len(chunk) + 1]
+        data = np.frombuffer(bufs[2], np.uint8) if bufs[2] else np.zeros(0, np.uint8)
+        yield data, offsets
 
 
-def _hex(column) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-    """A category column as its non-null int64 ids, validity and id offsets (n + 1), or
-    None where a field is not 1 to 8 hex digits (Criteo's 8 digits converted as they
-    lie; other lengths checked by RE2 first)."""
-    data, off = _strings(column)
-    lengths = np.diff(off)
-    valid = lengths > 0
-    if (lengths[valid] == 8).all():  # the non-null fields lie end to end, 8 bytes each
-        nib = _NIBBLE_U8[data[off[0]:off[-1]]]
-        if (nib > 15).any():
+@numba.njit(nogil=True, cache=True)
+def _labels_of(data, off, labels, at):  # pragma: no cover - compiled
+    """Rows' labels into labels[at:]: -1, or the first row whose field is not 0 or 1."""
+    for i in range(len(off) - 1):
+        a = off[i]
+        if off[i + 1] - a != 1 or (data[a] != 48 and data[a] != 49):
+            return at + i
+        labels[at + i] = data[a] - 48
+    return -1
+
+
+@numba.njit(nogil=True, cache=True)
+def _dense_of(data, off, values, valid, at, digits, most):  # pragma: no cover - compiled
+    """Rows' integers into values[at:] (float32) and valid[at:]: -1, or the first row whose
+    field is neither empty nor an optional minus and 1 to `digits` digits within 32 bits."""
+    for i in range(len(off) - 1):
+        a, b, r = off[i], off[i + 1], at + i
+        valid[r] = a < b
+        values[r] = 0
+        if a == b:
+            continue
+        minus = data[a] == 45
+        a += minus
+        if b - a < 1 or b - a > digits:
+            return r
+        v = 0
+        for j in range(a, b):
+            d = np.int64(data[j]) - 48
+            if d < 0 or d > 9:
+                return r
+            v = v * 10 + d
+        if v > most + minus:
+            return r
+        values[r] = -v if minus else v
+    return -1
+
+
+@numba.njit(nogil=True, cache=True)
+def _hex_of(data, off, ids, valid, id_off, at, cursor):  # pragma: no cover - compiled
+    """Rows' categories: non-null ids from ids[cursor], validity and id offsets from row
+    `at`. Returns (-1 or the first row whose field is neither empty nor 1 to 8 hex digits,
+    the next cursor)."""
+    for i in range(len(off) - 1):
+        a, b, r = off[i], off[i + 1], at + i
+        id_off[r] = cursor
+        valid[r] = a < b
+        if a == b:
+            continue
+        if b - a > 8:
+            return r, cursor
+        v = 0
+        for j in range(a, b):
+            d = _NIBBLE[data[j]]
+            if d < 0:
+                return r, cursor
+            v = v * 16 + d
+        ids[cursor] = v
+        cursor += 1
+    return -1, cursor
+
+
+def _label(column, n: int) -> np.ndarray | None:
+    """A label column as int8, or None where a field is not 0 or 1."""
+    labels, at = np.empty(n, np.int8), 0
+    for data, off in _pieces(column):
+        if _labels_of(data, off, labels, at) >= 0:
             return None
-        pairs = (nib[0::2] << 4) | nib[1::2]  # two digits a byte, most significant first
-        return pairs.view(">u4").astype(np.int64), valid, (off - off[0]) // 8
-    import pyarrow.compute as pc
-
-    if not pc.all(pc.match_substring_regex(column, HEX_PATTERN)).as_py():
-        return None
-    starts = off[:-1][valid]
-    value = np.zeros(len(starts), np.int64)
-    mine = lengths[valid]
-    for j in range(8):
-        at = mine > j
-        value[at] = value[at] * 16 + _NIBBLE[data[starts[at] + j]]
-    ids = np.zeros(len(lengths) + 1, np.int64)
-    np.cumsum(valid, out=ids[1:])
-    return value, valid, ids
+        at += len(off) - 1
+    return labels
 
 
-def _columns(batch) -> tuple | None:
+def _dense(column, n: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """An integer column as float32 values (0 where null) and validity, or None where a
+    field is not an optional minus and digits within 32 bits."""
+    values, valid, at = np.empty(n, np.float32), np.empty(n, bool), 0
+    for data, off in _pieces(column):
+        if _dense_of(data, off, values, valid, at, DENSE_DIGITS, DENSE_MAX) >= 0:
+            return None
+        at += len(off) - 1
+    return values, valid
+
+
+def _hex(column, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """A category column as its non-null int64 ids, validity and id offsets (n + 1), or
+    None where a field is not 1 to 8 hex digits."""
+    ids, valid, id_off = np.empty(n, np.int64), np.empty(n, bool), np.empty(n + 1, np.int64)
+    at = cursor = 0
+    for data, off in _pieces(column):
+        bad, cursor = _hex_of(data, off, ids, valid, id_off, at, cursor)
+        if bad >= 0:
+            return None
+        at += len(off) - 1
+    id_off[n] = cursor
+    return ids[:cursor], valid, id_off
+
+
+def converted(batch) -> tuple | None:
     """A batch's labels, (float32 values, validity) per integer column and (ids, validity,
     id offsets) per category column; None where a field breaks the format."""
-    import pyarrow.compute as pc
-
-    label = batch.column("label")
-    if not pc.all(pc.match_substring_regex(label, "^[01]$")).as_py():
-        return None
-    label_data, label_off = _strings(label)
-    labels = label_data[label_off[:-1]].astype(np.int16) - ord("0")
-    jobs = [(_dense, batch.column(f"int_{k}")) for k in range(N_DENSE)]
+    n = batch.num_rows
+    jobs = [(_label, batch.column("label"))]
+    jobs += [(_dense, batch.column(f"int_{k}")) for k in range(N_DENSE)]
     jobs += [(_hex, batch.column(f"cat_{k}")) for k in range(N_SPARSE)]
-    done = list(_pool().map(lambda job: job[0](job[1]), jobs))  # numpy and Arrow free the GIL
-    dense, cats = done[:N_DENSE], done[N_DENSE:]
-    if any(x is None for x in (*dense, *cats)):
+    done = list(_pool().map(lambda job: job[0](job[1], n), jobs))  # compiled: no GIL held
+    if any(x is None for x in done):
         return None
-    return labels.astype(np.int8), dense, cats
+    return done[0], done[1:1 + N_DENSE], done[1 + N_DENSE:]
 
 
 def read(path: str | Path, chunk_rows: int, stats: ReadStats) -> Iterator[Chunk]:
@@ -196,7 +238,7 @@ def read(path: str | Path, chunk_rows: int, stats: ReadStats) -> Iterator[Chunk]
     reader's chunks start where these ended)."""
     rest: Rows | None = None
     emitted = 0
-    batches = _batches(Path(path))
+    batches = parsed_segments(Path(path))
     while True:
         try:
             batch = next(batches)
@@ -204,7 +246,7 @@ def read(path: str | Path, chunk_rows: int, stats: ReadStats) -> Iterator[Chunk]
             break
         except Fallback:
             raise Fallback(emitted + 1) from None
-        cols = _columns(batch)
+        cols = converted(batch)
         if cols is None:
             raise Fallback(emitted + 1)
         rows, at = Rows(*cols), 0

@@ -118,9 +118,10 @@ def read_criteo(path: str | Path, chunk_rows: int = 65536, skip_bad_lines: bool 
     `skip_bad_lines` is counted in `stats` and skipped; columns never shift.
 
     `engine` "arrow" reads with pyarrow's multi-threaded CSV reader and checks and converts
-    whole columns at once (criteo_arrow.py); "python" a line at a time; "auto" arrow
-    where pyarrow is installed. The two give the same chunks; arrow hands a file with a
-    bad line to the line reader, which names the line or skips it."""
+    whole columns at once in compiled loops (criteo_arrow.py); "python" a line at a time;
+    "auto" arrow where pyarrow and numba are installed. The two give the same chunks;
+    arrow hands a file with a bad line to the line reader, which names the line or skips
+    it."""
     if chunk_rows < 1:
         raise ValueError(f"chunk_rows = {chunk_rows}: an integer >= 1")
     if engine not in ("auto", "arrow", "python"):
@@ -130,9 +131,13 @@ def read_criteo(path: str | Path, chunk_rows: int = 65536, skip_bad_lines: bool 
         raise DataError(str(path), 0, "*", "no such file (a Criteo-format TSV file)")
     start = 1
     if engine != "python":
-        from corun.backend import criteo_arrow
-
-        if engine == "arrow" or criteo_arrow.available():
+        try:
+            from corun.backend import criteo_arrow
+        except ImportError:  # pyarrow or numba missing: "auto" reads a line at a time
+            if engine == "arrow":
+                raise
+            criteo_arrow = None
+        if criteo_arrow is not None:
             try:
                 yield from criteo_arrow.read(path, chunk_rows, stats)
                 if stats.lines:

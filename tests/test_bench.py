@@ -1,8 +1,10 @@
-"""The benchmarks under bench/: each answers --help, and the matrix names its workloads."""
+"""The benchmarks under bench/: each answers --help, the matrix names its workloads, and the
+Criteo reading benchmark runs end to end on a small file."""
 
 from __future__ import annotations
 
 import importlib
+import json
 
 import pytest
 from corun.spec import SpecError
@@ -29,3 +31,16 @@ def test_the_matrix_selects_workloads_by_name():
                                                              32768, True)
     with pytest.raises(SpecError, match="--workloads = 'kaggle-b3'"):
         selected("single-gpu", "kaggle-b4096,kaggle-b3")
+
+
+def test_the_criteo_read_benchmark_reads_every_row_and_times_each_stage(tmp_path):
+    pytest.importorskip("pyarrow")
+    from bench.criteo_read import main
+
+    out = tmp_path / "read.json"
+    assert main(["--rows", "3000", "--python-rows", "500", "--repeats", "1",
+                 "--work", str(tmp_path), "-o", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    assert (doc["arrow"]["rows"], doc["python"]["rows"]) == (3000, 500)
+    assert doc["arrow_stages"]["convert_rows"] == 3000
+    assert doc["arrow_stages"]["parse_rows_per_s"] > 0 < doc["arrow_stages"]["convert_rows_per_s"]

@@ -158,3 +158,57 @@ def test_the_arrow_reader_gives_the_line_reader_s_chunks_and_errors(tmp_path, ts
     raw = tmp_path / "latin.tsv"
     raw.write_bytes(tsv.read_bytes().replace(b"\n1\t", b"\n\xff\t", 2))
     assert read(raw, 64, "arrow", True) == read(raw, 64, "python", True)
+
+
+def test_the_arrow_reader_s_fields_follow_the_line_reader_s_rules():
+    """Each field the compiled checks take or refuse, at the edges of the format: the
+    32-bit range, the digit count, a sign, hex digits of either case and their count."""
+    pa = pytest.importorskip("pyarrow")
+    from corun.backend import criteo_arrow
+    from corun.backend.data import _parse_line
+
+    def line_reader(label="0", dense="", cat=""):
+        try:
+            _, d, c = _parse_line([label, dense, *[""] * 12, cat, *[""] * 25], "f", 1)
+        except DataError:
+            return None
+        return d[0], c[0]
+
+    def column(field):
+        return pa.chunked_array([pa.array([b"", field.encode(), b""], pa.binary())])
+
+    for field in ("0", "-0", "7", "-2147483648", "2147483647", "0000000001", "2147483648",
+                  "-2147483649", "00000000001", "-", "+1", "0x1", "1.0", "1e3", " 1", "",
+                  "١"):
+        got = criteo_arrow._dense(column(field), 3)
+        want = line_reader(dense=field)
+        assert (got is None) == (want is None), field
+        if got is not None:
+            assert got[1].tolist() == [False, field != "", False], field
+            assert got[0][1] == (want[0] or 0), field
+    for field in ("0", "f", "ABCdef12", "ffffffff", "123456789", "g", "0x1", "-1", " a", ""):
+        got = criteo_arrow._hex(column(field), 3)
+        want = line_reader(cat=field)
+        assert (got is None) == (want is None), field
+        if got is not None:
+            assert got[0].tolist() == ([] if field == "" else [want[1]]), field
+            assert got[2].tolist() == [0, 0, int(field != ""), int(field != "")], field
+    for field in ("0", "1", "2", "", "01", "-1", " 1"):
+        got = criteo_arrow._label(pa.chunked_array([pa.array([b"1", field.encode()])]), 2)
+        want = line_reader(label=field)
+        assert (got is None) == (want is None), field
+        if got is not None:
+            assert got.tolist() == [1, int(field)], field
+    chunks = pa.chunked_array([pa.array([b"1"]), pa.array([b"0", b"1"])])
+    assert criteo_arrow._label(chunks, 3).tolist() == [1, 0, 1]
+
+
+def test_segments_end_after_the_last_newline_however_far_back():
+    pytest.importorskip("pyarrow")
+    from corun.backend.criteo_arrow import _after_last_newline
+
+    def after(text, window):
+        return _after_last_newline(np.frombuffer(text, np.uint8), window)
+
+    assert [after(b"ab\ncdefg", w) for w in (1, 2, 3, 100)] == [3, 3, 3, 3]
+    assert after(b"\n", 1) == 1 and after(b"abc", 2) == 0 and after(b"", 4) == 0

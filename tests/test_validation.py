@@ -248,7 +248,9 @@ def test_benchmarks_render_from_their_files():
            {"kind": "note", "text": "a note"}]
     read = {"bench": "criteo_read", "cores": 16, "file_bytes": 2.4e9, "speedup": 37.1,
             "arrow": {"engine": "arrow", "rows": 10_000_000, "seconds": 7.96,
-                      "rows_per_s": 1_256_148.0}}
+                      "rows_per_s": 1_256_148.0},
+            "arrow_stages": {"parse_rows_per_s": 5e6, "convert_rows_per_s": 2e7,
+                             "convert_rows": 4_000_000}}
     text = "\n".join(benchmarks_section({"ops_gpu-h100.json": ops,
                                          "criteo_read-h100.json": read}))
     assert "on NVIDIA H100 80GB HBM3 (`ops_gpu-h100.json`)" in text
@@ -256,6 +258,7 @@ def test_benchmarks_render_from_their_files():
     assert "| kaggle | 4,194,304 | fused | 4 | 48 | 4.273 | 3.90 | 30% |" in text
     assert "Note: a note." in text
     assert "| arrow | 10,000,000 | 7.96 | 1,256,148 |" in text and "37x" in text
+    assert "raw fields 5,000,000 rows/s" in text and "memory 20,000,000 rows/s" in text
     with pytest.raises(ValueError, match="validation/benchmarks/odd.json"):
         benchmarks_section({"odd.json": {}})
     assert benchmarks_section({}) == []
