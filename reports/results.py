@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from corun.reports.benchmarks import benchmarks_section
 from corun.reports.markdown import markdown_table
+from corun.reports.repeats import Repeats, repeats_by
 from corun.spec.validation import Dataset, MeasuredCase
 
 WITHIN_PCT = 5.0
@@ -51,6 +52,9 @@ class Errors:
 
 
 ERROR_HEAD = ["cases", "median abs error", "mean abs error", f"within {WITHIN_PCT:g}%"]
+REPEAT_HEAD = f"repeats within {WITHIN_PCT:g}% of their rounds' median"
+"""The floor under the errors (reports/repeats.py): a plan run in several rounds of one
+command, each round against the median of them all."""
 
 
 @dataclass(frozen=True)
@@ -174,14 +178,17 @@ def trust_table(ds: Dataset) -> list[str]:
     pairs = newest_per_workload(predicted_cases(ds))
     errs, ranks = errors_by(pairs, setting), rankings_by(pairs, setting)
     cal = errors_by(calibrated(pairs), setting)
-    empty, none = Ranking(0, 0, 0, ()), Errors(())
-    rows = [[k, *_short(errs[k]), _short(cal.get(k, none))[2], *ranks.get(k, empty).cells()]
+    reps = repeats_by((c for c, _ in pairs), setting)
+    empty, none, no_reps = Ranking(0, 0, 0, ()), Errors(()), Repeats((), 0)
+    rows = [[k, *_short(errs[k]), _short(cal.get(k, none))[2],
+             reps.get(k, no_reps).within(WITHIN_PCT), *ranks.get(k, empty).cells()]
             for k in errs]
+    every = Repeats(tuple(x for r in reps.values() for x in r.deviations_pct), 0)
     rows.append(["all", *_short(Errors(tuple(abs(e) for _, e in pairs))),
                  _short(Errors(tuple(abs(e) for _, e in calibrated(pairs))))[2],
-                 *_total(ranks.values()).cells()])
+                 every.within(WITHIN_PCT), *_total(ranks.values()).cells()])
     return table(["setting", "cases", "median abs error", f"within {WITHIN_PCT:g}%",
-                  f"within {WITHIN_PCT:g}%, calibrated", *RANK_HEAD], rows)
+                  f"within {WITHIN_PCT:g}%, calibrated", REPEAT_HEAD, *RANK_HEAD], rows)
 
 
 def _short(e: Errors) -> list[str]:
@@ -228,7 +235,10 @@ def results_markdown(ds: Dataset, command: str, fitted_on: frozenset[str],
              "Per workload, only the cases measured on the last day it was measured: what "
              "the model says of the trainer as it runs now. Calibrated: each case's "
              "prediction scaled by the ideal step measured in the same command, as "
-             "`--calibration` does (the ideal itself left out).", "", *trust_table(ds), "",
+             "`--calibration` does (the ideal itself left out). Repeats: where a command "
+             "ran the same plan in several rounds, how many rounds lie within "
+             f"{WITHIN_PCT:g}% of the median of them all, the best any one predicted time "
+             "could do.", "", *trust_table(ds), "",
              "## Every case, by step mode and GPU count", "",
              "Older commands ran older trainers; their errors say as much about the "
              "trainer's changes as about the model.", ""]
@@ -256,8 +266,10 @@ def results_markdown(ds: Dataset, command: str, fitted_on: frozenset[str],
     lines += ["", "## The newest measurement of each workload", ""]
     ne = errors_by(newest, lambda c: f"{gpu(c)} {c.workload}")
     nr = rankings_by(newest, lambda c: f"{gpu(c)} {c.workload}")
-    lines += table(["workload", *ERROR_HEAD, *RANK_HEAD],
-                   [[k, *v.cells(), *nr.get(k, empty).cells()] for k, v in ne.items()])
+    nrep = repeats_by((c for c, _ in newest), lambda c: f"{gpu(c)} {c.workload}")
+    lines += table(["workload", *ERROR_HEAD, REPEAT_HEAD, *RANK_HEAD],
+                   [[k, *v.cells(), nrep.get(k, Repeats((), 0)).within(WITHIN_PCT),
+                     *nr.get(k, empty).cells()] for k, v in ne.items()])
     lines += ["", "## Cases without a prediction", "",
               f"- {len(unmodelled)} ran a variant the simulator does not model: "
               + _reasons(c.note for c in unmodelled),
@@ -326,18 +338,20 @@ def machine_section(ds: Dataset) -> list[str]:
         for c, preset, on in cases:
             groups[c.workload].append((abs(preset), abs(on)))
             groups["all"].append((abs(preset), abs(on)))
+        reps = repeats_by((c for c, _, _ in cases), lambda c: c.workload)
+        reps["all"] = Repeats(tuple(x for r in reps.values() for x in r.deviations_pct), 0)
         rows = []
         for k in [*sorted(g for g in groups if g != "all"), "all"]:
             if k not in groups:
                 continue
             pre, on = (Errors(tuple(x[i] for x in groups[k])) for i in (0, 1))
             rows.append([k, str(pre.n), pre.cells()[2], pre.cells()[3], on.cells()[2],
-                         on.cells()[3]])
+                         on.cells()[3], reps.get(k, Repeats((), 0)).within(WITHIN_PCT)])
         pairs_on = [(c, e) for c, _, e in cases]
         ranks = _total(rankings_by(pairs_on, lambda c: "all").values())
         lines += table(["workload", "cases", "mean abs error, preset",
                         f"within {WITHIN_PCT:g}%, preset", "mean abs error, profile",
-                        f"within {WITHIN_PCT:g}%, profile"], rows)
+                        f"within {WITHIN_PCT:g}%, profile", REPEAT_HEAD], rows)
         lines += ["", "With the profile, best picked (within "
                   f"{NOISE_PCT:g}%) in {ranks.right + ranks.near} of {ranks.commands} "
                   "commands.", ""]

@@ -137,7 +137,22 @@ def test_the_trust_table_counts_cases_within_five_percent_as_predicted_and_calib
     4.1) +7.3%, still out."""
     rows = [(case("ideal", 4.0, i=0), 4.1), (case("corun", 4.0, i=1), 4.4)]
     text = "\n".join(trust_table(dataset(rows)))
-    assert "| H200, eager, 1 GPU | 2 | 6.2% | 1 (50%) | 0 (0%) |" in text
+    assert "| H200, eager, 1 GPU | 2 | 6.2% | 1 (50%) | 0 (0%) | - |" in text
+
+
+def test_repeats_are_judged_against_the_median_of_their_own_rounds():
+    """Three rounds of corun in command a (3.6, 4.0, 4.4 ms): the outer two 10% off their
+    median, so no single predicted time is within 5% of all three; a plan run once, and
+    the same strategy in another command, are not repeats of it."""
+    from corun.reports.repeats import repeats_by
+
+    cases = [case("corun", ms, "a", i) for i, ms in enumerate((3.6, 4.0, 4.4))]
+    cases += [case("corun", 9.0, "b", 0), case("rap", 4.0, "a", 3)]
+    (r,) = repeats_by(cases, lambda c: "all").values()
+    assert r.plans == 1 and r.deviations_pct == pytest.approx((10.0, 0.0, 10.0))
+    assert r.within(5.0) == "1 of 3 (33%)"
+    text = "\n".join(trust_table(dataset([(c, 4.0) for c in cases])))
+    assert "| 1 of 3 (33%) |" in text
 
 
 def test_calibration_scales_by_the_same_commands_ideal_only():
