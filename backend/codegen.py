@@ -270,32 +270,43 @@ launch overwrites every status; the tag only has to differ from the launch befor
 STATUS_BITS = 45
 """A tile status word: epoch << 47 | flag << 45 | value (flag 1: the tile's own output
 elements; 2: those of every tile of its slot up to and including it)."""
-SINGLE_PARAMS = ("desc, f32, i64, offs, valid, fpar, ipar, aux_f, aux_i, slot_sig, slot_src, "
+TILED_PARAMS = ("desc, f32, i64, offs, valid, fpar, ipar, aux_f, aux_i, slot_sig, slot_src, "
                  "slot_dst, state, rows")
 
 
-def single_pass_source(signatures: list[tuple], name: str, division: str = "magic",
-                       unroll: int = 1, tile_rows: int = TILE_ROWS) -> str:
-    """Source of a one-launch CUDA kernel over `signatures`: lengths, their scan and the
-    values of each list sink in one pass over its rows.
+TILED_PARTS = ("single", "totals", "tiles")
+"""Kernels over tiles of a slot's rows (tiled_source): the one-pass kernel; and the two
+kernels of a scan over tile totals, with a scan of the totals between them."""
 
-    Blocks take tiles (a slot and `tile_rows` of its rows) in the order of a ticket
-    counter, tile-major so that a tile's predecessor in its slot was taken a slot count
-    earlier. A tile computes its rows' output lengths, scans them in shared memory,
-    publishes its sum, and thread 0 finds the sum of its slot's earlier tiles by a
-    decoupled look-back over their status words (Merrill and Garland, 2016); then the
-    tile writes its offsets and values. The block scan is two levels of serial sums (a
-    thread over its rows, some threads over 32 threads' sums, thread 0 over those) in
-    shared memory: seven barriers a tile, where a log-step scan takes twenty, and the
-    CUDA simulator, which has no warp shuffles, runs it as it runs on the GPU. A block
-    only waits on tiles whose tickets were taken before its own, by blocks already
-    running, so the wait ends. `state` is [ticket, blocks done, epoch, one status word
-    per (slot, tile)]: the last block out zeroes the counters and moves the epoch on, so
-    the next launch needs no reset.
+
+def tiled_source(signatures: list[tuple], name: str, part: str, division: str = "magic",
+                 unroll: int = 1, tile_rows: int = TILE_ROWS) -> str:
+    """Source of a CUDA kernel over tiles (a slot and `tile_rows` of its rows): each tile
+    computes its rows' output lengths and sums them in shared memory. The block scan is
+    two levels of serial sums (a thread over its rows, some threads over 32 threads'
+    sums, thread 0 over those): seven barriers a tile, where a log-step scan takes
+    twenty, and the CUDA simulator, which has no warp shuffles, runs it as the GPU does.
+
+    'single': lengths, their scan and the values of each list sink in one launch. Blocks
+      take tiles in the order of a ticket counter, tile-major so that a tile's
+      predecessor in its slot was taken a slot count earlier; thread 0 finds the sum of
+      its slot's earlier tiles by a decoupled look-back over their status words (Merrill
+      and Garland, 2016). A block only waits on tiles whose tickets were taken before its
+      own, by blocks already running, so the wait ends. `state` is [ticket, blocks done,
+      epoch, one status word per (slot, tile)]: the last block out zeroes the counters
+      and moves the epoch on, so the next launch needs no reset.
+    'totals': each tile's sum of output lengths into state[slot * (tiles + 1) + t + 1];
+      the caller scans each slot's tiles + 1 entries (the first stays 0) in place.
+    'tiles': each tile's rows written from its slot's scanned entry t, the sum of the
+      tiles before it: the three-step kernels' work without their per-row lengths in
+      memory and without the scan over every row's offset.
+    Blocks grid-stride over the tiles in 'totals' and 'tiles'.
     """
+    if part not in TILED_PARTS:
+        raise ValueError(f"part = {part!r}: one of {', '.join(TILED_PARTS)}")
     tile_cap = max(tile_rows, 1024)
     agg, incl, mask = 1 << STATUS_BITS, 2 << STATUS_BITS, (1 << STATUS_BITS) - 1
-    out = [f"def {name}({SINGLE_PARAMS}):",
+    out = [f"def {name}({TILED_PARAMS}):",
            f"    lens = cuda.shared.array({tile_cap}, np.int64)",
            "    sums = cuda.shared.array(1024, np.int64)",
            "    chunks = cuda.shared.array(32, np.int64)",
@@ -306,31 +317,37 @@ def single_pass_source(signatures: list[tuple], name: str, division: str = "magi
            "    tile_rows = items * nt",
            "    nslots = slot_sig.shape[0]",
            "    tiles = max(1, (rows + tile_rows - 1) // tile_rows)",
-           "    total = tiles * nslots",
-           "    epoch = state[2]",
-           f"    tag = epoch << {STATUS_BITS + 2}",
-           "    while True:",
-           "        if tid == 0:",
-           "            info[0] = cuda.atomic.add(state, 0, 1)",
-           "        cuda.syncthreads()",
-           "        ticket = info[0]",
-           "        if ticket >= total:",
-           "            break",
-           "        slot = ticket % nslots",
-           "        t = ticket // nslots",
-           "        row0 = t * tile_rows",
-           "        sig = slot_sig[slot]",
-           "        src = slot_src[slot]",
-           "        dst = slot_dst[slot]"]
+           "    total = tiles * nslots"]
+    if part == "single":
+        out += ["    epoch = state[2]",
+                f"    tag = epoch << {STATUS_BITS + 2}",
+                "    while True:",
+                "        if tid == 0:",
+                "            info[0] = cuda.atomic.add(state, 0, 1)",
+                "        cuda.syncthreads()",
+                "        ticket = info[0]",
+                "        if ticket >= total:",
+                "            break"]
+    else:
+        out += ["    for ticket in range(cuda.blockIdx.x, total, cuda.gridDim.x):"]
+    out += ["        slot = ticket % nslots",
+            "        t = ticket // nslots",
+            "        row0 = t * tile_rows",
+            "        sig = slot_sig[slot]",
+            "        src = slot_src[slot]",
+            "        dst = slot_dst[slot]"]
     for s, sig in enumerate(signatures):
         p = f"s{s}_"
         K = len(sig[3])
         body: list[str] = []
         if sig[5] != "list":
-            body += ["for k in range(items):",
-                     "    r = row0 + k * nt + tid",
-                     "    if r < rows:"]
-            body += ["        " + line for line in chain_body(p, sig, "values", division)]
+            if part != "totals":
+                body += ["for k in range(items):",
+                         "    r = row0 + k * nt + tid",
+                         "    if r < rows:"]
+                body += ["        " + line for line in chain_body(p, sig, "values", division)]
+            else:
+                body += ["pass"]
         else:
             lengths = length_lines(p, sig)
             body += ["for k in range(items):",
@@ -359,24 +376,33 @@ def single_pass_source(signatures: list[tuple], name: str, division: str = "magi
                      "    for q in range(nt // chunk):",
                      "        x = chunks[q]",
                      "        chunks[q] = own",
-                     "        own += x",
-                     "    base = 3 + slot * tiles",
-                     "    if t == 0:",
-                     f"        cuda.atomic.exch(state, base, tag | {incl} | own)",
-                     "        info[1] = 0",
-                     "    else:",
-                     f"        cuda.atomic.exch(state, base + t, tag | {agg} | own)",
-                     "        ex = 0",
-                     "        j = t - 1",
-                     "        while j >= 0:",
-                     "            w = cuda.atomic.add(state, base + j, 0)",
-                     f"            f = (w >> {STATUS_BITS}) & 3",
-                     f"            if (w >> {STATUS_BITS + 2}) == epoch and f != 0:",
-                     f"                ex += w & {mask}",
-                     "                j = -1 if f == 2 else j - 1",
-                     f"        cuda.atomic.exch(state, base + t, tag | {incl} | (ex + own))",
-                     "        info[1] = ex",
-                     "cuda.syncthreads()",
+                     "        own += x"]
+            if part == "totals":
+                body += ["    state[slot * (tiles + 1) + t + 1] = own"]
+                body, constants = hoist_slot_constants(p, body)
+                out.append(f"        {'if' if s == 0 else 'elif'} sig == {s}:")
+                out += [f"            {line}" for line in constants + body]
+                continue
+            if part == "tiles":
+                body += ["    info[1] = state[slot * (tiles + 1) + t]"]
+            else:
+                body += ["    base = 3 + slot * tiles",
+                         "    if t == 0:",
+                         f"        cuda.atomic.exch(state, base, tag | {incl} | own)",
+                         "        info[1] = 0",
+                         "    else:",
+                         f"        cuda.atomic.exch(state, base + t, tag | {agg} | own)",
+                         "        ex = 0",
+                         "        j = t - 1",
+                         "        while j >= 0:",
+                         "            w = cuda.atomic.add(state, base + j, 0)",
+                         f"            f = (w >> {STATUS_BITS}) & 3",
+                         f"            if (w >> {STATUS_BITS + 2}) == epoch and f != 0:",
+                         f"                ex += w & {mask}",
+                         "                j = -1 if f == 2 else j - 1",
+                         f"        cuda.atomic.exch(state, base + t, tag | {incl} | (ex + own))",
+                         "        info[1] = ex"]
+            body += ["cuda.syncthreads()",
                      "run = chunks[tid // chunk]",
                      "for q in range(tid - tid % chunk, tid):",
                      "    run += sums[q]",
@@ -407,10 +433,11 @@ def single_pass_source(signatures: list[tuple], name: str, division: str = "magi
         body, constants = hoist_slot_constants(p, body)
         out.append(f"        {'if' if s == 0 else 'elif'} sig == {s}:")
         out += [f"            {line}" for line in constants + body]
-    out += ["        cuda.syncthreads()",
-            "    if tid == 0:",
-            "        if cuda.atomic.add(state, 1, 1) == cuda.gridDim.x - 1:",
-            "            state[0] = 0",
-            "            state[1] = 0",
-            f"            state[2] = (epoch + 1) % {EPOCHS}"]
+    out += ["        cuda.syncthreads()"]
+    if part == "single":
+        out += ["    if tid == 0:",
+                "        if cuda.atomic.add(state, 1, 1) == cuda.gridDim.x - 1:",
+                "            state[0] = 0",
+                "            state[1] = 0",
+                f"            state[2] = (epoch + 1) % {EPOCHS}"]
     return "\n".join(out) + "\n"

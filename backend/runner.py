@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from corun.backend.codegen import TILED_PARTS
 from corun.backend.columns import ColumnData
 from corun.backend.fusion import FusedGroup
 from corun.backend.launch import BoundLaunch
@@ -143,16 +144,19 @@ class PipelineProgram:
         src, dst = self.bound[index]
         for part in g.parts(target):
             kernel = g.kernel(part, target)
-            tail = [self.tile_state(index)] if part == "single" else g.block_maps[part]
+            tail = [self.tile_state(index)] if part in TILED_PARTS else g.block_maps[part]
             args = (self.desc, h.f32, h.i64, h.offs, h.valid, g.fpar, g.ipar, g.aux_f,
                     g.aux_i, g.slot_sig, src, dst, *tail, self.layout.rows)
             launch = kernel if target == "cpu" else kernel[g.grid(part), g.threads]
             launch(*args)
             if part == "lengths":
                 self._scan_host(h.offs, g)
+            if part == "totals":
+                regions = self.tile_state(index).reshape(g.slots, -1)
+                np.cumsum(regions, axis=1, out=regions)
 
     def tile_state(self, index: int) -> np.ndarray:
-        """Group `index`'s one-pass kernel state on the host, kept from launch to launch
+        """Group `index`'s tiled kernels' state on the host, kept from launch to launch
         as on the GPU."""
         if index not in self._tile_states:
             self._tile_states[index] = self.groups[index].tile_state(self.layout.rows)
@@ -190,8 +194,9 @@ class DeviceState:
             arrs = [cuda.to_device(a) for a in (g.fpar, g.ipar, g.aux_f, g.aux_i, g.slot_sig,
                                                 src, dst)]
             maps = {part: [cuda.to_device(a) for a in m] for part, m in g.block_maps.items()}
-            if g.single_pass:  # the one-pass kernel's counters and tile statuses
-                maps["single"] = [cuda.to_device(g.tile_state(program.layout.rows))]
+            if g.list_scan != "rows":  # the tiled kernels' counters, statuses or totals
+                state = [cuda.to_device(g.tile_state(program.layout.rows))]
+                maps.update({part: state for part in g.parts("cuda")})
             arrs = (arrs, maps)
             self.groups.append((g, arrs, g.list_offsets_block(program.layout)))
         self._launches: dict[tuple[int, str], BoundLaunch] = {}
@@ -212,6 +217,13 @@ class DeviceState:
             if n:
                 self._scans[index] = scan_views(self.views["offs"][base : base + n], count,
                                                 rows, scratch)
+        for index, (g, (_, maps), _) in enumerate(self.groups):
+            if "totals" in maps:  # tile totals: a scan of their own, over a buffer of their own
+                totals = torch.as_tensor(maps["totals"][0], device="cuda")
+                tiles = g.tiles(rows)
+                self._scans[index] = scan_views(
+                    totals, g.slots, tiles,
+                    torch.empty(totals.numel(), dtype=torch.int64, device="cuda"))
 
     def launches_per_batch(self) -> int:
         """Kernel launches one batch costs (FusedGroup.launches)."""
@@ -234,7 +246,7 @@ class DeviceState:
             bound.through_numba(stream) if through_numba else bound(stream)
             if mark is not None:
                 mark(part, g.name)
-            if part == "lengths":
+            if part in ("lengths", "totals"):
                 scan_with(*self._scans[index])
                 if mark is not None:
                     mark("scan", g.name)

@@ -254,7 +254,8 @@ def bench_pipelines(b: Bench, bw: float, check_rows: int, sizes: list[int],
                 variants.pop("unfused", None)
             for label, groups in variants.items():
                 out, timing = b.run_gpu(PipelineProgram(p, groups, inp),
-                                        breakdown=label in ("fused", "fused-1pass"))
+                                        breakdown=label in ("fused", "fused-1pass",
+                                                                   "fused-totals"))
                 if label != "fused":  # checked like the default kernel: other rows
                     ref_rows = np.sort(b.rng.choice(rows, min(sample, rows), replace=False))
                     bad = check(run_numpy(p, {k: take_rows(v, ref_rows)
@@ -269,7 +270,8 @@ def bench_pipelines(b: Bench, bw: float, check_rows: int, sizes: list[int],
 
 
 VARIANT_PARTS = {
-    "1pass": ("single_pass", True),  # lengths, scan and values in one launch
+    "1pass": ("list_scan", "lookback"),  # lengths, scan and values in one launch
+    "totals": ("list_scan", "tiles"),  # tile totals, their scan, then values by tile
     "thread": ("warp_rows", False),  # a thread per row, long lists too
     "mod": ("division", "mod"),  # sigrid_hash's floor-mod as a 64-bit %
 }
@@ -361,10 +363,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--dry-run", action="store_true")
     ap.add_argument("--only", default="ceiling,ops,pipelines,shapes,cpu")
     ap.add_argument("--pipelines", default=",".join(PIPELINES))
-    ap.add_argument("--variants", default="fused,fused-1pass,fused-mod,unfused",
-                    help="comma-separated: unfused, or fused with any of -1pass, -thread, "
-                         "-mod, -tileN (tiles of N rows), -rN (N registers a thread at "
-                         "most), e.g. fused-tile2048-r64")
+    ap.add_argument("--variants", default="fused,fused-1pass,fused-totals,fused-mod,unfused",
+                    help="comma-separated: unfused, or fused with any of -1pass, -totals, "
+                         "-thread, -mod, -tileN (tiles of N rows), -rN (N registers a "
+                         "thread at most), e.g. fused-totals-tile2048-r64")
     ap.add_argument("--check-rows", type=int, default=10_000_000)
     args = ap.parse_args(argv)
     for label in args.variants.split(","):  # every label checked before any work

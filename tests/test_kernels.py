@@ -82,8 +82,10 @@ def test_list_op(op, params, data, nulls):
     order = list(p.order)
     # fused chain: fill_null -> op (-> cast); in one pass on CUDA where the op sets the
     # lists' lengths (the one-pass kernel's own part; values are the three steps' code)
-    compare_all(p, {"x": col}, [order],
-                single_pass=op in (OpKind.FIRSTX, OpKind.ONEHOT, OpKind.NGRAM))
+    shaping = op in (OpKind.FIRSTX, OpKind.ONEHOT, OpKind.NGRAM)
+    compare_all(p, {"x": col}, [order], list_scan="lookback" if shaping else "rows")
+    if shaping:
+        compare_all(p, {"x": col}, [order], list_scan="tiles")
     compare_all(p, {"x": col}, [[n] for n in order])  # one plain kernel per op
 
 
@@ -121,7 +123,7 @@ def test_preset_pipelines_fused_and_split(name):
     rng = np.random.default_rng(7)
     inputs = synthetic_inputs(p, 120, rng, vary_lengths=True)
     compare_all(p, inputs, [list(p.order)], blocks=5, threads=16,
-                single_pass=name == "kaggle")
+                list_scan="lookback" if name == "kaggle" else "tiles")
     # split: every fill_null in a first group, the rest in a second (intermediates in memory)
     fills = [n for n in p.order if n.startswith("fill_")]
     rest = [n for n in p.order if not n.startswith("fill_")]
@@ -168,8 +170,9 @@ def test_warp_per_row_mapping_when_enabled(monkeypatch):
     g = FusedGroup(p, p.order, warp_rows=True)
     assert len(warp_slots(g)) > 2
     inputs = synthetic_inputs(p, 60, np.random.default_rng(3), vary_lengths=True)
-    compare_all(p, inputs, [list(p.order)], blocks=3, threads=64, warp_rows=True,
-                single_pass=True)
+    for scan in ("lookback", "tiles"):
+        compare_all(p, inputs, [list(p.order)], blocks=3, threads=64, warp_rows=True,
+                    list_scan=scan)
     compare_all(p, inputs, [list(p.order)], blocks=3, threads=64, warp_rows=False)
 
 
@@ -248,14 +251,8 @@ def test_unroll_out_of_range_is_an_error():
         FusedGroup(p, p.order, unroll=0)
 
 
-def test_one_pass_kernel_across_many_tiles_and_launches():
-    """The one-pass kernel over tiles of 8 rows: each tile's offsets start where its
-    slot's earlier tiles end (the look-back), on lists of every length with nulls and
-    empty ones; a second launch over the same state gives the same outputs, and the
-    last block out leaves the counters zeroed for it and the epoch moved on."""
-    from corun.backend.columns import equal
-    from corun.backend.runner import PipelineProgram, run_numpy
-
+def _tile_case():
+    """Two list sinks over 150 rows of every length, nulls and empty lists among them."""
     p = pipeline_of([OpNode("f", OpKind.FILL_NULL, "x", {"value": 3}),
                      OpNode("g", OpKind.NGRAM, "f", {"n": 2}),
                      OpNode("h", OpKind.SIGRID_HASH, "g", {"salt": 1, "max_value": 97}),
@@ -264,8 +261,19 @@ def test_one_pass_kernel_across_many_tiles_and_launches():
                     INT_LIST_NULL, ["o", "c"])
     rng = np.random.default_rng(11)
     data = [list(rng.integers(-9, 9, rng.integers(0, 7))) for _ in range(150)]
-    inputs = {"x": list_column(data, valid=list(rng.random(150) > 0.2))}
-    group = FusedGroup(p, p.order, "g", blocks=3, threads_per_block=8, single_pass=True,
+    return p, {"x": list_column(data, valid=list(rng.random(150) > 0.2))}
+
+
+def test_one_pass_kernel_across_many_tiles_and_launches():
+    """The one-pass kernel over tiles of 8 rows: each tile's offsets start where its
+    slot's earlier tiles end (the look-back); a second launch over the same state gives
+    the same outputs, and the last block out leaves the counters zeroed for it and the
+    epoch moved on."""
+    from corun.backend.columns import equal
+    from corun.backend.runner import PipelineProgram, run_numpy
+
+    p, inputs = _tile_case()
+    group = FusedGroup(p, p.order, "g", blocks=3, threads_per_block=8, list_scan="lookback",
                        tile_rows=8)
     assert group.parts("cuda") == ("single",) and group.launches("cuda") == 1
     assert group.parts("cpu") == ("lengths", "values") and group.launches("cpu") == 4
@@ -279,3 +287,29 @@ def test_one_pass_kernel_across_many_tiles_and_launches():
         state = program.tile_state(0)
         assert state[0] == state[1] == 0 and state[2] == launch
         assert len(state) == 3 + 2 * 19  # two slots of 150 / 8 -> 19 tiles
+
+
+def test_tile_totals_then_values_across_many_tiles_and_launches():
+    """The scan over tile totals, tiles of 8 rows: per slot 19 totals scanned to where
+    each tile starts, the last entry every output element of the slot; a second launch
+    over the same state gives the same outputs."""
+    from corun.backend.columns import equal
+    from corun.backend.runner import PipelineProgram, run_numpy
+
+    p, inputs = _tile_case()
+    group = FusedGroup(p, p.order, "g", blocks=3, threads_per_block=8, list_scan="tiles",
+                       tile_rows=8)
+    assert group.parts("cuda") == ("totals", "tiles") and group.launches("cuda") == 4
+    program = PipelineProgram(p, [group], inputs)
+    ref = run_numpy(p, inputs)
+    for launch in (1, 2):
+        got = program.run_cuda_simulated()
+        for name in ("o", "c"):
+            ok, row = equal(ref[name], got[name])
+            assert ok, f"launch {launch}, {name}: row {row}"
+        regions = program.tile_state(0).reshape(2, 20)
+        assert (regions[:, 0] == 0).all() and (np.diff(regions, axis=1) >= 0).all()
+        sinks = [c.sink for c in group.chains]
+        assert [int(regions[k, -1]) for k in range(2)] == [len(ref[s].values) for s in sinks]
+    with pytest.raises(ValueError, match="list_scan = 'once': one of rows, lookback, tiles"):
+        FusedGroup(p, p.order, list_scan="once")
