@@ -179,8 +179,10 @@ class FusedGroup:
         list elements each thread of the CUDA values kernel computes side by side
         (codegen.chain_body; a kernel-tuning knob too). `list_scan`: how a group with
         list outputs finds their offsets on CUDA (LIST_SCANS), a kernel-tuning knob;
-        "rows", the three steps, by default: on the H100 the one-pass kernel ran slower
-        (bench/ops_gpu.py, variant fused-1pass; docs/results.md, Benchmarks).
+        "rows", the three steps, by default: on the H100 the tiled kernels ran slower on
+        kaggle, and only the one-pass kernel capped at 64 registers ran faster, on
+        multihot (bench/ops_gpu.py, variants fused-1pass, fused-totals; docs/results.md,
+        Benchmarks).
         `tile_rows`: rows of a slot a tile takes at most, for "lookback" and "tiles"."""
         if division not in ("magic", "mod"):
             raise ValueError(f"division = {division!r}: 'magic' or 'mod'")
