@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
-from corun.costmodel.features import STAGE_ONEHOT_COLUMN, STAGES, roofline_terms
+from corun.costmodel.features import STAGE_ONEHOT_COLUMN, STAGES
 from sklearn.base import BaseEstimator, RegressorMixin
 
 
@@ -15,51 +15,6 @@ def kernel_regressor(seed: int):
     return TransformedTargetRegressor(
         HistGradientBoostingRegressor(max_iter=300, learning_rate=0.08, random_state=seed),
         func=np.log, inverse_func=np.exp)
-
-
-def kernel_alone_regressor(seed: int) -> RooflineResidual:
-    """A kernel's time alone: a roofline power law, trees on what it leaves."""
-    return RooflineResidual(seed)
-
-
-class RooflineResidual(RegressorMixin, BaseEstimator):
-    """A fused kernel's time alone: a log-log ridge on its roofline terms
-    (features.roofline_terms: microseconds at the GPU's copy ceiling and integer issue
-    rate, occupancy, rows a thread walks), then gradient-boosted trees (kernel_regressor's)
-    on the log residual over every kernel feature. Trees alone put a kernel shape they
-    never saw at the time of the nearest one they did, far off where the held-out shapes
-    lie outside the rest (`corun fit --seed N` holds out other kernel shapes and
-    model/batch pairs); the power law carries such a kernel and the trees correct the
-    shapes they know.
-
-    scikit-learn's estimator contract, as PerStageRidge's; y must be positive."""
-
-    def __init__(self, seed: int = 0, alphas: tuple[float, ...] = (1e-3, 1e-2, 1e-1, 1.0, 10.0)):
-        self.seed = seed
-        self.alphas = alphas
-
-    def fit(self, X, y) -> RooflineResidual:  # noqa: N803 - scikit-learn's names
-        from sklearn.ensemble import HistGradientBoostingRegressor
-        from sklearn.linear_model import RidgeCV
-        from sklearn.utils.validation import check_X_y
-
-        x, y = check_X_y(X, y, y_numeric=True)
-        if (y <= 0).any():
-            raise ValueError("RooflineResidual: y must be positive (it is fitted on log y)")
-        self.n_features_in_ = x.shape[1]
-        log_y = np.log(y)
-        self.law_ = RidgeCV(alphas=self.alphas).fit(roofline_terms(x), log_y)
-        self.trees_ = HistGradientBoostingRegressor(
-            max_iter=300, learning_rate=0.08, random_state=self.seed).fit(
-            x, log_y - self.law_.predict(roofline_terms(x)))
-        return self
-
-    def predict(self, X) -> np.ndarray:  # noqa: N803 - scikit-learn's names
-        from sklearn.utils.validation import check_array, check_is_fitted
-
-        check_is_fitted(self)
-        x = check_array(X)
-        return np.exp(self.law_.predict(roofline_terms(x)) + self.trees_.predict(x))
 
 
 def stage_regressor() -> PerStageRidge:

@@ -61,22 +61,6 @@ def kernel_features(r: dict) -> list[float]:
     ]
 
 
-BYTES_US, OPS_US, WAVES, OCCUPANCY, HAS_LISTS, WARP_ROWS, ROWS_PER_THREAD = 0, 1, 3, 6, 9, -2, -1
-"""Where kernel_features puts the terms a kernel's roofline power law reads."""
-
-
-def roofline_terms(x: np.ndarray) -> np.ndarray:
-    """From kernel_features' columns, the terms of a kernel's power law (log time linear in
-    them): log(1 + microseconds) at the copy ceiling and at the integer issue rate (the 1
-    a kernel's fixed cost: held out, it beat the bare microseconds), log occupancy,
-    log(1 + rows a thread walks), log waves, and whether it writes lists and runs long
-    ones a warp a row. The microseconds are the GPU's own, so the law transfers."""
-    x = np.asarray(x, dtype=float)
-    return np.column_stack([x[:, BYTES_US], x[:, OPS_US],
-                            np.log(np.maximum(x[:, OCCUPANCY], 0.02)), x[:, ROWS_PER_THREAD],
-                            np.log1p(x[:, WAVES]), x[:, HAS_LISTS], x[:, WARP_ROWS]])
-
-
 STAGE_ALONE_COLUMN = 2
 """Where stage_features puts the stage's standalone time."""
 STAGE_ONEHOT_COLUMN = 4
@@ -85,7 +69,7 @@ parallelism, kernels)."""
 LOOKUP_STAGES = ("emb_bwd", "optimizer")
 """Stages whose time follows the id count (StageWork.lookups), each its own feature (and
 the fused update's emb_bwd a third: its cost per id is another)."""
-FEATURES_VERSION = "13"
+FEATURES_VERSION = "12"
 """Bumped when the features or estimators change: a model saved under another is refitted."""
 
 

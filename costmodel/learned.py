@@ -144,19 +144,14 @@ class CoRunModel(BaseEstimator):
         was put at 1.78 ms alone by the trees against 2.94 measured, and graphed
         heavy-lean b16384's plan releasing it at interaction_bwd was predicted 3.44 ms
         against 4.66 measured."""
-        from corun.costmodel.estimators import (  # sklearn: 1 s
-            kernel_alone_regressor,
-            kernel_regressor,
-            stage_regressor,
-        )
+        from corun.costmodel.estimators import kernel_regressor, stage_regressor  # sklearn: 1 s
 
         rows = [r for r in X if fitted(r)]
         lookup = [r for r in lookup if fitted(r)]
         xk, xks = design(rows)
         y = targets(rows)
         self.estimators_ = {t: kernel_regressor(self.seed) for t in TARGETS
-                            if t not in ("stage_alone", "kernel_alone")}
-        self.estimators_["kernel_alone"] = kernel_alone_regressor(self.seed)
+                            if t != "stage_alone"}
         self.estimators_["stage_alone"] = stage_regressor()
         self.estimators_["kernel_alone"].fit(xk, np.maximum(y["kernel_alone"], 1e-4))
         for t in ("kernel_corun", "stage_slowdown"):

@@ -533,39 +533,6 @@ def test_the_stage_regressor_follows_scikit_learns_estimator_contract():
         clone(est).fit(x, -y)
 
 
-def test_a_kernel_beyond_the_profiled_ones_follows_its_roofline():
-    """RooflineResidual, fitted on kernels of 1-20 us of bytes at the copy ceiling whose
-    time is a power law of 1 + those, puts one of 400 us on that law, where the trees alone
-    stop at the largest they saw; and it keeps scikit-learn's estimator contract."""
-    import pickle
-
-    from corun.costmodel.estimators import RooflineResidual, kernel_regressor
-    from corun.costmodel.features import BYTES_US, OCCUPANCY, kernel_features
-    from sklearn.base import clone
-    from sklearn.exceptions import NotFittedError
-
-    width = len(kernel_features({"gpu": "NVIDIA H200", "rows": "1"}))
-    rng = np.random.default_rng(5)
-    x = np.zeros((200, width))
-    x[:, OCCUPANCY] = rng.uniform(0.3, 1.0, 200)
-    bytes_us = rng.uniform(1, 20, 200)
-    x[:, BYTES_US] = np.log1p(bytes_us)
-    y = 1.6e-3 * (1 + bytes_us) ** 0.95  # ms: bytes at about 60% of the ceiling
-    far = x[:1].copy()
-    far[:, BYTES_US] = np.log1p(400.0)
-    truth = 1.6e-3 * 401 ** 0.95
-    est = RooflineResidual(seed=0)
-    assert clone(est).get_params() == est.get_params()
-    with pytest.raises(NotFittedError):
-        est.predict(x)
-    assert est.fit(x, y) is est and est.n_features_in_ == width
-    assert abs(est.predict(far)[0] / truth - 1) < 0.1
-    assert kernel_regressor(0).fit(x, y).predict(far)[0] < 0.1 * truth
-    assert np.allclose(pickle.loads(pickle.dumps(est)).predict(x), est.predict(x))
-    with pytest.raises(ValueError, match="positive"):
-        clone(est).fit(x, -y)
-
-
 def test_the_co_run_model_follows_the_estimator_contract(profile_csv):
     """CoRunModel: get_params/clone give an unfitted twin, predict refuses before fit, and
     fit sets its learned attributes (ending in _) and returns self."""
