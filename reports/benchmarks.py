@@ -64,9 +64,24 @@ def _criteo_read(name: str, doc: dict) -> list[str]:
     return lines
 
 
+def _launch_counts(name: str, doc: dict) -> list[str]:
+    """bench/launch_counts.py: operators each training stage dispatches, per model."""
+    models = doc["models"]
+    stages = list(next(iter(models.values()), {}))
+    rows = [[m, *(str(c.get(s, "-")) for s in stages), str(sum(c.values()))]
+            for m, c in models.items()]
+    return [f"### Host launches of the eager step (`{name}`)", "",
+            "`python bench/launch_counts.py`: the PyTorch operators one eager training "
+            f"step dispatches, by stage (torch {doc['torch']}, counted on the CPU); on a GPU "
+            "each is about one launch from the host thread. The trainer's Numba kernels "
+            "(bag forward, fused update) are not counted.", "",
+            markdown_table(["model", *stages, "step"], rows), ""]
+
+
 RENDERERS: dict[str, Callable[[str, object], list[str]]] = {
     "ops_gpu": _ops,  # type: ignore[dict-item]
     "criteo_read": _criteo_read,  # type: ignore[dict-item]
+    "launch_counts": _launch_counts,  # type: ignore[dict-item]
 }
 """Benchmark -> its section's renderer, a file's benchmark being the part of its name
 before the first '-'."""

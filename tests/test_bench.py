@@ -1,5 +1,5 @@
 """The benchmarks under bench/: each answers --help, the matrix names its workloads, and the
-Criteo reading benchmark runs end to end on a small file."""
+Criteo reading and launch counting benchmarks run end to end on small work."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from corun.spec import SpecError
 
 BENCHMARKS = ["ops_gpu", "trainer_gpu", "execute_matrix", "plan_speed", "sim_speed", "criteo_read",
-              "milp_gap"]
+              "milp_gap", "launch_counts"]
 
 
 @pytest.mark.parametrize("name", BENCHMARKS)
@@ -44,3 +44,25 @@ def test_the_criteo_read_benchmark_reads_every_row_and_times_each_stage(tmp_path
     assert (doc["arrow"]["rows"], doc["python"]["rows"]) == (3000, 500)
     assert doc["arrow_stages"]["convert_rows"] == 3000
     assert doc["arrow_stages"]["parse_rows_per_s"] > 0 < doc["arrow_stages"]["convert_rows_per_s"]
+
+
+def test_launch_counts_follow_the_model_s_layers(tmp_path):
+    """criteo-terabyte's top MLP has one layer more than criteo-kaggle's, its bottom MLP
+    and interaction the same: more operators at the top MLP's stages, the same at the
+    others; a name that is no model preset is refused."""
+    from corun.backend.trainer import TRAINING_STAGES
+
+    from bench.launch_counts import main
+
+    out = tmp_path / "counts.json"
+    assert main(["--models", "criteo-kaggle,criteo-terabyte", "-o", str(out)]) == 0
+    kaggle, terabyte = (json.loads(out.read_text())["models"][m]
+                        for m in ("criteo-kaggle", "criteo-terabyte"))
+    assert list(kaggle) == [s.value for s in TRAINING_STAGES]
+    for stage in ("emb_fwd", "bottom_mlp_fwd", "interaction_fwd", "interaction_bwd",
+                  "bottom_mlp_bwd", "emb_bwd"):
+        assert kaggle[stage] == terabyte[stage] > 0, stage
+    assert terabyte["top_mlp_fwd"] > kaggle["top_mlp_fwd"]
+    assert terabyte["top_mlp_bwd"] > kaggle["top_mlp_bwd"]
+    with pytest.raises(SystemExit):
+        main(["--models", "no-such-model", "-o", str(out)])
