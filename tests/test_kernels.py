@@ -123,7 +123,7 @@ def test_preset_pipelines_fused_and_split(name):
     rng = np.random.default_rng(7)
     inputs = synthetic_inputs(p, 120, rng, vary_lengths=True)
     compare_all(p, inputs, [list(p.order)], blocks=5, threads=16,
-                list_scan="lookback" if name == "kaggle" else "tiles")
+                list_scan={"kaggle": "lookback", "multihot": "tiles"}.get(name, "rows"))
     # split: every fill_null in a first group, the rest in a second (intermediates in memory)
     fills = [n for n in p.order if n.startswith("fill_")]
     rest = [n for n in p.order if not n.startswith("fill_")]
