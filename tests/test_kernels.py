@@ -249,6 +249,8 @@ def test_unroll_out_of_range_is_an_error():
     p = spec.pipeline_preset("kaggle")
     with pytest.raises(ValueError, match="unroll = 0: an integer in 1..8"):
         FusedGroup(p, p.order, unroll=0)
+    with pytest.raises(ValueError, match="list_scan = 'once': one of rows, lookback, tiles"):
+        FusedGroup(p, p.order, list_scan="once")
 
 
 def _tile_case():
@@ -264,18 +266,21 @@ def _tile_case():
     return p, {"x": list_column(data, valid=list(rng.random(150) > 0.2))}
 
 
-def test_one_pass_kernel_across_many_tiles_and_launches():
-    """The one-pass kernel over tiles of 8 rows: each tile's offsets start where its
-    slot's earlier tiles end (the look-back); a second launch over the same state gives
-    the same outputs, and the last block out leaves the counters zeroed for it and the
-    epoch moved on."""
+@pytest.mark.parametrize("scan", ["lookback", "tiles"])
+def test_tiled_kernels_across_many_tiles_and_launches(scan):
+    """Tiles of 8 rows, 19 a slot. 'lookback', one launch: each tile's offsets start where
+    its slot's earlier tiles end, and the last block out leaves the counters zeroed and
+    the epoch moved on. 'tiles': per slot the 19 totals scanned to where each tile
+    starts, the last entry every output element of the slot. Either way a second launch
+    over the same state gives the same outputs."""
     from corun.backend.columns import equal
     from corun.backend.runner import PipelineProgram, run_numpy
 
     p, inputs = _tile_case()
-    group = FusedGroup(p, p.order, "g", blocks=3, threads_per_block=8, list_scan="lookback",
+    group = FusedGroup(p, p.order, "g", blocks=3, threads_per_block=8, list_scan=scan,
                        tile_rows=8)
-    assert group.parts("cuda") == ("single",) and group.launches("cuda") == 1
+    parts, launches = {"lookback": (("single",), 1), "tiles": (("totals", "tiles"), 4)}[scan]
+    assert group.parts("cuda") == parts and group.launches("cuda") == launches
     assert group.parts("cpu") == ("lengths", "values") and group.launches("cpu") == 4
     program = PipelineProgram(p, [group], inputs)
     ref = run_numpy(p, inputs)
@@ -285,31 +290,11 @@ def test_one_pass_kernel_across_many_tiles_and_launches():
             ok, row = equal(ref[name], got[name])
             assert ok, f"launch {launch}, {name}: row {row}"
         state = program.tile_state(0)
-        assert state[0] == state[1] == 0 and state[2] == launch
-        assert len(state) == 3 + 2 * 19  # two slots of 150 / 8 -> 19 tiles
-
-
-def test_tile_totals_then_values_across_many_tiles_and_launches():
-    """The scan over tile totals, tiles of 8 rows: per slot 19 totals scanned to where
-    each tile starts, the last entry every output element of the slot; a second launch
-    over the same state gives the same outputs."""
-    from corun.backend.columns import equal
-    from corun.backend.runner import PipelineProgram, run_numpy
-
-    p, inputs = _tile_case()
-    group = FusedGroup(p, p.order, "g", blocks=3, threads_per_block=8, list_scan="tiles",
-                       tile_rows=8)
-    assert group.parts("cuda") == ("totals", "tiles") and group.launches("cuda") == 4
-    program = PipelineProgram(p, [group], inputs)
-    ref = run_numpy(p, inputs)
-    for launch in (1, 2):
-        got = program.run_cuda_simulated()
-        for name in ("o", "c"):
-            ok, row = equal(ref[name], got[name])
-            assert ok, f"launch {launch}, {name}: row {row}"
-        regions = program.tile_state(0).reshape(2, 20)
-        assert (regions[:, 0] == 0).all() and (np.diff(regions, axis=1) >= 0).all()
-        sinks = [c.sink for c in group.chains]
-        assert [int(regions[k, -1]) for k in range(2)] == [len(ref[s].values) for s in sinks]
-    with pytest.raises(ValueError, match="list_scan = 'once': one of rows, lookback, tiles"):
-        FusedGroup(p, p.order, list_scan="once")
+        if scan == "lookback":
+            assert state[0] == state[1] == 0 and state[2] == launch
+            assert len(state) == 3 + 2 * 19  # two slots of 150 / 8 -> 19 tiles
+        else:
+            regions = state.reshape(2, 19 + 1)
+            assert (regions[:, 0] == 0).all() and (np.diff(regions, axis=1) >= 0).all()
+            sinks = [c.sink for c in group.chains]
+            assert regions[:, -1].tolist() == [len(ref[s].values) for s in sinks]
