@@ -245,7 +245,7 @@ def test_unrolled_values_kernel_equals_reference(monkeypatch, name, rows, unroll
     assert src is not FusedGroup(p, p.order, warp_rows=warp_rows).kernel("values", "cuda")
 
 
-def test_unroll_out_of_range_is_an_error():
+def test_kernel_knobs_out_of_range_are_errors():
     p = spec.pipeline_preset("kaggle")
     with pytest.raises(ValueError, match="unroll = 0: an integer in 1..8"):
         FusedGroup(p, p.order, unroll=0)
