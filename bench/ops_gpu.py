@@ -253,9 +253,8 @@ def bench_pipelines(b: Bench, bw: float, check_rows: int, sizes: list[int],
                 # 442 materialised columns at 4M rows exhaust the host's memory: skip
                 variants.pop("unfused", None)
             for label, groups in variants.items():
-                out, timing = b.run_gpu(PipelineProgram(p, groups, inp),
-                                        breakdown=label in ("fused", "fused-1pass",
-                                                                   "fused-totals"))
+                steps = label in ("fused", "fused-1pass", "fused-totals")
+                out, timing = b.run_gpu(PipelineProgram(p, groups, inp), breakdown=steps)
                 if label != "fused":  # checked like the default kernel: other rows
                     ref_rows = np.sort(b.rng.choice(rows, min(sample, rows), replace=False))
                     bad = check(run_numpy(p, {k: take_rows(v, ref_rows)
