@@ -80,12 +80,10 @@ def test_list_op(op, params, data, nulls):
     p = _list_op_pipeline(op, params)
     col = list_column(data, valid=[not n for n in nulls[: len(data)]])
     order = list(p.order)
-    # fused chain: fill_null -> op (-> cast); in one pass on CUDA where the op sets the
-    # lists' lengths (the one-pass kernel's own part; values are the three steps' code)
-    shaping = op in (OpKind.FIRSTX, OpKind.ONEHOT, OpKind.NGRAM)
-    compare_all(p, {"x": col}, [order], list_scan="lookback" if shaping else "rows")
-    if shaping:
-        compare_all(p, {"x": col}, [order], list_scan="tiles")
+    # fused chain: fill_null -> op (-> cast); tile by tile on CUDA where the op sets the
+    # lists' lengths (the tiled kernels' own part; values are the three steps' code)
+    scan = {OpKind.FIRSTX: "lookback", OpKind.NGRAM: "lookback", OpKind.ONEHOT: "tiles"}
+    compare_all(p, {"x": col}, [order], list_scan=scan.get(op, "rows"))
     compare_all(p, {"x": col}, [[n] for n in order])  # one plain kernel per op
 
 
