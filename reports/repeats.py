@@ -19,7 +19,6 @@ class Repeats:
     the median of its own rounds."""
 
     deviations_pct: tuple[float, ...]
-    plans: int
 
     def within(self, within_pct: float) -> str:
         """How many cases lie at most `within_pct` from their rounds' median, of how many."""
@@ -38,12 +37,9 @@ def repeats_by(cases: Iterable[MeasuredCase],
     for c in cases:
         rounds[c.source, c.workload, c.strategy].append(c)
     devs: dict[str, list[float]] = defaultdict(list)
-    plans: dict[str, int] = defaultdict(int)
     for same in rounds.values():
         if len(same) < 2:
             continue
         mid = statistics.median(c.mean_iteration_ms for c in same)
-        group = key(same[0])
-        plans[group] += 1
-        devs[group] += [100 * abs(c.mean_iteration_ms / mid - 1) for c in same]
-    return {g: Repeats(tuple(v), plans[g]) for g, v in sorted(devs.items())}
+        devs[key(same[0])] += [100 * abs(c.mean_iteration_ms / mid - 1) for c in same]
+    return {g: Repeats(tuple(v)) for g, v in sorted(devs.items())}

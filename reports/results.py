@@ -179,11 +179,11 @@ def trust_table(ds: Dataset) -> list[str]:
     errs, ranks = errors_by(pairs, setting), rankings_by(pairs, setting)
     cal = errors_by(calibrated(pairs), setting)
     reps = repeats_by((c for c, _ in pairs), setting)
-    empty, none, no_reps = Ranking(0, 0, 0, ()), Errors(()), Repeats((), 0)
+    empty, none, no_reps = Ranking(0, 0, 0, ()), Errors(()), Repeats(())
     rows = [[k, *_short(errs[k]), _short(cal.get(k, none))[2],
              reps.get(k, no_reps).within(WITHIN_PCT), *ranks.get(k, empty).cells()]
             for k in errs]
-    every = Repeats(tuple(x for r in reps.values() for x in r.deviations_pct), 0)
+    every = Repeats(tuple(x for r in reps.values() for x in r.deviations_pct))
     rows.append(["all", *_short(Errors(tuple(abs(e) for _, e in pairs))),
                  _short(Errors(tuple(abs(e) for _, e in calibrated(pairs))))[2],
                  every.within(WITHIN_PCT), *_total(ranks.values()).cells()])
@@ -268,7 +268,7 @@ def results_markdown(ds: Dataset, command: str, fitted_on: frozenset[str],
     nr = rankings_by(newest, lambda c: f"{gpu(c)} {c.workload}")
     nrep = repeats_by((c for c, _ in newest), lambda c: f"{gpu(c)} {c.workload}")
     lines += table(["workload", *ERROR_HEAD, REPEAT_HEAD, *RANK_HEAD],
-                   [[k, *v.cells(), nrep.get(k, Repeats((), 0)).within(WITHIN_PCT),
+                   [[k, *v.cells(), nrep.get(k, Repeats(())).within(WITHIN_PCT),
                      *nr.get(k, empty).cells()] for k, v in ne.items()])
     lines += ["", "## Cases without a prediction", "",
               f"- {len(unmodelled)} ran a variant the simulator does not model: "
@@ -339,14 +339,14 @@ def machine_section(ds: Dataset) -> list[str]:
             groups[c.workload].append((abs(preset), abs(on)))
             groups["all"].append((abs(preset), abs(on)))
         reps = repeats_by((c for c, _, _ in cases), lambda c: c.workload)
-        reps["all"] = Repeats(tuple(x for r in reps.values() for x in r.deviations_pct), 0)
+        reps["all"] = Repeats(tuple(x for r in reps.values() for x in r.deviations_pct))
         rows = []
         for k in [*sorted(g for g in groups if g != "all"), "all"]:
             if k not in groups:
                 continue
             pre, on = (Errors(tuple(x[i] for x in groups[k])) for i in (0, 1))
             rows.append([k, str(pre.n), pre.cells()[2], pre.cells()[3], on.cells()[2],
-                         on.cells()[3], reps.get(k, Repeats((), 0)).within(WITHIN_PCT)])
+                         on.cells()[3], reps.get(k, Repeats(())).within(WITHIN_PCT)])
         pairs_on = [(c, e) for c, _, e in cases]
         ranks = _total(rankings_by(pairs_on, lambda c: "all").values())
         lines += table(["workload", "cases", "mean abs error, preset",
