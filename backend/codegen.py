@@ -271,7 +271,7 @@ STATUS_BITS = 45
 """A tile status word: epoch << 47 | flag << 45 | value (flag 1: the tile's own output
 elements; 2: those of every tile of its slot up to and including it)."""
 TILED_PARAMS = ("desc, f32, i64, offs, valid, fpar, ipar, aux_f, aux_i, slot_sig, slot_src, "
-                 "slot_dst, state, rows")
+                "slot_dst, state, rows")
 
 
 TILED_PARTS = ("single", "totals", "tiles")
