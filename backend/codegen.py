@@ -379,11 +379,7 @@ def tiled_source(signatures: list[tuple], name: str, part: str, division: str = 
                      "        own += x"]
             if part == "totals":
                 body += ["    state[slot * (tiles + 1) + t + 1] = own"]
-                body, constants = hoist_slot_constants(p, body)
-                out.append(f"        {'if' if s == 0 else 'elif'} sig == {s}:")
-                out += [f"            {line}" for line in constants + body]
-                continue
-            if part == "tiles":
+            elif part == "tiles":
                 body += ["    info[1] = state[slot * (tiles + 1) + t]"]
             else:
                 body += ["    base = 3 + slot * tiles",
@@ -402,34 +398,8 @@ def tiled_source(signatures: list[tuple], name: str, part: str, division: str = 
                          "                j = -1 if f == 2 else j - 1",
                          f"        cuda.atomic.exch(state, base + t, tag | {incl} | (ex + own))",
                          "        info[1] = ex"]
-            body += ["cuda.syncthreads()",
-                     "run = chunks[tid // chunk]",
-                     "for q in range(tid - tid % chunk, tid):",
-                     "    run += sums[q]",
-                     "for k in range(items):",
-                     "    x = lens[tid * items + k]",
-                     "    lens[tid * items + k] = run",
-                     "    run += x",
-                     "cuda.syncthreads()",
-                     "prefix = info[1]",
-                     "if t == 0 and tid == 0:",
-                     "    offs[desc[dst, 1]] = 0"]
-            warp = sig[6] == "warp"
-            if warp:
-                body += ["lane = tid % 32",
-                         "for i in range(tid // 32, tile_rows, nt // 32):"]
-            else:
-                body += ["for k in range(items):",
-                         "    i = k * nt + tid"]
-            body += ["    r = row0 + i",
-                     "    if r < rows:"]
-            body += ["        " + line for line in lengths]
-            body += ["        pos = prefix + lens[i]"]
-            store = f"offs[desc[dst, 1] + r + 1] = pos + {p}L{K}"
-            body += (["        if lane == 0:", f"            {store}"] if warp
-                     else [f"        {store}"])
-            body += [f"        {p}ost = desc[dst, 0] + pos"]
-            body += ["        " + line for line in element_lines(p, sig, division, warp, unroll)]
+            if part != "totals":
+                body += _tile_write_lines(p, sig, lengths, division, unroll)
         body, constants = hoist_slot_constants(p, body)
         out.append(f"        {'if' if s == 0 else 'elif'} sig == {s}:")
         out += [f"            {line}" for line in constants + body]
@@ -441,3 +411,40 @@ def tiled_source(signatures: list[tuple], name: str, part: str, division: str = 
                 "            state[1] = 0",
                 f"            state[2] = (epoch + 1) % {EPOCHS}"]
     return "\n".join(out) + "\n"
+
+
+def _tile_write_lines(p: str, sig: tuple, lengths: list[str], division: str,
+                      unroll: int) -> list[str]:
+    """A tiled kernel's last part for one list slot (tiled_source): each thread's rows
+    scanned from its chunk's prefix, then the tile's offsets and values written from
+    `prefix`, the output elements of the tiles before it (info[1])."""
+    K = len(sig[3])
+    body = ["cuda.syncthreads()",
+            "run = chunks[tid // chunk]",
+            "for q in range(tid - tid % chunk, tid):",
+            "    run += sums[q]",
+            "for k in range(items):",
+            "    x = lens[tid * items + k]",
+            "    lens[tid * items + k] = run",
+            "    run += x",
+            "cuda.syncthreads()",
+            "prefix = info[1]",
+            "if t == 0 and tid == 0:",
+            "    offs[desc[dst, 1]] = 0"]
+    warp = sig[6] == "warp"
+    if warp:
+        body += ["lane = tid % 32",
+                 "for i in range(tid // 32, tile_rows, nt // 32):"]
+    else:
+        body += ["for k in range(items):",
+                 "    i = k * nt + tid"]
+    body += ["    r = row0 + i",
+             "    if r < rows:"]
+    body += ["        " + line for line in lengths]
+    body += ["        pos = prefix + lens[i]"]
+    store = f"offs[desc[dst, 1] + r + 1] = pos + {p}L{K}"
+    body += (["        if lane == 0:", f"            {store}"] if warp
+             else [f"        {store}"])
+    body += [f"        {p}ost = desc[dst, 0] + pos"]
+    body += ["        " + line for line in element_lines(p, sig, division, warp, unroll)]
+    return body
