@@ -121,7 +121,7 @@ def test_preset_pipelines_fused_and_split(name):
     rng = np.random.default_rng(7)
     inputs = synthetic_inputs(p, 120, rng, vary_lengths=True)
     compare_all(p, inputs, [list(p.order)], blocks=5, threads=16,
-                list_scan={"kaggle": "lookback", "multihot": "tiles"}.get(name, "rows"))
+                list_scan="lookback" if name == "kaggle" else "rows")
     # split: every fill_null in a first group, the rest in a second (intermediates in memory)
     fills = [n for n in p.order if n.startswith("fill_")]
     rest = [n for n in p.order if not n.startswith("fill_")]
@@ -169,7 +169,7 @@ def test_warp_per_row_mapping_when_enabled(monkeypatch):
     assert len(warp_slots(g)) > 2
     inputs = synthetic_inputs(p, 60, np.random.default_rng(3), vary_lengths=True)
     compare_all(p, inputs, [list(p.order)], blocks=3, threads=64, warp_rows=True,
-                list_scan="lookback")  # tiled: the warp-row loop is the same code for "tiles"
+                list_scan="lookback")  # "tiles" writes its rows with the same code
     compare_all(p, inputs, [list(p.order)], blocks=3, threads=64, warp_rows=False)
 
 
