@@ -26,10 +26,12 @@ class Chain:
         return sum(max(cols[n.input].mean_length, cols[n.name].mean_length, 1.0)
                    for n in self.nodes)
 
-    def signature(self, cols: dict[str, Column], warp_rows: bool = False) -> tuple:
-        """What the generated code depends on: types, op kinds and the thread mapping
+    def signature(self, cols: dict[str, Column], warp_rows: bool = False,
+                  fixed_length: int | None = None) -> tuple:
+        """What the generated code depends on: types, op kinds, the thread mapping
         (with `warp_rows`, a warp per row for long list sinks:
-        spec.pipeline.WARP_ROW_MIN_LENGTH), never parameter values."""
+        spec.pipeline.WARP_ROW_MIN_LENGTH) and, for a list sink whose offsets the values
+        kernel writes, its `fixed_length`; never parameter values."""
         src = cols[self.source]
         ops = tuple((n.op.value, n.params.get("to")) if n.op is OpKind.CAST else n.op.value
                     for n in self.nodes)
@@ -38,7 +40,7 @@ class Chain:
                      and sink.mean_length >= WARP_ROW_MIN_LENGTH)
         mapping = "warp" if long_sink else "thread"
         return (src.dtype.value, src.shape.value, src.nullable, ops, sink.dtype.value,
-                sink.shape.value, mapping)
+                sink.shape.value, mapping, fixed_length)
 
 
 def sinks_of(pipeline: Pipeline, group: Iterable[str]) -> list[str]:

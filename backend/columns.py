@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from corun.spec import Column, DType, Shape
+from corun.spec import Column, DType, Shape, SpecError
 
 NP_DTYPE = {DType.FLOAT32: np.float32, DType.INT32: np.int32, DType.INT64: np.int64}
 
@@ -48,6 +48,27 @@ class ColumnData:
             raise TypeError(f"column {name!r}: expected a {col.shape.value} column")
         if self.valid is not None and not col.nullable:
             raise TypeError(f"column {name!r} carries a validity mask but is declared non-null")
+        if self.is_list and col.spread:
+            self._check_lengths(col, name)
+
+    def _check_lengths(self, col: Column, name: str) -> None:
+        """Every non-null row has a length the column declares (Column.spread): kernels
+        rely on it where it fixes the length (Pipeline.fixed_lengths)."""
+        lengths = np.diff(self.offsets)
+        if col.length_range is not None:
+            lo, hi = col.length_range
+            bad = (lengths < lo) | (lengths > hi)
+            allowed = f"within its length_range [{lo}, {hi}]"
+        else:
+            declared = np.array(sorted(k for k, _ in col.spread), np.int64)
+            bad = ~np.isin(lengths, declared)
+            allowed = f"one of its length_histogram's lengths {declared.tolist()}"
+        if self.valid is not None:
+            bad &= self.valid.astype(bool)
+        if bad.any():
+            r = int(np.flatnonzero(bad)[0])
+            raise SpecError(f"column {name!r} row {r}: length", int(lengths[r]),
+                            f"{allowed} ({int(bad.sum())} rows are not)")
 
 
 def equal(a: ColumnData, b: ColumnData, max_ulp: int = 1) -> tuple[bool, int]:

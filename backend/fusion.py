@@ -170,7 +170,8 @@ class FusedGroup:
                  blocks: int = 1056, threads_per_block: int = 256,
                  division: str = "magic", warp_rows: bool = True,
                  max_registers: int | None = None, unroll: int = 1,
-                 list_scan: str = "rows", tile_rows: int = TILE_ROWS) -> None:
+                 list_scan: str = "rows", tile_rows: int = TILE_ROWS,
+                 fixed_offsets: bool = True) -> None:
         """`warp_rows`: long list sinks a warp per row (FusedKernel.warp_rows, whose
         default it shares; the CPU target runs rows in parallel either way). Only with
         whole warps per block (threads a multiple of 32, as every plan's): a warp that
@@ -183,7 +184,10 @@ class FusedGroup:
         kaggle, and only the one-pass kernel capped at 64 registers ran faster, on
         multihot (bench/ops_gpu.py, variants fused-1pass, fused-totals; docs/results.md,
         Benchmarks).
-        `tile_rows`: rows of a slot a tile takes at most, for "lookback" and "tiles"."""
+        `tile_rows`: rows of a slot a tile takes at most, for "lookback" and "tiles".
+        `fixed_offsets`: where every list the group writes has a fixed length
+        (Pipeline.offsets_fixed), the values kernel writes their offsets and runs alone;
+        False finds them as for lists of any length (FusedKernel.fixed_offsets)."""
         if division not in ("magic", "mod"):
             raise ValueError(f"division = {division!r}: 'magic' or 'mod'")
         if not isinstance(unroll, int) or not 1 <= unroll <= MAX_UNROLL:
@@ -198,10 +202,14 @@ class FusedGroup:
         self.nodes = tuple(nodes)
         self.chains = chains_of(pipeline, nodes)
         cols = pipeline.columns
-        sigs = [c.signature(cols, warp_rows) for c in self.chains]
+        fixed = pipeline.fixed_lengths if fixed_offsets and pipeline.offsets_fixed(
+            nodes) else {}
+        sigs = [c.signature(cols, warp_rows, fixed.get(c.sink)) for c in self.chains]
         self.signatures = tuple(sorted(set(sigs), key=repr))
         self.slot_sig = np.array([self.signatures.index(s) for s in sigs], np.int64)
-        self.has_lists = any(s[5] == "list" for s in self.signatures)
+        self.has_lists = any(s[5] == "list" and s[7] is None for s in self.signatures)
+        """Whether the group writes lists whose offsets a lengths kernel and a scan find
+        (lists of a fixed length get theirs from the values kernel)."""
         if list_scan not in LIST_SCANS:
             raise ValueError(f"list_scan = {list_scan!r}: one of {', '.join(LIST_SCANS)}")
         self.list_scan = list_scan if self.has_lists else "rows"

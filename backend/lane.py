@@ -44,7 +44,8 @@ class Lane:
         self.elsewhere = list(elsewhere)
         self.groups = [FusedGroup(pipeline, [n for n in pipeline.order if n in set(k.nodes)],
                                   k.name, k.blocks, k.threads_per_block,
-                                  warp_rows=k.warp_rows) for k in kernels]
+                                  warp_rows=k.warp_rows, fixed_offsets=k.fixed_offsets)
+                       for k in kernels]
         reads = {c.source for g in self.groups for c in g.chains}
         produced = {c.sink for g in self.groups for c in g.chains}
         lane_tables = {model.tables[k].name for k in tables}
@@ -73,6 +74,10 @@ class Lane:
         on = graphs and cuda
         self.graphs = WorkGraphs(on, torch.cuda.Stream(device) if on else None)
         self.slots = slots
+        cols = self.pipeline.columns
+        for c in columns[1:]:  # the first is checked by its program
+            for n in self.staged:
+                c[n].check(cols[n], n)
         capacity = {n: max(len(c[n].values) for c in columns) for n in self.staged}
         first = {n: columns[0][n] for n in self.staged}
         programs = [PipelineProgram(self.pipeline, self.groups, first, capacity, self.elsewhere)

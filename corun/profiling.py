@@ -133,6 +133,8 @@ class KernelSpec:
     group: tuple[str, ...] = ()
     warp_rows: bool = True
     """As FusedKernel.warp_rows."""
+    fixed_offsets: bool = True
+    """As FusedKernel.fixed_offsets."""
     max_registers: int | None = None
     """As FusedGroup.max_registers (an experiment)."""
 
@@ -157,12 +159,18 @@ class KernelSpec:
         return self.warp_rows and bool(self.pipeline.warp_sinks(self.nodes))
 
     @property
+    def fixed(self) -> bool:
+        """Whether `fixed_offsets` takes effect: the kernel's lists all have fixed lengths."""
+        return self.fixed_offsets and self.pipeline.offsets_fixed(self.nodes)
+
+    @property
     def name(self) -> str:
         if self.group:
-            return kernel_key(self.pipeline, self.nodes, self.blocks, self.threads, self.warp)
+            return kernel_key(self.pipeline, self.nodes, self.blocks, self.threads, self.warp,
+                              self.fixed)
         digest = hashlib.sha1(",".join(self.features).encode()).hexdigest()[:8]
         name = f"{self.pipeline.name}:{len(self.features)}f:{digest}:{self.blocks}x{self.threads}"
-        return name + (":warp" if self.warp else "") + \
+        return name + (":warp" if self.warp else "") + (":fixed" if self.fixed else "") + \
             (f":r{self.max_registers}" if self.max_registers else "")
 
     @property
@@ -179,7 +187,7 @@ def plan_kernels(plan, pipeline: Pipeline) -> list[KernelSpec]:
     a planner's plans launch, RAP's per-layer kernels among them, which feature-set
     sampling does not draw."""
     return [KernelSpec(pipeline, (), k.blocks, k.threads_per_block, tuple(k.nodes),
-                       k.warp_rows) for k in plan.kernels]
+                       k.warp_rows, k.fixed_offsets) for k in plan.kernels]
 
 
 def sample_kernels(pipelines: Sequence[Pipeline], shapes: int, launches: int,
@@ -255,7 +263,8 @@ class Profiler:
         if p.name not in self._raw:
             self._raw[p.name] = synthetic_inputs(p, self.rows, self.rng)
         group = FusedGroup(p, spec.nodes, spec.name, spec.blocks, spec.threads,
-                           warp_rows=spec.warp_rows, max_registers=spec.max_registers)
+                           warp_rows=spec.warp_rows, max_registers=spec.max_registers,
+                           fixed_offsets=spec.fixed_offsets)
         inside = set(spec.nodes)
         rest = [n for n in p.order if n not in inside]
         read = {p.node_by_name[n].input for n in spec.nodes} - inside
@@ -345,7 +354,7 @@ class Profiler:
         self._sync()
         alone = self.kernel_alone_ms(launch, reps)
         kw = kernel_work(spec.pipeline, spec.name, spec.nodes, self.rows, group.grid(),
-                         spec.threads, spec.warp_rows)
+                         spec.threads, spec.warp_rows, spec.fixed_offsets)
         regs = group.registers_per_thread() if self.S.cuda else None
         occ = group.occupancy(self.hw.gpu) if self.S.cuda else None
         ops = {op: 0 for op in OpKind}

@@ -26,9 +26,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
+from corun.costmodel.workload import scans_lists
 from corun.spec import FusedKernel, Hardware, Pipeline, Stage
 from corun.spec.hardware import HostTimes
-from corun.spec.pipeline import Shape
 
 ASSEMBLY_FIXED_MS, ASSEMBLY_MS_PER_MB = 0.05, 0.0007
 """The GPU kernel that assembles a batch: a line fitted to its measured spans on the H200
@@ -254,8 +254,6 @@ def output_mb(pipeline: Pipeline, rows: int) -> float:
 
 
 def kernel_launches(kernels: Iterable[FusedKernel], pipeline: Pipeline) -> int:
-    """Host launches of fused kernels per batch: a kernel that writes a list column adds
-    a lengths kernel and a scan (backend/runner.py)."""
-    cols = pipeline.columns
-    return sum(3 if any(cols[x].shape is Shape.LIST for x in pipeline.sinks(k.nodes)) else 1
-               for k in kernels)
+    """Host launches of fused kernels per batch: a kernel that finds its lists' offsets
+    with a scan adds a lengths kernel and the scan (backend/runner.py; scans_lists)."""
+    return sum(3 if scans_lists(pipeline, k.nodes, k.fixed_offsets) else 1 for k in kernels)

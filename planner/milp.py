@@ -47,9 +47,11 @@ def coefficients(judge: SimJudge):
     units = units_of(pipeline)
     blocks, threads = default_launch(hw)
     rows = model.batch_per_gpu
-    unit_ms = np.array([cm.kernel_device_ms(kernel_work(pipeline, "u", u, rows, blocks, threads),
-                                            hw) for u in units])
-    whole = kernel_work(pipeline, "all", pipeline.order, rows, blocks, threads)
+    unit_ms = np.array([cm.kernel_device_ms(kernel_work(pipeline, "u", u, rows, blocks, threads,
+                                                        fixed_offsets=True), hw)
+                        for u in units])
+    whole = kernel_work(pipeline, "all", pipeline.order, rows, blocks, threads,
+                        fixed_offsets=True)
     works = stage_work(model, hw, shard_tables(model, hw), 0)
     slots = []
     for s in stages_for(1):
@@ -127,6 +129,7 @@ def solve(judge: SimJudge, time_limit_s: float = 60.0) -> MilpResult:
         members = [u for u in range(nu) if res.x[ix.x[u, s]] > 0.5]
         if members:
             nodes = tuple(n for u in members for n in units[u])
-            kernels.append(FusedKernel(f"milp{s}", nodes, name, blocks, threads))
+            kernels.append(FusedKernel(f"milp{s}", nodes, name, blocks, threads,
+                                       fixed_offsets=True))
     plan = Plan(sc.pipeline.name, sc.model.name, 1, tuple(kernels))
     return MilpResult(judge.judge(plan), float(res.fun), res.message)

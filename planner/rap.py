@@ -54,7 +54,8 @@ class RapProposer(Proposer):
         placed: dict[str, int] = {}  # node -> stage position
         kernels: list[FusedKernel] = []
         for (layer, op), nodes in sorted(groups.items()):
-            kw = kernel_work(pipeline, op, nodes, model.batch_per_gpu, blocks, threads)
+            kw = kernel_work(pipeline, op, nodes, model.batch_per_gpu, blocks, threads,
+                             fixed_offsets=True)
             per_node = cm.kernel_ms(kw, hw) / len(nodes)
             todo = list(nodes)
             while todo:
@@ -69,7 +70,7 @@ class RapProposer(Proposer):
                 for n in part:
                     placed[n] = stages.index(target)
                 kernels.append(FusedKernel(f"{op}{layer}_{len(kernels)}", tuple(part),
-                                           target.value, blocks, threads))
+                                           target.value, blocks, threads, fixed_offsets=True))
         order = {s.value: i for i, s in enumerate(stages)}
         kernels.sort(key=lambda k: order[k.stage])  # stable: layer order within a stage
         plan = Plan(pipeline.name, model.name, hw.gpu_count, tuple(kernels))

@@ -205,7 +205,7 @@ class LocalSearch(Proposer):
             for i, d in enumerate(sorted(state.drafts, key=lambda d: (pos[d.stage], d.units))):
                 nodes = tuple(n for u in d.units for n in units[u])
                 kernels.append(FusedKernel(f"k{i}", nodes, d.stage, d.blocks, d.threads, d.gpu,
-                                           d.warp_rows))
+                                           d.warp_rows, fixed_offsets=True))
                 if d.gpu is not None:
                     mapping.update({units[u][-1]: Mapping.OWNER for u in d.units})
             cpu = tuple(n for u in sorted(state.cpu_units) for n in units[u])

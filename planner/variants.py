@@ -33,7 +33,8 @@ def with_owner_mapping(plan: Plan, scenario: Scenario) -> Plan:
             mapping[units[u][-1]] = Mapping.OWNER
         for g, nodes in sorted(by_gpu.items()):
             kernels.append(FusedKernel(f"{k.name}-owner{g}", tuple(nodes), k.stage, k.blocks,
-                                       k.threads_per_block, gpu=g, warp_rows=k.warp_rows))
+                                       k.threads_per_block, gpu=g, warp_rows=k.warp_rows,
+                                       fixed_offsets=k.fixed_offsets))
     owners = dict(shard_tables(scenario.model, scenario.hardware,
                                plan.table_owner or None).owner)
     return replace(plan, kernels=tuple(kernels), feature_mapping=mapping, table_owner=owners)

@@ -454,7 +454,8 @@ def compile_scenario(sc: Scenario, cm: CostModel) -> Compiled:
             rows = rows_local if k.gpu is None else rows_local * hw.gpu_count
             if (k, rows) not in kernel_works:
                 kernel_works[k, rows] = kernel_work(pipeline, k.name, k.nodes, rows, k.blocks,
-                                                    k.threads_per_block, k.warp_rows)
+                                                    k.threads_per_block, k.warp_rows,
+                                                    k.fixed_offsets)
             kw = kernel_works[k, rows]
             pos = -1 if k.release is None else stages.index(k.release)
             alone_ms = cm.kernel_ms(kw, hw)

@@ -101,10 +101,12 @@ def strategy_plan(strategy: Strategy, pipeline: Pipeline, model_name: str,
     if strategy.kind is StrategyKind.CPU:
         return Plan(pipeline.name, model_name, n, (), cpu_nodes=tuple(pipeline.order))
     if strategy.kind is StrategyKind.GPU_SEQUENTIAL:
-        k = FusedKernel("all", tuple(pipeline.order), BEFORE_ITERATION, blocks, threads)
+        k = FusedKernel("all", tuple(pipeline.order), BEFORE_ITERATION, blocks, threads,
+                        fixed_offsets=True)
         return Plan(pipeline.name, model_name, n, (k,))
     first = stages_for(n)[0]
-    k = FusedKernel("all", tuple(pipeline.order), first.value, blocks, threads)
+    k = FusedKernel("all", tuple(pipeline.order), first.value, blocks, threads,
+                    fixed_offsets=True)
     return Plan(pipeline.name, model_name, n, (k,), training_priority_high=False)
 
 

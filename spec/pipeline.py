@@ -86,8 +86,11 @@ class Column:
     """A column's type. `mean_length` is the mean list length (1 for scalars). A list
     column may say how its lengths spread: `length_range` [min, max] (every length between
     equally often) or `length_histogram` ([length, weight] pairs); `mean_length` then
-    follows from it (left out, or equal to it). Synthetic data draws lengths from it, and
-    a node's output lengths follow it exactly through firstx, ngram and onehot."""
+    follows from it (left out, or equal to it). They are the lengths its non-null rows may
+    have: data is checked against them (backend ColumnData.check), synthetic data draws
+    lengths from them, and a node's output lengths follow them exactly through firstx,
+    ngram and onehot. Where they fix a list's length (Pipeline.fixed_lengths), kernels
+    write its offsets without a scan."""
 
     name: str
     dtype: DType
@@ -467,6 +470,48 @@ class Pipeline:
         outputs = set(self.dense_outputs) | {s.node for s in self.sparse_outputs}
         return [n for n in self.order if n in inside and
                 (n in outputs or any(c not in inside for c in self.consumers[n]))]
+
+    @cached_property
+    def fixed_lengths(self) -> dict[str, int]:
+        """List columns whose rows all have one length, by name: where the declared input
+        lengths (Column.spread) or the ops fix it (onehot, firstx(0)). A nullable input is
+        never fixed (a null row holds no values), but fill_null makes its null rows one
+        value long: Criteo's lists of one id or null are one id long after it."""
+        possible: dict[str, frozenset[int] | None] = {
+            c.name: frozenset(k for k, _ in c.spread) or None
+            for c in self.inputs if c.shape is Shape.LIST}
+        cols = self.columns
+        for name in self.order:
+            node = self.node_by_name[name]
+            src, p = possible.get(node.input), node.params
+            if cols[name].shape is not Shape.LIST:
+                continue
+            if node.op is OpKind.ONEHOT:
+                src = frozenset([p["num_classes"]])
+            elif node.op is OpKind.FIRSTX:
+                x = max(p["x"], 0)
+                src = frozenset([0]) if x == 0 else (
+                    None if src is None else frozenset(min(k, x) for k in src))
+            elif node.op is OpKind.NGRAM and src is not None:
+                n = p["n"]
+                src = frozenset((k - n + 1) * n if k >= n else k for k in src)
+            elif node.op is OpKind.FILL_NULL and src is not None and cols[node.input].nullable:
+                src = src | {1}
+            possible[name] = src
+        return {name: next(iter(k)) for name, k in possible.items()
+                if k is not None and len(k) == 1 and not cols[name].nullable}
+
+    def list_sinks(self, group) -> list[str]:
+        """Sinks of `group` that are lists: a kernel over it finds their offsets."""
+        cols = self.columns
+        return [n for n in self.sinks(group) if cols[n].shape is Shape.LIST]
+
+    def offsets_fixed(self, group) -> bool:
+        """Whether every list a kernel over `group` writes has a fixed length
+        (fixed_lengths), and it writes some: its values kernel can then write their
+        offsets itself, with no lengths kernel or scan (FusedKernel.fixed_offsets)."""
+        lists = self.list_sinks(group)
+        return bool(lists) and all(n in self.fixed_lengths for n in lists)
 
     def warp_sinks(self, group) -> list[str]:
         """Sinks of `group` a kernel with FusedKernel.warp_rows writes a warp per row:

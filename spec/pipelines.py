@@ -28,6 +28,11 @@ def _sparse(k: int, mean_length: float = 1.0, dtype: DType = DType.INT64) -> Col
     return Column(f"cat_{k}", dtype, Shape.LIST, nullable=True, mean_length=mean_length)
 
 
+def _criteo_sparse(k: int) -> Column:
+    """A Criteo categorical feature: one id, or null (an empty field in the file)."""
+    return Column(f"cat_{k}", DType.INT64, Shape.LIST, nullable=True, length_range=(1, 1))
+
+
 class _Builder:
     """Collects nodes; `add` returns the new node's name so chains read top-down."""
 
@@ -52,7 +57,8 @@ def criteo(name: str, rows: tuple[int, ...]) -> Pipeline:
         sparse.append(SparseOutput(b.add(f"first_cat_{k}", OpKind.FIRSTX, h, x=1), f"cat_{k}"))
     sparse.append(SparseOutput(bucket, "int_0_bucket"))
     dense = [b.add(f"logit_int_{k}", OpKind.LOGIT, fill_int[k], eps=EPS) for k in range(13)]
-    inputs = tuple(_dense(k) for k in range(13)) + tuple(_sparse(k) for k in range(len(rows)))
+    inputs = (tuple(_dense(k) for k in range(13))
+              + tuple(_criteo_sparse(k) for k in range(len(rows))))
     return Pipeline(name, inputs, tuple(b.nodes), tuple(dense), tuple(sparse))
 
 
@@ -81,7 +87,7 @@ def wide(name: str, dense_count: int, sparse_count: int) -> Pipeline:
             f = b.add(f"ngram_cat_{k}", OpKind.NGRAM, f, n=4)
         sparse.append(SparseOutput(b.add(f"first_cat_{k}", OpKind.FIRSTX, f, x=1), f"cat_{k}"))
     inputs = (tuple(_dense(k) for k in range(dense_count))
-              + tuple(_sparse(k) for k in range(sparse_count)))
+              + tuple(_criteo_sparse(k) for k in range(sparse_count)))
     return Pipeline(name, inputs, tuple(b.nodes), tuple(dense), tuple(sparse))
 
 

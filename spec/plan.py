@@ -45,6 +45,10 @@ class FusedKernel:
     (spec.pipeline.WARP_ROW_MIN_LENGTH) are written a warp per row, lanes over the ids,
     so loads and stores coalesce; false: a thread per row, as every kernel ran before
     the field existed (plan files from before then load with the default).
+    `fixed_offsets`: where every list it writes has a fixed length
+    (Pipeline.offsets_fixed), its values kernel writes their offsets and runs
+    alone, with no lengths kernel or scan; false, as plan files from before the field load
+    (their kernels ran so): lists of any length's three steps. The planners set it.
     """
 
     name: str
@@ -54,6 +58,7 @@ class FusedKernel:
     threads_per_block: int = 256
     gpu: int | None = None
     warp_rows: bool = True
+    fixed_offsets: bool = False
 
     def __post_init__(self) -> None:
         require(isinstance(self.name, str) and KERNEL_NAME.fullmatch(self.name) is not None,
@@ -62,6 +67,8 @@ class FusedKernel:
         require(len(self.nodes) >= 1, "nodes", self.nodes, "at least one op node")
         require_int_range("blocks", self.blocks, 1, 2**31 - 1)
         require(isinstance(self.warp_rows, bool), "warp_rows", self.warp_rows, "true or false")
+        require(isinstance(self.fixed_offsets, bool), "fixed_offsets", self.fixed_offsets,
+                "true or false")
         require(self.threads_per_block in (32, 64, 128, 256, 512, 1024), "threads_per_block",
                 self.threads_per_block, "one of 32, 64, 128, 256, 512, 1024")
         allowed = [BEFORE_ITERATION] + [s.value for s in Stage]
@@ -282,5 +289,6 @@ def one_kernel_plan(pipeline: Pipeline, model: str, gpu_count: int, stage: str,
     """All nodes in one horizontally fused kernel on every GPU, released at `stage`."""
     if stage != BEFORE_ITERATION and Stage(stage) not in stages_for(gpu_count):
         raise SpecError("stage", stage, f"a stage that exists with {gpu_count} GPU(s)")
-    kernel = FusedKernel("all", tuple(pipeline.order), stage, blocks, threads_per_block)
+    kernel = FusedKernel("all", tuple(pipeline.order), stage, blocks, threads_per_block,
+                         fixed_offsets=True)
     return Plan(pipeline.name, model, gpu_count, (kernel,))

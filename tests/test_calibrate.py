@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from corun.costmodel.host import kernel_launches
 from corun.spec import SpecError, hardware_preset, one_kernel_plan, pipeline_preset
 from corun.spec.hardware import HostTimes
 from corun.spec.machine import MachineProfile, StageTiming
@@ -23,7 +24,7 @@ def made_up_run(run: str) -> dict:
     pipeline = pipeline_preset("kaggle")
     kernels = () if run == "ideal" else one_kernel_plan(pipeline, "criteo-kaggle", 1,
                                                         "emb_fwd").kernels
-    launches = 3 * len(kernels)
+    launches = kernel_launches(kernels, pipeline)
     step = (GRAPH_MS if run.endswith("graphed") else STEP_MS) + LAUNCH_MS * launches
     host = {"step": step, **({} if run == "ideal" else {
         "stage": 0.1, "finish": 0.15, "wait": 0.0, "check": 0.05})}

@@ -28,8 +28,10 @@ def test_reader_streams_chunks(tsv):
         assert c.columns["int_3"].values[7] == float(fields[4])
     cat = c.columns["cat_5"]
     assert list(cat.row(7)) == ([int(fields[19], 16)] if fields[19] else [])
-    # the chunk feeds the kaggle pipeline as is
+    # the chunk feeds the kaggle pipeline as is: one id a list, or null, as it declares
     p = spec.pipeline_preset("kaggle")
+    for name, column in c.columns.items():
+        column.check(p.columns[name], name)
     out = run_numpy(p, c.columns)
     assert (out["first_cat_0"].values < 1460).all()
 

@@ -120,8 +120,11 @@ def test_preset_pipelines_fused_and_split(name):
     p = spec.pipeline_preset(name)
     rng = np.random.default_rng(7)
     inputs = synthetic_inputs(p, 120, rng, vary_lengths=True)
+    # kaggle's lists are one id long (Pipeline.fixed_lengths): asked to, it runs the one-pass
+    # scan of lists of any length; split below, its offsets come from the values kernel
     compare_all(p, inputs, [list(p.order)], blocks=5, threads=16,
-                list_scan="lookback" if name == "kaggle" else "rows")
+                list_scan="lookback" if name == "kaggle" else "rows",
+                fixed_offsets=name != "kaggle")
     # split: every fill_null in a first group, the rest in a second (intermediates in memory)
     fills = [n for n in p.order if n.startswith("fill_")]
     rest = [n for n in p.order if not n.startswith("fill_")]
@@ -295,3 +298,61 @@ def test_tiled_kernels_across_many_tiles_and_launches(scan):
             assert (regions[:, 0] == 0).all() and (np.diff(regions, axis=1) >= 0).all()
             sinks = [c.sink for c in group.chains]
             assert regions[:, -1].tolist() == [len(ref[s].values) for s in sinks]
+
+
+def _fixed_case(rows: int = 40):
+    """Lists of exactly three ids, or null: fill_null makes null rows one id long, so
+    ngram(2) -> firstx(2) gives two values a row only through onehot; the clamp keeps
+    its input's lengths, which vary."""
+    x = spec.Column("x", spec.DType.INT64, spec.Shape.LIST, nullable=True, length_range=(3, 3))
+    p = pipeline_of([OpNode("f", OpKind.FILL_NULL, "x", {"value": 7}),
+                     OpNode("h", OpKind.SIGRID_HASH, "f", {"salt": 5, "max_value": 97}),
+                     OpNode("o", OpKind.ONEHOT, "h", {"low": 0, "high": 97, "num_classes": 6}),
+                     OpNode("g", OpKind.NGRAM, "o", {"n": 4}),
+                     OpNode("t", OpKind.FIRSTX, "g", {"x": 5}),
+                     OpNode("c", OpKind.CLAMP_LIST, "f", {"lo": -3, "hi": 9})],
+                    x, ["t", "c"])
+    rng = np.random.default_rng(13)
+    valid = list(rng.random(rows) > 0.3)
+    data = [list(rng.integers(-9, 9, 3)) for _ in range(rows)]
+    return p, {"x": list_column(data, valid=valid)}
+
+
+def test_fixed_length_lists_get_offsets_from_the_values_kernel(monkeypatch):
+    """A group whose lists all have one length (Pipeline.fixed_lengths) runs its values
+    kernel alone, which writes the offsets; a group with a list of varying length runs
+    the lengths kernel and the scan for all of them. Both equal the reference, a thread
+    or a warp per row."""
+    p, inputs = _fixed_case()
+    assert p.fixed_lengths == {"o": 6, "g": 12, "t": 5}  # f and c: one id where null, else 3
+    fixed = FusedGroup(p, ["h", "o", "g", "t"], "t")
+    assert fixed.parts("cuda") == fixed.parts("cpu") == ("values",)
+    assert fixed.launches("cuda") == 1 and not fixed.has_lists
+    off = FusedGroup(p, ["h", "o", "g", "t"], "t", fixed_offsets=False)
+    assert off.parts("cuda") == ("lengths", "values") and off.launches("cuda") == 4
+    mixed = FusedGroup(p, ["f", "h", "o", "g", "t", "c"], "all")
+    assert mixed.has_lists and not p.offsets_fixed(mixed.nodes)
+    compare_all(p, inputs, [["f", "c"], ["h", "o", "g", "t"]], blocks=3, threads=32)
+    compare_all(p, inputs, [list(p.order)], blocks=3, threads=32)
+    monkeypatch.setattr(backend_chains, "WARP_ROW_MIN_LENGTH", 4.0)
+    compare_all(p, inputs, [["f", "c"], ["h", "o", "g", "t"]], blocks=3, threads=64,
+                warp_rows=True)
+
+
+def test_lists_longer_or_shorter_than_declared_are_refused():
+    """A non-null row whose length its column does not declare is an error naming the
+    column, the row and the allowed lengths; null rows hold none and pass."""
+    from corun.backend.runner import PipelineProgram
+    from corun.spec import SpecError
+
+    p, _ = _fixed_case()
+    bad = list_column([[1, 2, 3], [], [4, 5]], valid=[True, False, True])
+    with pytest.raises(SpecError, match=r"column 'x' row 2: length = 2: within its "
+                                        r"length_range \[3, 3\] \(1 rows are not\)"):
+        PipelineProgram(p, [FusedGroup(p, p.order)], {"x": bad})
+    hist = spec.Column("x", spec.DType.INT64, spec.Shape.LIST, nullable=False,
+                       length_histogram=((1, 0.5), (4, 0.5)))
+    with pytest.raises(SpecError, match=r"row 1: length = 2: one of its length_histogram's "
+                                        r"lengths \[1, 4\]"):
+        list_column([[1], [1, 2]]).check(hist, "x")
+    list_column([[1], [1, 2, 3, 4]]).check(hist, "x")

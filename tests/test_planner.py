@@ -274,6 +274,32 @@ def test_kernel_work_says_where_warp_rows_takes_effect():
         assert warp.key.endswith(":warp") is effect
 
 
+def test_fixed_offsets_take_one_launch_and_a_key_of_their_own():
+    """kaggle writes one id a row: a kernel with fixed_offsets is one launch and a kernel
+    of its own in a profile, without them three; multihot's lists vary: the same either
+    way. Planners set the field; a plan file from before it loads as the three steps."""
+    from dataclasses import replace
+
+    from corun.costmodel.host import kernel_launches
+    from corun.costmodel.workload import kernel_work
+    from corun.spec.serde import dumps, loads
+
+    for name, effect in (("kaggle", True), ("multihot", False)):
+        p = spec.pipeline_preset(name)
+        plan = spec.one_kernel_plan(p, "m", 1, "emb_fwd")
+        new = plan.kernels[0]
+        old = replace(new, fixed_offsets=False)
+        assert new.fixed_offsets and p.offsets_fixed(new.nodes) is effect
+        assert kernel_launches([new], p) == (1 if effect else 3) and kernel_launches([old], p) == 3
+        fixed, scanned = (kernel_work(p, "k", p.order, 4096, 132, 256, fixed_offsets=f)
+                          for f in (True, False))
+        assert fixed.has_lists is not effect and scanned.has_lists
+        assert fixed.key == scanned.key + (":fixed" if effect else "")
+        doc = dumps(plan)
+        del doc["kernels"][0]["fixed_offsets"]
+        assert loads(spec.Plan, doc).kernels[0] == old
+
+
 def test_construction_reaches_a_smaller_launch_the_moves_do_not():
     """heavy under the analytic model: every stage at the default 1056 blocks loses to
     preprocessing before the iteration (the kernel ends with the step and the batch's
