@@ -131,8 +131,9 @@ def _is_measurement(doc) -> bool:
 
 def case_scenario(case, plan_doc: dict | None, machine=None):
     """The steady-state Scenario of what a case ran, as `corun plan` simulates a candidate:
-    a baseline by its name, else the plan it ran; its host cores, step mode and timed
-    check as it ran; on `machine` (a MachineProfile) where given."""
+    a baseline by its name (its kernel's offsets found as its plan file says), else the
+    plan it ran; its host cores, step mode and timed check as it ran; on `machine` (a
+    MachineProfile) where given."""
     from corun import spec
     from corun.sim import Scenario, Strategy, StrategyKind, parse_strategy, steady_state
     from corun.spec.hardware import preset_of_device
@@ -151,7 +152,9 @@ def case_scenario(case, plan_doc: dict | None, machine=None):
     if case.predict_as is PredictAs.PLAN:
         strat = Strategy(StrategyKind.PLAN, plan=from_jsonable(spec.Plan, plan_doc, "plan"))
     else:
-        strat = parse_strategy(case.predict_as.value, hw)
+        kernels = (plan_doc or {}).get("kernels", [])
+        strat = replace(parse_strategy(case.predict_as.value, hw),
+                        fixed_offsets=any(k.get("fixed_offsets", False) for k in kernels))
     return steady_state(Scenario(hw, model, spec.pipeline_preset(case.pipeline), strat,
                                  timed_check=case.timed_check))
 

@@ -36,6 +36,9 @@ class Strategy:
     """A plan strategy's proposer caps the SMs of a kernel that can race the eager step
     (planner.types.Proposer.caps_racing_kernels): where such a plan is left uncapped, the
     simulator says what the cap would do."""
+    fixed_offsets: bool = True
+    """A baseline's kernel as FusedKernel.fixed_offsets: false to predict a run whose
+    kernels found every list's offsets with a scan (its plan file says)."""
 
     @property
     def label(self) -> str:
@@ -102,11 +105,11 @@ def strategy_plan(strategy: Strategy, pipeline: Pipeline, model_name: str,
         return Plan(pipeline.name, model_name, n, (), cpu_nodes=tuple(pipeline.order))
     if strategy.kind is StrategyKind.GPU_SEQUENTIAL:
         k = FusedKernel("all", tuple(pipeline.order), BEFORE_ITERATION, blocks, threads,
-                        fixed_offsets=True)
+                        fixed_offsets=strategy.fixed_offsets)
         return Plan(pipeline.name, model_name, n, (k,))
     first = stages_for(n)[0]
     k = FusedKernel("all", tuple(pipeline.order), first.value, blocks, threads,
-                    fixed_offsets=True)
+                    fixed_offsets=strategy.fixed_offsets)
     return Plan(pipeline.name, model_name, n, (k,), training_priority_high=False)
 
 
