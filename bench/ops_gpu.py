@@ -253,7 +253,7 @@ def bench_pipelines(b: Bench, bw: float, check_rows: int, sizes: list[int],
                 # 442 materialised columns at 4M rows exhaust the host's memory: skip
                 variants.pop("unfused", None)
             for label, groups in variants.items():
-                steps = label in ("fused", "fused-1pass", "fused-totals")
+                steps = label in ("fused", "fused-scan", "fused-1pass", "fused-totals")
                 out, timing = b.run_gpu(PipelineProgram(p, groups, inp), breakdown=steps)
                 if label != "fused":  # checked like the default kernel: other rows
                     ref_rows = np.sort(b.rng.choice(rows, min(sample, rows), replace=False))
@@ -269,6 +269,7 @@ def bench_pipelines(b: Bench, bw: float, check_rows: int, sizes: list[int],
 
 
 VARIANT_PARTS = {
+    "scan": ("fixed_offsets", False),  # fixed-length lists' offsets by lengths and scan too
     "1pass": ("list_scan", "lookback"),  # lengths, scan and values in one launch
     "totals": ("list_scan", "tiles"),  # tile totals, their scan, then values by tile
     "thread": ("warp_rows", False),  # a thread per row, long lists too
@@ -363,8 +364,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", default="ceiling,ops,pipelines,shapes,cpu")
     ap.add_argument("--pipelines", default=",".join(PIPELINES))
     ap.add_argument("--variants", default="fused,fused-1pass,fused-totals,fused-mod,unfused",
-                    help="comma-separated: unfused, or fused with any of -1pass, -totals, "
-                         "-thread, -mod, -tileN (tiles of N rows), -rN (N registers a "
+                    help="comma-separated: unfused, or fused with any of -scan, -1pass, "
+                         "-totals, -thread, -mod, -tileN (tiles of N rows), -rN (N registers a "
                          "thread at most), e.g. fused-totals-tile2048-r64")
     ap.add_argument("--check-rows", type=int, default=10_000_000)
     args = ap.parse_args(argv)
