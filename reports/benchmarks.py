@@ -39,6 +39,15 @@ def _ops(name: str, records: list[dict]) -> list[str]:
     lines += [markdown_table(["pipeline", "rows", "variant", "launches",
                               "registers a thread", "device ms", "GB", "of copy ceiling"],
                              rows), ""]
+    shapes = [r for r in records if r.get("kind") == "launch-shape"]
+    if shapes:
+        lines += [f"`--only shapes`: the default kernel over {shapes[0]['pipeline']}'s "
+                  f"{shapes[0]['rows']:,} rows in other launch shapes.", "",
+                  markdown_table(["blocks", "threads a block", "registers a thread",
+                                  "device ms", "of copy ceiling"],
+                                 [[f"{r['blocks']:,}", str(r["threads"]),
+                                   str(r.get("registers") or "-"), f"{r['device_ms']:.3f}",
+                                   f"{100 * r['bw_fraction']:.0f}%"] for r in shapes]), ""]
     lines += [f"Note: {r['text']}." for r in records if r.get("kind") == "note"]
     return lines + [""] if lines[-1] != "" else lines
 

@@ -260,6 +260,8 @@ def test_benchmarks_render_from_their_files():
            {"kind": "pipeline-time", "pipeline": "kaggle", "rows": 4194304, "variant": "fused",
             "launches": 4, "registers": 48, "device_ms": 4.273, "bytes": 3.9e9,
             "bw_fraction": 0.304, "repeat_mismatches": []},
+           {"kind": "launch-shape", "pipeline": "kaggle", "rows": 4194304, "blocks": 4224,
+            "threads": 256, "registers": 46, "device_ms": 1.893, "bw_fraction": 0.68},
            {"kind": "note", "text": "a note"}]
     read = {"bench": "criteo_read", "cores": 16, "file_bytes": 2.4e9, "speedup": 37.1,
             "arrow": {"engine": "arrow", "rows": 10_000_000, "seconds": 7.96,
@@ -271,6 +273,8 @@ def test_benchmarks_render_from_their_files():
     assert "on NVIDIA H100 80GB HBM3 (`ops_gpu-h100.json`)" in text
     assert "(3.00 TB/s, bytes read and written)" in text and "1,000 rows in 1 checks); 0" in text
     assert "| kaggle | 4,194,304 | fused | 4 | 48 | 4.273 | 3.90 | 30% |" in text
+    assert "kernel over kaggle's 4,194,304 rows in other launch shapes" in text
+    assert "| 4,224 | 256 | 46 | 1.893 | 68% |" in text
     assert "Note: a note." in text
     assert "| arrow | 10,000,000 | 7.96 | 1,256,148 |" in text and "37x" in text
     assert "raw fields 5,000,000 rows/s" in text and "memory 20,000,000 rows/s" in text
