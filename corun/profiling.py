@@ -134,7 +134,8 @@ class KernelSpec:
     warp_rows: bool = True
     """As FusedKernel.warp_rows."""
     fixed_offsets: bool = True
-    """As FusedKernel.fixed_offsets."""
+    """As FusedKernel.fixed_offsets; on unless a plan's kernel says otherwise, so a profile
+    times the kernels plans launch."""
     max_registers: int | None = None
     """As FusedGroup.max_registers (an experiment)."""
 
