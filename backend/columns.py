@@ -48,7 +48,7 @@ class ColumnData:
             raise TypeError(f"column {name!r}: expected a {col.shape.value} column")
         if self.valid is not None and not col.nullable:
             raise TypeError(f"column {name!r} carries a validity mask but is declared non-null")
-        if self.is_list and col.spread:
+        if self.is_list and (col.length_range is not None or col.length_histogram):
             self._check_lengths(col, name)
 
     def _check_lengths(self, col: Column, name: str) -> None:

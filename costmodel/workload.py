@@ -213,10 +213,10 @@ def kernel_work(pipeline: Pipeline, name: str, nodes: Iterable[str], rows: int, 
     op_kinds = tuple(sorted(set(kinds), key=lambda o: o.value))
     sinks = pipeline.sinks(nodes)
     warp = warp_rows and bool(pipeline.warp_sinks(nodes))
-    scans = scans_lists(pipeline, nodes, fixed_offsets)
-    fixed = bool(pipeline.list_sinks(nodes)) and not scans
+    fixed = fixed_offsets and pipeline.offsets_fixed(nodes)
     return KernelWork(name, rows, elements, ops, nbytes, op_kinds, blocks, threads_per_block,
-                      node_count=len(nodes), chains=len(sinks), has_lists=scans,
+                      node_count=len(nodes), chains=len(sinks),
+                      has_lists=scans_lists(pipeline, nodes, fixed_offsets),
                       op_counts=tuple((o, kinds.count(o)) for o in op_kinds),
                       key=kernel_key(pipeline, nodes, blocks, threads_per_block, warp, fixed),
                       warp_rows=warp)
