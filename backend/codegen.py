@@ -170,16 +170,16 @@ def chain_body(p: str, sig: tuple, part: str, division: str, lanes: bool = False
         if sink_shape == "list":
             lines.append(f"offs[desc[dst, 1] + r + 1] = {p}L{K}")
         return lines
-    fixed = sig[7]
-    if sink_shape == "list" and fixed is not None:  # offsets known: written here, no scan
-        lines += [f"{p}L{K} = {fixed}",
-                  f"{p}ost = desc[dst, 0] + r * {fixed}",
-                  f"offs[desc[dst, 1] + r + 1] = (r + 1) * {fixed}",
-                  "if r == 0:",
-                  "    offs[desc[dst, 1]] = 0"]
-        return lines + element_lines(p, sig, division, lanes, unroll)
     if sink_shape == "list":
-        lines.append(f"{p}ost = desc[dst, 0] + offs[desc[dst, 1] + r]")
+        fixed = sig[7]
+        if fixed is None:  # offsets from the lengths kernel and the scan
+            lines.append(f"{p}ost = desc[dst, 0] + offs[desc[dst, 1] + r]")
+        else:  # offsets known: written here, no scan
+            lines += [f"{p}L{K} = {fixed}",
+                      f"{p}ost = desc[dst, 0] + r * {fixed}",
+                      f"offs[desc[dst, 1] + r + 1] = (r + 1) * {fixed}",
+                      "if r == 0:",
+                      "    offs[desc[dst, 1]] = 0"]
         return lines + element_lines(p, sig, division, lanes, unroll)
     lines.append("j = 0")
     lines += value_lines(p, sig, division)
