@@ -142,6 +142,13 @@ def _not_settled(f: Finding) -> str:
             f"{f.number('first_ms'):.3f} ms")
 
 
+def _times_carried(f: Finding) -> str:
+    return (f"no cost model was fitted on {f['gpu']}: every stage and kernel time is "
+            f"{f['source']}'s, carried by the two GPUs' ceilings (copy "
+            f"{f.number('copy_tb_s'):.2f} against {f.number('source_copy_tb_s'):.2f} TB/s, "
+            "peak FLOP/s, SMs x clock); `corun calibrate` measures this machine")
+
+
 RENDERERS: dict[FindingKind, Callable[[Finding], str]] = {
     FindingKind.HOST_THREAD: _host_thread,
     FindingKind.CPU_OVERSUBSCRIBED: _cpu_oversubscribed,
@@ -156,6 +163,7 @@ RENDERERS: dict[FindingKind, Callable[[Finding], str]] = {
     FindingKind.UPDATE_GRID_NOT_SIMULATED: _update_grid_not_simulated,
     FindingKind.GRID_VARIANT: _grid_variant,
     FindingKind.NOT_SETTLED: _not_settled,
+    FindingKind.TIMES_CARRIED: _times_carried,
 }
 """One line's text for each kind of finding (a new kind adds its renderer here)."""
 

@@ -49,13 +49,16 @@ class Point:
 
 def footing(findings) -> str:
     """`measured` where the cost model timed every training stage and fused kernel of a
-    prediction; else what it did instead: `stages <how>` (StageProvenance) and
-    `kernels <untimed>/<all> untimed`, joined by `; `."""
+    prediction on this GPU kind; else what it did instead: `carried from <kind>` (times
+    of another GPU kind), `stages <how>` (StageProvenance) and `kernels <untimed>/<all>
+    untimed`, joined by `; `."""
     from corun.spec.findings import FindingKind
 
     parts = []
     for f in findings:
-        if f.kind is FindingKind.STAGES_UNTIMED:
+        if f.kind is FindingKind.TIMES_CARRIED:
+            parts.append(f"carried from {f['source']}")
+        elif f.kind is FindingKind.STAGES_UNTIMED:
             parts.append(f"stages {f.facts['how']}")
         elif f.kind is FindingKind.KERNELS_UNTIMED:
             parts.append(f"kernels {f.facts['untimed']}/{f.facts['kernels']} untimed")

@@ -249,7 +249,7 @@ class LearnedCostModel(CostModel):
     become the rates the simulator applies while kernel and stage overlap
     (CoRunEffect.from_whole_run)."""
 
-    def __init__(self, model: CoRunModel, meta: dict, fitted_on: str | None = None,
+    def __init__(self, model: CoRunModel, meta: dict,
                  profiled: dict[tuple[str, ...], set[int]] | None = None,
                  graphed_rows: Sequence[dict] = (),
                  release_steps: dict[tuple, ReleaseStep] | None = None,
@@ -270,8 +270,7 @@ class LearnedCostModel(CostModel):
         self._memo: dict[tuple, object] = {}
         """Answers by argument: the planner asks about the same kernels and stages for
         many candidate plans, and one scikit-learn call costs about a millisecond."""
-        self.name = f"learned (data {meta['data_sha256'][:10]}, {meta['rows']} rows"
-        self.name += f", fitted on {fitted_on}, transferred)" if fitted_on else ")"
+        self.name = f"learned (data {meta['data_sha256'][:10]}, {meta['rows']} rows)"
 
     def _cached(self, key: tuple, compute):
         if key not in self._memo:
@@ -513,10 +512,11 @@ def profiled_batches(folder: Path) -> dict[tuple[str, ...], set[int]]:
 
 def cost_model_for(hw: Hardware) -> CostModel:
     """The learned model fitted for this GPU kind (costmodel/data/<preset>/model.pkl);
-    else one fitted on another kind, applied through the GPU-normalised features (a
-    what-if for a GPU nobody profiled: trust it less, its name says so); else the
-    analytic estimator."""
+    else one fitted on another kind, its times carried to this one by the two kinds'
+    ceilings (costmodel/carried.py: a what-if for a GPU nobody profiled, which its name
+    and a finding say); else the analytic estimator."""
     from corun.costmodel.analytic import AnalyticCostModel
+    from corun.costmodel.carried import CarriedCostModel
 
     try:
         own = preset_of(hw.gpu.name)
@@ -525,7 +525,9 @@ def cost_model_for(hw: Hardware) -> CostModel:
     for preset in ([own] if own else []) + [p for p in GPU_PRESETS if p != own]:
         path = DATA_DIR / preset / "model.pkl"
         if path.exists():
-            return _learned(path, None if preset == own else preset)
+            learned = _learned(path)
+            return learned if preset == own else CarriedCostModel(
+                learned, hardware_preset(preset, 1).gpu)
     return AnalyticCostModel()
 
 
@@ -545,18 +547,18 @@ def release_steps_in(folder: Path) -> dict[tuple, ReleaseStep]:
 _LOADED: dict[tuple, LearnedCostModel] = {}
 
 
-def _learned(path: Path, fitted_on: str | None) -> LearnedCostModel:
+def _learned(path: Path) -> LearnedCostModel:
     """One LearnedCostModel per state of the model file, its CSVs and the library
     versions: every simulate() asks for one, so it is loaded (and its data hashed) once
     and its memoised answers serve every later call."""
     files = [path, *data_files(path.parent)]
     files += [path.parent / f for f in (GRAPHED_CSV, SAVING_CSV, ROOM_FILE)
               if (path.parent / f).exists()]
-    key = (str(path), fitted_on, tuple((f.name, f.stat().st_mtime_ns, f.stat().st_size)
-                                       for f in files),
+    key = (str(path), tuple((f.name, f.stat().st_mtime_ns, f.stat().st_size)
+                            for f in files),
            tuple(sorted(model_file.library_versions().items())))
     if key not in _LOADED:
-        _LOADED[key] = LearnedCostModel(*_load_or_refit(path), fitted_on,
+        _LOADED[key] = LearnedCostModel(*_load_or_refit(path),
                                         profiled_batches(path.parent),
                                         read_graphed(path.parent / GRAPHED_CSV),
                                         release_steps_in(path.parent),

@@ -279,3 +279,8 @@ class CostModel(abc.ABC):
         """A STAGES_UNTIMED finding where the model's training stages were timed less
         closely than a profile times them on this GPU (None: they were timed)."""
         return None
+
+    def carried(self, hw: Hardware) -> Finding | None:
+        """A TIMES_CARRIED finding where the times are another GPU kind's, carried to this
+        one (costmodel/carried.py); None where they are this kind's own."""
+        return None

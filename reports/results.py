@@ -255,8 +255,9 @@ def results_markdown(ds: Dataset, command: str, fitted_on: frozenset[str],
                     for k, v in by_model_e.items()])
     lines += ["", "## Held out: GPU kinds no fit has seen", "",
               "Every case of a GPU kind whose data entered no fit of the cost model (fitted "
-              f"on {', '.join(sorted(fitted_on))}), by workload: the prediction transferred "
-              "to another machine.", ""]
+              f"on {', '.join(sorted(fitted_on))}), by workload: the fitted kind's times "
+              "carried by the two kinds' ceilings (docs/method.md, GPU kinds no profile has "
+              "seen).", ""]
     held = [(c, e) for c, e in pairs if gpu(c) not in fitted_on]
     he = errors_by(held, lambda c: f"{gpu(c)} {c.workload}")
     hr = rankings_by(held, lambda c: f"{gpu(c)} {c.workload}")

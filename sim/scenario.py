@@ -513,6 +513,7 @@ def compile_scenario(sc: Scenario, cm: CostModel) -> Compiled:
                              source=host.source))
     if sc.time_scale != 1.0:
         found.append(finding(FindingKind.CALIBRATED, scale=sc.time_scale))
+    found.append(cm.carried(hw))
     found.append(cm.untimed_stages(model, [w for w in works[0].values()
                                            if w.comm is Comm.NONE], hw))
     found.append(cm.untimed_kernels(list(kernel_works.values()), hw))

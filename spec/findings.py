@@ -61,6 +61,9 @@ class FindingKind(enum.Enum):
     """A tune variant on another update grid, predicted as its base: variant, base."""
     NOT_SETTLED = "not-settled"
     """The plan's kernels still slid after the warm-up: warmup, settle_warmup, first_ms."""
+    TIMES_CARRIED = "times-carried"
+    """No model was fitted on this GPU kind: every time is another kind's, carried by the
+    two kinds' ceilings (costmodel/carried.py): gpu, source, copy_tb_s, source_copy_tb_s."""
 
 
 LEVELS: dict[FindingKind, Level] = {
@@ -77,6 +80,7 @@ LEVELS: dict[FindingKind, Level] = {
     FindingKind.UPDATE_GRID_NOT_SIMULATED: Level.CAUTION,
     FindingKind.GRID_VARIANT: Level.CAUTION,
     FindingKind.NOT_SETTLED: Level.RECORD,
+    FindingKind.TIMES_CARRIED: Level.CAUTION,
 }
 
 

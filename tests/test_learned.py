@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from corun.costmodel import evaluation, features, learned, model_file
 from corun.spec import OpKind, SpecError
+from corun.spec.findings import FindingKind
 
 from corun.advice import finding_line
 from corun.cli import main
@@ -149,8 +150,10 @@ def test_simulator_uses_a_fitted_model_for_its_gpu(small_profile_csv, tmp_path, 
     assert p.kernels[0].time_ms > 0
     a100 = Scenario(hardware_preset("a100", 1), sc.model, sc.pipeline, sc.strategy,
                     iterations=4, warmup=1)
-    assert simulate(a100).prediction.provenance.cost_model.endswith(
-        "fitted on h200, transferred)")
+    carried = simulate(a100).prediction
+    assert carried.provenance.cost_model.endswith("carried from H200 by ceilings")
+    assert [f.facts["source"] for f in carried.findings
+            if f.kind is FindingKind.TIMES_CARRIED] == ["H200"]
 
 
 def test_model_from_other_library_versions_is_refitted_once(small_profile_csv, tmp_path,
