@@ -396,6 +396,15 @@ def stage_rooms(cm: CostModel, model: Model, hw: Hardware, stages: Sequence[Stag
     return rooms if any(rooms) else ()
 
 
+def _stage_scale(hw: Hardware, model: Model, work: StageWork) -> float:
+    """A machine profile's scale for this stage (Hardware.stage_scale). The profile timed
+    the eager stages: a graphed stage, which the graph replays without the eager
+    launches between kernels, keeps the cost model's time."""
+    if work.graphed:
+        return 1.0
+    return scale_at(hw.stage_scale.get(work.stage.value, ()), model.name, model.batch_per_gpu)
+
+
 def compile_scenario(sc: Scenario, cm: CostModel) -> Compiled:
     """Turn a scenario into per-GPU duration tables (all cost-model calls happen here)."""
     hw, model, pipeline = sc.hardware, sc.model, sc.pipeline
@@ -431,8 +440,7 @@ def compile_scenario(sc: Scenario, cm: CostModel) -> Compiled:
     for g in range(hw.gpu_count):
         w = works[g]
         stage_ms = tuple(0.0 if w[s].comm is not Comm.NONE
-                         else cm.stage_ms(w[s], hw) * scale_at(hw.stage_scale.get(s.value, ()),
-                                                               model.name, model.batch_per_gpu)
+                         else cm.stage_ms(w[s], hw) * _stage_scale(hw, model, w[s])
                          for s in stages)
         pre = []
         for s in stages:

@@ -123,7 +123,8 @@ def profile(**host) -> MachineProfile:
 def test_a_profile_sets_the_host_and_the_stage_it_timed(tmp_path, capsys):
     """simulate --machine: ideal at kaggle b4096 on one H100 paced by the measured host
     (not the reference H200 host), the timed stage at the measured time over the
-    predicted one; a profile of another kind refused, naming both."""
+    predicted one, eagerly (the profile timed eager stages; a graphed stage keeps the
+    model's time); a profile of another kind refused, naming both."""
     from corun.costmodel.machine import on_machine
 
     path = tmp_path / "m.json"
@@ -145,6 +146,14 @@ def test_a_profile_sets_the_host_and_the_stage_it_timed(tmp_path, capsys):
     timed = {s["stage"]: s["standalone_ms"] for s in json.loads(capsys.readouterr().out)["stages"]}
     assert timed["top_mlp_bwd"] == pytest.approx(2.0, rel=1e-6)
     assert timed["emb_fwd"] == pytest.approx(stage["emb_fwd"], rel=1e-6)
+    graphed = ["--cuda-graphs"]
+    assert main([*common, *graphed]) == 0
+    preset_graphed = {s["stage"]: s["standalone_ms"]
+                      for s in json.loads(capsys.readouterr().out)["stages"]}
+    assert main([*common, *graphed, "--machine", str(path)]) == 0
+    timed_graphed = {s["stage"]: s["standalone_ms"]
+                     for s in json.loads(capsys.readouterr().out)["stages"]}
+    assert timed_graphed["top_mlp_bwd"] == pytest.approx(preset_graphed["top_mlp_bwd"])
     with pytest.raises(SpecError, match="--hardware h100 for this one"):
         profile().apply(hardware_preset("h200"))
     assert main([*common[:2], "h200", *common[3:], "--machine", str(path)]) == 2
