@@ -340,3 +340,6 @@ def test_footing_says_what_a_prediction_stands_on():
                             graphed=0),
                     finding(FindingKind.KERNELS_UNTIMED, untimed=2, kernels=3,
                             gpu="H200")]) == "stages extrapolated; kernels 2/3 untimed"
+    carried = finding(FindingKind.TIMES_CARRIED, gpu="H100-SXM", source="H200",
+                      copy_tb_s=3.0, source_copy_tb_s=4.3)
+    assert footing([carried]) == "carried from H200"
