@@ -74,6 +74,10 @@ class StageWork:
     """The embedding backward is the hot-row fused update (EmbeddingUpdate.
     FUSED_SGD_HOT_ROW): the same ids in half the time on zipf-skewed ids on the H200
     (heavy-lean b16384: 1.21 against 2.53 ms)."""
+    reorder_bytes: float = 0.0
+    """A collective stage's copies around its collective (read and written): the
+    trainer lays the data out per peer before it and per table after it
+    (backend/distributed.py). Not a learned feature."""
     trains_on: str = ""
     """The pipeline whose outputs the step trains on ("": not given). Not a feature: it
     picks which looked-up stage times may answer (costmodel.learned.CoRunModel.

@@ -91,7 +91,8 @@ def stage_work(model: Model, hw: Hardware, sharding: Sharding, gpu: int,
     out: dict[Stage, StageWork] = {}
 
     def add(stage: Stage, flops: float, nbytes: float, kernels: int, parallel: float,
-            comm: Comm = Comm.NONE, send: float = 0.0, recv: float = 0.0) -> None:
+            comm: Comm = Comm.NONE, send: float = 0.0, recv: float = 0.0,
+            reorder: float = 0.0) -> None:
         if fused:  # the embedding backward updates the rows; the optimizer, the MLPs
             ids = lookups if stage is Stage.EMB_BWD else 0.0
         else:
@@ -103,7 +104,7 @@ def stage_work(model: Model, hw: Hardware, sharding: Sharding, gpu: int,
                                fused and stage is Stage.EMB_BWD, model.cuda_graphs,
                                table_bytes if stage in TABLE_STAGES else 0.0,
                                bag_kernel and stage is Stage.EMB_FWD,
-                               hot_row and stage is Stage.EMB_BWD)
+                               hot_row and stage is Stage.EMB_BWD, reorder)
 
     if n > 1:
         # Ids of other GPUs' tables leave; ids of mine arrive from n-1 peers.
@@ -114,10 +115,15 @@ def stage_work(model: Model, hw: Hardware, sharding: Sharding, gpu: int,
             b * send_ids * ID_BYTES, (n - 1) * b * recv_ids * ID_BYTES)
     add(Stage.EMB_FWD, lookups * d, F32 * (lookups * d + g_batch * len(mine) * d)
         + ID_BYTES * lookups, 1, bag_threads)
+    # The pooled rows of the whole batch, per peer, and this GPU's batch, per table.
+    per_peer_layout = F32 * d * len(mine) * g_batch
+    per_table_layout = F32 * d * len(tables) * b
     if n > 1:
         pooled_out = F32 * d * len(mine) * b * (n - 1)
         pooled_in = F32 * d * (len(tables) - len(mine)) * b
-        add(Stage.EMB_A2A_FWD, 0, 0, 1, 0, Comm.ALL_TO_ALL, pooled_out, pooled_in)
+        # laid out per peer before, gathered into table order after
+        add(Stage.EMB_A2A_FWD, 0, 0, 1, 0, Comm.ALL_TO_ALL, pooled_out, pooled_in,
+            reorder=2 * (per_peer_layout + per_table_layout))
     bottom = (model.dense_features,) + model.bottom_mlp
     top = (model.interaction_out,) + model.top_mlp
     add(Stage.BOTTOM_MLP_FWD, _mlp_flops(b, bottom), _mlp_bytes(b, bottom), 2 * len(bottom) - 2,
@@ -133,7 +139,10 @@ def stage_work(model: Model, hw: Hardware, sharding: Sharding, gpu: int,
     if n > 1:
         pooled_out = F32 * d * (len(tables) - len(mine)) * b
         pooled_in = F32 * d * len(mine) * b * (n - 1)
-        add(Stage.EMB_A2A_BWD, 0, 0, 1, 0, Comm.ALL_TO_ALL, pooled_out, pooled_in)
+        # the gradients gathered into arrival order before (the per-peer layout is
+        # undone by the embedding backward)
+        add(Stage.EMB_A2A_BWD, 0, 0, 1, 0, Comm.ALL_TO_ALL, pooled_out, pooled_in,
+            reorder=2 * per_table_layout)
     # Backward of the bags: read pooled grads, scatter into rows. Sparse SGD/Adagrad
     # update the touched rows in place (read + write weights, and state for Adagrad).
     rows_bytes = F32 * lookups * d
@@ -155,7 +164,9 @@ def stage_work(model: Model, hw: Hardware, sharding: Sharding, gpu: int,
             bag_threads)
     params = dense_params(model)
     if n > 1:
-        add(Stage.GRAD_ALLREDUCE, 0, 0, 1, 0, Comm.ALL_REDUCE, F32 * params, F32 * params)
+        # the gradients flattened into one buffer and copied back
+        add(Stage.GRAD_ALLREDUCE, 0, 0, 1, 0, Comm.ALL_REDUCE, F32 * params, F32 * params,
+            reorder=4 * F32 * params)
     opt_bytes = F32 * params * (3 if model.optimizer is Optimizer.SGD else 5)
     if not model.sparse_gradients and not fused:
         dense_state = 2 * owned_table_bytes if model.optimizer is Optimizer.ADAGRAD else 0

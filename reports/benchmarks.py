@@ -87,10 +87,52 @@ def _launch_counts(name: str, doc: dict) -> list[str]:
             markdown_table(["model", *stages, "step"], rows), ""]
 
 
+def _collective_stages(name: str, doc: dict) -> list[str]:
+    """bench/collective_stages.py: each collective stage as measured against today's
+    collective model (costmodel/comm.py), the fitted runs apart from the held-out ones."""
+    from corun.costmodel import comm, comm_fit
+
+    rows, errors = [], {True: [], False: []}
+    for r in doc["stages"]:
+        predicted = comm_fit.predicted_ms(r, doc["hardware"])
+        fitted = int(r["gpus"]) == comm_fit.FIT_GPUS
+        steady = comm_fit.is_steady(r)
+        error = predicted / r["p10_ms"] - 1
+        if steady:
+            errors[fitted].append(abs(error))
+        rows.append([str(r["gpus"]), r["model"], f"{r['batch_per_gpu']:,}", r["stage"],
+                     str(r["runs"]), f"{r['p10_ms']:.3f}", f"{r['median_ms']:.3f}",
+                     f"{predicted:.3f}", f"{100 * error:+.0f}%",
+                     ("fitted" if fitted else "held out") if steady else "host-held"])
+    lines = [f"### Collective stages on {doc['hardware'].upper()} (`{name}`)", "",
+             "`python bench/collective_stages.py RUNS...`: the distributed ideal step's "
+             "collective stages, each the span between the trainer's stage marks (the "
+             "collective and the copies around it), the median over runs of each run's "
+             "10th-percentile and median step, against the simulator's collective model "
+             f"(all-to-all at {comm.A2A_LINK_SHARE:.3f} and ring all-reduce at "
+             f"{comm.ALLREDUCE_LINK_SHARE:.3f} of the link's peak, plus latency and "
+             "copies). The shares are fitted on the steady "
+             f"{comm_fit.FIT_GPUS}-GPU stages (median within {comm_fit.STEADY_RATIO:g}x "
+             "the 10th percentile); the other GPU counts are held out; a host-held stage "
+             "waited for the host thread and times it more than the collective.", ""]
+    for fitted in (True, False):
+        if errors[fitted]:
+            lines.append(f"Mean abs error on the steady {'fitted' if fitted else 'held-out'} "
+                         f"stages: {100 * sum(errors[fitted]) / len(errors[fitted]):.0f}% "
+                         f"({len(errors[fitted])} stages).")
+    lines += ["", markdown_table(["GPUs", "model", "batch/GPU", "stage", "runs",
+                                  "p10 ms", "median ms", "predicted ms", "vs p10", "rows"],
+                                 rows), ""]
+    if doc.get("note"):
+        lines += [f"Runs: {doc['note']}.", ""]
+    return lines
+
+
 RENDERERS: dict[str, Callable[[str, object], list[str]]] = {
     "ops_gpu": _ops,  # type: ignore[dict-item]
     "criteo_read": _criteo_read,  # type: ignore[dict-item]
     "launch_counts": _launch_counts,  # type: ignore[dict-item]
+    "collective_stages": _collective_stages,  # type: ignore[dict-item]
 }
 """Benchmark -> its section's renderer, a file's benchmark being the part of its name
 before the first '-'."""

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from corun.costmodel import CostModel, Sharding, kernel_work, shard_tables, stage_work
-from corun.costmodel.comm import all_to_all_ms, pgas_exposed_ms, ring_allreduce_ms
+from corun.costmodel.comm import all_to_all_ms, collective_stage_ms, pgas_exposed_ms
 from corun.costmodel.host import (
     HostCosts,
     assembly_ms,
@@ -422,13 +422,9 @@ def compile_scenario(sc: Scenario, cm: CostModel) -> Compiled:
     pgas = sc.embedding_comm is EmbeddingComm.PGAS
     comm: dict[Stage, float] = {}
     for s in stages:
-        w0 = works[0][s]
-        if w0.comm is Comm.ALL_REDUCE:
-            comm[s] = ring_allreduce_ms(w0.send_bytes, hw.gpu_count, link)
-        elif w0.comm is Comm.ALL_TO_ALL and not (pgas and s in (Stage.EMB_A2A_FWD,
-                                                                  Stage.EMB_A2A_BWD)):
-            comm[s] = all_to_all_ms([w[s].send_bytes for w in works],
-                                    [w[s].recv_bytes for w in works], link)
+        if works[0][s].comm is not Comm.NONE and not (
+                pgas and s in (Stage.EMB_A2A_FWD, Stage.EMB_A2A_BWD)):
+            comm[s] = collective_stage_ms([w[s] for w in works], link, hw.gpu)
     rows_local = model.batch_per_gpu
     raw_cols: dict[str, float] = {c.name: c.bytes_per_row() for c in pipeline.inputs}
     cols = pipeline.columns

@@ -10,7 +10,7 @@ import pytest
 from corun.spec import SpecError
 
 BENCHMARKS = ["ops_gpu", "trainer_gpu", "execute_matrix", "plan_speed", "sim_speed", "criteo_read",
-              "milp_gap", "launch_counts"]
+              "milp_gap", "launch_counts", "collective_stages"]
 
 
 @pytest.mark.parametrize("name", BENCHMARKS)
@@ -66,3 +66,34 @@ def test_launch_counts_follow_the_model_s_layers(tmp_path):
     assert terabyte["top_mlp_bwd"] > kaggle["top_mlp_bwd"]
     with pytest.raises(SystemExit):
         main(["--models", "no-such-model", "-o", str(out)])
+
+
+def test_collective_stages_keep_several_gpu_ideal_runs(tmp_path):
+    """Only ideal runs on several GPUs count; each stage is the median over runs of their
+    10th percentiles and medians; compressed record lists read as plain ones; a file
+    with no such run is refused."""
+    import lzma
+
+    from bench.collective_stages import main
+
+    def run(strategy, gpus, p10, median):
+        stages = {"grad_allreduce": {"p10_ms": p10, "median_ms": median},
+                  "emb_fwd": {"p10_ms": 9.0, "median_ms": 9.0}}
+        return {"measurement": {"strategy": strategy, "gpu_count": gpus, "model": "m",
+                                "batch_per_gpu": 8192, "hardware": "NVIDIA H200",
+                                "stages": stages}}
+
+    runs = [run("ideal", 2, 0.1, 0.2), run("ideal", 2, 0.3, 0.4), run("ideal", 2, 0.2, 0.9),
+            run("corun", 2, 5.0, 5.0), run("ideal", 1, 5.0, 5.0)]
+    path = tmp_path / "runs.json.xz"
+    with lzma.open(path, "wt") as f:
+        json.dump(runs, f)
+    out = tmp_path / "c.json"
+    assert main([str(path), "--hardware", "h200", "-o", str(out)]) == 0
+    (row,) = json.loads(out.read_text())["stages"]
+    assert (row["gpus"], row["stage"], row["runs"]) == (2, "grad_allreduce", 3)
+    assert (row["p10_ms"], row["median_ms"]) == (0.2, 0.4)
+    empty = tmp_path / "none.json"
+    empty.write_text(json.dumps(runs[3:]))
+    with pytest.raises(SystemExit):
+        main([str(empty), "--hardware", "h200", "-o", str(tmp_path / "x.json")])

@@ -150,26 +150,54 @@ def test_host_thread_bounds_the_iteration(h200, kaggle_model, kaggle, strategy):
 
 
 def test_ring_allreduce_closed_form():
+    from corun.costmodel.comm import A2A_LINK_SHARE, ALLREDUCE_LINK_SHARE
+
     link = spec.LINKS["nvlink4"]
     nbytes, n = 64e6, 8
-    expected = (
-        2 * (n - 1) / n * nbytes / link.bytes_per_s * 1e3 + 2 * (n - 1) * link.latency_us / 1e3
-    )
+    bus = link.bytes_per_s * ALLREDUCE_LINK_SHARE
+    expected = 2 * (n - 1) / n * nbytes / bus * 1e3 + 2 * (n - 1) * link.latency_us / 1e3
     assert ring_allreduce_ms(nbytes, n, link) == pytest.approx(expected)
     assert ring_allreduce_ms(nbytes, 1, link) == 0.0
     assert all_to_all_ms([1e6, 3e6], [2e6, 1e6], link) == pytest.approx(
-        3e6 / link.bytes_per_s * 1e3 + link.latency_us / 1e3
-    )
+        3e6 / (link.bytes_per_s * A2A_LINK_SHARE) * 1e3 + link.latency_us / 1e3)
+    assert all_to_all_ms([1e6, 3e6], [2e6, 1e6], link, share=1.0) == pytest.approx(
+        3e6 / link.bytes_per_s * 1e3 + link.latency_us / 1e3)
 
 
-def test_allreduce_stage_in_simulation_matches_formula(kaggle_model, kaggle):
+def test_allreduce_stage_in_simulation_is_the_collective_and_its_copies(kaggle_model, kaggle):
+    """The flattened gradients cross the ring, and are copied into one buffer and back
+    (read and written each time) at the copy ceiling."""
     hw = spec.hardware_preset("h200", 4)
     r = simulate(Scenario(hw, kaggle_model, kaggle, Strategy(StrategyKind.IDEAL)), commit="t")
     from corun.costmodel.workload import dense_params
 
-    expected = ring_allreduce_ms(4 * dense_params(kaggle_model), 4, hw.intra_node)
+    nbytes = 4 * dense_params(kaggle_model)
+    expected = (ring_allreduce_ms(nbytes, 4, hw.intra_node)
+                + 4 * nbytes / hw.gpu.copy_bytes_per_s * 1e3)
     got = next(s for s in r.prediction.stages if s.stage == "grad_allreduce")
     assert got.time_ms == pytest.approx(expected)
+
+
+def test_the_committed_link_shares_are_what_the_committed_stages_fit():
+    """comm.py's shares are comm_fit's answer on validation/benchmarks/; the held-out
+    GPU counts' steady stages are predicted within 25%."""
+    import json
+    from pathlib import Path
+
+    from corun.costmodel import comm, comm_fit
+    from corun.costmodel.types import Comm
+
+    path = Path(__file__).resolve().parent.parent / "validation" / "benchmarks" / \
+        "collective_stages-h200.json"
+    doc = json.loads(path.read_text())
+    shares = comm_fit.link_shares(doc["stages"], doc["hardware"])
+    assert shares[Comm.ALL_TO_ALL] == pytest.approx(comm.A2A_LINK_SHARE, abs=1e-3)
+    assert shares[Comm.ALL_REDUCE] == pytest.approx(comm.ALLREDUCE_LINK_SHARE, abs=1e-3)
+    held = [r for r in doc["stages"]
+            if int(r["gpus"]) != comm_fit.FIT_GPUS and comm_fit.is_steady(r)]
+    assert held
+    for r in held:
+        assert comm_fit.predicted_ms(r, doc["hardware"]) == pytest.approx(r["p10_ms"], rel=0.25)
 
 
 def test_cpu_throughput_grows_to_ideal_and_never_exceeds(kaggle, kaggle_model):
