@@ -52,14 +52,14 @@ def collective_stage_ms(works: Sequence[StageWork], link: Link, gpu: GpuKind) ->
     """A collective stage as the trainer runs it on every GPU (`works`, one a GPU): the
     collective and, on the busiest GPU, its copies around it."""
     w0 = works[0]
-    if w0.comm is Comm.ALL_REDUCE:
-        ms = ring_allreduce_ms(w0.send_bytes, len(works), link)
-    elif w0.comm is Comm.ALL_TO_ALL:
-        ms = all_to_all_ms([w.send_bytes for w in works], [w.recv_bytes for w in works], link)
-    else:
+    if w0.comm is Comm.NONE:
         raise ValueError(f"{w0.stage.value} is no collective stage")
     if len(works) <= 1:
         return 0.0
+    if w0.comm is Comm.ALL_REDUCE:
+        ms = ring_allreduce_ms(w0.send_bytes, len(works), link)
+    else:
+        ms = all_to_all_ms([w.send_bytes for w in works], [w.recv_bytes for w in works], link)
     return ms + max(w.reorder_bytes for w in works) / gpu.copy_bytes_per_s * 1e3
 
 
