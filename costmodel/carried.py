@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from corun.costmodel.stage_room import RoomKind, StageRoom
 from corun.costmodel.types import CoRunEffect, CostModel, KernelWork, StageWork, WholeRun
 from corun.spec import GpuKind, Hardware, Model, Precision
 from corun.spec.findings import Finding, FindingKind, finding
@@ -115,7 +116,7 @@ class CarriedCostModel(CostModel):
         return self.inner.release_rates(kernel, works, self._on_source(hw), release)
 
     def stage_room(self, model: str, batch: int, stage: str, graphed: bool, hw: Hardware,
-                   kind):
+                   kind: RoomKind) -> StageRoom | None:
         return self.inner.stage_room(model, batch, stage, graphed, self._on_source(hw), kind)
 
     def cpu_batch_ms(self, kernel: KernelWork) -> float:
