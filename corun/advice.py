@@ -78,8 +78,13 @@ def _kernels_untimed(f: Finding) -> str:
 
 
 def _host_paces_eager(f: Finding) -> str:
-    return (f"the host thread paces this step ({f.number('host_ms'):.2f} ms of launches "
-            f"against {f.number('gpu_ms'):.2f} ms of GPU work): --cuda-graphs replays it as "
+    host_ms = f.number("host_ms")
+    lent = (f"; lent H200 hosts' pace differs (10th-90th percentile {f.number('lent_low'):g}x-"
+            f"{f.number('lent_high'):g}x their median), {host_ms * f.number('lent_low'):.2f}-"
+            f"{host_ms * f.number('lent_high'):.2f} ms here, and the eager times above with "
+            "it: `corun calibrate` measures this host" if "lent_low" in f.facts else "")
+    return (f"the host thread paces this step ({host_ms:.2f} ms of launches "
+            f"against {f.number('gpu_ms'):.2f} ms of GPU work){lent}; --cuda-graphs replays it as "
             "CUDA graphs (one GPU; a fixed id count per batch unless the model has the bag "
             "kernels): on the H200, ideal ran faster that way at kaggle and terabyte b4096")
 

@@ -74,6 +74,14 @@ split per rank and their counts exchanged first, is over a quarter of the step (
 of 6.0): a batch assembled late holds back everything after it."""
 
 
+HOST_STEP_SPREAD = (0.75, 1.23)
+"""Where the host paced the eager step, how far lent hosts lay from one another: the
+10th and 90th percentiles of ideal's step at criteo-kaggle and criteo-terabyte b4096 on
+one H200 (the median of each command's runs), over the median of all those commands
+(validation/measured.csv, `host_fit.host_step_spread`). One host step serves
+every host, so a host-paced prediction can land anywhere in this band."""
+
+
 WORKERS_MS = 0.25
 """What a plan with op nodes on the host CPU adds to the one-GPU step beyond its batch's
 staging and check: its 16 worker processes beside the launching thread on a 16-core host

@@ -327,3 +327,27 @@ def fit_pieces(rows: list[dict]) -> dict:
                                          max(r["host"]["step"] for r in paced)],
                        "batch_ms": [min(batch), max(batch)],
                        "batch_mb": [min(mb), max(mb)]}}
+
+
+SPREAD_MODELS = ("criteo-kaggle", "criteo-terabyte")
+"""The host-paced workloads whose eager ideal steps give the spread of lent hosts' pace
+(at SPREAD_BATCH on one H200; costmodel/host.py HOST_STEP_SPREAD)."""
+SPREAD_BATCH = 4096
+
+
+def host_step_spread(cases) -> tuple[float, float]:
+    """The 10th and 90th percentiles over commands of ideal's eager step (each command's
+    median) on one H200 at the SPREAD_MODELS' SPREAD_BATCH, over their median: how far
+    lent hosts' pace lies from the typical one. `cases`: spec.validation.MeasuredCase."""
+    per_command: dict[tuple[str, str], list[float]] = {}
+    for c in cases:
+        if (c.strategy == "ideal" and c.gpus == 1 and not c.cuda_graphs
+                and c.batch_per_gpu == SPREAD_BATCH and c.model in SPREAD_MODELS
+                and "H200" in c.machine):
+            per_command.setdefault((c.source, c.model), []).append(c.mean_iteration_ms)
+    steps = [statistics.median(v) for v in per_command.values()]
+    if len(steps) < 10:
+        raise SpecError("cases", len(steps), "host-paced H200 commands: at least 10")
+    mid = statistics.median(steps)
+    low, high = np.percentile(steps, [10, 90])
+    return float(low / mid), float(high / mid)

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from corun.costmodel import CostModel, Sharding, kernel_work, shard_tables, stage_work
 from corun.costmodel.comm import all_to_all_ms, collective_stage_ms, pgas_exposed_ms
 from corun.costmodel.host import (
+    HOST_STEP_SPREAD,
     HostCosts,
     assembly_ms,
     host_costs,
@@ -334,7 +335,9 @@ def _host_paces_eager(sc: Scenario, tables: GpuTables, host: HostCosts) -> Findi
     host_ms, gpu_ms = host.step_ms * sc.time_scale, sum(tables.stage_ms)
     if host_ms <= gpu_ms:
         return None
-    return finding(FindingKind.HOST_PACES_EAGER, host_ms=host_ms, gpu_ms=gpu_ms)
+    spread = {} if hw.host is not None else {  # a measured host is this machine's own
+        "lent_low": HOST_STEP_SPREAD[0], "lent_high": HOST_STEP_SPREAD[1]}
+    return finding(FindingKind.HOST_PACES_EAGER, host_ms=host_ms, gpu_ms=gpu_ms, **spread)
 
 
 CAP_HINT_ALONE_MS = 1.0

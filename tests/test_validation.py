@@ -202,6 +202,35 @@ def test_the_committed_predictions_are_todays_model():
                                                  rel=1e-5), c.case_id
 
 
+def test_the_lent_hosts_spread_is_what_the_committed_runs_give():
+    """costmodel/host.py's HOST_STEP_SPREAD is host_fit's answer on the dataset, and the
+    plan's host hint carries it where the reference host paces the step (not with a
+    machine's measured host)."""
+    from corun.costmodel.host import HOST_STEP_SPREAD
+    from corun.costmodel.host_fit import host_step_spread
+    from corun.sim import Scenario, simulate_steady
+    from corun.sim.strategy import Strategy, StrategyKind
+    from corun.spec import hardware_preset, model_preset, pipeline_preset
+    from corun.spec.findings import FindingKind
+    from corun.spec.hardware import HostTimes
+
+    low, high = host_step_spread(Dataset.read(DATASET).measured)
+    assert HOST_STEP_SPREAD == (pytest.approx(low, abs=0.005), pytest.approx(high, abs=0.005))
+    assert low < 1 < high
+
+    def hint(hw):
+        sc = Scenario(hw, model_preset("criteo-kaggle"), pipeline_preset("kaggle"),
+                      Strategy(StrategyKind.IDEAL))
+        return next(f for f in simulate_steady(sc).prediction.findings
+                    if f.kind is FindingKind.HOST_PACES_EAGER)
+
+    h200 = hardware_preset("h200", 1)
+    assert (hint(h200).number("lent_low"), hint(h200).number("lent_high")) == HOST_STEP_SPREAD
+    mine = dataclasses.replace(h200, host=HostTimes(step_ms=9.0, graph_step_ms=0.4,
+                                                    kernel_launch_ms=0.05, batch_fixed_ms=0.3))
+    assert "lent_low" not in hint(mine).facts
+
+
 def test_results_render_names_the_cases_without_a_prediction():
     rows = [(case("ideal", 4.0, i=0), 4.1),
             (case("corun+ub16", 4.0, i=1, modelled=False, note="the update grid"), math.nan)]
