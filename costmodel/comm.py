@@ -14,6 +14,7 @@ GPU's copy ceiling.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from corun.costmodel.types import Comm, StageWork
 from corun.spec import GpuKind, Link
@@ -29,13 +30,25 @@ ALLREDUCE_LINK_SHARE = 0.281
 bandwidth at this size is far below the link's peak."""
 
 
+def _ring_parts(nbytes: float, n: int, link: Link) -> tuple[float, float]:
+    """(bytes on the wire at the link's whole peak, latency) of a ring all-reduce, ms."""
+    steps = 2 * (n - 1)
+    return steps / n * nbytes / link.bytes_per_s * 1e3, steps * link.latency_us * 1e-3
+
+
+def _all_to_all_parts(send_bytes: Sequence[float], recv_bytes: Sequence[float],
+                      link: Link) -> tuple[float, float]:
+    """The same for an all-to-all: the busier direction of the busiest GPU sets it."""
+    busiest = max(max(s, r) for s, r in zip(send_bytes, recv_bytes))
+    return busiest / link.bytes_per_s * 1e3, link.latency_us * 1e-3
+
+
 def ring_allreduce_ms(nbytes: float, n: int, link: Link,
                       share: float = ALLREDUCE_LINK_SHARE) -> float:
     if n <= 1:
         return 0.0
-    steps = 2 * (n - 1)
-    return (steps / n * nbytes / (link.bytes_per_s * share) * 1e3
-            + steps * link.latency_us * 1e-3)
+    wire, latency = _ring_parts(nbytes, n, link)
+    return wire / share + latency
 
 
 def all_to_all_ms(send_bytes: list[float], recv_bytes: list[float], link: Link,
@@ -44,23 +57,44 @@ def all_to_all_ms(send_bytes: list[float], recv_bytes: list[float], link: Link,
     the time."""
     if len(send_bytes) <= 1:
         return 0.0
-    busiest = max(max(s, r) for s, r in zip(send_bytes, recv_bytes))
-    return busiest / (link.bytes_per_s * share) * 1e3 + link.latency_us * 1e-3
+    wire, latency = _all_to_all_parts(send_bytes, recv_bytes, link)
+    return wire / share + latency
+
+
+@dataclass(frozen=True)
+class CollectiveParts:
+    """A collective stage's time by part, ms: its bytes on the wire at the link's whole
+    peak, its latency, and the copies around it at the copy ceiling."""
+
+    comm: Comm
+    wire_ms: float
+    latency_ms: float
+    copies_ms: float
+
+    def ms(self) -> float:
+        """At the link share NCCL reaches for this collective."""
+        share = ALLREDUCE_LINK_SHARE if self.comm is Comm.ALL_REDUCE else A2A_LINK_SHARE
+        return self.wire_ms / share + self.latency_ms + self.copies_ms
+
+
+def collective_parts(works: Sequence[StageWork], link: Link, gpu: GpuKind) -> CollectiveParts:
+    """A collective stage as the trainer runs it on every GPU (`works`, one a GPU, at
+    least two): the collective and, on the busiest GPU, its copies around it."""
+    w0 = works[0]
+    if w0.comm is Comm.NONE or len(works) < 2:
+        raise ValueError(f"{w0.stage.value} on {len(works)} GPU(s) is no collective stage")
+    if w0.comm is Comm.ALL_REDUCE:
+        wire, latency = _ring_parts(w0.send_bytes, len(works), link)
+    else:
+        wire, latency = _all_to_all_parts([w.send_bytes for w in works],
+                                          [w.recv_bytes for w in works], link)
+    copies = max(w.reorder_bytes for w in works) / gpu.copy_bytes_per_s * 1e3
+    return CollectiveParts(w0.comm, wire, latency, copies)
 
 
 def collective_stage_ms(works: Sequence[StageWork], link: Link, gpu: GpuKind) -> float:
-    """A collective stage as the trainer runs it on every GPU (`works`, one a GPU): the
-    collective and, on the busiest GPU, its copies around it."""
-    w0 = works[0]
-    if w0.comm is Comm.NONE:
-        raise ValueError(f"{w0.stage.value} is no collective stage")
-    if len(works) <= 1:
-        return 0.0
-    if w0.comm is Comm.ALL_REDUCE:
-        ms = ring_allreduce_ms(w0.send_bytes, len(works), link)
-    else:
-        ms = all_to_all_ms([w.send_bytes for w in works], [w.recv_bytes for w in works], link)
-    return ms + max(w.reorder_bytes for w in works) / gpu.copy_bytes_per_s * 1e3
+    """The stage's time (0 on one GPU, where there is no collective)."""
+    return collective_parts(works, link, gpu).ms() if len(works) > 1 else 0.0
 
 
 PGAS_PUT_EFFICIENCY = 1.0

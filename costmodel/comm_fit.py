@@ -28,35 +28,19 @@ FIT_GPUS = 2
 """The GPU count whose runs the shares are fitted on; the other counts are held out."""
 
 
-def _works(row: dict, hardware: str):
+def parts(row: dict, hardware: str) -> comm.CollectiveParts:
+    """The stage of a measured row as the simulator's collective model splits it."""
     model = replace(model_preset(row["model"]), batch_per_gpu=int(row["batch_per_gpu"]))
     hw = hardware_preset(hardware, int(row["gpus"]))
     sharding = shard_tables(model, hw)
-    stage = Stage(row["stage"])
-    return [stage_work(model, hw, sharding, g)[stage] for g in range(hw.gpu_count)], hw
+    works = [stage_work(model, hw, sharding, g)[Stage(row["stage"])]
+             for g in range(hw.gpu_count)]
+    return comm.collective_parts(works, hw.collective_link, hw.gpu)
 
 
 def predicted_ms(row: dict, hardware: str) -> float:
     """The stage as the simulator predicts it today (comm.collective_stage_ms)."""
-    works, hw = _works(row, hardware)
-    return comm.collective_stage_ms(works, hw.collective_link, hw.gpu)
-
-
-def wire_and_fixed_ms(row: dict, hardware: str) -> tuple[Comm, float, float]:
-    """(the collective, its bytes on the wire at the link's whole peak, the rest of the
-    predicted stage: latency and copies) in ms."""
-    works, hw = _works(row, hardware)
-    link, n = hw.collective_link, hw.gpu_count
-    kind = works[0].comm
-    if kind is Comm.ALL_REDUCE:
-        latency = 2 * (n - 1) * link.latency_us * 1e-3
-        wire = comm.ring_allreduce_ms(works[0].send_bytes, n, link, share=1.0) - latency
-    else:
-        latency = link.latency_us * 1e-3
-        wire = comm.all_to_all_ms([w.send_bytes for w in works],
-                                  [w.recv_bytes for w in works], link, share=1.0) - latency
-    copies = max(w.reorder_bytes for w in works) / hw.gpu.copy_bytes_per_s * 1e3
-    return kind, wire, latency + copies
+    return parts(row, hardware).ms()
 
 
 def is_steady(row: dict) -> bool:
@@ -69,7 +53,8 @@ def link_shares(rows: Sequence[dict], hardware: str) -> dict[Comm, float]:
     for r in rows:
         if int(r["gpus"]) != FIT_GPUS or not is_steady(r):
             continue
-        kind, wire, fixed = wire_and_fixed_ms(r, hardware)
+        p = parts(r, hardware)
+        fixed = p.latency_ms + p.copies_ms
         if r["p10_ms"] > fixed:
-            shares.setdefault(kind, []).append(wire / (r["p10_ms"] - fixed))
+            shares.setdefault(p.comm, []).append(p.wire_ms / (r["p10_ms"] - fixed))
     return {k: statistics.median(v) for k, v in shares.items()}
