@@ -24,6 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from corun.spec.hardware import GPU_KINDS as HARDWARE_PRESETS
 from corun.spec.provenance import git_commit
 from corun.spec.serde import write_atomic
 
@@ -70,6 +71,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--note", default="", help="where the runs came from, kept in the file")
     ap.add_argument("-o", "--output", required=True)
     args = ap.parse_args(argv)
+    if args.hardware not in HARDWARE_PRESETS:
+        ap.error(f"--hardware = {args.hardware!r}: one of {', '.join(HARDWARE_PRESETS)}")
     missing = [str(p) for p in args.runs if not p.is_file()]
     if missing:
         ap.error(f"runs: no such file: {', '.join(missing)}")

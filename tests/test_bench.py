@@ -97,3 +97,6 @@ def test_collective_stages_keep_several_gpu_ideal_runs(tmp_path):
     empty.write_text(json.dumps(runs[3:]))
     with pytest.raises(SystemExit):
         main([str(empty), "--hardware", "h200", "-o", str(tmp_path / "x.json")])
+    with pytest.raises(SystemExit):
+        main([str(path), "--hardware", "h999", "-o", str(tmp_path / "x.json")])
+    assert not (tmp_path / "x.json").exists()
