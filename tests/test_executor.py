@@ -80,15 +80,15 @@ def test_strategies_run_and_check(workload, tmp_path, strategy):
     assert ("host_finish" in per) == (strategy != "ideal")
     # each kernel's span batch by batch, in step with its spread (per-iteration values
     # are kept to 4 decimals of a ms, so one may round past the unrounded median)
-    half = 5e-5
+    rounding_ms = 5e-5
     for name, sp in m.kernels.items():
         xs = sorted(x for x in per[f"span_{name}"] if x > 0)
-        assert xs and xs[0] - half <= sp.median_ms <= xs[-1] + half
+        assert xs and xs[0] - rounding_ms <= sp.median_ms <= xs[-1] + rounding_ms
     assert ("span_assemble" in per) == (strategy != "ideal")
     # each stage iteration by iteration, in step with its spread; each span's start
     for stage in spec.stages_for(1):
         xs = sorted(per[f"stage_{stage.value}"])
-        assert xs[0] - half <= m.stages[stage.value].median_ms <= xs[-1] + half
+        assert xs[0] - rounding_ms <= m.stages[stage.value].median_ms <= xs[-1] + rounding_ms
     for name in m.kernels:
         assert f"start_{name}" in per and any(x != 0 for x in per[f"start_{name}"])
 
