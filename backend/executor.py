@@ -69,6 +69,7 @@ from corun.spec import (
     stages_for,
 )
 from corun.spec.measurement import ASSEMBLY_STREAM_NOTE, CHECKED_EVERY, GRAPHS_NOTE, UNCHECKED
+from corun.spec.provenance import host_id
 from corun.spec.sharding import shard_tables
 
 
@@ -701,7 +702,7 @@ def _cap_not_runnable(device, cap: int) -> str:
 
 def versions() -> dict[str, str]:
     out = {"python": platform.python_version(), "torch": torch.__version__,
-           "numpy": np.__version__, "host": platform.node()}
+           "numpy": np.__version__, "host": platform.node(), "host_id": host_id()}
     for pkg in ("numba", "numba-cuda"):
         try:
             out[pkg] = importlib.metadata.version(pkg)

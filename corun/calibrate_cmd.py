@@ -7,8 +7,10 @@ execute` times them: `ideal` (the step's launches alone), gpu-sequential and a
 one-kernel plan (a fused kernel's launches, a batch's staging, assembly and check), and
 gpu-sequential replayed as CUDA graphs (its host step, less its kernel's launches, is the
 graphed step's: a graphed `ideal` replays ready batches and blocks for the GPU inside its
-step); costmodel/host_fit.py fits them as it fits the reference host's. Each piece is
-kept as soon as it is measured, so a calibration cut short resumes where it stopped."""
+step); costmodel/host_fit.py fits them as it fits the reference host's. With `--plans`,
+each fused kernel of the plans is timed alone, so the plans' kernels are predicted at
+this machine's pace (costmodel/machine.py). Each piece is kept as soon as it is
+measured, so a calibration cut short resumes where it stopped."""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ import argparse
 import datetime
 import json
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 
 from corun.out_folder import out_file
@@ -23,15 +26,18 @@ from corun.spec import SpecError
 
 HOST_RUNS = ("ideal", "gpu-sequential", "one-kernel", "gpu-sequential-graphed")
 """The trainer runs each host round makes (in a turned order, round by round)."""
+KERNEL_REPS = 11
+"""Times each plan kernel is timed alone; the median is kept."""
 
 
-def pieces(rounds: int, stages: dict) -> list[str]:
+def pieces(rounds: int, stages: Iterable[str], plans: Iterable[str] = ()) -> list[str]:
     """What a calibration measures, in order (the resume file keeps them by these names):
-    the ceilings, `host:ROUND:RUN` for each round's runs, then `stages:MODEL:BATCH` for
-    each model and batch whose stages it times."""
+    the ceilings, `host:ROUND:RUN` for each round's runs, `stages:MODEL:BATCH` for each
+    model and batch whose stages it times, then `kernels:PLAN` for each plan file whose
+    kernels it times."""
     host = [f"host:{r}:{HOST_RUNS[(i + r) % len(HOST_RUNS)]}"
             for r in range(1, rounds + 1) for i in range(len(HOST_RUNS))]
-    return ["copy", "gemm", *host, *stages]
+    return ["copy", "gemm", *host, *stages, *plans]
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -47,6 +53,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="MODEL:BATCH,... whose training stages to time alone (their "
                    "default pipelines' batches); the simulator scales each stage by the "
                    "measured over its predicted time. '' times none")
+    p.add_argument("--plans", default="",
+                   help="comma-separated one-GPU plan files (corun plan's plan-*.json): "
+                   "each of their fused kernels is timed alone at the plan's batch, and "
+                   "the simulator predicts those kernels at this machine's pace")
     p.add_argument("--rounds", type=int, default=3,
                    help="host rounds: each runs the four trainer runs once, in a turned "
                    "order; the host costs are fitted on all of them (a lent host's pace "
@@ -89,6 +99,7 @@ def run(args: argparse.Namespace) -> int:
     from corun.workload import resolve_model, resolve_pipeline
 
     stages = _stage_pieces(args.stages)
+    plans = _plan_pieces(args.plans)
     for name in ("iterations", "warmup", "rounds", "batch"):
         if getattr(args, name) < 1:
             raise SpecError(f"--{name}", getattr(args, name), "an integer >= 1")
@@ -105,11 +116,16 @@ def run(args: argparse.Namespace) -> int:
     partial = _partial_path(out)
     key = {"device": name, "commit": git_commit(), "model": model.name,
            "pipeline": pipeline.name, "batch": args.batch, "iterations": args.iterations,
-           "warmup": args.warmup, "rounds": args.rounds, "stages": list(stages)}
+           "warmup": args.warmup, "rounds": args.rounds, "stages": list(stages),
+           "plans": {piece: _digest(plan) for piece, plan in plans.items()}}
     done = _resume(partial, key, say)
     measure = _measurers(args, model, pipeline, preset, device, command_line(), say)
-    measure.update({p: _stage_timer(m, b, preset, device, say) for p, (m, b) in stages.items()})
-    for piece in pieces(args.rounds, stages):
+    trainers = _TrainerSlot()
+    measure.update({p: _stage_timer(m, b, preset, device, say, trainers)
+                    for p, (m, b) in stages.items()})
+    measure.update({p: _kernel_timer(plan, preset, device, say, trainers)
+                    for p, plan in plans.items()})
+    for piece in pieces(args.rounds, stages, plans):
         if piece in done:
             continue
         say(f"calibrate: {piece} ...")
@@ -181,24 +197,98 @@ def _stage_pieces(text: str) -> dict[str, tuple[str, int]]:
     return out
 
 
-def _stage_timer(model_name: str, batch: int, preset: str, device, say):
+def _plan_pieces(text: str) -> dict:
+    """`--plans` as pieces: {'kernels:PATH': Plan}; an error names a file that is not a
+    one-GPU plan of a pipeline and model this corun has presets of."""
+    from corun.spec import Plan
+    from corun.spec.serde import load
+    from corun.workload import resolve_model, resolve_pipeline
+
+    out = {}
+    for path in filter(None, (x.strip() for x in text.split(","))):
+        plan = load(Plan, path)
+        if plan.gpu_count != 1 or not plan.kernels:
+            raise SpecError("--plans", path, "a one-GPU plan with fused kernels (corun "
+                            "times its kernels on this machine's one GPU)")
+        resolve_model(plan.model, plan.batch_per_gpu)
+        resolve_pipeline(plan.pipeline)
+        out[f"kernels:{path}"] = plan
+    return out
+
+
+def _digest(plan) -> str:
+    """A short digest of a plan's content: a resumed run refuses pieces of a changed file."""
+    import hashlib
+
+    from corun.spec.serde import to_jsonable
+
+    text = json.dumps(to_jsonable(plan), sort_keys=True)
+    return hashlib.sha1(text.encode()).hexdigest()[:12]
+
+
+class _TrainerSlot:
+    """The last trainer built, reused by the next piece of the same model and batch size
+    (a model's tables take seconds to build; one at a time keeps GPU memory for one)."""
+
+    def __init__(self) -> None:
+        self.model, self.trainer = None, None
+
+    def profiler(self, model, pipeline, preset: str, device, say):
+        from corun.profiling import Profiler
+        from corun.spec import hardware_preset
+
+        reuse = self.trainer if self.model == model.name else None
+        if reuse is None:
+            self.trainer = None  # freed before the next model's tables are built
+        prof = Profiler(model, pipeline, hardware_preset(preset), str(device), say=say,
+                        trainer=reuse)
+        self.model, self.trainer = model.name, prof.trainer
+        return prof
+
+
+def _stage_timer(model_name: str, batch: int, preset: str, device, say, trainers):
     """A function timing the eager trainer's stages alone for one model and batch (the
     profiler's plain steps: the whole step enqueued before the GPU begins it)."""
 
     def time_stages() -> dict:
         from dataclasses import replace
 
-        from corun.profiling import Profiler
-        from corun.spec import DEFAULT_MODEL_FOR, hardware_preset, model_preset, pipeline_preset
+        from corun.spec import DEFAULT_MODEL_FOR, model_preset, pipeline_preset
 
         model = replace(model_preset(model_name), batch_per_gpu=batch)
         pipeline = next(p for p, m in DEFAULT_MODEL_FOR.items() if m == model_name)
-        prof = Profiler(model, pipeline_preset(pipeline), hardware_preset(preset), str(device),
-                        say=say)
+        prof = trainers.profiler(model, pipeline_preset(pipeline), preset, device, say)
         return {"pipeline": pipeline,
                 "stage_ms": {s.value: ms for s, ms in prof.plain_stage_ms.items()}}
 
     return time_stages
+
+
+def _kernel_timer(plan, preset: str, device, say, trainers):
+    """A function timing each fused kernel of a one-GPU plan alone at the plan's batch,
+    launched as the executor launches it, behind a GPU spin so the host's launch is not
+    timed (Profiler.kernel_alone_ms)."""
+
+    def time_kernels() -> list[dict]:
+        from corun.profiling import plan_kernels
+        from corun.workload import resolve_model, resolve_pipeline
+
+        model = resolve_model(plan.model, plan.batch_per_gpu)
+        pipeline = resolve_pipeline(plan.pipeline)
+        prof = trainers.profiler(model, pipeline, preset, device, say)
+        out = []
+        for k, spec in zip(plan.kernels, plan_kernels(plan, pipeline)):
+            _, launch = prof.launcher(spec)
+            launch()  # compile and warm
+            ms = prof.kernel_alone_ms(launch, KERNEL_REPS)
+            say(f"  {spec.name} at {model.batch_per_gpu} rows: {ms:.3f} ms alone")
+            out.append({"pipeline": pipeline.name, "nodes": list(k.nodes),
+                        "blocks": k.blocks, "threads_per_block": k.threads_per_block,
+                        "warp_rows": k.warp_rows, "fixed_offsets": k.fixed_offsets,
+                        "rows": model.batch_per_gpu, "ms": ms})
+        return out
+
+    return time_kernels
 
 
 def _profile(done: dict, device: str, model, batch: int, rounds: int):
@@ -211,8 +301,8 @@ def _profile(done: dict, device: str, model, batch: int, rounds: int):
     import torch
 
     from corun.costmodel.host_fit import host_times
-    from corun.spec.machine import MachineProfile, StageTiming
-    from corun.spec.provenance import corun_version, git_commit
+    from corun.spec.machine import KernelTiming, MachineProfile, StageTiming
+    from corun.spec.provenance import corun_version, git_commit, host_id
 
     def case(r: int, run: str) -> dict:
         m = done[f"host:{r}:{run}"]
@@ -223,11 +313,19 @@ def _profile(done: dict, device: str, model, batch: int, rounds: int):
     graphed = [case(r, "gpu-sequential-graphed") for r in range(1, rounds + 1)]
     host = host_times(by_round, graphed, f"{model.name} b{batch}, {rounds} rounds")
     versions = {"torch": torch.__version__, "numba": numba.__version__,
-                "cuda": str(torch.version.cuda), "host": platform.node()}
+                "cuda": str(torch.version.cuda), "host": platform.node(),
+                "host_id": host_id()}
     stages = tuple(StageTiming(m, t["pipeline"], int(b), s, ms)
                    for piece, t in done.items() if piece.startswith("stages:")
                    for (m, b) in [piece.split(":")[1:]] for s, ms in t["stage_ms"].items())
+    timed = {}  # a kernel two plans share: timed twice, kept once
+    for piece, ks in done.items():
+        if piece.startswith("kernels:"):
+            for k in ks:
+                t = KernelTiming(**{**k, "nodes": tuple(k["nodes"])})
+                timed.setdefault((t.pipeline, t.nodes, t.blocks, t.threads_per_block,
+                                  t.warp_rows, t.fixed_offsets, t.rows), t)
     return MachineProfile(device, float(done["copy"]), float(done["gemm"]), host,
                           corun_version(), git_commit(),
                           datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-                          versions, stages)
+                          versions, stages, tuple(timed.values()))

@@ -2,16 +2,18 @@
 (spec.machine.MachineProfile.apply), and per training stage the machine's measured time
 over what the cost model predicts for the same stage, from the stages the profile timed.
 The cost model's stage times were fitted on another machine; the scales carry what this
-machine's GPU, clocks and libraries make of each stage to every model and batch."""
+machine's GPU, clocks and libraries make of each stage to every model and batch. The
+plan kernels the profile timed get the same ratio, each for itself: the kernel at other
+row counts, never another kernel."""
 
 from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import replace
 
-from corun.costmodel.workload import stage_work
-from corun.spec import Hardware, SpecError, Stage, model_preset
-from corun.spec.hardware import StageScale
+from corun.costmodel.workload import kernel_work, stage_work
+from corun.spec import Hardware, SpecError, Stage, model_preset, pipeline_preset
+from corun.spec.hardware import KernelScale, StageScale
 from corun.spec.machine import MachineProfile
 from corun.spec.sharding import shard_tables
 
@@ -21,7 +23,7 @@ def on_machine(hw: Hardware, profile: MachineProfile, cost_model=None) -> Hardwa
     ceilings and host, and the stage scales (Hardware.stage_scale) its timed stages give
     against `cost_model` (default: the learned model for that machine)."""
     applied = profile.apply(hw)
-    if not profile.stages:
+    if not profile.stages and not profile.kernels:
         return applied
     one = replace(applied, gpu_count=1, host_cpu_cores=max(1, applied.host_cpu_cores
                                                             // applied.gpu_count))
@@ -44,4 +46,14 @@ def on_machine(hw: Hardware, profile: MachineProfile, cost_model=None) -> Hardwa
             continue
         predicted = cost_model.stage_ms(replace(work, trains_on=t.pipeline), one)
         ratios[t.stage].append(StageScale(t.model, t.batch_per_gpu, t.ms / predicted))
-    return replace(applied, stage_scale={s: tuple(v) for s, v in sorted(ratios.items())})
+    kernels: dict[str, list[KernelScale]] = defaultdict(list)
+    for k in profile.kernels:
+        try:
+            pipeline = pipeline_preset(k.pipeline)
+            kw = kernel_work(pipeline, "timed", k.nodes, k.rows, k.blocks,
+                             k.threads_per_block, k.warp_rows, k.fixed_offsets)
+        except (SpecError, KeyError):
+            continue  # a pipeline (or node) this corun has no preset of: not used
+        kernels[kw.key].append(KernelScale(k.rows, k.ms / cost_model.kernel_ms(kw, one)))
+    return replace(applied, stage_scale={s: tuple(v) for s, v in sorted(ratios.items())},
+                   kernel_scale={k: tuple(v) for k, v in sorted(kernels.items())})

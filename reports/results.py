@@ -291,12 +291,31 @@ def on_machine_cases(ds: Dataset, machine: str) -> list[tuple[MeasuredCase, floa
     return out
 
 
+def own_host_cases(ds: Dataset, machine: str) -> list[tuple[MeasuredCase, float, float]]:
+    """`on_machine_cases` measured on the profile's own host (the same boot id): what a
+    user who calibrates their machine and then runs on it sees."""
+    host = ds.machines[machine].versions.get("host_id", "")
+    return [x for x in on_machine_cases(ds, machine) if host and x[0].host_id == host]
+
+
+def _own_host_line(cases: list[tuple[MeasuredCase, float, float]], profiles: int) -> str:
+    pre, on = (Errors(tuple(abs(x[i]) for x in cases)) for i in (1, 2))
+    return (f"On the profile's own host ({pre.n} cases from {profiles} profile"
+            f"{'s' if profiles > 1 else ''}): within {WITHIN_PCT:g}% {pre.within_share_pct:.0f}% "
+            f"with the preset, {on.within_share_pct:.0f}% with the profile; mean abs error "
+            f"{statistics.mean(pre.errors_pct):.1f}% against "
+            f"{statistics.mean(on.errors_pct):.1f}%.")
+
+
 def machine_summary(ds: Dataset) -> list[str]:
     """One line per GPU kind with machine profiles: its cases' error with the preset,
     against the range over its profiles (docs/results.md has each profile's table)."""
     kinds: dict[str, list[tuple[Errors, Errors]]] = defaultdict(list)
+    own: dict[str, list[list]] = defaultdict(list)
     for name, profile in sorted(ds.machines.items()):
         cases = on_machine_cases(ds, name)
+        if own_host_cases(ds, name):
+            own[profile.gpu_preset.upper()].append(own_host_cases(ds, name))
         if cases:
             kinds[profile.gpu_preset.upper()].append(
                 (Errors(tuple(abs(p) for _, p, _ in cases)),
@@ -311,7 +330,9 @@ def machine_summary(ds: Dataset) -> list[str]:
                   f"{pre.within_share_pct:.0f}% of "
                   f"cases with the preset, {within[0]:.0f}-{within[-1]:.0f}% with a profile; "
                   f"mean abs error {statistics.mean(pre.errors_pct):.1f}% against "
-                  f"{mean[0]:.1f}-{mean[-1]:.1f}%.", ""]
+                  f"{mean[0]:.1f}-{mean[-1]:.1f}%."
+                  + (" " + _own_host_line([x for c in own[kind] for x in c], len(own[kind]))
+                     if own[kind] else ""), ""]
     return lines
 
 
@@ -356,6 +377,10 @@ def machine_section(ds: Dataset) -> list[str]:
         lines += ["", "With the profile, best picked (within "
                   f"{NOISE_PCT:g}%) in {ranks.right + ranks.near} of {ranks.commands} "
                   "commands.", ""]
+        mine = own_host_cases(ds, name)
+        if mine:
+            lines += [_own_host_line(mine, 1) + " Those cases' sources: "
+                      + ", ".join(sorted({c.source for c, _, _ in mine})) + ".", ""]
     return lines
 
 

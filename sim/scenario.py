@@ -37,7 +37,7 @@ from corun.spec import (
 )
 from corun.spec.errors import require, require_int_range
 from corun.spec.findings import Finding, FindingKind, finding
-from corun.spec.hardware import scale_at
+from corun.spec.hardware import kernel_scale_at, scale_at
 from corun.spec.plan import TRAINER_UPDATE_BLOCKS_PER_SM, default_cap_sms
 
 
@@ -408,6 +408,12 @@ def _stage_scale(hw: Hardware, model: Model, work: StageWork) -> float:
     return scale_at(hw.stage_scale.get(work.stage.value, ()), model.name, model.batch_per_gpu)
 
 
+def _kernel_scale(hw: Hardware, kw: KernelWork) -> float:
+    """A machine profile's scale for this kernel alone (Hardware.kernel_scale): 1 for a
+    kernel the profile did not time."""
+    return kernel_scale_at(hw.kernel_scale.get(kw.key, ()), kw.rows)
+
+
 def compile_scenario(sc: Scenario, cm: CostModel) -> Compiled:
     """Turn a scenario into per-GPU duration tables (all cost-model calls happen here)."""
     hw, model, pipeline = sc.hardware, sc.model, sc.pipeline
@@ -465,7 +471,7 @@ def compile_scenario(sc: Scenario, cm: CostModel) -> Compiled:
                                                     k.fixed_offsets)
             kw = kernel_works[k, rows]
             pos = -1 if k.release is None else stages.index(k.release)
-            alone_ms = cm.kernel_ms(kw, hw)
+            alone_ms = cm.kernel_ms(kw, hw) * _kernel_scale(hw, kw)
             outlasts = [w[s].comm is not Comm.NONE or ms >= alone_ms
                         for s, ms in zip(stages, stage_ms)]
             effects, carried = _effects(cm, kw, [w[s] for s in stages], hw, priority, pos,

@@ -177,6 +177,30 @@ class StageScale:
         require_positive("ratio", self.ratio)
 
 
+@dataclass(frozen=True)
+class KernelScale:
+    """One fused kernel timed alone on a machine: its measured time over the cost model's
+    prediction, at the rows it was timed at (costmodel/machine.py)."""
+
+    rows: int
+    ratio: float
+
+    def __post_init__(self) -> None:
+        require_positive("ratio", self.ratio)
+
+
+def _log_line(points: list[tuple[int, float]], x: int) -> float:
+    """The ratio at `x` on the line through the two nearest of `points` (sorted by their
+    first item) in log x, clamped at the ends."""
+    if x <= points[0][0]:
+        return points[0][1]
+    for (x0, r0), (x1, r1) in zip(points, points[1:]):
+        if x0 <= x <= x1:
+            t = math.log(x / x0) / math.log(x1 / x0)
+            return r0 + t * (r1 - r0)
+    return points[-1][1]
+
+
 def scale_at(points: tuple[StageScale, ...], model: str, batch_per_gpu: int) -> float:
     """A stage's scale for `model` at `batch_per_gpu`: where the model was timed, read off
     the line through its two nearest timed batches in log batch (clamped at the ends);
@@ -184,15 +208,13 @@ def scale_at(points: tuple[StageScale, ...], model: str, batch_per_gpu: int) -> 
     mine = sorted((p.batch_per_gpu, p.ratio) for p in points if p.model == model)
     if not mine:
         return statistics.median(p.ratio for p in points) if points else 1.0
-    if batch_per_gpu <= mine[0][0]:
-        return mine[0][1]
-    if batch_per_gpu >= mine[-1][0]:
-        return mine[-1][1]
-    for (b0, r0), (b1, r1) in zip(mine, mine[1:]):
-        if b0 <= batch_per_gpu <= b1:
-            t = math.log(batch_per_gpu / b0) / math.log(b1 / b0)
-            return r0 + t * (r1 - r0)
-    return mine[-1][1]
+    return _log_line(mine, batch_per_gpu)
+
+
+def kernel_scale_at(points: tuple[KernelScale, ...], rows: int) -> float:
+    """A timed kernel's scale at `rows`, as `scale_at` reads a model's batches; 1 where
+    the kernel was not timed (another kernel's ratio says nothing about this one's)."""
+    return _log_line(sorted((p.rows, p.ratio) for p in points), rows) if points else 1.0
 
 
 @dataclass(frozen=True)
@@ -218,6 +240,10 @@ class Hardware:
     """Per training stage, this machine's measured time over the cost model's prediction
     where a machine profile timed it (costmodel/machine.py; `scale_at` reads it); a
     stage not named: 1."""
+    kernel_scale: dict[str, tuple[KernelScale, ...]] = field(default_factory=dict,
+                                                            hash=False)
+    """Per fused kernel (KernelWork.key), this machine's measured time alone over the cost
+    model's prediction where a machine profile timed it (`kernel_scale_at` reads it)."""
 
     def __post_init__(self) -> None:
         require_int_range("gpu_count", self.gpu_count, 1, 4096)

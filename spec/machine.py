@@ -28,6 +28,27 @@ class StageTiming:
 
 
 @dataclass(frozen=True)
+class KernelTiming:
+    """One fused kernel of a plan timed alone on the machine (its GPU time on an idle
+    GPU, launched as the executor launches it), with what makes it that kernel."""
+
+    pipeline: str
+    nodes: tuple[str, ...]
+    blocks: int
+    threads_per_block: int
+    warp_rows: bool
+    fixed_offsets: bool
+    rows: int
+    ms: float
+
+    def __post_init__(self) -> None:
+        require(bool(self.nodes), "nodes", self.nodes, "at least one node")
+        for name in ("blocks", "threads_per_block", "rows"):
+            require_positive(name, getattr(self, name))
+        require_positive("ms", self.ms)
+
+
+@dataclass(frozen=True)
 class MachineProfile:
     device: str
     """The GPU as torch names it (`NVIDIA H100 80GB HBM3`)."""
@@ -43,6 +64,8 @@ class MachineProfile:
     """torch, numba and CUDA the measurement ran under, and the host's name."""
     stages: tuple[StageTiming, ...] = ()
     """The trainer's stages timed here, for the models and batches asked."""
+    kernels: tuple[KernelTiming, ...] = ()
+    """The fused kernels of the plans asked, each timed alone here."""
 
     def __post_init__(self) -> None:
         require(bool(self.device), "device", self.device, "a GPU name")

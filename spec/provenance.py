@@ -54,3 +54,18 @@ def git_commit() -> str:
         return commit + ("-dirty" if dirty.stdout.strip() else "")
     except (OSError, subprocess.SubprocessError):
         return "unknown"
+
+
+BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
+"""Linux's id of the running boot."""
+
+
+@functools.cache
+def host_id() -> str:
+    """This host's boot id, which tells one machine's runs from another's where lent
+    machines share a host name (a profile is checked against the cases of its own host);
+    '' where the system keeps none."""
+    try:
+        return BOOT_ID.read_text().strip()
+    except OSError:
+        return ""

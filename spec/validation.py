@@ -78,6 +78,9 @@ class MeasuredCase:
     """The day it was measured (ISO date; imported runs: their code's commit day)."""
     torch_version: str
     note: str = ""
+    host_id: str = ""
+    """The host's boot id where the run recorded one (spec.provenance.host_id): a machine
+    profile measured on the same host predicts it as its own."""
 
     def __post_init__(self) -> None:
         require(bool(self.case_id), "case_id", self.case_id, "a non-empty case name")
@@ -309,5 +312,6 @@ def case_from_record(record: dict, source: str, index: int, measured_on: str,
                                             record["batch_per_gpu"], record["gpu_count"]),
         median_step_ms=it["median_ms"], p10_step_ms=it["p10_ms"], p90_step_ms=it["p90_ms"],
         measured_commit=record["git_commit"], measured_on=measured_on,
-        torch_version=record.get("versions", {}).get("torch", ""), note=note)
+        torch_version=record.get("versions", {}).get("torch", ""), note=note,
+        host_id=record.get("versions", {}).get("host_id", ""))
     return case, plan

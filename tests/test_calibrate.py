@@ -16,6 +16,7 @@ from corun.cli import main
 
 DEVICE = "NVIDIA H100 80GB HBM3"
 STEP_MS, LAUNCH_MS, BATCH_MS, GRAPH_MS = 2.5, 0.05, 0.3, 0.4
+KERNEL_MS = 0.5
 
 
 def made_up_run(run: str) -> dict:
@@ -63,8 +64,18 @@ def fake_gpu(monkeypatch):
                                                        "top_mlp_bwd": 0.9 * batch / 4096}}
         return timed
 
+    def kernel_timer(plan, *_):
+        def timed():
+            measured.append(f"kernels:{plan.model}")
+            return [{"pipeline": plan.pipeline, "nodes": list(k.nodes), "blocks": k.blocks,
+                     "threads_per_block": k.threads_per_block, "warp_rows": k.warp_rows,
+                     "fixed_offsets": k.fixed_offsets, "rows": plan.batch_per_gpu,
+                     "ms": KERNEL_MS} for k in plan.kernels]
+        return timed
+
     monkeypatch.setattr(calibrate_cmd, "_measurers", measurers)
     monkeypatch.setattr(calibrate_cmd, "_stage_timer", stage_timer)
+    monkeypatch.setattr(calibrate_cmd, "_kernel_timer", kernel_timer)
     return measured
 
 
@@ -100,6 +111,52 @@ def test_calibrate_fits_the_host_and_resumes_where_it_stopped(fake_gpu, tmp_path
     assert p.host.graph_step_ms == pytest.approx(GRAPH_MS)
     assert {(t.batch_per_gpu, t.stage) for t in p.stages} == {
         (b, s) for b in (4096, 16384) for s in ("emb_fwd", "top_mlp_bwd")}
+
+
+def kernel_alone_ms(out: str, plan: str) -> float:
+    """The plan's one kernel's time alone in `corun simulate --json` output."""
+    runs = [r for r in json.loads(out) if r["strategy"].startswith("plan:")]
+    return runs[0]["kernels"][0]["standalone_ms"]
+
+
+def test_calibrate_times_the_plans_kernels_and_the_simulator_predicts_them(
+        fake_gpu, tmp_path, capsys):
+    """calibrate --plans: each kernel's time alone goes into the profile; simulate
+    --machine then gives that kernel its measured time at the timed batch, and at another
+    batch the model's time scaled by the same ratio."""
+    from dataclasses import replace
+
+    plan = tmp_path / "plan.json"
+    save(replace(one_kernel_plan(pipeline_preset("kaggle"), "criteo-kaggle", 1, "emb_fwd"),
+                 batch_per_gpu=4096), plan)
+    out = tmp_path / "h100.json"
+    assert main(["calibrate", "-o", str(out), "--rounds", "1", "--stages", "",
+                 "--plans", str(plan), "--quiet"]) == 0
+    assert "kernels:criteo-kaggle" in fake_gpu
+    p = load(MachineProfile, out)
+    assert [(t.rows, t.ms) for t in p.kernels] == [(4096, KERNEL_MS)]
+    sim = ["simulate", "--hardware", "h100", "--plan", str(plan), "--json", "--quiet",
+           "--iterations", "4"]
+    timed = {}
+    for batch in ("4096", "16384"):
+        for machine in ([], ["--machine", str(out)]):
+            capsys.readouterr()
+            assert main([*sim, "--batch", batch, *machine]) == 0
+            timed[batch, bool(machine)] = kernel_alone_ms(capsys.readouterr().out, str(plan))
+    assert timed["4096", True] == pytest.approx(KERNEL_MS)
+    assert timed["16384", True] / timed["16384", False] == pytest.approx(
+        KERNEL_MS / timed["4096", False])
+
+
+def test_calibrate_refuses_a_plan_of_several_gpus(tmp_path, capsys):
+    from dataclasses import replace
+
+    plan = tmp_path / "plan.json"
+    save(replace(one_kernel_plan(pipeline_preset("kaggle"), "criteo-kaggle", 1, "emb_fwd"),
+                 gpu_count=2), plan)
+    assert main(["calibrate", "-o", str(tmp_path / "m.json"), "--plans", str(plan)]) == 2
+    assert f"--plans = '{plan}': a one-GPU plan" in capsys.readouterr().err
+    assert not (tmp_path / "m.json").exists()
 
 
 def test_calibrate_refuses_a_bad_stage_list_and_a_machine_without_a_gpu(monkeypatch, capsys):
@@ -191,3 +248,12 @@ def test_a_stage_scale_follows_the_model_and_batch_it_was_timed_at():
     assert scale_at(points, "a", 1024) == 1.2
     assert scale_at(points, "c", 8192) == 1.2  # a model not timed: the median of all
     assert scale_at((), "a", 4096) == 1.0
+
+
+def test_a_kernel_scale_follows_the_rows_it_was_timed_at_and_no_other_kernel():
+    from corun.spec.hardware import KernelScale, kernel_scale_at
+
+    points = (KernelScale(4096, 0.6), KernelScale(16384, 0.9))
+    assert kernel_scale_at(points, 4096) == 0.6 and kernel_scale_at(points, 65536) == 0.9
+    assert kernel_scale_at(points, 8192) == pytest.approx(0.75)
+    assert kernel_scale_at((), 4096) == 1.0  # not timed: the cost model's time

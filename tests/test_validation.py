@@ -310,3 +310,31 @@ def test_benchmarks_render_from_their_files():
     with pytest.raises(ValueError, match="validation/benchmarks/odd.json"):
         benchmarks_section({"odd.json": {}})
     assert benchmarks_section({}) == []
+
+
+def test_a_profile_is_checked_apart_on_the_cases_of_its_own_host():
+    """A case measured in the same boot as a machine profile (the run's and the profile's
+    host_id) is counted apart as the profile's own host; a case of another host is not,
+    and the host id comes from the run's versions."""
+    from corun.spec.hardware import HostTimes
+    from corun.spec.machine import MachineProfile
+    from corun.spec.validation import MachinePrediction
+
+    record = dataclasses.replace(measurement("ideal"), versions={"host_id": "boot-a"})
+    assert case_from_record(spec.serde.to_jsonable(record), "r", 0, "2026-12-06")[0] \
+        .host_id == "boot-a"
+    h100 = dict(machine="NVIDIA H100 80GB HBM3", measured_on="2026-12-06")
+    mine = case("ideal", 4.0, "a", 0, host_id="boot-a", **h100)
+    other = case("ideal", 4.0, "b", 0, host_id="boot-b", **h100)
+    host = HostTimes(step_ms=4.0, graph_step_ms=0.3, kernel_launch_ms=0.04,
+                     batch_fixed_ms=0.2)
+    profile = MachineProfile("NVIDIA H100 80GB HBM3", 3e12, 7.9e14, host, "0.1.0", "abc",
+                             "2026-12-06T00:00:00", {"host_id": "boot-a"})
+    ds = dataclasses.replace(
+        dataset([(mine, 4.4), (other, 4.4)]), machines={"m": profile},
+        on_machines={("m", c.case_id): MachinePrediction("m", c.case_id, 4.1, "abc")
+                     for c in (mine, other)})
+    text = results_markdown(ds, "test", frozenset({"H200"}))
+    assert ("On the profile's own host (1 cases from 1 profile): within 5% 0% with the "
+            "preset, 100% with the profile; mean abs error 10.0% against 2.5%.") in text
+    assert "Those cases' sources: a." in text
