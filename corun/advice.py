@@ -151,7 +151,16 @@ def _times_carried(f: Finding) -> str:
     return (f"no cost model was fitted on {f['gpu']}: every stage and kernel time is "
             f"{f['source']}'s, carried by the two GPUs' ceilings (copy "
             f"{f.number('copy_tb_s'):.2f} against {f.number('source_copy_tb_s'):.2f} TB/s, "
-            "peak FLOP/s, SMs x clock); `corun calibrate` measures this machine")
+            "peak FLOP/s, SMs x clock)" + ("; the machine profile's timed stages and kernels "
+                                            "are scaled to its measurements"
+                                            if float(f.facts.get("profiled", 0)) else
+                                            "; `corun calibrate` measures this machine"))
+
+
+def _machine_profile(f: Finding) -> str:
+    return (f"predicted for the machine profile {f['machine']}: its measured ceilings and "
+            f"host costs, and {int(f.number('stages'))} training stages and "
+            f"{int(f.number('kernels'))} fused kernels scaled to its timings (--machine)")
 
 
 RENDERERS: dict[FindingKind, Callable[[Finding], str]] = {
@@ -169,6 +178,7 @@ RENDERERS: dict[FindingKind, Callable[[Finding], str]] = {
     FindingKind.GRID_VARIANT: _grid_variant,
     FindingKind.NOT_SETTLED: _not_settled,
     FindingKind.TIMES_CARRIED: _times_carried,
+    FindingKind.MACHINE_PROFILE: _machine_profile,
 }
 """One line's text for each kind of finding (a new kind adds its renderer here)."""
 

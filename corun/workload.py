@@ -196,7 +196,7 @@ def on_machine(hw: Hardware, path: str | None, warn=None) -> Hardware:
     stale = profile.stale_for(corun_version())
     if stale and warn is not None:
         warn(f"{path}: {stale}")
-    return applied(hw, profile)
+    return applied(hw, profile, name=Path(path).name)
 
 
 def calibrated(base: Any, paths: list[str] | None, say=None) -> Any:

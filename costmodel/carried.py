@@ -132,4 +132,5 @@ class CarriedCostModel(CostModel):
     def carried(self, hw: Hardware) -> Finding | None:
         return finding(FindingKind.TIMES_CARRIED, gpu=hw.gpu.name, source=self.source.name,
                        copy_tb_s=hw.gpu.copy_bytes_per_s / 1e12,
-                       source_copy_tb_s=self.source.copy_bytes_per_s / 1e12)
+                       source_copy_tb_s=self.source.copy_bytes_per_s / 1e12,
+                       profiled=float(bool(hw.machine)))

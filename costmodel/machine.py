@@ -18,11 +18,13 @@ from corun.spec.machine import MachineProfile
 from corun.spec.sharding import shard_tables
 
 
-def on_machine(hw: Hardware, profile: MachineProfile, cost_model=None) -> Hardware:
-    """`hw` as the machine of `profile` (same GPU kind, any GPU count): its measured
-    ceilings and host, and the stage scales (Hardware.stage_scale) its timed stages give
-    against `cost_model` (default: the learned model for that machine)."""
-    applied = profile.apply(hw)
+def on_machine(hw: Hardware, profile: MachineProfile, cost_model=None,
+               name: str = "") -> Hardware:
+    """`hw` as the machine of `profile` (same GPU kind, any GPU count), named `name`: its
+    measured ceilings and host, and the stage and kernel scales (Hardware.stage_scale,
+    kernel_scale) its timings give against `cost_model` (default: the learned model for
+    that machine)."""
+    applied = profile.apply(hw, name)
     if not profile.stages and not profile.kernels:
         return applied
     one = replace(applied, gpu_count=1, host_cpu_cores=max(1, applied.host_cpu_cores

@@ -526,6 +526,10 @@ def compile_scenario(sc: Scenario, cm: CostModel) -> Compiled:
                              source=host.source))
     if sc.time_scale != 1.0:
         found.append(finding(FindingKind.CALIBRATED, scale=sc.time_scale))
+    if hw.machine:
+        found.append(finding(FindingKind.MACHINE_PROFILE, machine=hw.machine,
+                             stages=float(len(hw.stage_scale)),
+                             kernels=float(len(hw.kernel_scale))))
     found.append(cm.carried(hw))
     found.append(cm.untimed_stages(model, [w for w in works[0].values()
                                            if w.comm is Comm.NONE], hw))

@@ -64,7 +64,11 @@ class FindingKind(enum.Enum):
     """The plan's kernels still slid after the warm-up: warmup, settle_warmup, first_ms."""
     TIMES_CARRIED = "times-carried"
     """No model was fitted on this GPU kind: every time is another kind's, carried by the
-    two kinds' ceilings (costmodel/carried.py): gpu, source, copy_tb_s, source_copy_tb_s."""
+    two kinds' ceilings (costmodel/carried.py): gpu, source, copy_tb_s, source_copy_tb_s,
+    profiled (1 where a machine profile scales the stages and kernels it timed)."""
+    MACHINE_PROFILE = "machine-profile"
+    """Predicted for a measured machine (`--machine`, spec.machine.MachineProfile):
+    machine (Hardware.machine), stages and kernels (how many it timed and scales)."""
 
 
 LEVELS: dict[FindingKind, Level] = {
@@ -82,6 +86,7 @@ LEVELS: dict[FindingKind, Level] = {
     FindingKind.GRID_VARIANT: Level.CAUTION,
     FindingKind.NOT_SETTLED: Level.RECORD,
     FindingKind.TIMES_CARRIED: Level.CAUTION,
+    FindingKind.MACHINE_PROFILE: Level.NOTE,
 }
 
 

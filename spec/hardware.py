@@ -244,6 +244,8 @@ class Hardware:
                                                             hash=False)
     """Per fused kernel (KernelWork.key), this machine's measured time alone over the cost
     model's prediction where a machine profile timed it (`kernel_scale_at` reads it)."""
+    machine: str = ""
+    """The machine profile applied (MachineProfile.apply names it); '' for the preset's."""
 
     def __post_init__(self) -> None:
         require_int_range("gpu_count", self.gpu_count, 1, 4096)

@@ -78,10 +78,16 @@ class MachineProfile:
         """The hardware preset of the GPU the profile was measured on (`h100`)."""
         return preset_of_device(self.device, "device")
 
-    def apply(self, hw: Hardware) -> Hardware:
-        """`hw` with this machine's measured ceilings and host (costmodel/machine.py adds
-        the stage scales its stage timings give); an error where `hw` is another GPU
-        kind: a profile describes only the kind it was measured on."""
+    @property
+    def label(self) -> str:
+        """Where and when it was measured, in a few words."""
+        return f"{self.device}, {self.created_utc[:10]}, commit {self.git_commit}"
+
+    def apply(self, hw: Hardware, name: str = "") -> Hardware:
+        """`hw` with this machine's measured ceilings and host, named `name` (its file)
+        and where it was measured (costmodel/machine.py adds the stage and kernel scales
+        its timings give); an error where `hw` is another GPU kind: a profile describes
+        only the kind it was measured on."""
         try:
             kind = preset_of_device(hw.gpu.name, "hardware")
         except SpecError:
@@ -96,7 +102,8 @@ class MachineProfile:
                       gemm_bf16_flops_per_s=self.gemm_bf16_flops_per_s,
                       sources={**hw.gpu.sources, "copy_bytes_per_s": where,
                                "gemm_bf16_flops_per_s": where})
-        return replace(hw, gpu=gpu, host=self.host)
+        return replace(hw, gpu=gpu, host=self.host,
+                       machine=f"{name} ({self.label})" if name else self.label)
 
     def stale_for(self, version: str) -> str | None:
         """Why the profile may not describe this corun (None where it was measured with
