@@ -97,6 +97,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help=f"rounds of every strategy (1-{MAX_ROUNDS}; default 3)")
     p.add_argument("--model", help="model preset or file (default: the folder's, by name)")
     p.add_argument("--pipeline", help="pipeline preset or file (default: the folder's)")
+    p.add_argument("--machine", metavar="MACHINE.json",
+                   help="the machine profile the folder was planned with (`corun plan "
+                   "--machine`): the chosen plan's variants are predicted for it too")
     add_run_arguments(p)
     p.add_argument("--variants", default="all", metavar="V[,V...]",
                    help="variants of the folder's chosen plan to run beside it, where the "
@@ -214,19 +217,19 @@ def _tune(args, folder: Path, work: Workload, strategies: list[str]) -> int:
     from corun.backend.executor import Executor
     from corun.backend.faults import ExecuteError
     from corun.backend.settings import RunSettings
-    from corun.cli import command_line, progress
+    from corun.cli import command_line, progress, warn
     from corun.plan_dir import plan_file, prediction_file
     from corun.progress import bar
     from corun.reports.rounds import turned_order
     from corun.sim.strategy import StrategyKind, host_workers_per_gpu, parse_strategy, strategy_plan
     from corun.spec import Plan, load
     from corun.spec.serde import save
-    from corun.workload import resolve_hardware, resolve_model, resolve_pipeline
+    from corun.workload import on_machine, resolve_hardware, resolve_model, resolve_pipeline
 
     say = progress(args.quiet)
     model = resolve_model(args.model or work.model, work.batch, work.cuda_graphs)
     pipeline = resolve_pipeline(args.pipeline or work.pipeline)
-    hw = resolve_hardware(args.hardware, 1, None, None)
+    hw = on_machine(resolve_hardware(args.hardware, 1, None, None), args.machine, warn)
     plans, kinds = {}, {}
     for s in strategies:
         if s in BASELINES:

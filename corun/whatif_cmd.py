@@ -49,14 +49,17 @@ class Point:
 
 def footing(findings) -> str:
     """`measured` where the cost model timed every training stage and fused kernel of a
-    prediction on this GPU kind; else what it did instead: `carried from <kind>` (times
-    of another GPU kind), `stages <how>` (StageProvenance) and `kernels <untimed>/<all>
-    untimed`, joined by `; `."""
+    prediction on this GPU kind; else what it did instead: `profile <file>` (a machine
+    profile's measurements applied), `carried from <kind>` (times of another GPU kind),
+    `stages <how>` (StageProvenance) and `kernels <untimed>/<all> untimed`, joined by
+    `; `."""
     from corun.spec.findings import FindingKind
 
     parts = []
     for f in findings:
-        if f.kind is FindingKind.TIMES_CARRIED:
+        if f.kind is FindingKind.MACHINE_PROFILE:
+            parts.append(f"profile {f['machine'].split(' (')[0]}")
+        elif f.kind is FindingKind.TIMES_CARRIED:
             parts.append(f"carried from {f['source']}")
         elif f.kind is FindingKind.STAGES_UNTIMED:
             parts.append(f"stages {f.facts['how']}")
@@ -114,6 +117,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", default="criteo-kaggle")
     p.add_argument("--pipeline", default="kaggle")
     p.add_argument("--time-limit", type=float, default=2.0, help="planning seconds per point")
+    p.add_argument("--machine", metavar="MACHINE.json",
+                   help="a machine profile from `corun calibrate`: the points of its GPU "
+                   "kind are predicted for that machine (its ceilings, host costs and "
+                   "timed stages and kernels), the other kinds' from their presets")
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     p.add_argument("--out", type=out_folder, default="out/whatif", help="output directory")
     p.add_argument("--quiet", action="store_true")
@@ -126,16 +133,32 @@ def link_key(hw) -> str:
     return next(k for k, v in LINKS.items() if v == hw.intra_node)
 
 
+def point_hardware(hw_name: str, gpus: int, interconnect: str | None,
+                   machine: str | None):
+    """A point's hardware: the preset, as the machine profile at `machine` where the
+    profile is of this GPU kind."""
+    from corun.spec import hardware_preset
+    from corun.spec.hardware import preset_of_device
+    from corun.spec.machine import MachineProfile
+    from corun.spec.serde import load
+    from corun.workload import on_machine
+
+    hw = hardware_preset(hw_name, gpus, intra_node=interconnect)
+    if machine and preset_of_device(load(MachineProfile, machine).device, "device") == hw_name:
+        return on_machine(hw, machine)
+    return hw
+
+
 def plan_point(hw_name: str, gpus: int, batch: int, model_name: str, pipe_name: str,
-               time_limit: float, interconnect: str | None = None) -> Point:
+               time_limit: float, interconnect: str | None = None,
+               machine: str | None = None) -> Point:
     from corun.planner import LocalSearch, SimJudge
     from corun.planner.sm_cap import with_sm_cap
     from corun.sim import Scenario, Strategy, StrategyKind, simulate
     from corun.sim.scenario import CPU_ITERATIONS, CPU_WARMUP
-    from corun.spec import hardware_preset
     from corun.workload import resolve_model, resolve_pipeline
 
-    hw = hardware_preset(hw_name, gpus, intra_node=interconnect)
+    hw = point_hardware(hw_name, gpus, interconnect, machine)
     model = resolve_model(model_name, batch)
     # every point as long as sim.steady_state runs CPU work: ideal, plan and cpu:N alike
     sc = Scenario(hw, model, resolve_pipeline(pipe_name), Strategy(StrategyKind.IDEAL),
@@ -157,8 +180,7 @@ def plan_point(hw_name: str, gpus: int, batch: int, model_name: str, pipe_name: 
     planned = chosen.throughput_samples_per_s
 
     def cpu(n: int) -> float:
-        s = replace(sc, hardware=hardware_preset(hw_name, gpus, host_cpu_cores=n,
-                                                 intra_node=interconnect),
+        s = replace(sc, hardware=replace(hw, host_cpu_cores=n),
                     strategy=Strategy(StrategyKind.CPU, cpu_workers=n))
         return simulate(s, commit="whatif").prediction.throughput_samples_per_s
 
@@ -202,6 +224,8 @@ def run(args: argparse.Namespace) -> int:
     if args.jobs < 1:
         raise SpecError("--jobs", args.jobs, "an integer >= 1")
     require_seconds("--time-limit", args.time_limit)
+    if args.machine:
+        _check_machine(args.machine, kinds)
     model = resolve_model(args.model, batches[0])
     for k in kinds:  # fail fast on a model that cannot fit, before the workers start
         for g in gpus:
@@ -213,7 +237,8 @@ def run(args: argparse.Namespace) -> int:
     threads = max(1, (os.cpu_count() or 1) // args.jobs)
     with process_pool(args.jobs, _limit_threads, (threads,)) as pool:
         futures = [pool.submit(plan_point, k, g, b, args.model, args.pipeline,
-                               args.time_limit, link) for k, link, g, b in grid]
+                               args.time_limit, link, args.machine)
+                   for k, link, g, b in grid]
         with bar(len(grid), "what-if points", args.quiet, "point") as shown:
             for f in futures:
                 points.append(f.result())
@@ -229,3 +254,21 @@ def run(args: argparse.Namespace) -> int:
         heatmaps(points, out, args.model, args.pipeline)
     print(text)
     return 0
+
+
+def _check_machine(path: str, kinds: list[str]) -> None:
+    """A profile of a GPU kind the grid has, read before the workers start; a profile of
+    another corun version is used with a warning that names it."""
+    import sys
+
+    from corun.spec.machine import MachineProfile
+    from corun.spec.provenance import corun_version
+    from corun.spec.serde import load
+
+    profile = load(MachineProfile, path)
+    if profile.gpu_preset not in kinds:
+        raise SpecError("--machine", path, f"a profile of a GPU kind the grid has "
+                        f"({', '.join(kinds)}; this one is {profile.gpu_preset}'s)")
+    stale = profile.stale_for(corun_version())
+    if stale:
+        print(f"warning: {path}: {stale}", file=sys.stderr)

@@ -19,7 +19,9 @@ def markdown(points, model: str, pipeline: str) -> str:
              "cost model timed every training stage and kernel of the plan on that GPU; "
              "else how its stages were had (interpolated or extrapolated between profiled "
              "batches, borrowed from a model with the same stages, never profiled) and how "
-             "many of its kernels no profile timed.", "",
+             "many of its kernels no profile timed; `profile FILE` where a machine "
+             "profile (`--machine`) scaled them to that machine, `carried from KIND` where "
+             "another GPU kind's times were carried by the ceilings.", "",
              "| hardware | interconnect | GPUs | batch/GPU | ideal samples/s "
              "| planned samples/s | of ideal | CPU cores to match | paced by | plan "
              "| predicted from |",

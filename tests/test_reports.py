@@ -243,6 +243,34 @@ def test_whatif_grid(tmp_path, capsys):
     assert "--time-limit = 0.0: a finite number of seconds > 0" in capsys.readouterr().err
 
 
+def test_whatif_predicts_the_points_of_a_machine_profiles_kind_for_that_machine(
+        tmp_path, capsys):
+    """--machine: the H100 point is paced by the profile's host and says it stands on the
+    profile; the H200 point keeps its preset; a profile of a kind the grid lacks is
+    refused before any point is planned."""
+    from corun.spec.hardware import HostTimes
+    from corun.spec.machine import MachineProfile
+    from corun.spec.serde import save
+
+    from corun.whatif_cmd import plan_point
+
+    path = tmp_path / "mine.json"
+    save(MachineProfile("NVIDIA H100 80GB HBM3", 3.0e12, 7.9e14,
+                        HostTimes(step_ms=9.0, graph_step_ms=0.3, kernel_launch_ms=0.04,
+                                  batch_fixed_ms=0.2), "0.1.0", "abc",
+                        "2026-12-06T00:00:00", {}), path)
+    mine = plan_point("h100", 1, 4096, "criteo-kaggle", "kaggle", 60, None, str(path))
+    assert mine.paced_by == "host" and mine.host_ms == pytest.approx(9.0, rel=0.05)
+    assert mine.footing.startswith("profile mine.json; carried from H200")
+    other = plan_point("h200", 1, 4096, "criteo-kaggle", "kaggle", 60, None, str(path))
+    assert "profile" not in other.footing and other.host_ms < 9.0
+    assert main(["whatif", "--hardware", "h200", "--machine", str(path), "--out",
+                 str(tmp_path / "wi"), "--quiet"]) == 2
+    assert f"--machine = '{path}': a profile of a GPU kind the grid has" in \
+        capsys.readouterr().err
+    assert not (tmp_path / "wi").exists()
+
+
 def test_whatif_table_says_when_no_cpu_count_matches():
     from dataclasses import replace
 

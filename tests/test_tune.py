@@ -462,3 +462,22 @@ def test_an_ideal_variant_faster_than_ideal_is_named_under_the_table():
     rows[2]["median_ms"] = 7.1  # slower: nothing to say
     assert faster_ideal_line({"rows": rows}) is None
     assert faster_ideal_line({"rows": rows[1:]}) is None  # no ideal measured
+
+
+def test_a_machine_profile_of_another_gpu_kind_is_refused_before_any_round(
+        folder, tmp_path, capsys):
+    """--machine: the profile the folder was planned with; one of another GPU kind than
+    the hardware's is an error that names both, and nothing is run or written."""
+    from corun.spec.hardware import HostTimes
+    from corun.spec.machine import MachineProfile
+    from corun.spec.serde import save
+
+    path = tmp_path / "h100.json"
+    save(MachineProfile("NVIDIA H100 80GB HBM3", 3.0e12, 7.9e14,
+                        HostTimes(step_ms=4.0, graph_step_ms=0.3, kernel_launch_ms=0.04,
+                                  batch_fixed_ms=0.2), "0.1.0", "abc",
+                        "2026-12-06T00:00:00", {}), path)
+    out = tmp_path / "o"
+    assert tune(folder, out, "--hardware", "h200", "--machine", str(path)) == 2
+    assert "--hardware h100 for this one" in capsys.readouterr().err
+    assert not out.exists()
