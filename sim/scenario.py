@@ -408,6 +408,19 @@ def _stage_scale(hw: Hardware, model: Model, work: StageWork) -> float:
     return scale_at(hw.stage_scale.get(work.stage.value, ()), model.name, model.batch_per_gpu)
 
 
+def _timed_on_machine(hw: Hardware, model: Model, work: StageWork) -> bool:
+    """Whether the machine profile timed this eager stage at this model and batch (its
+    time is then the machine's own, whatever the cost model had)."""
+    return not work.graphed and any(
+        p.model == model.name and p.batch_per_gpu == model.batch_per_gpu
+        for p in hw.stage_scale.get(work.stage.value, ()))
+
+
+def _kernel_timed_on_machine(hw: Hardware, kw: KernelWork) -> bool:
+    """Whether the machine profile timed this kernel alone at these rows."""
+    return any(p.rows == kw.rows for p in hw.kernel_scale.get(kw.key, ()))
+
+
 def _kernel_scale(hw: Hardware, kw: KernelWork) -> float:
     """A machine profile's scale for this kernel alone (Hardware.kernel_scale): 1 for a
     kernel the profile did not time."""
@@ -532,8 +545,10 @@ def compile_scenario(sc: Scenario, cm: CostModel) -> Compiled:
                              kernels=float(len(hw.kernel_scale))))
     found.append(cm.carried(hw))
     found.append(cm.untimed_stages(model, [w for w in works[0].values()
-                                           if w.comm is Comm.NONE], hw))
-    found.append(cm.untimed_kernels(list(kernel_works.values()), hw))
+                                           if w.comm is Comm.NONE
+                                           and not _timed_on_machine(hw, model, w)], hw))
+    found.append(cm.untimed_kernels([k for k in kernel_works.values()
+                                     if not _kernel_timed_on_machine(hw, k)], hw))
     found.append(_host_paces_eager(sc, gpus[0], host))
     found.append(_uncapped_racing_kernel(sc, plan, gpus[0]))
     found.append(host_link_bound(raw_ms, sum(gpus[0].stage_ms)))

@@ -113,10 +113,9 @@ def test_calibrate_fits_the_host_and_resumes_where_it_stopped(fake_gpu, tmp_path
         (b, s) for b in (4096, 16384) for s in ("emb_fwd", "top_mlp_bwd")}
 
 
-def kernel_alone_ms(out: str, plan: str) -> float:
-    """The plan's one kernel's time alone in `corun simulate --json` output."""
-    runs = [r for r in json.loads(out) if r["strategy"].startswith("plan:")]
-    return runs[0]["kernels"][0]["standalone_ms"]
+def plan_run(out: str) -> dict:
+    """The plan's prediction in `corun simulate --plan --json` output."""
+    return next(r for r in json.loads(out) if r["strategy"].startswith("plan:"))
 
 
 def test_calibrate_times_the_plans_kernels_and_the_simulator_predicts_them(
@@ -137,15 +136,21 @@ def test_calibrate_times_the_plans_kernels_and_the_simulator_predicts_them(
     assert [(t.rows, t.ms) for t in p.kernels] == [(4096, KERNEL_MS)]
     sim = ["simulate", "--hardware", "h100", "--plan", str(plan), "--json", "--quiet",
            "--iterations", "4"]
-    timed = {}
+    timed, untimed = {}, {}
     for batch in ("4096", "16384"):
         for machine in ([], ["--machine", str(out)]):
             capsys.readouterr()
             assert main([*sim, "--batch", batch, *machine]) == 0
-            timed[batch, bool(machine)] = kernel_alone_ms(capsys.readouterr().out, str(plan))
+            run = plan_run(capsys.readouterr().out)
+            timed[batch, bool(machine)] = run["kernels"][0]["standalone_ms"]
+            untimed[batch, bool(machine)] = any(f["kind"] == "kernels-untimed"
+                                                for f in run["findings"])
     assert timed["4096", True] == pytest.approx(KERNEL_MS)
     assert timed["16384", True] / timed["16384", False] == pytest.approx(
         KERNEL_MS / timed["4096", False])
+    # timed at 4096 rows on the machine: not untimed there, still at 16384
+    assert untimed == {("4096", False): True, ("4096", True): False,
+                       ("16384", False): True, ("16384", True): True}
 
 
 def test_calibrate_refuses_a_plan_of_several_gpus(tmp_path, capsys):
@@ -203,6 +208,15 @@ def test_a_profile_sets_the_host_and_the_stage_it_timed(tmp_path, capsys):
     timed = {s["stage"]: s["standalone_ms"] for s in json.loads(capsys.readouterr().out)["stages"]}
     assert timed["top_mlp_bwd"] == pytest.approx(2.0, rel=1e-6)
     assert timed["emb_fwd"] == pytest.approx(stage["emb_fwd"], rel=1e-6)
+    untimed = [f["facts"]["untimed"] for f in preset["findings"]
+               if f["kind"] == "stages-untimed"]
+    assert untimed == [9]  # and with the profile, the stage it timed is not untimed:
+    assert main([*common, "--machine", str(path)]) == 0
+    mine = json.loads(capsys.readouterr().out)
+    assert [f["facts"]["untimed"] for f in mine["findings"]
+            if f["kind"] == "stages-untimed"] == [8]
+    assert any(f["kind"] == "machine-profile" and f["facts"]["machine"].startswith("m.json")
+               for f in mine["findings"])
     graphed = ["--cuda-graphs"]
     assert main([*common, *graphed]) == 0
     preset_graphed = {s["stage"]: s["standalone_ms"]
