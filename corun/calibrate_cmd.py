@@ -18,7 +18,9 @@ import argparse
 import datetime
 import json
 import sys
+import time
 from collections.abc import Iterable
+from dataclasses import replace
 from pathlib import Path
 
 from corun.out_folder import out_file
@@ -71,22 +73,23 @@ def _partial_path(out: Path) -> Path:
     return out.with_name(out.name + ".partial.json")
 
 
-def _resume(partial: Path, key: dict, say) -> dict:
-    """The pieces a run with the same `key` (device, code, workload) already measured; a
-    resume file of another key is set aside with a line that says why."""
+def _resume(partial: Path, key: dict, say) -> tuple[dict, dict]:
+    """The pieces a run with the same `key` (device, code, workload) already measured,
+    and the seconds each took; a resume file of another key is set aside with a line
+    that says why."""
     if not partial.exists():
-        return {}
+        return {}, {}
     try:
         doc = json.loads(partial.read_text())
     except (OSError, ValueError):
         say(f"{partial}: unreadable, starting afresh")
-        return {}
+        return {}, {}
     if doc.get("key") != key:
         say(f"{partial}: measured for {doc.get('key')}, not {key}: starting afresh")
-        return {}
+        return {}, {}
     done = doc.get("pieces", {})
     say(f"resuming: {len(done)} pieces measured ({', '.join(done)})")
-    return done
+    return done, doc.get("seconds", {})
 
 
 def run(args: argparse.Namespace) -> int:
@@ -118,7 +121,7 @@ def run(args: argparse.Namespace) -> int:
            "pipeline": pipeline.name, "batch": args.batch, "iterations": args.iterations,
            "warmup": args.warmup, "rounds": args.rounds, "stages": list(stages),
            "plans": {piece: _digest(plan) for piece, plan in plans.items()}}
-    done = _resume(partial, key, say)
+    done, seconds = _resume(partial, key, say)
     measure = _measurers(args, model, pipeline, preset, device, command_line(), say)
     trainers = _TrainerSlot()
     measure.update({p: _stage_timer(m, b, preset, device, say, trainers)
@@ -129,9 +132,13 @@ def run(args: argparse.Namespace) -> int:
         if piece in done:
             continue
         say(f"calibrate: {piece} ...")
+        t0 = time.perf_counter()
         done[piece] = measure[piece]()
-        write_atomic(partial, json.dumps({"key": key, "pieces": done}, indent=1))
-    profile = _profile(done, name, model, args.batch, args.rounds)
+        seconds[piece] = time.perf_counter() - t0
+        write_atomic(partial, json.dumps({"key": key, "pieces": done, "seconds": seconds},
+                                         indent=1))
+    profile = replace(_profile(done, name, model, args.batch, args.rounds),
+                      measured_s=sum(seconds.values()))
     save(profile, out)
     partial.unlink(missing_ok=True)
     h = profile.host
@@ -145,8 +152,6 @@ def run(args: argparse.Namespace) -> int:
 
 def _measurers(args, model, pipeline, preset: str, device, command: str, say) -> dict:
     """One function a piece, each returning what it measured as plain data."""
-    from dataclasses import replace
-
     from corun.backend.ceilings import copy_bytes_per_s, gemm_bf16_flops_per_s
     from corun.backend.executor import Executor
     from corun.backend.settings import RunSettings
@@ -251,8 +256,6 @@ def _stage_timer(model_name: str, batch: int, preset: str, device, say, trainers
     profiler's plain steps: the whole step enqueued before the GPU begins it)."""
 
     def time_stages() -> dict:
-        from dataclasses import replace
-
         from corun.spec import DEFAULT_MODEL_FOR, model_preset, pipeline_preset
 
         model = replace(model_preset(model_name), batch_per_gpu=batch)

@@ -355,7 +355,10 @@ def machine_section(ds: Dataset) -> list[str]:
                   f"{profile.gemm_bf16_flops_per_s / 1e12:.0f} TFLOP/s; host step "
                   f"{h.step_ms:.3f} ms eager and {h.graph_step_ms:.3f} ms graphed, "
                   f"{h.kernel_launch_ms:.3f} ms a kernel launch, {h.batch_fixed_ms:.3f} ms "
-                  f"a batch ({h.measured_on}).", ""]
+                  f"a batch ({h.measured_on})"
+                  + (f"; {len(profile.stages)} stage and {len(profile.kernels)} kernel "
+                     f"timings, measured in {profile.measured_s:.0f} s"
+                     if profile.measured_s else "") + ".", ""]
         groups: dict[str, list[tuple[float, float]]] = defaultdict(list)
         for c, preset, on in cases:
             groups[c.workload].append((abs(preset), abs(on)))

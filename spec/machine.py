@@ -66,6 +66,9 @@ class MachineProfile:
     """The trainer's stages timed here, for the models and batches asked."""
     kernels: tuple[KernelTiming, ...] = ()
     """The fused kernels of the plans asked, each timed alone here."""
+    measured_s: float = 0.0
+    """Seconds the measuring took, over every run that made it (a resumed one's too; 0
+    where not recorded)."""
 
     def __post_init__(self) -> None:
         require(bool(self.device), "device", self.device, "a GPU name")

@@ -111,6 +111,7 @@ def test_calibrate_fits_the_host_and_resumes_where_it_stopped(fake_gpu, tmp_path
     assert p.host.graph_step_ms == pytest.approx(GRAPH_MS)
     assert {(t.batch_per_gpu, t.stage) for t in p.stages} == {
         (b, s) for b in (4096, 16384) for s in ("emb_fwd", "top_mlp_bwd")}
+    assert p.measured_s > 0  # the first run's pieces and the resumed run's
 
 
 def plan_run(out: str) -> dict:
