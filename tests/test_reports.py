@@ -179,7 +179,8 @@ def test_whatif_compares_interconnects_and_says_why_a_plan_beats_ideal(tmp_path)
 
     from corun.whatif_cmd import plan_point
 
-    fast = plan_point("h200", 2, 16384, "heavy-fused", "heavy", 2, "nvlink4")
+    # only the slow point's plan is asserted on: the fast one's search is kept short
+    fast = plan_point("h200", 2, 16384, "heavy-fused", "heavy", 0.3, "nvlink4")
     slow = plan_point("h200", 2, 16384, "heavy-fused", "heavy", 2, "pcie5")
     assert (fast.interconnect, slow.interconnect) == ("nvlink4", "pcie5")
     assert slow.ideal_samples_per_s < fast.ideal_samples_per_s
@@ -248,11 +249,12 @@ def test_whatif_predicts_the_points_of_a_machine_profiles_kind_for_that_machine(
     """--machine: the H100 point is paced by the profile's host and says it stands on the
     profile; the H200 point keeps its preset; a profile of a kind the grid lacks is
     refused before any point is planned."""
+    from corun.spec import hardware_preset
     from corun.spec.hardware import HostTimes
     from corun.spec.machine import MachineProfile
     from corun.spec.serde import save
 
-    from corun.whatif_cmd import plan_point
+    from corun.whatif_cmd import plan_point, point_hardware
 
     path = tmp_path / "mine.json"
     save(MachineProfile("NVIDIA H100 80GB HBM3", 3.0e12, 7.9e14,
@@ -262,8 +264,7 @@ def test_whatif_predicts_the_points_of_a_machine_profiles_kind_for_that_machine(
     mine = plan_point("h100", 1, 4096, "criteo-kaggle", "kaggle", 60, None, str(path))
     assert mine.paced_by == "host" and mine.host_ms == pytest.approx(9.0, rel=0.05)
     assert mine.footing.startswith("profile mine.json; carried from H200")
-    other = plan_point("h200", 1, 4096, "criteo-kaggle", "kaggle", 60, None, str(path))
-    assert "profile" not in other.footing and other.host_ms < 9.0
+    assert point_hardware("h200", 1, None, str(path)) == hardware_preset("h200", 1)
     assert main(["whatif", "--hardware", "h200", "--machine", str(path), "--out",
                  str(tmp_path / "wi"), "--quiet"]) == 2
     assert f"--machine = '{path}': a profile of a GPU kind the grid has" in \
