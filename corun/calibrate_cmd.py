@@ -145,7 +145,9 @@ def run(args: argparse.Namespace) -> int:
     print(f"{name}: copy {profile.copy_bytes_per_s / 1e12:.2f} TB/s, bf16 GEMM "
           f"{profile.gemm_bf16_flops_per_s / 1e12:.0f} TFLOP/s; host step {h.step_ms:.3f} ms "
           f"eager, {h.graph_step_ms:.3f} ms graphed, {h.kernel_launch_ms:.3f} ms a kernel "
-          f"launch, {h.batch_fixed_ms:.3f} ms a batch ({h.measured_on}) -> {out}")
+          f"launch, {h.batch_fixed_ms:.3f} ms a batch ({h.measured_on}); "
+          f"{len(profile.stages)} stage and {len(profile.kernels)} kernel timings in "
+          f"{profile.measured_s:.0f} s -> {out}")
     print(f"plan with it: corun plan --hardware {preset} --machine {out}", file=sys.stderr)
     return 0
 
