@@ -101,8 +101,9 @@ def run(args: argparse.Namespace) -> int:
     from corun.spec.serde import save, write_atomic
     from corun.workload import resolve_model, resolve_pipeline
 
+    say = progress(args.quiet)
     stages = _stage_pieces(args.stages)
-    plans = _plan_pieces(args.plans)
+    plans = _plan_pieces(args.plans, say)
     for name in ("iterations", "warmup", "rounds", "batch"):
         if getattr(args, name) < 1:
             raise SpecError(f"--{name}", getattr(args, name), "an integer >= 1")
@@ -111,7 +112,6 @@ def run(args: argparse.Namespace) -> int:
         raise SpecError("--device", args.device, "a CUDA GPU of this machine (a profile "
                         "describes the machine it was measured on)")
     pipeline = resolve_pipeline(args.pipeline)
-    say = progress(args.quiet)
     device = torch.device(args.device)
     name = torch.cuda.get_device_name(device)
     preset = preset_of_device(name, "device")
@@ -204,9 +204,10 @@ def _stage_pieces(text: str) -> dict[str, tuple[str, int]]:
     return out
 
 
-def _plan_pieces(text: str) -> dict:
-    """`--plans` as pieces: {'kernels:PATH': Plan}; an error names a file that is not a
-    one-GPU plan of a pipeline and model this corun has presets of."""
+def _plan_pieces(text: str, say) -> dict:
+    """`--plans` as pieces: {'kernels:PATH': Plan}; a plan with no fused kernel (all on
+    the host CPU) is passed over with a line that says so; an error names a file that is
+    not a one-GPU plan of a pipeline and model this corun has presets of."""
     from corun.spec import Plan
     from corun.spec.serde import load
     from corun.workload import resolve_model, resolve_pipeline
@@ -214,9 +215,12 @@ def _plan_pieces(text: str) -> dict:
     out = {}
     for path in filter(None, (x.strip() for x in text.split(","))):
         plan = load(Plan, path)
-        if plan.gpu_count != 1 or not plan.kernels:
-            raise SpecError("--plans", path, "a one-GPU plan with fused kernels (corun "
-                            "times its kernels on this machine's one GPU)")
+        if plan.gpu_count != 1:
+            raise SpecError("--plans", path, "a one-GPU plan (corun times its kernels on "
+                            "this machine's one GPU)")
+        if not plan.kernels:
+            say(f"{path}: no fused kernel to time (the plan runs on the host CPU)")
+            continue
         resolve_model(plan.model, plan.batch_per_gpu)
         resolve_pipeline(plan.pipeline)
         out[f"kernels:{path}"] = plan

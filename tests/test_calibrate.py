@@ -126,12 +126,15 @@ def test_calibrate_times_the_plans_kernels_and_the_simulator_predicts_them(
     batch the model's time scaled by the same ratio."""
     from dataclasses import replace
 
-    plan = tmp_path / "plan.json"
-    save(replace(one_kernel_plan(pipeline_preset("kaggle"), "criteo-kaggle", 1, "emb_fwd"),
-                 batch_per_gpu=4096), plan)
+    plan, cpu = tmp_path / "plan.json", tmp_path / "plan-cpu.json"
+    one = replace(one_kernel_plan(pipeline_preset("kaggle"), "criteo-kaggle", 1, "emb_fwd"),
+                  batch_per_gpu=4096)
+    save(one, plan)
+    save(replace(one, kernels=(), cpu_nodes=pipeline_preset("kaggle").order), cpu)
     out = tmp_path / "h100.json"
     assert main(["calibrate", "-o", str(out), "--rounds", "1", "--stages", "",
-                 "--plans", str(plan), "--quiet"]) == 0
+                 "--plans", f"{plan},{cpu}"]) == 0
+    assert f"{cpu}: no fused kernel to time" in capsys.readouterr().err
     assert "kernels:criteo-kaggle" in fake_gpu
     p = load(MachineProfile, out)
     assert [(t.rows, t.ms) for t in p.kernels] == [(4096, KERNEL_MS)]
