@@ -291,6 +291,13 @@ def on_machine_cases(ds: Dataset, machine: str) -> list[tuple[MeasuredCase, floa
     return out
 
 
+def short_commit(commit: str) -> str:
+    """A commit as git's short form: its first 8 hex digits, with any `-dirty` kept (a
+    record may hold the full hash)."""
+    sha, dirty, rest = commit.partition("-")
+    return sha[:8] + dirty + rest
+
+
 def own_host_cases(ds: Dataset, machine: str) -> list[tuple[MeasuredCase, float, float]]:
     """`on_machine_cases` measured on the profile's own host (the same boot id): what a
     user who calibrates their machine and then runs on it sees."""
@@ -350,7 +357,7 @@ def machine_section(ds: Dataset) -> list[str]:
         cases = on_machine_cases(ds, name)
         h = profile.host
         lines += [f"### {name}: {profile.device}, {profile.created_utc[:10]}, commit "
-                  f"{profile.git_commit}", "",
+                  f"{short_commit(profile.git_commit)}", "",
                   f"Copy {profile.copy_bytes_per_s / 1e12:.2f} TB/s, bf16 GEMM "
                   f"{profile.gemm_bf16_flops_per_s / 1e12:.0f} TFLOP/s; host step "
                   f"{h.step_ms:.3f} ms eager and {h.graph_step_ms:.3f} ms graphed, "

@@ -338,3 +338,10 @@ def test_a_profile_is_checked_apart_on_the_cases_of_its_own_host():
     assert ("On the profile's own host (1 cases from 1 profile): within 5% 0% with the "
             "preset, 100% with the profile; mean abs error 10.0% against 2.5%.") in text
     assert "Those cases' sources: a." in text
+
+
+def test_a_commit_is_shown_short_with_its_dirty_mark():
+    from corun.reports.results import short_commit
+
+    assert short_commit("9a5d6eded7d9ef749f1d6d08f3dfe4b32af88eb3") == "9a5d6ede"
+    assert short_commit("ed0267fb-dirty") == "ed0267fb-dirty"
