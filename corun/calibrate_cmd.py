@@ -95,7 +95,7 @@ def _resume(partial: Path, key: dict, say) -> tuple[dict, dict]:
 def run(args: argparse.Namespace) -> int:
     import torch
 
-    from corun.cli import command_line, progress
+    from corun.cli import command_line, progress, warn
     from corun.spec.hardware import preset_of_device
     from corun.spec.provenance import git_commit
     from corun.spec.serde import save, write_atomic
@@ -148,6 +148,10 @@ def run(args: argparse.Namespace) -> int:
           f"launch, {h.batch_fixed_ms:.3f} ms a batch ({h.measured_on}); "
           f"{len(profile.stages)} stage and {len(profile.kernels)} kernel timings in "
           f"{profile.measured_s:.0f} s -> {out}")
+    if h.kernel_launch_ms == 0:
+        warn("the fused-kernel launch cost fitted to 0 ms or less and is kept at 0: the "
+             "host's pace drifted between the runs more than a launch costs (more "
+             "--rounds give the fit more runs)")
     print(f"plan with it: corun plan --hardware {preset} --machine {out}", file=sys.stderr)
     return 0
 

@@ -157,6 +157,20 @@ def test_calibrate_times_the_plans_kernels_and_the_simulator_predicts_them(
                        ("16384", False): True, ("16384", True): True}
 
 
+def test_a_launch_cost_fitted_below_zero_is_kept_at_zero_with_a_warning(
+        fake_gpu, tmp_path, capsys, monkeypatch):
+    """Rounds whose plans ran faster than ideal (a host that sped up between runs) fit a
+    negative launch cost: the profile keeps 0 and calibrate says why."""
+    import sys
+
+    monkeypatch.setattr(sys.modules[__name__], "LAUNCH_MS", -0.01)
+    out = tmp_path / "h100.json"
+    assert main(["calibrate", "-o", str(out), "--rounds", "1", "--stages", "",
+                 "--quiet"]) == 0
+    assert load(MachineProfile, out).host.kernel_launch_ms == 0
+    assert "launch cost fitted to 0 ms or less" in capsys.readouterr().err
+
+
 def test_calibrate_refuses_a_plan_of_several_gpus(tmp_path, capsys):
     from dataclasses import replace
 
