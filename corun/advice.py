@@ -74,7 +74,8 @@ def _kernels_untimed(f: Finding) -> str:
             if "heldout_mape_pct" in f.facts else "no held-out error on record")
     return (f"{f.number('untimed'):.0f} of {f.number('kernels'):.0f} fused kernels' times "
             f"alone were never timed on {f['gpu']}: the learned model's ({held}); `corun "
-            "profile --plans PLAN.json` then `corun fit` time them")
+            "calibrate --plans PLAN.json` times them on this machine (`corun profile "
+            "--plans` then `corun fit`, beside every stage too)")
 
 
 def _host_paces_eager(f: Finding) -> str:
