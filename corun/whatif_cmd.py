@@ -259,8 +259,7 @@ def run(args: argparse.Namespace) -> int:
 def _check_machine(path: str, kinds: list[str]) -> None:
     """A profile of a GPU kind the grid has, read before the workers start; a profile of
     another corun version is used with a warning that names it."""
-    import sys
-
+    from corun.cli import warn
     from corun.spec.machine import MachineProfile
     from corun.spec.provenance import corun_version
     from corun.spec.serde import load
@@ -271,4 +270,4 @@ def _check_machine(path: str, kinds: list[str]) -> None:
                         f"({', '.join(kinds)}; this one is {profile.gpu_preset}'s)")
     stale = profile.stale_for(corun_version())
     if stale:
-        print(f"warning: {path}: {stale}", file=sys.stderr)
+        warn(f"{path}: {stale}")

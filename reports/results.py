@@ -320,9 +320,9 @@ def machine_summary(ds: Dataset) -> list[str]:
     kinds: dict[str, list[tuple[Errors, Errors]]] = defaultdict(list)
     own: dict[str, list[list]] = defaultdict(list)
     for name, profile in sorted(ds.machines.items()):
-        cases = on_machine_cases(ds, name)
-        if own_host_cases(ds, name):
-            own[profile.gpu_preset.upper()].append(own_host_cases(ds, name))
+        cases, mine = on_machine_cases(ds, name), own_host_cases(ds, name)
+        if mine:
+            own[profile.gpu_preset.upper()].append(mine)
         if cases:
             kinds[profile.gpu_preset.upper()].append(
                 (Errors(tuple(abs(p) for _, p, _ in cases)),
