@@ -306,12 +306,17 @@ def own_host_cases(ds: Dataset, machine: str) -> list[tuple[MeasuredCase, float,
 
 
 def _own_host_line(cases: list[tuple[MeasuredCase, float, float]], profiles: int) -> str:
+    """The own-host cases' errors with the preset and with their profile, and how well
+    the cases' own rounds repeat (what bounds any prediction of them)."""
     pre, on = (Errors(tuple(abs(x[i]) for x in cases)) for i in (1, 2))
+    unique = {c.case_id: c for c, _, _ in cases}.values()
+    reps = repeats_by(unique, lambda c: "all").get("all", Repeats(()))
     return (f"On the profile's own host ({pre.n} cases from {profiles} profile"
             f"{'s' if profiles > 1 else ''}): within {WITHIN_PCT:g}% {pre.within_share_pct:.0f}% "
             f"with the preset, {on.within_share_pct:.0f}% with the profile; mean abs error "
             f"{statistics.mean(pre.errors_pct):.1f}% against "
-            f"{statistics.mean(on.errors_pct):.1f}%.")
+            f"{statistics.mean(on.errors_pct):.1f}%; the cases' rounds lie within "
+            f"{WITHIN_PCT:g}% of their median in {reps.within(WITHIN_PCT)}.")
 
 
 def machine_summary(ds: Dataset) -> list[str]:

@@ -336,7 +336,8 @@ def test_a_profile_is_checked_apart_on_the_cases_of_its_own_host():
                      for c in (mine, other)})
     text = results_markdown(ds, "test", frozenset({"H200"}))
     assert ("On the profile's own host (1 cases from 1 profile): within 5% 0% with the "
-            "preset, 100% with the profile; mean abs error 10.0% against 2.5%.") in text
+            "preset, 100% with the profile; mean abs error 10.0% against 2.5%; the cases' "
+            "rounds lie within 5% of their median in -.") in text
     assert "Those cases' sources: a." in text
 
 
