@@ -137,15 +137,17 @@ def point_hardware(hw_name: str, gpus: int, interconnect: str | None,
                    machine: str | None):
     """A point's hardware: the preset, as the machine profile at `machine` where the
     profile is of this GPU kind."""
+    from pathlib import Path
+
+    from corun.costmodel.machine import on_machine
     from corun.spec import hardware_preset
-    from corun.spec.hardware import preset_of_device
     from corun.spec.machine import MachineProfile
     from corun.spec.serde import load
-    from corun.workload import on_machine
 
     hw = hardware_preset(hw_name, gpus, intra_node=interconnect)
-    if machine and preset_of_device(load(MachineProfile, machine).device, "device") == hw_name:
-        return on_machine(hw, machine)
+    profile = load(MachineProfile, machine) if machine else None
+    if profile is not None and profile.gpu_preset == hw_name:
+        return on_machine(hw, profile, name=Path(machine).name)
     return hw
 
 
