@@ -218,7 +218,11 @@ def _plan_pieces(text: str, say) -> dict:
 
     out = {}
     for path in filter(None, (x.strip() for x in text.split(","))):
-        plan = load(Plan, path)
+        try:
+            plan = load(Plan, path)
+        except SpecError as e:
+            raise SpecError("--plans", path, f"a plan file (corun plan's plan-*.json): {e}") \
+                from None
         if plan.gpu_count != 1:
             raise SpecError("--plans", path, "a one-GPU plan (corun times its kernels on "
                             "this machine's one GPU)")

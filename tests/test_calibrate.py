@@ -180,6 +180,10 @@ def test_calibrate_refuses_a_plan_of_several_gpus(tmp_path, capsys):
     assert main(["calibrate", "-o", str(tmp_path / "m.json"), "--plans", str(plan)]) == 2
     assert f"--plans = '{plan}': a one-GPU plan" in capsys.readouterr().err
     assert not (tmp_path / "m.json").exists()
+    plan.write_text('{"schema": "corun.plan/1"}')
+    assert main(["calibrate", "-o", str(tmp_path / "m.json"), "--plans", str(plan)]) == 2
+    err = capsys.readouterr().err
+    assert f"--plans = '{plan}': a plan file" in err and "pipeline" in err
 
 
 def test_calibrate_refuses_a_bad_stage_list_and_a_machine_without_a_gpu(monkeypatch, capsys):
