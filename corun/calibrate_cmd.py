@@ -98,7 +98,8 @@ def run(args: argparse.Namespace) -> int:
     from corun.cli import command_line, progress, warn
     from corun.spec.hardware import preset_of_device
     from corun.spec.provenance import git_commit
-    from corun.spec.serde import save, write_atomic
+    from corun.spec.serde import save, to_jsonable, write_atomic
+    from corun.spec.validation import plan_id
     from corun.workload import resolve_model, resolve_pipeline
 
     say = progress(args.quiet)
@@ -120,7 +121,7 @@ def run(args: argparse.Namespace) -> int:
     key = {"device": name, "commit": git_commit(), "model": model.name,
            "pipeline": pipeline.name, "batch": args.batch, "iterations": args.iterations,
            "warmup": args.warmup, "rounds": args.rounds, "stages": list(stages),
-           "plans": {piece: _digest(plan) for piece, plan in plans.items()}}
+           "plans": {piece: plan_id(to_jsonable(plan)) for piece, plan in plans.items()}}
     done, seconds = _resume(partial, key, say)
     measure = _measurers(args, model, pipeline, preset, device, command_line(), say)
     trainers = _TrainerSlot()
@@ -235,19 +236,10 @@ def _plan_pieces(text: str, say) -> dict:
     return out
 
 
-def _digest(plan) -> str:
-    """A short digest of a plan's content: a resumed run refuses pieces of a changed file."""
-    import hashlib
-
-    from corun.spec.serde import to_jsonable
-
-    text = json.dumps(to_jsonable(plan), sort_keys=True)
-    return hashlib.sha1(text.encode()).hexdigest()[:12]
-
-
 class _TrainerSlot:
-    """The last trainer built, reused by the next piece of the same model and batch size
-    (a model's tables take seconds to build; one at a time keeps GPU memory for one)."""
+    """The last trainer built, reused by the next piece of the same model at any batch
+    (the profiler has it capture each batch size afresh; a model's tables take seconds
+    to build, and one at a time keeps GPU memory for one)."""
 
     def __init__(self) -> None:
         self.model, self.trainer = None, None

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from corun.reports.benchmarks import benchmarks_section
 from corun.reports.markdown import markdown_table
 from corun.reports.repeats import Repeats, repeats_by
+from corun.spec.provenance import short_commit
 from corun.spec.validation import Dataset, MeasuredCase
 
 WITHIN_PCT = 5.0
@@ -289,13 +290,6 @@ def on_machine_cases(ds: Dataset, machine: str) -> list[tuple[MeasuredCase, floa
         if not (math.isnan(preset) or math.isnan(on)):
             out.append((c, preset, on))
     return out
-
-
-def short_commit(commit: str) -> str:
-    """A commit as git's short form: its first 8 hex digits, with any `-dirty` kept (a
-    record may hold the full hash)."""
-    sha, dirty, rest = commit.partition("-")
-    return sha[:8] + dirty + rest
 
 
 def own_host_cases(ds: Dataset, machine: str) -> list[tuple[MeasuredCase, float, float]]:

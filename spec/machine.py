@@ -9,6 +9,7 @@ from dataclasses import dataclass, replace
 
 from corun.spec.errors import SpecError, require, require_positive
 from corun.spec.hardware import Hardware, HostTimes, preset_of_device
+from corun.spec.provenance import short_commit
 
 
 @dataclass(frozen=True)
@@ -84,7 +85,8 @@ class MachineProfile:
     @property
     def label(self) -> str:
         """Where and when it was measured, in a few words."""
-        return f"{self.device}, {self.created_utc[:10]}, commit {self.git_commit}"
+        return (f"{self.device}, {self.created_utc[:10]}, commit "
+                f"{short_commit(self.git_commit)}")
 
     def apply(self, hw: Hardware, name: str = "") -> Hardware:
         """`hw` with this machine's measured ceilings and host, named `name` (its file)

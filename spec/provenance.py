@@ -69,3 +69,10 @@ def host_id() -> str:
         return BOOT_ID.read_text().strip()
     except OSError:
         return ""
+
+
+def short_commit(commit: str) -> str:
+    """A commit as git's short form: its first 8 hex digits, with any `-dirty` kept (a
+    record made with CORUN_GIT_COMMIT may hold the full hash)."""
+    sha, dirty, rest = commit.partition("-")
+    return sha[:8] + dirty + rest

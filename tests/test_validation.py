@@ -342,7 +342,7 @@ def test_a_profile_is_checked_apart_on_the_cases_of_its_own_host():
 
 
 def test_a_commit_is_shown_short_with_its_dirty_mark():
-    from corun.reports.results import short_commit
+    from corun.spec.provenance import short_commit
 
     assert short_commit("9a5d6eded7d9ef749f1d6d08f3dfe4b32af88eb3") == "9a5d6ede"
     assert short_commit("ed0267fb-dirty") == "ed0267fb-dirty"
