@@ -10,7 +10,8 @@ Method: the copy ceiling (device-to-device, bytes read + written) is measured fi
 the same run. Every kernel's output is compared with the NumPy reference before it is
 timed. GPU times are CUDA events around each run of a program (all of its launches),
 after warm-up, median over repetitions, on random inputs. Bytes are the minimum a
-program must move: raw inputs read once (values, offsets, validity), outputs written
+program must move (`needed_bytes`): raw inputs read once (offsets, validity, and of a
+list's values only the leading ones its outputs are computed from), outputs written
 once (values, offsets).
 """
 
@@ -29,6 +30,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from corun.backend.chains import chains_of  # noqa: E402
 from corun.backend.columns import ColumnData, equal, take_rows  # noqa: E402
 from corun.backend.data import synthetic_inputs  # noqa: E402
 from corun.backend.fusion import FusedGroup  # noqa: E402
@@ -85,6 +87,11 @@ OPS = [
 ]
 
 
+BYTES_RULE = "needed"
+"""How a record's bytes are counted (the env record says): "needed", list values only as
+far as the outputs read them (`needed_bytes`); files without it counted every input value."""
+
+
 def nbytes(cols: dict[str, ColumnData], names) -> int:
     total = 0
     for n in names:
@@ -92,6 +99,69 @@ def nbytes(cols: dict[str, ColumnData], names) -> int:
         total += c.values.nbytes
         total += 0 if c.offsets is None else c.offsets.nbytes
         total += 0 if c.valid is None else c.rows
+    return total
+
+
+def _ngram_source_needed(needed: np.ndarray, n: int, lengths: np.ndarray) -> np.ndarray:
+    """Leading source elements that ngram(n)'s first `needed` outputs are built from: the
+    last needed output is offset o of window i (windows of m = min(n, length) starting at
+    0, 1, ...); every window before i is whole."""
+    m = np.maximum(np.minimum(n, lengths), 1)
+    last = np.maximum(needed - 1, 0)
+    i, o = last // m, last % m
+    reach = np.where(i == 0, o, i + np.maximum(o, m - 2))
+    return np.where(needed > 0, np.minimum(lengths, reach + 1), 0)
+
+
+def list_values_needed(p: Pipeline, inp: dict[str, ColumnData]) -> dict[str, np.ndarray]:
+    """Per list input column, the leading values of each row that some output is computed
+    from (firstx keeps a prefix; ngram's windows need a prefix of their source; onehot
+    reads the first value; a null row that fill_null replaces needs none), found back
+    from each chain's output lengths (shared/OPS.md's semantics)."""
+    needed: dict[str, np.ndarray] = {}
+    for chain in chains_of(p, p.order):
+        col = inp[chain.source]
+        if col.offsets is None:
+            continue
+        lengths = np.diff(col.offsets).astype(np.int64)
+        null = np.zeros(len(lengths), bool) if col.valid is None else ~col.valid.astype(bool)
+        steps = []
+        for node in chain.nodes:
+            steps.append((node, lengths))
+            if node.op is OpKind.FILL_NULL:
+                lengths = np.where(null, 1, lengths)
+            elif node.op is OpKind.FIRSTX:
+                lengths = np.minimum(lengths, max(node.params["x"], 0))
+            elif node.op is OpKind.NGRAM:
+                m = np.minimum(node.params["n"], lengths)
+                lengths = np.where(lengths > 0, (lengths - m + 1) * m, 0)
+            elif node.op is OpKind.ONEHOT:
+                lengths = np.full_like(lengths, node.params["num_classes"])
+        need = lengths
+        for node, before in reversed(steps):
+            if node.op is OpKind.NGRAM:
+                need = _ngram_source_needed(need, node.params["n"], before)
+            elif node.op is OpKind.ONEHOT:  # reads its list's first element
+                need = np.minimum(need, np.minimum(before, 1))
+            elif node.op is OpKind.FILL_NULL:
+                need = np.where(null, 0, need)
+        prior = needed.get(chain.source)
+        needed[chain.source] = need if prior is None else np.maximum(prior, need)
+    return needed
+
+
+def needed_bytes(p: Pipeline, inp: dict[str, ColumnData], out: dict[str, ColumnData],
+                 outputs) -> int:
+    """Bytes a program over `p` must move: every input's offsets and validity, its values
+    as far as `list_values_needed` (a column no chain reads as a list: all of them),
+    and the `outputs` written once."""
+    needed = list_values_needed(p, inp)
+    total = nbytes(out, outputs)
+    for c in p.inputs:
+        col = inp[c.name]
+        total += nbytes({c.name: col}, [c.name])
+        if c.name in needed:
+            total -= col.values.nbytes - int(needed[c.name].sum()) * col.values.itemsize
     return total
 
 
@@ -217,7 +287,7 @@ def bench_ops(b: Bench, bw: float, check_rows: int, sizes: list[int]) -> None:
         for rows in sizes:
             inp = synthetic_inputs(p, rows, b.rng, vary_lengths=True, zipf_a=0)
             out, timing = b.run_gpu(PipelineProgram(p, g, inp))
-            moved = nbytes(inp, ["x"]) + nbytes(out, ["n"])
+            moved = needed_bytes(p, inp, out, ["n"])
             b.save({"kind": "op-time", "op": op.value, "rows": rows, "bytes": moved, **timing,
                     "bw_fraction": moved / (timing["device_ms"] * 1e-3) / bw})
 
@@ -261,7 +331,7 @@ def bench_pipelines(b: Bench, bw: float, check_rows: int, sizes: list[int],
                                               for k, v in inp.items()}), out, ref_rows)
                     timing = {**timing, "mismatches": bad[:10]}
                 outputs = list(p.dense_outputs) + [s.node for s in p.sparse_outputs]
-                moved = nbytes(inp, [c.name for c in p.inputs]) + nbytes(out, outputs)
+                moved = needed_bytes(p, inp, out, outputs)
                 regs = groups[0].registers_per_thread() if label != "unfused" else None
                 b.save({"kind": "pipeline-time", "pipeline": name, "variant": label,
                         "rows": rows, "bytes": moved, **timing, "registers": regs,
@@ -307,7 +377,7 @@ def bench_launch_shapes(b: Bench, bw: float, rows: int) -> None:
         g = [FusedGroup(p, p.order, "all", blocks=blocks, threads_per_block=threads)]
         out, timing = b.run_gpu(PipelineProgram(p, g, inp))
         outputs = list(p.dense_outputs) + [s.node for s in p.sparse_outputs]
-        moved = nbytes(inp, [c.name for c in p.inputs]) + nbytes(out, outputs)
+        moved = needed_bytes(p, inp, out, outputs)
         b.save({"kind": "launch-shape", "pipeline": "kaggle", "rows": rows, "blocks": blocks,
                 "threads": threads, **timing, "registers": g[0].registers_per_thread(),
                 "bw_fraction": moved / (timing["device_ms"] * 1e-3) / bw})
@@ -377,7 +447,7 @@ def main(argv: list[str] | None = None) -> int:
         LAUNCH.update(blocks=2, threads_per_block=32)
     b = Bench(args.output, dry, reps=3 if dry else 30)
     info = {"kind": "env", "python": platform.python_version(), "cpus": os.cpu_count(),
-            "argv": sys.argv}
+            "argv": sys.argv, "bytes_rule": BYTES_RULE}
     if not dry:
         import numba
         import torch

@@ -15,6 +15,12 @@ def read_benchmarks(folder: Path) -> dict[str, object]:
     return {p.name: json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))}
 
 
+_MOVED = {"all": "raw inputs read once, outputs written once",
+          "needed": "raw inputs read once, a list's values only as far as the outputs are "
+                    "computed from them, outputs written once"}
+"""What an ops_gpu file's bytes count, by its env record's `bytes_rule` (none: "all")."""
+
+
 def _ops(name: str, records: list[dict]) -> list[str]:
     """bench/ops_gpu.py: each pipeline's time by variant, against the copy ceiling
     measured in the same run."""
@@ -26,7 +32,7 @@ def _ops(name: str, records: list[dict]) -> list[str]:
     lines = [f"### Fused preprocessing kernels on {env.get('gpu', 'a GPU')} (`{name}`)", "",
              "`python bench/ops_gpu.py --only ceiling,pipelines`: one group over the whole "
              "pipeline, device time (median of runs queued behind a GPU spin), and the "
-             "bytes the pipeline must move (raw inputs read once, outputs written once) "
+             f"bytes the pipeline must move ({_MOVED[env.get('bytes_rule', 'all')]}) "
              "over that time as a share of the device-to-device copy ceiling"
              + (f" measured in the same run ({ceiling['bytes_per_s'] / 1e12:.2f} TB/s, "
                 "bytes read and written)" if ceiling else "")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib
 import json
 
+import numpy as np
 import pytest
 from corun.spec import SpecError
 
@@ -100,3 +101,59 @@ def test_collective_stages_keep_several_gpu_ideal_runs(tmp_path):
     with pytest.raises(SystemExit):
         main([str(path), "--hardware", "h999", "-o", str(tmp_path / "x.json")])
     assert not (tmp_path / "x.json").exists()
+
+
+def _poisoned(col, keep):
+    """`col` with every value past the first keep[row] of its row changed (to another
+    onehot class of [0, 16) in 4, and another id)."""
+    from corun.backend.columns import ColumnData
+
+    position = np.arange(len(col.values)) - np.repeat(col.offsets[:-1], np.diff(col.offsets))
+    past = position >= np.repeat(keep, np.diff(col.offsets))
+    v = col.values
+    other = np.where((v >= 0) & (v < 16), (v + 4) % 16, 5)
+    return ColumnData(np.where(past, other, v), col.offsets, col.valid)
+
+
+def test_the_kernel_benchmark_counts_list_values_only_as_far_as_the_outputs_need_them():
+    from corun.backend.columns import equal
+    from corun.backend.data import synthetic_inputs
+    from corun.backend.runner import run_numpy
+    from corun.spec import Column, DType, OpKind, OpNode, Pipeline, Shape, SparseOutput
+
+    from bench.ops_gpu import list_values_needed, nbytes, needed_bytes
+
+    lists = tuple(Column(f"c{k}", DType.INT64, Shape.LIST, nullable=k < 2, mean_length=6.0)
+                  for k in range(3))
+    nodes = (OpNode("f0", OpKind.FILL_NULL, "c0", {"value": 0}),
+             OpNode("h0", OpKind.SIGRID_HASH, "f0", {"salt": 0, "max_value": 100}),
+             OpNode("x0", OpKind.FIRSTX, "h0", {"x": 2}),
+             OpNode("f1", OpKind.FILL_NULL, "c1", {"value": 0}),
+             OpNode("g1", OpKind.NGRAM, "f1", {"n": 3}),
+             OpNode("x1", OpKind.FIRSTX, "g1", {"x": 4}),
+             OpNode("o2", OpKind.ONEHOT, "c2", {"low": 0, "high": 16, "num_classes": 4}),
+             OpNode("g2", OpKind.NGRAM, "o2", {"n": 2}),
+             OpNode("x2", OpKind.FIRSTX, "g2", {"x": 3}))
+    p = Pipeline("prefixes", lists, nodes, (),
+                 tuple(SparseOutput(f"x{k}", f"t{k}") for k in range(3)))
+    inp = synthetic_inputs(p, 400, np.random.default_rng(7), vary_lengths=True)
+    outputs = [f"x{k}" for k in range(3)]
+
+    def same(got) -> bool:
+        return all(equal(want[n], got[n])[0] for n in outputs)
+
+    want = run_numpy(p, inp)
+    needed = list_values_needed(p, inp)
+    assert set(needed) == {"c0", "c1", "c2"}
+    cut = {k: _poisoned(c, needed[k]) for k, c in inp.items()}
+    assert same(run_numpy(p, cut))
+    for k in needed:  # one value fewer in any row that needs some changes an output
+        rows = np.flatnonzero(needed[k] > 0)[:5]
+        assert len(rows)
+        for r in rows:
+            short = needed[k].copy()
+            short[r] -= 1
+            assert not same(run_numpy(p, {**cut, k: _poisoned(inp[k], short)}))
+    whole = nbytes(inp, [c.name for c in lists]) + nbytes(want, outputs)
+    assert needed_bytes(p, inp, want, outputs) == whole - 8 * sum(
+        len(inp[k].values) - int(needed[k].sum()) for k in needed)
