@@ -17,7 +17,7 @@ from corun.backend.settings import ASSEMBLY_IDS_PER_THREAD
 from corun import spec
 from corun.workload import shrink_tables
 
-ROWS = 40
+ROWS = 16
 
 
 def program(name: str, model_name: str):
@@ -80,13 +80,12 @@ def test_kernel_builds_the_pytorch_batch(name, model):
 def test_a_wider_block_row_builds_the_same_batch(multihot):
     """Threads past the rows copy ids only: the batch is the same at any width."""
     host, omap, want = multihot
-    bx, by = grid_for(omap, 32)
-    for width in (bx, 3 * bx + 1):
-        dense, ids, offsets, status = assemble(host, omap, want, (width, by))
-        assert status[-1] == 0, width
-        np.testing.assert_array_equal(ids[: status[:-1].sum()], want.ids.numpy())
-        np.testing.assert_array_equal(offsets, want.offsets.numpy())
-        np.testing.assert_array_equal(dense.view(np.int32), want.dense.numpy().view(np.int32))
+    bx, by = grid_for(omap, 32)  # grid_for's own width: test_kernel_builds_the_pytorch_batch
+    dense, ids, offsets, status = assemble(host, omap, want, (3 * bx + 1, by))
+    assert status[-1] == 0
+    np.testing.assert_array_equal(ids[: status[:-1].sum()], want.ids.numpy())
+    np.testing.assert_array_equal(offsets, want.offsets.numpy())
+    np.testing.assert_array_equal(dense.view(np.int32), want.dense.numpy().view(np.int32))
 
 
 def test_the_block_row_widens_with_the_largest_table():

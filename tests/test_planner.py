@@ -153,7 +153,7 @@ def test_judge_sees_cpu_stalls():
 
 def test_owner_and_cpu_mappings_give_valid_plans():
     sc = scenario("kaggle", 4)
-    plan = LocalSearch().propose(SimJudge(sc), 5.0).plan
+    plan = LocalSearch().propose(SimJudge(sc), 1.0).plan  # any plan it finds is valid
     plan.check_pipeline(sc.pipeline)
     # owner kernels carry the sharding they assume: the executor must not re-shard
     from dataclasses import replace
