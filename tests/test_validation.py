@@ -305,6 +305,10 @@ def test_benchmarks_render_from_their_files():
     assert "kernel over kaggle's 4,194,304 rows in other launch shapes" in text
     assert "| 4,224 | 256 | 46 | 1.893 | 68% |" in text
     assert "Note: a note." in text
+    assert "(raw inputs read once, outputs written once)" in text  # a file of every value
+    needed = [{**ops[0], "bytes_rule": "needed"}, *ops[1:]]
+    assert "a list's values only as far as the outputs are computed from them" in "\n".join(
+        benchmarks_section({"ops_gpu-h100.json": needed}))
     assert "| arrow | 10,000,000 | 7.96 | 1,256,148 |" in text and "37x" in text
     assert "raw fields 5,000,000 rows/s" in text and "memory 20,000,000 rows/s" in text
     with pytest.raises(ValueError, match="validation/benchmarks/odd.json"):
