@@ -409,34 +409,6 @@ def test_plan_or_strategy_not_both(workload, tmp_path, capsys):
     assert "either a plan file or --strategy" in capsys.readouterr().err
 
 
-def test_torchrun_two_ranks_with_gloo(workload, tmp_path):
-    """`torchrun --nproc-per-node 2 ... corun execute`: the tables sharded over two CPU
-    processes, each preprocessing and checking its own batches; rank 0 writes. (ideal's
-    two-rank step is test_distributed's, in one process: a torchrun costs the suite
-    about 13 s.)"""
-    strategy = "gpu-overlap"
-    import os
-    import subprocess
-    import sys
-
-    d, _, pipe = workload
-    out = tmp_path / "m.json"
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node",
-           "2", "-m", "corun.cli", "execute", "--strategy",
-           strategy, "--model", str(d / "model.json"), "--pipeline",
-           str(d / "pipeline.json"), "--device", "cpu", "--iterations", "3", "--warmup", "1",
-           "--distinct-batches", "1", "--check-timed", "--quiet", "-o", str(out)]
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
-    assert done.returncode == 0, done.stderr[-3000:]
-    m = load(Measurement, out)
-    assert m.gpu_count == 2 and m.plan.gpu_count == 2
-    for stage in ("input_a2a", "emb_a2a_fwd", "emb_a2a_bwd", "grad_allreduce"):
-        assert stage in m.stages
-    assert m.checked_rows == ROWS * 4
-    assert "rank 0 of 2" in m.notes[0]
-
-
 def test_criteo_file_input(workload, tmp_path):
     """--data: batches read from a Criteo-format file instead of generated."""
     from corun.backend.data import write_criteo_tsv
@@ -477,9 +449,12 @@ def owner_plan(model, pipe) -> Plan:
                 feature_mapping={f: spec.Mapping.OWNER for f, _ in chosen.values()})
 
 
-def test_torchrun_owner_mapping(workload, tmp_path):
-    """Each owner preprocesses its owner-mapped table over both ranks' rows; the ids
-    skip the input all-to-all; every lane's rows are checked."""
+def test_torchrun_two_ranks_with_gloo_and_owner_mapping(workload, tmp_path):
+    """`torchrun --nproc-per-node 2 ... corun execute PLAN`: the tables sharded over two
+    CPU processes, each preprocessing and checking its own batches, rank 0 writing; each
+    owner preprocesses its owner-mapped table over both ranks' rows, and those ids skip
+    the input all-to-all; every lane's rows are checked. (One torchrun costs the suite
+    about 13 s; the two-rank step itself is test_distributed's, in one process.)"""
     import os
     import subprocess
     import sys
@@ -496,6 +471,9 @@ def test_torchrun_owner_mapping(workload, tmp_path):
                           env={**os.environ, "OMP_NUM_THREADS": "1"})
     assert done.returncode == 0, done.stderr[-3000:]
     m = load(Measurement, out)
+    assert m.gpu_count == 2 and m.plan.gpu_count == 2 and "rank 0 of 2" in m.notes[0]
+    for stage in ("input_a2a", "emb_a2a_fwd", "emb_a2a_bwd", "grad_allreduce"):
+        assert stage in m.stages
     assert set(m.kernels) == {"own0", "rest"}  # rank 0's view
     assert "h2d:owner" in m.stages and "assemble:owner" in m.stages
     assert m.checked_rows == (ROWS + 2 * ROWS) * 4  # local lane, owner lane (global), 4 batches

@@ -170,7 +170,7 @@ def test_warp_per_row_mapping_when_enabled(monkeypatch):
     monkeypatch.setattr(backend_chains, "WARP_ROW_MIN_LENGTH", 4.0)
     g = FusedGroup(p, p.order, warp_rows=True)
     assert len(warp_slots(g)) > 2
-    inputs = synthetic_inputs(p, 60, np.random.default_rng(3), vary_lengths=True)
+    inputs = synthetic_inputs(p, 30, np.random.default_rng(3), vary_lengths=True)
     compare_all(p, inputs, [list(p.order)], blocks=3, threads=64, warp_rows=True,
                 list_scan="lookback")  # "tiles" writes its rows with the same code
     compare_all(p, inputs, [list(p.order)], blocks=3, threads=64, warp_rows=False)
