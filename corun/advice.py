@@ -159,9 +159,12 @@ def _times_carried(f: Finding) -> str:
 
 
 def _machine_profile(f: Finding) -> str:
+    coruns = int(f.number("coruns")) if "coruns" in f.facts else 0
     return (f"predicted for the machine profile {f['machine']}: its measured ceilings and "
             f"host costs, and {int(f.number('stages'))} training stages and "
-            f"{int(f.number('kernels'))} fused kernels scaled to its timings (--machine)")
+            f"{int(f.number('kernels'))} fused kernels scaled to its timings"
+            + (f", {coruns} kernels' co-runs as it timed them in their steps" if coruns
+               else "") + " (--machine)")
 
 
 RENDERERS: dict[FindingKind, Callable[[Finding], str]] = {

@@ -29,7 +29,8 @@ from corun.spec import SpecError
 HOST_RUNS = ("ideal", "gpu-sequential", "one-kernel", "gpu-sequential-graphed")
 """The trainer runs each host round makes (in a turned order, round by round)."""
 KERNEL_REPS = 11
-"""Times each plan kernel is timed alone; the median is kept."""
+"""Times each plan kernel is timed alone, and its step with it released at its stage; the
+medians are kept."""
 
 
 def pieces(rounds: int, stages: Iterable[str], plans: Iterable[str] = ()) -> list[str]:
@@ -280,6 +281,7 @@ def _kernel_timer(plan, preset: str, device, say, trainers):
 
     def time_kernels() -> list[dict]:
         from corun.profiling import plan_kernels
+        from corun.spec import BEFORE_ITERATION, Stage
         from corun.workload import resolve_model, resolve_pipeline
 
         model = resolve_model(plan.model, plan.batch_per_gpu)
@@ -290,14 +292,34 @@ def _kernel_timer(plan, preset: str, device, say, trainers):
             _, launch = prof.launcher(spec)
             launch()  # compile and warm
             ms = prof.kernel_alone_ms(launch, KERNEL_REPS)
-            say(f"  {spec.name} at {model.batch_per_gpu} rows: {ms:.3f} ms alone")
+            release = None if k.stage == BEFORE_ITERATION else \
+                _release_step(prof, model, Stage(k.stage), launch, ms)
+            say(f"  {spec.name} at {model.batch_per_gpu} rows: {ms:.3f} ms alone"
+                + (f", {release['kernel_ms']:.3f} ms from its release at {k.stage}"
+                   if release else ""))
             out.append({"pipeline": pipeline.name, "nodes": list(k.nodes),
                         "blocks": k.blocks, "threads_per_block": k.threads_per_block,
                         "warp_rows": k.warp_rows, "fixed_offsets": k.fixed_offsets,
-                        "rows": model.batch_per_gpu, "ms": ms})
+                        "rows": model.batch_per_gpu, "ms": ms, "release": release})
         return out
 
     return time_kernels
+
+
+def _release_step(prof, model, stage, launch, kernel_alone_ms: float) -> dict:
+    """The eager step with the kernel released at `stage` as the executor releases it,
+    KERNEL_REPS times after a warm one (Profiler.step): each stage's median time in it and
+    alone, and the kernel's median time from its release to its end (ReleaseTiming)."""
+    import statistics
+
+    steps = [prof.step(stage, launch) for _ in range(KERNEL_REPS + 1)][1:]
+    order = list(steps[0].stage_ms)
+    return {"model": model.name, "batch_per_gpu": model.batch_per_gpu,
+            "stage": stage.value, "stages": [s.value for s in order],
+            "step_ms": [statistics.median(t.stage_ms[s] for t in steps) for s in order],
+            "alone_ms": [prof.plain_stage_ms[s] for s in order],
+            "kernel_alone_ms": kernel_alone_ms,
+            "kernel_ms": statistics.median(t.kernel_ms for t in steps)}
 
 
 def _profile(done: dict, device: str, model, batch: int, rounds: int):
@@ -312,6 +334,7 @@ def _profile(done: dict, device: str, model, batch: int, rounds: int):
     from corun.costmodel.host_fit import host_times
     from corun.spec.machine import KernelTiming, MachineProfile, StageTiming
     from corun.spec.provenance import corun_version, git_commit, host_id
+    from corun.spec.serde import from_jsonable
 
     def case(r: int, run: str) -> dict:
         m = done[f"host:{r}:{run}"]
@@ -331,7 +354,7 @@ def _profile(done: dict, device: str, model, batch: int, rounds: int):
     for piece, ks in done.items():
         if piece.startswith("kernels:"):
             for k in ks:
-                t = KernelTiming(**{**k, "nodes": tuple(k["nodes"])})
+                t = from_jsonable(KernelTiming, k, "kernels")
                 timed.setdefault((t.pipeline, t.nodes, t.blocks, t.threads_per_block,
                                   t.warp_rows, t.fixed_offsets, t.rows), t)
     return MachineProfile(device, float(done["copy"]), float(done["gemm"]), host,

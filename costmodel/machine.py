@@ -4,7 +4,8 @@ over what the cost model predicts for the same stage, from the stages the profil
 The cost model's stage times were fitted on another machine; the scales carry what this
 machine's GPU, clocks and libraries make of each stage to every model and batch. The
 plan kernels the profile timed get the same ratio, each for itself: the kernel at other
-row counts, never another kernel."""
+row counts, never another kernel. A kernel the profile also timed in its plan's eager
+step, released at its stage, takes its co-run rates there from that step."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from dataclasses import replace
 
 from corun.costmodel.workload import kernel_work, stage_work
 from corun.spec import Hardware, SpecError, Stage, model_preset, pipeline_preset
-from corun.spec.hardware import KernelScale, StageScale
+from corun.spec.hardware import KernelScale, ReleaseTiming, StageScale
 from corun.spec.machine import MachineProfile
 from corun.spec.sharding import shard_tables
 
@@ -49,6 +50,7 @@ def on_machine(hw: Hardware, profile: MachineProfile, cost_model=None,
         predicted = cost_model.stage_ms(replace(work, trains_on=t.pipeline), one)
         ratios[t.stage].append(StageScale(t.model, t.batch_per_gpu, t.ms / predicted))
     kernels: dict[str, list[KernelScale]] = defaultdict(list)
+    released: dict[str, list[ReleaseTiming]] = defaultdict(list)
     for k in profile.kernels:
         try:
             pipeline = pipeline_preset(k.pipeline)
@@ -57,5 +59,8 @@ def on_machine(hw: Hardware, profile: MachineProfile, cost_model=None,
         except (SpecError, KeyError):
             continue  # a pipeline (or node) this corun has no preset of: not used
         kernels[kw.key].append(KernelScale(k.rows, k.ms / cost_model.kernel_ms(kw, one)))
+        if k.release is not None:
+            released[kw.key].append(k.release)
     return replace(applied, stage_scale={s: tuple(v) for s, v in sorted(ratios.items())},
-                   kernel_scale={k: tuple(v) for k, v in sorted(kernels.items())})
+                   kernel_scale={k: tuple(v) for k, v in sorted(kernels.items())},
+                   release_steps={k: tuple(v) for k, v in sorted(released.items())})

@@ -342,6 +342,12 @@ def machine_summary(ds: Dataset) -> list[str]:
     return lines
 
 
+def _in_steps(profile) -> str:
+    """How many of a profile's kernels it also timed in their plan's step (none: '')."""
+    stepped = sum(k.release is not None for k in profile.kernels)
+    return f" ({stepped} also in their plan's step)" if stepped else ""
+
+
 def machine_section(ds: Dataset) -> list[str]:
     """Per machine profile (`corun calibrate`), its GPU kind's cases predicted with the
     preset and with the profile, by workload and overall."""
@@ -363,7 +369,7 @@ def machine_section(ds: Dataset) -> list[str]:
                   f"{h.kernel_launch_ms:.3f} ms a kernel launch, {h.batch_fixed_ms:.3f} ms "
                   f"a batch ({h.measured_on})"
                   + (f"; {len(profile.stages)} stage and {len(profile.kernels)} kernel "
-                     f"timings, measured in {profile.measured_s:.0f} s"
+                     f"timings{_in_steps(profile)}, measured in {profile.measured_s:.0f} s"
                      if profile.measured_s else "") + ".", ""]
         groups: dict[str, list[tuple[float, float]]] = defaultdict(list)
         for c, preset, on in cases:

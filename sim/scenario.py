@@ -21,6 +21,7 @@ from corun.costmodel.host import (
     kernel_launches,
     output_mb,
 )
+from corun.costmodel.release_steps import ReleaseStep, rates
 from corun.costmodel.stage_room import RoomKind, StageRoom
 from corun.costmodel.types import Comm, CoRunEffect, KernelWork, StageWork, kernel_factors_through
 from corun.sim.strategy import Strategy, StrategyKind, strategy_plan
@@ -201,16 +202,34 @@ def _profiled_effect(cm: CostModel, kw: KernelWork, work: StageWork, hw: Hardwar
     return e.stage_factor, e.kernel_factor
 
 
+def _machine_release(hw: Hardware, model: Model, kw: KernelWork, works: list[StageWork],
+                     release: int) -> ReleaseStep | None:
+    """The eager step a machine profile timed this kernel released in, at this model,
+    batch and releasing stage (Hardware.release_steps), as a ReleaseStep; None where it
+    timed none such (or the step is graphed: the profile times eager steps)."""
+    stages = tuple(w.stage.value for w in works)
+    for t in hw.release_steps.get(kw.key, ()):
+        if (t.model, t.batch_per_gpu, t.stages) == (model.name, model.batch_per_gpu, stages) \
+                and stages.index(t.stage) == release and not works[release].graphed:
+            return ReleaseStep(t.step_ms, t.alone_ms, t.kernel_alone_ms, t.kernel_ms)
+    return None
+
+
 def _effects(cm: CostModel, kw: KernelWork, works: list[StageWork], hw: Hardware,
-             priority: bool, release: int,
+             model: Model, priority: bool, release: int,
              outlasts: Sequence[bool]) -> tuple[tuple[tuple[float, float], ...],
                                                 tuple[tuple[float, float], ...]]:
-    """`_rated_effects`; where the cost model measured the step that released the kernel
-    at `release` (a stage position; profiled with training above preprocessing, so for
-    such plans only), that step's rates from the release on: the kernel's started rates
-    at the release, its carried ones after it."""
+    """`_rated_effects`; where the machine profile or the cost model measured the step
+    that released the kernel at `release` (a stage position; profiled with training above
+    preprocessing, so for such plans only), that step's rates from the release on: the
+    kernel's started rates at the release, its carried ones after it. The machine's own
+    step comes first."""
     started, carried = _rated_effects(cm, kw, works, hw, priority, outlasts)
-    measured = cm.release_rates(kw, works, hw, release) if release >= 0 and priority else None
+    measured = None
+    if release >= 0 and priority:
+        step = _machine_release(hw, model, kw, works, release)
+        measured = rates(step, release) if step is not None else \
+            cm.release_rates(kw, works, hw, release)
     if measured is None:
         return started, carried
     return (started[:release] + (measured[0],) + started[release + 1:],
@@ -487,7 +506,8 @@ def compile_scenario(sc: Scenario, cm: CostModel) -> Compiled:
             alone_ms = cm.kernel_ms(kw, hw) * _kernel_scale(hw, kw)
             outlasts = [w[s].comm is not Comm.NONE or ms >= alone_ms
                         for s, ms in zip(stages, stage_ms)]
-            effects, carried = _effects(cm, kw, [w[s] for s in stages], hw, priority, pos,
+            effects, carried = _effects(cm, kw, [w[s] for s in stages], hw, model, priority,
+                                        pos,
                                         outlasts)
             kernels.append(KernelRun(k.name, pos, alone_ms, effects, carried, rooms))
             copy_bytes += rows * sum(raw_cols[pipeline.node_by_name[n].input]
@@ -542,7 +562,8 @@ def compile_scenario(sc: Scenario, cm: CostModel) -> Compiled:
     if hw.machine:
         found.append(finding(FindingKind.MACHINE_PROFILE, machine=hw.machine,
                              stages=float(len(hw.stage_scale)),
-                             kernels=float(len(hw.kernel_scale))))
+                             kernels=float(len(hw.kernel_scale)),
+                             coruns=float(sum(map(len, hw.release_steps.values())))))
     found.append(cm.carried(hw))
     found.append(cm.untimed_stages(model, [w for w in works[0].values()
                                            if w.comm is Comm.NONE

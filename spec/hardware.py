@@ -189,6 +189,33 @@ class KernelScale:
         require_positive("ratio", self.ratio)
 
 
+@dataclass(frozen=True)
+class ReleaseTiming:
+    """One fused kernel released at one training stage of the eager step on a machine,
+    timed there: every stage's time in that step and alone (ms, in step order), and the
+    kernel's time alone and from its release to its end (costmodel/machine.py)."""
+
+    model: str
+    batch_per_gpu: int
+    stage: str
+    """The stage whose start released the kernel."""
+    stages: tuple[str, ...]
+    step_ms: tuple[float, ...]
+    alone_ms: tuple[float, ...]
+    kernel_alone_ms: float
+    kernel_ms: float
+
+    def __post_init__(self) -> None:
+        require(self.stage in self.stages, "stage", self.stage,
+                f"one of the step's stages ({', '.join(self.stages)})")
+        require(len(self.step_ms) == len(self.alone_ms) == len(self.stages), "step_ms",
+                len(self.step_ms), f"one time per stage ({len(self.stages)})")
+        for name in ("kernel_alone_ms", "kernel_ms"):
+            require_positive(name, getattr(self, name))
+        for stage, ms in zip(self.stages, self.step_ms):
+            require_positive(f"step_ms[{stage}]", ms)
+
+
 def _log_line(points: list[tuple[int, float]], x: int) -> float:
     """The ratio at `x` on the line through the two nearest of `points` (sorted by their
     first item) in log x, clamped at the ends."""
@@ -244,6 +271,10 @@ class Hardware:
                                                             hash=False)
     """Per fused kernel (KernelWork.key), this machine's measured time alone over the cost
     model's prediction where a machine profile timed it (`kernel_scale_at` reads it)."""
+    release_steps: dict[str, tuple[ReleaseTiming, ...]] = field(default_factory=dict,
+                                                                hash=False)
+    """Per fused kernel (KernelWork.key), the eager steps a machine profile timed it
+    released in: the simulator takes its co-run rates there from them."""
     machine: str = ""
     """The machine profile applied (MachineProfile.apply names it); '' for the preset's."""
 

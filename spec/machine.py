@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from corun.spec.errors import SpecError, require, require_positive
-from corun.spec.hardware import Hardware, HostTimes, preset_of_device
+from corun.spec.hardware import Hardware, HostTimes, ReleaseTiming, preset_of_device
 from corun.spec.provenance import short_commit
 
 
@@ -41,6 +41,10 @@ class KernelTiming:
     fixed_offsets: bool
     rows: int
     ms: float
+    release: ReleaseTiming | None = None
+    """The plan's eager step with the kernel released at its stage, timed on the machine
+    (None: a kernel released before the step, or a profile from before co-runs were
+    timed)."""
 
     def __post_init__(self) -> None:
         require(bool(self.nodes), "nodes", self.nodes, "at least one node")
@@ -66,7 +70,8 @@ class MachineProfile:
     stages: tuple[StageTiming, ...] = ()
     """The trainer's stages timed here, for the models and batches asked."""
     kernels: tuple[KernelTiming, ...] = ()
-    """The fused kernels of the plans asked, each timed alone here."""
+    """The fused kernels of the plans asked, each timed alone here and, where the plan
+    releases it at a training stage, in the step beside that stage."""
     measured_s: float = 0.0
     """Seconds the measuring took, over every run that made it (a resumed one's too; 0
     where not recorded)."""

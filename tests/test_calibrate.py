@@ -157,6 +157,59 @@ def test_calibrate_times_the_plans_kernels_and_the_simulator_predicts_them(
                        ("16384", False): True, ("16384", True): True}
 
 
+def test_a_kernel_timed_in_its_step_gives_the_simulator_its_co_run_there(
+        fake_gpu, tmp_path, capsys, monkeypatch):
+    """calibrate --plans also times each kernel's step with the kernel released at its
+    stage; simulate --machine takes the kernel's co-run rates from that step at its model,
+    batch and stage (here the releasing stage ran 3x slower beside it), and says so; at
+    another batch the cost model's rates stay."""
+    from dataclasses import replace
+
+    from corun.spec import stages_for
+
+    from corun import calibrate_cmd
+
+    stages = [s.value for s in stages_for(1)]
+    alone = [0.2] * len(stages)
+
+    def kernel_timer(plan, *_):
+        def timed():
+            step = {"model": plan.model, "batch_per_gpu": plan.batch_per_gpu,
+                    "stage": "emb_fwd", "stages": stages, "alone_ms": alone,
+                    "step_ms": [3 * a if s == "emb_fwd" else a for s, a in zip(stages, alone)],
+                    "kernel_alone_ms": KERNEL_MS, "kernel_ms": 2 * KERNEL_MS}
+            return [{"pipeline": plan.pipeline, "nodes": list(k.nodes), "blocks": k.blocks,
+                     "threads_per_block": k.threads_per_block, "warp_rows": k.warp_rows,
+                     "fixed_offsets": k.fixed_offsets, "rows": plan.batch_per_gpu,
+                     "ms": KERNEL_MS, "release": step} for k in plan.kernels]
+        return timed
+
+    monkeypatch.setattr(calibrate_cmd, "_kernel_timer", kernel_timer)
+    plan = tmp_path / "plan.json"
+    save(replace(one_kernel_plan(pipeline_preset("kaggle"), "criteo-kaggle", 1, "emb_fwd"),
+                 batch_per_gpu=4096), plan)
+    out, alone_only = tmp_path / "h100.json", tmp_path / "h100-alone.json"
+    assert main(["calibrate", "-o", str(out), "--rounds", "1", "--stages", "",
+                 "--plans", str(plan), "--quiet"]) == 0
+    p = load(MachineProfile, out)
+    assert p.kernels[0].release.step_ms[0] == pytest.approx(0.6)
+    save(replace(p, kernels=tuple(replace(k, release=None) for k in p.kernels)), alone_only)
+    emb_fwd = {}
+    for batch in ("4096", "8192"):
+        for profile in (out, alone_only):
+            capsys.readouterr()
+            assert main(["simulate", "--hardware", "h100", "--plan", str(plan), "--json",
+                         "--quiet", "--iterations", "4", "--no-host-thread", "--batch", batch,
+                         "--machine", str(profile)]) == 0
+            run = plan_run(capsys.readouterr().out)
+            emb_fwd[batch, profile == out] = next(
+                x["time_ms"] for x in run["stages"] if x["stage"] == "emb_fwd")
+            said = [f for f in run["findings"] if f["kind"] == "machine-profile"][0]
+            assert said["facts"]["coruns"] == (1.0 if profile == out else 0.0)
+    assert emb_fwd["4096", True] > 1.5 * emb_fwd["4096", False]
+    assert emb_fwd["8192", True] == pytest.approx(emb_fwd["8192", False])
+
+
 def test_a_launch_cost_fitted_below_zero_is_kept_at_zero_with_a_warning(
         fake_gpu, tmp_path, capsys, monkeypatch):
     """Rounds whose plans ran faster than ideal (a host that sped up between runs) fit a

@@ -350,3 +350,17 @@ def test_a_commit_is_shown_short_with_its_dirty_mark():
 
     assert short_commit("9a5d6eded7d9ef749f1d6d08f3dfe4b32af88eb3") == "9a5d6ede"
     assert short_commit("ed0267fb-dirty") == "ed0267fb-dirty"
+
+
+def test_a_profile_line_counts_the_kernels_it_timed_in_their_step():
+    """The results page's profile line says how many kernels were also timed in their
+    plan's step (nothing where none was)."""
+    from types import SimpleNamespace
+
+    from corun.reports.results import _in_steps
+
+    def profile(*releases):
+        return SimpleNamespace(kernels=[SimpleNamespace(release=r) for r in releases])
+
+    assert _in_steps(profile(None, None)) == ""
+    assert _in_steps(profile(None, object(), object())) == " (2 also in their plan's step)"
