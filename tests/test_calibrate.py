@@ -346,3 +346,27 @@ def test_a_kernel_scale_follows_the_rows_it_was_timed_at_and_no_other_kernel():
     assert kernel_scale_at(points, 4096) == 0.6 and kernel_scale_at(points, 65536) == 0.9
     assert kernel_scale_at(points, 8192) == pytest.approx(0.75)
     assert kernel_scale_at((), 4096) == 1.0  # not timed: the cost model's time
+
+
+def test_the_kernel_timer_times_a_plan_kernel_alone_and_in_its_step(tmp_path):
+    """calibrate's own kernel timer (on the CPU here: the same profiler steps as on a
+    GPU): the kernel's time alone, and the step it is released in at its stage, every
+    stage in step order, which the profile reads back."""
+    from dataclasses import replace
+
+    from corun.backend.trainer import TRAINING_STAGES
+    from corun.spec.machine import KernelTiming
+    from corun.spec.serde import from_jsonable
+
+    from corun.calibrate_cmd import _kernel_timer, _TrainerSlot
+    from tests.workload_files import write_small_kaggle
+
+    _, pipe = write_small_kaggle(tmp_path, 32, 300)
+    plan = replace(one_kernel_plan(pipe, str(tmp_path / "model.json"), 1, "top_mlp_fwd"),
+                   pipeline=str(tmp_path / "pipeline.json"), batch_per_gpu=32)
+    (timed,) = _kernel_timer(plan, "h100", "cpu", lambda *a: None, _TrainerSlot())()
+    k = from_jsonable(KernelTiming, timed, "kernels")
+    assert k.ms > 0 and k.rows == 32
+    assert k.release.stage == "top_mlp_fwd" and k.release.batch_per_gpu == 32
+    assert k.release.stages == tuple(s.value for s in TRAINING_STAGES)
+    assert k.release.kernel_ms > 0 and min(k.release.step_ms) > 0
