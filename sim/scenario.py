@@ -507,8 +507,7 @@ def compile_scenario(sc: Scenario, cm: CostModel) -> Compiled:
             outlasts = [w[s].comm is not Comm.NONE or ms >= alone_ms
                         for s, ms in zip(stages, stage_ms)]
             effects, carried = _effects(cm, kw, [w[s] for s in stages], hw, model, priority,
-                                        pos,
-                                        outlasts)
+                                        pos, outlasts)
             kernels.append(KernelRun(k.name, pos, alone_ms, effects, carried, rooms))
             copy_bytes += rows * sum(raw_cols[pipeline.node_by_name[n].input]
                                      for n in k.nodes
