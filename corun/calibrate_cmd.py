@@ -8,8 +8,9 @@ one-kernel plan (a fused kernel's launches, a batch's staging, assembly and chec
 gpu-sequential replayed as CUDA graphs (its host step, less its kernel's launches, is the
 graphed step's: a graphed `ideal` replays ready batches and blocks for the GPU inside its
 step); costmodel/host_fit.py fits them as it fits the reference host's. With `--plans`,
-each fused kernel of the plans is timed alone, so the plans' kernels are predicted at
-this machine's pace (costmodel/machine.py). Each piece is kept as soon as it is
+each fused kernel of the plans is timed alone and in its plan's eager step, released at
+its stage, so the plans' kernels are predicted at this machine's pace, and beside that
+step at its measured rates (costmodel/machine.py). Each piece is kept as soon as it is
 measured, so a calibration cut short resumes where it stopped."""
 
 from __future__ import annotations
@@ -58,8 +59,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "measured over its predicted time. '' times none")
     p.add_argument("--plans", default="",
                    help="comma-separated one-GPU plan files (corun plan's plan-*.json): "
-                   "each of their fused kernels is timed alone at the plan's batch, and "
-                   "the simulator predicts those kernels at this machine's pace")
+                   "each of their fused kernels is timed alone at the plan's batch and "
+                   "in the plan's eager step, released at its stage, and the simulator "
+                   "predicts those kernels at this machine's pace and, in that step, at "
+                   "its measured co-run rates")
     p.add_argument("--rounds", type=int, default=3,
                    help="host rounds: each runs the four trainer runs once, in a turned "
                    "order; the host costs are fitted on all of them (a lent host's pace "
