@@ -159,7 +159,7 @@ def needed_bytes(p: Pipeline, inp: dict[str, ColumnData], out: dict[str, ColumnD
     total = nbytes(out, outputs)
     for c in p.inputs:
         col = inp[c.name]
-        total += nbytes({c.name: col}, [c.name])
+        total += nbytes(inp, [c.name])
         if c.name in needed:
             total -= col.values.nbytes - int(needed[c.name].sum()) * col.values.itemsize
     return total

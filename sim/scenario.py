@@ -207,10 +207,12 @@ def _machine_release(hw: Hardware, model: Model, kw: KernelWork, works: list[Sta
     """The eager step a machine profile timed this kernel released in, at this model,
     batch and releasing stage (Hardware.release_steps), as a ReleaseStep; None where it
     timed none such (or the step is graphed: the profile times eager steps)."""
-    stages = tuple(w.stage.value for w in works)
+    if works[release].graphed:
+        return None
+    timed = (model.name, model.batch_per_gpu, tuple(w.stage.value for w in works),
+             works[release].stage.value)
     for t in hw.release_steps.get(kw.key, ()):
-        if (t.model, t.batch_per_gpu, t.stages) == (model.name, model.batch_per_gpu, stages) \
-                and stages.index(t.stage) == release and not works[release].graphed:
+        if (t.model, t.batch_per_gpu, t.stages, t.stage) == timed:
             return ReleaseStep(t.step_ms, t.alone_ms, t.kernel_alone_ms, t.kernel_ms)
     return None
 

@@ -208,8 +208,9 @@ class ReleaseTiming:
     def __post_init__(self) -> None:
         require(self.stage in self.stages, "stage", self.stage,
                 f"one of the step's stages ({', '.join(self.stages)})")
-        require(len(self.step_ms) == len(self.alone_ms) == len(self.stages), "step_ms",
-                len(self.step_ms), f"one time per stage ({len(self.stages)})")
+        for name in ("step_ms", "alone_ms"):
+            require(len(getattr(self, name)) == len(self.stages), name,
+                    getattr(self, name), f"one time per stage ({len(self.stages)})")
         for name in ("kernel_alone_ms", "kernel_ms"):
             require_positive(name, getattr(self, name))
         for stage, ms in zip(self.stages, self.step_ms):
