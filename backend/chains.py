@@ -27,20 +27,18 @@ class Chain:
                    for n in self.nodes)
 
     def signature(self, cols: dict[str, Column], warp_rows: bool = False,
-                  fixed_length: int | None = None, elements: bool = False) -> tuple:
+                  fixed_length: int | None = None) -> tuple:
         """What the generated code depends on: types, op kinds, the thread mapping
         (with `warp_rows`, a warp per row for long list sinks:
-        spec.pipeline.WARP_ROW_MIN_LENGTH; with `elements`, a thread per output element
-        for every list sink, in the tiled kernels) and, for a list sink whose offsets the
-        values kernel writes, its `fixed_length`; never parameter values."""
+        spec.pipeline.WARP_ROW_MIN_LENGTH) and, for a list sink whose offsets the values
+        kernel writes, its `fixed_length`; never parameter values."""
         src = cols[self.source]
         ops = tuple((n.op.value, n.params.get("to")) if n.op is OpKind.CAST else n.op.value
                     for n in self.nodes)
         sink = cols[self.sink]
         long_sink = (warp_rows and sink.shape is Shape.LIST
                      and sink.mean_length >= WARP_ROW_MIN_LENGTH)
-        mapping = ("elements" if elements and sink.shape is Shape.LIST
-                   else "warp" if long_sink else "thread")
+        mapping = "warp" if long_sink else "thread"
         return (src.dtype.value, src.shape.value, src.nullable, ops, sink.dtype.value,
                 sink.shape.value, mapping, fixed_length)
 

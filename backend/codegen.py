@@ -318,7 +318,7 @@ def tiled_source(signatures: list[tuple], name: str, part: str, division: str = 
            f"    lens = cuda.shared.array({tile_cap}, np.int64)",
            "    sums = cuda.shared.array(1024, np.int64)",
            "    chunks = cuda.shared.array(32, np.int64)",
-           "    info = cuda.shared.array(3, np.int64)",
+           "    info = cuda.shared.array(2, np.int64)",
            "    tid = cuda.threadIdx.x",
            "    nt = cuda.blockDim.x",
            f"    items = max(1, min({tile_rows}, rows) // nt)",
@@ -385,8 +385,6 @@ def tiled_source(signatures: list[tuple], name: str, part: str, division: str = 
                      "        x = chunks[q]",
                      "        chunks[q] = own",
                      "        own += x"]
-            if sig[6] == "elements":
-                body += ["    info[2] = own"]
             if part == "totals":
                 body += ["    state[slot * (tiles + 1) + t + 1] = own"]
             elif part == "tiles":
@@ -441,8 +439,6 @@ def _tile_write_lines(p: str, sig: tuple, lengths: list[str], division: str,
             "prefix = info[1]",
             "if t == 0 and tid == 0:",
             "    offs[desc[dst, 1]] = 0"]
-    if sig[6] == "elements":
-        return body + _element_write_lines(p, sig, lengths, division)
     warp = sig[6] == "warp"
     if warp:
         body += ["lane = tid % 32",
@@ -459,37 +455,4 @@ def _tile_write_lines(p: str, sig: tuple, lengths: list[str], division: str,
              else [f"        {store}"])
     body += [f"        {p}ost = desc[dst, 0] + pos"]
     body += ["        " + line for line in element_lines(p, sig, division, warp, unroll)]
-    return body
-
-
-def _element_write_lines(p: str, sig: tuple, lengths: list[str], division: str) -> list[str]:
-    """A tile's offsets a thread a row, then its values a thread an output element: each
-    element finds its row by a binary search of the tile's scanned offsets (`lens`), so
-    a warp reads and writes consecutive elements however long the rows are (a
-    load-balanced search). A thread's elements rise, so each search starts at the row
-    the last one found."""
-    K, pool = len(sig[3]), _pool(sig[4])
-    body = ["for k in range(items):",
-            "    i = k * nt + tid",
-            "    r = row0 + i",
-            "    if r < rows:"]
-    body += ["        " + line for line in lengths]
-    body += [f"        offs[desc[dst, 1] + r + 1] = prefix + lens[i] + {p}L{K}",
-             "count = info[2]",
-             "last = min(tile_rows, rows - row0) - 1",
-             f"{p}ost = desc[dst, 0] + prefix",
-             "lo = 0",
-             "for e in range(tid, count, nt):",
-             "    hi = last",
-             "    while lo < hi:",
-             "        mid = (lo + hi + 1) // 2",
-             "        if lens[mid] <= e:",
-             "            lo = mid",
-             "        else:",
-             "            hi = mid - 1",
-             "    r = row0 + lo"]
-    body += ["    " + line for line in lengths]
-    body += ["    j = e - lens[lo]"]
-    body += ["    " + line for line in value_lines(p, sig, division)]
-    body += [f"    {pool}[{p}ost + e] = {p}v{K}"]
     return body

@@ -171,7 +171,7 @@ class FusedGroup:
                  division: str = "magic", warp_rows: bool = True,
                  max_registers: int | None = None, unroll: int = 1,
                  list_scan: str = "rows", tile_rows: int = TILE_ROWS,
-                 fixed_offsets: bool = True, element_lists: bool = False) -> None:
+                 fixed_offsets: bool = True) -> None:
         """`warp_rows`: long list sinks a warp per row (FusedKernel.warp_rows, whose
         default it shares; the CPU target runs rows in parallel either way). Only with
         whole warps per block (threads a multiple of 32, as every plan's): a warp that
@@ -187,10 +187,7 @@ class FusedGroup:
         `tile_rows`: rows of a slot a tile takes at most, for "lookback" and "tiles".
         `fixed_offsets`: where every list the group writes has a fixed length
         (Pipeline.offsets_fixed), the values kernel writes their offsets and runs alone;
-        False finds them as for lists of any length (FusedKernel.fixed_offsets).
-        `element_lists`: the tiled kernels write list values a thread an output element
-        (codegen._element_write_lines) instead of a thread or warp a row; only with a
-        tiled `list_scan`, the one kind of kernel that scans a tile before its values."""
+        False finds them as for lists of any length (FusedKernel.fixed_offsets)."""
         if division not in ("magic", "mod"):
             raise ValueError(f"division = {division!r}: 'magic' or 'mod'")
         if not isinstance(unroll, int) or not 1 <= unroll <= MAX_UNROLL:
@@ -207,11 +204,7 @@ class FusedGroup:
         cols = pipeline.columns
         fixed = pipeline.fixed_lengths if fixed_offsets and pipeline.offsets_fixed(
             nodes) else {}
-        if element_lists and list_scan == "rows":
-            raise ValueError("element_lists = True: needs list_scan "
-                             f"{' or '.join(repr(k) for k in LIST_SCANS if k != 'rows')}")
-        sigs = [c.signature(cols, warp_rows, fixed.get(c.sink), element_lists)
-                for c in self.chains]
+        sigs = [c.signature(cols, warp_rows, fixed.get(c.sink)) for c in self.chains]
         self.signatures = tuple(sorted(set(sigs), key=repr))
         self.slot_sig = np.array([self.signatures.index(s) for s in sigs], np.int64)
         self.has_lists = any(s[5] == "list" and s[7] is None for s in self.signatures)

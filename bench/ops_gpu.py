@@ -343,7 +343,6 @@ VARIANT_PARTS = {
     "1pass": ("list_scan", "lookback"),  # lengths, scan and values in one launch
     "totals": ("list_scan", "tiles"),  # tile totals, their scan, then values by tile
     "thread": ("warp_rows", False),  # a thread per row, long lists too
-    "elem": ("element_lists", True),  # tiled kernels: list values a thread an element
     "mod": ("division", "mod"),  # sigrid_hash's floor-mod as a 64-bit %
 }
 """A variant label's parts after "fused": FusedGroup knobs set away from the default;

@@ -81,11 +81,9 @@ def test_list_op(op, params, data, nulls):
     col = list_column(data, valid=[not n for n in nulls[: len(data)]])
     order = list(p.order)
     # fused chain: fill_null -> op (-> cast); tile by tile on CUDA where the op sets the
-    # lists' lengths (the tiled kernels' own part; values are the three steps' code, or
-    # for onehot a thread an output element)
+    # lists' lengths (the tiled kernels' own part; values are the three steps' code)
     scan = {OpKind.FIRSTX: "lookback", OpKind.NGRAM: "lookback", OpKind.ONEHOT: "tiles"}
-    compare_all(p, {"x": col}, [order], list_scan=scan.get(op, "rows"),
-                element_lists=op is OpKind.ONEHOT)
+    compare_all(p, {"x": col}, [order], list_scan=scan.get(op, "rows"))
     compare_all(p, {"x": col}, [[n] for n in order])  # one plain kernel per op
 
 
@@ -253,9 +251,6 @@ def test_kernel_knobs_out_of_range_are_errors():
         FusedGroup(p, p.order, unroll=0)
     with pytest.raises(ValueError, match="list_scan = 'once': one of rows, lookback, tiles"):
         FusedGroup(p, p.order, list_scan="once")
-    with pytest.raises(ValueError, match="element_lists = True: needs list_scan 'lookback' "
-                                         "or 'tiles'"):
-        FusedGroup(p, p.order, element_lists=True)
 
 
 def _tile_case():
@@ -271,22 +266,19 @@ def _tile_case():
     return p, {"x": list_column(data, valid=list(rng.random(150) > 0.2))}
 
 
-@pytest.mark.parametrize("scan, elements", [("lookback", False), ("tiles", False),
-                                             ("lookback", True)])
-def test_tiled_kernels_across_many_tiles_and_launches(scan, elements):
+@pytest.mark.parametrize("scan", ["lookback", "tiles"])
+def test_tiled_kernels_across_many_tiles_and_launches(scan):
     """Tiles of 8 rows, 19 a slot. 'lookback', one launch: each tile's offsets start where
     its slot's earlier tiles end, and the last block out leaves the counters zeroed and
     the epoch moved on. 'tiles': per slot the 19 totals scanned to where each tile
     starts, the last entry every output element of the slot. Either way a second launch
-    over the same state gives the same outputs, with values a thread a row or (with
-    `elements`) a thread an output element."""
+    over the same state gives the same outputs."""
     from corun.backend.columns import equal
     from corun.backend.runner import PipelineProgram, run_numpy
 
     p, inputs = _tile_case()
     group = FusedGroup(p, p.order, "g", blocks=3, threads_per_block=8, list_scan=scan,
-                       tile_rows=8, element_lists=elements)
-    assert {s[6] for s in group.signatures} == {"elements" if elements else "thread"}
+                       tile_rows=8)
     parts, launches = {"lookback": (("single",), 1), "tiles": (("totals", "tiles"), 4)}[scan]
     assert group.parts("cuda") == parts and group.launches("cuda") == launches
     assert group.parts("cpu") == ("lengths", "values") and group.launches("cpu") == 4
