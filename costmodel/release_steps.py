@@ -66,15 +66,19 @@ def read_release_steps(rows: Sequence[dict], key) -> dict[tuple, ReleaseStep]:
     return out
 
 
-def rates(step: ReleaseStep, release: int) -> list[tuple[float, float]]:
+def rates(step: ReleaseStep, release: int,
+          speed_ups: bool = False) -> list[tuple[float, float]]:
     """(stage factor, kernel factor) at every stage position from `release` on: the
     kernel at the one rate that ends it when the step measured, from its release over
     the stages after, then alone past the step's end; each stage slowed by its measured
-    delay over the part of it the kernel ran beside (never sped up), as the simulator
-    applies a stage factor only while the kernel runs. Spread over the whole stage, the
-    delay of a stage the kernel ended inside was lost in part: heavy-lean b8192's
-    pipeline in 396 blocks released at interaction_bwd ended 0.6 ms into the 1.18 ms
-    update, which it slowed by 0.05 ms."""
+    delay over the part of it the kernel ran beside, as the simulator applies a stage
+    factor only while the kernel runs. Spread over the whole stage, the delay of a stage
+    the kernel ended inside was lost in part: heavy-lean b8192's pipeline in 396 blocks
+    released at interaction_bwd ended 0.6 ms into the 1.18 ms update, which it slowed by
+    0.05 ms. A stage that ran faster beside the kernel is never sped up, unless
+    `speed_ups`: then by its whole time's ratio (a step timed on the machine predicted,
+    where the executor's steps ran as fast: heavy-lean b32768 on an H100, whose
+    emb_bwd beside a kernel took 0.85 of its time alone)."""
     span = step.stage_ms[release:]
     total = sum(span)
     # the step from the release on as one stage: the kernel's factor of a whole run
@@ -85,6 +89,8 @@ def rates(step: ReleaseStep, release: int) -> list[tuple[float, float]]:
         beside = min(max(step.kernel_ms - start, 0.0), ms)  # the kernel's time in it
         stage = CoRunEffect.from_whole_run(step.kernel_alone_ms, beside, alone,
                                            ms).stage_factor if alone > 0 else 1.0
+        if speed_ups and beside > 0 and 0 < ms < alone:
+            stage = ms / alone
         out.append((stage, kernel))
         start += ms
     return out

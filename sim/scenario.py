@@ -225,12 +225,13 @@ def _effects(cm: CostModel, kw: KernelWork, works: list[StageWork], hw: Hardware
     that released the kernel at `release` (a stage position; profiled with training above
     preprocessing, so for such plans only), that step's rates from the release on: the
     kernel's started rates at the release, its carried ones after it. The machine's own
-    step comes first."""
+    step comes first, a stage it timed faster beside the kernel sped up as timed (the
+    cost model's steps, profiled on other hosts, never speed one up)."""
     started, carried = _rated_effects(cm, kw, works, hw, priority, outlasts)
     measured = None
     if release >= 0 and priority:
         step = _machine_release(hw, model, kw, works, release)
-        measured = rates(step, release) if step is not None else \
+        measured = rates(step, release, speed_ups=True) if step is not None else \
             cm.release_rates(kw, works, hw, release)
     if measured is None:
         return started, carried

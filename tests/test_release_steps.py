@@ -24,6 +24,18 @@ def test_rates_end_the_kernel_when_the_step_measured():
     assert rates(stalled, 1) == [(1.0, MAX_OVERLAP_FACTOR)]  # all its work after the step
 
 
+def test_a_stage_timed_faster_beside_the_kernel_speeds_up_only_when_asked():
+    """The last stage took 1.0 ms beside the kernel and 1.25 alone: kept at 1.0 by default
+    (the cost model's steps); with speed_ups (a machine's own step) at 1.0 / 1.25 of its
+    time alone, and the stages it slowed as before."""
+    step = ReleaseStep(stage_ms=(1.0, 2.0, 1.0), alone_ms=(1.0, 1.0, 1.25),
+                       kernel_alone_ms=1.0, kernel_ms=2.5)
+    assert [s for s, _ in rates(step, 1, speed_ups=True)] == pytest.approx([2.0, 0.8])
+    after = ReleaseStep(stage_ms=(1.0, 2.0, 1.0), alone_ms=(1.0, 1.0, 1.25),
+                        kernel_alone_ms=1.0, kernel_ms=2.0)  # ended before the last stage
+    assert [s for s, _ in rates(after, 1, speed_ups=True)] == [2.0, 1.0]
+
+
 def test_a_stage_the_kernel_ended_inside_is_slowed_only_while_beside_it():
     """The kernel ends 0.6 ms into a 1.2 ms stage it delayed by 0.05 ms (alone 1.15): the
     delay accrued over 0.6 ms, so the stage runs at 0.6 / 0.55 while the kernel does (the
