@@ -76,9 +76,10 @@ def rates(step: ReleaseStep, release: int,
     the kernel ended inside was lost in part: heavy-lean b8192's pipeline in 396 blocks
     released at interaction_bwd ended 0.6 ms into the 1.18 ms update, which it slowed by
     0.05 ms. A stage that ran faster beside the kernel is never sped up, unless
-    `speed_ups`: then by its whole time's ratio (a step timed on the machine predicted,
-    where the executor's steps ran as fast: heavy-lean b32768 on an H100, whose
-    emb_bwd beside a kernel took 0.85 of its time alone)."""
+    `speed_ups`: then by the ratio of its whole times. That is for a step timed on the
+    machine predicted, whose executed plans ran as fast: on an H100, heavy-lean b32768's
+    emb_bwd took 0.85 of its time alone beside a kernel, and that plan ran faster than
+    the step without preprocessing."""
     span = step.stage_ms[release:]
     total = sum(span)
     # the step from the release on as one stage: the kernel's factor of a whole run
