@@ -35,7 +35,7 @@ def parts(row: dict, hardware: str) -> comm.CollectiveParts:
     sharding = shard_tables(model, hw)
     works = [stage_work(model, hw, sharding, g)[Stage(row["stage"])]
              for g in range(hw.gpu_count)]
-    return comm.collective_parts(works, hw.collective_link, hw.gpu)
+    return comm.collective_parts(works, hw)
 
 
 def predicted_ms(row: dict, hardware: str) -> float:

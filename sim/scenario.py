@@ -468,7 +468,7 @@ def compile_scenario(sc: Scenario, cm: CostModel) -> Compiled:
     for s in stages:
         if works[0][s].comm is not Comm.NONE and not (
                 pgas and s in (Stage.EMB_A2A_FWD, Stage.EMB_A2A_BWD)):
-            comm[s] = collective_stage_ms([w[s] for w in works], link, hw.gpu)
+            comm[s] = collective_stage_ms([w[s] for w in works], hw)
     rows_local = model.batch_per_gpu
     raw_cols: dict[str, float] = {c.name: c.bytes_per_row() for c in pipeline.inputs}
     cols = pipeline.columns
