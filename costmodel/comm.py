@@ -72,6 +72,7 @@ def link_share(comm: Comm) -> float:
 
 
 def _tree_size_factor(nbytes: float) -> float:
+    """TREE_SIZE_FACTOR's entry for a message of `nbytes`."""
     k = int(math.log2(max(nbytes, 64) / 64))
     return TREE_SIZE_FACTOR[k] if k < len(TREE_SIZE_FACTOR) else 1.0
 
@@ -110,7 +111,8 @@ def allreduce_ms(nbytes: float, hw: Hardware, share: float = ALLREDUCE_LINK_SHAR
 
 def _all_to_all_parts(send_bytes: Sequence[float], recv_bytes: Sequence[float],
                       link: Link) -> tuple[float, float]:
-    """The same for an all-to-all: the busier direction of the busiest GPU sets it."""
+    """(bytes on the wire at the link's whole peak, latency), ms, of an all-to-all: the
+    busier direction of the busiest GPU sets it."""
     busiest = max(max(s, r) for s, r in zip(send_bytes, recv_bytes))
     return busiest / link.bytes_per_s * 1e3, link.latency_us * 1e-3
 
