@@ -142,8 +142,8 @@ def run(args: argparse.Namespace) -> int:
         seconds[piece] = time.perf_counter() - t0
         write_atomic(partial, json.dumps({"key": key, "pieces": done, "seconds": seconds},
                                          indent=1))
-    profile = replace(_profile(done, name, model, args.batch, args.rounds),
-                      measured_s=sum(seconds.values()))
+    profile, launch = _profile(done, name, model, args.batch, args.rounds)
+    profile = replace(profile, measured_s=sum(seconds.values()))
     save(profile, out)
     partial.unlink(missing_ok=True)
     h = profile.host
@@ -153,10 +153,12 @@ def run(args: argparse.Namespace) -> int:
           f"launch, {h.batch_fixed_ms:.3f} ms a batch ({h.measured_on}); "
           f"{len(profile.stages)} stage and {len(profile.kernels)} kernel timings in "
           f"{profile.measured_s:.0f} s -> {out}")
-    if h.kernel_launch_ms == 0:
-        warn("the fused-kernel launch cost fitted to 0 ms or less and is kept at 0: the "
-             "host's pace drifted between the runs more than a launch costs (more "
-             "--rounds give the fit more runs)")
+    if launch.hidden:
+        warn(f"the fused-kernel launch cost fitted to {launch.fitted_ms:.3f} ms, standard "
+             f"error {launch.stderr_ms:.3f} ms, at most {launch.ceiling_ms:.3f} ms by the "
+             "graphed runs: the host's pace drifted between the runs more than a launch "
+             f"costs, so the profile keeps {launch.ms:.3f} ms, the reference host's scaled "
+             "by this host's step (more --rounds give the fit more runs)")
     print(f"plan with it: corun plan --hardware {preset} --machine {out}", file=sys.stderr)
     return 0
 
@@ -326,9 +328,9 @@ def _release_step(prof, model, stage, launch, kernel_alone_ms: float) -> dict:
 
 
 def _profile(done: dict, device: str, model, batch: int, rounds: int):
-    """The machine profile from the measured pieces: the host costs fitted over every
-    round (each round its own workload to the fit, so its plans are compared with its own
-    ideal)."""
+    """The machine profile from the measured pieces, and its launch cost's fit: the host
+    costs fitted over every round (each round its own workload to the fit, so its plans
+    are compared with its own ideal)."""
     import platform
 
     import numba
@@ -346,7 +348,7 @@ def _profile(done: dict, device: str, model, batch: int, rounds: int):
 
     by_round = [[case(r, run) for run in HOST_RUNS[:3]] for r in range(1, rounds + 1)]
     graphed = [case(r, "gpu-sequential-graphed") for r in range(1, rounds + 1)]
-    host = host_times(by_round, graphed, f"{model.name} b{batch}, {rounds} rounds")
+    host, launch = host_times(by_round, graphed, f"{model.name} b{batch}, {rounds} rounds")
     versions = {"torch": torch.__version__, "numba": numba.__version__,
                 "cuda": str(torch.version.cuda), "host": platform.node(),
                 "host_id": host_id()}
@@ -363,4 +365,4 @@ def _profile(done: dict, device: str, model, batch: int, rounds: int):
     return MachineProfile(device, float(done["copy"]), float(done["gemm"]), host,
                           corun_version(), git_commit(),
                           datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-                          versions, stages, tuple(timed.values()))
+                          versions, stages, tuple(timed.values())), launch

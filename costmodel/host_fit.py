@@ -26,11 +26,13 @@ wait, finish, check; backend/executor.py). Three fits, each on the runs that sho
 from __future__ import annotations
 
 import json
+import math
 import statistics
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from corun.costmodel.host import kernel_launches, output_mb
+from corun.costmodel.host import HostCosts, kernel_launches, output_mb
 from corun.spec import SpecError
 from corun.spec.hardware import HostTimes
 from corun.spec.serde import read_stored_text
@@ -258,20 +260,65 @@ def owner_ms(rows: list[dict]) -> dict:
             "added_ms": [round(min(added), 3), round(max(added), 3)]}
 
 
-def host_times(rounds: list[list[dict]], graphed: list[dict], measured_on: str) -> HostTimes:
+@dataclass(frozen=True)
+class LaunchFit:
+    """A fused kernel's host launch cost as calibrate fits it from its rounds: the
+    least-squares slope of a plan's host step over its ideal's against its launches,
+    that slope's standard error, and whether the host's drift between runs hid it."""
+
+    ms: float
+    """The cost the profile keeps: the slope, or where it was hidden the reference
+    host's scaled by this host's step."""
+    fitted_ms: float
+    stderr_ms: float
+    ceiling_ms: float
+    """The most a launch can cost: a graphed run's whole host step over its launches."""
+    hidden: bool
+
+
+def launch_fit(pairs: list[tuple[int, float]], graphed: list[tuple[int, float]],
+               step_ms: float) -> LaunchFit:
+    """The launch cost from (launches, host step less its round's ideal's) pairs and
+    (launches, host step) of graphed runs. It is hidden where the slope is not above
+    zero, not twice its standard error, or above what a graphed step allows: a lent
+    host's pace drifts between runs by more than a few launches cost."""
+    x, y = np.array([p[0] for p in pairs], float), np.array([p[1] for p in pairs], float)
+    fitted = float(x @ y / (x @ x)) if len(x) and x.any() else 0.0
+    spread = float(np.sum((y - fitted * x) ** 2))
+    stderr = math.sqrt(spread / (len(x) - 1) / (x @ x)) if len(x) > 1 and x.any() else math.inf
+    ceiling = min((step / n for n, step in graphed if n > 0), default=math.inf)
+    hidden = fitted <= 0 or stderr > fitted / 2 or fitted > ceiling
+    reference = HostCosts()
+    ms = reference.kernel_launch_ms * step_ms / reference.step_ms if hidden else fitted
+    return LaunchFit(ms, fitted, stderr, ceiling, hidden)
+
+
+def _launch_pairs(rows: list[dict], paced: list[dict]) -> list[tuple[int, float]]:
+    """(launches, host step less its workload's host-paced ideal's) of every plan run."""
+    ideal = {workload(r): r for r in rows if r["strategy"] == "ideal"}
+    return [(r["launches"], r["host"]["step"] - ideal[workload(r)]["host"]["step"])
+            for r in rows if r["strategy"] != "ideal" and ideal.get(workload(r)) in paced]
+
+
+def host_times(rounds: list[list[dict]], graphed: list[dict],
+               measured_on: str) -> tuple[HostTimes, LaunchFit]:
     """A host's measured costs (spec.hardware.HostTimes) from one GPU's runs of one
     workload in rounds, as `corun calibrate` takes them: per round, eager `ideal` and
     plans with fused kernels (as rows_of reads them; each round its own workload to the
     fit); and plans with fused kernels run as CUDA graphs (`graphed`: the median of
-    their host steps less their kernels' launches is the graphed step's)."""
-    f = fit_pieces([row for i, cases in enumerate(rounds, 1)
-                    for row in rows_of(cases, f"calibrate-round-{i}")])
-    launch_ms = max(0.0, f["kernel_launch_ms"])
-    steps = [g["host"]["step"] - launch_ms * g["launches"]
-             for g in rows_of(graphed, "calibrate")]
+    their host steps less their kernels' launches is the graphed step's). The launch
+    cost's fit comes with them, for the caller to say where it was hidden."""
+    rows = [row for i, cases in enumerate(rounds, 1)
+            for row in rows_of(cases, f"calibrate-round-{i}")]
+    f = fit_pieces(rows)
+    graphed_rows = rows_of(graphed, "calibrate")
+    launch = launch_fit(_launch_pairs(rows, paced_ideals(rows)),
+                        [(g["launches"], g["host"]["step"]) for g in graphed_rows],
+                        f["step_ms"])
+    steps = [g["host"]["step"] - launch.ms * g["launches"] for g in graphed_rows]
     graph_step_ms = max(statistics.median(steps), MIN_GRAPH_STEP_MS)
-    return HostTimes(f["step_ms"], graph_step_ms, launch_ms, f["batch_fixed_ms"],
-                     f["launch_share"], measured_on)
+    return HostTimes(f["step_ms"], graph_step_ms, launch.ms, f["batch_fixed_ms"],
+                     f["launch_share"], measured_on), launch
 
 
 def fit(rows: list[dict]) -> dict:
@@ -294,18 +341,13 @@ def fit(rows: list[dict]) -> dict:
 def fit_pieces(rows: list[dict]) -> dict:
     """step_ms, kernel_launch_ms, batch_fixed_ms, batch_ms_per_mb from runs of one GPU
     count (`fit` calls it for one GPU and, apart, for several)."""
-    ideal = {workload(r): r for r in rows if r["strategy"] == "ideal"}
     paced = paced_ideals(rows)
     if not paced:
         raise SpecError("runs", len(rows), "at least one workload measured next to its "
                         "ideal whose strategies never waited for the GPU (host-paced)")
     step_ms = statistics.median(r["host"]["step"] for r in paced)
-    x, y = [], []
-    for r in rows:
-        base = ideal.get(workload(r))
-        if r["strategy"] != "ideal" and base in paced:
-            x.append(r["launches"])
-            y.append(r["host"]["step"] - base["host"]["step"])
+    pairs = _launch_pairs(rows, paced)
+    x, y = [n for n, _ in pairs], [d for _, d in pairs]
     launch_ms = float(np.dot(x, y) / np.dot(x, x)) if x and any(x) else 0.0
     mb, batch = [], []
     for r in rows:

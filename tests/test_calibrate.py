@@ -215,18 +215,44 @@ def test_a_kernel_timed_in_its_step_gives_the_simulator_its_co_run_there(
     assert emb_fwd["8192", True] == pytest.approx(emb_fwd["8192", False])
 
 
-def test_a_launch_cost_fitted_below_zero_is_kept_at_zero_with_a_warning(
+def test_a_launch_cost_fitted_below_zero_is_replaced_with_a_warning(
         fake_gpu, tmp_path, capsys, monkeypatch):
     """Rounds whose plans ran faster than ideal (a host that sped up between runs) fit a
-    negative launch cost: the profile keeps 0 and calibrate says why."""
+    negative launch cost: the profile keeps the reference host's, scaled by this host's
+    step, and calibrate says why."""
     import sys
+
+    from corun.costmodel.host import HostCosts
 
     monkeypatch.setattr(sys.modules[__name__], "LAUNCH_MS", -0.01)
     out = tmp_path / "h100.json"
     assert main(["calibrate", "-o", str(out), "--rounds", "1", "--stages", "",
                  "--quiet"]) == 0
-    assert load(MachineProfile, out).host.kernel_launch_ms == 0
-    assert "launch cost fitted to 0 ms or less" in capsys.readouterr().err
+    ref = HostCosts()
+    assert load(MachineProfile, out).host.kernel_launch_ms == pytest.approx(
+        ref.kernel_launch_ms * STEP_MS / ref.step_ms)
+    err = capsys.readouterr().err
+    assert "launch cost fitted to -0.010 ms" in err and "reference host's scaled" in err
+
+
+def test_a_launch_cost_the_host_drift_hides_is_not_kept():
+    """A slope no larger than twice its standard error, or larger than a graphed step
+    allows, is the host's drift, not a launch: the reference host's cost, scaled, is kept.
+    A clear slope within the graphed bound is kept as fitted."""
+    from corun.costmodel.host import HostCosts
+    from corun.costmodel.host_fit import launch_fit
+
+    ref = HostCosts()
+    scaled = ref.kernel_launch_ms * 3.0 / ref.step_ms
+    clear = launch_fit([(3, 0.30), (2, 0.21), (3, 0.29), (2, 0.19)], [(3, 0.6)], 3.0)
+    assert not clear.hidden and clear.ms == pytest.approx(clear.fitted_ms)
+    assert clear.ms == pytest.approx(0.1, rel=0.05) and clear.stderr_ms < 0.01
+    drift = launch_fit([(3, 1.2), (2, -0.4), (3, -0.5), (2, 0.9)], [(3, 3.0)], 3.0)
+    assert drift.hidden and drift.stderr_ms > drift.fitted_ms / 2
+    assert drift.ms == pytest.approx(scaled)
+    capped = launch_fit([(3, 2.1), (2, 1.4)], [(3, 1.2)], 3.0)  # 0.7 ms a launch > 0.4
+    assert capped.fitted_ms == pytest.approx(0.7) and capped.ceiling_ms == pytest.approx(0.4)
+    assert capped.hidden and capped.ms == pytest.approx(scaled)
 
 
 def test_calibrate_refuses_a_plan_of_several_gpus(tmp_path, capsys):
