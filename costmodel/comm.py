@@ -96,17 +96,25 @@ def _allreduce_parts(nbytes: float, hw: Hardware, algorithm: Algorithm) -> tuple
     return wire, latency * 1e-3
 
 
+def _fastest_allreduce(nbytes: float, hw: Hardware,
+                       share: float) -> tuple[Algorithm, float, float]:
+    """(algorithm, wire ms, latency ms) of ring and tree, whichever takes less at `share`
+    of the link's peak, as NCCL picks."""
+    options = [(a, *_allreduce_parts(nbytes, hw, a)) for a in (Algorithm.RING, Algorithm.TREE)]
+    return min(options, key=lambda o: o[1] / share + o[2])
+
+
 def allreduce_ms(nbytes: float, hw: Hardware, share: float = ALLREDUCE_LINK_SHARE,
                  algorithm: Algorithm | None = None) -> float:
     """An all-reduce of `nbytes` over all of `hw`'s GPUs by `algorithm`; None: the faster
     of ring and tree, as NCCL picks (0 on one GPU)."""
     if hw.gpu_count <= 1:
         return 0.0
-    times = []
-    for a in [algorithm] if algorithm else [Algorithm.RING, Algorithm.TREE]:
-        wire, latency = _allreduce_parts(nbytes, hw, a)
-        times.append(wire / share + latency)
-    return min(times)
+    if algorithm is None:
+        _, wire, latency = _fastest_allreduce(nbytes, hw, share)
+    else:
+        wire, latency = _allreduce_parts(nbytes, hw, algorithm)
+    return wire / share + latency
 
 
 def _all_to_all_parts(send_bytes: Sequence[float], recv_bytes: Sequence[float],
@@ -154,10 +162,7 @@ def collective_parts(works: Sequence[StageWork], hw: Hardware) -> CollectivePart
     if len(works) != hw.gpu_count:
         raise ValueError(f"{len(works)} GPUs' work for a machine of {hw.gpu_count} GPUs")
     if w0.comm is Comm.ALL_REDUCE:
-        share = link_share(w0.comm)
-        algorithm = min((Algorithm.RING, Algorithm.TREE),
-                        key=lambda a: allreduce_ms(w0.send_bytes, hw, share, a))
-        wire, latency = _allreduce_parts(w0.send_bytes, hw, algorithm)
+        algorithm, wire, latency = _fastest_allreduce(w0.send_bytes, hw, link_share(w0.comm))
     else:
         algorithm = Algorithm.SWITCHED
         wire, latency = _all_to_all_parts([w.send_bytes for w in works],

@@ -282,15 +282,24 @@ def launch_fit(pairs: list[tuple[int, float]], graphed: list[tuple[int, float]],
     (launches, host step) of graphed runs. It is hidden where the slope is not above
     zero, not twice its standard error, or above what a graphed step allows: a lent
     host's pace drifts between runs by more than a few launches cost."""
-    x, y = np.array([p[0] for p in pairs], float), np.array([p[1] for p in pairs], float)
-    fitted = float(x @ y / (x @ x)) if len(x) and x.any() else 0.0
-    spread = float(np.sum((y - fitted * x) ** 2))
-    stderr = math.sqrt(spread / (len(x) - 1) / (x @ x)) if len(x) > 1 and x.any() else math.inf
+    fitted, stderr = _slope_through_origin(pairs)
     ceiling = min((step / n for n, step in graphed if n > 0), default=math.inf)
     hidden = fitted <= 0 or stderr > fitted / 2 or fitted > ceiling
     reference = HostCosts()
     ms = reference.kernel_launch_ms * step_ms / reference.step_ms if hidden else fitted
     return LaunchFit(ms, fitted, stderr, ceiling, hidden)
+
+
+def _slope_through_origin(pairs: list[tuple[int, float]]) -> tuple[float, float]:
+    """The least-squares slope of y on x through the origin over (x, y) pairs, and its
+    standard error (0 and inf where no x is above zero; inf from one pair)."""
+    x, y = np.array([p[0] for p in pairs], float), np.array([p[1] for p in pairs], float)
+    if not x.any():
+        return 0.0, math.inf
+    slope = float(x @ y / (x @ x))
+    if len(x) < 2:
+        return slope, math.inf
+    return slope, math.sqrt(float(np.sum((y - slope * x) ** 2)) / (len(x) - 1) / (x @ x))
 
 
 def _launch_pairs(rows: list[dict], paced: list[dict]) -> list[tuple[int, float]]:
@@ -347,8 +356,7 @@ def fit_pieces(rows: list[dict]) -> dict:
                         "ideal whose strategies never waited for the GPU (host-paced)")
     step_ms = statistics.median(r["host"]["step"] for r in paced)
     pairs = _launch_pairs(rows, paced)
-    x, y = [n for n, _ in pairs], [d for _, d in pairs]
-    launch_ms = float(np.dot(x, y) / np.dot(x, x)) if x and any(x) else 0.0
+    launch_ms, _ = _slope_through_origin(pairs)
     mb, batch = [], []
     for r in rows:
         if r["strategy"] != "ideal":
@@ -363,7 +371,7 @@ def fit_pieces(rows: list[dict]) -> dict:
     return {"step_ms": step_ms, "kernel_launch_ms": launch_ms,
             "batch_fixed_ms": float(fixed), "batch_ms_per_mb": float(slope),
             "launch_share": shares,
-            "used": {"step": len(paced), "launch": len(x), "batch": len(mb),
+            "used": {"step": len(paced), "launch": len(pairs), "batch": len(mb),
                      "launch_share": sum(bool(launch_marks(r)) for r in paced)},
             "ranges": {"ideal_step_ms": [min(r["host"]["step"] for r in paced),
                                          max(r["host"]["step"] for r in paced)],
