@@ -276,7 +276,12 @@ class Executor:
             self.spans["h2d" + lane.suffix].append((i, t0, t1))
 
     def _launch(self, i: int, lane: Lane, index: int, stream) -> None:
+        """Launch a lane's kernel for batch i; its GPU span and the host time its launch
+        took (`kernels`, summed by batch: a fused kernel's launch cost measured directly,
+        costmodel/host_fit.py) are kept."""
+        t = time.perf_counter()
         t0, t1 = lane.launch(self.S, i, index, stream)
+        self.host_ms["kernels"].append((i, (time.perf_counter() - t) * 1e3))
         self.spans[lane.kernels[index].name].append((i, t0, t1))
 
     def _release(self, i: int | None, stage: Stage, opened) -> None:
@@ -444,7 +449,7 @@ class Executor:
         self.spans.update({k.name: [] for _, _, k in self.kernels})
         self.ready: dict[int, list] = {}
         self.host_ms: dict[str, list] = {k: [] for k in ("stage", "step", "wait", "finish",
-                                                         "check", "join")}
+                                                         "check", "join", "kernels")}
         before = [(lane, i) for lane, i, k in self.kernels if k.stage == BEFORE_ITERATION]
         clock = time.perf_counter
         ahead = self.plan.batches_ahead
@@ -587,11 +592,15 @@ class Executor:
                          "batch_wait": tuple(rounded(S.ms(tops[i], afters[i])) for i in timed),
                          "busy": tuple(map(rounded, busy))}
         for name, xs in getattr(self, "host_ms", {}).items():
-            timed_xs = [ms for i, ms in xs if w <= i < total]
+            by_index: dict[int, float] = {}  # several launches of a batch's kernels: summed
+            for i, ms in xs:
+                by_index[i] = by_index.get(i, 0.0) + ms
+            timed_xs = [ms for i, ms in by_index.items() if w <= i < total]
             if timed_xs:
                 host[name] = spread(timed_xs)
-                # "wait" is logged by batch: batch i + 1's wait falls in iteration i
-                shift = 1 if name == "wait" else 0
+                # logged by batch: batch i + 1's wait falls in iteration i, and batch
+                # i + ahead's kernels are launched in it
+                shift = {"wait": 1, "kernels": self.plan.batches_ahead}.get(name, 0)
                 in_iteration: dict[int, float] = {}
                 for i, ms in xs:
                     in_iteration[i - shift] = in_iteration.get(i - shift, 0.0) + ms

@@ -4,7 +4,8 @@ minutes and write them as a machine profile (spec.machine.MachineProfile), which
 
 The host costs come from the trainer's own steps, timed by the executor as `corun
 execute` times them: `ideal` (the step's launches alone), gpu-sequential and a
-one-kernel plan (a fused kernel's launches, a batch's staging, assembly and check), and
+one-kernel plan (a fused kernel's launches, timed around each launch, and a batch's
+staging, assembly and check), and
 gpu-sequential replayed as CUDA graphs (its host step, less its kernel's launches, is the
 graphed step's: a graphed `ideal` replays ready batches and blocks for the GPU inside its
 step); costmodel/host_fit.py fits them as it fits the reference host's. With `--plans`,
@@ -100,6 +101,7 @@ def run(args: argparse.Namespace) -> int:
     import torch
 
     from corun.cli import command_line, progress, warn
+    from corun.costmodel.host_fit import LaunchSource
     from corun.spec.hardware import preset_of_device
     from corun.spec.provenance import git_commit
     from corun.spec.serde import save, to_jsonable, write_atomic
@@ -150,10 +152,11 @@ def run(args: argparse.Namespace) -> int:
     print(f"{name}: copy {profile.copy_bytes_per_s / 1e12:.2f} TB/s, bf16 GEMM "
           f"{profile.gemm_bf16_flops_per_s / 1e12:.0f} TFLOP/s; host step {h.step_ms:.3f} ms "
           f"eager, {h.graph_step_ms:.3f} ms graphed, {h.kernel_launch_ms:.3f} ms a kernel "
-          f"launch, {h.batch_fixed_ms:.3f} ms a batch ({h.measured_on}); "
+          f"launch ({launch.source.value}; the plans' steps give {launch.fitted_ms:.3f} "
+          f"+- {launch.stderr_ms:.3f}), {h.batch_fixed_ms:.3f} ms a batch ({h.measured_on}); "
           f"{len(profile.stages)} stage and {len(profile.kernels)} kernel timings in "
           f"{profile.measured_s:.0f} s -> {out}")
-    if launch.hidden:
+    if launch.source is LaunchSource.REFERENCE:
         warn(f"the fused-kernel launch cost fitted to {launch.fitted_ms:.3f} ms, standard "
              f"error {launch.stderr_ms:.3f} ms, at most {launch.ceiling_ms:.3f} ms by the "
              "graphed runs: the host's pace drifted between the runs more than a launch "

@@ -7,7 +7,8 @@ wait, finish, check; backend/executor.py). Three fits, each on the runs that sho
                     every one): there the step's host time is its launches alone;
   kernel_launch_ms  least squares through zero of (a strategy's host step - its
                     workload's ideal host step) against its fused-kernel host launches,
-                    over the host-paced runs;
+                    over the host-paced runs (calibrate takes the launches as the
+                    executor timed them, where it did: launch_fit);
   batch_fixed_ms,   a line of staging + assembly + check (stage + finish - wait + check)
   batch_ms_per_mb   against the batch's output MB, over every non-ideal GPU run (flat at
                     the median where the line falls with size or the sizes span less
@@ -29,6 +30,7 @@ import json
 import math
 import statistics
 from dataclasses import dataclass
+from enum import Enum
 from pathlib import Path
 
 import numpy as np
@@ -260,34 +262,66 @@ def owner_ms(rows: list[dict]) -> dict:
             "added_ms": [round(min(added), 3), round(max(added), 3)]}
 
 
+class LaunchSource(Enum):
+    """Where a profile's fused-kernel launch cost came from."""
+
+    TIMED = "timed"
+    """The executor's own clock around each kernel's launch (its `kernels` host piece)."""
+    FITTED = "fitted"
+    """The slope of plans' host steps over their ideal's against their launches."""
+    REFERENCE = "reference"
+    """The reference host's, scaled by this host's step: neither of the above holds."""
+
+
 @dataclass(frozen=True)
 class LaunchFit:
-    """A fused kernel's host launch cost as calibrate fits it from its rounds: the
-    least-squares slope of a plan's host step over its ideal's against its launches,
-    that slope's standard error, and whether the host's drift between runs hid it."""
+    """A fused kernel's host launch cost as calibrate takes it from its rounds, and the
+    fit that checks it: the least-squares slope of a plan's host step over its ideal's
+    against its launches, that slope's standard error, and whether the host's drift
+    between runs hid it."""
 
     ms: float
-    """The cost the profile keeps: the slope, or where it was hidden the reference
-    host's scaled by this host's step."""
+    """The cost the profile keeps (`source` says which)."""
+    source: LaunchSource
+    timed_ms: float | None
+    """The launches as the executor timed them, per launch (None: runs without the piece)."""
     fitted_ms: float
     stderr_ms: float
     ceiling_ms: float
     """The most a launch can cost: a graphed run's whole host step over its launches."""
     hidden: bool
+    """The slope is hidden by the host's drift."""
 
 
 def launch_fit(pairs: list[tuple[int, float]], graphed: list[tuple[int, float]],
-               step_ms: float) -> LaunchFit:
-    """The launch cost from (launches, host step less its round's ideal's) pairs and
-    (launches, host step) of graphed runs. It is hidden where the slope is not above
-    zero, not twice its standard error, or above what a graphed step allows: a lent
-    host's pace drifts between runs by more than a few launches cost."""
+               step_ms: float, timed_ms: float | None = None) -> LaunchFit:
+    """The launch cost: as the executor timed it (`timed_ms`) where the runs recorded it,
+    else the slope of the (launches, host step less its round's ideal's) pairs, unless the
+    host's drift hides it: the slope not above zero, not twice its standard error, or
+    above what the (launches, host step) of graphed runs allows (a lent host's pace
+    drifts between runs by more than a few launches cost); then the reference host's,
+    scaled by this host's step."""
     fitted, stderr = _slope_through_origin(pairs)
     ceiling = min((step / n for n, step in graphed if n > 0), default=math.inf)
     hidden = fitted <= 0 or stderr > fitted / 2 or fitted > ceiling
-    reference = HostCosts()
-    ms = reference.kernel_launch_ms * step_ms / reference.step_ms if hidden else fitted
-    return LaunchFit(ms, fitted, stderr, ceiling, hidden)
+    if timed_ms is not None:
+        ms, source = timed_ms, LaunchSource.TIMED
+    elif not hidden:
+        ms, source = fitted, LaunchSource.FITTED
+    else:
+        reference = HostCosts()
+        ms = reference.kernel_launch_ms * step_ms / reference.step_ms
+        source = LaunchSource.REFERENCE
+    return LaunchFit(ms, source, timed_ms, fitted, stderr, ceiling, hidden)
+
+
+def timed_launch_ms(rows: list[dict]) -> float | None:
+    """A fused kernel's host launch cost as the executor timed it: the median over eager
+    plan runs of their kernels' launch time a batch (the `kernels` host piece) over their
+    launches. None where no run recorded the piece."""
+    xs = [r["host"]["kernels"] / r["launches"] for r in rows
+          if r["strategy"] != "ideal" and r["launches"] > 0 and "kernels" in r["host"]]
+    return statistics.median(xs) if xs else None
 
 
 def _slope_through_origin(pairs: list[tuple[int, float]]) -> tuple[float, float]:
@@ -323,7 +357,7 @@ def host_times(rounds: list[list[dict]], graphed: list[dict],
     graphed_rows = rows_of(graphed, "calibrate")
     launch = launch_fit(_launch_pairs(rows, paced_ideals(rows)),
                         [(g["launches"], g["host"]["step"]) for g in graphed_rows],
-                        f["step_ms"])
+                        f["step_ms"], timed_launch_ms(rows))
     steps = [g["host"]["step"] - launch.ms * g["launches"] for g in graphed_rows]
     graph_step_ms = max(statistics.median(steps), MIN_GRAPH_STEP_MS)
     return HostTimes(f["step_ms"], graph_step_ms, launch.ms, f["batch_fixed_ms"],

@@ -40,8 +40,9 @@ class Measurement:
     notes: tuple[str, ...] = field(default_factory=tuple)
     host: dict[str, Spread] = field(default_factory=dict)
     """Host-thread time per iteration, by step (ms): staging, the training step with its
-    kernel launches, waiting for the next batch's id counts, assembly, the check; and
-    `launch:<stage>`, the step's host time from one stage's mark to the next (the
+    kernel launches, waiting for the next batch's id counts, assembly, the check;
+    `kernels`, the launches of a batch's fused kernels alone (in the step or before it);
+    and `launch:<stage>`, the step's host time from one stage's mark to the next (the
     launches of that stage's training work and of the kernels it releases)."""
     plan: Plan | None = None
     """The plan that ran (empty for ideal; one fused kernel for the GPU baselines)."""

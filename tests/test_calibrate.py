@@ -17,6 +17,8 @@ from corun.cli import main
 DEVICE = "NVIDIA H100 80GB HBM3"
 STEP_MS, LAUNCH_MS, BATCH_MS, GRAPH_MS = 2.5, 0.05, 0.3, 0.4
 KERNEL_MS = 0.5
+TIMED_LAUNCH_MS: float | None = LAUNCH_MS
+"""A fused kernel's launch as the executor times it (None: runs without the piece)."""
 
 
 def made_up_run(run: str) -> dict:
@@ -29,6 +31,8 @@ def made_up_run(run: str) -> dict:
     step = (GRAPH_MS if run.endswith("graphed") else STEP_MS) + LAUNCH_MS * launches
     host = {"step": step, **({} if run == "ideal" else {
         "stage": 0.1, "finish": 0.15, "wait": 0.0, "check": 0.05})}
+    if launches and TIMED_LAUNCH_MS is not None and not run.endswith("graphed"):
+        host["kernels"] = TIMED_LAUNCH_MS * launches
     host.update({f"launch:{s}": step / 9 for s in ("emb_fwd", "bottom_mlp_fwd",
                  "interaction_fwd", "top_mlp_fwd", "top_mlp_bwd", "interaction_bwd",
                  "bottom_mlp_bwd", "emb_bwd", "optimizer")})
@@ -225,6 +229,7 @@ def test_a_launch_cost_fitted_below_zero_is_replaced_with_a_warning(
     from corun.costmodel.host import HostCosts
 
     monkeypatch.setattr(sys.modules[__name__], "LAUNCH_MS", -0.01)
+    monkeypatch.setattr(sys.modules[__name__], "TIMED_LAUNCH_MS", None)
     out = tmp_path / "h100.json"
     assert main(["calibrate", "-o", str(out), "--rounds", "1", "--stages", "",
                  "--quiet"]) == 0
@@ -238,21 +243,43 @@ def test_a_launch_cost_fitted_below_zero_is_replaced_with_a_warning(
 def test_a_launch_cost_the_host_drift_hides_is_not_kept():
     """A slope no larger than twice its standard error, or larger than a graphed step
     allows, is the host's drift, not a launch: the reference host's cost, scaled, is kept.
-    A clear slope within the graphed bound is kept as fitted."""
+    A clear slope within the graphed bound is kept as fitted. Launches the executor timed
+    win over either."""
     from corun.costmodel.host import HostCosts
-    from corun.costmodel.host_fit import launch_fit
+    from corun.costmodel.host_fit import LaunchSource, launch_fit
 
     ref = HostCosts()
     scaled = ref.kernel_launch_ms * 3.0 / ref.step_ms
     clear = launch_fit([(3, 0.30), (2, 0.21), (3, 0.29), (2, 0.19)], [(3, 0.6)], 3.0)
     assert not clear.hidden and clear.ms == pytest.approx(clear.fitted_ms)
+    assert clear.source is LaunchSource.FITTED and clear.timed_ms is None
     assert clear.ms == pytest.approx(0.1, rel=0.05) and clear.stderr_ms < 0.01
     drift = launch_fit([(3, 1.2), (2, -0.4), (3, -0.5), (2, 0.9)], [(3, 3.0)], 3.0)
     assert drift.hidden and drift.stderr_ms > drift.fitted_ms / 2
-    assert drift.ms == pytest.approx(scaled)
+    assert drift.ms == pytest.approx(scaled) and drift.source is LaunchSource.REFERENCE
     capped = launch_fit([(3, 2.1), (2, 1.4)], [(3, 1.2)], 3.0)  # 0.7 ms a launch > 0.4
     assert capped.fitted_ms == pytest.approx(0.7) and capped.ceiling_ms == pytest.approx(0.4)
     assert capped.hidden and capped.ms == pytest.approx(scaled)
+    timed = launch_fit([(3, 1.2), (2, -0.4), (3, -0.5), (2, 0.9)], [(3, 3.0)], 3.0, 0.06)
+    assert timed.hidden and timed.ms == 0.06 and timed.source is LaunchSource.TIMED
+
+
+def test_launches_the_executor_timed_set_the_launch_cost_whatever_the_host_drift(
+        fake_gpu, tmp_path, capsys, monkeypatch):
+    """Rounds whose plans' steps ran faster than ideal's (a host that sped up between
+    runs) and whose kernels' launches the executor timed: the profile keeps the timed
+    launch (a batch's `kernels` piece over its launches), without a warning, and says
+    what the steps' slope gave."""
+    import sys
+
+    monkeypatch.setattr(sys.modules[__name__], "LAUNCH_MS", -0.01)
+    monkeypatch.setattr(sys.modules[__name__], "TIMED_LAUNCH_MS", 0.07)
+    out = tmp_path / "h100.json"
+    assert main(["calibrate", "-o", str(out), "--rounds", "1", "--stages", ""]) == 0
+    assert load(MachineProfile, out).host.kernel_launch_ms == pytest.approx(0.07)
+    captured = capsys.readouterr()
+    assert "0.070 ms a kernel launch (timed; the plans' steps give -0.010" in captured.out
+    assert "warning" not in captured.err
 
 
 def test_calibrate_refuses_a_plan_of_several_gpus(tmp_path, capsys):

@@ -78,6 +78,11 @@ def test_strategies_run_and_check(workload, tmp_path, strategy):
     assert sorted(per["iteration"])[ITERS // 2] == pytest.approx(m.iteration.median_ms, abs=1e-3)
     assert {"batch_wait", "busy", "host_step"} <= set(per)
     assert ("host_finish" in per) == (strategy != "ideal")
+    # the fused kernels' launches timed on the host, a batch's within its step's
+    assert ("kernels" in m.host) == bool(m.kernels)
+    if m.kernels:
+        assert 0 < m.host["kernels"].median_ms <= m.host["step"].p90_ms
+        assert any(x > 0 for x in per["host_kernels"])
     # each kernel's span batch by batch, in step with its spread (per-iteration values
     # are kept to 4 decimals of a ms, so one may round past the unrounded median)
     rounding_ms = 5e-5
