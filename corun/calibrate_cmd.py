@@ -153,7 +153,8 @@ def run(args: argparse.Namespace) -> int:
           f"{profile.gemm_bf16_flops_per_s / 1e12:.0f} TFLOP/s; host step {h.step_ms:.3f} ms "
           f"eager, {h.graph_step_ms:.3f} ms graphed, {h.kernel_launch_ms:.3f} ms a kernel "
           f"launch ({launch.source.value}; the plans' steps give {launch.fitted_ms:.3f} "
-          f"+- {launch.stderr_ms:.3f}), {h.batch_fixed_ms:.3f} ms a batch ({h.measured_on}); "
+          f"+- {launch.stderr_ms:.3f}), {h.plan_step_ms:.3f} ms more a plan's step, "
+          f"{h.batch_fixed_ms:.3f} ms a batch ({h.measured_on}); "
           f"{len(profile.stages)} stage and {len(profile.kernels)} kernel timings in "
           f"{profile.measured_s:.0f} s -> {out}")
     if launch.source is LaunchSource.REFERENCE:

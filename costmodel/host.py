@@ -132,6 +132,10 @@ class HostCosts:
     launch_share: tuple[tuple[str, float], ...] = ()
     """The one-GPU step's launch shares by stage where measured on this host, for models
     without shares of their own (MODEL_LAUNCH_SHARE); empty: LAUNCH_SHARE."""
+    plan_step_ms: float = 0.0
+    """One GPU's eager step of a plan that stages batches, beyond ideal's and its
+    kernels' launches (HostTimes.plan_step_ms; 0: folded into kernel_launch_ms, as the
+    reference fit is)."""
     source: str = "corun execute host breakdown, H200 machine (costmodel/host.py)"
 
     def measured(self, t: HostTimes, source: str) -> HostCosts:
@@ -143,7 +147,7 @@ class HostCosts:
         return replace(
             self, step_ms=t.step_ms, graph_step_ms=t.graph_step_ms,
             kernel_launch_ms=t.kernel_launch_ms, batch_fixed_ms=t.batch_fixed_ms,
-            batch_ms_per_mb=0.0,
+            batch_ms_per_mb=0.0, plan_step_ms=t.plan_step_ms,
             distributed_step_ms=self.distributed_step_ms * speed,
             distributed_kernel_launch_ms=self.distributed_kernel_launch_ms * speed,
             distributed_batch_fixed_ms=self.distributed_batch_fixed_ms * speed,
@@ -165,20 +169,23 @@ class HostCosts:
         batch = fixed + per_mb * output_mb if batches else 0.0
         if batches and gpus > 1 and owner_share > 0:
             batch += self.distributed_owner_lane_ms
-        return (self._step_ms(gpus, graphs, workers) - self.owner_saved_ms(gpus, owner_share)
-                + launch * kernel_launches + batch)
+        return (self._step_ms(gpus, graphs, workers, batches)
+                - self.owner_saved_ms(gpus, owner_share) + launch * kernel_launches + batch)
 
     def owner_saved_ms(self, gpus: int, owner_share: float) -> float:
         """Host time the input all-to-all saves for the share of tables owner-mapped."""
         return self.distributed_owner_a2a_ms * owner_share if gpus > 1 else 0.0
 
-    def _step_ms(self, gpus: int, graphs: bool, workers: bool) -> float:
+    def _step_ms(self, gpus: int, graphs: bool, workers: bool, batches: bool) -> float:
         """The step's own launches: the graphed step, or the eager one plus what host
-        workers preprocessing beside the launching thread cost it (`workers`)."""
+        workers preprocessing beside the launching thread cost it (`workers`) and, on
+        one GPU, what a plan that stages batches adds to it (`batches`)."""
         if graphs:
             return self.graph_step_ms
         extra = (self.distributed_workers_ms if gpus > 1 else self.workers_ms) \
             if workers else 0.0
+        if batches and gpus == 1:
+            extra += self.plan_step_ms
         return self._constants(gpus)[0] + extra
 
     def turnaround_ms(self, host_thread: bool, gpus: int = 1) -> float:
@@ -193,16 +200,17 @@ class HostCosts:
     def launched_ms(self, stages: Sequence[Stage], launches_at: Sequence[int],
                     launches_before: int, gpus: int = 1, graphs: bool = False,
                     model: str = "", workers: bool = False,
-                    owner_share: float = 0.0) -> tuple[float, ...]:
+                    owner_share: float = 0.0, batches: bool = False) -> tuple[float, ...]:
         """Per stage position, the host's time from the start of a step's launches until
         that stage's are all made (the last: every launch of the step): the step's own
         launches shared out by stage (LAUNCH_SHARE), each fused kernel's three or one at
         the stage that releases it (`launches_at`), those before the iteration first;
         `model`'s own shares where measured (MODEL_LAUNCH_SHARE, one GPU); the input
-        all-to-all's launches less what owner-mapped tables save (`owner_share`).
+        all-to-all's launches less what owner-mapped tables save (`owner_share`); the
+        step of a plan that stages batches (`batches`) with what it adds (plan_step_ms).
         The GPU begins a stage no earlier than the stages before it are launched."""
         launch = self._constants(gpus)[1]
-        step = self._step_ms(gpus, graphs, workers)
+        step = self._step_ms(gpus, graphs, workers, batches)
         table = DISTRIBUTED_LAUNCH_SHARE if gpus > 1 else (
             MODEL_LAUNCH_SHARE.get(model) or dict(self.launch_share) or LAUNCH_SHARE)
         mean = sum(table.values()) / len(table)

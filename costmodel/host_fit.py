@@ -324,6 +324,19 @@ def timed_launch_ms(rows: list[dict]) -> float | None:
     return statistics.median(xs) if xs else None
 
 
+def plan_step_ms(rows: list[dict]) -> float:
+    """What an eager plan's step costs the host beyond ideal's and its kernels' launches:
+    the median over plan runs with timed launches (the `kernels` host piece) next to a
+    host-paced ideal of (host step - ideal's - the launches), not below 0; 0 where no
+    run timed its launches."""
+    paced = paced_ideals(rows)
+    ideal = {workload(r): r for r in rows if r["strategy"] == "ideal"}
+    xs = [r["host"]["step"] - ideal[workload(r)]["host"]["step"] - r["host"]["kernels"]
+          for r in rows if r["strategy"] != "ideal" and "kernels" in r["host"]
+          and ideal.get(workload(r)) in paced]
+    return max(0.0, statistics.median(xs)) if xs else 0.0
+
+
 def _slope_through_origin(pairs: list[tuple[int, float]]) -> tuple[float, float]:
     """The least-squares slope of y on x through the origin over (x, y) pairs, and its
     standard error (0 and inf where no x is above zero; inf from one pair)."""
@@ -360,8 +373,9 @@ def host_times(rounds: list[list[dict]], graphed: list[dict],
                         f["step_ms"], timed_launch_ms(rows))
     steps = [g["host"]["step"] - launch.ms * g["launches"] for g in graphed_rows]
     graph_step_ms = max(statistics.median(steps), MIN_GRAPH_STEP_MS)
+    plan_ms = plan_step_ms(rows) if launch.source is LaunchSource.TIMED else 0.0
     return HostTimes(f["step_ms"], graph_step_ms, launch.ms, f["batch_fixed_ms"],
-                     f["launch_share"], measured_on), launch
+                     f["launch_share"], measured_on, plan_ms), launch
 
 
 def fit(rows: list[dict]) -> dict:

@@ -366,8 +366,9 @@ def machine_section(ds: Dataset) -> list[str]:
                   f"Copy {profile.copy_bytes_per_s / 1e12:.2f} TB/s, bf16 GEMM "
                   f"{profile.gemm_bf16_flops_per_s / 1e12:.0f} TFLOP/s; host step "
                   f"{h.step_ms:.3f} ms eager and {h.graph_step_ms:.3f} ms graphed, "
-                  f"{h.kernel_launch_ms:.3f} ms a kernel launch, {h.batch_fixed_ms:.3f} ms "
-                  f"a batch ({h.measured_on})"
+                  f"{h.kernel_launch_ms:.3f} ms a kernel launch, "
+                  + (f"{h.plan_step_ms:.3f} ms more a plan's step, " if h.plan_step_ms else "")
+                  + f"{h.batch_fixed_ms:.3f} ms a batch ({h.measured_on})"
                   + (f"; {len(profile.stages)} stage and {len(profile.kernels)} kernel "
                      f"timings{_in_steps(profile)}, measured in {profile.measured_s:.0f} s"
                      if profile.measured_s else "") + ".", ""]

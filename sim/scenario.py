@@ -541,7 +541,8 @@ def compile_scenario(sc: Scenario, cm: CostModel) -> Compiled:
             before = kernel_launches([k for k in mine if k.release is None], pipeline)
             launched = host.launched_ms(stages, at, before, hw.gpu_count,
                                              model.cuda_graphs, model.name, workers,
-                                             owner_share)
+                                             owner_share,
+                                             sc.strategy.kind is not StrategyKind.IDEAL)
         waits = model.waits_for_id_counts(hw.gpu_count)
         turnaround = host.turnaround_ms(sc.host_thread and waits, hw.gpu_count)
         gpus.append(_scaled(GpuTables(stages, stage_ms, tuple(comm.get(s, 0.0) for s in stages),

@@ -151,11 +151,16 @@ class HostTimes:
     host's)."""
     measured_on: str = ""
     """The model and batch whose steps were timed (`criteo-kaggle b4096`)."""
+    plan_step_ms: float = 0.0
+    """What an eager plan's step costs the host beyond ideal's step and its fused
+    kernels' launches (the batch work on the feed thread beside it, the marks that
+    release kernels); 0 where it was not told apart from the launches (a profile
+    without timed launches)."""
 
     def __post_init__(self) -> None:
         for f in ("step_ms", "graph_step_ms"):
             require_positive(f, getattr(self, f))
-        for f in ("kernel_launch_ms", "batch_fixed_ms"):
+        for f in ("kernel_launch_ms", "batch_fixed_ms", "plan_step_ms"):
             v = getattr(self, f)
             require(isinstance(v, int | float) and 0 <= v < float("inf"), f, v,
                     "a finite number of ms >= 0")

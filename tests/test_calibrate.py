@@ -17,6 +17,8 @@ from corun.cli import main
 DEVICE = "NVIDIA H100 80GB HBM3"
 STEP_MS, LAUNCH_MS, BATCH_MS, GRAPH_MS = 2.5, 0.05, 0.3, 0.4
 KERNEL_MS = 0.5
+PLAN_STEP_MS = 0.2
+"""What an eager plan's step costs beyond ideal's and its kernels' launches."""
 TIMED_LAUNCH_MS: float | None = LAUNCH_MS
 """A fused kernel's launch as the executor times it (None: runs without the piece)."""
 
@@ -29,6 +31,8 @@ def made_up_run(run: str) -> dict:
                                                         "emb_fwd").kernels
     launches = kernel_launches(kernels, pipeline)
     step = (GRAPH_MS if run.endswith("graphed") else STEP_MS) + LAUNCH_MS * launches
+    if run not in ("ideal", "gpu-sequential-graphed"):
+        step += PLAN_STEP_MS
     host = {"step": step, **({} if run == "ideal" else {
         "stage": 0.1, "finish": 0.15, "wait": 0.0, "check": 0.05})}
     if launches and TIMED_LAUNCH_MS is not None and not run.endswith("graphed"):
@@ -111,6 +115,7 @@ def test_calibrate_fits_the_host_and_resumes_where_it_stopped(fake_gpu, tmp_path
     assert p.device == DEVICE and p.gpu_preset == "h100"
     assert p.host.step_ms == pytest.approx(STEP_MS)
     assert p.host.kernel_launch_ms == pytest.approx(LAUNCH_MS)
+    assert p.host.plan_step_ms == pytest.approx(PLAN_STEP_MS)
     assert p.host.batch_fixed_ms == pytest.approx(BATCH_MS)
     assert p.host.graph_step_ms == pytest.approx(GRAPH_MS)
     assert {(t.batch_per_gpu, t.stage) for t in p.stages} == {
@@ -230,12 +235,14 @@ def test_a_launch_cost_fitted_below_zero_is_replaced_with_a_warning(
 
     monkeypatch.setattr(sys.modules[__name__], "LAUNCH_MS", -0.01)
     monkeypatch.setattr(sys.modules[__name__], "TIMED_LAUNCH_MS", None)
+    monkeypatch.setattr(sys.modules[__name__], "PLAN_STEP_MS", 0.0)
     out = tmp_path / "h100.json"
     assert main(["calibrate", "-o", str(out), "--rounds", "1", "--stages", "",
                  "--quiet"]) == 0
     ref = HostCosts()
-    assert load(MachineProfile, out).host.kernel_launch_ms == pytest.approx(
-        ref.kernel_launch_ms * STEP_MS / ref.step_ms)
+    host = load(MachineProfile, out).host
+    assert host.kernel_launch_ms == pytest.approx(ref.kernel_launch_ms * STEP_MS / ref.step_ms)
+    assert host.plan_step_ms == 0.0  # not told apart from the launches without their timing
     err = capsys.readouterr().err
     assert "launch cost fitted to -0.010 ms" in err and "reference host's scaled" in err
 
@@ -269,14 +276,17 @@ def test_launches_the_executor_timed_set_the_launch_cost_whatever_the_host_drift
     """Rounds whose plans' steps ran faster than ideal's (a host that sped up between
     runs) and whose kernels' launches the executor timed: the profile keeps the timed
     launch (a batch's `kernels` piece over its launches), without a warning, and says
-    what the steps' slope gave."""
+    what the steps' slope gave; the plans' steps beyond ideal's and their launches, here
+    below zero, add nothing."""
     import sys
 
     monkeypatch.setattr(sys.modules[__name__], "LAUNCH_MS", -0.01)
     monkeypatch.setattr(sys.modules[__name__], "TIMED_LAUNCH_MS", 0.07)
+    monkeypatch.setattr(sys.modules[__name__], "PLAN_STEP_MS", 0.0)
     out = tmp_path / "h100.json"
     assert main(["calibrate", "-o", str(out), "--rounds", "1", "--stages", ""]) == 0
-    assert load(MachineProfile, out).host.kernel_launch_ms == pytest.approx(0.07)
+    host = load(MachineProfile, out).host
+    assert host.kernel_launch_ms == pytest.approx(0.07) and host.plan_step_ms == 0.0
     captured = capsys.readouterr()
     assert "0.070 ms a kernel launch (timed; the plans' steps give -0.010" in captured.out
     assert "warning" not in captured.err
@@ -378,6 +388,7 @@ def test_a_profile_of_another_corun_version_is_used_with_a_warning(tmp_path, cap
     ("step_ms", 0.0, "step_ms = 0.0: a finite number > 0"),
     ("kernel_launch_ms", float("nan"), "kernel_launch_ms = nan: a finite number of ms >= 0"),
     ("launch_share", {"emb_fwd": 2.0}, "launch_share.emb_fwd = 2.0: a share in [0, 1]"),
+    ("plan_step_ms", -0.1, "plan_step_ms = -0.1: a finite number of ms >= 0"),
 ])
 def test_host_times_name_a_bad_field(field, value, says):
     import re

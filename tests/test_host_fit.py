@@ -208,6 +208,32 @@ def test_owner_share_shortens_only_the_distributed_step_and_its_input_all_to_all
         [h.distributed_owner_a2a_ms] * 3)
 
 
+def test_a_measured_plan_step_lengthens_only_an_eager_plan_on_one_gpu():
+    """A host whose plans' eager steps cost more than ideal's beyond their launches
+    (HostTimes.plan_step_ms): one GPU's plan that stages batches pays it in its iteration
+    and across its stages' launches; ideal, a graphed step and several GPUs do not."""
+    from dataclasses import replace
+
+    from corun.costmodel.host import H200_HOST
+    from corun.spec import Stage
+    from corun.spec.hardware import HostTimes
+
+    times = HostTimes(step_ms=3.0, graph_step_ms=0.2, kernel_launch_ms=0.03,
+                      batch_fixed_ms=0.1, plan_step_ms=0.25)
+    h = H200_HOST.measured(times, "test")
+    folded = H200_HOST.measured(replace(times, plan_step_ms=0.0), "test")
+    assert h.iteration_ms(3, 2.0, True) - folded.iteration_ms(3, 2.0, True) == \
+        pytest.approx(0.25)
+    for kw in ({"batches": False}, {"batches": True, "graphs": True},
+               {"batches": True, "gpus": 2}):
+        assert h.iteration_ms(3, 2.0, **kw) == folded.iteration_ms(3, 2.0, **kw)
+    stages = [Stage.EMB_FWD, Stage.TOP_MLP_FWD, Stage.OPTIMIZER]
+    plan = h.launched_ms(stages, [1, 0, 0], 0, batches=True)
+    assert plan[-1] - folded.launched_ms(stages, [1, 0, 0], 0, batches=True)[-1] == \
+        pytest.approx(0.25)
+    assert h.launched_ms(stages, [1, 0, 0], 0) == folded.launched_ms(stages, [1, 0, 0], 0)
+
+
 def ideal_step_row(model: str, batch: int, step_ms: float) -> dict:
     """A one-GPU ideal row of the host-steps matrix, as rows_of writes it."""
     return {"source": "x", "pipeline": "kaggle", "model": model, "batch": batch,
