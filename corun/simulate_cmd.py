@@ -48,8 +48,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-host-thread", dest="host_thread", action="store_false",
                    help="leave out the host thread that launches and feeds each GPU "
                    "(costmodel/host.py): the GPU side alone, as if launches were free")
-    p.add_argument("--model", default="criteo-kaggle", help="model preset or file")
-    p.add_argument("--pipeline", default="kaggle", help="pipeline preset or file")
+    p.add_argument("--model", help="model preset or file (default: the --plan's, else "
+                   "criteo-kaggle)")
+    p.add_argument("--pipeline", help="pipeline preset or file (default: the --plan's, "
+                   "else kaggle)")
     p.add_argument("--batch", type=int, help="batch per GPU (default: the --plan's, else "
                    "the model's)")
     add_cuda_graphs_argument(p)
@@ -115,8 +117,9 @@ def run(args: argparse.Namespace) -> int:
     hw = on_machine(resolve_hardware(args.hardware, args.gpus, args.interconnect,
                                      args.host_cores), args.machine, warn)
     plan = load(Plan, args.plan) if args.plan else None
-    model = resolve_model(args.model, plan_batch(args, plan), wants_graphs(args, plan))
-    pipeline = resolve_pipeline(args.pipeline)
+    model = resolve_model(args.model or (plan.model if plan else "criteo-kaggle"),
+                          plan_batch(args, plan), wants_graphs(args, plan))
+    pipeline = resolve_pipeline(args.pipeline or (plan.pipeline if plan else "kaggle"))
     strategies = strategies_for(args.strategy, hw, plan)
     if args.trace and len(strategies) > 1:
         raise SpecError("--trace", args.trace, "one strategy (use --out DIR for all)")

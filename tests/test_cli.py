@@ -156,6 +156,30 @@ def test_plan_file(tmp_path, capsys):
     assert json.loads(capsys.readouterr().out)["strategy"] == "plan:kaggle"
 
 
+def test_a_plan_file_brings_its_model_and_pipeline(tmp_path, capsys):
+    """simulate --plan takes the plan's model and pipeline unless told others, as execute
+    does; a workload given that is not the plan's is refused, naming both pipelines."""
+    from dataclasses import replace
+
+    from corun.spec.serde import save
+
+    from corun import spec
+
+    path = tmp_path / "plan.json"
+    plan = spec.one_kernel_plan(spec.pipeline_preset("heavy-rehash"), "heavy-lean", 1,
+                                "emb_bwd")
+    save(replace(plan, batch_per_gpu=8192), path)
+    argv = ["simulate", "--strategy", "plan", "--plan", str(path), "--json", "--quiet",
+            "--iterations", "3"]
+    assert main(argv) == 0
+    pred = json.loads(capsys.readouterr().out)
+    assert (pred["model"], pred["pipeline"], pred["batch_per_gpu"]) == \
+        ("heavy-lean", "heavy-rehash", 8192)
+    assert main([*argv, "--model", "criteo-kaggle", "--pipeline", "kaggle"]) == 2
+    assert "plan.pipeline = 'heavy-rehash': the pipeline it runs with ('kaggle')" in \
+        capsys.readouterr().err
+
+
 def test_host_thread_on_by_default_and_off_on_request(capsys):
     """ideal on one H200 is bound by the host thread's step launch (costmodel/host.py);
     --no-host-thread gives the GPU side alone, which is faster."""
