@@ -324,16 +324,13 @@ def timed_launch_ms(rows: list[dict]) -> float | None:
     return statistics.median(xs) if xs else None
 
 
-def plan_step_ms(rows: list[dict]) -> float:
+def plan_step_ms(rows: list[dict], paced: list[dict]) -> float:
     """What an eager plan's step costs the host beyond ideal's and its kernels' launches:
     the median over plan runs with timed launches (the `kernels` host piece) next to a
-    host-paced ideal of (host step - ideal's - the launches), not below 0; 0 where no
-    run timed its launches."""
-    paced = paced_ideals(rows)
-    ideal = {workload(r): r for r in rows if r["strategy"] == "ideal"}
-    xs = [r["host"]["step"] - ideal[workload(r)]["host"]["step"] - r["host"]["kernels"]
-          for r in rows if r["strategy"] != "ideal" and "kernels" in r["host"]
-          and ideal.get(workload(r)) in paced]
+    host-paced ideal (`paced`) of (host step - ideal's - the launches), not below 0; 0
+    where no run timed its launches."""
+    xs = [over - r["host"]["kernels"] for r, over in _over_ideal(rows, paced)
+          if "kernels" in r["host"]]
     return max(0.0, statistics.median(xs)) if xs else 0.0
 
 
@@ -349,11 +346,17 @@ def _slope_through_origin(pairs: list[tuple[int, float]]) -> tuple[float, float]
     return slope, math.sqrt(float(np.sum((y - slope * x) ** 2)) / (len(x) - 1) / (x @ x))
 
 
+def _over_ideal(rows: list[dict], paced: list[dict]) -> list[tuple[dict, float]]:
+    """(run, host step less its workload's ideal's) of every plan run whose ideal is
+    host-paced (in `paced`)."""
+    ideal = {workload(r): r for r in rows if r["strategy"] == "ideal"}
+    return [(r, r["host"]["step"] - ideal[workload(r)]["host"]["step"])
+            for r in rows if r["strategy"] != "ideal" and ideal.get(workload(r)) in paced]
+
+
 def _launch_pairs(rows: list[dict], paced: list[dict]) -> list[tuple[int, float]]:
     """(launches, host step less its workload's host-paced ideal's) of every plan run."""
-    ideal = {workload(r): r for r in rows if r["strategy"] == "ideal"}
-    return [(r["launches"], r["host"]["step"] - ideal[workload(r)]["host"]["step"])
-            for r in rows if r["strategy"] != "ideal" and ideal.get(workload(r)) in paced]
+    return [(r["launches"], over) for r, over in _over_ideal(rows, paced)]
 
 
 def host_times(rounds: list[list[dict]], graphed: list[dict],
@@ -368,12 +371,13 @@ def host_times(rounds: list[list[dict]], graphed: list[dict],
             for row in rows_of(cases, f"calibrate-round-{i}")]
     f = fit_pieces(rows)
     graphed_rows = rows_of(graphed, "calibrate")
-    launch = launch_fit(_launch_pairs(rows, paced_ideals(rows)),
+    paced = paced_ideals(rows)
+    launch = launch_fit(_launch_pairs(rows, paced),
                         [(g["launches"], g["host"]["step"]) for g in graphed_rows],
                         f["step_ms"], timed_launch_ms(rows))
     steps = [g["host"]["step"] - launch.ms * g["launches"] for g in graphed_rows]
     graph_step_ms = max(statistics.median(steps), MIN_GRAPH_STEP_MS)
-    plan_ms = plan_step_ms(rows) if launch.source is LaunchSource.TIMED else 0.0
+    plan_ms = plan_step_ms(rows, paced) if launch.source is LaunchSource.TIMED else 0.0
     return HostTimes(f["step_ms"], graph_step_ms, launch.ms, f["batch_fixed_ms"],
                      f["launch_share"], measured_on, plan_ms), launch
 
