@@ -3,8 +3,14 @@
 from __future__ import annotations
 
 import numpy as np
-from corun.costmodel.features import STAGE_ONEHOT_COLUMN, STAGES
-from sklearn.base import BaseEstimator, RegressorMixin
+from corun.costmodel.features import (
+    KERNEL_BYTES_US_COLUMN,
+    KERNEL_FLOOR_US,
+    KERNEL_OPS_US_COLUMN,
+    STAGE_ONEHOT_COLUMN,
+    STAGES,
+)
+from sklearn.base import BaseEstimator, RegressorMixin, clone
 
 
 def kernel_regressor(seed: int):
@@ -15,6 +21,52 @@ def kernel_regressor(seed: int):
     return TransformedTargetRegressor(
         HistGradientBoostingRegressor(max_iter=300, learning_rate=0.08, random_state=seed),
         func=np.log, inverse_func=np.exp)
+
+
+def kernel_alone_regressor(seed: int) -> OverRoofline:
+    """The kernel-alone target: the trees on the kernel's time over its roofline."""
+    return OverRoofline(kernel_regressor(seed))
+
+
+class OverRoofline(RegressorMixin, BaseEstimator):
+    """A kernel's time as `inner` fitted on its ratio to the kernel's roofline: the larger
+    of its bytes at the copy ceiling and its integer work at the issue rate, plus
+    `floor_us` (the device's least time a kernel takes). Trees answer a kernel unlike
+    any profiled with the ratio of its nearest profiled ones, not their time: RAP's
+    one-op kernels stream more bytes for less work than any fused chain profiled, and
+    on raw times the trees put them at 2.2-3x their measured time.
+
+    X's columns KERNEL_BYTES_US_COLUMN and KERNEL_OPS_US_COLUMN are log1p of those two
+    roofline times in microseconds (features.kernel_features); y must be positive.
+    scikit-learn's estimator contract holds as for PerStageRidge."""
+
+    def __init__(self, inner=None, floor_us: float = KERNEL_FLOOR_US) -> None:
+        self.inner = inner
+        self.floor_us = floor_us
+
+    def roofline_ms(self, x: np.ndarray) -> np.ndarray:
+        us = np.maximum(np.expm1(x[:, KERNEL_BYTES_US_COLUMN]),
+                        np.expm1(x[:, KERNEL_OPS_US_COLUMN]))
+        return (np.maximum(us, 0.0) + self.floor_us) * 1e-3
+
+    def fit(self, X, y) -> OverRoofline:  # noqa: N803 - scikit-learn's names
+        from sklearn.utils.validation import check_X_y
+
+        x, y = check_X_y(X, y, y_numeric=True)
+        if (y <= 0).any():
+            raise ValueError("OverRoofline: y must be positive (a time)")
+        if not self.floor_us > 0:
+            raise ValueError(f"OverRoofline: floor_us must be positive, not {self.floor_us}")
+        self.n_features_in_ = x.shape[1]
+        self.inner_ = clone(self.inner).fit(x, y / self.roofline_ms(x))
+        return self
+
+    def predict(self, X) -> np.ndarray:  # noqa: N803 - scikit-learn's names
+        from sklearn.utils.validation import check_array, check_is_fitted
+
+        check_is_fitted(self)
+        x = check_array(X)
+        return self.inner_.predict(x) * self.roofline_ms(x)
 
 
 def stage_regressor() -> PerStageRidge:

@@ -39,6 +39,15 @@ def num(r: dict, k: str, default: float = 0.0) -> float:
     return float(v) if v not in ("", None) else default
 
 
+KERNEL_BYTES_US_COLUMN = 0
+"""Where kernel_features puts log1p of the kernel's bytes at the copy ceiling, in us."""
+KERNEL_OPS_US_COLUMN = 1
+"""Where kernel_features puts log1p of its integer work at the issue rate, in us."""
+KERNEL_FLOOR_US = 6.0
+"""The least device time a kernel takes, in us: the back-to-back launch gap on Hopper
+that costmodel.analytic.STAGE_KERNEL_LAUNCH_MS states."""
+
+
 def kernel_features(r: dict) -> list[float]:
     g = gpu_of(r["gpu"])
     nodes = max(num(r, "nodes"), 1.0)
@@ -69,7 +78,7 @@ parallelism, kernels)."""
 LOOKUP_STAGES = ("emb_bwd", "optimizer")
 """Stages whose time follows the id count (StageWork.lookups), each its own feature (and
 the fused update's emb_bwd a third: its cost per id is another)."""
-FEATURES_VERSION = "12"
+FEATURES_VERSION = "13"
 """Bumped when the features or estimators change: a model saved under another is refitted."""
 
 

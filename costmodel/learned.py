@@ -2,7 +2,9 @@
 CostModel the simulator asks (LearnedCostModel).
 
 Four targets, each learned on a log scale:
-  kernel alone     kernel_alone_ms                     from the kernel's features (where
+  kernel alone     kernel_alone_ms / roofline          from the kernel's features (the
+                   roofline: its bytes at the copy ceiling or its integer work at the
+                   issue rate, the larger, plus a floor: estimators.OverRoofline; where
                    the profile timed the same kernel at two or more other row counts, the
                    line through them answers instead: CoRunModel.kernel_alone_ms);
   kernel co-run    kernel_corun_ms / (kernel alone + stage alone ms)
@@ -30,8 +32,8 @@ from pathlib import Path
 import numpy as np
 from corun.costmodel import model_file
 from corun.costmodel.features import (
+    CORUN_TARGETS,
     GPU_PRESETS,
-    TARGETS,
     design,
     fitted,
     gpu_of,
@@ -144,14 +146,18 @@ class CoRunModel(BaseEstimator):
         was put at 1.78 ms alone by the trees against 2.94 measured, and graphed
         heavy-lean b16384's plan releasing it at interaction_bwd was predicted 3.44 ms
         against 4.66 measured."""
-        from corun.costmodel.estimators import kernel_regressor, stage_regressor  # sklearn: 1 s
+        from corun.costmodel.estimators import (  # sklearn: 1 s
+            kernel_alone_regressor,
+            kernel_regressor,
+            stage_regressor,
+        )
 
         rows = [r for r in X if fitted(r)]
         lookup = [r for r in lookup if fitted(r)]
         xk, xks = design(rows)
         y = targets(rows)
-        self.estimators_ = {t: kernel_regressor(self.seed) for t in TARGETS
-                            if t != "stage_alone"}
+        self.estimators_ = {t: kernel_regressor(self.seed) for t in CORUN_TARGETS}
+        self.estimators_["kernel_alone"] = kernel_alone_regressor(self.seed)
         self.estimators_["stage_alone"] = stage_regressor()
         self.estimators_["kernel_alone"].fit(xk, np.maximum(y["kernel_alone"], 1e-4))
         for t in ("kernel_corun", "stage_slowdown"):

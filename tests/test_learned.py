@@ -20,9 +20,9 @@ STAGES = features.STAGES
 
 def synthetic_profile(path, rng: np.random.Generator, shapes: int = 24) -> None:
     """Rows shaped like `corun profile`'s, whose times follow a smooth law of the
-    features with 2% noise: a bandwidth-bound kernel slowed by a stage's bandwidth;
-    `shapes` kernel feature sets, each at three launch shapes."""
-    bw = 4.2e12
+    features with 2% noise: a kernel bound by its bytes or its integer work, slowed by a
+    stage's bandwidth; `shapes` kernel feature sets, each at three launch shapes."""
+    bw, issue = 4.2e12, 1.7e13
     rows = []
     combos = [(m, b) for m in ("m1", "m2", "m3") for b in (2048, 4096)]
     kernels = []
@@ -36,7 +36,8 @@ def synthetic_profile(path, rng: np.random.Generator, shapes: int = 24) -> None:
     for model, batch in combos:
         scale = batch / 4096 * {"m1": 1.0, "m2": 1.7, "m3": 0.6}[model]
         for name, nbytes, ops, mix, blocks in kernels:
-            alone = 0.01 + nbytes / (bw * 0.3 * min(1.0, blocks / 264)) * 1e3
+            alone = 0.01 + max(nbytes / (bw * 0.3), ops / (issue * 0.5)) \
+                / min(1.0, blocks / 264) * 1e3
             for i, st in enumerate(STAGES):
                 s_bytes = scale * 1e8 * (1 + i % 4)
                 s_alone = 0.05 + s_bytes / (bw * 0.6) * 1e3
@@ -534,6 +535,45 @@ def test_the_stage_regressor_follows_scikit_learns_estimator_contract():
     assert np.mean(np.abs(est.predict(x) / y - 1)) < 0.6
     with pytest.raises(ValueError, match="positive"):
         clone(est).fit(x, -y)
+
+
+def test_the_kernel_alone_regressor_carries_a_ratio_to_the_roofline_beyond_its_rows():
+    """OverRoofline: kernels profiled all bound by their integer work at 1.7x its
+    roofline, then one bound by its bytes, four times more than any profiled: answered
+    at 1.7x its own roofline, where the trees on raw times put it at the largest time
+    they saw. It follows scikit-learn's contract and refuses a bad floor or time."""
+    import pickle
+
+    from corun.costmodel.estimators import OverRoofline, kernel_alone_regressor, kernel_regressor
+    from corun.costmodel.features import KERNEL_BYTES_US_COLUMN, KERNEL_OPS_US_COLUMN
+    from sklearn.base import clone
+    from sklearn.exceptions import NotFittedError
+
+    rng = np.random.default_rng(5)
+    ops_us = rng.uniform(50, 500, 200)
+    x = np.zeros((200, 4))
+    x[:, KERNEL_OPS_US_COLUMN] = np.log1p(ops_us)
+    x[:, KERNEL_BYTES_US_COLUMN] = np.log1p(0.5 * ops_us)
+    x[:, 3] = rng.uniform(0, 1, 200)  # a feature the time does not follow
+    y = 1.7 * (ops_us + 6.0) * 1e-3
+    est = kernel_alone_regressor(seed=0)
+    assert isinstance(est, OverRoofline)
+    with pytest.raises(NotFittedError):
+        est.predict(x)
+    assert est.fit(x, y) is est and est.n_features_in_ == 4
+    streaming = np.zeros((1, 4))
+    streaming[0, KERNEL_BYTES_US_COLUMN] = np.log1p(2000.0)
+    streaming[0, KERNEL_OPS_US_COLUMN] = np.log1p(100.0)
+    want = 1.7 * 2006.0 * 1e-3
+    assert est.predict(streaming)[0] == pytest.approx(want, rel=0.05)
+    raw = kernel_regressor(seed=0).fit(x, y)
+    assert raw.predict(streaming)[0] < 0.5 * want
+    assert clone(est).get_params()["floor_us"] == est.floor_us
+    assert np.allclose(pickle.loads(pickle.dumps(est)).predict(x), est.predict(x))
+    with pytest.raises(ValueError, match="positive"):
+        clone(est).fit(x, -y)
+    with pytest.raises(ValueError, match="floor_us"):
+        OverRoofline(kernel_regressor(0), floor_us=0.0).fit(x, y)
 
 
 def test_the_co_run_model_follows_the_estimator_contract(profile_csv):
