@@ -34,7 +34,8 @@ class OverRoofline(RegressorMixin, BaseEstimator):
     `floor_us` (the device's least time a kernel takes). Trees answer a kernel unlike
     any profiled with the ratio of its nearest profiled ones, not their time: RAP's
     one-op kernels stream more bytes for less work than any fused chain profiled, and
-    on raw times the trees put them at 2.2-3x their measured time.
+    on raw times the trees put them at 2.2-3x what `corun calibrate` timed on an H100
+    (validation/machines/h100-g-1.json, heavy-rehash at 16384 rows).
 
     X's columns KERNEL_BYTES_US_COLUMN and KERNEL_OPS_US_COLUMN are log1p of those two
     roofline times in microseconds (features.kernel_features); y must be positive.
