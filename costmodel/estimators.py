@@ -41,7 +41,7 @@ class OverRoofline(RegressorMixin, BaseEstimator):
     roofline times in microseconds (features.kernel_features); y must be positive.
     scikit-learn's estimator contract holds as for PerStageRidge."""
 
-    def __init__(self, inner=None, floor_us: float = KERNEL_FLOOR_US) -> None:
+    def __init__(self, inner, floor_us: float = KERNEL_FLOOR_US) -> None:
         self.inner = inner
         self.floor_us = floor_us
 
