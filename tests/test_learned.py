@@ -576,6 +576,19 @@ def test_the_kernel_alone_regressor_carries_a_ratio_to_the_roofline_beyond_its_r
         OverRoofline(kernel_regressor(0), floor_us=0.0).fit(x, y)
 
 
+def test_the_roofline_columns_are_where_kernel_features_puts_them(profile_csv):
+    """OverRoofline reads a kernel's roofline from two feature columns by position: they
+    hold log1p of its bytes at the copy ceiling and of its integer work at the issue
+    rate, in us."""
+    r = learned.read_profile(profile_csv)[0]
+    g = features.gpu_of(r["gpu"])
+    x = features.kernel_features(r)
+    bytes_us = float(r["kernel_bytes"]) / g.copy_bytes_per_s * 1e6
+    ops_us = float(r["int_ops"]) / g.int32_ops_per_s * 1e6
+    assert x[features.KERNEL_BYTES_US_COLUMN] == pytest.approx(np.log1p(bytes_us))
+    assert x[features.KERNEL_OPS_US_COLUMN] == pytest.approx(np.log1p(ops_us))
+
+
 def test_the_co_run_model_follows_the_estimator_contract(profile_csv):
     """CoRunModel: get_params/clone give an unfitted twin, predict refuses before fit, and
     fit sets its learned attributes (ending in _) and returns self."""
