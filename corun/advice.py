@@ -123,10 +123,17 @@ def _owner_mapped(f: Finding) -> str:
             "row-wise) pays the whole all-to-all, so such a plan can exceed it")
 
 
-def _sm_cap_not_simulated(f: Finding) -> str:
-    return (f"the plan confines its preprocessing to {f.number('sm_cap'):.0f} SMs "
-            "(Plan.preprocess_sm_cap), which is not simulated: predicted as on every SM "
-            "without the race for the SMs that the cap prevents")
+def _sm_cap_bound(f: Finding) -> str:
+    cap, sms, bound = f.number("sm_cap"), f.number("sm_count"), f.number("max_stage_slowdown")
+    if not bound:
+        return (f"the plan confines its preprocessing to {cap:.0f} SMs "
+                f"(Plan.preprocess_sm_cap), which leaves training too few of the {sms:.0f}: "
+                "it runs, and is predicted, on every SM")
+    return (f"the plan confines its preprocessing to {cap:.0f} of {sms:.0f} SMs "
+            "(Plan.preprocess_sm_cap): simulated as training keeping the rest to itself, so "
+            f"a stage slows at most {bound:.2f}x beside it and the kernel gives up what the "
+            "stage gains; the kernels' pace alone on fewer SMs and the race for the SMs "
+            "that the cap prevents are not simulated")
 
 
 def _update_grid_not_simulated(f: Finding) -> str:
@@ -177,7 +184,7 @@ RENDERERS: dict[FindingKind, Callable[[Finding], str]] = {
     FindingKind.RACING_KERNEL: _racing_kernel,
     FindingKind.HOST_LINK_BOUND: _host_link_bound,
     FindingKind.OWNER_MAPPED: _owner_mapped,
-    FindingKind.SM_CAP_NOT_SIMULATED: _sm_cap_not_simulated,
+    FindingKind.SM_CAP_BOUND: _sm_cap_bound,
     FindingKind.UPDATE_GRID_NOT_SIMULATED: _update_grid_not_simulated,
     FindingKind.GRID_VARIANT: _grid_variant,
     FindingKind.NOT_SETTLED: _not_settled,

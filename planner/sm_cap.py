@@ -1,8 +1,9 @@
 """The planner's SM cap: confine a plan's preprocessing stream to some of the GPU's SMs
 where one of its kernels can race the training stages for them.
 
-The simulator models neither the race nor the cap (sim.scenario.racing_kernel), so the
-search cannot weigh it: the cap is a rule applied to the plans it returns, from what the
+The simulator does not model the race (sim.scenario.racing_kernel), and of the cap only
+the SMs it leaves training (sim.scenario.stage_slowdown_bound), so the search cannot
+weigh it: the cap is a rule applied to the plans it returns, from what the
 H200 measured: four eager choices with such a kernel recovered more of gpu-sequential's
 gap confined to 96 or 64 SMs than on every SM in 8 of 9 commands (spec.plan.CAP_SHARES).
 Held out, tunes of plans it had capped: a cap beat every SM in 4 of 5. `corun tune` measures

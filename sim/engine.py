@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import simpy
-from corun.sim.scenario import Compiled, GpuTables
+from corun.sim.scenario import Compiled, GpuTables, bounded
 from corun.sim.trace import COPY, HOST, PREPROCESS, TRAINING, WAIT, Span
 
 
@@ -320,13 +320,14 @@ def run(compiled: Compiled) -> RunLog:
                     if pre.active < 0:
                         yield env.timeout(left)
                         break
-                    f_s, f_k = pre.effects(pos)
+                    f_s, f_k = bounded(*pre.effects(pos), tables.stage_slowdown_max)
                     t_stage, t_kernel = left * f_s, pre.remaining * f_k
                     t_piece = t_stage
                     room = pre.room(pos)
                     if room is not None and pre.started > t0 + 1e-12:
                         # started partway in: the room's rates here (module docstring)
                         f_s, f_k, piece_end = room.factors(f_s, f_k, 1.0 - left / total)
+                        f_s, f_k = bounded(f_s, f_k, tables.stage_slowdown_max)
                         t_stage, t_kernel = left * f_s, pre.remaining * f_k
                         t_piece = max(1e-9, (left - (1.0 - piece_end) * total) * f_s)
                     dt = min(t_stage, t_kernel, t_piece)

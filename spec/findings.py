@@ -54,8 +54,10 @@ class FindingKind(enum.Enum):
     """Tables preprocessed by their owner GPU skip the input all-to-all: tables,
     of_tables, row_wise_ms, input_a2a_ms, and with the host thread modelled
     host_saved_ms and owner_lane_ms."""
-    SM_CAP_NOT_SIMULATED = "sm-cap-not-simulated"
-    """The plan's preprocessing SM cap is not simulated: sm_cap."""
+    SM_CAP_BOUND = "sm-cap-bound"
+    """The plan's preprocessing SM cap, simulated as a bound on each stage's slowdown
+    (sim.scenario.stage_slowdown_bound): sm_cap, sm_count, max_stage_slowdown (0: the
+    cap leaves training too few SMs, so the plan runs on every SM)."""
     UPDATE_GRID_NOT_SIMULATED = "update-grid-not-simulated"
     """The plan's embedding-update grid is not simulated: blocks_per_sm, default."""
     GRID_VARIANT = "grid-variant"
@@ -81,7 +83,7 @@ LEVELS: dict[FindingKind, Level] = {
     FindingKind.RACING_KERNEL: Level.HINT,
     FindingKind.HOST_LINK_BOUND: Level.NOTE,
     FindingKind.OWNER_MAPPED: Level.NOTE,
-    FindingKind.SM_CAP_NOT_SIMULATED: Level.CAUTION,
+    FindingKind.SM_CAP_BOUND: Level.CAUTION,
     FindingKind.UPDATE_GRID_NOT_SIMULATED: Level.CAUTION,
     FindingKind.GRID_VARIANT: Level.CAUTION,
     FindingKind.NOT_SETTLED: Level.RECORD,

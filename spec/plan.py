@@ -173,7 +173,8 @@ class Plan:
     then issued call by call (a green context's stream replays no batch graphs). The
     planner caps a plan whose kernel can race the training stages
     (planner/sm_cap.py); `corun tune` measures the chosen plan at the other CAP_SHARES
-    and on every SM (tune_cmd.cap_variants); the simulator does not model the cap."""
+    and on every SM (tune_cmd.cap_variants); the simulator bounds each stage's slowdown
+    by the SMs the cap leaves training (sim.scenario.stage_slowdown_bound)."""
     update_blocks_per_sm: int = 0
     """The fused embedding update's grid in blocks an SM (Model.embedding_update
     fused-sgd); 0: the trainer's default (backend.embedding_sgd.UPDATE_BLOCKS_PER_SM, 4,

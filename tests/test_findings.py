@@ -30,17 +30,20 @@ def test_record_findings_stay_in_the_file_and_the_rest_show_with_their_level():
     class P:
         strategy = "ideal"
         findings = (finding(FindingKind.HOST_THREAD, host_ms=3.7, source="h200 host"),
-                    finding(FindingKind.SM_CAP_NOT_SIMULATED, sm_cap=96))
+                    finding(FindingKind.SM_CAP_BOUND, sm_cap=96, sm_count=132,
+                            max_stage_slowdown=3.667))
     assert LEVELS[FindingKind.HOST_THREAD] is Level.RECORD
     assert shown([P]) == [finding_line(P.findings[1])]
-    assert shown([P])[0].startswith("caution: the plan confines its preprocessing to 96 SMs")
+    assert shown([P])[0].startswith(
+        "caution: the plan confines its preprocessing to 96 of 132 SMs")
 
 
 def test_a_finding_that_differs_by_strategy_names_the_strategies():
     def untimed(strategy, n):
         class P:
             findings = (finding(FindingKind.KERNELS_UNTIMED, untimed=n, kernels=n, gpu="H200"),
-                        finding(FindingKind.SM_CAP_NOT_SIMULATED, sm_cap=96))
+                        finding(FindingKind.SM_CAP_BOUND, sm_cap=96, sm_count=132,
+                                max_stage_slowdown=3.667))
         P.strategy = strategy
         return P
 

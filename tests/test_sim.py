@@ -691,13 +691,14 @@ def test_a_plan_that_has_not_settled_is_simulated_again_after_a_longer_warm_up(m
 
 
 @pytest.mark.parametrize("model_name,pipeline_name,field,value,said", [
-    ("criteo-kaggle", "kaggle", "preprocess_sm_cap", 96, "confines its preprocessing to 96 SMs"),
+    ("criteo-kaggle", "kaggle", "preprocess_sm_cap", 128, "leaves training too few of the 132"),
     ("heavy-lean", "heavy-small", "update_blocks_per_sm", 16, "update on 16 blocks an SM"),
 ])
 def test_a_plan_decision_the_simulator_does_not_model_is_predicted_alike_and_said(
         model_name, pipeline_name, field, value, said):
-    """Plan.preprocess_sm_cap and Plan.update_blocks_per_sm are not simulated: the same
-    prediction as without them, with one caution more."""
+    """Plan.update_blocks_per_sm is not simulated, nor a Plan.preprocess_sm_cap that leaves
+    training too few SMs to run: the same prediction as without them, with one caution
+    more."""
     from dataclasses import replace
 
     from corun.sim import Scenario, Strategy, StrategyKind, simulate
@@ -714,6 +715,54 @@ def test_a_plan_decision_the_simulator_does_not_model_is_predicted_alike_and_sai
     lines = [shown([p]) for p in preds]
     assert [n for n in lines[1] if n not in lines[0]] == [n for n in lines[1] if said in n]
     assert len(lines[1]) == len(lines[0]) + 1
+
+
+def test_an_sm_cap_bounds_a_stage_s_slowdown_by_the_sms_it_leaves_training():
+    """With the preprocessing stream on 96 of the H200's 132 SMs, a stage beside it runs
+    on at least the other 36: at most 132/36 of its time alone, however much the cost
+    model says the kernel slows it; a cap is rounded up to the driver's groups of 8, and
+    one that leaves training fewer than 8 SMs is not run (nor bounded)."""
+    import math
+
+    from corun.sim.engine import run
+    from corun.sim.scenario import bounded, compile_scenario, stage_slowdown_bound
+    from corun.spec import hardware_preset, model_preset, one_kernel_plan, pipeline_preset
+
+    hw = hardware_preset("h200", 1)
+    plan = one_kernel_plan(pipeline_preset("kaggle"), "criteo-kaggle", 1, "top_mlp_fwd",
+                           264, 256)
+    assert stage_slowdown_bound(plan, hw.gpu) == math.inf
+    assert stage_slowdown_bound(replace(plan, preprocess_sm_cap=96), hw.gpu) == 132 / 36
+    assert stage_slowdown_bound(replace(plan, preprocess_sm_cap=90), hw.gpu) == 132 / 36
+    assert stage_slowdown_bound(replace(plan, preprocess_sm_cap=128), hw.gpu) == math.inf
+    # what the stage gains of its pace alone, the kernel loses of its own
+    assert bounded(2.0, 1.5, 132 / 36) == (2.0, 1.5)
+    stage, kernel = bounded(20.0, 1.0, 132 / 36)
+    assert stage == 132 / 36 and 1 / kernel == pytest.approx(1 - (36 / 132 - 1 / 20))
+    assert bounded(100.0, 10.0, 1.1) == (1.1, pytest.approx(100.0))  # a tenth at least
+
+    def stage_ms(p) -> tuple[np.ndarray, np.ndarray]:
+        """Each stage's simulated ms in the second step and its ms alone, every kernel
+        slowing each stage 20x."""
+        sc = Scenario(hw, replace(model_preset("criteo-kaggle"), batch_per_gpu=4096),
+                      pipeline_preset("kaggle"), Strategy(StrategyKind.PLAN, plan=p),
+                      iterations=3, warmup=1, host_thread=False)
+        compiled = compile_scenario(sc, AnalyticCostModel())
+        t = compiled.gpus[0]
+        slow = tuple((20.0, 1.0) for _ in t.stages)
+        kernels = tuple(replace(k, alone_ms=50.0, effects=slow, carried=slow)
+                        for k in t.kernels)
+        compiled.gpus[0] = replace(t, kernels=kernels)
+        log = run(compiled)
+        return np.array(log.stage_ms[0][1]), np.array(t.stage_ms)
+
+    # the 50 ms kernel runs from its release at top_mlp_fwd to the step's end
+    capped, alone = stage_ms(replace(plan, preprocess_sm_cap=96))
+    uncapped, _ = stage_ms(plan)
+    pos = [s.value for s in stages_for(1)].index("top_mlp_fwd")
+    assert np.allclose(capped[pos:], alone[pos:] * 132 / 36)
+    assert np.allclose(uncapped[pos:], alone[pos:] * 20)
+    assert np.allclose(capped[:pos], alone[:pos]) and np.allclose(uncapped[:pos], alone[:pos])
 
 
 def test_a_plan_s_update_grid_names_its_range():
