@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 from corun.planner import HEURISTICS
+from corun.spec.ranking import runner_up_label, runner_up_rank
 
 PLAN_FILES = {"corun": "plan.json", **{h.name: f"plan-{h.name}.json" for h in HEURISTICS}}
 """The planner's choice and each published heuristic's plan (plan-rap.json); runners-up
@@ -23,18 +24,6 @@ def plan_file(strategy: str) -> str | None:
     None for a baseline."""
     rank = runner_up_rank(strategy)
     return f"plan-{rank}.json" if rank is not None else PLAN_FILES.get(strategy)
-
-
-def runner_up_label(rank: int) -> str:
-    """The strategy name of runner-up `rank` (2: the next-best schedule's best plan; 3 on:
-    the plans most unlike those before them, planner/runners_up.py)."""
-    return f"corun-{rank}"
-
-
-def runner_up_rank(strategy: str) -> int | None:
-    """The rank N >= 2 of a runner-up "corun-<N>" (runner_up_label's inverse), else None."""
-    m = re.fullmatch(r"corun-(\d+)", strategy)
-    return int(m[1]) if m and int(m[1]) >= 2 else None
 
 
 def plan_strategy(file_name: str) -> str | None:

@@ -500,6 +500,7 @@ def summarise(rounds: dict[int, dict], folder: Path, strategies: list[str],
     measured ranks of the strategies other than ideal; the measured fastest, and whether
     it is the one the planner chose."""
     from corun.reports.rounds import is_ideal, round_stats
+    from corun.spec.ranking import predicted_rank_key
 
     stats = round_stats({r: {s: m[s].mean_iteration_ms for s in strategies}
                          for r, m in rounds.items()})
@@ -513,8 +514,8 @@ def summarise(rounds: dict[int, dict], folder: Path, strategies: list[str],
     ranked = [r for r in rows if not is_ideal(r["strategy"])]
     by_measured = sorted(ranked, key=lambda r: r["median_ms"])
     by_predicted = sorted((r for r in ranked if r["predicted_ms"] is not None),
-                          key=lambda r: (round(r["predicted_ms"], 4),
-                                         planner_order(r["strategy"], strategies)))
+                          key=lambda r: predicted_rank_key(r["predicted_ms"], r["strategy"],
+                                                           strategies))
     for i, r in enumerate(by_measured, 1):
         r["measured_rank"] = i
     for i, r in enumerate(by_predicted, 1):
@@ -538,17 +539,6 @@ def strategy_prediction(folder: Path, strategy: str, predicted: dict | None):
 
     path = folder / prediction_file(strategy)
     return load(Prediction, path) if path.is_file() else (predicted or {}).get(strategy)
-
-
-def planner_order(strategy: str, strategies: list[str]) -> int:
-    """How the planner breaks a predicted tie: its choice, then its runners-up by rank,
-    then the rest as given (the host's pace makes many plans tie at batch 4096-8192)."""
-    from corun.plan_dir import runner_up_rank
-
-    if strategy == "corun":
-        return 0
-    rank = runner_up_rank(strategy)
-    return rank - 1 if rank is not None else 1000 + strategies.index(strategy)
 
 
 def _pct(x: float | None, fmt: str = "{:.1f}%") -> str:
@@ -599,13 +589,15 @@ def faster_ideal_line(summary: dict) -> str | None:
 
 
 def tie_line(summary: dict) -> str | None:
-    """Which strategies were predicted alike (to 0.0001 ms, as ranked), so that their
+    """Which strategies were predicted alike (spec.ranking.ALIKE_DIGITS), so that their
     predicted ranks are the planner's order, not the simulator's (a cap or an assembly
     stream it does not model, a host pace that ties plans)."""
+    from corun.spec.ranking import ALIKE_DIGITS
+
     by_ms: dict[float, list[str]] = {}
     for r in summary["rows"]:
         if r.get("predicted_rank") is not None:
-            by_ms.setdefault(round(r["predicted_ms"], 4), []).append(r["strategy"])
+            by_ms.setdefault(round(r["predicted_ms"], ALIKE_DIGITS), []).append(r["strategy"])
     groups = [names for names in by_ms.values() if len(names) > 1]
     if not groups:
         return None

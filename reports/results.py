@@ -15,6 +15,7 @@ from corun.reports.benchmarks import benchmarks_section
 from corun.reports.markdown import markdown_table
 from corun.reports.repeats import Repeats, repeats_by
 from corun.spec.provenance import short_commit
+from corun.spec.ranking import predicted_rank_key
 from corun.spec.validation import Dataset, MeasuredCase
 
 WITHIN_PCT = 5.0
@@ -126,7 +127,8 @@ def errors_by(pairs: Iterable[tuple[MeasuredCase, float]],
 def rankings_by(pairs: Iterable[tuple[MeasuredCase, float]],
                 key: Callable[[MeasuredCase], str]) -> dict[str, Ranking]:
     """Per command (source and workload), each strategy's median round measured and
-    predicted; the commands grouped by `key` of their first case."""
+    predicted, the pick the fastest predicted (alike ones in the planner's order,
+    spec.ranking); the commands grouped by `key` of their first case."""
     runs: dict[tuple, dict[str, list[tuple[float, float]]]] = defaultdict(lambda: defaultdict(list))
     first: dict[tuple, MeasuredCase] = {}
     for c, e in pairs:
@@ -141,7 +143,7 @@ def rankings_by(pairs: Iterable[tuple[MeasuredCase, float]],
             continue
         med = {s: (statistics.median(m for m, _ in v), statistics.median(p for _, p in v))
                for s, v in strategies.items()}
-        best_p = min(med, key=lambda s: (med[s][1], s))
+        best_p = min(med, key=lambda s: predicted_rank_key(med[s][1], s))
         best_m = min(med, key=lambda s: (med[s][0], s))
         regret = 100 * (med[best_p][0] / med[best_m][0] - 1)
         acc[key(first[k])].append((best_p == best_m, regret <= NOISE_PCT, regret))

@@ -132,6 +132,26 @@ def test_ranking_counts_a_command_only_with_two_strategies_besides_ideal():
     assert r.regrets_pct == (pytest.approx(100 * (5.0 / 4.5 - 1)),)
 
 
+def test_ranking_takes_strategies_predicted_alike_in_the_planner_s_order():
+    """Predictions equal to 0.1 us are alike: the planner's choice before its runners-up
+    before the rest (a cap variant predicted as its base but for rounding), as `corun
+    tune` ranks them."""
+    rows = [(case("ideal", 4.0, "a", 0), 4.0),
+            (case("corun-cap64", 5.0, "a", 1), 4.2),
+            (case("corun", 4.0, "a", 2), 4.2 + 2e-6),
+            (case("gpu-sequential", 5.0, "a", 3), 4.2 - 2e-6),
+            (case("corun-2", 4.4, "a", 4), 4.2 + 1e-6),
+            (case("ideal", 4.0, "b", 0), 4.0),
+            (case("gpu-sequential", 4.0, "b", 1), 4.3),
+            (case("corun-2", 4.8, "b", 2), 4.3 + 1e-6),
+            (case("corun", 4.0, "c", 0), 4.3 + 1e-3), (case("corun-3", 4.6, "c", 1), 4.3)]
+    from corun.reports.results import predicted_cases
+
+    (r,) = rankings_by(predicted_cases(dataset(rows)), lambda c: "all").values()
+    assert (r.commands, r.right) == (3, 1)  # a: corun; b: corun-2 (wrong); c: corun-3 (wrong)
+    assert r.regrets_pct == (0.0, pytest.approx(20.0), pytest.approx(15.0))
+
+
 def test_the_trust_table_counts_cases_within_five_percent_as_predicted_and_calibrated():
     """corun: +10% as predicted; scaled by its command's ideal (measured 4.0, predicted
     4.1) +7.3%, still out."""
