@@ -233,7 +233,8 @@ def results_markdown(ds: Dataset, command: str, fitted_on: frozenset[str],
              "simulator predicts for the same plan, model, batch and step mode. Errors are "
              f"in % of the measured time. A command's best is picked right where the "
              f"strategy predicted fastest ran within {NOISE_PCT:g}% of the measured "
-             "fastest; regret is what choosing it cost.", "",
+             "fastest (strategies predicted alike taken in the planner's order, as `corun "
+             "tune` ranks them); regret is what choosing it cost.", "",
              "## The newest measurement of each workload, by step mode and GPU count", "",
              "Per workload, only the cases measured on the last day it was measured: what "
              "the model says of the trainer as it runs now. Calibrated: each case's "
