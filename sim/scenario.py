@@ -610,9 +610,10 @@ def stage_slowdown_bound(plan: Plan, gpu: GpuKind) -> float:
     executor then runs the plan on every SM: backend.sm_split.runnable_cap). The kernel
     gives up what the stage gains (`bounded`); its pace alone on fewer SMs is left as on
     every SM (beside training it gets about as many)."""
-    cap = -(-plan.preprocess_sm_cap // CAP_GRANULARITY_SMS) * CAP_GRANULARITY_SMS
-    if not cap or cap > gpu.sm_count - CAP_GRANULARITY_SMS:
+    asked = plan.preprocess_sm_cap
+    if not asked or asked > gpu.sm_count - CAP_GRANULARITY_SMS:  # as runnable_cap decides
         return math.inf
+    cap = -(-asked // CAP_GRANULARITY_SMS) * CAP_GRANULARITY_SMS
     return gpu.sm_count / (gpu.sm_count - cap)
 
 

@@ -735,6 +735,8 @@ def test_an_sm_cap_bounds_a_stage_s_slowdown_by_the_sms_it_leaves_training():
     assert stage_slowdown_bound(replace(plan, preprocess_sm_cap=96), hw.gpu) == 132 / 36
     assert stage_slowdown_bound(replace(plan, preprocess_sm_cap=90), hw.gpu) == 132 / 36
     assert stage_slowdown_bound(replace(plan, preprocess_sm_cap=128), hw.gpu) == math.inf
+    # asked for 121, run (the executor checks the cap asked), the driver gives 128
+    assert stage_slowdown_bound(replace(plan, preprocess_sm_cap=121), hw.gpu) == 132 / 4
     # what the stage gains of its pace alone, the kernel loses of its own
     assert bounded(2.0, 1.5, 132 / 36) == (2.0, 1.5)
     stage, kernel = bounded(20.0, 1.0, 132 / 36)
