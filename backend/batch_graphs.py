@@ -13,7 +13,9 @@ A key's first call runs its work eagerly: kernels compile and bind their launche
 (backend/launch.py) and PyTorch sets up what it sets up lazily, none of which may happen
 inside a capture. The second call captures the work on a side stream (capture runs
 nothing) and replays it; later calls only replay. Events and waits between streams stay
-outside the graphs, issued as before.
+outside the graphs, issued as before. Work for the stream of an SM cap's green context
+is captured on a second stream of that context: its kernel nodes then run on the
+context's SMs when replayed (tests/test_sm_split.py times it on a GPU).
 
 Measured on the H200: a kernel's launch 0.069 ms of host against 0.169, the assembly's enqueue 0.065
 against 0.089; the iteration moved by no more than the host's own spread (46 paired
@@ -62,11 +64,17 @@ def capture(work: Work, side) -> _Graph:
 
 class WorkGraphs:
     """Pieces of repeated work by key: eager the first time, a captured graph after
-    (see the module's docstring); every call eager where `on` is False."""
+    (see the module's docstring); every call eager where `on` is False.
+
+    Work for a stream of a green context (backend/sm_split.py) is captured on a side
+    stream of that context (`sides`: stream handle -> its side), so that its kernels
+    keep to the context's SMs when replayed; other work on `side`."""
 
     def __init__(self, on: bool, side=None,
-                 capture: Callable[[Work, object], object] = capture) -> None:
+                 capture: Callable[[Work, object], object] = capture,
+                 sides: dict[int, object] | None = None) -> None:
         self.on, self.side, self._capture = on, side, capture
+        self.sides = dict(sides or {})
         self.graphs: dict[Hashable, object] = {}
         self._seen: set[Hashable] = set()
 
@@ -81,5 +89,6 @@ class WorkGraphs:
                 self._seen.add(key)
                 work(stream)
                 return
-            graph = self.graphs[key] = self._capture(work, self.side)
+            side = self.sides.get(stream.cuda_stream, self.side) if self.sides else self.side
+            graph = self.graphs[key] = self._capture(work, side)
         graph.launch(stream)

@@ -264,7 +264,8 @@ class Executor:
                        compared_batches=self.settings.compared_batches(
                            self.plan.batches_ahead + 1),
                        ids_per_thread=self.settings.assembly_ids_per_thread,
-                       graphs=self.settings.preprocess_graphs and not self.pre_cap)
+                       graphs=self.settings.preprocess_graphs,
+                       capture_sides=self.S.capture_sides())
 
     # ---------------------------------------------------------------- one batch
     def _stage(self, i: int) -> None:

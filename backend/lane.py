@@ -60,19 +60,22 @@ class Lane:
               references: Sequence[HostBatch], device: torch.device, staged_ahead: bool,
               check: bool = True, slots: int = 2, graphs: bool = False,
               ids_per_thread: int = ASSEMBLY_IDS_PER_THREAD,
-              compared_batches: int | None = None) -> None:
+              compared_batches: int | None = None,
+              capture_sides: dict[int, object] | None = None) -> None:
         """`slots` pool sets (batch i uses set i % slots: one per batch preprocessed
         ahead, plus the one training reads), their assemblers and (if `check`) the
         references on the device; staging buffers for every raw batch when the staged
         columns are known ahead (no host workers). `graphs`: on a GPU, each batch's
         staging, kernel launches and assembly replayed as CUDA graphs
-        (backend/batch_graphs.py). `ids_per_thread`: the assembly kernel's grid
+        (backend/batch_graphs.py; `capture_sides`: Streams.capture_sides).
+        `ids_per_thread`: the assembly kernel's grid
         (device_assembly.grid_for). `compared_batches`: with `check`, only batches below
         that index are compared with their references (None: every batch); the others are
         assembled without the comparison, their id counts still range-checked."""
         cuda = device.type == "cuda"
         on = graphs and cuda
-        self.graphs = WorkGraphs(on, torch.cuda.Stream(device) if on else None)
+        self.graphs = WorkGraphs(on, torch.cuda.Stream(device) if on else None,
+                                 sides=capture_sides)
         self.slots = slots
         cols = self.pipeline.columns
         for c in columns[1:]:  # the first is checked by its program

@@ -56,8 +56,8 @@ class RunSettings:
     """On a GPU, each batch's staging copies, kernel launches (with their list scans) and
     assembly replayed as CUDA graphs captured on the run's first batches
     (backend/batch_graphs.py): one graph launch instead of a few host calls each. False:
-    the calls one by one, and always so with a preprocessing SM cap, whose stream lives
-    in a green context of its own."""
+    the calls one by one. With a preprocessing SM cap, the graphs of the work on the
+    capped stream are captured in its green context (Streams.capture_sides)."""
 
     feed_thread: bool = False
     """Each step's batch work (the next batch built from its lanes, the last one checked,

@@ -28,6 +28,10 @@ class SmSplit:
     pre_sms: int
     keep: tuple
     """The green contexts and raw streams, kept alive as long as the streams are used."""
+    pre_side: torch.cuda.ExternalStream | None = None
+    """A second stream of `pre`'s green context, to capture work for `pre` on
+    (backend/batch_graphs.py): a kernel captured on a green context's stream keeps to
+    that context's SMs when its graph is replayed."""
 
 
 GREEN_CONTEXT_DRIVER = 12040
@@ -95,16 +99,20 @@ def split_sms(device: torch.device, pre_sms: int, training_high: bool) -> SmSpli
     if count != 1 or rest.sm.smCount < 1:
         raise RuntimeError(f"could not split {total} SMs into {pre_sms} and the rest")
 
+    def green_stream(ctx, priority: int):
+        raw = _ok(drv.cuGreenCtxStreamCreate(
+            ctx, drv.CUstream_flags.CU_STREAM_NON_BLOCKING, priority), "cuGreenCtxStreamCreate")
+        return torch.cuda.ExternalStream(int(raw), device=device), raw
+
     def stream(resource, priority: int):
         desc = _ok(drv.cuDevResourceGenerateDesc([resource], 1), "cuDevResourceGenerateDesc")
         ctx = _ok(drv.cuGreenCtxCreate(
             desc, dev, drv.CUgreenCtxCreate_flags.CU_GREEN_CTX_DEFAULT_STREAM),
             "cuGreenCtxCreate")
-        raw = _ok(drv.cuGreenCtxStreamCreate(
-            ctx, drv.CUstream_flags.CU_STREAM_NON_BLOCKING, priority), "cuGreenCtxStreamCreate")
-        return torch.cuda.ExternalStream(int(raw), device=device), (ctx, raw)
+        return ctx, *green_stream(ctx, priority)
 
-    train, keep_t = stream(rest, -2 if training_high else 0)  # as Streams does
-    pre, keep_p = stream(groups[0], 0)
+    ctx_t, train, raw_t = stream(rest, -2 if training_high else 0)  # as Streams does
+    ctx_p, pre, raw_p = stream(groups[0], 0)
+    side, raw_s = green_stream(ctx_p, 0)
     return SmSplit(train, pre, int(rest.sm.smCount), int(groups[0].sm.smCount),
-                   (keep_t, keep_p))
+                   ((ctx_t, raw_t), (ctx_p, raw_p, raw_s)), side)

@@ -65,6 +65,13 @@ class Streams:
         else:
             self.train = self.pre = self.assembly = self.copy = None
 
+    def capture_sides(self) -> dict[int, object]:
+        """The side stream to capture each green-context stream's work on
+        (backend/batch_graphs.WorkGraphs), by stream handle: none without an SM split."""
+        if self.split is None or self.split.pre_side is None:
+            return {}
+        return {self.pre.cuda_stream: self.split.pre_side}
+
     def use(self, stream):
         return torch.cuda.stream(stream) if self.cuda else contextlib.nullcontext()
 

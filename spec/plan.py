@@ -169,8 +169,9 @@ class Plan:
     needs. Eager heavy-rehash b32768's choice: 6.89-6.90 ms an iteration on 96 SMs, 0 of
     300 steps held, against 7.54-7.59 and 78-85 held on every SM (ideal 7.09; graphed
     b16384's: 3.57 on 64 against 3.74 with its assemblies on their own stream; three more
-    eager choices in CAP_SHARES). One GPU; the batches are
-    then issued call by call (a green context's stream replays no batch graphs). The
+    eager choices in CAP_SHARES; those runs issued each batch's preprocessing call by
+    call). One GPU; each batch's work is replayed from graphs captured in the green
+    context, so that its kernels keep to its SMs (backend/batch_graphs.py). The
     planner caps a plan whose kernel can race the training stages
     (planner/sm_cap.py); `corun tune` measures the chosen plan at the other CAP_SHARES
     and on every SM (tune_cmd.cap_variants); the simulator bounds each stage's slowdown

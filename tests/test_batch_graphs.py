@@ -42,6 +42,21 @@ def test_a_key_runs_eagerly_once_then_is_captured_once_and_replayed():
     assert done[-1] == ("a", "x")
 
 
+class _Stream:
+    def __init__(self, handle: int) -> None:
+        self.cuda_stream = handle
+
+
+def test_work_for_a_green_context_stream_is_captured_on_that_context_s_side_stream():
+    green, plain = _Stream(7), _Stream(9)
+    graphs = WorkGraphs(True, side="side", capture=_Recorded, sides={7: "green side"})
+    for _ in range(2):
+        graphs.run("kernel", lambda s: None, green)
+        graphs.run("copy", lambda s: None, plain)
+    assert graphs.graphs["kernel"].side == "green side"
+    assert graphs.graphs["copy"].side == "side"
+
+
 def test_off_every_call_is_eager():
     done: list[object] = []
     graphs = WorkGraphs(False, capture=_Recorded)

@@ -76,6 +76,49 @@ def test_split_streams_run_numba_and_torch_on_disjoint_sms():
 
 
 @real_cuda
+def test_a_kernel_captured_on_the_green_side_stream_keeps_to_its_sms_when_replayed():
+    """Blocks that only sleep take as many waves as the SMs they may use allow: 16 SMs
+    take several times as long as every SM, eager or replayed from a graph captured on
+    the split's side stream (backend/batch_graphs.py)."""
+    from corun.backend import compat  # noqa: F401  (before the first CUDA compile)
+    from corun.backend.batch_graphs import capture
+    from corun.backend.sm_split import split_sms
+    from numba import cuda
+
+    @cuda.jit
+    def sleep_blocks(out):
+        for _ in range(20):
+            cuda.nanosleep(5000)
+        if cuda.threadIdx.x == 0:
+            out[cuda.blockIdx.x] = 1
+
+    device = torch.device("cuda:0")
+    total = torch.cuda.get_device_properties(0).multi_processor_count
+    s = split_sms(device, 16, training_high=True)
+    out = torch.zeros(4 * total, device=device)
+    every = torch.cuda.Stream(device)
+
+    def work(stream) -> None:
+        sleep_blocks[4 * total, 1024, cuda.external_stream(stream.cuda_stream)](
+            cuda.as_cuda_array(out))
+
+    def timed(launch, stream) -> float:
+        launch(stream)  # compiles and warms
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record(stream)
+        launch(stream)
+        end.record(stream)
+        end.synchronize()
+        return start.elapsed_time(end)
+
+    graph = capture(work, s.pre_side)
+    alone, eager, replayed = (timed(work, every), timed(work, s.pre),
+                              timed(graph.launch, s.pre))
+    assert bool((out == 1).all())
+    assert eager > 3 * alone and replayed > 3 * alone, (alone, eager, replayed)
+
+
+@real_cuda
 def test_training_keeps_at_least_eight_sms():
     from corun.backend.sm_split import split_sms
 
@@ -104,8 +147,10 @@ def test_corun_runs_a_plan_with_preprocessing_confined_and_checks_it():
     plan = replace(one_kernel_plan(pipeline, model.name, 1, "interaction_bwd", 198, 256),
                    preprocess_sm_cap=64)
     settings = RunSettings(iterations=12, warmup=3, distinct_batches=2, check_timed=True)
-    m = Executor(model, pipeline, plan, "corun-cap64", settings, "cuda:0").run()
+    ex = Executor(model, pipeline, plan, "corun-cap64", settings, "cuda:0")
+    m = ex.run()
     assert m.checked_rows == 15 * 512
+    assert ex.lanes[0].graphs.graphs  # each batch's work replayed, captured in the context
     assert any(n.startswith("preprocessing confined to 64 SMs, training on every SM")
                for n in m.notes)
 
