@@ -27,6 +27,7 @@ from pathlib import Path
 
 from corun.out_folder import out_file
 from corun.spec import SpecError
+from corun.workload import QUIET_HELP
 
 HOST_RUNS = ("ideal", "gpu-sequential", "one-kernel", "gpu-sequential-graphed")
 """The trainer runs each host round makes (in a turned order, round by round)."""
@@ -52,8 +53,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", default="criteo-kaggle",
                    help="the model whose steps time the host (its step must be host-paced "
                    "here: the default is, on H100 and H200 hosts)")
-    p.add_argument("--pipeline", default="kaggle")
-    p.add_argument("--batch", type=int, default=4096)
+    p.add_argument("--pipeline", default="kaggle",
+                   help="the pipeline of the host runs' plans (default: %(default)s)")
+    p.add_argument("--batch", type=int, default=4096,
+                   help="the host runs' batch a GPU (default: %(default)s)")
     p.add_argument("--stages", default="criteo-kaggle:4096,criteo-kaggle:16384",
                    help="MODEL:BATCH,... whose training stages to time alone (their "
                    "default pipelines' batches); the simulator scales each stage by the "
@@ -68,10 +71,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="host rounds: each runs the four trainer runs once, in a turned "
                    "order; the host costs are fitted on all of them (a lent host's pace "
                    "drifts from run to run)")
-    p.add_argument("--iterations", type=int, default=150)
-    p.add_argument("--warmup", type=int, default=30)
-    p.add_argument("--device", default="cuda")
-    p.add_argument("--quiet", action="store_true")
+    p.add_argument("--iterations", type=int, default=150,
+                   help="timed steps of each trainer run (default: %(default)s)")
+    p.add_argument("--warmup", type=int, default=30,
+                   help="untimed steps before them (default: %(default)s)")
+    p.add_argument("--device", default="cuda",
+                   help="the CUDA GPU to profile, e.g. cuda:1 (default: %(default)s)")
+    p.add_argument("--quiet", action="store_true", help=QUIET_HELP)
 
 
 def _partial_path(out: Path) -> Path:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from corun.out_folder import out_file
 from corun.spec import SpecError
-from corun.workload import add_cuda_graphs_argument, add_run_arguments, seed
+from corun.workload import QUIET_HELP, add_cuda_graphs_argument, add_run_arguments, seed
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -57,12 +57,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "(by default the thread that launches the step does it after the step; "
                    "on the H200 the second thread measured no faster)")
     p.add_argument("--data", help="Criteo-format TSV input (default: synthetic)")
-    p.add_argument("--seed", type=seed, default=d.seed)
+    p.add_argument("--seed", type=seed, default=d.seed,
+                   help="seed of the synthetic batches and the model's initial weights")
     p.add_argument("--device", default="cuda", choices=["cuda", "cpu"],
                    help="cpu runs the same steps on the host, untimed by CUDA (for checks)")
     p.add_argument("-o", "--output", type=out_file, required=True,
                    help="the Measurement JSON to write")
-    p.add_argument("--quiet", action="store_true")
+    p.add_argument("--quiet", action="store_true", help=QUIET_HELP)
 
 
 def build(args: argparse.Namespace):

@@ -22,7 +22,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--holdout", type=float, default=0.25,
                    help="share of model/batch combinations and of kernel feature sets "
                    "held out")
-    p.add_argument("--seed", type=seed, default=0)
+    p.add_argument("--seed", type=seed, default=0,
+                   help="seed of the held-out split and of the fitted trees")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -9,6 +9,16 @@ import time
 from corun.out_folder import out_file, out_folder
 from corun.spec import SpecError
 from corun.workload import (
+    BATCH_HELP,
+    EMBEDDING_COMM_HELP,
+    GPUS_HELP,
+    HARDWARE_HELP,
+    HOST_CORES_HELP,
+    INTERCONNECT_HELP,
+    MODEL_HELP,
+    PIPELINE_HELP,
+    QUIET_HELP,
+    SIM_SEED_HELP,
     add_calibration_argument,
     add_cuda_graphs_argument,
     add_no_traces_argument,
@@ -25,16 +35,16 @@ about a third of theirs, the graphed ones none."""
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", help="YAML/JSON file with any of these options")
-    p.add_argument("--hardware", default="h200")
-    p.add_argument("--gpus", type=int, default=1)
-    p.add_argument("--interconnect")
-    p.add_argument("--host-cores", type=int)
+    p.add_argument("--hardware", default="h200", help=HARDWARE_HELP + " (default: %(default)s)")
+    p.add_argument("--gpus", type=int, default=1, help=GPUS_HELP + " (default: %(default)s)")
+    p.add_argument("--interconnect", help=INTERCONNECT_HELP)
+    p.add_argument("--host-cores", type=int, help=HOST_CORES_HELP)
     p.add_argument("--no-host-thread", dest="host_thread", action="store_false",
                    help="leave out the host thread that launches and feeds each GPU "
                    "(costmodel/host.py): the GPU side alone, as if launches were free")
-    p.add_argument("--model", default="criteo-kaggle")
-    p.add_argument("--pipeline", default="kaggle")
-    p.add_argument("--batch", type=int)
+    p.add_argument("--model", default="criteo-kaggle", help=MODEL_HELP + " (default: %(default)s)")
+    p.add_argument("--pipeline", default="kaggle", help=PIPELINE_HELP + " (default: %(default)s)")
+    p.add_argument("--batch", type=int, help=BATCH_HELP)
     add_cuda_graphs_argument(p)
     add_calibration_argument(p)
     p.add_argument("--time-limit", type=float, default=5.0, help="search seconds")
@@ -42,8 +52,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="simulated iterations (with host CPU work at least 60, "
                    "after at least 20 of warm-up; a plan whose kernels still slide "
                    "against the step, again after 24: sim.simulate_steady)")
-    p.add_argument("--seed", type=seed, default=0)
-    p.add_argument("--embedding-comm", default="collective", choices=["collective", "pgas"])
+    p.add_argument("--seed", type=seed, default=0, help=SIM_SEED_HELP)
+    p.add_argument("--embedding-comm", default="collective", choices=["collective", "pgas"],
+                   help=EMBEDDING_COMM_HELP)
     p.add_argument("-o", "--output", type=out_file, help="write the chosen Plan here")
     p.add_argument("--out", type=out_folder, help="directory for plan.json (corun's), "
                    "plan-rap.json, predictions, traces and summary.md (replaced whole)")
@@ -59,7 +70,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_no_traces_argument(p)
     p.add_argument("--trace", type=out_file, help="write the chosen plan's Chrome trace here")
     p.add_argument("--json", action="store_true", help="print the Predictions as JSON")
-    p.add_argument("--quiet", action="store_true")
+    p.add_argument("--quiet", action="store_true", help=QUIET_HELP)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -20,15 +20,19 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--input", help="Criteo-format TSV (Kaggle train.txt, Terabyte day_N)")
     src.add_argument("--synthetic", type=int, metavar="ROWS", help="generated rows")
-    p.add_argument("--engine", default="numba", choices=["numpy", "numba", "cuda"])
-    p.add_argument("--chunk-rows", type=int, default=65536)
+    p.add_argument("--engine", default="numba", choices=["numpy", "numba", "cuda"],
+                   help="what runs the operators: the NumPy reference, Numba on the CPU, "
+                   "or the fused kernels on a CUDA GPU (default: %(default)s)")
+    p.add_argument("--chunk-rows", type=int, default=65536,
+                   help="rows read and preprocessed at a time (default: %(default)s)")
     p.add_argument("--skip-bad-lines", action="store_true",
                    help="count and skip malformed lines instead of stopping")
     p.add_argument("--check-rows", type=int, default=1000,
                    help="rows of every chunk recomputed by the reference (0: none)")
-    p.add_argument("--seed", type=seed, default=0)
+    p.add_argument("--seed", type=seed, default=0,
+                   help="seed of the --synthetic rows and of the rows checked")
     p.add_argument("-o", "--output", type=out_file, help="write the trainer inputs (.npz) here")
-    p.add_argument("--quiet", action="store_true")
+    p.add_argument("--quiet", action="store_true", help="no per-chunk lines")
 
 
 def _chunks(args, pipeline, stats):

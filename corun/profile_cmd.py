@@ -9,7 +9,7 @@ from pathlib import Path
 
 from corun.out_folder import out_folder
 from corun.spec import SpecError
-from corun.workload import seed
+from corun.workload import QUIET_HELP, seed
 
 MODELS = "criteo-kaggle,criteo-terabyte,wide-2x,wide-4x"
 KERNEL_PIPELINES = "kaggle,terabyte,wide-2x,multihot,heavy"
@@ -21,7 +21,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--budget-minutes", type=float, default=9.0,
                    help="start no new kernel after this long (the run is resumable)")
     p.add_argument("--models", default=MODELS, help="model presets or files")
-    p.add_argument("--batches", default="2048,4096,8192,16384")
+    p.add_argument("--batches", default="2048,4096,8192,16384",
+                   help="batches a GPU each model trains at (default: %(default)s)")
     p.add_argument("--train-pipeline", help="the pipeline whose outputs the trainer reads "
                    "(default: each model's preset pipeline)")
     p.add_argument("--pipelines", default=KERNEL_PIPELINES,
@@ -45,13 +46,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="with --resident: how long the kernel runs alone before the stage "
                    "starts, in (0, 5] ms (default: corun.profiling.LEAD_MS; longer: a kernel "
                    "part done, as one carried from an earlier stage is)")
-    p.add_argument("--hardware", default="h200")
-    p.add_argument("--seed", type=seed, default=0)
-    p.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
+    p.add_argument("--hardware", default="h200",
+                   help="hardware preset the sampled kernels' launch shapes are drawn for")
+    p.add_argument("--seed", type=seed, default=0,
+                   help="seed of the sampled kernels and their synthetic batches")
+    p.add_argument("--device", default="cuda", choices=["cuda", "cpu"],
+                   help="where to measure (cpu: the sweep on this machine's CPU, to try it "
+                   "out: its times are the CPU's)")
     p.add_argument("--shard", default="0/1", help="I/N: profile every N-th kernel feature "
                    "set from the I-th, into DIR/profile-IofN.csv (one process per GPU; "
                    "corun fit reads the directory)")
-    p.add_argument("--quiet", action="store_true")
+    p.add_argument("--quiet", action="store_true", help=QUIET_HELP)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -25,6 +25,13 @@ from corun.sim import (
 from corun.spec import Hardware, Plan, Prediction, SpecError
 from corun.spec.serde import dumps, load, save, write_atomic
 from corun.workload import (
+    EMBEDDING_COMM_HELP,
+    GPUS_HELP,
+    HARDWARE_HELP,
+    HOST_CORES_HELP,
+    INTERCONNECT_HELP,
+    QUIET_HELP,
+    SIM_SEED_HELP,
     add_calibration_argument,
     add_cuda_graphs_argument,
     add_no_traces_argument,
@@ -41,10 +48,10 @@ from corun.workload import (
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", help="YAML/JSON file with any of these options")
-    p.add_argument("--hardware", default="h200", help="v100, a100, h100, h200 or a file")
-    p.add_argument("--gpus", type=int, default=1)
-    p.add_argument("--interconnect", help="intra-node link preset (nvlink4, pcie5, ...)")
-    p.add_argument("--host-cores", type=int, help="host CPU cores (default 16 per GPU)")
+    p.add_argument("--hardware", default="h200", help=HARDWARE_HELP + " (default: %(default)s)")
+    p.add_argument("--gpus", type=int, default=1, help=GPUS_HELP + " (default: %(default)s)")
+    p.add_argument("--interconnect", help=INTERCONNECT_HELP)
+    p.add_argument("--host-cores", type=int, help=HOST_CORES_HELP)
     p.add_argument("--no-host-thread", dest="host_thread", action="store_false",
                    help="leave out the host thread that launches and feeds each GPU "
                    "(costmodel/host.py): the GPU side alone, as if launches were free")
@@ -63,17 +70,19 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="simulated iterations (with host CPU work at least 60, "
                    "after at least 20 of warm-up; a plan whose kernels still slide "
                    "against the step, again after 24: sim.simulate_steady)")
-    p.add_argument("--warmup", type=int, default=5)
-    p.add_argument("--seed", type=seed, default=0)
+    p.add_argument("--warmup", type=int, default=5,
+                   help="simulated iterations before those measured (default: %(default)s)")
+    p.add_argument("--seed", type=seed, default=0, help=SIM_SEED_HELP)
     p.add_argument("--jitter", type=float, default=0.0,
                    help="coefficient of variation of durations (0: deterministic times)")
-    p.add_argument("--embedding-comm", default="collective", choices=["collective", "pgas"])
+    p.add_argument("--embedding-comm", default="collective", choices=["collective", "pgas"],
+                   help=EMBEDDING_COMM_HELP)
     p.add_argument("--json", action="store_true", help="print Prediction JSON")
     p.add_argument("--trace", type=out_file, help="write the Chrome trace here (one strategy)")
     p.add_argument("--out", type=out_folder,
                    help="directory for predictions, traces and summary.md (replaced whole)")
     add_no_traces_argument(p)
-    p.add_argument("--quiet", action="store_true")
+    p.add_argument("--quiet", action="store_true", help=QUIET_HELP)
 
 
 def strategies_for(text: str, hw: Hardware, plan: Plan | None) -> list[Strategy]:

@@ -39,7 +39,7 @@ from corun.spec.plan import (
     UPDATE_GRIDS,
     cap_sms,
 )
-from corun.workload import add_run_arguments, int_list, require_seconds, seed
+from corun.workload import QUIET_HELP, add_run_arguments, int_list, require_seconds, seed
 
 BASELINES = ("ideal", "gpu-sequential", "gpu-overlap")
 MAX_ROUNDS = 50
@@ -116,13 +116,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "H200; spec.plan.CAP_SHARES)")
     p.add_argument("--budget-s", type=float,
                    help="start no round after this many seconds (the rounds done count)")
-    p.add_argument("--seed", type=seed, default=d.seed)
+    p.add_argument("--seed", type=seed, default=d.seed,
+                   help="seed of the synthetic batches and the model's initial weights")
     p.add_argument("--device", default="cuda", choices=["cuda", "cpu"],
                    help="cpu runs the same steps on the host, untimed by CUDA (for checks)")
     p.add_argument("--out", type=out_folder, required=True,
                    help="output folder: tuned.json, tune.md, tune.json, one Measurement per "
                    "strategy (its median round, for `corun report`) and rounds/")
-    p.add_argument("--quiet", action="store_true")
+    p.add_argument("--quiet", action="store_true", help=QUIET_HELP)
 
 
 @dataclass(frozen=True)

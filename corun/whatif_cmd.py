@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass, replace
 from corun.out_folder import out_folder
 from corun.reports.whatif import MAX_CORES
 from corun.spec import SpecError
+from corun.workload import MODEL_HELP, PIPELINE_HELP, QUIET_HELP
 
 
 @dataclass(frozen=True)
@@ -108,22 +109,28 @@ def _limit_threads(threads: int) -> None:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--hardware", default="h100,h200,a100")
+    p.add_argument("--hardware", default="h100,h200,a100",
+                   help="GPU kinds to compare, comma-separated presets or files "
+                   "(default: %(default)s)")
     p.add_argument("--interconnect", default="",
                    help="links inside a node to compare, e.g. nvlink4,pcie5 (default: each "
                    "hardware's own NVLink; `corun presets` lists them)")
-    p.add_argument("--gpus", default="1,2,4,8")
-    p.add_argument("--batch", default="4096,8192")
-    p.add_argument("--model", default="criteo-kaggle")
-    p.add_argument("--pipeline", default="kaggle")
+    p.add_argument("--gpus", default="1,2,4,8",
+                   help="GPU counts of one node to compare (default: %(default)s)")
+    p.add_argument("--batch", default="4096,8192",
+                   help="batches a GPU to compare (default: %(default)s)")
+    p.add_argument("--model", default="criteo-kaggle", help=MODEL_HELP + " (default: %(default)s)")
+    p.add_argument("--pipeline", default="kaggle", help=PIPELINE_HELP + " (default: %(default)s)")
     p.add_argument("--time-limit", type=float, default=2.0, help="planning seconds per point")
     p.add_argument("--machine", metavar="MACHINE.json",
                    help="a machine profile from `corun calibrate`: the points of its GPU "
                    "kind are predicted for that machine (its ceilings, host costs and "
                    "timed stages and kernels), the other kinds' from their presets")
-    p.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    p.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
+                   help="points planned side by side, a process each (default: this "
+                   "machine's cores)")
     p.add_argument("--out", type=out_folder, default="out/whatif", help="output directory")
-    p.add_argument("--quiet", action="store_true")
+    p.add_argument("--quiet", action="store_true", help=QUIET_HELP)
 
 
 def link_key(hw) -> str:

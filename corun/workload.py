@@ -45,6 +45,20 @@ SEED_MAX = 2**32 - 1
 """numpy's seeds are unsigned 32-bit integers."""
 
 
+HARDWARE_HELP = "GPU kind: a preset (v100, a100, h100, h200; `corun presets`) or a file"
+GPUS_HELP = "GPUs of one node, data parallel"
+INTERCONNECT_HELP = ("the link between the node's GPUs: a preset (nvlink4, pcie5, ...; "
+                     "default: the hardware's own)")
+HOST_CORES_HELP = "host CPU cores for preprocessing workers (default: 16 a GPU)"
+MODEL_HELP = "DLRM model: a preset (`corun presets`) or a file"
+PIPELINE_HELP = "preprocessing pipeline: a preset (`corun presets`) or a file"
+BATCH_HELP = "samples a GPU trains on each step (default: the model's)"
+SIM_SEED_HELP = "seed of the simulator's random draws (--jitter): one seed, one result"
+EMBEDDING_COMM_HELP = ("how embedding rows move between GPUs: all-to-all collectives, or "
+                       "one-sided puts issued during the lookup (pgas)")
+QUIET_HELP = "no progress lines"
+
+
 def seed(text: str) -> int:
     """argparse type of --seed: an integer in [0, SEED_MAX], else an error naming it."""
     try:
@@ -150,9 +164,13 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     d = RunSettings()
     p.add_argument("--hardware", default="h200",
                    help="hardware preset: the baselines' launch shape and host cores")
-    p.add_argument("--iterations", type=int, default=d.iterations)
-    p.add_argument("--warmup", type=int, default=d.warmup)
-    p.add_argument("--distinct-batches", type=int, default=d.distinct_batches)
+    p.add_argument("--iterations", type=int, default=d.iterations,
+                   help="timed training steps (default: %(default)s)")
+    p.add_argument("--warmup", type=int, default=d.warmup,
+                   help="untimed steps first (default: %(default)s)")
+    p.add_argument("--distinct-batches", type=int, default=d.distinct_batches,
+                   help="raw batches generated (or read) once and cycled; each is "
+                   "preprocessed again whenever it comes (default: %(default)s)")
     add_check_arguments(p)
 
 

@@ -290,3 +290,24 @@ def test_the_table_and_the_json_give_the_same_numbers(capsys, hardware, gpus):
             assert ms == f"{p.mean_iteration_ms:.3f}"
             assert samples == f"{p.throughput_samples_per_s:,.0f}"
             assert stall == f"{p.stall_ms_per_iteration:.3f}"
+
+
+def _flags(parser, path=("corun",)):
+    """(command, option or argument, its help) of every action of every subcommand."""
+    import argparse
+
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield from _flags(sub, (*path, name))
+        elif not isinstance(action, argparse._HelpAction):
+            yield " ".join(path), "/".join(action.option_strings) or action.dest, action.help
+
+
+def test_every_flag_of_every_command_says_what_it_does():
+    from corun.cli import build_parser
+
+    flags = list(_flags(build_parser()))
+    assert len(flags) > 100
+    silent = [f"{cmd} {flag}" for cmd, flag, text in flags if not (text or "").strip()]
+    assert not silent, f"flags without help: {silent}"
