@@ -369,18 +369,38 @@ def variant_knobs(label: str) -> dict:
     return knobs
 
 
-def bench_launch_shapes(b: Bench, bw: float, rows: int) -> None:
-    p = pipeline_preset("kaggle")
-    inp = synthetic_inputs(p, rows, b.rng, zipf_a=0)
-    shapes = [(256, bl) for bl in (132, 528, 1056, 4224, 16896)] + [(128, 1056), (512, 1056)]
-    for threads, blocks in shapes if not b.dry else [(32, 2)]:
-        g = [FusedGroup(p, p.order, "all", blocks=blocks, threads_per_block=threads)]
-        out, timing = b.run_gpu(PipelineProgram(p, g, inp))
+SHAPES = [(256, bl) for bl in (132, 528, 1056, 4224, 16896)] + [(128, 1056), (512, 1056)]
+"""(threads a block, blocks) of the launch-shape sweep's default."""
+
+
+def _blocks(text: str) -> int:
+    """One --shape-blocks entry: a block count of at least 1."""
+    if not text.strip().isdigit() or int(text) < 1:
+        raise SystemExit(f"--shape-blocks: {text!r} is not a block count (an integer >= 1)")
+    return int(text)
+
+
+def bench_launch_shapes(b: Bench, bw: float, rows: int, names: list[str],
+                        variants: list[str], shapes: list[tuple[int, int]]) -> None:
+    """Each pipeline's one group in each variant at each launch shape (threads, blocks),
+    checked against the NumPy reference on a sample of rows before it is timed."""
+    for name in names:
+        p = pipeline_preset(name)
+        inp = synthetic_inputs(p, rows, b.rng, zipf_a=0)
+        pick = np.sort(b.rng.choice(rows, min(2000, rows), replace=False))
+        ref = run_numpy(p, {k: take_rows(v, pick) for k, v in inp.items()})
         outputs = list(p.dense_outputs) + [s.node for s in p.sparse_outputs]
-        moved = needed_bytes(p, inp, out, outputs)
-        b.save({"kind": "launch-shape", "pipeline": "kaggle", "rows": rows, "blocks": blocks,
-                "threads": threads, **timing, "registers": g[0].registers_per_thread(),
-                "bw_fraction": moved / (timing["device_ms"] * 1e-3) / bw})
+        for label in variants:
+            for threads, blocks in shapes if not b.dry else [(32, 2)]:
+                g = [FusedGroup(p, p.order, "all", blocks=blocks, threads_per_block=threads,
+                                **variant_knobs(label))]
+                out, timing = b.run_gpu(PipelineProgram(p, g, inp))
+                moved = needed_bytes(p, inp, out, outputs)
+                b.save({"kind": "launch-shape", "pipeline": name, "variant": label,
+                        "rows": rows, "blocks": blocks, "threads": threads, **timing,
+                        "registers": g[0].registers_per_thread(),
+                        "mismatches": check(ref, out, pick)[:10],
+                        "bw_fraction": moved / (timing["device_ms"] * 1e-3) / bw})
 
 
 def bench_cpu(b: Bench, plan: list[tuple[str, int]]) -> None:
@@ -438,10 +458,19 @@ def main(argv: list[str] | None = None) -> int:
                          "-totals, -thread, -mod, -tileN (tiles of N rows), -rN (N registers a "
                          "thread at most), e.g. fused-totals-tile2048-r64")
     ap.add_argument("--check-rows", type=int, default=10_000_000)
+    ap.add_argument("--shape-pipelines", default="kaggle",
+                    help="pipelines of the launch-shape sweep (--only shapes)")
+    ap.add_argument("--shape-variants", default="fused",
+                    help="variants of the launch-shape sweep, as --variants")
+    ap.add_argument("--shape-blocks", default="",
+                    help="blocks of 256 threads the sweep launches, comma-separated "
+                         "(default: 132 to 16,896 blocks, and 1,056 of 128 and of 512)")
     args = ap.parse_args(argv)
-    for label in args.variants.split(","):  # every label checked before any work
-        if label != "unfused":
+    for label in [*args.variants.split(","), *args.shape_variants.split(",")]:
+        if label != "unfused":  # every label checked before any work
             variant_knobs(label)
+    shapes = [(256, _blocks(x)) for x in args.shape_blocks.split(",")] \
+        if args.shape_blocks else SHAPES
     dry = args.dry_run
     if dry:
         LAUNCH.update(blocks=2, threads_per_block=32)
@@ -466,7 +495,9 @@ def main(argv: list[str] | None = None) -> int:
                         200 if dry else 200_000, args.pipelines.split(","),
                         args.variants.split(","))
     if "shapes" in only:
-        bench_launch_shapes(b, bw, 500 if dry else 4_194_304)
+        bench_launch_shapes(b, bw, 500 if dry else 4_194_304,
+                            args.shape_pipelines.split(","), args.shape_variants.split(","),
+                            shapes)
     if "cpu" in only:
         big = 500 if dry else 4_194_304
         small = 300 if dry else 65_536

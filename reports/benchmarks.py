@@ -21,6 +21,16 @@ _MOVED = {"all": "raw inputs read once, outputs written once",
 """What an ops_gpu file's bytes count, by its env record's `bytes_rule` (none: "all")."""
 
 
+def _command(env: dict) -> str:
+    """The benchmark's command line as its env record kept it, less its output path."""
+    argv = list(env.get("argv") or ["bench/ops_gpu.py"])
+    for flag in ("-o", "--output"):
+        if flag in argv[:-1]:
+            i = argv.index(flag)
+            del argv[i:i + 2]
+    return "python " + " ".join(argv)
+
+
 def _ops(name: str, records: list[dict]) -> list[str]:
     """bench/ops_gpu.py: each pipeline's time by variant, against the copy ceiling
     measured in the same run."""
@@ -29,29 +39,40 @@ def _ops(name: str, records: list[dict]) -> list[str]:
     timed = [r for r in records if r.get("kind") == "pipeline-time"]
     checks = [r for r in records if r.get("kind") == "pipeline-check"]
     bad = [r for r in checks + timed if r.get("mismatches") or r.get("repeat_mismatches")]
-    lines = [f"### Fused preprocessing kernels on {env.get('gpu', 'a GPU')} (`{name}`)", "",
-             "`python bench/ops_gpu.py --only ceiling,pipelines`: one group over the whole "
-             "pipeline, device time (median of runs queued behind a GPU spin), and the "
-             f"bytes the pipeline must move ({_MOVED[env.get('bytes_rule', 'all')]}) "
-             "over that time as a share of the device-to-device copy ceiling"
-             + (f" measured in the same run ({ceiling['bytes_per_s'] / 1e12:.2f} TB/s, "
-                "bytes read and written)" if ceiling else "")
-             + f". Every output was checked against the NumPy reference first "
-             f"({sum(r['checked_rows'] for r in checks):,} rows in "
-             f"{len(checks)} checks); {len(bad)} differed.", ""]
-    rows = [[r["pipeline"], f"{r['rows']:,}", r["variant"], str(r.get("launches", "-")),
-             str(r.get("registers") or "-"), f"{r['device_ms']:.3f}",
-             f"{r['bytes'] / 1e9:.2f}", f"{100 * r['bw_fraction']:.0f}%"] for r in timed]
-    lines += [markdown_table(["pipeline", "rows", "variant", "launches",
-                              "registers a thread", "device ms", "GB", "of copy ceiling"],
-                             rows), ""]
+    measured = ("over that time as a share of the device-to-device copy ceiling"
+                + (f" measured in the same run ({ceiling['bytes_per_s'] / 1e12:.2f} TB/s, "
+                   "bytes read and written)" if ceiling else ""))
+    lines = [f"### Fused preprocessing kernels on {env.get('gpu', 'a GPU')} (`{name}`)", ""]
+    if timed:
+        lines += ["`python bench/ops_gpu.py --only ceiling,pipelines`: one group over the "
+                  "whole pipeline, device time (median of runs queued behind a GPU spin), "
+                  f"and the bytes the pipeline must move ({_MOVED[env.get('bytes_rule', 'all')]}) "
+                  f"{measured}. Every output was checked against the NumPy reference first "
+                  f"({sum(r['checked_rows'] for r in checks):,} rows in "
+                  f"{len(checks)} checks); {len(bad)} differed.", ""]
+        rows = [[r["pipeline"], f"{r['rows']:,}", r["variant"], str(r.get("launches", "-")),
+                 str(r.get("registers") or "-"), f"{r['device_ms']:.3f}",
+                 f"{r['bytes'] / 1e9:.2f}", f"{100 * r['bw_fraction']:.0f}%"] for r in timed]
+        lines += [markdown_table(["pipeline", "rows", "variant", "launches",
+                                  "registers a thread", "device ms", "GB", "of copy ceiling"],
+                                 rows), ""]
     shapes = [r for r in records if r.get("kind") == "launch-shape"]
     if shapes:
-        lines += [f"`--only shapes`: the default kernel over {shapes[0]['pipeline']}'s "
-                  f"{shapes[0]['rows']:,} rows in other launch shapes.", "",
-                  markdown_table(["blocks", "threads a block", "registers a thread",
-                                  "device ms", "of copy ceiling"],
-                                 [[f"{r['blocks']:,}", str(r["threads"]),
+        names = sorted({r["pipeline"] for r in shapes}, key=[r["pipeline"] for r in shapes].index)
+        checked = [r for r in shapes if "mismatches" in r]
+        lines += [f"`--only shapes`: one group over {', '.join(names)}'s "
+                  f"{shapes[0]['rows']:,} rows in other launch shapes"
+                  + ("" if all("variant" in r for r in shapes) else " (the default kernel)")
+                  + ("" if timed else f" (`{_command(env)}`): device time, and the bytes "
+                     f"the pipeline must move ({_MOVED[env.get('bytes_rule', 'all')]}) "
+                     f"{measured}")
+                  + (f"; each checked against the NumPy reference on a sample of rows first, "
+                     f"{sum(bool(r['mismatches']) for r in checked)} of {len(checked)} differed"
+                     if checked else "") + ".", "",
+                  markdown_table(["pipeline", "variant", "blocks", "threads a block",
+                                  "registers a thread", "device ms", "of copy ceiling"],
+                                 [[r["pipeline"], r.get("variant", "fused"),
+                                   f"{r['blocks']:,}", str(r["threads"]),
                                    str(r.get("registers") or "-"), f"{r['device_ms']:.3f}",
                                    f"{100 * r['bw_fraction']:.0f}%"] for r in shapes]), ""]
     lines += [f"Note: {r['text']}." for r in records if r.get("kind") == "note"]

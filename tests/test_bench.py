@@ -157,3 +157,26 @@ def test_the_kernel_benchmark_counts_list_values_only_as_far_as_the_outputs_need
     whole = nbytes(inp, [c.name for c in lists]) + nbytes(want, outputs)
     assert needed_bytes(p, inp, want, outputs) == whole - 8 * sum(
         len(inp[k].values) - int(needed[k].sum()) for k in needed)
+
+
+def test_the_launch_shape_sweep_checks_each_variant_at_each_shape(tmp_path):
+    """`--only shapes` under the CUDA simulator (--dry-run: one tiny shape): a record per
+    pipeline and variant, each compared with the reference; a bad variant is refused
+    before any work."""
+    from bench.ops_gpu import main
+
+    out = tmp_path / "shapes.json"
+    assert main(["--dry-run", "--only", "shapes", "--shape-pipelines", "kaggle,terabyte",
+                 "--shape-variants", "fused,fused-r32", "-o", str(out)]) == 0
+    shapes = [r for r in json.loads(out.read_text()) if r["kind"] == "launch-shape"]
+    assert [(r["pipeline"], r["variant"]) for r in shapes] == [
+        ("kaggle", "fused"), ("kaggle", "fused-r32"), ("terabyte", "fused"),
+        ("terabyte", "fused-r32")]
+    assert all(r["mismatches"] == [] for r in shapes)
+    with pytest.raises(SystemExit, match="fused-r32x"):
+        main(["--dry-run", "--only", "shapes", "--shape-variants", "fused-r32x",
+              "-o", str(tmp_path / "no.json")])
+    with pytest.raises(SystemExit, match="--shape-blocks: '0' is not a block count"):
+        main(["--dry-run", "--only", "shapes", "--shape-blocks", "1056,0",
+              "-o", str(tmp_path / "no.json")])
+    assert not (tmp_path / "no.json").exists()
