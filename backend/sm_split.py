@@ -28,7 +28,7 @@ class SmSplit:
     pre_sms: int
     keep: tuple
     """The green contexts and raw streams, kept alive as long as the streams are used."""
-    pre_side: torch.cuda.ExternalStream | None = None
+    pre_side: torch.cuda.ExternalStream
     """A second stream of `pre`'s green context, to capture work for `pre` on
     (backend/batch_graphs.py): a kernel captured on a green context's stream keeps to
     that context's SMs when its graph is replayed."""

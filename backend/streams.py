@@ -68,7 +68,7 @@ class Streams:
     def capture_sides(self) -> dict[int, object]:
         """The side stream to capture each green-context stream's work on
         (backend/batch_graphs.WorkGraphs), by stream handle: none without an SM split."""
-        if self.split is None or self.split.pre_side is None:
+        if self.split is None:
             return {}
         return {self.pre.cuda_stream: self.split.pre_side}
 
