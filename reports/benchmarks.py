@@ -60,8 +60,10 @@ def _ops(name: str, records: list[dict]) -> list[str]:
     if shapes:
         names = sorted({r["pipeline"] for r in shapes}, key=[r["pipeline"] for r in shapes].index)
         checked = [r for r in shapes if "mismatches" in r]
+        sizes = {r["rows"] for r in shapes}
         lines += [f"`--only shapes`: one group over {', '.join(names)}'s "
-                  f"{shapes[0]['rows']:,} rows in other launch shapes"
+                  + (f"{shapes[0]['rows']:,} rows" if len(sizes) == 1 else "rows (below)")
+                  + " in other launch shapes"
                   + ("" if all("variant" in r for r in shapes) else " (the default kernel)")
                   + ("" if timed else f" (`{_command(env)}`): device time, and the bytes "
                      f"the pipeline must move ({_MOVED[env.get('bytes_rule', 'all')]}) "
@@ -69,9 +71,9 @@ def _ops(name: str, records: list[dict]) -> list[str]:
                   + (f"; each checked against the NumPy reference on a sample of rows first, "
                      f"{sum(bool(r['mismatches']) for r in checked)} of {len(checked)} differed"
                      if checked else "") + ".", "",
-                  markdown_table(["pipeline", "variant", "blocks", "threads a block",
+                  markdown_table(["pipeline", "rows", "variant", "blocks", "threads a block",
                                   "registers a thread", "device ms", "of copy ceiling"],
-                                 [[r["pipeline"], r.get("variant", "fused"),
+                                 [[r["pipeline"], f"{r['rows']:,}", r.get("variant", "fused"),
                                    f"{r['blocks']:,}", str(r["threads"]),
                                    str(r.get("registers") or "-"), f"{r['device_ms']:.3f}",
                                    f"{100 * r['bw_fraction']:.0f}%"] for r in shapes]), ""]

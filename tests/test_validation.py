@@ -323,7 +323,7 @@ def test_benchmarks_render_from_their_files():
     assert "(3.00 TB/s, bytes read and written)" in text and "1,000 rows in 1 checks); 0" in text
     assert "| kaggle | 4,194,304 | fused | 4 | 48 | 4.273 | 3.90 | 30% |" in text
     assert "over kaggle's 4,194,304 rows in other launch shapes (the default kernel)" in text
-    assert "| kaggle | fused | 4,224 | 256 | 46 | 1.893 | 68% |" in text
+    assert "| kaggle | 4,194,304 | fused | 4,224 | 256 | 46 | 1.893 | 68% |" in text
     assert "Note: a note." in text
     assert "(raw inputs read once, outputs written once)" in text  # a file of every value
     needed = [{**ops[0], "bytes_rule": "needed"}, *ops[1:]]
@@ -334,11 +334,11 @@ def test_benchmarks_render_from_their_files():
               ops[1], {**ops[4], "variant": "fused-r32", "registers": 32, "mismatches": []},
               {**ops[4], "pipeline": "wide-2x", "variant": "fused", "mismatches": [["x", 3]]}]
     only = "\n".join(benchmarks_section({"ops_gpu-h100-shapes.json": shapes}))
-    assert "| pipeline | rows |" not in only  # no pipeline timings: no empty table
+    assert "| GB |" not in only and "--only ceiling,pipelines" not in only  # no empty table
     assert "over kaggle, wide-2x's 4,194,304 rows" in only
     assert "(`python bench/ops_gpu.py --only ceiling,shapes`)" in only
     assert "(3.00 TB/s, bytes read and written)" in only and "1 of 2 differed" in only
-    assert "| kaggle | fused-r32 | 4,224 | 256 | 32 | 1.893 | 68% |" in only
+    assert "| kaggle | 4,194,304 | fused-r32 | 4,224 | 256 | 32 | 1.893 | 68% |" in only
     assert "| arrow | 10,000,000 | 7.96 | 1,256,148 |" in text and "37x" in text
     assert "raw fields 5,000,000 rows/s" in text and "memory 20,000,000 rows/s" in text
     with pytest.raises(ValueError, match="validation/benchmarks/odd.json"):
