@@ -47,7 +47,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "starts, in (0, 5] ms (default: corun.profiling.LEAD_MS; longer: a kernel "
                    "part done, as one carried from an earlier stage is)")
     p.add_argument("--hardware", default="h200",
-                   help="hardware preset the sampled kernels' launch shapes are drawn for")
+                   help="the preset of the GPU profiled: its ceilings and SMs give the "
+                   "rows' stage work and occupancy features (default: %(default)s)")
     p.add_argument("--seed", type=seed, default=0,
                    help="seed of the sampled kernels and their synthetic batches")
     p.add_argument("--device", default="cuda", choices=["cuda", "cpu"],
