@@ -39,15 +39,15 @@ def _ops(name: str, records: list[dict]) -> list[str]:
     timed = [r for r in records if r.get("kind") == "pipeline-time"]
     checks = [r for r in records if r.get("kind") == "pipeline-check"]
     bad = [r for r in checks + timed if r.get("mismatches") or r.get("repeat_mismatches")]
-    measured = ("over that time as a share of the device-to-device copy ceiling"
-                + (f" measured in the same run ({ceiling['bytes_per_s'] / 1e12:.2f} TB/s, "
-                   "bytes read and written)" if ceiling else ""))
+    share = (f"the bytes the pipeline must move ({_MOVED[env.get('bytes_rule', 'all')]}) "
+             "over that time as a share of the device-to-device copy ceiling"
+             + (f" measured in the same run ({ceiling['bytes_per_s'] / 1e12:.2f} TB/s, "
+                "bytes read and written)" if ceiling else ""))
     lines = [f"### Fused preprocessing kernels on {env.get('gpu', 'a GPU')} (`{name}`)", ""]
     if timed:
         lines += ["`python bench/ops_gpu.py --only ceiling,pipelines`: one group over the "
                   "whole pipeline, device time (median of runs queued behind a GPU spin), "
-                  f"and the bytes the pipeline must move ({_MOVED[env.get('bytes_rule', 'all')]}) "
-                  f"{measured}. Every output was checked against the NumPy reference first "
+                  f"and {share}. Every output was checked against the NumPy reference first "
                   f"({sum(r['checked_rows'] for r in checks):,} rows in "
                   f"{len(checks)} checks); {len(bad)} differed.", ""]
         rows = [[r["pipeline"], f"{r['rows']:,}", r["variant"], str(r.get("launches", "-")),
@@ -58,16 +58,14 @@ def _ops(name: str, records: list[dict]) -> list[str]:
                                  rows), ""]
     shapes = [r for r in records if r.get("kind") == "launch-shape"]
     if shapes:
-        names = sorted({r["pipeline"] for r in shapes}, key=[r["pipeline"] for r in shapes].index)
+        names = list(dict.fromkeys(r["pipeline"] for r in shapes))  # in the order run
         checked = [r for r in shapes if "mismatches" in r]
         sizes = {r["rows"] for r in shapes}
         lines += [f"`--only shapes`: one group over {', '.join(names)}'s "
                   + (f"{shapes[0]['rows']:,} rows" if len(sizes) == 1 else "rows (below)")
                   + " in other launch shapes"
                   + ("" if all("variant" in r for r in shapes) else " (the default kernel)")
-                  + ("" if timed else f" (`{_command(env)}`): device time, and the bytes "
-                     f"the pipeline must move ({_MOVED[env.get('bytes_rule', 'all')]}) "
-                     f"{measured}")
+                  + ("" if timed else f" (`{_command(env)}`): device time, and {share}")
                   + (f"; each checked against the NumPy reference on a sample of rows first, "
                      f"{sum(bool(r['mismatches']) for r in checked)} of {len(checked)} differed"
                      if checked else "") + ".", "",
