@@ -467,10 +467,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--shape-blocks", default="",
                     help="blocks of 256 threads the sweep launches, comma-separated "
                          "(default: 132 to 16,896 blocks, and 1,056 of 128 and of 512)")
+    ap.add_argument("--shape-rows", type=int, default=4_194_304,
+                    help="rows of the launch-shape sweep's batch, at most each pipeline's "
+                         "row cap (default 4,194,304; a training batch: 4,096 to 32,768)")
     args = ap.parse_args(argv)
     for label in [*args.variants.split(","), *args.shape_variants.split(",")]:
         if label != "unfused":  # every label checked before any work
             variant_knobs(label)
+    if args.shape_rows < 1:
+        raise SystemExit(f"--shape-rows: {args.shape_rows} is not a row count (>= 1)")
     shapes = [(256, _blocks(x)) for x in args.shape_blocks.split(",")] \
         if args.shape_blocks else SHAPES
     dry = args.dry_run
@@ -497,7 +502,7 @@ def main(argv: list[str] | None = None) -> int:
                         200 if dry else 200_000, args.pipelines.split(","),
                         args.variants.split(","))
     if "shapes" in only:
-        bench_launch_shapes(b, bw, 500 if dry else 4_194_304,
+        bench_launch_shapes(b, bw, min(500, args.shape_rows) if dry else args.shape_rows,
                             args.shape_pipelines.split(","), args.shape_variants.split(","),
                             shapes)
     if "cpu" in only:

@@ -167,16 +167,20 @@ def test_the_launch_shape_sweep_checks_each_variant_at_each_shape(tmp_path):
 
     out = tmp_path / "shapes.json"
     assert main(["--dry-run", "--only", "shapes", "--shape-pipelines", "kaggle,terabyte",
-                 "--shape-variants", "fused,fused-r32", "-o", str(out)]) == 0
+                 "--shape-variants", "fused,fused-r32", "--shape-rows", "40",
+                 "-o", str(out)]) == 0
     shapes = [r for r in json.loads(out.read_text()) if r["kind"] == "launch-shape"]
-    assert [(r["pipeline"], r["variant"]) for r in shapes] == [
-        ("kaggle", "fused"), ("kaggle", "fused-r32"), ("terabyte", "fused"),
-        ("terabyte", "fused-r32")]
+    assert [(r["pipeline"], r["variant"], r["rows"]) for r in shapes] == [
+        ("kaggle", "fused", 40), ("kaggle", "fused-r32", 40), ("terabyte", "fused", 40),
+        ("terabyte", "fused-r32", 40)]
     assert all(r["mismatches"] == [] for r in shapes)
     with pytest.raises(SystemExit, match="fused-r32x"):
         main(["--dry-run", "--only", "shapes", "--shape-variants", "fused-r32x",
               "-o", str(tmp_path / "no.json")])
     with pytest.raises(SystemExit, match="--shape-blocks: '0' is not a block count"):
         main(["--dry-run", "--only", "shapes", "--shape-blocks", "1056,0",
+              "-o", str(tmp_path / "no.json")])
+    with pytest.raises(SystemExit, match="--shape-rows: 0 is not a row count"):
+        main(["--dry-run", "--only", "shapes", "--shape-rows", "0",
               "-o", str(tmp_path / "no.json")])
     assert not (tmp_path / "no.json").exists()
