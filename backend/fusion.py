@@ -176,9 +176,9 @@ class FusedGroup:
         default it shares; the CPU target runs rows in parallel either way). Only with
         whole warps per block (threads a multiple of 32, as every plan's): a warp that
         spans two blocks has no common row. `max_registers`: a cap on the CUDA values
-        kernel's registers per thread (FusedKernel.max_registers; None: no cap). `unroll`:
+        kernel's registers per thread (a kernel-tuning knob; plans do not set it). `unroll`:
         list elements each thread of the CUDA values kernel computes side by side
-        (codegen.chain_body; a kernel-tuning knob). `list_scan`: how a group with
+        (codegen.chain_body; a kernel-tuning knob too). `list_scan`: how a group with
         list outputs finds their offsets on CUDA (LIST_SCANS), a kernel-tuning knob;
         "rows", the three steps, by default: on the H100 the tiled kernels ran slower on
         kaggle, and only the one-pass kernel capped at 64 registers ran faster, on

@@ -55,7 +55,7 @@ from corun.costmodel.features import stage_row
 from corun.costmodel.profile_data import KEY, LEAD_ASKED, is_resident
 from corun.costmodel.release_steps import format_steps
 from corun.costmodel.workload import kernel_key, kernel_work, stage_work
-from corun.spec import Hardware, Model, OpKind, Pipeline, SpecError, Stage, register_cap
+from corun.spec import Hardware, Model, OpKind, Pipeline, SpecError, Stage
 from corun.spec.sharding import shard_tables
 
 BLOCKS = (8, 33, 132, 264, 528, 1056, 2112)
@@ -136,8 +136,8 @@ class KernelSpec:
     fixed_offsets: bool = True
     """As FusedKernel.fixed_offsets; on unless a plan's kernel says otherwise, so a profile
     times the kernels plans launch."""
-    max_registers: int = 0
-    """As FusedKernel.max_registers (0: no cap)."""
+    max_registers: int | None = None
+    """As FusedGroup.max_registers (an experiment)."""
 
     @functools.cached_property
     def nodes(self) -> tuple[str, ...]:
@@ -168,7 +168,7 @@ class KernelSpec:
     def name(self) -> str:
         if self.group:
             return kernel_key(self.pipeline, self.nodes, self.blocks, self.threads, self.warp,
-                              self.fixed, self.max_registers)
+                              self.fixed)
         digest = hashlib.sha1(",".join(self.features).encode()).hexdigest()[:8]
         name = f"{self.pipeline.name}:{len(self.features)}f:{digest}:{self.blocks}x{self.threads}"
         return name + (":warp" if self.warp else "") + (":fixed" if self.fixed else "") + \
@@ -188,7 +188,7 @@ def plan_kernels(plan, pipeline: Pipeline) -> list[KernelSpec]:
     a planner's plans launch, RAP's per-layer kernels among them, which feature-set
     sampling does not draw."""
     return [KernelSpec(pipeline, (), k.blocks, k.threads_per_block, tuple(k.nodes),
-                       k.warp_rows, k.fixed_offsets, k.max_registers) for k in plan.kernels]
+                       k.warp_rows, k.fixed_offsets) for k in plan.kernels]
 
 
 def sample_kernels(pipelines: Sequence[Pipeline], shapes: int, launches: int,
@@ -197,9 +197,8 @@ def sample_kernels(pipelines: Sequence[Pipeline], shapes: int, launches: int,
     """`shapes` random feature sets (sizes spread log-uniformly from one feature to the
     whole pipeline), each with `launches` random launch shapes, each launch with every
     thread mapping of `mappings` (FusedKernel.warp_rows; one where it makes no
-    difference), its registers capped as the planners cap theirs (register_cap).
-    Launch shapes of one feature set share a compiled kernel, which keeps compile time
-    down. The random draws do not depend on `mappings`."""
+    difference). Launch shapes of one feature set share a compiled kernel, which keeps
+    compile time down. The random draws do not depend on `mappings`."""
     specs = []
     for s in range(shapes):
         p = pipelines[s % len(pipelines)]
@@ -208,9 +207,7 @@ def sample_kernels(pipelines: Sequence[Pipeline], shapes: int, launches: int,
         feats = tuple(sorted(rng.choice(outs, k, replace=False).tolist()))
         for _ in range(launches):
             blocks, threads = int(rng.choice(BLOCKS)), int(rng.choice(THREADS))
-            cap = register_cap(p, KernelSpec(p, feats, blocks, threads).nodes, True)
-            specs += [KernelSpec(p, feats, blocks, threads, warp_rows=w, max_registers=cap)
-                      for w in mappings]
+            specs += [KernelSpec(p, feats, blocks, threads, warp_rows=w) for w in mappings]
     unique = {s.name: s for s in reversed(specs)}  # a launch shape drawn twice: keep one
     return [s for s in specs if unique[s.name] is s]
 
@@ -267,7 +264,7 @@ class Profiler:
         if p.name not in self._raw:
             self._raw[p.name] = synthetic_inputs(p, self.rows, self.rng)
         group = FusedGroup(p, spec.nodes, spec.name, spec.blocks, spec.threads,
-                           warp_rows=spec.warp_rows, max_registers=spec.max_registers or None,
+                           warp_rows=spec.warp_rows, max_registers=spec.max_registers,
                            fixed_offsets=spec.fixed_offsets)
         inside = set(spec.nodes)
         rest = [n for n in p.order if n not in inside]
@@ -358,8 +355,7 @@ class Profiler:
         self._sync()
         alone = self.kernel_alone_ms(launch, reps)
         kw = kernel_work(spec.pipeline, spec.name, spec.nodes, self.rows, group.grid(),
-                         spec.threads, spec.warp_rows, spec.fixed_offsets,
-                         spec.max_registers)
+                         spec.threads, spec.warp_rows, spec.fixed_offsets)
         regs = group.registers_per_thread() if self.S.cuda else None
         occ = group.occupancy(self.hw.gpu) if self.S.cuda else None
         ops = {op: 0 for op in OpKind}

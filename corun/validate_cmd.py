@@ -154,8 +154,7 @@ def case_scenario(case, plan_doc: dict | None, machine=None):
     else:
         kernels = (plan_doc or {}).get("kernels", [])
         strat = replace(parse_strategy(case.predict_as.value, hw),
-                        fixed_offsets=any(k.get("fixed_offsets", False) for k in kernels),
-                        capped_registers=any(k.get("max_registers", 0) for k in kernels))
+                        fixed_offsets=any(k.get("fixed_offsets", False) for k in kernels))
     return steady_state(Scenario(hw, model, spec.pipeline_preset(case.pipeline), strat,
                                  timed_check=case.timed_check))
 

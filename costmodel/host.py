@@ -26,9 +26,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
+from corun.costmodel.workload import scans_lists
 from corun.spec import FusedKernel, Hardware, Pipeline, Stage
 from corun.spec.hardware import HostTimes
-from corun.spec.plan import scans_lists
 
 ASSEMBLY_FIXED_MS, ASSEMBLY_MS_PER_MB = 0.05, 0.0007
 """The GPU kernel that assembles a batch: a line fitted to its measured spans on the H200

@@ -108,7 +108,7 @@ class KernelWork:
     """Chains (sinks) it writes: one block range each."""
     has_lists: bool = False
     """It finds its lists' offsets with a lengths kernel and a scan (scans_lists in
-    spec/plan.py): lists of a fixed length, written by the values kernel alone,
+    costmodel/workload.py): lists of a fixed length, written by the values kernel alone,
     do not count."""
     op_counts: tuple[tuple[OpKind, int], ...] = ()
     """How many of its nodes are of each op kind."""

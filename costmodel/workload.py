@@ -24,7 +24,6 @@ from corun.spec import (
     Stage,
     stages_for,
 )
-from corun.spec.plan import scans_lists
 from corun.spec.sharding import Sharding
 
 F32 = 4
@@ -187,14 +186,21 @@ OPS_PER_ELEMENT: dict[OpKind, float] = {
 }
 
 
+def scans_lists(pipeline: Pipeline, nodes: Iterable[str], fixed_offsets: bool) -> bool:
+    """Whether a kernel over `nodes` finds its lists' offsets with a lengths kernel and a
+    scan: it writes lists, and `fixed_offsets` (FusedKernel's) does not take effect."""
+    nodes = tuple(nodes)
+    return bool(pipeline.list_sinks(nodes)) and not (
+        fixed_offsets and pipeline.offsets_fixed(nodes))
+
+
 def kernel_work(pipeline: Pipeline, name: str, nodes: Iterable[str], rows: int, blocks: int,
                 threads_per_block: int, warp_rows: bool = True,
-                fixed_offsets: bool = False, max_registers: int = 0) -> KernelWork:
+                fixed_offsets: bool = False) -> KernelWork:
     """A fused kernel's counts: it reads inputs produced outside it and writes outputs
     used outside it; chains inside it stay in registers. `warp_rows` and `fixed_offsets`
     as FusedKernel's: the work says whether they take effect (a long list output; lists
-    all of a fixed length). `max_registers` as FusedKernel's: a cap (0: none) sets the
-    registers a thread the work assumes."""
+    all of a fixed length)."""
     nodes = tuple(nodes)
     inside = set(nodes)
     cols = pipeline.columns
@@ -219,29 +225,25 @@ def kernel_work(pipeline: Pipeline, name: str, nodes: Iterable[str], rows: int, 
     sinks = pipeline.sinks(nodes)
     warp = warp_rows and bool(pipeline.warp_sinks(nodes))
     fixed = fixed_offsets and pipeline.offsets_fixed(nodes)
-    regs = {"registers_per_thread": max_registers} if max_registers else {}
     return KernelWork(name, rows, elements, ops, nbytes, op_kinds, blocks, threads_per_block,
-                      **regs, node_count=len(nodes), chains=len(sinks),
+                      node_count=len(nodes), chains=len(sinks),
                       has_lists=scans_lists(pipeline, nodes, fixed_offsets),
                       op_counts=tuple((o, kinds.count(o)) for o in op_kinds),
-                      key=kernel_key(pipeline, nodes, blocks, threads_per_block, warp, fixed,
-                                     max_registers),
+                      key=kernel_key(pipeline, nodes, blocks, threads_per_block, warp, fixed),
                       warp_rows=warp)
 
 
 def kernel_key(pipeline: Pipeline, nodes: Iterable[str], blocks: int,
                threads_per_block: int, warp_rows: bool = False,
-               fixed_offsets: bool = False, max_registers: int = 0) -> str:
+               fixed_offsets: bool = False) -> str:
     """A fused kernel's name in a profile (`corun profile --plans`): its pipeline, node
     count, a digest of its nodes in pipeline order, its launch request, ":warp" where
     it writes long lists a warp per row and ":fixed" where its values kernel writes its
     lists' offsets (each as it takes effect: the key of a kernel without long lists, or
-    without lists, is the same either way), and ":rN" where its registers are capped
-    at N a thread. The learned model answers a kernel and stage
+    without lists, is the same either way). The learned model answers a kernel and stage
     the profile measured with that measurement."""
     inside = set(nodes)
     ordered = [n for n in pipeline.order if n in inside]
     digest = hashlib.sha1(",".join(ordered).encode()).hexdigest()[:8]
     key = f"{pipeline.name}:{len(ordered)}n:{digest}:{blocks}x{threads_per_block}"
-    return key + (":warp" if warp_rows else "") + (":fixed" if fixed_offsets else "") + \
-        (f":r{max_registers}" if max_registers else "")
+    return key + (":warp" if warp_rows else "") + (":fixed" if fixed_offsets else "")

@@ -25,14 +25,7 @@ from corun.planner.judge import SimJudge
 from corun.planner.types import Judged
 from corun.planner.units import units_of
 from corun.sim.strategy import default_launch
-from corun.spec import (
-    BEFORE_ITERATION,
-    FusedKernel,
-    Plan,
-    SpecError,
-    register_cap,
-    stages_for,
-)
+from corun.spec import BEFORE_ITERATION, FusedKernel, Plan, SpecError, stages_for
 from scipy.optimize import Bounds, LinearConstraint, milp
 
 
@@ -54,12 +47,11 @@ def coefficients(judge: SimJudge):
     units = units_of(pipeline)
     blocks, threads = default_launch(hw)
     rows = model.batch_per_gpu
-    unit_ms = np.array([cm.kernel_device_ms(kernel_work(
-        pipeline, "u", u, rows, blocks, threads, fixed_offsets=True,
-        max_registers=register_cap(pipeline, u, True)), hw) for u in units])
+    unit_ms = np.array([cm.kernel_device_ms(kernel_work(pipeline, "u", u, rows, blocks, threads,
+                                                        fixed_offsets=True), hw)
+                        for u in units])
     whole = kernel_work(pipeline, "all", pipeline.order, rows, blocks, threads,
-                        fixed_offsets=True,
-                        max_registers=register_cap(pipeline, pipeline.order, True))
+                        fixed_offsets=True)
     works = stage_work(model, hw, shard_tables(model, hw), 0)
     slots = []
     for s in stages_for(1):
@@ -138,7 +130,6 @@ def solve(judge: SimJudge, time_limit_s: float = 60.0) -> MilpResult:
         if members:
             nodes = tuple(n for u in members for n in units[u])
             kernels.append(FusedKernel(f"milp{s}", nodes, name, blocks, threads,
-                                       fixed_offsets=True,
-                                       max_registers=register_cap(sc.pipeline, nodes, True)))
+                                       fixed_offsets=True))
     plan = Plan(sc.pipeline.name, sc.model.name, 1, tuple(kernels))
     return MilpResult(judge.judge(plan), float(res.fun), res.message)

@@ -16,7 +16,7 @@ from corun.costmodel import AnalyticCostModel, kernel_work, shard_tables, stage_
 from corun.planner.judge import SimJudge
 from corun.planner.types import Judge, Judged, Proposer
 from corun.sim.strategy import default_launch
-from corun.spec import FusedKernel, Pipeline, Plan, register_cap, stages_for
+from corun.spec import FusedKernel, Pipeline, Plan, stages_for
 
 
 def layers(pipeline: Pipeline) -> dict[str, int]:
@@ -55,8 +55,7 @@ class RapProposer(Proposer):
         kernels: list[FusedKernel] = []
         for (layer, op), nodes in sorted(groups.items()):
             kw = kernel_work(pipeline, op, nodes, model.batch_per_gpu, blocks, threads,
-                             fixed_offsets=True,
-                             max_registers=register_cap(pipeline, nodes, True))
+                             fixed_offsets=True)
             per_node = cm.kernel_ms(kw, hw) / len(nodes)
             todo = list(nodes)
             while todo:
@@ -71,8 +70,7 @@ class RapProposer(Proposer):
                 for n in part:
                     placed[n] = stages.index(target)
                 kernels.append(FusedKernel(f"{op}{layer}_{len(kernels)}", tuple(part),
-                                           target.value, blocks, threads, fixed_offsets=True,
-                                           max_registers=register_cap(pipeline, part, True)))
+                                           target.value, blocks, threads, fixed_offsets=True))
         order = {s.value: i for i, s in enumerate(stages)}
         kernels.sort(key=lambda k: order[k.stage])  # stable: layer order within a stage
         plan = Plan(pipeline.name, model.name, hw.gpu_count, tuple(kernels))

@@ -34,7 +34,7 @@ from corun.planner.runners_up import NEAR_TIE_PCT
 from corun.planner.types import Judge, Judged, Proposer
 from corun.planner.units import units_of
 from corun.sim.strategy import default_launch
-from corun.spec import BEFORE_ITERATION, FusedKernel, Mapping, Plan, register_cap, stages_for
+from corun.spec import BEFORE_ITERATION, FusedKernel, Mapping, Plan, stages_for
 
 TIE = 1e-6
 """Relative throughput difference below which two plans are predicted alike (the host
@@ -205,8 +205,7 @@ class LocalSearch(Proposer):
             for i, d in enumerate(sorted(state.drafts, key=lambda d: (pos[d.stage], d.units))):
                 nodes = tuple(n for u in d.units for n in units[u])
                 kernels.append(FusedKernel(f"k{i}", nodes, d.stage, d.blocks, d.threads, d.gpu,
-                                           d.warp_rows, fixed_offsets=True,
-                                           max_registers=register_cap(pipeline, nodes, True)))
+                                           d.warp_rows, fixed_offsets=True))
                 if d.gpu is not None:
                     mapping.update({units[u][-1]: Mapping.OWNER for u in d.units})
             cpu = tuple(n for u in sorted(state.cpu_units) for n in units[u])

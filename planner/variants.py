@@ -7,7 +7,7 @@ from dataclasses import replace
 from corun.planner.search import LocalSearch
 from corun.planner.units import units_of
 from corun.sim import Scenario
-from corun.spec import FusedKernel, Mapping, Plan, register_cap
+from corun.spec import FusedKernel, Mapping, Plan
 from corun.spec.sharding import shard_tables
 
 
@@ -26,8 +26,7 @@ def with_owner_mapping(plan: Plan, scenario: Scenario) -> Plan:
         moved_nodes = {n for u in moved for n in units[u]}
         rest = tuple(n for n in k.nodes if n not in moved_nodes)
         if rest:
-            kernels.append(replace(k, nodes=rest, max_registers=register_cap(
-                scenario.pipeline, rest, k.fixed_offsets)))
+            kernels.append(replace(k, nodes=rest))
         by_gpu: dict[int, list[str]] = {}
         for u in moved:
             by_gpu.setdefault(owner_of[u], []).extend(units[u])
@@ -35,9 +34,7 @@ def with_owner_mapping(plan: Plan, scenario: Scenario) -> Plan:
         for g, nodes in sorted(by_gpu.items()):
             kernels.append(FusedKernel(f"{k.name}-owner{g}", tuple(nodes), k.stage, k.blocks,
                                        k.threads_per_block, gpu=g, warp_rows=k.warp_rows,
-                                       fixed_offsets=k.fixed_offsets,
-                                       max_registers=register_cap(scenario.pipeline, nodes,
-                                                                  k.fixed_offsets)))
+                                       fixed_offsets=k.fixed_offsets))
     owners = dict(shard_tables(scenario.model, scenario.hardware,
                                plan.table_owner or None).owner)
     return replace(plan, kernels=tuple(kernels), feature_mapping=mapping, table_owner=owners)

@@ -13,7 +13,6 @@ from corun.spec import (
     Pipeline,
     Plan,
     SpecError,
-    register_cap,
     stages_for,
 )
 
@@ -40,9 +39,6 @@ class Strategy:
     fixed_offsets: bool = True
     """A baseline's kernel as FusedKernel.fixed_offsets: false to predict a run whose
     kernels found every list's offsets with a scan (its plan file says)."""
-    capped_registers: bool = True
-    """A baseline's kernel capped as the planners cap theirs (spec.plan.register_cap):
-    false to predict a run from before kernels were capped (its plan file says)."""
 
     @property
     def label(self) -> str:
@@ -107,15 +103,13 @@ def strategy_plan(strategy: Strategy, pipeline: Pipeline, model_name: str,
         return Plan(pipeline.name, model_name, n, ())
     if strategy.kind is StrategyKind.CPU:
         return Plan(pipeline.name, model_name, n, (), cpu_nodes=tuple(pipeline.order))
-    cap = register_cap(pipeline, pipeline.order, strategy.fixed_offsets) \
-        if strategy.capped_registers else 0
     if strategy.kind is StrategyKind.GPU_SEQUENTIAL:
         k = FusedKernel("all", tuple(pipeline.order), BEFORE_ITERATION, blocks, threads,
-                        fixed_offsets=strategy.fixed_offsets, max_registers=cap)
+                        fixed_offsets=strategy.fixed_offsets)
         return Plan(pipeline.name, model_name, n, (k,))
     first = stages_for(n)[0]
     k = FusedKernel("all", tuple(pipeline.order), first.value, blocks, threads,
-                    fixed_offsets=strategy.fixed_offsets, max_registers=cap)
+                    fixed_offsets=strategy.fixed_offsets)
     return Plan(pipeline.name, model_name, n, (k,), training_priority_high=False)
 
 

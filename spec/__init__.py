@@ -24,14 +24,7 @@ from corun.spec.model import (
 )
 from corun.spec.pipeline import Column, DType, OpKind, OpNode, Pipeline, Shape, SparseOutput
 from corun.spec.pipelines import DEFAULT_MODEL_FOR, PIPELINE_PRESETS, pipeline_preset
-from corun.spec.plan import (
-    BEFORE_ITERATION,
-    FusedKernel,
-    Mapping,
-    Plan,
-    one_kernel_plan,
-    register_cap,
-)
+from corun.spec.plan import BEFORE_ITERATION, FusedKernel, Mapping, Plan, one_kernel_plan
 from corun.spec.prediction import KernelTime, Prediction, Provenance, StageTime
 from corun.spec.serde import load, save
 from corun.spec.stages import STAGE_ORDER, Stage, stages_for
@@ -78,7 +71,6 @@ __all__ = [
     "model_preset",
     "one_kernel_plan",
     "pipeline_preset",
-    "register_cap",
     "save",
     "stages_for",
 ]

@@ -45,8 +45,6 @@ class KernelTiming:
     """The plan's eager step with the kernel released at its stage, timed on the machine
     (None: a kernel released before the step, or a profile from before co-runs were
     timed)."""
-    max_registers: int = 0
-    """As FusedKernel.max_registers (0, no cap, in profiles from before the field)."""
 
     def __post_init__(self) -> None:
         require(bool(self.nodes), "nodes", self.nodes, "at least one node")

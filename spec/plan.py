@@ -31,15 +31,6 @@ MAX_BLOCKS_OVER = 16
 """How far past the larger of a batch's rows and a GPU's resident blocks a kernel's grid
 may go (`corun tune` ran launch shapes 16 x the resident blocks at b8192)."""
 
-MAX_REGISTERS_FIXED = 32
-"""The registers a thread the planners cap a kernel at when it scans no list offsets:
-capped so, Criteo-like kernels ran faster at every launch shape but wide-2x's at one
-wave, and list kernels ran slower (bench/ops_gpu.py launch-shape sweep and variant
-fused-r32; docs/results.md, Benchmarks)."""
-
-MAX_REGISTERS_RANGE = (16, 255)
-"""The register caps a kernel may ask for (ptxas's -maxrregcount)."""
-
 KERNEL_NAME = re.compile(r"[A-Za-z0-9_.:+-]{1,64}")
 """What a fused kernel may be called."""
 
@@ -58,9 +49,6 @@ class FusedKernel:
     (Pipeline.offsets_fixed), its values kernel writes their offsets and runs
     alone, with no lengths kernel or scan; false, as plan files from before the field load
     (their kernels ran so): lists of any length's three steps. The planners set it.
-    `max_registers`: a cap on its values kernel's registers a thread (more blocks fit
-    an SM); 0, no cap, as plan files from before the field load. The planners set
-    `register_cap`'s.
     """
 
     name: str
@@ -71,7 +59,6 @@ class FusedKernel:
     gpu: int | None = None
     warp_rows: bool = True
     fixed_offsets: bool = False
-    max_registers: int = 0
 
     def __post_init__(self) -> None:
         require(isinstance(self.name, str) and KERNEL_NAME.fullmatch(self.name) is not None,
@@ -82,11 +69,6 @@ class FusedKernel:
         require(isinstance(self.warp_rows, bool), "warp_rows", self.warp_rows, "true or false")
         require(isinstance(self.fixed_offsets, bool), "fixed_offsets", self.fixed_offsets,
                 "true or false")
-        low, high = MAX_REGISTERS_RANGE
-        require(self.max_registers == 0 or (isinstance(self.max_registers, int)
-                                            and low <= self.max_registers <= high),
-                "max_registers", self.max_registers,
-                f"0 (no cap) or an integer in {low}..{high}")
         require(self.threads_per_block in (32, 64, 128, 256, 512, 1024), "threads_per_block",
                 self.threads_per_block, "one of 32, 64, 128, 256, 512, 1024")
         allowed = [BEFORE_ITERATION] + [s.value for s in Stage]
@@ -304,26 +286,11 @@ class Plan:
         return self.feature_mapping.get(feature, Mapping.LOCAL)
 
 
-def scans_lists(pipeline: Pipeline, nodes, fixed_offsets: bool) -> bool:
-    """Whether a kernel over `nodes` finds its lists' offsets with a lengths kernel and a
-    scan: it writes lists, and `fixed_offsets` (FusedKernel's) does not take effect."""
-    nodes = tuple(nodes)
-    return bool(pipeline.list_sinks(nodes)) and not (
-        fixed_offsets and pipeline.offsets_fixed(nodes))
-
-
-def register_cap(pipeline: Pipeline, nodes, fixed_offsets: bool) -> int:
-    """The register cap planners give a kernel over `nodes` (FusedKernel.max_registers):
-    MAX_REGISTERS_FIXED where it scans no list offsets, else none (0)."""
-    return 0 if scans_lists(pipeline, nodes, fixed_offsets) else MAX_REGISTERS_FIXED
-
-
 def one_kernel_plan(pipeline: Pipeline, model: str, gpu_count: int, stage: str,
                     blocks: int = 264, threads_per_block: int = 256) -> Plan:
     """All nodes in one horizontally fused kernel on every GPU, released at `stage`."""
     if stage != BEFORE_ITERATION and Stage(stage) not in stages_for(gpu_count):
         raise SpecError("stage", stage, f"a stage that exists with {gpu_count} GPU(s)")
     kernel = FusedKernel("all", tuple(pipeline.order), stage, blocks, threads_per_block,
-                         fixed_offsets=True,
-                         max_registers=register_cap(pipeline, pipeline.order, True))
+                         fixed_offsets=True)
     return Plan(pipeline.name, model, gpu_count, (kernel,))

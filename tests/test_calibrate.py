@@ -77,8 +77,7 @@ def fake_gpu(monkeypatch):
             measured.append(f"kernels:{plan.model}")
             return [{"pipeline": plan.pipeline, "nodes": list(k.nodes), "blocks": k.blocks,
                      "threads_per_block": k.threads_per_block, "warp_rows": k.warp_rows,
-                     "fixed_offsets": k.fixed_offsets, "max_registers": k.max_registers,
-                     "rows": plan.batch_per_gpu,
+                     "fixed_offsets": k.fixed_offsets, "rows": plan.batch_per_gpu,
                      "ms": KERNEL_MS} for k in plan.kernels]
         return timed
 
@@ -192,8 +191,7 @@ def test_a_kernel_timed_in_its_step_gives_the_simulator_its_co_run_there(
                     "kernel_alone_ms": KERNEL_MS, "kernel_ms": 2 * KERNEL_MS}
             return [{"pipeline": plan.pipeline, "nodes": list(k.nodes), "blocks": k.blocks,
                      "threads_per_block": k.threads_per_block, "warp_rows": k.warp_rows,
-                     "fixed_offsets": k.fixed_offsets, "max_registers": k.max_registers,
-                     "rows": plan.batch_per_gpu,
+                     "fixed_offsets": k.fixed_offsets, "rows": plan.batch_per_gpu,
                      "ms": KERNEL_MS, "release": step} for k in plan.kernels]
         return timed
 

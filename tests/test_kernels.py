@@ -1,8 +1,6 @@
 """Every op, plain and in fused groups, equals the NumPy reference through the Numba CPU
 kernels and the CUDA simulator (NUMBA_ENABLE_CUDASIM=1, set in conftest)."""
 
-from dataclasses import replace
-
 import numpy as np
 import pytest
 from corun.backend import chains as backend_chains
@@ -226,21 +224,6 @@ def test_register_cap_compiles_a_kernel_of_its_own():
     capped = FusedGroup(p, tuple(p.order), max_registers=32)
     assert plain.kernel("values", "cuda") is not capped.kernel("values", "cuda")
     assert plain.kernel("lengths", "cuda") is capped.kernel("lengths", "cuda")
-
-
-def test_a_lane_compiles_each_kernel_with_its_plans_register_cap():
-    """The executor's lanes build each plan kernel's FusedGroup with the kernel's cap
-    (FusedKernel.max_registers; 0, no cap, as None)."""
-    from corun.backend.lane import Lane
-
-    p = spec.pipeline_preset("kaggle")
-    plan = spec.one_kernel_plan(p, "criteo-kaggle", 1, "emb_fwd")
-    k = plan.kernels[0]
-    for cap, want in ((k.max_registers, k.max_registers), (0, None)):
-        lane = Lane("local", p, spec.model_preset("criteo-kaggle"),
-                    [replace(k, max_registers=cap)], [], [], [], True)
-        assert lane.groups[0].max_registers == want
-    assert k.max_registers == spec.register_cap(p, p.order, True) > 0
 
 
 # pairwise, not every combination: each pipeline at both unrolls and both row mappings

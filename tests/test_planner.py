@@ -302,54 +302,6 @@ def test_fixed_offsets_take_one_launch_and_a_key_of_their_own():
         assert loads(spec.Plan, doc).kernels[0] == old
 
 
-def test_register_caps_go_to_kernels_that_scan_no_lists():
-    """Kernels that find no list offsets by a scan (kaggle's, multihot's dense part) are
-    capped at MAX_REGISTERS_FIXED and keyed apart; multihot's whole kernel scans its
-    lists and is not capped. Every planner and baseline sets the field; a plan file
-    from before it loads uncapped, and its baselines are predicted uncapped."""
-    from dataclasses import replace
-
-    from corun.costmodel.workload import kernel_work
-    from corun.spec.plan import MAX_REGISTERS_FIXED
-    from corun.spec.serde import dumps, loads
-
-    kaggle, multihot = spec.pipeline_preset("kaggle"), spec.pipeline_preset("multihot")
-    dense = tuple(n for n in multihot.order if n.endswith(tuple(
-        f"_int_{i}" for i in range(13))))
-    assert spec.register_cap(kaggle, kaggle.order, True) == MAX_REGISTERS_FIXED
-    assert spec.register_cap(multihot, multihot.order, True) == 0
-    assert spec.register_cap(multihot, dense, True) == MAX_REGISTERS_FIXED
-    assert spec.register_cap(kaggle, kaggle.order, False) == 0  # its one-id lists scanned
-    capped, free = (kernel_work(kaggle, "k", kaggle.order, 4096, 132, 256,
-                                fixed_offsets=True, max_registers=r)
-                    for r in (MAX_REGISTERS_FIXED, 0))
-    assert capped.key == free.key + f":r{MAX_REGISTERS_FIXED}"
-    assert capped.registers_per_thread == MAX_REGISTERS_FIXED != free.registers_per_thread
-    for name, want in (("kaggle", MAX_REGISTERS_FIXED), ("multihot", 0)):
-        sc = scenario(name, 1)
-        for proposer in (LocalSearch(), RapProposer()):
-            plan = proposer.propose(SimJudge(sc), 5.0).plan
-            assert plan.kernels and all(
-                k.max_registers == spec.register_cap(sc.pipeline, k.nodes, True)
-                for k in plan.kernels)
-        for kind in (StrategyKind.GPU_SEQUENTIAL, StrategyKind.GPU_OVERLAP):
-            for flag, cap in ((True, want), (False, 0)):
-                k, = strategy_plan(Strategy(kind, capped_registers=flag), sc.pipeline,
-                                   sc.model.name, sc.hardware).kernels
-                assert k.max_registers == cap
-    plan = spec.one_kernel_plan(kaggle, "m", 1, "emb_fwd")
-    doc = dumps(plan)
-    del doc["kernels"][0]["max_registers"]
-    assert loads(spec.Plan, doc).kernels[0] == replace(plan.kernels[0], max_registers=0)
-
-
-@pytest.mark.parametrize("value", [8, 256, -1, 32.0, True])
-def test_a_register_cap_out_of_range_is_refused(value):
-    """FusedKernel.max_registers: 0 or what ptxas takes, named in the error."""
-    with pytest.raises(spec.SpecError, match="max_registers.*0 \\(no cap\\) or an integer"):
-        spec.FusedKernel("k", ("a",), "emb_fwd", max_registers=value)
-
-
 def test_construction_reaches_a_smaller_launch_the_moves_do_not():
     """heavy under the analytic model: every stage at the default 1056 blocks loses to
     preprocessing before the iteration (the kernel ends with the step and the batch's
