@@ -1,8 +1,9 @@
 """Scalar operator logic written once, for Numba CPU, Numba-CUDA and the CUDA simulator.
 
 `register_jitable` makes each function callable from `njit` and `cuda.jit` code and
-plain Python (the simulator). 64-bit arithmetic uses explicit uint64 casts so that
-the simulator, which follows NumPy scalar rules, wraps instead of raising.
+plain Python (the simulator); `umulhi64` has an implementation per target. 64-bit
+arithmetic uses explicit uint64 casts so that the simulator, which follows NumPy scalar
+rules, wraps instead of raising.
 Semantics: ../shared/OPS.md (Velox's).
 """
 
@@ -12,7 +13,7 @@ import math
 
 import numpy as np
 from numba import uint64
-from numba.extending import register_jitable
+from numba.extending import overload, register_jitable
 
 M64 = 0xFFFFFFFFFFFFFFFF
 K_MUL = 0x9DDFEA08EB382D69
@@ -156,9 +157,16 @@ def ngram_length(n, length):
     return (length - m + 1) * m
 
 
-@register_jitable
 def umulhi64(a, b):
-    """High 64 bits of the 128-bit product of two uint64 (schoolbook on 32-bit halves)."""
+    """High 64 bits of the 128-bit product of two uint64. Compiled, each target's own
+    (overloads below): the GPU's multiply-high, 32-bit halves on the CPU; interpreted
+    (the CUDA simulator), Python's integers."""
+    return np.uint64((int(a) * int(b)) >> 64)
+
+
+@register_jitable
+def umulhi64_halves(a, b):
+    """umulhi64 by schoolbook on 32-bit halves (no 128-bit type needed)."""
     mask = uint64(0xFFFFFFFF)
     a = uint64(a)
     b = uint64(b)
@@ -172,6 +180,22 @@ def umulhi64(a, b):
     p3 = uint64(a_hi * b_hi)
     mid = uint64((p0 >> uint64(32)) + (p1 & mask) + (p2 & mask))
     return uint64(p3 + (p1 >> uint64(32)) + (p2 >> uint64(32)) + (mid >> uint64(32)))
+
+
+@overload(umulhi64, target="cpu")
+def _umulhi64_cpu(a, b):
+    return lambda a, b: umulhi64_halves(a, b)
+
+
+@overload(umulhi64, target="cuda")
+def _umulhi64_cuda(a, b):
+    """libdevice's umul64hi: the modulo is most of sigrid_hash's instructions, and the
+    hash runs faster with it than with the halves (bench/ops_gpu.py --only hash)."""
+    from numba.cuda import libdevice
+
+    def impl(a, b):
+        return uint64(libdevice.umul64hi(np.int64(a), np.int64(b)))
+    return impl
 
 
 @register_jitable

@@ -30,10 +30,12 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from corun.backend import scalar  # noqa: E402
 from corun.backend.chains import chains_of  # noqa: E402
 from corun.backend.columns import ColumnData, equal, take_rows  # noqa: E402
 from corun.backend.data import synthetic_inputs  # noqa: E402
 from corun.backend.fusion import FusedGroup  # noqa: E402
+from corun.backend.reference import sigrid_hash_ref  # noqa: E402
 from corun.backend.runner import PipelineProgram, run_numpy  # noqa: E402
 from corun.spec import (  # noqa: E402
     Column,
@@ -46,6 +48,7 @@ from corun.spec import (  # noqa: E402
     pipeline_preset,  # noqa: E402
 )
 from corun.spec.serde import write_atomic  # noqa: E402
+from numba import cuda, uint64  # noqa: E402
 
 PIPELINES = ["kaggle", "terabyte", "wide-2x", "wide-4x", "multihot"]
 ROW_CAP = {"multihot": 2_097_152, "heavy": 262_144}
@@ -405,6 +408,112 @@ def bench_launch_shapes(b: Bench, bw: float, rows: int, names: list[str],
                         "bw_fraction": moved / (timing["device_ms"] * 1e-3) / bw})
 
 
+HASH_CHAIN = 16
+"""Hashes each thread applies in turn to one loaded id in the compute-bound kernels."""
+
+HASH_SALT, HASH_MAX = 7, 10_131_227
+"""The salt and table size the hash-rate kernels hash with (a Criteo table's)."""
+
+
+@cuda.jit(device=True)
+def _hash_halves(x, magic, shift):
+    """scalar.sigrid_hash_magic with the multiply-high by 32-bit halves."""
+    h = scalar.hash128to64(uint64(HASH_SALT), scalar.twang_mix64(uint64(np.int64(x))))
+    d = uint64(HASH_MAX)
+    n = h if np.int64(h) >= 0 else ~h
+    t = scalar.umulhi64_halves(uint64(np.int64(magic)), n)
+    q = uint64((t + ((n - t) >> uint64(1))) >> uint64(shift))
+    r = uint64(n - uint64(q * d))
+    return np.int64(r) if np.int64(h) >= 0 else np.int64(d - uint64(1) - r)
+
+
+@cuda.jit(device=True)
+def _hash_device(x, magic, shift):
+    """scalar.sigrid_hash_magic as the fused kernels compile it."""
+    return scalar.sigrid_hash_magic(x, HASH_SALT, HASH_MAX, magic, shift)
+
+
+@cuda.jit
+def _copy_ids(ids, out, magic, shift):
+    for i in range(cuda.grid(1), ids.size, cuda.gridsize(1)):
+        out[i] = ids[i]
+
+
+@cuda.jit
+def _hash_once_device(ids, out, magic, shift):
+    for i in range(cuda.grid(1), ids.size, cuda.gridsize(1)):
+        out[i] = _hash_device(ids[i], magic, shift)
+
+
+@cuda.jit
+def _hash_once_halves(ids, out, magic, shift):
+    for i in range(cuda.grid(1), ids.size, cuda.gridsize(1)):
+        out[i] = _hash_halves(ids[i], magic, shift)
+
+
+@cuda.jit
+def _hash_chain_device(ids, out, magic, shift):
+    for i in range(cuda.grid(1), ids.size, cuda.gridsize(1)):
+        v = ids[i]
+        for _ in range(HASH_CHAIN):
+            v = _hash_device(v, magic, shift)
+        out[i] = v
+
+
+@cuda.jit
+def _hash_chain_halves(ids, out, magic, shift):
+    for i in range(cuda.grid(1), ids.size, cuda.gridsize(1)):
+        v = ids[i]
+        for _ in range(HASH_CHAIN):
+            v = _hash_halves(v, magic, shift)
+        out[i] = v
+
+
+HASH_KERNELS = {("copy", "-", 0): _copy_ids,
+                ("hash", "device", 1): _hash_once_device,
+                ("hash", "halves", 1): _hash_once_halves,
+                (f"hash-x{HASH_CHAIN}", "device", HASH_CHAIN): _hash_chain_device,
+                (f"hash-x{HASH_CHAIN}", "halves", HASH_CHAIN): _hash_chain_halves}
+"""(kernel, multiply-high, hashes an id) -> a CUDA kernel (ids, out, magic, shift): a
+copy, one sigrid_hash an id, HASH_CHAIN in turn an id. The multiply-high is the one
+the fused kernels compile ("device": scalar.umulhi64) or 32-bit halves."""
+
+
+def bench_hash_rate(b: Bench, ids: int, blocks: list[int]) -> None:
+    """sigrid_hash's rate on the GPU: ids hashed once each (memory-bound, beside a copy
+    of the same ids) and HASH_CHAIN times each in turn (compute-bound: what a list
+    pipeline's hashing costs when memory is not the limit), with each multiply-high
+    (HASH_KERNELS). Every kernel's outputs are compared with Python's sigrid_hash on a
+    sample of ids first."""
+    magic, shift = scalar.division_magic(HASH_MAX)
+    host = b.rng.integers(-(2**63), 2**63 - 1, ids, dtype=np.int64)
+    pick = np.sort(b.rng.choice(ids, min(2000, ids), replace=False))
+    x, out = cuda.to_device(host), cuda.device_array(ids, np.int64)
+    for (name, mul, times), kernel in HASH_KERNELS.items():
+        want = host[pick]
+        for _ in range(times):
+            want = sigrid_hash_ref(want, HASH_SALT, HASH_MAX)
+        threads = 32 if b.dry else 256
+        for grid in [2] if b.dry else blocks:
+            kernel[grid, threads](x, out, magic, shift)
+            got = out.copy_to_host()[pick]
+            bad = [f"id@{int(pick[i])}" for i in np.flatnonzero(got != want)[:10]]
+            ms = float("nan")
+            if not b.dry:
+                start, end = cuda.event(), cuda.event()
+                start.record()
+                for _ in range(b.reps):
+                    kernel[grid, threads](x, out, magic, shift)
+                end.record()
+                end.synchronize()
+                ms = cuda.event_elapsed_time(start, end) / b.reps
+            regs = None if b.dry else max(kernel.get_regs_per_thread().values())
+            b.save({"kind": "hash-rate", "kernel": name, "multiply_high": mul, "ids": ids,
+                    "hashes": ids * times, "blocks": grid, "threads": threads, "device_ms": ms,
+                    "registers": regs, "hashes_per_s": ids * times / (ms * 1e-3),
+                    "bytes_per_s": 16 * ids / (ms * 1e-3), "mismatches": bad})
+
+
 def bench_cpu(b: Bench, plan: list[tuple[str, int]]) -> None:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     try:
@@ -453,7 +562,9 @@ def main(argv: list[str] | None = None) -> int:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("-o", "--output", type=Path, required=True, help="the JSON to write")
     ap.add_argument("--dry-run", action="store_true")
-    ap.add_argument("--only", default="ceiling,ops,pipelines,shapes,cpu")
+    ap.add_argument("--only", default="ceiling,ops,pipelines,shapes,cpu",
+                    help="sections to run, comma-separated: ceiling, ops, pipelines, shapes, "
+                         "hash (sigrid_hash's rate, not in the default), cpu")
     ap.add_argument("--pipelines", default=",".join(PIPELINES))
     ap.add_argument("--variants", default="fused,fused-1pass,fused-totals,fused-mod,unfused",
                     help="comma-separated: unfused, or fused with any of -scan, -1pass, "
@@ -505,6 +616,8 @@ def main(argv: list[str] | None = None) -> int:
         bench_launch_shapes(b, bw, min(500, args.shape_rows) if dry else args.shape_rows,
                             args.shape_pipelines.split(","), args.shape_variants.split(","),
                             shapes)
+    if "hash" in only:
+        bench_hash_rate(b, 500 if dry else 1 << 26, [1056, 16896])
     if "cpu" in only:
         big = 500 if dry else 4_194_304
         small = 300 if dry else 65_536

@@ -159,6 +159,21 @@ def test_the_kernel_benchmark_counts_list_values_only_as_far_as_the_outputs_need
         len(inp[k].values) - int(needed[k].sum()) for k in needed)
 
 
+def test_the_hash_rate_checks_each_kernel_against_pythons_hash(tmp_path):
+    """`--only hash` under the CUDA simulator: a copy, one hash an id and HASH_CHAIN in
+    turn, with each multiply-high, every output equal to Python's sigrid_hash."""
+    from bench.ops_gpu import HASH_CHAIN, main
+
+    out = tmp_path / "hash.json"
+    assert main(["--dry-run", "--only", "hash", "-o", str(out)]) == 0
+    rates = [r for r in json.loads(out.read_text()) if r["kind"] == "hash-rate"]
+    assert [(r["kernel"], r["multiply_high"], r["hashes"] // r["ids"]) for r in rates] == [
+        ("copy", "-", 0), ("hash", "device", 1), ("hash", "halves", 1),
+        (f"hash-x{HASH_CHAIN}", "device", HASH_CHAIN),
+        (f"hash-x{HASH_CHAIN}", "halves", HASH_CHAIN)]
+    assert all(r["mismatches"] == [] for r in rates)
+
+
 def test_the_launch_shape_sweep_checks_each_variant_at_each_shape(tmp_path):
     """`--only shapes` under the CUDA simulator (--dry-run: one tiny shape): a record per
     pipeline and variant, each compared with the reference; a bad variant is refused

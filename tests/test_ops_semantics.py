@@ -105,3 +105,19 @@ def test_multiply_shift_floor_mod_equals_percent(m):
     magic, shift = scalar.division_magic(m)
     got = [int(scalar.sigrid_hash_magic(v, np.int64(9), m, np.int64(magic), shift)) for v in x]
     assert got == list(R.sigrid_hash_ref(x, 9, m))
+
+
+def test_multiply_high_is_exact_interpreted_and_compiled():
+    """umulhi64 as the simulator runs it (Python integers) and as the CPU target compiles
+    it (32-bit halves) give the 128-bit product's high half, edge values included."""
+    from numba import njit
+
+    rng = np.random.default_rng(5)
+    edge = [0, 1, 2**32 - 1, 2**32, 2**63 - 1, 2**63, 2**64 - 1]
+    a = np.array(edge + rng.integers(0, 2**64 - 1, 200, dtype=np.uint64).tolist(), np.uint64)
+    b = np.array(edge[::-1] + rng.integers(0, 2**64 - 1, 200, dtype=np.uint64).tolist(),
+                 np.uint64)
+    compiled = njit(lambda x, y: scalar.umulhi64(x, y))
+    want = [(int(x) * int(y)) >> 64 for x, y in zip(a, b)]
+    assert [int(scalar.umulhi64(x, y)) for x, y in zip(a, b)] == want
+    assert [int(compiled(x, y)) for x, y in zip(a, b)] == want

@@ -339,6 +339,22 @@ def test_benchmarks_render_from_their_files():
     assert "(`python bench/ops_gpu.py --only ceiling,shapes`)" in only
     assert "(3.00 TB/s, bytes read and written)" in only and "1 of 2 differed" in only
     assert "| kaggle | 4,194,304 | fused-r32 | 4,224 | 256 | 32 | 1.893 | 68% |" in only
+    rates = [{"kind": "env", "gpu": "NVIDIA H100 80GB HBM3",
+              "argv": ["bench/ops_gpu.py", "--only", "ceiling,hash", "-o", "/x/h.json"]},
+             ops[1],
+             {"kind": "hash-rate", "kernel": "copy", "multiply_high": "-", "ids": 1000,
+              "hashes": 0, "blocks": 1056, "registers": 28, "device_ms": 0.4,
+              "hashes_per_s": 0.0, "bytes_per_s": 2.9e12, "mismatches": []},
+             {"kind": "hash-rate", "kernel": "hash-x16", "multiply_high": "halves",
+              "ids": 1000, "hashes": 16000, "blocks": 16896, "registers": 32,
+              "device_ms": 1.4, "hashes_per_s": 1.92e11, "bytes_per_s": 7e11,
+              "mismatches": ["id@3"]}]
+    hashed = "\n".join(benchmarks_section({"ops_gpu-h100-hash.json": rates}))
+    assert "rate over 1,000 random ids (`python bench/ops_gpu.py --only ceiling,hash`)" in hashed
+    assert "16 hashes in turn an id" in hashed and "1 of 2 differed" in hashed
+    assert "| copy | - | 1,056 | 28 | 0.400 | - | 2.90 |" in hashed
+    assert "| hash-x16 | halves | 16,896 | 32 | 1.400 | 192.0 | 0.70 |" in hashed
+    assert "(3.00 TB/s)" in hashed and "| GB |" not in hashed
     assert "| arrow | 10,000,000 | 7.96 | 1,256,148 |" in text and "37x" in text
     assert "raw fields 5,000,000 rows/s" in text and "memory 20,000,000 rows/s" in text
     with pytest.raises(ValueError, match="validation/benchmarks/odd.json"):
