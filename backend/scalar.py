@@ -215,10 +215,12 @@ def sigrid_hash_magic(x, salt, max_value, magic, shift):
         return np.int64(0)
     h = hash128to64(uint64(np.int64(salt)), twang_mix64(uint64(np.int64(x))))
     d = uint64(max_value)
-    if np.int64(h) >= 0:
-        return np.int64(umod_magic(h, d, magic, shift))
-    # floor-mod of a negative s: d - 1 - ((-s - 1) mod d), and -s - 1 is ~s
-    return np.int64(d - uint64(1) - umod_magic(~h, d, magic, shift))
+    # floor-mod of a negative s: d - 1 - ((-s - 1) mod d), and -s - 1 is ~s. One modulo
+    # of the selected operand: as two branches, a warp whose hashes' signs differ (most
+    # warps) ran both
+    negative = np.int64(h) < 0
+    r = umod_magic(~h if negative else h, d, magic, shift)
+    return np.int64(d - uint64(1) - r) if negative else np.int64(r)
 
 
 def division_magic(d: int) -> tuple[int, int]:

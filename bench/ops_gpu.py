@@ -416,56 +416,57 @@ HASH_SALT, HASH_MAX = 7, 10_131_227
 
 
 @cuda.jit(device=True)
-def _hash_halves(x, magic, shift):
-    """scalar.sigrid_hash_magic with the multiply-high by 32-bit halves."""
-    h = scalar.hash128to64(uint64(HASH_SALT), scalar.twang_mix64(uint64(np.int64(x))))
-    d = uint64(HASH_MAX)
-    n = h if np.int64(h) >= 0 else ~h
+def _hash_halves(x, salt, max_value, magic, shift):
+    """scalar.sigrid_hash_magic, step for step, with the multiply-high by 32-bit halves."""
+    h = scalar.hash128to64(uint64(np.int64(salt)), scalar.twang_mix64(uint64(np.int64(x))))
+    d = uint64(max_value)
+    negative = np.int64(h) < 0
+    n = ~h if negative else h
     t = scalar.umulhi64_halves(uint64(np.int64(magic)), n)
     q = uint64((t + ((n - t) >> uint64(1))) >> uint64(shift))
     r = uint64(n - uint64(q * d))
-    return np.int64(r) if np.int64(h) >= 0 else np.int64(d - uint64(1) - r)
+    return np.int64(d - uint64(1) - r) if negative else np.int64(r)
 
 
 @cuda.jit(device=True)
-def _hash_device(x, magic, shift):
+def _hash_device(x, salt, max_value, magic, shift):
     """scalar.sigrid_hash_magic as the fused kernels compile it."""
-    return scalar.sigrid_hash_magic(x, HASH_SALT, HASH_MAX, magic, shift)
+    return scalar.sigrid_hash_magic(x, salt, max_value, magic, shift)
 
 
 @cuda.jit
-def _copy_ids(ids, out, magic, shift):
+def _copy_ids(ids, out, salt, max_value, magic, shift):
     for i in range(cuda.grid(1), ids.size, cuda.gridsize(1)):
         out[i] = ids[i]
 
 
 @cuda.jit
-def _hash_once_device(ids, out, magic, shift):
+def _hash_once_device(ids, out, salt, max_value, magic, shift):
     for i in range(cuda.grid(1), ids.size, cuda.gridsize(1)):
-        out[i] = _hash_device(ids[i], magic, shift)
+        out[i] = _hash_device(ids[i], salt, max_value, magic, shift)
 
 
 @cuda.jit
-def _hash_once_halves(ids, out, magic, shift):
+def _hash_once_halves(ids, out, salt, max_value, magic, shift):
     for i in range(cuda.grid(1), ids.size, cuda.gridsize(1)):
-        out[i] = _hash_halves(ids[i], magic, shift)
+        out[i] = _hash_halves(ids[i], salt, max_value, magic, shift)
 
 
 @cuda.jit
-def _hash_chain_device(ids, out, magic, shift):
+def _hash_chain_device(ids, out, salt, max_value, magic, shift):
     for i in range(cuda.grid(1), ids.size, cuda.gridsize(1)):
         v = ids[i]
         for _ in range(HASH_CHAIN):
-            v = _hash_device(v, magic, shift)
+            v = _hash_device(v, salt, max_value, magic, shift)
         out[i] = v
 
 
 @cuda.jit
-def _hash_chain_halves(ids, out, magic, shift):
+def _hash_chain_halves(ids, out, salt, max_value, magic, shift):
     for i in range(cuda.grid(1), ids.size, cuda.gridsize(1)):
         v = ids[i]
         for _ in range(HASH_CHAIN):
-            v = _hash_halves(v, magic, shift)
+            v = _hash_halves(v, salt, max_value, magic, shift)
         out[i] = v
 
 
@@ -474,8 +475,9 @@ HASH_KERNELS = {("copy", "-", 0): _copy_ids,
                 ("hash", "halves", 1): _hash_once_halves,
                 (f"hash-x{HASH_CHAIN}", "device", HASH_CHAIN): _hash_chain_device,
                 (f"hash-x{HASH_CHAIN}", "halves", HASH_CHAIN): _hash_chain_halves}
-"""(kernel, multiply-high, hashes an id) -> a CUDA kernel (ids, out, magic, shift): a
-copy, one sigrid_hash an id, HASH_CHAIN in turn an id. The multiply-high is the one
+"""(kernel, multiply-high, hashes an id) -> a CUDA kernel (ids, out, salt, max_value,
+magic, shift), salt and table size passed at launch as the fused kernels' are: a copy,
+one sigrid_hash an id, HASH_CHAIN in turn an id. The multiply-high is the one
 the fused kernels compile ("device": scalar.umulhi64) or 32-bit halves."""
 
 
@@ -495,7 +497,7 @@ def bench_hash_rate(b: Bench, ids: int, blocks: list[int]) -> None:
             want = sigrid_hash_ref(want, HASH_SALT, HASH_MAX)
         threads = 32 if b.dry else 256
         for grid in [2] if b.dry else blocks:
-            kernel[grid, threads](x, out, magic, shift)
+            kernel[grid, threads](x, out, HASH_SALT, HASH_MAX, magic, shift)
             got = out.copy_to_host()[pick]
             bad = [f"id@{int(pick[i])}" for i in np.flatnonzero(got != want)[:10]]
             ms = float("nan")
@@ -503,7 +505,7 @@ def bench_hash_rate(b: Bench, ids: int, blocks: list[int]) -> None:
                 start, end = cuda.event(), cuda.event()
                 start.record()
                 for _ in range(b.reps):
-                    kernel[grid, threads](x, out, magic, shift)
+                    kernel[grid, threads](x, out, HASH_SALT, HASH_MAX, magic, shift)
                 end.record()
                 end.synchronize()
                 ms = cuda.event_elapsed_time(start, end) / b.reps
