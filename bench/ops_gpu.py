@@ -435,69 +435,44 @@ def _hash_device(x, salt, max_value, magic, shift):
 
 
 @cuda.jit
-def _copy_ids(ids, out, salt, max_value, magic, shift):
-    for i in range(cuda.grid(1), ids.size, cuda.gridsize(1)):
-        out[i] = ids[i]
-
-
-@cuda.jit
-def _hash_once_device(ids, out, salt, max_value, magic, shift):
-    for i in range(cuda.grid(1), ids.size, cuda.gridsize(1)):
-        out[i] = _hash_device(ids[i], salt, max_value, magic, shift)
-
-
-@cuda.jit
-def _hash_once_halves(ids, out, salt, max_value, magic, shift):
-    for i in range(cuda.grid(1), ids.size, cuda.gridsize(1)):
-        out[i] = _hash_halves(ids[i], salt, max_value, magic, shift)
-
-
-@cuda.jit
-def _hash_chain_device(ids, out, salt, max_value, magic, shift):
+def _hash_ids(ids, out, times, halves, salt, max_value, magic, shift):
+    """Each id hashed `times` times in turn (0: a copy), by `halves` or the device's
+    multiply-high (the same for every thread: no warp runs both)."""
     for i in range(cuda.grid(1), ids.size, cuda.gridsize(1)):
         v = ids[i]
-        for _ in range(HASH_CHAIN):
-            v = _hash_device(v, salt, max_value, magic, shift)
+        for _ in range(times):
+            v = _hash_halves(v, salt, max_value, magic, shift) if halves else \
+                _hash_device(v, salt, max_value, magic, shift)
         out[i] = v
 
 
-@cuda.jit
-def _hash_chain_halves(ids, out, salt, max_value, magic, shift):
-    for i in range(cuda.grid(1), ids.size, cuda.gridsize(1)):
-        v = ids[i]
-        for _ in range(HASH_CHAIN):
-            v = _hash_halves(v, salt, max_value, magic, shift)
-        out[i] = v
-
-
-HASH_KERNELS = {("copy", "-", 0): _copy_ids,
-                ("hash", "device", 1): _hash_once_device,
-                ("hash", "halves", 1): _hash_once_halves,
-                (f"hash-x{HASH_CHAIN}", "device", HASH_CHAIN): _hash_chain_device,
-                (f"hash-x{HASH_CHAIN}", "halves", HASH_CHAIN): _hash_chain_halves}
-"""(kernel, multiply-high, hashes an id) -> a CUDA kernel (ids, out, salt, max_value,
-magic, shift), salt and table size passed at launch as the fused kernels' are: a copy,
-one sigrid_hash an id, HASH_CHAIN in turn an id. The multiply-high is the one
-the fused kernels compile ("device": scalar.umulhi64) or 32-bit halves."""
+HASH_RUNS = [("copy", "-", 0), ("hash", "device", 1), ("hash", "halves", 1),
+             (f"hash-x{HASH_CHAIN}", "device", HASH_CHAIN),
+             (f"hash-x{HASH_CHAIN}", "halves", HASH_CHAIN)]
+"""(kernel, multiply-high, hashes an id) the hash rate runs `_hash_ids` as: a copy, one
+sigrid_hash an id, HASH_CHAIN in turn an id, with the multiply-high the fused kernels
+compile ("device": scalar.umulhi64) or 32-bit halves; salt and table size passed at
+launch, as the fused kernels' are."""
 
 
 def bench_hash_rate(b: Bench, ids: int, blocks: list[int]) -> None:
     """sigrid_hash's rate on the GPU: ids hashed once each (memory-bound, beside a copy
     of the same ids) and HASH_CHAIN times each in turn (compute-bound: what a list
     pipeline's hashing costs when memory is not the limit), with each multiply-high
-    (HASH_KERNELS). Every kernel's outputs are compared with Python's sigrid_hash on a
+    (HASH_RUNS). Every kernel's outputs are compared with Python's sigrid_hash on a
     sample of ids first."""
     magic, shift = scalar.division_magic(HASH_MAX)
     host = b.rng.integers(-(2**63), 2**63 - 1, ids, dtype=np.int64)
     pick = np.sort(b.rng.choice(ids, min(2000, ids), replace=False))
     x, out = cuda.to_device(host), cuda.device_array(ids, np.int64)
-    for (name, mul, times), kernel in HASH_KERNELS.items():
+    for name, mul, times in HASH_RUNS:
+        args = (times, mul == "halves", HASH_SALT, HASH_MAX, magic, shift)
         want = host[pick]
         for _ in range(times):
             want = sigrid_hash_ref(want, HASH_SALT, HASH_MAX)
         threads = 32 if b.dry else 256
         for grid in [2] if b.dry else blocks:
-            kernel[grid, threads](x, out, HASH_SALT, HASH_MAX, magic, shift)
+            _hash_ids[grid, threads](x, out, *args)
             got = out.copy_to_host()[pick]
             bad = [f"id@{int(pick[i])}" for i in np.flatnonzero(got != want)[:10]]
             ms = float("nan")
@@ -505,11 +480,11 @@ def bench_hash_rate(b: Bench, ids: int, blocks: list[int]) -> None:
                 start, end = cuda.event(), cuda.event()
                 start.record()
                 for _ in range(b.reps):
-                    kernel[grid, threads](x, out, HASH_SALT, HASH_MAX, magic, shift)
+                    _hash_ids[grid, threads](x, out, *args)
                 end.record()
                 end.synchronize()
                 ms = cuda.event_elapsed_time(start, end) / b.reps
-            regs = None if b.dry else max(kernel.get_regs_per_thread().values())
+            regs = None if b.dry else max(_hash_ids.get_regs_per_thread().values())
             b.save({"kind": "hash-rate", "kernel": name, "multiply_high": mul, "ids": ids,
                     "hashes": ids * times, "blocks": grid, "threads": threads, "device_ms": ms,
                     "registers": regs, "hashes_per_s": ids * times / (ms * 1e-3),
