@@ -189,8 +189,9 @@ def _umulhi64_cpu(a, b):
 
 @overload(umulhi64, target="cuda")
 def _umulhi64_cuda(a, b):
-    """libdevice's umul64hi: the modulo is most of sigrid_hash's instructions, and the
-    hash runs faster with it than with the halves (bench/ops_gpu.py --only hash)."""
+    """libdevice's umul64hi, the GPU's own multiply-high: the modulo is most of
+    sigrid_hash's instructions (bench/ops_gpu.py --only hash times the hash with it and
+    with the halves)."""
     from numba.cuda import libdevice
 
     def impl(a, b):
