@@ -465,12 +465,12 @@ def bench_hash_rate(b: Bench, ids: int, blocks: list[int]) -> None:
     host = b.rng.integers(-(2**63), 2**63 - 1, ids, dtype=np.int64)
     pick = np.sort(b.rng.choice(ids, min(2000, ids), replace=False))
     x, out = cuda.to_device(host), cuda.device_array(ids, np.int64)
+    threads = 32 if b.dry else 256
     for name, mul, times in HASH_RUNS:
         args = (times, mul == "halves", HASH_SALT, HASH_MAX, magic, shift)
         want = host[pick]
         for _ in range(times):
             want = sigrid_hash_ref(want, HASH_SALT, HASH_MAX)
-        threads = 32 if b.dry else 256
         for grid in [2] if b.dry else blocks:
             _hash_ids[grid, threads](x, out, *args)
             got = out.copy_to_host()[pick]
