@@ -27,20 +27,32 @@ class Chain:
                    for n in self.nodes)
 
     def signature(self, cols: dict[str, Column], warp_rows: bool = False,
-                  fixed_length: int | None = None) -> tuple:
-        """What the generated code depends on: types, op kinds, the thread mapping
-        (with `warp_rows`, a warp per row for long list sinks:
-        spec.pipeline.WARP_ROW_MIN_LENGTH) and, for a list sink whose offsets the values
+                  fixed_length: int | None = None, short_lanes: int = 1) -> tuple:
+        """What the generated code depends on: types, op kinds, the lanes a row's list
+        values are split over (row_lanes), and, for a list sink whose offsets the values
         kernel writes, its `fixed_length`; never parameter values."""
         src = cols[self.source]
         ops = tuple((n.op.value, n.params.get("to")) if n.op is OpKind.CAST else n.op.value
                     for n in self.nodes)
         sink = cols[self.sink]
-        long_sink = (warp_rows and sink.shape is Shape.LIST
-                     and sink.mean_length >= WARP_ROW_MIN_LENGTH)
-        mapping = "warp" if long_sink else "thread"
         return (src.dtype.value, src.shape.value, src.nullable, ops, sink.dtype.value,
-                sink.shape.value, mapping, fixed_length)
+                sink.shape.value, row_lanes(sink, warp_rows, short_lanes), fixed_length)
+
+
+def row_lanes(sink: Column, warp_rows: bool, short_lanes: int) -> int:
+    """Lanes of a warp that share one row of a list sink, each taking every lanes-th
+    value, so that neighbouring lanes load and store neighbouring values: 32 (a warp)
+    for lists of at least WARP_ROW_MIN_LENGTH values on average with `warp_rows`;
+    shorter lists up to `short_lanes`, the largest power of two no longer than their
+    mean; 1 (a thread per row) for every other sink."""
+    if sink.shape is not Shape.LIST:
+        return 1
+    if warp_rows and sink.mean_length >= WARP_ROW_MIN_LENGTH:
+        return 32
+    lanes = 1
+    while lanes * 2 <= min(short_lanes, sink.mean_length):
+        lanes *= 2
+    return lanes
 
 
 def sinks_of(pipeline: Pipeline, group: Iterable[str]) -> list[str]:

@@ -155,10 +155,10 @@ def value_lines(p: str, sig: tuple, division: str, e: str | None = None,
     return lines
 
 
-def chain_body(p: str, sig: tuple, part: str, division: str, lanes: bool = False,
+def chain_body(p: str, sig: tuple, part: str, division: str, lanes: int = 1,
                unroll: int = 1) -> list[str]:
-    """Statements for one row r of one chain. part: 'lengths' or 'values'. With `lanes`,
-    the row's elements are split over the 32 lanes of a warp (lane, lane + 32, ...).
+    """Statements for one row r of one chain. part: 'lengths' or 'values'. With `lanes`
+    > 1, the row's elements are split over that many lanes (lane, lane + lanes, ...).
     With `unroll` > 1 each pass of a list's element loop computes that many elements side
     by side (the later ones clamped to the list's last, their stores guarded), so a
     thread has independent work to issue while one element's hash waits on its last
@@ -187,15 +187,16 @@ def chain_body(p: str, sig: tuple, part: str, division: str, lanes: bool = False
     return lines
 
 
-def element_lines(p: str, sig: tuple, division: str, lanes: bool = False,
+def element_lines(p: str, sig: tuple, division: str, lanes: int = 1,
                   unroll: int = 1) -> list[str]:
     """The loop writing a list sink's elements for row r from {p}ost, where the row's
     values start in the pool (chain_body's `lanes` and `unroll`)."""
     K, pool = len(sig[3]), _pool(sig[4])
     lines = []
     if unroll > 1:
-        step, last = (32 if lanes else 1), f"{p}L{K} - 1"
-        lines.append(f"for j in range({'lane' if lanes else 0}, {p}L{K}, {step * unroll}):")
+        step, last = lanes, f"{p}L{K} - 1"
+        lines.append(f"for j in range({'lane' if lanes > 1 else 0}, {p}L{K}, "
+                     f"{step * unroll}):")
         for u in range(unroll):
             index = "j" if u == 0 else f"min(j + {u * step}, {last})"
             lines += ["    " + s for s in value_lines(p, sig, division, f"{p}u{u}_", index)]
@@ -204,7 +205,7 @@ def element_lines(p: str, sig: tuple, division: str, lanes: bool = False,
             lines.append(f"    if j + {u * step} <= {last}:")
             lines.append(f"        {pool}[{p}ost + j + {u * step}] = {p}u{u}_v{K}")
     else:
-        lines.append(f"for j in range(lane, {p}L{K}, 32):" if lanes else
+        lines.append(f"for j in range(lane, {p}L{K}, {lanes}):" if lanes > 1 else
                      f"for j in range({p}L{K}):")
         lines += ["    " + s for s in value_lines(p, sig, division)]
         lines.append(f"    {pool}[{p}ost + j] = {p}v{K}")
@@ -252,14 +253,14 @@ def kernel_source(signatures: list[tuple], part: str, target: str, name: str,
             f"{indent}dst = slot_dst[slot]"]
     for s, sig in enumerate(signatures):
         out.append(f"{indent}{'if' if s == 0 else 'elif'} sig == {s}:")
-        warp = target == "cuda" and part == "values" and sig[6] == "warp"
-        if warp:  # a warp per row: rows stride by warps, elements by lanes
-            out.append(f"{indent}    lane = first % 32")
-            loop = "range(first // 32, rows, stride // 32)"
+        lanes = sig[6] if target == "cuda" and part == "values" else 1
+        if lanes > 1:  # rows stride by groups of lanes, a row's elements by lane
+            out.append(f"{indent}    lane = first % {lanes}")
+            loop = f"range(first // {lanes}, rows, stride // {lanes})"
         else:
             loop = "range(first, rows, stride)" if target == "cuda" else "prange(rows)"
         body, constants = hoist_slot_constants(
-            f"s{s}_", chain_body(f"s{s}_", sig, part, division, lanes=warp,
+            f"s{s}_", chain_body(f"s{s}_", sig, part, division, lanes=lanes,
                                  unroll=unroll if target == "cuda" else 1))
         out += [f"{indent}    {line}" for line in constants]
         out.append(f"{indent}    for r in {loop}:")
@@ -439,10 +440,10 @@ def _tile_write_lines(p: str, sig: tuple, lengths: list[str], division: str,
             "prefix = info[1]",
             "if t == 0 and tid == 0:",
             "    offs[desc[dst, 1]] = 0"]
-    warp = sig[6] == "warp"
-    if warp:
-        body += ["lane = tid % 32",
-                 "for i in range(tid // 32, tile_rows, nt // 32):"]
+    lanes = sig[6]
+    if lanes > 1:
+        body += [f"lane = tid % {lanes}",
+                 f"for i in range(tid // {lanes}, tile_rows, nt // {lanes}):"]
     else:
         body += ["for k in range(items):",
                  "    i = k * nt + tid"]
@@ -451,8 +452,8 @@ def _tile_write_lines(p: str, sig: tuple, lengths: list[str], division: str,
     body += ["        " + line for line in lengths]
     body += ["        pos = prefix + lens[i]"]
     store = f"offs[desc[dst, 1] + r + 1] = pos + {p}L{K}"
-    body += (["        if lane == 0:", f"            {store}"] if warp
+    body += (["        if lane == 0:", f"            {store}"] if lanes > 1
              else [f"        {store}"])
     body += [f"        {p}ost = desc[dst, 0] + pos"]
-    body += ["        " + line for line in element_lines(p, sig, division, warp, unroll)]
+    body += ["        " + line for line in element_lines(p, sig, division, lanes, unroll)]
     return body

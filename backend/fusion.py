@@ -161,6 +161,8 @@ LIST_SCANS: dict[str, tuple[str, ...]] = {
 in memory and a scan over all of them (then the values); one launch that scans each tile
 and looks back over the tiles before it; a kernel of tile totals, a scan of those only,
 then the values (codegen.tiled_source)."""
+SHORT_LANES = (1, 2, 4, 8, 16, 32)
+"""FusedGroup.short_lanes's allowed values: groups of lanes that tile a warp."""
 
 
 class FusedGroup:
@@ -171,7 +173,7 @@ class FusedGroup:
                  division: str = "magic", warp_rows: bool = True,
                  max_registers: int | None = None, unroll: int = 1,
                  list_scan: str = "rows", tile_rows: int = TILE_ROWS,
-                 fixed_offsets: bool = True) -> None:
+                 fixed_offsets: bool = True, short_lanes: int = 1) -> None:
         """`warp_rows`: long list sinks a warp per row (FusedKernel.warp_rows, whose
         default it shares; the CPU target runs rows in parallel either way). Only with
         whole warps per block (threads a multiple of 32, as every plan's): a warp that
@@ -187,7 +189,10 @@ class FusedGroup:
         `tile_rows`: rows of a slot a tile takes at most, for "lookback" and "tiles".
         `fixed_offsets`: where every list the group writes has a fixed length
         (Pipeline.offsets_fixed), the values kernel writes their offsets and runs alone;
-        False finds them as for lists of any length (FusedKernel.fixed_offsets)."""
+        False finds them as for lists of any length (FusedKernel.fixed_offsets).
+        `short_lanes`: the most lanes that share a row of a list sink too short for a
+        warp (chains.row_lanes), a power of two up to 32; 1, a thread per row, by
+        default (a kernel-tuning knob)."""
         if division not in ("magic", "mod"):
             raise ValueError(f"division = {division!r}: 'magic' or 'mod'")
         if not isinstance(unroll, int) or not 1 <= unroll <= MAX_UNROLL:
@@ -197,14 +202,19 @@ class FusedGroup:
         if not isinstance(tile_rows, int) or not 1 <= tile_rows <= 1 << 16:
             raise ValueError(f"tile_rows = {tile_rows!r}: an integer in 1..65536")
         self.tile_rows = tile_rows
+        if short_lanes not in SHORT_LANES:
+            raise ValueError(f"short_lanes = {short_lanes!r}: one of "
+                             f"{', '.join(map(str, SHORT_LANES))}")
         warp_rows = warp_rows and threads_per_block % 32 == 0
+        short_lanes = short_lanes if threads_per_block % 32 == 0 else 1
         self.blocks, self.threads, self.warp_rows = blocks, threads_per_block, warp_rows
         self.nodes = tuple(nodes)
         self.chains = chains_of(pipeline, nodes)
         cols = pipeline.columns
         fixed = pipeline.fixed_lengths if fixed_offsets and pipeline.offsets_fixed(
             nodes) else {}
-        sigs = [c.signature(cols, warp_rows, fixed.get(c.sink)) for c in self.chains]
+        sigs = [c.signature(cols, warp_rows, fixed.get(c.sink), short_lanes)
+                for c in self.chains]
         self.signatures = tuple(sorted(set(sigs), key=repr))
         self.slot_sig = np.array([self.signatures.index(s) for s in sigs], np.int64)
         self.has_lists = any(s[5] == "list" and s[7] is None for s in self.signatures)

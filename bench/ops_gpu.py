@@ -34,7 +34,7 @@ from corun.backend import scalar  # noqa: E402
 from corun.backend.chains import chains_of  # noqa: E402
 from corun.backend.columns import ColumnData, equal, take_rows  # noqa: E402
 from corun.backend.data import synthetic_inputs  # noqa: E402
-from corun.backend.fusion import FusedGroup  # noqa: E402
+from corun.backend.fusion import SHORT_LANES, FusedGroup  # noqa: E402
 from corun.backend.reference import sigrid_hash_ref  # noqa: E402
 from corun.backend.runner import PipelineProgram, run_numpy  # noqa: E402
 from corun.spec import (  # noqa: E402
@@ -349,7 +349,8 @@ VARIANT_PARTS = {
     "mod": ("division", "mod"),  # sigrid_hash's floor-mod as a 64-bit %
 }
 """A variant label's parts after "fused": FusedGroup knobs set away from the default;
-"tileN" (tiles of N rows) and "rN" (registers capped at N a thread) take a number."""
+"tileN" (tiles of N rows), "rN" (registers capped at N a thread) and "lanesN" (short
+lists' rows split over up to N lanes) take a number."""
 
 
 def variant_knobs(label: str) -> dict:
@@ -366,9 +367,14 @@ def variant_knobs(label: str) -> dict:
             knobs["tile_rows"] = int(part[4:])
         elif part.startswith("r") and part[1:].isdigit():
             knobs["max_registers"] = int(part[1:])
+        elif part.startswith("lanes") and part[5:].isdigit():
+            if int(part[5:]) not in SHORT_LANES:
+                raise SystemExit(f"--variants: {label!r}: lanes {part[5:]} is not one of "
+                                 f"{', '.join(map(str, SHORT_LANES))}")
+            knobs["short_lanes"] = int(part[5:])
         else:
             raise SystemExit(f"--variants: {label!r}: {part!r} is not one of "
-                             f"{', '.join(VARIANT_PARTS)}, tileN, rN")
+                             f"{', '.join(VARIANT_PARTS)}, tileN, rN, lanesN")
     return knobs
 
 

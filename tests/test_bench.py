@@ -192,6 +192,9 @@ def test_the_launch_shape_sweep_checks_each_variant_at_each_shape(tmp_path):
     with pytest.raises(SystemExit, match="fused-r32x"):
         main(["--dry-run", "--only", "shapes", "--shape-variants", "fused-r32x",
               "-o", str(tmp_path / "no.json")])
+    with pytest.raises(SystemExit, match="'fused-lanes3': lanes 3 is not one of 1, 2, 4"):
+        main(["--dry-run", "--only", "shapes", "--shape-variants", "fused,fused-lanes3",
+              "-o", str(tmp_path / "no.json")])
     with pytest.raises(SystemExit, match="--shape-blocks: '0' is not a block count"):
         main(["--dry-run", "--only", "shapes", "--shape-blocks", "1056,0",
               "-o", str(tmp_path / "no.json")])

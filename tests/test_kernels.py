@@ -161,7 +161,7 @@ def test_warp_per_row_mapping_when_enabled(monkeypatch):
     """A warp per row only where asked (warp_rows) and only for long sinks; correct."""
 
     def warp_slots(g: FusedGroup) -> set[str]:
-        return {c.sink for c, i in zip(g.chains, g.slot_sig) if g.signatures[i][6] == "warp"}
+        return {c.sink for c, i in zip(g.chains, g.slot_sig) if g.signatures[i][6] == 32}
 
     p = spec.pipeline_preset("multihot")
     assert not warp_slots(FusedGroup(p, p.order, warp_rows=False))
@@ -174,6 +174,37 @@ def test_warp_per_row_mapping_when_enabled(monkeypatch):
     compare_all(p, inputs, [list(p.order)], blocks=3, threads=64, warp_rows=True,
                 list_scan="lookback")  # "tiles" writes its rows with the same code
     compare_all(p, inputs, [list(p.order)], blocks=3, threads=64, warp_rows=False)
+
+
+def test_short_lists_split_over_lanes():
+    """short_lanes splits a short list's row over up to that many lanes, the largest power
+    of two no longer than its mean; scalars stay a thread a row, long lists a warp; the
+    three-step and one-pass kernels stay exact, unrolled too."""
+    p = spec.pipeline_preset("multihot")
+
+    def lanes(g: FusedGroup) -> dict[str, int]:
+        return {c.sink: g.signatures[i][6] for c, i in zip(g.chains, g.slot_sig)}
+
+    cols = p.columns
+    got = lanes(FusedGroup(p, p.order, short_lanes=4))
+    assert got["first_cat_20"] == got["first_cat_21"] == 32
+    for sink, n in got.items():
+        mean = cols[sink].mean_length
+        if cols[sink].shape is not spec.Shape.LIST:
+            assert n == 1, sink
+        elif sink not in ("first_cat_20", "first_cat_21"):
+            assert n == min(4, 1 << int(np.log2(mean))), (sink, mean, n)
+    assert set(got.values()) >= {1, 2, 4, 32}
+    assert set(lanes(FusedGroup(p, p.order)).values()) == {1, 32}
+    assert set(lanes(FusedGroup(p, p.order, threads_per_block=48, short_lanes=8)).values()) \
+        == {1}  # lanes share a row only inside whole warps
+    with pytest.raises(ValueError, match="short_lanes = 3: one of 1, 2, 4"):
+        FusedGroup(p, p.order, short_lanes=3)
+    inputs = synthetic_inputs(p, 40, np.random.default_rng(5), vary_lengths=True)
+    compare_all(p, inputs, [list(p.order)], blocks=3, threads=64, short_lanes=8)
+    compare_all(p, inputs, [list(p.order)], blocks=2, threads=64, short_lanes=4, unroll=2)
+    compare_all(p, inputs, [list(p.order)], blocks=3, threads=64, short_lanes=8,
+                list_scan="lookback")
 
 
 def test_blocks_follow_work():
