@@ -160,7 +160,8 @@ def run(args: argparse.Namespace) -> int:
           f"eager, {h.graph_step_ms:.3f} ms graphed, {h.kernel_launch_ms:.3f} ms a kernel "
           f"launch ({launch.source.value}; the plans' steps give {launch.fitted_ms:.3f} "
           f"+- {launch.stderr_ms:.3f}), {h.plan_step_ms:.3f} ms more a plan's step, "
-          f"{h.batch_fixed_ms:.3f} ms a batch ({h.measured_on}); "
+          f"{h.batch_fixed_ms:.3f} ms a batch ({h.measured_on}; eager step "
+          f"{_spread(h)}); "
           f"{len(profile.stages)} stage and {len(profile.kernels)} kernel timings in "
           f"{profile.measured_s:.0f} s -> {out}")
     if launch.source is LaunchSource.REFERENCE:
@@ -169,8 +170,26 @@ def run(args: argparse.Namespace) -> int:
              "graphed runs: the host's pace drifted between the runs more than a launch "
              f"costs, so the profile keeps {launch.ms:.3f} ms, the reference host's scaled "
              "by this host's step (more --rounds give the fit more runs)")
+    if h.step_spread_pct > HOST_SPREAD_WARN_PCT:
+        warn(f"this host's eager step moved {h.step_spread_pct:.0f}% between the rounds "
+             f"({min(h.round_step_ms):.3f}-{max(h.round_step_ms):.3f} ms): predictions of "
+             "host-paced eager steps here (small batches) can be no surer than that; plan "
+             "with --cuda-graphs, or calibrate again when the host is quiet")
     print(f"plan with it: corun plan --hardware {preset} --machine {out}", file=sys.stderr)
     return 0
+
+
+HOST_SPREAD_WARN_PCT = 5.0
+"""Rounds' eager host steps further apart than this are warned of: the validation
+tables' bar for a prediction (within 5%)."""
+
+
+def _spread(h) -> str:
+    """The rounds' eager host steps, as the profile keeps them, in a few words."""
+    if len(h.round_step_ms) < 2:
+        return "timed in one round"
+    return (f"{min(h.round_step_ms):.3f}-{max(h.round_step_ms):.3f} ms over "
+            f"{len(h.round_step_ms)} rounds, {h.step_spread_pct:.0f}% apart")
 
 
 def _measurers(args, model, pipeline, preset: str, device, command: str, say) -> dict:

@@ -379,7 +379,8 @@ def host_times(rounds: list[list[dict]], graphed: list[dict],
     graph_step_ms = max(statistics.median(steps), MIN_GRAPH_STEP_MS)
     plan_ms = plan_step_ms(rows, paced) if launch.source is LaunchSource.TIMED else 0.0
     return HostTimes(f["step_ms"], graph_step_ms, launch.ms, f["batch_fixed_ms"],
-                     f["launch_share"], measured_on, plan_ms), launch
+                     f["launch_share"], measured_on, plan_ms,
+                     tuple(float(r["host"]["step"]) for r in paced)), launch
 
 
 def fit(rows: list[dict]) -> dict:

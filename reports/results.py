@@ -302,6 +302,16 @@ def own_host_cases(ds: Dataset, machine: str) -> list[tuple[MeasuredCase, float,
     return [x for x in on_machine_cases(ds, machine) if host and x[0].host_id == host]
 
 
+def _host_notes(h) -> str:
+    """Where a profile's host costs were timed, and how far its rounds' eager steps lay
+    apart, in parentheses (nothing where neither is known)."""
+    notes = [h.measured_on] if h.measured_on else []
+    if len(h.round_step_ms) > 1:
+        notes.append(f"eager step {min(h.round_step_ms):.3f}-{max(h.round_step_ms):.3f} ms "
+                     f"by round, {h.step_spread_pct:.0f}% apart")
+    return f" ({'; '.join(notes)})" if notes else ""
+
+
 def _own_host_line(cases: list[tuple[MeasuredCase, float, float]], profiles: int) -> str:
     """The own-host cases' errors with the preset and with their profile, and how well
     the cases' own rounds repeat (what bounds any prediction of them)."""
@@ -371,7 +381,7 @@ def machine_section(ds: Dataset) -> list[str]:
                   f"{h.step_ms:.3f} ms eager and {h.graph_step_ms:.3f} ms graphed, "
                   f"{h.kernel_launch_ms:.3f} ms a kernel launch, "
                   + (f"{h.plan_step_ms:.3f} ms more a plan's step, " if h.plan_step_ms else "")
-                  + f"{h.batch_fixed_ms:.3f} ms a batch ({h.measured_on})"
+                  + f"{h.batch_fixed_ms:.3f} ms a batch{_host_notes(h)}"
                   + (f"; {len(profile.stages)} stage and {len(profile.kernels)} kernel "
                      f"timings{_in_steps(profile)}, measured in {profile.measured_s:.0f} s"
                      if profile.measured_s else "") + ".", ""]

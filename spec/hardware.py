@@ -156,10 +156,24 @@ class HostTimes:
     kernels' launches (the batch work on the feed thread beside it, the marks that
     release kernels); 0 where it was not told apart from the launches (a profile
     without timed launches)."""
+    round_step_ms: tuple[float, ...] = ()
+    """The eager step's host time in each calibration round where the host paced it
+    (`step_ms` is their median; empty: a profile from before rounds were kept)."""
+
+    @property
+    def step_spread_pct(self) -> float:
+        """How far apart the rounds' eager host steps lie: the slowest over the fastest,
+        less one, in percent (0 from fewer than two rounds). No prediction of a
+        host-paced eager step on this host can be surer than its own rounds."""
+        if len(self.round_step_ms) < 2:
+            return 0.0
+        return 100.0 * (max(self.round_step_ms) / min(self.round_step_ms) - 1.0)
 
     def __post_init__(self) -> None:
         for f in ("step_ms", "graph_step_ms"):
             require_positive(f, getattr(self, f))
+        for i, ms in enumerate(self.round_step_ms):
+            require_positive(f"round_step_ms[{i}]", ms)
         for f in ("kernel_launch_ms", "batch_fixed_ms", "plan_step_ms"):
             v = getattr(self, f)
             require(isinstance(v, int | float) and 0 <= v < float("inf"), f, v,

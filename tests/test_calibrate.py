@@ -21,11 +21,13 @@ PLAN_STEP_MS = 0.2
 """What an eager plan's step costs beyond ideal's and its kernels' launches."""
 TIMED_LAUNCH_MS: float | None = LAUNCH_MS
 """A fused kernel's launch as the executor times it (None: runs without the piece)."""
+ROUND_PACE: dict[int, float] = {}
+"""A round's host steps over the constants' (1 where absent): a host whose pace moved."""
 
 
-def made_up_run(run: str) -> dict:
+def made_up_run(run: str, pace: float = 1.0) -> dict:
     """A Measurement document as the executor writes one, with the host pieces a host
-    of the constants above would show."""
+    of the constants above would show, its step `pace` times theirs."""
     pipeline = pipeline_preset("kaggle")
     kernels = () if run == "ideal" else one_kernel_plan(pipeline, "criteo-kaggle", 1,
                                                         "emb_fwd").kernels
@@ -33,6 +35,7 @@ def made_up_run(run: str) -> dict:
     step = (GRAPH_MS if run.endswith("graphed") else STEP_MS) + LAUNCH_MS * launches
     if run not in ("ideal", "gpu-sequential-graphed"):
         step += PLAN_STEP_MS
+    step *= pace
     host = {"step": step, **({} if run == "ideal" else {
         "stage": 0.1, "finish": 0.15, "wait": 0.0, "check": 0.05})}
     if launches and TIMED_LAUNCH_MS is not None and not run.endswith("graphed"):
@@ -62,7 +65,8 @@ def fake_gpu(monkeypatch):
         out = {"copy": lambda: 3.0e12, "gemm": lambda: 7.9e14}
         for piece in calibrate_cmd.pieces(args.rounds, {}):
             if piece.startswith("host:"):
-                out[piece] = lambda p=piece: made_up_run(p.rsplit(":", 1)[1])
+                _, r, run = piece.split(":")
+                out[piece] = lambda run=run, r=int(r): made_up_run(run, ROUND_PACE.get(r, 1))
         return {p: (lambda p=p, f=f: (measured.append(p), f())[1]) for p, f in out.items()}
 
     def stage_timer(model, batch, *_):
@@ -118,6 +122,8 @@ def test_calibrate_fits_the_host_and_resumes_where_it_stopped(fake_gpu, tmp_path
     assert p.host.plan_step_ms == pytest.approx(PLAN_STEP_MS)
     assert p.host.batch_fixed_ms == pytest.approx(BATCH_MS)
     assert p.host.graph_step_ms == pytest.approx(GRAPH_MS)
+    assert p.host.round_step_ms == pytest.approx((STEP_MS, STEP_MS))
+    assert p.host.step_spread_pct == pytest.approx(0.0)
     assert {(t.batch_per_gpu, t.stage) for t in p.stages} == {
         (b, s) for b in (4096, 16384) for s in ("emb_fwd", "top_mlp_bwd")}
     assert p.measured_s > 0  # the first run's pieces and the resumed run's
@@ -292,6 +298,31 @@ def test_launches_the_executor_timed_set_the_launch_cost_whatever_the_host_drift
     assert "warning" not in captured.err
 
 
+def test_rounds_whose_host_step_moved_are_kept_and_warned_of(
+        fake_gpu, tmp_path, capsys, monkeypatch):
+    """A host whose eager step ran 20% slower in the second round: the profile keeps each
+    round's step, their median is its step, and calibrate warns that predictions of
+    host-paced eager steps there can be no surer; rounds 1% apart pass without a word."""
+    import sys
+
+    module = sys.modules[__name__]
+    out = tmp_path / "h100.json"
+    args = ["calibrate", "-o", str(out), "--rounds", "2", "--stages", ""]
+    monkeypatch.setattr(module, "ROUND_PACE", {2: 1.2})
+    assert main(args) == 0
+    host = load(MachineProfile, out).host
+    assert host.round_step_ms == pytest.approx((STEP_MS, 1.2 * STEP_MS))
+    assert host.step_ms == pytest.approx(1.1 * STEP_MS)
+    assert host.step_spread_pct == pytest.approx(20.0)
+    captured = capsys.readouterr()
+    assert "eager step 2.500-3.000 ms over 2 rounds, 20% apart" in captured.out
+    assert "eager step moved 20% between the rounds (2.500-3.000 ms)" in captured.err
+    monkeypatch.setattr(module, "ROUND_PACE", {2: 1.01})
+    assert main(args) == 0
+    assert load(MachineProfile, out).host.step_spread_pct == pytest.approx(1.0)
+    assert "moved" not in capsys.readouterr().err
+
+
 def test_calibrate_refuses_a_plan_of_several_gpus(tmp_path, capsys):
     from dataclasses import replace
 
@@ -389,6 +420,7 @@ def test_a_profile_of_another_corun_version_is_used_with_a_warning(tmp_path, cap
     ("kernel_launch_ms", float("nan"), "kernel_launch_ms = nan: a finite number of ms >= 0"),
     ("launch_share", {"emb_fwd": 2.0}, "launch_share.emb_fwd = 2.0: a share in [0, 1]"),
     ("plan_step_ms", -0.1, "plan_step_ms = -0.1: a finite number of ms >= 0"),
+    ("round_step_ms", (2.0, 0.0), "round_step_ms[1] = 0.0: a finite number > 0"),
 ])
 def test_host_times_name_a_bad_field(field, value, says):
     import re

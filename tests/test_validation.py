@@ -377,7 +377,7 @@ def test_a_profile_is_checked_apart_on_the_cases_of_its_own_host():
     mine = case("ideal", 4.0, "a", 0, host_id="boot-a", **h100)
     other = case("ideal", 4.0, "b", 0, host_id="boot-b", **h100)
     host = HostTimes(step_ms=4.0, graph_step_ms=0.3, kernel_launch_ms=0.04,
-                     batch_fixed_ms=0.2)
+                     batch_fixed_ms=0.2, round_step_ms=(3.6, 4.0, 4.5))
     profile = MachineProfile("NVIDIA H100 80GB HBM3", 3e12, 7.9e14, host, "0.1.0", "abc",
                              "2026-12-06T00:00:00", {"host_id": "boot-a"})
     ds = dataclasses.replace(
@@ -389,6 +389,7 @@ def test_a_profile_is_checked_apart_on_the_cases_of_its_own_host():
             "preset, 100% with the profile; mean abs error 10.0% against 2.5%; the cases' "
             "rounds lie within 5% of their median in -.") in text
     assert "Those cases' sources: a." in text
+    assert "0.200 ms a batch (eager step 3.600-4.500 ms by round, 25% apart)" in text
 
 
 def test_a_commit_is_shown_short_with_its_dirty_mark():
