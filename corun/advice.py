@@ -84,6 +84,11 @@ def _host_paces_eager(f: Finding) -> str:
             f"{f.number('lent_high'):g}x their median), {host_ms * f.number('lent_low'):.2f}-"
             f"{host_ms * f.number('lent_high'):.2f} ms here, and the eager times above with "
             "it: `corun calibrate` measures this host" if "lent_low" in f.facts else "")
+    if "round_low" in f.facts:
+        lent = (f"; this host's eager step moved between its calibration rounds "
+                f"({f.number('round_low'):.2f}x-{f.number('round_high'):.2f}x their median), "
+                f"{host_ms * f.number('round_low'):.2f}-{host_ms * f.number('round_high'):.2f}"
+                " ms here, and the eager times above with it")
     return (f"the host thread paces this step ({host_ms:.2f} ms of launches "
             f"against {f.number('gpu_ms'):.2f} ms of GPU work){lent}; --cuda-graphs replays it as "
             "CUDA graphs (one GPU; a fixed id count per batch unless the model has the bag "

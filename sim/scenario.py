@@ -365,8 +365,14 @@ def _host_paces_eager(sc: Scenario, tables: GpuTables, host: HostCosts) -> Findi
     host_ms, gpu_ms = host.step_ms * sc.time_scale, sum(tables.stage_ms)
     if host_ms <= gpu_ms:
         return None
-    spread = {} if hw.host is not None else {  # a measured host is this machine's own
-        "lent_low": HOST_STEP_SPREAD[0], "lent_high": HOST_STEP_SPREAD[1]}
+    if hw.host is None:  # the reference host: lent hosts' pace spans a band around it
+        spread = {"lent_low": HOST_STEP_SPREAD[0], "lent_high": HOST_STEP_SPREAD[1]}
+    elif len(hw.host.round_step_ms) > 1:  # a measured host: its calibration rounds' band
+        rounds = hw.host.round_step_ms
+        spread = {"round_low": min(rounds) / hw.host.step_ms,
+                  "round_high": max(rounds) / hw.host.step_ms}
+    else:
+        spread = {}
     return finding(FindingKind.HOST_PACES_EAGER, host_ms=host_ms, gpu_ms=gpu_ms, **spread)
 
 

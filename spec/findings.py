@@ -44,7 +44,9 @@ class FindingKind(enum.Enum):
     HOST_PACES_EAGER = "host-paces-eager"
     """The host's launches outlast the GPU's step, and CUDA graphs could replay it: host_ms,
     gpu_ms, and with the reference host lent_low and lent_high (the band lent hosts' pace
-    spans around their median, costmodel/host.py HOST_STEP_SPREAD)."""
+    spans around their median, costmodel/host.py HOST_STEP_SPREAD); with a machine
+    profile that kept its rounds, round_low and round_high (its rounds' slowest and
+    fastest eager steps over their median)."""
     RACING_KERNEL = "racing-kernel"
     """A kernel that can take every SM between two training kernels, uncapped: kernel,
     blocks, alone_ms, cap_sms."""

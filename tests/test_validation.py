@@ -248,7 +248,16 @@ def test_the_lent_hosts_spread_is_what_the_committed_runs_give():
     assert (hint(h200).number("lent_low"), hint(h200).number("lent_high")) == HOST_STEP_SPREAD
     mine = dataclasses.replace(h200, host=HostTimes(step_ms=9.0, graph_step_ms=0.4,
                                                     kernel_launch_ms=0.05, batch_fixed_ms=0.3))
-    assert "lent_low" not in hint(mine).facts
+    assert "lent_low" not in hint(mine).facts and "round_low" not in hint(mine).facts
+    rounds = dataclasses.replace(mine, host=dataclasses.replace(
+        mine.host, round_step_ms=(8.1, 9.0, 10.8)))
+    assert (hint(rounds).number("round_low"), hint(rounds).number("round_high")) == (
+        pytest.approx(0.9), pytest.approx(1.2))
+    from corun.advice import finding_line
+
+    said = finding_line(hint(rounds))
+    assert "moved between its calibration rounds (0.90x-1.20x their median)" in said
+    assert "lent" not in said
 
 
 def test_results_render_names_the_cases_without_a_prediction():
