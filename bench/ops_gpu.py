@@ -32,6 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from corun.backend import scalar  # noqa: E402
 from corun.backend.chains import chains_of  # noqa: E402
+from corun.backend.codegen import MAX_UNROLL  # noqa: E402
 from corun.backend.columns import ColumnData, equal, take_rows  # noqa: E402
 from corun.backend.data import synthetic_inputs  # noqa: E402
 from corun.backend.fusion import SHORT_LANES, FusedGroup  # noqa: E402
@@ -349,8 +350,9 @@ VARIANT_PARTS = {
     "mod": ("division", "mod"),  # sigrid_hash's floor-mod as a 64-bit %
 }
 """A variant label's parts after "fused": FusedGroup knobs set away from the default;
-"tileN" (tiles of N rows), "rN" (registers capped at N a thread) and "lanesN" (short
-lists' rows split over up to N lanes) take a number."""
+"tileN" (tiles of N rows), "rN" (registers capped at N a thread), "uN" (N list elements
+a thread computes side by side) and "lanesN" (short lists' rows split over up to N
+lanes) take a number."""
 
 
 def variant_knobs(label: str) -> dict:
@@ -367,6 +369,11 @@ def variant_knobs(label: str) -> dict:
             knobs["tile_rows"] = int(part[4:])
         elif part.startswith("r") and part[1:].isdigit():
             knobs["max_registers"] = int(part[1:])
+        elif part.startswith("u") and part[1:].isdigit():
+            if not 1 <= int(part[1:]) <= MAX_UNROLL:
+                raise SystemExit(f"--variants: {label!r}: unroll {part[1:]} is not in "
+                                 f"1..{MAX_UNROLL}")
+            knobs["unroll"] = int(part[1:])
         elif part.startswith("lanes") and part[5:].isdigit():
             if int(part[5:]) not in SHORT_LANES:
                 raise SystemExit(f"--variants: {label!r}: lanes {part[5:]} is not one of "
@@ -374,7 +381,7 @@ def variant_knobs(label: str) -> dict:
             knobs["short_lanes"] = int(part[5:])
         else:
             raise SystemExit(f"--variants: {label!r}: {part!r} is not one of "
-                             f"{', '.join(VARIANT_PARTS)}, tileN, rN, lanesN")
+                             f"{', '.join(VARIANT_PARTS)}, tileN, rN, uN, lanesN")
     return knobs
 
 

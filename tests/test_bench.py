@@ -182,15 +182,18 @@ def test_the_launch_shape_sweep_checks_each_variant_at_each_shape(tmp_path):
 
     out = tmp_path / "shapes.json"
     assert main(["--dry-run", "--only", "shapes", "--shape-pipelines", "kaggle,terabyte",
-                 "--shape-variants", "fused,fused-r32", "--shape-rows", "40",
+                 "--shape-variants", "fused,fused-u2-r32", "--shape-rows", "40",
                  "-o", str(out)]) == 0
     shapes = [r for r in json.loads(out.read_text()) if r["kind"] == "launch-shape"]
     assert [(r["pipeline"], r["variant"], r["rows"]) for r in shapes] == [
-        ("kaggle", "fused", 40), ("kaggle", "fused-r32", 40), ("terabyte", "fused", 40),
-        ("terabyte", "fused-r32", 40)]
+        ("kaggle", "fused", 40), ("kaggle", "fused-u2-r32", 40), ("terabyte", "fused", 40),
+        ("terabyte", "fused-u2-r32", 40)]
     assert all(r["mismatches"] == [] for r in shapes)
     with pytest.raises(SystemExit, match="fused-r32x"):
         main(["--dry-run", "--only", "shapes", "--shape-variants", "fused-r32x",
+              "-o", str(tmp_path / "no.json")])
+    with pytest.raises(SystemExit, match="'fused-u9-r32': unroll 9 is not in 1..8"):
+        main(["--dry-run", "--only", "shapes", "--shape-variants", "fused-u9-r32",
               "-o", str(tmp_path / "no.json")])
     with pytest.raises(SystemExit, match="'fused-lanes3': lanes 3 is not one of 1, 2, 4"):
         main(["--dry-run", "--only", "shapes", "--shape-variants", "fused,fused-lanes3",
