@@ -80,17 +80,19 @@ def _kernels_untimed(f: Finding) -> str:
 
 def _host_paces_eager(f: Finding) -> str:
     host_ms = f.number("host_ms")
-    lent = (f"; lent H200 hosts' pace differs (10th-90th percentile {f.number('lent_low'):g}x-"
-            f"{f.number('lent_high'):g}x their median), {host_ms * f.number('lent_low'):.2f}-"
-            f"{host_ms * f.number('lent_high'):.2f} ms here, and the eager times above with "
-            "it: `corun calibrate` measures this host" if "lent_low" in f.facts else "")
-    if "round_low" in f.facts:
-        lent = (f"; this host's eager step moved between its calibration rounds "
-                f"({f.number('round_low'):.2f}x-{f.number('round_high'):.2f}x their median), "
-                f"{host_ms * f.number('round_low'):.2f}-{host_ms * f.number('round_high'):.2f}"
-                " ms here, and the eager times above with it")
+    band = ""
+    if "lent_low" in f.facts:  # the reference host
+        low, high = f.number("lent_low"), f.number("lent_high")
+        band = (f"; lent H200 hosts' pace differs (10th-90th percentile {low:g}x-{high:g}x "
+                f"their median), {host_ms * low:.2f}-{host_ms * high:.2f} ms here, and the "
+                "eager times above with it: `corun calibrate` measures this host")
+    elif "round_low" in f.facts:  # a machine profile that kept its rounds
+        low, high = f.number("round_low"), f.number("round_high")
+        band = (f"; this host's eager step moved between its calibration rounds "
+                f"({low:.2f}x-{high:.2f}x their median), {host_ms * low:.2f}-"
+                f"{host_ms * high:.2f} ms here, and the eager times above with it")
     return (f"the host thread paces this step ({host_ms:.2f} ms of launches "
-            f"against {f.number('gpu_ms'):.2f} ms of GPU work){lent}; --cuda-graphs replays it as "
+            f"against {f.number('gpu_ms'):.2f} ms of GPU work){band}; --cuda-graphs replays it as "
             "CUDA graphs (one GPU; a fixed id count per batch unless the model has the bag "
             "kernels): on the H200, ideal ran faster that way at kaggle and terabyte b4096")
 
