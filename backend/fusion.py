@@ -192,8 +192,9 @@ class FusedGroup:
         False finds them as for lists of any length (FusedKernel.fixed_offsets).
         `short_lanes`: the most lanes that share a row of a list sink too short for a
         warp (chains.row_lanes), a power of two up to 32; 1, a thread per row, by
-        default (a kernel-tuning knob: on the H100, 8 lanes moved multihot no more than
-        its rounds vary; validation/benchmarks/ops_gpu-h100-short-lanes.json)."""
+        default (a kernel-tuning knob: on the H100, 8 lanes moved multihot less than the
+        default kernel moved between two runs; validation/benchmarks/
+        ops_gpu-h100-short-lanes.json and ops_gpu-h100-table-one-modulo.json)."""
         if division not in ("magic", "mod"):
             raise ValueError(f"division = {division!r}: 'magic' or 'mod'")
         if not isinstance(unroll, int) or not 1 <= unroll <= MAX_UNROLL:
