@@ -420,3 +420,29 @@ def test_a_profile_line_counts_the_kernels_it_timed_in_their_step():
 
     assert _in_steps(profile(None, None)) == ""
     assert _in_steps(profile(None, object(), object())) == " (2 also in their plan's step)"
+
+
+def test_kernel_goals_judge_the_default_kernel_apart_from_variants():
+    """The goals table takes only files that count the bytes the outputs need and rows
+    that matched the reference; a goal met only by a variant says so, and fewer rows than
+    the most measured get no goal."""
+    from corun.reports.benchmarks import kernel_goals
+
+    def shape(pipeline, rows, variant, share, **extra):
+        return {"kind": "launch-shape", "pipeline": pipeline, "rows": rows, "blocks": 16896,
+                "variant": variant, "bw_fraction": share, "mismatches": [], **extra}
+
+    env = {"kind": "env", "gpu": "G", "bytes_rule": "needed"}
+    needed = [env, shape("kaggle", 4194304, "fused", 0.72),
+              shape("kaggle", 4194304, "fused-r32", 0.78),
+              shape("kaggle", 65536, "fused", 0.52),
+              shape("heavy", 262144, "fused", 0.99, mismatches=[["cat_0", 3]]),
+              shape("heavy", 262144, "fused", 0.30)]
+    every_byte = [{**env, "bytes_rule": "all"}, shape("multihot", 2097152, "fused", 0.9)]
+    text = "\n".join(kernel_goals({"ops_gpu-a.json": needed, "ops_gpu-b.json": every_byte}))
+    assert ("| G | kaggle | 4,194,304 | 75% | 72% (fused, 16,896 blocks) | 78% (fused-r32, "
+            "16,896 blocks) | by a variant only | `ops_gpu-a.json` |") in text
+    assert "| G | kaggle | 65,536 | - | 52% (fused, 16,896 blocks) |" in text
+    assert "| G | heavy | 262,144 | 50% | 30% (fused, 16,896 blocks) |" in text
+    assert "| 30% (fused, 16,896 blocks) | no |" in text and "multihot" not in text
+    assert kernel_goals({"ops_gpu-b.json": every_byte}) == []
