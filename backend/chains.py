@@ -27,16 +27,23 @@ class Chain:
                    for n in self.nodes)
 
     def signature(self, cols: dict[str, Column], warp_rows: bool = False,
-                  fixed_length: int | None = None, short_lanes: int = 1) -> tuple:
+                  fixed_length: int | None = None, short_lanes: int = 1,
+                  source_first: bool = False) -> tuple:
         """What the generated code depends on: types, op kinds, the lanes a row's list
-        values are split over (row_lanes), and, for a list sink whose offsets the values
-        kernel writes, its `fixed_length`; never parameter values."""
+        values are split over (row_lanes), for a list sink whose offsets the values
+        kernel writes its `fixed_length`, and whether its values are computed once per
+        ngram input element (`source_first`, where the chain has one ngram and no onehot,
+        whose value depends on its position); never parameter values."""
         src = cols[self.source]
         ops = tuple((n.op.value, n.params.get("to")) if n.op is OpKind.CAST else n.op.value
                     for n in self.nodes)
         sink = cols[self.sink]
+        kinds = [n.op for n in self.nodes]
+        sources = (source_first and sink.shape is Shape.LIST
+                   and kinds.count(OpKind.NGRAM) == 1 and OpKind.ONEHOT not in kinds)
         return (src.dtype.value, src.shape.value, src.nullable, ops, sink.dtype.value,
-                sink.shape.value, row_lanes(sink, warp_rows, short_lanes), fixed_length)
+                sink.shape.value, row_lanes(sink, warp_rows, short_lanes), fixed_length,
+                sources)
 
 
 def row_lanes(sink: Column, warp_rows: bool, short_lanes: int) -> int:

@@ -85,10 +85,12 @@ def length_lines(p: str, sig: tuple) -> list[str]:
 
 
 def value_lines(p: str, sig: tuple, division: str, e: str | None = None,
-                index: str = "j") -> list[str]:
+                index: str = "j", at_ngram_input: bool = False) -> list[str]:
     """Code computing {e}v{K}, the chain's value at output index `index` of row r. Row
     values (lengths, start, null) are named with prefix `p`, each element's with `e`
-    (default `p`): an unrolled loop computes several elements side by side."""
+    (default `p`): an unrolled loop computes several elements side by side. With
+    `at_ngram_input`, `index` is an element of the ngram's input list instead (the value
+    is the same in every window that holds it: source_lines)."""
     src_dtype, src_shape, _, ops, *_ = sig
     dts = _dtypes(sig)
     K = len(ops)
@@ -96,7 +98,7 @@ def value_lines(p: str, sig: tuple, division: str, e: str | None = None,
     lines = [f"{p}i{K} = {index}"]
     for k in range(K, 0, -1):  # output index -> input index, through the shape ops
         name = _op_name(ops[k - 1])
-        if name == "ngram":
+        if name == "ngram" and not at_ngram_input:
             lines.append(f"{p}i{k - 1} = ngram_source({p}i{k}, ipar[slot, {4 * (k - 1)}], "
                          f"{row}L{k - 1})")
         elif name == "onehot":
@@ -192,6 +194,8 @@ def element_lines(p: str, sig: tuple, division: str, lanes: int = 1,
     """The loop writing a list sink's elements for row r from {p}ost, where the row's
     values start in the pool (chain_body's `lanes` and `unroll`)."""
     K, pool = len(sig[3]), _pool(sig[4])
+    if sources_first(sig):
+        return source_lines(p, sig, division, lanes)
     lines = []
     if unroll > 1:
         step, last = lanes, f"{p}L{K} - 1"
@@ -209,6 +213,41 @@ def element_lines(p: str, sig: tuple, division: str, lanes: int = 1,
                      f"for j in range({p}L{K}):")
         lines += ["    " + s for s in value_lines(p, sig, division)]
         lines.append(f"    {pool}[{p}ost + j] = {p}v{K}")
+    return lines
+
+
+def sources_first(sig: tuple) -> bool:
+    """Whether a chain's list values are computed once per element of its ngram's input
+    (source_lines) rather than once per output element (chains.Chain.signature)."""
+    return len(sig) > 8 and bool(sig[8])
+
+
+def source_lines(p: str, sig: tuple, division: str, lanes: int = 1) -> list[str]:
+    """The loop writing a list sink's elements for row r from {p}ost, computing each
+    element of the chain's one ngram's input once and storing it in every window that
+    holds it (every other op maps values one to one, so its value is the same there):
+    ngram(n) over L ids writes up to n copies of each, so a hash after it runs up to n
+    times fewer. Input element s sits in windows w0..w1 (w0 = max(0, s - m + 1), w1 =
+    min(s, L - m), m = min(n, L)) at output w * (m - 1) + s, which grows with s: the first
+    s whose first output lies past the sink's length ends the loop."""
+    K, pool = len(sig[3]), _pool(sig[4])
+    g = [_op_name(op) for op in sig[3]].index("ngram") + 1
+    length = f"{p}L{g - 1}"
+    lines = [f"{p}gn = ipar[slot, {4 * (g - 1)}]",
+             f"{p}gm = {p}gn if {p}gn < {length} else {length}",
+             f"{p}glast = {length} - {p}gm",
+             f"for {p}s in range({'lane, ' if lanes > 1 else ''}{length}"
+             f"{f', {lanes}' if lanes > 1 else ''}):",
+             f"    {p}w0 = {p}s - {p}gm + 1 if {p}s >= {p}gm else 0",
+             f"    if {p}w0 * ({p}gm - 1) + {p}s >= {p}L{K}:",
+             "        break"]
+    lines += ["    " + x for x in value_lines(p, sig, division, index=f"{p}s",
+                                                at_ngram_input=True)]
+    lines += [f"    {p}w1 = {p}s if {p}s < {p}glast else {p}glast",
+              f"    for {p}w in range({p}w0, {p}w1 + 1):",
+              f"        {p}j = {p}w * ({p}gm - 1) + {p}s",
+              f"        if {p}j < {p}L{K}:",
+              f"            {pool}[{p}ost + {p}j] = {p}v{K}"]
     return lines
 
 

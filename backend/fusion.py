@@ -173,7 +173,8 @@ class FusedGroup:
                  division: str = "magic", warp_rows: bool = True,
                  max_registers: int | None = None, unroll: int = 1,
                  list_scan: str = "rows", tile_rows: int = TILE_ROWS,
-                 fixed_offsets: bool = True, short_lanes: int = 1) -> None:
+                 fixed_offsets: bool = True, short_lanes: int = 1,
+                 source_first: bool = False) -> None:
         """`warp_rows`: long list sinks a warp per row (FusedKernel.warp_rows, whose
         default it shares; the CPU target runs rows in parallel either way). Only with
         whole warps per block (threads a multiple of 32, as every plan's): a warp that
@@ -194,7 +195,11 @@ class FusedGroup:
         warp (chains.row_lanes), a power of two up to 32; 1, a thread per row, by
         default (a kernel-tuning knob: on the H100, 8 lanes moved multihot less than the
         default kernel moved between two runs; validation/benchmarks/
-        ops_gpu-h100-short-lanes.json and ops_gpu-h100-table-one-modulo.json)."""
+        ops_gpu-h100-short-lanes.json and ops_gpu-h100-table-one-modulo.json).
+        `source_first`: a list chain with one ngram computes each element of the ngram's
+        input once and stores it in every window that holds it (codegen.source_lines),
+        instead of once per output element: up to n times fewer hashes after an
+        ngram(n)."""
         if division not in ("magic", "mod"):
             raise ValueError(f"division = {division!r}: 'magic' or 'mod'")
         if not isinstance(unroll, int) or not 1 <= unroll <= MAX_UNROLL:
@@ -215,7 +220,7 @@ class FusedGroup:
         cols = pipeline.columns
         fixed = pipeline.fixed_lengths if fixed_offsets and pipeline.offsets_fixed(
             nodes) else {}
-        sigs = [c.signature(cols, warp_rows, fixed.get(c.sink), short_lanes)
+        sigs = [c.signature(cols, warp_rows, fixed.get(c.sink), short_lanes, source_first)
                 for c in self.chains]
         self.signatures = tuple(sorted(set(sigs), key=repr))
         self.slot_sig = np.array([self.signatures.index(s) for s in sigs], np.int64)

@@ -348,6 +348,7 @@ VARIANT_PARTS = {
     "totals": ("list_scan", "tiles"),  # tile totals, their scan, then values by tile
     "thread": ("warp_rows", False),  # a thread per row, long lists too
     "mod": ("division", "mod"),  # sigrid_hash's floor-mod as a 64-bit %
+    "src": ("source_first", True),  # an ngram's input elements computed once each
 }
 """A variant label's parts after "fused": FusedGroup knobs set away from the default;
 "tileN" (tiles of N rows), "rN" (registers capped at N a thread), "uN" (N list elements

@@ -25,15 +25,17 @@ def pipeline_of(nodes: list[OpNode], source: Column, outputs: list[str]) -> Pipe
 def compare_all(p: Pipeline, inputs: dict[str, ColumnData], groups: list[list[str]],
                 blocks: int = 2, threads: int = 8, division: str = "magic",
                 warp_rows: bool = True, unroll: int = 1, list_scan: str = "rows",
-                fixed_offsets: bool = True, short_lanes: int = 1) -> None:
+                fixed_offsets: bool = True, short_lanes: int = 1,
+                source_first: bool = False) -> None:
     """NumPy reference == Numba CPU == CUDA simulator, on every group output; on CUDA,
     list groups find their offsets as `list_scan` says (fusion.LIST_SCANS), lists of a
     fixed length as `fixed_offsets` says, and short lists' rows split over lanes as
-    `short_lanes` says."""
+    `short_lanes` says, and ngram chains' values once per input element with
+    `source_first`."""
     ref = run_numpy(p, inputs)
     fused = [FusedGroup(p, g, f"g{i}", blocks, threads, division, warp_rows, unroll=unroll,
                         list_scan=list_scan, fixed_offsets=fixed_offsets,
-                        short_lanes=short_lanes)
+                        short_lanes=short_lanes, source_first=source_first)
              for i, g in enumerate(groups)]
     cpu = PipelineProgram(p, fused, inputs).run_cpu()
     sim = PipelineProgram(p, fused, inputs).run_cuda_simulated()

@@ -1,6 +1,8 @@
 """Every op, plain and in fused groups, equals the NumPy reference through the Numba CPU
 kernels and the CUDA simulator (NUMBA_ENABLE_CUDASIM=1, set in conftest)."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from corun.backend import chains as backend_chains
@@ -204,6 +206,45 @@ def test_short_lists_split_over_lanes():
     compare_all(p, inputs, [list(p.order)], blocks=3, threads=64, short_lanes=8, unroll=2)
     compare_all(p, inputs, [list(p.order)], blocks=3, threads=64, short_lanes=4,
                 list_scan="lookback")
+
+
+@pytest.mark.parametrize("n, before, after", [(3, 9, 100), (1, 9, 4), (2, 3, 5), (5, 9, 7)])
+@settings(SETTINGS, max_examples=8)
+@given(data=st.lists(st.lists(st.one_of(SMALL, I64), max_size=12), min_size=1, max_size=24),
+       nulls=st.lists(st.booleans(), min_size=24, max_size=24))
+def test_ngram_values_once_per_source(n, before, after, data, nulls):
+    """source_first computes each element of an ngram's input once and stores it in every
+    window that holds it: exact for lists shorter than n, empty and null lists, a firstx
+    before the ngram and one after it that cuts a window, a thread or a warp a row, the
+    three steps and the one-pass kernel."""
+    nodes = [OpNode("f", OpKind.FILL_NULL, "x", {"value": 7}),
+             OpNode("a", OpKind.FIRSTX, "f", {"x": before}),
+             OpNode("g", OpKind.NGRAM, "a", {"n": n}),
+             OpNode("h", OpKind.SIGRID_HASH, "g", {"salt": 3, "max_value": 1000}),
+             OpNode("o", OpKind.FIRSTX, "h", {"x": after})]
+    col = list_column(data, valid=[not x for x in nulls[: len(data)]])
+    for source in (INT_LIST_NULL, replace(INT_LIST_NULL, mean_length=40.0)):  # thread, warp
+        p = pipeline_of(nodes, source, ["o"])
+        assert FusedGroup(p, p.order, source_first=True).signatures[0][8]
+        compare_all(p, {"x": col}, [list(p.order)], threads=64, source_first=True)
+        compare_all(p, {"x": col}, [list(p.order)], threads=64, source_first=True,
+                    list_scan="lookback")
+
+
+def test_source_first_takes_only_chains_with_one_ngram_and_no_onehot():
+    """The heavy pipelines' list chains compute values once per source with source_first
+    (and stay exact); dense chains, and a onehot's chain, whose values depend on their
+    position, are untouched; off by default."""
+    for name in ("heavy", "heavy-rehash"):
+        p = spec.pipeline_preset(name)
+        g = FusedGroup(p, p.order, source_first=True)
+        flags = {c.sink: g.signatures[i][8] for c, i in zip(g.chains, g.slot_sig)}
+        assert all(flags[s] == (p.columns[s].shape is spec.Shape.LIST) for s in flags)
+        assert not any(s[8] for s in FusedGroup(p, p.order).signatures)
+        inputs = synthetic_inputs(p, 12, np.random.default_rng(3), vary_lengths=True)
+        compare_all(p, inputs, [list(p.order)], blocks=3, threads=64, source_first=True)
+    wide = spec.pipeline_preset("wide-2x")  # onehot -> ngram(4) -> firstx
+    assert not any(s[8] for s in FusedGroup(wide, wide.order, source_first=True).signatures)
 
 
 def test_blocks_follow_work():
