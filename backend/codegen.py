@@ -219,7 +219,7 @@ def element_lines(p: str, sig: tuple, division: str, lanes: int = 1,
 def sources_first(sig: tuple) -> bool:
     """Whether a chain's list values are computed once per element of its ngram's input
     (source_lines) rather than once per output element (chains.Chain.signature)."""
-    return len(sig) > 8 and bool(sig[8])
+    return bool(sig[8])
 
 
 def source_lines(p: str, sig: tuple, division: str, lanes: int = 1) -> list[str]:
