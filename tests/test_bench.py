@@ -179,8 +179,10 @@ def test_the_launch_shape_sweep_checks_each_variant_at_each_shape(tmp_path):
     """`--only shapes` under the CUDA simulator (--dry-run: one tiny shape): a record per
     pipeline and variant, each compared with the reference; a bad variant is refused
     before any work."""
-    from bench.ops_gpu import main
+    from bench.ops_gpu import main, variant_knobs
 
+    assert variant_knobs("fused-src-lanes8-r32") == {"source_first": True, "short_lanes": 8,
+                                                     "max_registers": 32}
     out = tmp_path / "shapes.json"
     assert main(["--dry-run", "--only", "shapes", "--shape-pipelines", "kaggle,terabyte",
                  "--shape-variants", "fused,fused-u2-r32", "--shape-rows", "40",
