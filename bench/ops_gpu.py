@@ -48,12 +48,15 @@ from corun.spec import (  # noqa: E402
     SparseOutput,
     pipeline_preset,  # noqa: E402
 )
+from corun.spec.pipelines import PIPELINE_PRESETS  # noqa: E402
 from corun.spec.serde import write_atomic  # noqa: E402
 from numba import cuda, uint64  # noqa: E402
 
 PIPELINES = ["kaggle", "terabyte", "wide-2x", "wide-4x", "multihot"]
-ROW_CAP = {"multihot": 2_097_152, "heavy": 262_144}
-"""Rows at most per pipeline (heavy: 2,600 ids a row after ngram and firstx)."""
+ROW_CAP = {"multihot": 2_097_152, **{name: 262_144 for name in PIPELINE_PRESETS
+                                     if name.startswith("heavy")}}
+"""Rows at most per pipeline (the heavy ones: up to 2,600 ids a row after ngram and
+firstx; heavy-rehash at 4,194,304 rows ran out of an H100's memory)."""
 LAUNCH: dict[str, int] = {}
 """Launch shape for every group but the launch-shape sweep; tiny under the simulator."""
 

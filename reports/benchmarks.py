@@ -232,8 +232,9 @@ def kernel_goals(docs: dict[str, object]) -> list[str]:
         return f"{x[1]}, {x[2]:,} blocks" if x[2] != "" else f"{x[1]}, default blocks"
 
     rows = []
-    for key in sorted(best, key=lambda k: (k[0], list(KERNEL_GOALS).index(k[1])
-                                           if k[1] in KERNEL_GOALS else 99, -k[2])):
+    goal_order = list(KERNEL_GOALS)
+    for key in sorted(best, key=lambda k: (k[0], goal_order.index(k[1]) if k[1] in
+                                           goal_order else len(goal_order), k[1], -k[2])):
         gpu, pipeline, n = key
         goal = KERNEL_GOALS.get(pipeline) if n == most[(gpu, pipeline)] else None
         d, b = default.get(key), best[key]
