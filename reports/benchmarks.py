@@ -221,9 +221,9 @@ def kernel_goals(docs: dict[str, object]) -> list[str]:
     default: dict[tuple, tuple] = {}
     for gpu, pipeline, rows, variant, blocks, share, name in _kernel_times(docs):
         key, x = (gpu, pipeline, rows), (share, variant, blocks, name)
-        best[key] = max(best.get(key, x), x)
+        best[key] = max(best.get(key, x), x, key=lambda t: t[0])
         if variant == "fused":
-            default[key] = max(default.get(key, x), x)
+            default[key] = max(default.get(key, x), x, key=lambda t: t[0])
     if not best:
         return []
     most = {(g, p): max(n for g2, p2, n in best if (g2, p2) == (g, p)) for g, p, _ in best}
