@@ -209,7 +209,7 @@ def test_short_lists_split_over_lanes():
 
 
 @pytest.mark.parametrize("n, before, after", [(3, 9, 100), (1, 9, 4), (2, 3, 5), (5, 9, 7)])
-@settings(SETTINGS, max_examples=8)
+@settings(SETTINGS, max_examples=5)
 @given(data=st.lists(st.lists(st.one_of(SMALL, I64), max_size=12), min_size=1, max_size=24),
        nulls=st.lists(st.booleans(), min_size=24, max_size=24))
 def test_ngram_values_once_per_source(n, before, after, data, nulls):
