@@ -172,7 +172,7 @@ def run(args: argparse.Namespace) -> int:
              "by this host's step (more --rounds give the fit more runs)")
     if h.step_spread_pct > HOST_SPREAD_WARN_PCT:
         warn(f"this host's eager step moved {h.step_spread_pct:.0f}% between the rounds "
-             f"({min(h.round_step_ms):.3f}-{max(h.round_step_ms):.3f} ms): predictions of "
+             f"({_band(h)}): predictions of "
              "host-paced eager steps here (small batches) can be no surer than that; plan "
              "with --cuda-graphs, or calibrate again when the host is quiet")
     print(f"plan with it: corun plan --hardware {preset} --machine {out}", file=sys.stderr)
@@ -184,12 +184,17 @@ HOST_SPREAD_WARN_PCT = 5.0
 tables' bar for a prediction (within 5%)."""
 
 
+def _band(h) -> str:
+    """The rounds' fastest and slowest eager host step, in ms (two rounds or more)."""
+    low, high = h.round_band_ms
+    return f"{low:.3f}-{high:.3f} ms"
+
+
 def _spread(h) -> str:
     """The rounds' eager host steps, as the profile keeps them, in a few words."""
-    if len(h.round_step_ms) < 2:
+    if h.round_band_ms is None:
         return "timed in one round"
-    return (f"{min(h.round_step_ms):.3f}-{max(h.round_step_ms):.3f} ms over "
-            f"{len(h.round_step_ms)} rounds, {h.step_spread_pct:.0f}% apart")
+    return f"{_band(h)} over {len(h.round_step_ms)} rounds, {h.step_spread_pct:.0f}% apart"
 
 
 def _measurers(args, model, pipeline, preset: str, device, command: str, say) -> dict:

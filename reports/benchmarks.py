@@ -226,7 +226,9 @@ def kernel_goals(docs: dict[str, object]) -> list[str]:
             default[key] = max(default.get(key, x), x, key=lambda t: t[0])
     if not best:
         return []
-    most = {(g, p): max(n for g2, p2, n in best if (g2, p2) == (g, p)) for g, p, _ in best}
+    most: dict[tuple, int] = {}  # per GPU and pipeline, the most rows measured
+    for g, p, n in best:
+        most[(g, p)] = max(most.get((g, p), 0), n)
 
     def shape(x: tuple) -> str:
         return f"{x[1]}, {x[2]:,} blocks" if x[2] != "" else f"{x[1]}, default blocks"

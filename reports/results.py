@@ -306,9 +306,9 @@ def _host_notes(h) -> str:
     """Where a profile's host costs were timed, and how far its rounds' eager steps lay
     apart, in parentheses (nothing where neither is known)."""
     notes = [h.measured_on] if h.measured_on else []
-    if len(h.round_step_ms) > 1:
-        notes.append(f"eager step {min(h.round_step_ms):.3f}-{max(h.round_step_ms):.3f} ms "
-                     f"by round, {h.step_spread_pct:.0f}% apart")
+    if (band := h.round_band_ms) is not None:
+        notes.append(f"eager step {band[0]:.3f}-{band[1]:.3f} ms by round, "
+                     f"{h.step_spread_pct:.0f}% apart")
     return f" ({'; '.join(notes)})" if notes else ""
 
 

@@ -367,10 +367,9 @@ def _host_paces_eager(sc: Scenario, tables: GpuTables, host: HostCosts) -> Findi
         return None
     if hw.host is None:  # the reference host: lent hosts' pace spans a band around it
         spread = {"lent_low": HOST_STEP_SPREAD[0], "lent_high": HOST_STEP_SPREAD[1]}
-    elif len(hw.host.round_step_ms) > 1:  # a measured host: its calibration rounds' band
-        rounds = hw.host.round_step_ms
-        spread = {"round_low": min(rounds) / hw.host.step_ms,
-                  "round_high": max(rounds) / hw.host.step_ms}
+    elif (band := hw.host.round_band_ms) is not None:  # a measured host: its rounds' band
+        spread = {"round_low": band[0] / hw.host.step_ms,
+                  "round_high": band[1] / hw.host.step_ms}
     else:
         spread = {}
     return finding(FindingKind.HOST_PACES_EAGER, host_ms=host_ms, gpu_ms=gpu_ms, **spread)

@@ -161,13 +161,19 @@ class HostTimes:
     (`step_ms` is their median; empty: a profile from before rounds were kept)."""
 
     @property
+    def round_band_ms(self) -> tuple[float, float] | None:
+        """The fastest and slowest round's eager host step (None from fewer than two)."""
+        if len(self.round_step_ms) < 2:
+            return None
+        return min(self.round_step_ms), max(self.round_step_ms)
+
+    @property
     def step_spread_pct(self) -> float:
         """How far apart the rounds' eager host steps lie: the slowest over the fastest,
         less one, in percent (0 from fewer than two rounds). No prediction of a
         host-paced eager step on this host can be surer than its own rounds."""
-        if len(self.round_step_ms) < 2:
-            return 0.0
-        return 100.0 * (max(self.round_step_ms) / min(self.round_step_ms) - 1.0)
+        band = self.round_band_ms
+        return 100.0 * (band[1] / band[0] - 1.0) if band else 0.0
 
     def __post_init__(self) -> None:
         for f in ("step_ms", "graph_step_ms"):
