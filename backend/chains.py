@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from corun.spec import Column, OpKind, OpNode, Pipeline, Shape, SpecError
-from corun.spec.pipeline import WARP_ROW_MIN_LENGTH
+from corun.spec.pipeline import WARP_ROW_MIN_LENGTH, sources_once
 
 
 @dataclass(frozen=True)
@@ -38,9 +38,8 @@ class Chain:
         ops = tuple((n.op.value, n.params.get("to")) if n.op is OpKind.CAST else n.op.value
                     for n in self.nodes)
         sink = cols[self.sink]
-        kinds = [n.op for n in self.nodes]
         sources = (source_first and sink.shape is Shape.LIST
-                   and kinds.count(OpKind.NGRAM) == 1 and OpKind.ONEHOT not in kinds)
+                   and sources_once(n.op for n in self.nodes))
         return (src.dtype.value, src.shape.value, src.nullable, ops, sink.dtype.value,
                 sink.shape.value, row_lanes(sink, warp_rows, short_lanes), fixed_length,
                 sources)

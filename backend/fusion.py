@@ -199,10 +199,8 @@ class FusedGroup:
         `source_first`: a list chain with one ngram computes each element of the ngram's
         input once and stores it in every window that holds it (codegen.source_lines),
         instead of once per output element: up to n times fewer hashes after an
-        ngram(n). Off by default, a kernel-tuning knob: on the H100 it ran heavy 1.13-1.16x
-        and heavy-rehash 1.23x faster, at 16,384 and 262,144 rows
-        (validation/benchmarks/ops_gpu-h100-source-first*.json), but plans do not record
-        it yet, and the cost model's kernel rows are timings of the kernel without it."""
+        ngram(n) (validation/benchmarks/ops_gpu-h100-source-first*.json). A plan kernel
+        has it where FusedKernel.source_first says."""
         if division not in ("magic", "mod"):
             raise ValueError(f"division = {division!r}: 'magic' or 'mod'")
         if not isinstance(unroll, int) or not 1 <= unroll <= MAX_UNROLL:

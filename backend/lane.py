@@ -44,7 +44,8 @@ class Lane:
         self.elsewhere = list(elsewhere)
         self.groups = [FusedGroup(pipeline, [n for n in pipeline.order if n in set(k.nodes)],
                                   k.name, k.blocks, k.threads_per_block,
-                                  warp_rows=k.warp_rows, fixed_offsets=k.fixed_offsets)
+                                  warp_rows=k.warp_rows, fixed_offsets=k.fixed_offsets,
+                                  source_first=k.source_first)
                        for k in kernels]
         reads = {c.source for g in self.groups for c in g.chains}
         produced = {c.sink for g in self.groups for c in g.chains}

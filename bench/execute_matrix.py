@@ -7,9 +7,9 @@ On a GPU machine:
 On the CPU (tables cut small, a few iterations; checks the whole path, times nothing):
     python bench/execute_matrix.py --dry-run --workloads kaggle-b4096 -o /tmp/m.json
 
-Each workload is planned by `corun plan --runners-up K` and run by `corun tune` with no
-variants: ideal, gpu-sequential, rap, corun and its runners-up, once a round in a turned
-order, in one process.
+Each workload is planned by `corun plan --runners-up K` and run by `corun tune`: ideal,
+gpu-sequential, rap, corun and its runners-up (and the variants of corun that
+--variants names, none by default), once a round in a turned order, in one process.
 """
 
 from __future__ import annotations
@@ -96,7 +96,7 @@ def run_workload(w: Workload, work: Path, args: argparse.Namespace) -> dict:
 
     strategies = ",".join(["ideal", "gpu-sequential", *planned_strategies(plans)])
     tune = ["tune", str(plans), *spec_args, "--hardware", args.hardware, "--strategies", strategies,
-            "--rounds", str(args.rounds), "--variants", "none",
+            "--rounds", str(args.rounds), "--variants", args.variants,
             "--iterations", str(args.iterations), "--warmup", str(args.warmup), "--quiet",
             "--out", str(tuned)]
     if args.dry_run:
@@ -135,6 +135,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--runners-up", type=int, default=2)
     ap.add_argument("--time-limit", type=float, default=10.0, help="plan search seconds")
+    ap.add_argument("--variants", default="none",
+                    help="`corun tune --variants`: variants of the chosen plan to run too")
     ap.add_argument("--iterations", type=int, default=200)
     ap.add_argument("--warmup", type=int, default=20)
     ap.add_argument("--work", type=Path, help="folder for the plans and measurements "

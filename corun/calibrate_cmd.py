@@ -339,6 +339,7 @@ def _kernel_timer(plan, preset: str, device, say, trainers):
             out.append({"pipeline": pipeline.name, "nodes": list(k.nodes),
                         "blocks": k.blocks, "threads_per_block": k.threads_per_block,
                         "warp_rows": k.warp_rows, "fixed_offsets": k.fixed_offsets,
+                        "source_first": k.source_first,
                         "rows": model.batch_per_gpu, "ms": ms, "release": release})
         return out
 
@@ -395,7 +396,7 @@ def _profile(done: dict, device: str, model, batch: int, rounds: int):
             for k in ks:
                 t = from_jsonable(KernelTiming, k, "kernels")
                 timed.setdefault((t.pipeline, t.nodes, t.blocks, t.threads_per_block,
-                                  t.warp_rows, t.fixed_offsets, t.rows), t)
+                                  t.warp_rows, t.fixed_offsets, t.source_first, t.rows), t)
     return MachineProfile(device, float(done["copy"]), float(done["gemm"]), host,
                           corun_version(), git_commit(),
                           datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),

@@ -136,6 +136,8 @@ class KernelSpec:
     fixed_offsets: bool = True
     """As FusedKernel.fixed_offsets; on unless a plan's kernel says otherwise, so a profile
     times the kernels plans launch."""
+    source_first: bool = False
+    """As FusedKernel.source_first; off unless a plan's kernel says otherwise."""
     max_registers: int | None = None
     """As FusedGroup.max_registers (an experiment)."""
 
@@ -165,13 +167,19 @@ class KernelSpec:
         return self.fixed_offsets and self.pipeline.offsets_fixed(self.nodes)
 
     @property
+    def src(self) -> bool:
+        """Whether `source_first` takes effect: the kernel writes a list made by one ngram."""
+        return self.source_first and bool(self.pipeline.source_first_sinks(self.nodes))
+
+    @property
     def name(self) -> str:
         if self.group:
             return kernel_key(self.pipeline, self.nodes, self.blocks, self.threads, self.warp,
-                              self.fixed)
+                              self.fixed, self.src)
         digest = hashlib.sha1(",".join(self.features).encode()).hexdigest()[:8]
         name = f"{self.pipeline.name}:{len(self.features)}f:{digest}:{self.blocks}x{self.threads}"
         return name + (":warp" if self.warp else "") + (":fixed" if self.fixed else "") + \
+            (":src" if self.src else "") + \
             (f":r{self.max_registers}" if self.max_registers else "")
 
     @property
@@ -188,7 +196,7 @@ def plan_kernels(plan, pipeline: Pipeline) -> list[KernelSpec]:
     a planner's plans launch, RAP's per-layer kernels among them, which feature-set
     sampling does not draw."""
     return [KernelSpec(pipeline, (), k.blocks, k.threads_per_block, tuple(k.nodes),
-                       k.warp_rows, k.fixed_offsets) for k in plan.kernels]
+                       k.warp_rows, k.fixed_offsets, k.source_first) for k in plan.kernels]
 
 
 def sample_kernels(pipelines: Sequence[Pipeline], shapes: int, launches: int,
@@ -265,7 +273,7 @@ class Profiler:
             self._raw[p.name] = synthetic_inputs(p, self.rows, self.rng)
         group = FusedGroup(p, spec.nodes, spec.name, spec.blocks, spec.threads,
                            warp_rows=spec.warp_rows, max_registers=spec.max_registers,
-                           fixed_offsets=spec.fixed_offsets)
+                           fixed_offsets=spec.fixed_offsets, source_first=spec.source_first)
         inside = set(spec.nodes)
         rest = [n for n in p.order if n not in inside]
         read = {p.node_by_name[n].input for n in spec.nodes} - inside
@@ -355,7 +363,7 @@ class Profiler:
         self._sync()
         alone = self.kernel_alone_ms(launch, reps)
         kw = kernel_work(spec.pipeline, spec.name, spec.nodes, self.rows, group.grid(),
-                         spec.threads, spec.warp_rows, spec.fixed_offsets)
+                         spec.threads, spec.warp_rows, spec.fixed_offsets, spec.source_first)
         regs = group.registers_per_thread() if self.S.cuda else None
         occ = group.occupancy(self.hw.gpu) if self.S.cuda else None
         ops = {op: 0 for op in OpKind}

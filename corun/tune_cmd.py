@@ -14,10 +14,10 @@ measured ranks.
 
 Where the chosen plan runs, so do variants of it in the decisions the cost model is least
 sure of (`--variants`, `Variant`): other launch shapes, the other batch lead, the
-assemblies on the other stream, its preprocessing on a cap of SMs, and, for a model with
-the fused embedding update, the update on other grids. The simulator models none of the
-last three: their predictions are the chosen plan's (a baseline's grid variants: the
-baseline's).
+assemblies on the other stream, its preprocessing on a cap of SMs, its ngram lists
+computed source first, and, for a model with the fused embedding update, the update on
+other grids. The simulator models none of the stream, cap and grid variants: their
+predictions are the chosen plan's (a baseline's grid variants: the baseline's).
 """
 
 from __future__ import annotations
@@ -52,6 +52,7 @@ class Variant(StrEnum):
     LEAD = "lead"
     STREAM = "stream"
     CAP = "cap"
+    SOURCE_FIRST = "source-first"
     GRID = "grid"
 
     @property
@@ -64,6 +65,8 @@ class Variant(StrEnum):
             "corun-behind)",
             Variant.CAP: "its preprocessing confined to each of --cap-sms SMs, and on "
             "every SM (corun-cap<N>, corun-uncapped; one GPU)",
+            Variant.SOURCE_FIRST: "its lists made by one ngram computed once per element of "
+            "the ngram's input (corun-src; FusedKernel.source_first)",
             Variant.GRID: "ideal, gpu-sequential, the choice and its cap variants with the "
             "fused embedding update on each of --update-grids (+ub<N>, -ub<N>)",
         }[self]
@@ -255,7 +258,9 @@ def _tune(args, folder: Path, work: Workload, strategies: list[str]) -> int:
         capped = cap_variant_runs(Variant.CAP in wanted, args.device, say)
         for run_it, variant in ((Variant.LEAD in wanted, lead_variant),
                                 (Variant.STREAM in wanted, stream_variant),
-                                (capped, partial(cap_variants, caps=caps))):
+                                (capped, partial(cap_variants, caps=caps)),
+                                (Variant.SOURCE_FIRST in wanted,
+                                 partial(source_first_variant, pipeline=pipeline))):
             if run_it:
                 variants.update(variant(chosen, [*plans.values(), *variants.values()]))
         plans.update(variants)
@@ -380,6 +385,20 @@ def stream_variant(chosen, taken) -> dict:
     plan = replace(chosen, assembly_stream=not chosen.assembly_stream)
     name = "corun-own" if plan.assembly_stream else "corun-behind"
     return {} if plan in list(taken) else {name: plan}
+
+
+def source_first_variant(chosen, taken, pipeline) -> dict:
+    """The chosen plan with every kernel's source_first on (FusedKernel.source_first),
+    by name (corun-src), unless none of its kernels writes a list made by one ngram
+    (Pipeline.source_first_sinks), it is on already or that plan already runs. The
+    cost model's kernel timings are of kernels without it, which bound the time of one
+    with it from above (KernelWork.bound_key), so which is faster beside training is for
+    the GPU to say."""
+    if not any(pipeline.source_first_sinks(k.nodes) for k in chosen.kernels):
+        return {}
+    plan = replace(chosen, kernels=tuple(replace(k, source_first=True)
+                                         for k in chosen.kernels))
+    return {} if plan == chosen or plan in list(taken) else {"corun-src": plan}
 
 
 def cap_variant_runs(wanted: bool, device: str, say) -> bool:

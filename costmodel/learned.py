@@ -301,10 +301,20 @@ class LearnedCostModel(CostModel):
         return float(self.model.predict_stage_ms([stage_query(hw.gpu.name, work)])[0])
 
     def _kernel_ms(self, work: KernelWork, hw: Hardware) -> float:
-        known = self.model.kernel_alone_ms(hw.gpu.name, work.key, work.rows)
+        known = self.timed_ms(work, hw)
         if known is not None:
             return known
         return float(self.model.predict([work_row(work, None, 0.0, hw)])["kernel_alone"][0])
+
+    def timed_ms(self, work: KernelWork, hw: Hardware) -> float | None:
+        """The kernel's time alone where a profile timed it (CoRunModel.kernel_alone_ms),
+        else where it timed the kernel that bounds it (KernelWork.bound_key), a closer
+        answer than the trees', which were fitted on kernels without source_first."""
+        for key in filter(None, (work.key, work.bound_key)):
+            known = self.model.kernel_alone_ms(hw.gpu.name, key, work.rows)
+            if known is not None:
+                return known
+        return None
 
     def whole_run(self, kernel: KernelWork, stage: StageWork, hw: Hardware,
                   resident: bool = False) -> WholeRun:
@@ -363,8 +373,7 @@ class LearnedCostModel(CostModel):
     def untimed_kernels(self, kernels: Sequence[KernelWork], hw: Hardware) -> Finding | None:
         """The kernels whose time alone is the trees' (`_kernel_ms`: neither timed at their
         rows nor read off two other row counts)."""
-        untimed = [k for k in kernels
-                   if self.model.kernel_alone_ms(hw.gpu.name, k.key, k.rows) is None]
+        untimed = [k for k in kernels if self.timed_ms(k, hw) is None]
         if not untimed:
             return None
         facts: dict = {"untimed": len(untimed), "kernels": len(kernels), "gpu": hw.gpu.name}

@@ -55,7 +55,7 @@ def on_machine(hw: Hardware, profile: MachineProfile, cost_model=None,
         try:
             pipeline = pipeline_preset(k.pipeline)
             kw = kernel_work(pipeline, "timed", k.nodes, k.rows, k.blocks,
-                             k.threads_per_block, k.warp_rows, k.fixed_offsets)
+                             k.threads_per_block, k.warp_rows, k.fixed_offsets, k.source_first)
         except (SpecError, KeyError):
             continue  # a pipeline (or node) this corun has no preset of: not used
         kernels[kw.key].append(KernelScale(k.rows, k.ms / cost_model.kernel_ms(kw, one)))

@@ -116,6 +116,10 @@ class KernelWork:
     """Its name in a profile (costmodel.workload.kernel_key); empty when not known."""
     warp_rows: bool = False
     """It writes long list outputs a warp per row (FusedKernel.warp_rows, in effect)."""
+    bound_key: str = ""
+    """Where FusedKernel.source_first takes effect, the key of the same kernel without it:
+    that kernel computes every value this one does and more, so its measured time bounds
+    this one's from above where no profile timed this one; empty otherwise."""
 
 
 MAX_OVERLAP_FACTOR = 100.0

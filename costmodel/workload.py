@@ -194,13 +194,32 @@ def scans_lists(pipeline: Pipeline, nodes: Iterable[str], fixed_offsets: bool) -
         fixed_offsets and pipeline.offsets_fixed(nodes))
 
 
+def source_first_lengths(pipeline: Pipeline, nodes: Iterable[str]) -> dict[str, float]:
+    """Per node on a chain that FusedKernel.source_first computes once per ngram input
+    element (Pipeline.source_first_sinks), the elements it computes a row: each of the
+    ngram(n)'s L inputs once, up to the last one a window of the sink's L_out values
+    holds, about min(L, L_out / n + n - 1) (backend/codegen.source_lines)."""
+    nodes = tuple(nodes)
+    cols = pipeline.columns
+    out: dict[str, float] = {}
+    for sink in pipeline.source_first_sinks(nodes):
+        path = pipeline.chain_nodes(nodes, sink)
+        ngram = next(pipeline.node_by_name[n] for n in path
+                     if pipeline.node_by_name[n].op is OpKind.NGRAM)
+        n = ngram.params["n"]
+        sources = min(cols[ngram.input].mean_length, cols[sink].mean_length / n + n - 1)
+        for m in path:
+            out[m] = min(out.get(m, sources), sources)
+    return out
+
+
 def kernel_work(pipeline: Pipeline, name: str, nodes: Iterable[str], rows: int, blocks: int,
                 threads_per_block: int, warp_rows: bool = True,
-                fixed_offsets: bool = False) -> KernelWork:
+                fixed_offsets: bool = False, source_first: bool = False) -> KernelWork:
     """A fused kernel's counts: it reads inputs produced outside it and writes outputs
-    used outside it; chains inside it stay in registers. `warp_rows` and `fixed_offsets`
-    as FusedKernel's: the work says whether they take effect (a long list output; lists
-    all of a fixed length)."""
+    used outside it; chains inside it stay in registers. `warp_rows`, `fixed_offsets`
+    and `source_first` as FusedKernel's: the work says whether they take effect (a long
+    list output; lists all of a fixed length; a list made by one ngram)."""
     nodes = tuple(nodes)
     inside = set(nodes)
     cols = pipeline.columns
@@ -208,12 +227,13 @@ def kernel_work(pipeline: Pipeline, name: str, nodes: Iterable[str], rows: int, 
     read: set[str] = set()
     written: set[str] = set()
     elements = ops = 0.0
+    once = source_first_lengths(pipeline, nodes) if source_first else {}
     for n in nodes:
         node = pipeline.node_by_name[n]
         src = cols[node.input]
-        out_len = cols[n].mean_length
-        elements += rows * max(src.mean_length, out_len)
-        ops += rows * OPS_PER_ELEMENT[node.op] * max(src.mean_length, out_len)
+        per_row = once.get(n, max(src.mean_length, cols[n].mean_length))
+        elements += rows * per_row
+        ops += rows * OPS_PER_ELEMENT[node.op] * per_row
         if node.input not in inside:
             read.add(node.input)
         if n in outputs or any(c not in inside for c in pipeline.consumers[n]):
@@ -225,25 +245,28 @@ def kernel_work(pipeline: Pipeline, name: str, nodes: Iterable[str], rows: int, 
     sinks = pipeline.sinks(nodes)
     warp = warp_rows and bool(pipeline.warp_sinks(nodes))
     fixed = fixed_offsets and pipeline.offsets_fixed(nodes)
+    key = kernel_key(pipeline, nodes, blocks, threads_per_block, warp, fixed, bool(once))
+    bound = kernel_key(pipeline, nodes, blocks, threads_per_block, warp, fixed) if once else ""
     return KernelWork(name, rows, elements, ops, nbytes, op_kinds, blocks, threads_per_block,
                       node_count=len(nodes), chains=len(sinks),
                       has_lists=scans_lists(pipeline, nodes, fixed_offsets),
                       op_counts=tuple((o, kinds.count(o)) for o in op_kinds),
-                      key=kernel_key(pipeline, nodes, blocks, threads_per_block, warp, fixed),
-                      warp_rows=warp)
+                      key=key, warp_rows=warp, bound_key=bound)
 
 
 def kernel_key(pipeline: Pipeline, nodes: Iterable[str], blocks: int,
                threads_per_block: int, warp_rows: bool = False,
-               fixed_offsets: bool = False) -> str:
+               fixed_offsets: bool = False, source_first: bool = False) -> str:
     """A fused kernel's name in a profile (`corun profile --plans`): its pipeline, node
     count, a digest of its nodes in pipeline order, its launch request, ":warp" where
-    it writes long lists a warp per row and ":fixed" where its values kernel writes its
-    lists' offsets (each as it takes effect: the key of a kernel without long lists, or
-    without lists, is the same either way). The learned model answers a kernel and stage
-    the profile measured with that measurement."""
+    it writes long lists a warp per row, ":fixed" where its values kernel writes its
+    lists' offsets and ":src" where it computes lists once per ngram input element (each
+    as it takes effect: the key of a kernel without long lists, or without lists, is the
+    same either way). The learned model answers a kernel and stage the profile measured
+    with that measurement."""
     inside = set(nodes)
     ordered = [n for n in pipeline.order if n in inside]
     digest = hashlib.sha1(",".join(ordered).encode()).hexdigest()[:8]
     key = f"{pipeline.name}:{len(ordered)}n:{digest}:{blocks}x{threads_per_block}"
-    return key + (":warp" if warp_rows else "") + (":fixed" if fixed_offsets else "")
+    return (key + (":warp" if warp_rows else "") + (":fixed" if fixed_offsets else "")
+            + (":src" if source_first else ""))

@@ -34,7 +34,8 @@ def with_owner_mapping(plan: Plan, scenario: Scenario) -> Plan:
         for g, nodes in sorted(by_gpu.items()):
             kernels.append(FusedKernel(f"{k.name}-owner{g}", tuple(nodes), k.stage, k.blocks,
                                        k.threads_per_block, gpu=g, warp_rows=k.warp_rows,
-                                       fixed_offsets=k.fixed_offsets))
+                                       fixed_offsets=k.fixed_offsets,
+                                       source_first=k.source_first))
     owners = dict(shard_tables(scenario.model, scenario.hardware,
                                plan.table_owner or None).owner)
     return replace(plan, kernels=tuple(kernels), feature_mapping=mapping, table_owner=owners)

@@ -516,7 +516,7 @@ def compile_scenario(sc: Scenario, cm: CostModel) -> Compiled:
             if (k, rows) not in kernel_works:
                 kernel_works[k, rows] = kernel_work(pipeline, k.name, k.nodes, rows, k.blocks,
                                                     k.threads_per_block, k.warp_rows,
-                                                    k.fixed_offsets)
+                                                    k.fixed_offsets, k.source_first)
             kw = kernel_works[k, rows]
             pos = -1 if k.release is None else stages.index(k.release)
             alone_ms = cm.kernel_ms(kw, hw) * _kernel_scale(hw, kw)

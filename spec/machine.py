@@ -45,6 +45,8 @@ class KernelTiming:
     """The plan's eager step with the kernel released at its stage, timed on the machine
     (None: a kernel released before the step, or a profile from before co-runs were
     timed)."""
+    source_first: bool = False
+    """As FusedKernel.source_first (profiles from before the field: false)."""
 
     def __post_init__(self) -> None:
         require(bool(self.nodes), "nodes", self.nodes, "at least one node")

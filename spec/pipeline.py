@@ -347,6 +347,15 @@ class SparseOutput:
     table: str
 
 
+def sources_once(ops) -> bool:
+    """Whether a chain with these op kinds, writing a list, can compute each element of
+    its ngram's input once and store it in every window that holds it
+    (FusedKernel.source_first): exactly one ngram, and no onehot, whose value depends on
+    its position."""
+    ops = list(ops)
+    return ops.count(OpKind.NGRAM) == 1 and OpKind.ONEHOT not in ops
+
+
 WARP_ROW_MIN_LENGTH = 16.0
 """A kernel with FusedKernel.warp_rows writes list outputs of at least this many values a
 row on average a warp per row, lanes striding over the values, so loads and stores
@@ -519,6 +528,21 @@ class Pipeline:
         cols = self.columns
         return [n for n in self.sinks(group) if cols[n].shape is Shape.LIST
                 and cols[n].mean_length >= WARP_ROW_MIN_LENGTH]
+
+    def chain_nodes(self, group, sink: str) -> list[str]:
+        """The nodes of `group` on the path to `sink`, source first: what a fused
+        kernel over `group` computes for it in registers."""
+        inside, path, cur = set(group), [], sink
+        while cur in inside:
+            path.append(cur)
+            cur = self.node_by_name[cur].input
+        return path[::-1]
+
+    def source_first_sinks(self, group) -> list[str]:
+        """List sinks of `group` a kernel with FusedKernel.source_first computes once per
+        element of their ngram's input (sources_once)."""
+        return [n for n in self.list_sinks(group) if sources_once(
+            self.node_by_name[m].op for m in self.chain_nodes(group, n))]
 
     def feature_of(self) -> dict[str, str]:
         """Node name -> the output (feature) it contributes to; dense features too."""

@@ -49,6 +49,12 @@ class FusedKernel:
     (Pipeline.offsets_fixed), its values kernel writes their offsets and runs
     alone, with no lengths kernel or scan; false, as plan files from before the field load
     (their kernels ran so): lists of any length's three steps. The planners set it.
+    `source_first`: its list outputs made by one ngram (Pipeline.source_first_sinks)
+    compute each element of the ngram's input once and store it in every window that
+    holds it, so the ops after an ngram(n) run up to n times fewer; false, as plan files
+    from before the field load: once per output element. `corun tune` runs it as a
+    variant of the chosen plan (the cost model's kernel timings are of the kernel
+    without it).
     """
 
     name: str
@@ -59,6 +65,7 @@ class FusedKernel:
     gpu: int | None = None
     warp_rows: bool = True
     fixed_offsets: bool = False
+    source_first: bool = False
 
     def __post_init__(self) -> None:
         require(isinstance(self.name, str) and KERNEL_NAME.fullmatch(self.name) is not None,
@@ -68,6 +75,8 @@ class FusedKernel:
         require_int_range("blocks", self.blocks, 1, 2**31 - 1)
         require(isinstance(self.warp_rows, bool), "warp_rows", self.warp_rows, "true or false")
         require(isinstance(self.fixed_offsets, bool), "fixed_offsets", self.fixed_offsets,
+                "true or false")
+        require(isinstance(self.source_first, bool), "source_first", self.source_first,
                 "true or false")
         require(self.threads_per_block in (32, 64, 128, 256, 512, 1024), "threads_per_block",
                 self.threads_per_block, "one of 32, 64, 128, 256, 512, 1024")

@@ -471,3 +471,31 @@ def test_the_kernel_timer_times_a_plan_kernel_alone_and_in_its_step(tmp_path):
     assert k.release.stage == "top_mlp_fwd" and k.release.batch_per_gpu == 32
     assert k.release.stages == tuple(s.value for s in TRAINING_STAGES)
     assert k.release.kernel_ms > 0 and min(k.release.step_ms) > 0
+
+
+def test_a_source_first_kernel_is_timed_as_it_runs_and_scales_a_key_of_its_own(tmp_path):
+    """A plan kernel with source_first (heavy's lists, each made by one ngram) is timed
+    with it on, the profile says so, and the kernel scale it gives is the kernel's with
+    it (":src"), not the same kernel without it, which a plan may also run."""
+    from dataclasses import replace
+
+    from corun.costmodel.machine import on_machine
+    from corun.spec.machine import KernelTiming
+    from corun.spec.serde import from_jsonable
+
+    from corun.calibrate_cmd import _kernel_timer, _TrainerSlot
+    from tests.workload_files import write_small
+
+    _, pipe = write_small(tmp_path, "heavy-lean", "heavy-small", 32, 300)
+    base = one_kernel_plan(pipe, str(tmp_path / "model.json"), 1, "top_mlp_fwd")
+    plan = replace(base, kernels=(replace(base.kernels[0], source_first=True),),
+                   pipeline=str(tmp_path / "pipeline.json"), batch_per_gpu=32)
+    (timed,) = _kernel_timer(plan, "h100", "cpu", lambda *a: None, _TrainerSlot())()
+    k = from_jsonable(KernelTiming, timed, "kernels")
+    assert k.source_first and k.ms > 0
+    hw = on_machine(hardware_preset("h100"), replace(profile(), kernels=(k,)))
+    (key,) = hw.kernel_scale
+    assert key.endswith(":warp:src")
+    plain = on_machine(hardware_preset("h100"),
+                       replace(profile(), kernels=(replace(k, source_first=False),)))
+    assert set(plain.kernel_scale) == {key.removesuffix(":src")}

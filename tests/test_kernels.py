@@ -240,11 +240,13 @@ def test_source_first_takes_only_chains_with_one_ngram_and_no_onehot():
         g = FusedGroup(p, p.order, source_first=True)
         flags = {c.sink: g.signatures[i][8] for c, i in zip(g.chains, g.slot_sig)}
         assert all(flags[s] == (p.columns[s].shape is spec.Shape.LIST) for s in flags)
+        assert sorted(s for s in flags if flags[s]) == sorted(p.source_first_sinks(p.order))
         assert not any(s[8] for s in FusedGroup(p, p.order).signatures)
         inputs = synthetic_inputs(p, 12, np.random.default_rng(3), vary_lengths=True)
         compare_all(p, inputs, [list(p.order)], blocks=3, threads=64, source_first=True)
     wide = spec.pipeline_preset("wide-2x")  # onehot -> ngram(4) -> firstx
     assert not any(s[8] for s in FusedGroup(wide, wide.order, source_first=True).signatures)
+    assert wide.source_first_sinks(wide.order) == []  # the rule plans and profiles read
 
 
 def test_blocks_follow_work():

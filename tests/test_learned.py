@@ -4,6 +4,7 @@ by whole groups, compared with the baselines, saved and refused when stale."""
 import csv
 import json
 import shutil
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -334,6 +335,12 @@ def test_a_kernel_timed_at_other_rows_is_read_off_its_line(profile_csv):
     model_ = model_preset("criteo-kaggle")
     stage = next(iter(stage_work(model_, hw, shard_tables(model_, hw), 0).values()))
     assert cm.whole_run(kw, stage, hw)[0] == pytest.approx(line)  # a pair never timed
+    # a kernel no profile timed whose bound (the same kernel without source_first) was
+    # timed is answered with the bound's time, and not reported as the trees'
+    src = replace(kw, key=name + ":src", bound_key=name)
+    assert cm.kernel_ms(src, hw) == pytest.approx(line)
+    assert cm.untimed_kernels([src], hw) is None
+    assert cm.untimed_kernels([replace(src, bound_key="never:timed")], hw) is not None
 
 
 def test_resident_rows_are_their_own_pairs_from_the_stage_start(profile_csv):

@@ -302,6 +302,42 @@ def test_fixed_offsets_take_one_launch_and_a_key_of_their_own():
         assert loads(spec.Plan, doc).kernels[0] == old
 
 
+def test_source_first_takes_a_key_of_its_own_bounded_by_the_kernel_without_it():
+    """heavy's lists are each made by one ngram(3) and cut to 100 ids: with source_first a
+    kernel computes each of a list's inputs once, up to the last a kept window holds
+    (about 100 / 3 + 2 of its 50), and is a kernel of its own in a profile, bounded by the
+    same kernel without it; kaggle has no ngram: the same either way. A kernel split
+    before its ngram's sink keeps only the part with the ngram. A plan file from before
+    the field loads it off."""
+    from dataclasses import replace
+
+    from corun.costmodel.workload import kernel_work, source_first_lengths
+    from corun.spec.serde import dumps, loads
+
+    heavy = spec.pipeline_preset("heavy")
+    sinks = heavy.source_first_sinks(heavy.order)
+    assert len(sinks) == 26 and sinks == heavy.list_sinks(heavy.order)
+    path = heavy.chain_nodes(heavy.order, sinks[0])
+    assert [heavy.node_by_name[n].op for n in path] == [
+        spec.OpKind.FILL_NULL, spec.OpKind.NGRAM, spec.OpKind.SIGRID_HASH, spec.OpKind.FIRSTX]
+    assert source_first_lengths(heavy, heavy.order)[path[2]] == pytest.approx(100 / 3 + 2)
+    after = [n for n in heavy.order if heavy.node_by_name[n].op is not spec.OpKind.FILL_NULL
+             and heavy.node_by_name[n].op is not spec.OpKind.NGRAM]
+    assert heavy.source_first_sinks(after) == []  # the ngram is in another kernel
+    for name, effect in (("heavy", True), ("kaggle", False)):
+        p = spec.pipeline_preset(name)
+        plain, src = (kernel_work(p, "k", p.order, 4096, 132, 256, source_first=s)
+                      for s in (False, True))
+        assert src.key == plain.key + (":src" if effect else "")
+        assert src.bound_key == (plain.key if effect else "") and plain.bound_key == ""
+        assert (src.int_ops < plain.int_ops) is effect and src.hbm_bytes == plain.hbm_bytes
+    plan = spec.one_kernel_plan(heavy, "m", 1, "emb_fwd")
+    doc = dumps(replace(plan, kernels=(replace(plan.kernels[0], source_first=True),)))
+    assert loads(spec.Plan, doc).kernels[0].source_first
+    del doc["kernels"][0]["source_first"]
+    assert loads(spec.Plan, doc) == plan
+
+
 def test_construction_reaches_a_smaller_launch_the_moves_do_not():
     """heavy under the analytic model: every stage at the default 1056 blocks loses to
     preprocessing before the iteration (the kernel ends with the step and the batch's

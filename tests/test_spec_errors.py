@@ -224,6 +224,8 @@ def test_plan_bad_stage_and_threads():
         spec.Plan("p", "m", 1, (), batches_ahead=3)
     with pytest.raises(SpecError, match="assembly_stream = 'own': true or false"):
         spec.Plan("p", "m", 1, (), assembly_stream="own")
+    with pytest.raises(SpecError, match="source_first = 1: true or false"):
+        spec.FusedKernel("k", ("a",), "emb_fwd", source_first=1)
 
 
 def test_file_errors(tmp_path):

@@ -175,6 +175,41 @@ def test_the_lead_variant_flips_batches_ahead_unless_that_plan_runs_or_has_no_ke
     assert lead_variant(replace(plan, kernels=()), [plan]) == {}
 
 
+def test_the_source_first_variant_runs_ngram_lists_once_per_input_and_is_checked(
+        folder, tmp_path):
+    """heavy-small's lists are made by ngrams: tune runs the chosen plan with every
+    kernel's source_first on (corun-src), compared with the reference as every run is;
+    kaggle has no ngram, and a plan with it on already, or a runner-up that is that
+    plan, gets no such variant."""
+    from dataclasses import replace
+
+    from corun.tune_cmd import source_first_variant
+    from tests.workload_files import write_small
+
+    kaggle = load(Plan, folder / "plans" / "plan.json")
+    kaggle_pipe = load(Pipeline, folder / "pipeline.json")
+    assert source_first_variant(kaggle, [kaggle], kaggle_pipe) == {}
+    d = tmp_path / "heavy"
+    d.mkdir()
+    _, pipe = write_small(d, "heavy-lean", "heavy-small", ROWS, 500)
+    assert main(["plan", "--model", str(d / "model.json"), "--pipeline",
+                 str(d / "pipeline.json"), "--time-limit", "1", "--iterations", "8",
+                 "--quiet", "--out", str(d / "plans")]) == 0
+    chosen = load(Plan, d / "plans" / "plan.json")
+    on = replace(chosen, kernels=tuple(replace(k, source_first=True) for k in chosen.kernels))
+    assert not any(k.source_first for k in chosen.kernels)  # plans leave it off
+    assert source_first_variant(chosen, [chosen], pipe) == {"corun-src": on}
+    assert source_first_variant(chosen, [chosen, on], pipe) == {}
+    assert source_first_variant(on, [on], pipe) == {}
+    out = tmp_path / "tuned"
+    assert tune(d, out, "--rounds", "1", "--strategies", "corun",
+                "--variants", "source-first") == 0
+    rows = [r["strategy"] for r in json.loads((out / "tune.json").read_text())["rows"]]
+    assert rows == ["corun", "corun-src"]
+    m = load(Measurement, out / "rounds" / "corun-src-r1.json")
+    assert m.plan == on and m.checked_rows > 0
+
+
 def test_the_cap_variants_confine_the_chosen_plan_and_free_a_capped_one(folder, tmp_path,
                                                                          capsys):
     from dataclasses import replace
