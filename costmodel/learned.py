@@ -309,7 +309,8 @@ class LearnedCostModel(CostModel):
     def timed_ms(self, work: KernelWork, hw: Hardware) -> float | None:
         """The kernel's time alone where a profile timed it (CoRunModel.kernel_alone_ms),
         else where it timed the kernel that bounds it (KernelWork.bound_key), a closer
-        answer than the trees', which were fitted on kernels without source_first."""
+        answer than the trees', which were fitted on kernels without source_first (its
+        pairs with the training stages likewise: `_pair_timed`)."""
         for key in filter(None, (work.key, work.bound_key)):
             known = self.model.kernel_alone_ms(hw.gpu.name, key, work.rows)
             if known is not None:
@@ -334,12 +335,11 @@ class LearnedCostModel(CostModel):
 
     def _whole_runs(self, kernel: KernelWork, stages: Sequence[StageWork], hw: Hardware,
                     resident: bool) -> list[WholeRun]:
-        """The measured pair where the profile timed it, else the model's prediction (the
+        """The measured pair where the profile timed it (or the kernel that bounds it,
+        KernelWork.bound_key, where it timed that one), else the model's prediction (the
         predicted ones in one call)."""
-        out: list[WholeRun | None] = [
-            self.model.pair_measured_.get(
-                (hw.gpu.name, kernel.key, stage_key(hw.gpu.name, stage), resident))
-            for stage in stages]
+        out: list[WholeRun | None] = [self._pair_timed(kernel, stage, hw, resident)
+                                      for stage in stages]
         todo = [i for i, run in enumerate(out) if run is None]
         if todo:
             alone = [self.stage_ms(stages[i], hw) for i in todo]
@@ -352,6 +352,15 @@ class LearnedCostModel(CostModel):
                 out[i] = (float(p["kernel_alone"][j]), float(p["kernel_corun"][j]), ms,
                           ms * max(1.0, float(p["stage_slowdown"][j])))
         return out  # type: ignore[return-value]
+
+    def _pair_timed(self, kernel: KernelWork, stage: StageWork, hw: Hardware,
+                    resident: bool) -> WholeRun | None:
+        for key in filter(None, (kernel.key, kernel.bound_key)):
+            run = self.model.pair_measured_.get(
+                (hw.gpu.name, key, stage_key(hw.gpu.name, stage), resident))
+            if run is not None:
+                return run
+        return None
 
     def release_rates(self, kernel: KernelWork, works: Sequence[StageWork], hw: Hardware,
                       release: int) -> list[tuple[float, float]] | None:

@@ -388,6 +388,33 @@ def test_whole_runs_in_one_batch_equal_the_pairs_asked_one_by_one():
             assert batch.whole_runs(kw, works[::-1], hw, resident) == together[::-1]
 
 
+def test_a_source_first_kernel_is_answered_by_the_timed_kernel_without_it():
+    """heavy-lean b16384's whole heavy-rehash pipeline in 132 blocks, timed on the H200
+    alone and beside every stage without source_first: with it (no profile timed it),
+    the learned model answers with those timings, which bound it (KernelWork.bound_key),
+    not with the trees; where nothing bounds it, the trees answer."""
+    from corun.costmodel import kernel_work, shard_tables, stage_work
+    from corun.spec import hardware_preset, model_preset, one_kernel_plan, pipeline_preset
+
+    hw = hardware_preset("h200", 1)
+    committed = learned.cost_model_for(hw)
+    model = replace(model_preset("heavy-lean"), batch_per_gpu=16384)
+    pipe = pipeline_preset("heavy-rehash")
+    works = list(stage_work(model, hw, shard_tables(model, hw), 0).values())
+    k = one_kernel_plan(pipe, model.name, 1, "emb_fwd", 132, 256).kernels[0]
+    plain, src = (kernel_work(pipe, k.name, k.nodes, 16384, k.blocks, k.threads_per_block,
+                              k.warp_rows, k.fixed_offsets, s) for s in (False, True))
+    cm = learned.LearnedCostModel(committed.model, committed.meta)
+    assert src.bound_key == plain.key and cm.timed_ms(plain, hw) is not None
+    assert cm.kernel_ms(src, hw) == cm.kernel_ms(plain, hw)
+    measured = [w for w in works if cm._pair_timed(plain, w, hw, False) is not None]
+    assert measured
+    assert cm.whole_runs(src, measured, hw) == cm.whole_runs(plain, measured, hw)
+    unbounded = replace(src, bound_key="")
+    assert cm.timed_ms(unbounded, hw) is None
+    assert cm.whole_runs(unbounded, measured, hw) != cm.whole_runs(plain, measured, hw)
+
+
 def test_a_saved_model_is_gzipped_the_same_bytes_each_time_and_read_only_as_written(
         profile_csv, tmp_path):
     """save_model gzips the pickle (the H200 model 5.1 MB -> 1.3 MB), with no time in the
