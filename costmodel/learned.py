@@ -355,6 +355,7 @@ class LearnedCostModel(CostModel):
 
     def _pair_timed(self, kernel: KernelWork, stage: StageWork, hw: Hardware,
                     resident: bool) -> WholeRun | None:
+        """The kernel's measured pair with `stage`, else its bounding kernel's, else None."""
         for key in filter(None, (kernel.key, kernel.bound_key)):
             run = self.model.pair_measured_.get(
                 (hw.gpu.name, key, stage_key(hw.gpu.name, stage), resident))
