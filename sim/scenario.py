@@ -451,15 +451,21 @@ def _timed_on_machine(hw: Hardware, model: Model, work: StageWork) -> bool:
         for p in hw.stage_scale.get(work.stage.value, ()))
 
 
+def _machine_timings(hw: Hardware, kw: KernelWork) -> tuple:
+    """A machine profile's timings of this kernel alone (Hardware.kernel_scale), else of
+    the kernel that bounds it (KernelWork.bound_key), as the cost model answers it."""
+    return hw.kernel_scale.get(kw.key) or hw.kernel_scale.get(kw.bound_key, ())
+
+
 def _kernel_timed_on_machine(hw: Hardware, kw: KernelWork) -> bool:
-    """Whether the machine profile timed this kernel alone at these rows."""
-    return any(p.rows == kw.rows for p in hw.kernel_scale.get(kw.key, ()))
+    """Whether the machine profile timed this kernel (or its bound) alone at these rows."""
+    return any(p.rows == kw.rows for p in _machine_timings(hw, kw))
 
 
 def _kernel_scale(hw: Hardware, kw: KernelWork) -> float:
     """A machine profile's scale for this kernel alone (Hardware.kernel_scale): 1 for a
     kernel the profile did not time."""
-    return kernel_scale_at(hw.kernel_scale.get(kw.key, ()), kw.rows)
+    return kernel_scale_at(_machine_timings(hw, kw), kw.rows)
 
 
 def compile_scenario(sc: Scenario, cm: CostModel) -> Compiled:

@@ -499,3 +499,15 @@ def test_a_source_first_kernel_is_timed_as_it_runs_and_scales_a_key_of_its_own(t
     plain = on_machine(hardware_preset("h100"),
                        replace(profile(), kernels=(replace(k, source_first=False),)))
     assert set(plain.kernel_scale) == {key.removesuffix(":src")}
+    # a profile that timed only the kernel without it scales the kernel with it as that
+    # kernel, its bound, as the cost model answers it
+    from corun.costmodel.workload import kernel_work
+    from corun.sim.scenario import _kernel_scale
+
+    plain_kw, src = (kernel_work(pipeline_preset("heavy-small"), "k", k.nodes, k.rows,
+                                 k.blocks, k.threads_per_block, k.warp_rows,
+                                 k.fixed_offsets, s) for s in (False, True))
+    assert src.key == key and src.bound_key == plain_kw.key
+    assert _kernel_scale(plain, src) == _kernel_scale(plain, plain_kw) != 1.0
+    assert _kernel_scale(hw, src) != _kernel_scale(hw, plain_kw)  # its own where timed
+    assert _kernel_scale(hardware_preset("h100"), src) == 1.0  # no profile: the model's
