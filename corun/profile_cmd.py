@@ -109,6 +109,17 @@ def run(args: argparse.Namespace) -> int:
     for path_text in (args.plans.split(",") if args.plans else []):
         plan = load(Plan, path_text)
         specs += plan_kernels(plan, resolve_pipeline(plan.pipeline))
+    pipeline_for = {m: p for p, m in DEFAULT_MODEL_FOR.items()}
+    train_for = {}  # each model's training pipeline, checked to feed it before any work
+    for model_name in args.models.split(","):
+        model = resolve_model(model_name, None)
+        train = resolve_pipeline(args.train_pipeline or pipeline_for.get(model.name, "kaggle"))
+        try:
+            train.check_model(model)
+        except SpecError as e:
+            raise SpecError("--train-pipeline", train.name, f"a pipeline that feeds model "
+                            f"{model.name!r} ({e})") from None
+        train_for[model_name] = train
     out = Path(args.out)  # made once every input has been read
     out.mkdir(parents=True, exist_ok=True)
     kind = (GRAPHED if args.cuda_graphs else "") + (RESIDENT if args.resident else PROFILE)
@@ -130,7 +141,6 @@ def run(args: argparse.Namespace) -> int:
     for s in specs:
         index.setdefault((s.pipeline.name, s.nodes), len(index))
     specs = [s for s in specs if index[(s.pipeline.name, s.nodes)] % shards == shard]
-    pipeline_for = {m: p for p, m in DEFAULT_MODEL_FOR.items()}
     gpu = _gpu_name(args.device)
     stages = _stage_names()
     t0, written = time.time(), 0
@@ -144,9 +154,8 @@ def run(args: argparse.Namespace) -> int:
                                             not in done for st in stages)]
             if not todo:
                 continue
-            train_pipeline = resolve_pipeline(args.train_pipeline or
-                                              pipeline_for.get(model.name, "kaggle"))
-            prof = Profiler(model, train_pipeline, hw, args.device, args.seed, say, trainer)
+            prof = Profiler(model, train_for[model_name], hw, args.device, args.seed, say,
+                            trainer)
             trainer = prof.trainer
             with bar(len(todo), f"{model.name} b{b} kernels", args.quiet,
                      "kernel") as shown:

@@ -197,6 +197,20 @@ def test_a_missing_plan_file_is_named_before_anything_is_written(files, tmp_path
     assert "nope.json" in capsys.readouterr().err and not out.exists()
 
 
+def test_a_training_pipeline_that_does_not_feed_the_model_is_named_before_any_work(
+        files, tmp_path, capsys):
+    """The small kaggle model's tables hold 300 rows: the preset kaggle pipeline's ids
+    run past them, so without --train-pipeline the profile is refused, naming the flag
+    and the table, before anything is written (the trainer would fail mid-run)."""
+    out = tmp_path / "out"
+    assert main(["profile", "--out", str(out), "--models", str(files / "model.json"),
+                 "--batches", "32", "--pipelines", "kaggle", "--shapes", "1",
+                 "--device", "cpu", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "--train-pipeline = 'kaggle': a pipeline that feeds model" in err
+    assert "ids in [0, 299]" in err and not out.exists()
+
+
 def test_the_profiler_builds_its_trainer_before_its_streams(files, monkeypatch):
     """As the executor does: allocated after the streams, heavy-fused's fused update ran
     its atomics 7% slower on the H200 (bench/results/placement_h200.md)."""
