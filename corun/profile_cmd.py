@@ -110,9 +110,9 @@ def run(args: argparse.Namespace) -> int:
         plan = load(Plan, path_text)
         specs += plan_kernels(plan, resolve_pipeline(plan.pipeline))
     pipeline_for = {m: p for p, m in DEFAULT_MODEL_FOR.items()}
+    models = {m: resolve_model(m, None) for m in args.models.split(",")}
     train_for = {}  # each model's training pipeline, checked to feed it before any work
-    for model_name in args.models.split(","):
-        model = resolve_model(model_name, None)
+    for model_name, model in models.items():
         train = resolve_pipeline(args.train_pipeline or pipeline_for.get(model.name, "kaggle"))
         try:
             train.check_model(model)
@@ -128,8 +128,7 @@ def run(args: argparse.Namespace) -> int:
     lead_ms = (args.lead_ms or LEAD_MS) if args.resident else 0.0
     lead_key = (f"{lead_ms:g}",) if args.resident else ()
     path = shard_file(out, shard, shards, kind)
-    bag = any(resolve_model(m, None).embedding_forward is EmbeddingForward.BAG_KERNEL
-              for m in args.models.split(","))
+    bag = any(m.embedding_forward is EmbeddingForward.BAG_KERNEL for m in models.values())
     for csv_file in profile_files(out, kind):  # a run killed mid-row: that row again
         torn = drop_torn_row(csv_file)
         if torn is not None:
