@@ -233,8 +233,8 @@ def test_ngram_values_once_per_source(n, before, after, data, nulls):
 
 def test_source_first_takes_only_chains_with_one_ngram_and_no_onehot():
     """The heavy pipelines' list chains compute values once per source with source_first
-    (and stay exact); dense chains, and a onehot's chain, whose values depend on their
-    position, are untouched; off by default."""
+    (and stay exact, a warp or 8 lanes a row); dense chains, and a onehot's chain, whose
+    values depend on their position, are untouched; off by default."""
     for name in ("heavy", "heavy-rehash"):
         p = spec.pipeline_preset(name)
         g = FusedGroup(p, p.order, source_first=True)
@@ -244,6 +244,9 @@ def test_source_first_takes_only_chains_with_one_ngram_and_no_onehot():
         assert not any(s[8] for s in FusedGroup(p, p.order).signatures)
         inputs = synthetic_inputs(p, 12, np.random.default_rng(3), vary_lengths=True)
         compare_all(p, inputs, [list(p.order)], blocks=3, threads=64, source_first=True)
+        # a row's sources over 8 lanes, not a warp (bench variant fused-src-thread-lanes8)
+        compare_all(p, inputs, [list(p.order)], blocks=3, threads=64, source_first=True,
+                    warp_rows=False, short_lanes=8)
     wide = spec.pipeline_preset("wide-2x")  # onehot -> ngram(4) -> firstx
     assert not any(s[8] for s in FusedGroup(wide, wide.order, source_first=True).signatures)
     assert wide.source_first_sinks(wide.order) == []  # the rule plans and profiles read
