@@ -67,17 +67,11 @@ def sinks_of(pipeline: Pipeline, group: Iterable[str]) -> list[str]:
 
 def chains_of(pipeline: Pipeline, group: Iterable[str]) -> list[Chain]:
     group = list(group)
-    inside = set(group)
     for n in group:
         if n not in pipeline.node_by_name:
             raise SpecError("group", n, f"a node of pipeline {pipeline.name!r}")
     chains = []
     for sink in sinks_of(pipeline, group):
-        path = []
-        cur = sink
-        while cur in inside:
-            node = pipeline.node_by_name[cur]
-            path.append(node)
-            cur = node.input
-        chains.append(Chain(cur, tuple(reversed(path)), sink))
+        path = [pipeline.node_by_name[n] for n in pipeline.chain_nodes(group, sink)]
+        chains.append(Chain(path[0].input, tuple(path), sink))
     return chains
