@@ -311,7 +311,7 @@ class LearnedCostModel(CostModel):
         else where it timed the kernel that bounds it (KernelWork.bound_key), a closer
         answer than the trees', which were fitted on kernels without source_first (its
         pairs with the training stages likewise: `_pair_timed`)."""
-        for key in filter(None, (work.key, work.bound_key)):
+        for key in work.timing_keys:
             known = self.model.kernel_alone_ms(hw.gpu.name, key, work.rows)
             if known is not None:
                 return known
@@ -356,7 +356,7 @@ class LearnedCostModel(CostModel):
     def _pair_timed(self, kernel: KernelWork, stage: StageWork, hw: Hardware,
                     resident: bool) -> WholeRun | None:
         """The kernel's measured pair with `stage`, else its bounding kernel's, else None."""
-        for key in filter(None, (kernel.key, kernel.bound_key)):
+        for key in kernel.timing_keys:
             run = self.model.pair_measured_.get(
                 (hw.gpu.name, key, stage_key(hw.gpu.name, stage), resident))
             if run is not None:

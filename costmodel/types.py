@@ -121,6 +121,12 @@ class KernelWork:
     that kernel computes every value this one does and more, so its measured time bounds
     this one's from above where no profile timed this one; empty otherwise."""
 
+    @property
+    def timing_keys(self) -> tuple[str, ...]:
+        """The keys a timing of this kernel is looked up by, its own first, then its
+        bound's (bound_key)."""
+        return tuple(k for k in (self.key, self.bound_key) if k)
+
 
 MAX_OVERLAP_FACTOR = 100.0
 """The slowdown that stands for "makes no progress while the other runs": a kernel queued

@@ -454,7 +454,7 @@ def _timed_on_machine(hw: Hardware, model: Model, work: StageWork) -> bool:
 def _machine_timings(hw: Hardware, kw: KernelWork) -> tuple:
     """A machine profile's timings of this kernel alone (Hardware.kernel_scale), else of
     the kernel that bounds it (KernelWork.bound_key), as the cost model answers it."""
-    return hw.kernel_scale.get(kw.key) or hw.kernel_scale.get(kw.bound_key, ())
+    return next((hw.kernel_scale[k] for k in kw.timing_keys if k in hw.kernel_scale), ())
 
 
 def _kernel_timed_on_machine(hw: Hardware, kw: KernelWork) -> bool:
