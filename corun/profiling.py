@@ -54,7 +54,7 @@ from corun.backend.trainer import TRAINING_STAGES, Batch, Clock, Trainer
 from corun.costmodel.features import stage_row
 from corun.costmodel.profile_data import KEY, LEAD_ASKED, is_resident
 from corun.costmodel.release_steps import format_steps
-from corun.costmodel.workload import kernel_key, kernel_work, stage_work
+from corun.costmodel.workload import kernel_key, kernel_key_suffix, kernel_work, stage_work
 from corun.spec import Hardware, Model, OpKind, Pipeline, SpecError, Stage
 from corun.spec.sharding import shard_tables
 
@@ -178,8 +178,7 @@ class KernelSpec:
                               self.fixed, self.src)
         digest = hashlib.sha1(",".join(self.features).encode()).hexdigest()[:8]
         name = f"{self.pipeline.name}:{len(self.features)}f:{digest}:{self.blocks}x{self.threads}"
-        return name + (":warp" if self.warp else "") + (":fixed" if self.fixed else "") + \
-            (":src" if self.src else "") + \
+        return name + kernel_key_suffix(self.warp, self.fixed, self.src) + \
             (f":r{self.max_registers}" if self.max_registers else "")
 
     @property

@@ -268,5 +268,11 @@ def kernel_key(pipeline: Pipeline, nodes: Iterable[str], blocks: int,
     ordered = [n for n in pipeline.order if n in inside]
     digest = hashlib.sha1(",".join(ordered).encode()).hexdigest()[:8]
     key = f"{pipeline.name}:{len(ordered)}n:{digest}:{blocks}x{threads_per_block}"
-    return (key + (":warp" if warp_rows else "") + (":fixed" if fixed_offsets else "")
+    return key + kernel_key_suffix(warp_rows, fixed_offsets, source_first)
+
+
+def kernel_key_suffix(warp_rows: bool, fixed_offsets: bool, source_first: bool) -> str:
+    """What a kernel's name in a profile ends with for the FusedKernel fields that take
+    effect in it (kernel_key; corun.profiling's feature-set kernels too)."""
+    return ((":warp" if warp_rows else "") + (":fixed" if fixed_offsets else "")
             + (":src" if source_first else ""))
