@@ -17,6 +17,7 @@ import numpy as np
 import torch
 from corun.backend.embedding_sgd import THREADS_PER_BLOCK, blocks_for
 from corun.backend.launch import TensorLaunch
+from corun.backend.launch_count import kernel_stand_in
 from numba import cuda
 from torch.nn import functional as F
 
@@ -60,8 +61,10 @@ def bag_sum(weight: torch.Tensor, ids: torch.Tensor, offsets: torch.Tensor,
         raise ValueError(f"out {tuple(out.shape)} does not match {bags} bags of dim "
                          f"{weight.shape[1]}")
     if weight.device.type != "cuda":
-        pooled = F.embedding_bag(ids, weight, offsets, mode="sum", include_last_offset=True)
-        return pooled if out is None else out.copy_(pooled)
+        with kernel_stand_in():
+            pooled = F.embedding_bag(ids, weight, offsets, mode="sum",
+                                     include_last_offset=True)
+            return pooled if out is None else out.copy_(pooled)
     if out is None:
         out = torch.empty(bags, weight.shape[1], device=weight.device, dtype=weight.dtype)
     if bags == 0:

@@ -25,6 +25,7 @@ import functools
 import numpy as np
 import torch
 from corun.backend.launch import TensorLaunch
+from corun.backend.launch_count import kernel_stand_in
 from corun.spec.plan import TRAINER_UPDATE_BLOCKS_PER_SM
 from numba import cuda, int64
 
@@ -137,7 +138,8 @@ def bag_sgd_(weight: torch.Tensor, ids: torch.Tensor, offsets: torch.Tensor,
                                                  else ""))
     grad = grad.contiguous()
     if weight.device.type != "cuda":
-        bag_sgd_index_add_(weight, ids, offsets, grad, lr)
+        with kernel_stand_in(2 if hot_tables else 1):
+            bag_sgd_index_add_(weight, ids, offsets, grad, lr)
         return
     if max_blocks is None:
         max_blocks = UPDATE_BLOCKS_PER_SM * _sm_count(weight.device)

@@ -127,17 +127,30 @@ def _criteo_read(name: str, doc: dict) -> list[str]:
 
 
 def _launch_counts(name: str, doc: dict) -> list[str]:
-    """bench/launch_counts.py: operators each training stage dispatches, per model."""
+    """bench/launch_counts.py: operators each training stage dispatches and the kernels
+    it launches through Numba, per model; where timed on a GPU, the host's launch of the
+    whole step."""
     models = doc["models"]
-    stages = list(next(iter(models.values()), {}))
-    rows = [[m, *(str(c.get(s, "-")) for s in stages), str(sum(c.values()))]
-            for m, c in models.items()]
+    stages = list(next(iter(models.values()), {}).get("operators", {}))
+    timed = all("host_step_ms" in c for c in models.values())
+
+    def cell(c: dict, s: str) -> str:
+        k = c.get("kernels", {}).get(s, 0)
+        return f"{c['operators'].get(s, '-')}" + (f" + {k}k" if k else "")
+
+    rows = [[m, *(cell(c, s) for s in stages), str(sum(c["operators"].values())),
+             str(sum(c.get("kernels", {}).values()))]
+            + ([f"{c['host_step_ms']:.3f}"] if timed else []) for m, c in models.items()]
+    where = (f"the host's launch of one eager step timed on {doc['gpu']} at batch "
+             f"{doc['host_batch']} behind a GPU spin (the median of each model's steps)"
+             if timed else "counted on the CPU")
     return [f"### Host launches of the eager step (`{name}`)", "",
             "`python bench/launch_counts.py`: the PyTorch operators one eager training "
-            f"step dispatches, by stage (torch {doc['torch']}, counted on the CPU); on a GPU "
-            "each is about one launch from the host thread. The trainer's Numba kernels "
-            "(bag forward, fused update) are not counted.", "",
-            markdown_table(["model", *stages, "step"], rows), ""]
+            "step dispatches, by stage, and the kernels it launches through Numba (`k`: "
+            f"the bag forward, the fused update) (torch {doc['torch']}; {where}). On a GPU "
+            "each operator is about one launch from the host thread.", "",
+            markdown_table(["model", *stages, "operators", "Numba kernels"]
+                           + (["host step ms"] if timed else []), rows), ""]
 
 
 def _collective_stages(name: str, doc: dict) -> list[str]:
@@ -271,7 +284,7 @@ def benchmarks_section(docs: dict[str, object]) -> list[str]:
         return []
     lines = ["## Benchmarks", "", *kernel_goals(docs)]
     for name, doc in docs.items():
-        bench = name.split("-")[0].removesuffix(".json")
+        bench = name.rsplit("/", 1)[-1].split("-")[0].removesuffix(".json")
         if bench not in RENDERERS:
             raise ValueError(f"validation/benchmarks/{name}: no renderer for {bench!r} "
                              f"(one of {', '.join(RENDERERS)})")

@@ -51,7 +51,8 @@ def test_the_criteo_read_benchmark_reads_every_row_and_times_each_stage(tmp_path
 def test_launch_counts_follow_the_model_s_layers(tmp_path):
     """criteo-terabyte's top MLP has one layer more than criteo-kaggle's, its bottom MLP
     and interaction the same: more operators at the top MLP's stages, the same at the
-    others; a name that is no model preset is refused."""
+    others, and no Numba kernel in either; a name that is no model preset is refused, and
+    so is timing the host without a GPU."""
     from corun.backend.trainer import TRAINING_STAGES
 
     from bench.launch_counts import main
@@ -60,7 +61,9 @@ def test_launch_counts_follow_the_model_s_layers(tmp_path):
     assert main(["--models", "criteo-kaggle,criteo-terabyte", "-o", str(out)]) == 0
     kaggle, terabyte = (json.loads(out.read_text())["models"][m]
                         for m in ("criteo-kaggle", "criteo-terabyte"))
-    assert list(kaggle) == [s.value for s in TRAINING_STAGES]
+    assert list(kaggle["operators"]) == [s.value for s in TRAINING_STAGES]
+    assert kaggle["kernels"] == terabyte["kernels"] == {}
+    kaggle, terabyte = kaggle["operators"], terabyte["operators"]
     for stage in ("emb_fwd", "bottom_mlp_fwd", "interaction_fwd", "interaction_bwd",
                   "bottom_mlp_bwd", "emb_bwd"):
         assert kaggle[stage] == terabyte[stage] > 0, stage
@@ -68,6 +71,11 @@ def test_launch_counts_follow_the_model_s_layers(tmp_path):
     assert terabyte["top_mlp_bwd"] > kaggle["top_mlp_bwd"]
     with pytest.raises(SystemExit):
         main(["--models", "no-such-model", "-o", str(out)])
+    import torch
+
+    if not torch.cuda.is_available():
+        with pytest.raises(SystemExit):
+            main(["--models", "criteo-kaggle", "--host-reps", "3", "-o", str(out)])
 
 
 def test_collective_stages_keep_several_gpu_ideal_runs(tmp_path):
