@@ -38,12 +38,12 @@ medians are kept."""
 
 def pieces(rounds: int, stages: Iterable[str], plans: Iterable[str] = ()) -> list[str]:
     """What a calibration measures, in order (the resume file keeps them by these names):
-    the ceilings, `host:ROUND:RUN` for each round's runs, `stages:MODEL:BATCH` for each
-    model and batch whose stages it times, then `kernels:PLAN` for each plan file whose
-    kernels it times."""
+    the ceilings, `host:ROUND:RUN` for each round's runs, `launches` (each model's step
+    as the host launches it), `stages:MODEL:BATCH` for each model and batch whose stages
+    it times, then `kernels:PLAN` for each plan file whose kernels it times."""
     host = [f"host:{r}:{HOST_RUNS[(i + r) % len(HOST_RUNS)]}"
             for r in range(1, rounds + 1) for i in range(len(HOST_RUNS))]
-    return ["copy", "gemm", *host, *stages, *plans]
+    return ["copy", "gemm", *host, "launches", *stages, *plans]
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -226,11 +226,22 @@ def _measurers(args, model, pipeline, preset: str, device, command: str, say) ->
             "one-kernel": lambda: execute("one-kernel"),
             "gpu-sequential-graphed": lambda: execute("gpu-sequential", graphs=True)}
     out = {"copy": lambda: copy_bytes_per_s(device),
-           "gemm": lambda: gemm_bf16_flops_per_s(device)}
+           "gemm": lambda: gemm_bf16_flops_per_s(device),
+           "launches": lambda: _launch_times(model, _stage_pieces(args.stages), device)}
     for piece in pieces(args.rounds, {}):
         if piece.startswith("host:"):
             out[piece] = runs[piece.rsplit(":", 1)[1]]
     return out
+
+
+def _launch_times(model, stages: dict[str, tuple[str, int]], device) -> dict[str, float]:
+    """The host's launch of one eager step of the host-run `model` and of each model whose
+    stages are timed, behind a GPU spin (ms by model name)."""
+    from corun.backend.launch_count import host_step_ms
+    from corun.spec import model_preset
+
+    models = {model.name: model, **{m: model_preset(m) for m, _ in stages.values()}}
+    return {name: round(host_step_ms(m, str(device))[0], 4) for name, m in models.items()}
 
 
 def _stage_pieces(text: str) -> dict[str, tuple[str, int]]:
@@ -384,6 +395,8 @@ def _profile(done: dict, device: str, model, batch: int, rounds: int):
     by_round = [[case(r, run) for run in HOST_RUNS[:3]] for r in range(1, rounds + 1)]
     graphed = [case(r, "gpu-sequential-graphed") for r in range(1, rounds + 1)]
     host, launch = host_times(by_round, graphed, f"{model.name} b{batch}, {rounds} rounds")
+    host = replace(host, model_launch_ms={m: float(ms) for m, ms in
+                                          done.get("launches", {}).items()})
     versions = {"torch": torch.__version__, "numba": numba.__version__,
                 "cuda": str(torch.version.cuda), "host": platform.node(),
                 "host_id": host_id()}

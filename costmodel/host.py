@@ -27,7 +27,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
 from corun.costmodel.workload import scans_lists
-from corun.spec import FusedKernel, Hardware, Pipeline, Stage
+from corun.spec import FusedKernel, Hardware, Model, Pipeline, Stage
 from corun.spec.hardware import HostTimes
 
 ASSEMBLY_FIXED_MS, ASSEMBLY_MS_PER_MB = 0.05, 0.0007
@@ -136,7 +136,23 @@ class HostCosts:
     """One GPU's eager step of a plan that stages batches, beyond ideal's and its
     kernels' launches (HostTimes.plan_step_ms; 0: folded into kernel_launch_ms, as the
     reference fit is)."""
+    step_models: tuple[str, ...] = ("criteo-kaggle", "criteo-terabyte")
+    """The models whose eager step `step_ms` is (the fit's host-paced workloads)."""
+    model_launch_ms: tuple[tuple[str, float], ...] = ()
+    """Models' eager steps as this host launched them (HostTimes.model_launch_ms)."""
     source: str = "corun execute host breakdown, H200 machine (costmodel/host.py)"
+
+    def for_model(self, model: Model) -> HostCosts:
+        """These costs with the one-GPU eager step of `model`: `step_ms` times its step
+        over `step_models`' as this host launched them (`model_launch_ms`, from `corun
+        calibrate`). Unchanged where the host launched neither: one step serves every
+        model (see the module's docstring). The graphed and distributed steps are kept."""
+        launched = dict(self.model_launch_ms)
+        timed = [launched[m] for m in self.step_models if m in launched]
+        if model.name not in launched or not timed:
+            return self
+        ratio = launched[model.name] * len(timed) / sum(timed)
+        return replace(self, step_ms=self.step_ms * ratio, step_models=(model.name,))
 
     def measured(self, t: HostTimes, source: str) -> HostCosts:
         """These costs on a host measured by `corun calibrate`: its one-GPU step, graphed
@@ -155,7 +171,9 @@ class HostCosts:
             distributed_workers_ms=self.distributed_workers_ms * speed,
             distributed_owner_a2a_ms=self.distributed_owner_a2a_ms * speed,
             distributed_owner_lane_ms=self.distributed_owner_lane_ms * speed,
-            launch_share=tuple(sorted(t.launch_share.items())), source=source)
+            launch_share=tuple(sorted(t.launch_share.items())),
+            step_models=tuple(t.measured_on.split()[:1]) or self.step_models,
+            model_launch_ms=tuple(sorted(t.model_launch_ms.items())), source=source)
 
     def iteration_ms(self, kernel_launches: int, output_mb: float, batches: bool,
                      gpus: int = 1, graphs: bool = False, workers: bool = False,

@@ -481,7 +481,7 @@ def compile_scenario(sc: Scenario, cm: CostModel) -> Compiled:
               for s, w in stage_work(model, hw, sharding, g, owner_mapped).items()}
              for g in range(hw.gpu_count)]
     link = hw.collective_link
-    host = host_costs(hw)
+    host = host_costs(hw).for_model(model)
     pgas = sc.embedding_comm is EmbeddingComm.PGAS
     comm: dict[Stage, float] = {}
     for s in stages:

@@ -159,6 +159,11 @@ class HostTimes:
     round_step_ms: tuple[float, ...] = ()
     """The eager step's host time in each calibration round where the host paced it
     (`step_ms` is their median; empty: a profile from before rounds were kept)."""
+    model_launch_ms: dict[str, float] = field(default_factory=dict, hash=False)
+    """Each model's eager step as this host launches it behind a GPU spin
+    (backend/launch_count.host_step_ms): the host-run model's and those whose stages were
+    timed. How the step differs by model on this host (empty: from the models' counted
+    launches, costmodel/host.py)."""
 
     @property
     def round_band_ms(self) -> tuple[float, float] | None:
@@ -180,6 +185,8 @@ class HostTimes:
             require_positive(f, getattr(self, f))
         for i, ms in enumerate(self.round_step_ms):
             require_positive(f"round_step_ms[{i}]", ms)
+        for m, ms in self.model_launch_ms.items():
+            require_positive(f"model_launch_ms.{m}", ms)
         for f in ("kernel_launch_ms", "batch_fixed_ms", "plan_step_ms"):
             v = getattr(self, f)
             require(isinstance(v, int | float) and 0 <= v < float("inf"), f, v,

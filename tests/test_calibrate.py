@@ -22,6 +22,8 @@ PLAN_STEP_MS = 0.2
 TIMED_LAUNCH_MS: float | None = LAUNCH_MS
 """A fused kernel's launch as the executor times it (None: runs without the piece)."""
 ROUND_PACE: dict[int, float] = {}
+LAUNCHED_MS = {"criteo-kaggle": 2.4, "heavy-lean": 1.8}
+"""Each model's step as the host launches it behind a spin."""
 """A round's host steps over the constants' (1 where absent): a host whose pace moved."""
 
 
@@ -62,7 +64,8 @@ def fake_gpu(monkeypatch):
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: DEVICE)
 
     def measurers(args, *_):
-        out = {"copy": lambda: 3.0e12, "gemm": lambda: 7.9e14}
+        out = {"copy": lambda: 3.0e12, "gemm": lambda: 7.9e14,
+               "launches": lambda: dict(LAUNCHED_MS)}
         for piece in calibrate_cmd.pieces(args.rounds, {}):
             if piece.startswith("host:"):
                 _, r, run = piece.split(":")
@@ -123,6 +126,7 @@ def test_calibrate_fits_the_host_and_resumes_where_it_stopped(fake_gpu, tmp_path
     assert p.host.batch_fixed_ms == pytest.approx(BATCH_MS)
     assert p.host.graph_step_ms == pytest.approx(GRAPH_MS)
     assert p.host.round_step_ms == pytest.approx((STEP_MS, STEP_MS))
+    assert p.host.model_launch_ms == LAUNCHED_MS
     assert p.host.step_spread_pct == pytest.approx(0.0)
     assert {(t.batch_per_gpu, t.stage) for t in p.stages} == {
         (b, s) for b in (4096, 16384) for s in ("emb_fwd", "top_mlp_bwd")}
@@ -350,7 +354,8 @@ def test_calibrate_refuses_a_bad_stage_list_and_a_machine_without_a_gpu(monkeypa
 
 def profile(**host) -> MachineProfile:
     times = HostTimes(**{"step_ms": 2.0, "graph_step_ms": 0.3, "kernel_launch_ms": 0.04,
-                         "batch_fixed_ms": 0.2, **host})
+                         "batch_fixed_ms": 0.2, "measured_on": "criteo-kaggle b4096",
+                         **host})
     return MachineProfile(DEVICE, 3.0e12, 7.9e14, times, "0.1.0", "abc", "2026-12-06T00:00:00",
                           {}, (StageTiming("criteo-kaggle", "kaggle", 4096, "top_mlp_bwd",
                                            2.0),))

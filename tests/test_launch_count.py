@@ -2,9 +2,11 @@
 the presets' counts, the Numba kernels the trainer's CPU code stands in for, and bad
 counts refused."""
 
+import dataclasses
+
 import pytest
 from corun.backend.launch_count import kernel_stand_in, step_launches
-from corun.costmodel.launches import preset_launches, register
+from corun.costmodel.launches import preset_launches
 from corun.costmodel.launches import step_launches as counted
 from corun.spec import SpecError, model_preset
 from corun.spec.launches import StepLaunches
@@ -38,12 +40,17 @@ def test_a_stand_in_outside_a_count_changes_nothing():
     assert step_launches(model_preset("heavy-fused")).kernels == {"emb_bwd": 1}
 
 
-def test_a_registered_count_answers_for_its_model_and_host_time_adds_up():
+def test_a_model_has_its_preset_s_counts_only_where_it_launches_as_the_preset_does():
+    """Other batches and table sizes launch the same kernels; another top MLP or another
+    embedding update does not, and a model of no preset's name has no counts."""
+    kaggle = model_preset("criteo-kaggle")
+    assert counted(kaggle) == preset_launches()["criteo-kaggle"]
+    bigger = dataclasses.replace(kaggle, batch_per_gpu=8192, tables=tuple(
+        dataclasses.replace(t, rows=t.rows // 2 + 1) for t in kaggle.tables))
+    assert counted(bigger) == counted(kaggle)
+    assert counted(dataclasses.replace(kaggle, top_mlp=(512, 1))) is None
+    assert counted(dataclasses.replace(kaggle, name="my-model")) is None
     mine = StepLaunches("my-model", {"emb_fwd": 10, "optimizer": 5}, {"emb_bwd": 2})
-    assert counted("my-model") is None
-    register(mine)
-    assert counted("my-model") == mine
-    assert counted("criteo-kaggle") == preset_launches()["criteo-kaggle"]
     assert mine.host_ms(0.02, 0.05) == pytest.approx(15 * 0.02 + 2 * 0.05)
 
 
