@@ -5,7 +5,7 @@ on a GPU, and each kernel the trainer launches through Numba (the bag forward, t
 embedding update) one more. On the CPU those kernels run as torch code standing in for
 them (`kernel_stand_in`): the count takes each as its kernel launches, not as its
 operators. The count does not depend on table sizes or on the ids, so it runs on the CPU
-with the tables cut to a few rows (costmodel/launches.py keeps the presets' counts).
+with the tables cut to a few rows (bench/launch_counts.py counts the presets).
 """
 
 from __future__ import annotations

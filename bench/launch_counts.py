@@ -3,11 +3,10 @@ operators each training stage dispatches and the kernels it launches through Num
 model preset (backend/launch_count.py).
 
 Run: python bench/launch_counts.py -o counts.json [--models criteo-kaggle,heavy-lean]
-The cost model's own table is this file over every preset:
-python bench/launch_counts.py -o costmodel/data/launch_counts.json
-(costmodel/launches.py; a test recounts it). On a GPU each operator is about one kernel
-launch from the host thread, the work that paces an eager step at small batches
-(costmodel/host.py).
+[--host-reps 40, on a GPU: also each model's host launch of the step, timed]
+The committed counts are validation/benchmarks/launch_counts-cpu.json (a test recounts
+two models). On a GPU each operator is about one kernel launch from the host thread,
+the work that paces an eager step at small batches (costmodel/host.py).
 """
 
 from __future__ import annotations

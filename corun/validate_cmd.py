@@ -245,7 +245,6 @@ def _predict(args: argparse.Namespace) -> int:
 
 
 def _render(args: argparse.Namespace) -> int:
-    from corun.costmodel.launches import COUNTS_FILE
     from corun.costmodel.learned import DATA_DIR
     from corun.costmodel.model_file import fitted_gpu_kinds
     from corun.reports.benchmarks import read_benchmarks
@@ -257,10 +256,8 @@ def _render(args: argparse.Namespace) -> int:
         raise SpecError("render", str(ROOT), "a source checkout (README.md and docs/ beside "
                         "corun/): render writes the checkout's results")
     ds = Dataset.read(args.dataset)
-    benchmarks = read_benchmarks(Path(args.dataset) / "benchmarks")
-    benchmarks[f"costmodel/data/{COUNTS_FILE.name}"] = json.loads(COUNTS_FILE.read_text())
     results = results_markdown(ds, "corun validate render", fitted_gpu_kinds(DATA_DIR),
-                               benchmarks)
+                               read_benchmarks(Path(args.dataset) / "benchmarks"))
     readme = readme_with_table(README.read_text(), ds)
     stale = [p for p, text in ((RESULTS, results), (README, readme))
              if not p.exists() or p.read_text() != text]

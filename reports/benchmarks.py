@@ -284,7 +284,7 @@ def benchmarks_section(docs: dict[str, object]) -> list[str]:
         return []
     lines = ["## Benchmarks", "", *kernel_goals(docs)]
     for name, doc in docs.items():
-        bench = name.rsplit("/", 1)[-1].split("-")[0].removesuffix(".json")
+        bench = name.split("-")[0].removesuffix(".json")
         if bench not in RENDERERS:
             raise ValueError(f"validation/benchmarks/{name}: no renderer for {bench!r} "
                              f"(one of {', '.join(RENDERERS)})")
