@@ -227,21 +227,29 @@ def _measurers(args, model, pipeline, preset: str, device, command: str, say) ->
             "gpu-sequential-graphed": lambda: execute("gpu-sequential", graphs=True)}
     out = {"copy": lambda: copy_bytes_per_s(device),
            "gemm": lambda: gemm_bf16_flops_per_s(device),
-           "launches": lambda: _launch_times(model, _stage_pieces(args.stages), device)}
+           "launches": lambda: _launch_times(model, _stage_pieces(args.stages), device,
+                                             say)}
     for piece in pieces(args.rounds, {}):
         if piece.startswith("host:"):
             out[piece] = runs[piece.rsplit(":", 1)[1]]
     return out
 
 
-def _launch_times(model, stages: dict[str, tuple[str, int]], device) -> dict[str, float]:
+def _launch_times(model, stages: dict[str, tuple[str, int]], device, say) -> dict[str, float]:
     """The host's launch of one eager step of the host-run `model` and of each model whose
-    stages are timed, behind a GPU spin (ms by model name)."""
+    stages are timed, behind a GPU spin (ms by model name); a model whose step waited for
+    the GPU in every try is left out with a line that says so."""
     from corun.backend.launch_count import host_step_ms
     from corun.spec import model_preset
 
     models = {model.name: model, **{m: model_preset(m) for m, _ in stages.values()}}
-    return {name: round(host_step_ms(m, str(device))[0], 4) for name, m in models.items()}
+    out = {}
+    for name, m in models.items():
+        try:
+            out[name] = round(host_step_ms(m, str(device))[0], 4)
+        except RuntimeError as e:
+            say(f"launches: {e}; its step is predicted at {model.name}'s")
+    return out
 
 
 def _stage_pieces(text: str) -> dict[str, tuple[str, int]]:

@@ -162,8 +162,8 @@ class HostTimes:
     model_launch_ms: dict[str, float] = field(default_factory=dict, hash=False)
     """Each model's eager step as this host launches it behind a GPU spin
     (backend/launch_count.host_step_ms): the host-run model's and those whose stages were
-    timed. How the step differs by model on this host (empty: from the models' counted
-    launches, costmodel/host.py)."""
+    timed. How the step differs by model on this host (empty, or a model not in it: the
+    host-run model's step serves it, costmodel/host.py)."""
 
     @property
     def round_band_ms(self) -> tuple[float, float] | None:

@@ -516,3 +516,25 @@ def test_a_source_first_kernel_is_timed_as_it_runs_and_scales_a_key_of_its_own(t
     assert _kernel_scale(plain, src) == _kernel_scale(plain, plain_kw) != 1.0
     assert _kernel_scale(hw, src) != _kernel_scale(hw, plain_kw)  # its own where timed
     assert _kernel_scale(hardware_preset("h100"), src) == 1.0  # no profile: the model's
+
+
+def test_a_model_whose_launch_waited_for_the_gpu_is_left_out_with_a_line(monkeypatch):
+    """calibrate's `launches` piece keeps the models it could time; one whose step waited
+    for the GPU in every try is named, and predicted at the host-run model's step."""
+    from corun.backend import launch_count
+    from corun.spec import model_preset
+
+    from corun import calibrate_cmd
+
+    def timed(model, device, *_):
+        if model.name == "heavy-lean":
+            raise RuntimeError("heavy-lean: no step was launched within the spin")
+        return 2.5, 20
+
+    monkeypatch.setattr(launch_count, "host_step_ms", timed)
+    said: list[str] = []
+    out = calibrate_cmd._launch_times(model_preset("criteo-kaggle"),
+                                      calibrate_cmd._stage_pieces("heavy-lean:16384"),
+                                      "cuda", said.append)
+    assert out == {"criteo-kaggle": 2.5}
+    assert said and "heavy-lean" in said[0] and "criteo-kaggle's" in said[0]
