@@ -38,7 +38,3 @@ class StepLaunches:
     @property
     def kernel_count(self) -> int:
         return sum(self.kernels.values())
-
-    def host_ms(self, operator_ms: float, kernel_ms: float) -> float:
-        """The step's host time at these costs per operator and per Numba launch."""
-        return self.operator_count * operator_ms + self.kernel_count * kernel_ms

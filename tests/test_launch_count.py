@@ -42,13 +42,11 @@ def test_a_stand_in_outside_a_count_changes_nothing():
     assert step_launches(model_preset("heavy-fused")).kernels == {"emb_bwd": 1}
 
 
-def test_counts_are_the_same_at_any_batch_or_table_size_and_host_time_adds_up():
+def test_counts_are_the_same_at_any_batch_or_table_size():
     kaggle = model_preset("criteo-kaggle")
     bigger = dataclasses.replace(kaggle, tables=tuple(
         dataclasses.replace(t, rows=t.rows // 2 + 1) for t in kaggle.tables))
     assert step_launches(bigger, batch=16) == step_launches(kaggle, batch=32)
-    mine = StepLaunches("my-model", {"emb_fwd": 10, "optimizer": 5}, {"emb_bwd": 2})
-    assert mine.host_ms(0.02, 0.05) == pytest.approx(15 * 0.02 + 2 * 0.05)
 
 
 @pytest.mark.parametrize("operators, kernels, field", [
