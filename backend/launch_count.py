@@ -70,9 +70,23 @@ def counting() -> Iterator[Tally]:
         _tallies.remove(tally)
 
 
+def _cut_down(model: Model, batch: int, seed: int):
+    """`model` eager at `batch` with its tables cut to TABLE_ROWS rows, and one batch of
+    random single-id bags for it (on the CPU): launches follow neither size nor ids."""
+    from corun.backend.trainer import batch_from_tables, row_bases
+
+    small = dataclasses.replace(model, batch_per_gpu=batch, cuda_graphs=False, tables=tuple(
+        dataclasses.replace(t, rows=min(t.rows, TABLE_ROWS)) for t in model.tables))
+    rng = np.random.default_rng(seed)
+    tables = [(rng.integers(0, t.rows, batch), np.arange(batch + 1)) for t in small.tables]
+    return small, batch_from_tables(
+        rng.random((batch, small.dense_features), np.float32), tables, row_bases(small),
+        (rng.random(batch) < 0.5).astype(np.float32))
+
+
 def step_launches(model: Model, batch: int = 64, seed: int = 0) -> StepLaunches:
     """The launches one eager step of `model` makes, by stage, counted on the CPU."""
-    from corun.backend.trainer import Trainer, batch_from_tables, row_bases
+    from corun.backend.trainer import Trainer
 
     class Marks:
         """The tally at each stage mark of the counted step."""
@@ -83,12 +97,7 @@ def step_launches(model: Model, batch: int = 64, seed: int = 0) -> StepLaunches:
         def mark(self, stage) -> None:
             self.at.append((stage, self.tally.operators, self.tally.kernels))
 
-    small = dataclasses.replace(model, batch_per_gpu=batch, cuda_graphs=False, tables=tuple(
-        dataclasses.replace(t, rows=min(t.rows, TABLE_ROWS)) for t in model.tables))
-    rng = np.random.default_rng(seed)
-    tables = [(rng.integers(0, t.rows, batch), np.arange(batch + 1)) for t in small.tables]
-    b = batch_from_tables(rng.random((batch, small.dense_features), np.float32), tables,
-                          row_bases(small), (rng.random(batch) < 0.5).astype(np.float32))
+    small, b = _cut_down(model, batch, seed)
     trainer = Trainer(small, "cpu", seed)
     trainer.step(b)
     with counting() as tally:
@@ -116,16 +125,11 @@ def host_step_ms(model: Model, device: str = "cuda", batch: int = 2048, reps: in
 
     import torch
     from corun.backend.streams import gpu_spin
-    from corun.backend.trainer import Clock, Trainer, batch_from_tables, row_bases
+    from corun.backend.trainer import Clock, Trainer
 
-    small = dataclasses.replace(model, batch_per_gpu=batch, cuda_graphs=False, tables=tuple(
-        dataclasses.replace(t, rows=min(t.rows, TABLE_ROWS)) for t in model.tables))
-    rng = np.random.default_rng(seed)
-    tables = [(rng.integers(0, t.rows, batch), np.arange(batch + 1)) for t in small.tables]
+    small, b = _cut_down(model, batch, seed)
     dev = torch.device(device)
-    b = batch_from_tables(rng.random((batch, small.dense_features), np.float32), tables,
-                          row_bases(small), (rng.random(batch) < 0.5).astype(np.float32)
-                          ).to(dev)
+    b = b.to(dev)
     trainer = Trainer(small, device, seed)
     for _ in range(3):  # compile and warm every kernel
         trainer.step(b, Clock(dev))

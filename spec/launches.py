@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from corun.spec.errors import SpecError
+from corun.spec.errors import require, require_int_range
 from corun.spec.stages import Stage
 
 
@@ -23,13 +23,11 @@ class StepLaunches:
         stages = {s.value for s in Stage}
         for name in ("operators", "kernels"):
             for stage, n in getattr(self, name).items():
-                if stage not in stages:
-                    raise SpecError(f"{name}.{stage}", stage, "a training stage: "
-                                    + ", ".join(sorted(stages)))
-                if not isinstance(n, int) or isinstance(n, bool) or n < 0:
-                    raise SpecError(f"{name}.{stage}", n, "an integer >= 0")
-        if not sum(self.operators.values()):
-            raise SpecError("operators", self.operators, "at least one operator a step")
+                require(stage in stages, f"{name}.{stage}", stage,
+                        "a training stage: " + ", ".join(sorted(stages)))
+                require_int_range(f"{name}.{stage}", n, 0)
+        require(sum(self.operators.values()) > 0, "operators", self.operators,
+                "at least one operator a step")
 
     @property
     def operator_count(self) -> int:
